@@ -1,0 +1,133 @@
+//! K2: the device query of seed 001 (PyCUDA's and PyOpenCL's listings).
+use cust::CudaApiVersion;
+use cust::device::{Device, DeviceAttribute};
+
+use crate::error::{CudaResultExt, Error, Result};
+
+/// What seed 001 prints about each device.
+#[derive(Debug, Clone)]
+pub struct DeviceInfo {
+    /// Device ordinal.
+    pub ordinal: u32,
+    /// Marketing name.
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+    /// Global memory in bytes.
+    pub total_memory: usize,
+    /// SM clock in kHz.
+    pub clock_rate_khz: i32,
+    /// Streaming multiprocessors.
+    pub multiprocessors: i32,
+    /// Shared memory per block in bytes (without opt-in).
+    pub shared_memory_per_block: i32,
+    /// Constant memory in bytes.
+    pub total_constant_memory: i32,
+    /// Largest block.
+    pub max_threads_per_block: i32,
+    /// Threads per warp.
+    pub warp_size: i32,
+    /// L2 cache in bytes.
+    pub l2_cache_bytes: i32,
+    /// Memory bus width in bits.
+    pub memory_bus_width: i32,
+    /// Memory clock in kHz.
+    pub memory_clock_khz: i32,
+}
+
+/// The driver's CUDA version and every device's properties.
+///
+/// Errors with [`Error::NoDriver`] or [`Error::NoDevice`] when there is no GPU.
+pub fn query_devices() -> Result<(String, Vec<DeviceInfo>)> {
+    crate::gpu::init()?;
+    let driver = CudaApiVersion::get().during("device query", "cuDriverGetVersion")?;
+    let count = Device::num_devices().during("device query", "cuDeviceGetCount")?;
+    let mut devices = Vec::new();
+    for ordinal in 0..count {
+        let d = Device::get_device(ordinal).during("device query", "cuDeviceGet")?;
+        let attr = |a: DeviceAttribute| {
+            d.get_attribute(a)
+                .during("device query", "cuDeviceGetAttribute")
+        };
+        devices.push(DeviceInfo {
+            ordinal,
+            name: d.name().during("device query", "cuDeviceGetName")?,
+            compute_capability: (
+                attr(DeviceAttribute::ComputeCapabilityMajor)?,
+                attr(DeviceAttribute::ComputeCapabilityMinor)?,
+            ),
+            total_memory: d
+                .total_memory()
+                .during("device query", "cuDeviceTotalMem")?,
+            clock_rate_khz: attr(DeviceAttribute::ClockRate)?,
+            multiprocessors: attr(DeviceAttribute::MultiprocessorCount)?,
+            shared_memory_per_block: attr(DeviceAttribute::MaxSharedMemoryPerBlock)?,
+            total_constant_memory: attr(DeviceAttribute::TotalConstantMemory)?,
+            max_threads_per_block: attr(DeviceAttribute::MaxThreadsPerBlock)?,
+            warp_size: attr(DeviceAttribute::WarpSize)?,
+            l2_cache_bytes: attr(DeviceAttribute::L2CacheSize)?,
+            memory_bus_width: attr(DeviceAttribute::GlobalMemoryBusWidth)?,
+            memory_clock_khz: attr(DeviceAttribute::MemoryClockRate)?,
+        });
+    }
+    if devices.is_empty() {
+        return Err(Error::NoDevice {
+            reason: "the driver reports 0 devices".into(),
+        });
+    }
+    Ok((format!("{}.{}", driver.major(), driver.minor()), devices))
+}
+
+impl std::fmt::Display for DeviceInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mib = |b: f64| b / (1024.0 * 1024.0);
+        writeln!(f, "Device {}: {}", self.ordinal, self.name)?;
+        writeln!(
+            f,
+            "  compute capability        {}.{}",
+            self.compute_capability.0, self.compute_capability.1
+        )?;
+        writeln!(
+            f,
+            "  total memory              {:.0} MiB",
+            mib(self.total_memory as f64)
+        )?;
+        writeln!(
+            f,
+            "  clock rate                {} MHz",
+            self.clock_rate_khz / 1000
+        )?;
+        writeln!(f, "  multiprocessors           {}", self.multiprocessors)?;
+        writeln!(
+            f,
+            "  shared memory per block   {} KiB",
+            self.shared_memory_per_block / 1024
+        )?;
+        writeln!(
+            f,
+            "  constant memory           {} KiB",
+            self.total_constant_memory / 1024
+        )?;
+        writeln!(
+            f,
+            "  max threads per block     {}",
+            self.max_threads_per_block
+        )?;
+        writeln!(f, "  warp size                 {}", self.warp_size)?;
+        writeln!(
+            f,
+            "  L2 cache                  {:.1} MiB",
+            mib(self.l2_cache_bytes as f64)
+        )?;
+        writeln!(
+            f,
+            "  memory bus width          {} bits",
+            self.memory_bus_width
+        )?;
+        write!(
+            f,
+            "  memory clock              {} MHz",
+            self.memory_clock_khz / 1000
+        )
+    }
+}

@@ -1,0 +1,111 @@
+//! The crate's one error type: every failure names the kernel (or the host
+//! operation) and the reason.
+use std::path::PathBuf;
+
+use cust::error::CudaError;
+
+/// What went wrong, and where.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The CUDA driver library is there but cannot be initialised (no kernel
+    /// driver loaded, a driver too old for this program, …).
+    #[error("no CUDA driver: {reason}")]
+    NoDriver {
+        /// What `cuInit` said.
+        reason: String,
+    },
+    /// The driver works but there is no CUDA device.
+    #[error("no CUDA device: {reason}")]
+    NoDevice {
+        /// What the driver said.
+        reason: String,
+    },
+    /// The input was refused before any pointer reached a kernel: wrong or
+    /// mismatched shapes, empty input, sizes that overflow, bad parameters.
+    #[error("{kernel}: {reason}")]
+    InvalidInput {
+        /// The kernel or host function that refused it.
+        kernel: &'static str,
+        /// Why.
+        reason: String,
+    },
+    /// A CUDA driver call failed.
+    #[error("{kernel}: {operation} failed: {source}")]
+    Cuda {
+        /// The kernel or host function that made the call.
+        kernel: &'static str,
+        /// The operation (`launch`, `synchronize`, `copy to device`, …).
+        operation: &'static str,
+        /// The driver's error.
+        #[source]
+        source: CudaError,
+    },
+    /// A PTX file could not be read.
+    #[error("PTX file {path}: {source}")]
+    PtxFile {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The driver refused the PTX module.
+    #[error("loading the PTX module failed ({details}): {source}")]
+    ModuleLoad {
+        /// The PTX's `.version` and `.target`, and the driver version.
+        details: String,
+        /// The driver's error.
+        #[source]
+        source: CudaError,
+    },
+    /// A file the host reads or writes (an image, a report) failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being read or written.
+        what: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The loaded module has no entry point of this name.
+    #[error("kernel `{name}` is not in the loaded PTX module")]
+    KernelNotFound {
+        /// The entry point asked for.
+        name: String,
+    },
+}
+
+/// `Result` with the crate's [`enum@Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An [`Error::InvalidInput`] for `kernel`.
+    pub fn invalid(kernel: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidInput {
+            kernel,
+            reason: reason.into(),
+        }
+    }
+
+    /// Whether this error means "there is no GPU to run on" (no driver or no
+    /// device), as opposed to a failure on a working GPU.
+    pub fn is_no_gpu(&self) -> bool {
+        matches!(self, Error::NoDriver { .. } | Error::NoDevice { .. })
+    }
+}
+
+/// Attaches the kernel and the operation to a `cust` result.
+pub trait CudaResultExt<T> {
+    /// Maps a `CudaError` to [`Error::Cuda`] for `kernel` and `operation`.
+    fn during(self, kernel: &'static str, operation: &'static str) -> Result<T>;
+}
+
+impl<T> CudaResultExt<T> for Result<T, CudaError> {
+    fn during(self, kernel: &'static str, operation: &'static str) -> Result<T> {
+        self.map_err(|source| Error::Cuda {
+            kernel,
+            operation,
+            source,
+        })
+    }
+}

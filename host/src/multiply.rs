@@ -1,0 +1,219 @@
+//! Launchers for K1 `multiply` (device buffers and unified memory), K6
+//! `vector_sum_i32` and K19 `empty_kernel` (launch overhead).
+use std::time::Instant;
+
+use cust::launch;
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice, UnifiedBuffer};
+use ndarray::{Array1, ArrayView1, Zip};
+
+use cuda_kernels_gpu::multiply::{multiply_element, vector_sum_element};
+
+use crate::Gpu;
+use crate::error::{CudaResultExt, Error, Result};
+use crate::launch::{grid_1d_capped, same_len};
+use crate::timing::GpuTimer;
+use crate::util::contiguous;
+
+/// The PTX entry points this module launches.
+pub const ENTRY_POINTS: &[&str] = &["multiply", "vector_sum_i32", "empty_kernel"];
+
+/// Threads per block for the 1-D elementwise kernels (the seed's 256).
+pub const BLOCK: u32 = 256;
+
+/// Times of one `multiply` run.
+#[derive(Debug, Clone, Copy)]
+pub struct MultiplyTiming {
+    /// The kernel alone, from CUDA events.
+    pub kernel_ms: f32,
+    /// Copies in, kernel and copy out, from CUDA events.
+    pub with_transfers_ms: f32,
+}
+
+/// Which memory `multiply` works in (seed 000 uses `cudaMallocManaged`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryMode {
+    /// `cuMemAlloc` buffers with explicit copies.
+    Device,
+    /// Unified (managed) memory, as seed 000's `cudaMallocManaged`.
+    Unified,
+}
+
+impl Gpu {
+    /// `c = a * b` elementwise on the GPU (K1).
+    ///
+    /// Errors (no launch) when the lengths differ or are 0.
+    pub fn multiply(&self, a: ArrayView1<f32>, b: ArrayView1<f32>) -> Result<Array1<f32>> {
+        self.multiply_timed(a, b, MemoryMode::Device)
+            .map(|(c, _)| c)
+    }
+
+    /// [`Gpu::multiply`] in the chosen memory mode, with CUDA-event times.
+    pub fn multiply_timed(
+        &self,
+        a: ArrayView1<f32>,
+        b: ArrayView1<f32>,
+        mode: MemoryMode,
+    ) -> Result<(Array1<f32>, MultiplyTiming)> {
+        const K: &str = "multiply";
+        same_len(K, "a and b", a.len(), b.len())?;
+        let n = a.len();
+        let grid = grid_1d_capped(K, n, BLOCK)?;
+        self.bind()?;
+        let f = self.function(K)?;
+        let stream = self.stream();
+        let (a, b) = (contiguous(&a), contiguous(&b));
+        let total = GpuTimer::new()?;
+        let kernel = GpuTimer::new()?;
+        total.start(stream)?;
+        let c = match mode {
+            MemoryMode::Device => {
+                let da = DeviceBuffer::from_slice(&a).during(K, "copy a to the device")?;
+                let db = DeviceBuffer::from_slice(&b).during(K, "copy b to the device")?;
+                // SAFETY: the buffer is written in full by the kernel before it is read.
+                let dc =
+                    unsafe { DeviceBuffer::<f32>::uninitialized(n) }.during(K, "allocate c")?;
+                kernel.start(stream)?;
+                // SAFETY: da, db, dc hold n f32 each (lengths checked above); dc overlaps neither.
+                unsafe {
+                    launch!(f<<<grid, BLOCK, 0, stream>>>(da.as_device_ptr(), db.as_device_ptr(), dc.as_device_ptr(), n))
+                }
+                .during(K, "launch")?;
+                kernel.stop(stream)?;
+                self.synchronize(K)?;
+                let mut c = vec![0.0f32; n];
+                dc.copy_to(&mut c[..]).during(K, "copy c to the host")?;
+                c
+            }
+            MemoryMode::Unified => {
+                let mut ua = UnifiedBuffer::from_slice(&a).during(K, "allocate unified a")?;
+                let mut ub = UnifiedBuffer::from_slice(&b).during(K, "allocate unified b")?;
+                let mut uc = UnifiedBuffer::new(&0.0f32, n).during(K, "allocate unified c")?;
+                kernel.start(stream)?;
+                // SAFETY: ua, ub, uc hold n f32 each in managed memory; uc overlaps neither;
+                // the host touches none of them until the stream is synchronized.
+                unsafe {
+                    launch!(f<<<grid, BLOCK, 0, stream>>>(
+                        ua.as_unified_ptr(), ub.as_unified_ptr(), uc.as_unified_ptr(), n))
+                }
+                .during(K, "launch")?;
+                kernel.stop(stream)?;
+                self.synchronize(K)?;
+                uc.as_slice().to_vec()
+            }
+        };
+        total.stop(stream)?;
+        let timing = MultiplyTiming {
+            kernel_ms: kernel.elapsed_ms()?,
+            with_transfers_ms: total.elapsed_ms()?,
+        };
+        Ok((Array1::from(c), timing))
+    }
+
+    /// Queues `multiply` on [`Gpu::stream`] over data already on the device:
+    /// `c = a * b`, without copies or synchronization (for pipelines and
+    /// benchmarks). Lengths are checked; the caller synchronizes before
+    /// reading `c`.
+    pub fn multiply_on_device(
+        &self,
+        a: &DeviceSlice<f32>,
+        b: &DeviceSlice<f32>,
+        c: &mut DeviceSlice<f32>,
+    ) -> Result<()> {
+        const K: &str = "multiply";
+        same_len(K, "a and b", a.len(), b.len())?;
+        same_len(K, "a and c", a.len(), c.len())?;
+        let n = a.len();
+        let grid = grid_1d_capped(K, n, BLOCK)?;
+        self.bind()?;
+        let f = self.function(K)?;
+        let stream = self.stream();
+        // SAFETY: a, b, c hold n f32 each (checked above); `c` is borrowed mutably, so it
+        // aliases neither input.
+        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), n)) }
+            .during(K, "launch")
+    }
+
+    /// `res = a + b` elementwise on i32 (K6, PyOpenCL's `vectorSum`),
+    /// wrapping on overflow like the CPU reference.
+    pub fn vector_sum_i32(&self, a: ArrayView1<i32>, b: ArrayView1<i32>) -> Result<Array1<i32>> {
+        const K: &str = "vector_sum_i32";
+        same_len(K, "a and b", a.len(), b.len())?;
+        let n = a.len();
+        let grid = grid_1d_capped(K, n, BLOCK)?;
+        self.bind()?;
+        let f = self.function(K)?;
+        let stream = self.stream();
+        let da = DeviceBuffer::from_slice(&contiguous(&a)).during(K, "copy a to the device")?;
+        let db = DeviceBuffer::from_slice(&contiguous(&b)).during(K, "copy b to the device")?;
+        // SAFETY: written in full by the kernel before it is read.
+        let dr = unsafe { DeviceBuffer::<i32>::uninitialized(n) }.during(K, "allocate res")?;
+        // SAFETY: da, db, dr hold n i32 each (checked above); dr overlaps neither.
+        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(da.as_device_ptr(), db.as_device_ptr(), dr.as_device_ptr(), n)) }
+            .during(K, "launch")?;
+        self.synchronize(K)?;
+        let mut res = vec![0i32; n];
+        dr.copy_to(&mut res[..]).during(K, "copy res to the host")?;
+        Ok(Array1::from(res))
+    }
+
+    /// K19: launches `empty_kernel` `launches` times, once synchronously
+    /// (launch, synchronize, repeat) and once pipelined (all launches, then
+    /// one synchronize), and returns the launch rates.
+    pub fn launch_overhead(&self, launches: usize) -> Result<LaunchRates> {
+        const K: &str = "empty_kernel";
+        if launches == 0 {
+            return Err(Error::invalid(K, "launch count 0"));
+        }
+        self.bind()?;
+        let f = self.function(K)?;
+        let stream = self.stream();
+        // Warm-up: the first launch pays for module JIT and lazy loading.
+        // SAFETY: empty_kernel takes no arguments and touches no memory.
+        unsafe { launch!(f<<<1, 1, 0, stream>>>()) }.during(K, "launch")?;
+        self.synchronize(K)?;
+        let t = Instant::now();
+        for _ in 0..launches {
+            // SAFETY: as above.
+            unsafe { launch!(f<<<1, 1, 0, stream>>>()) }.during(K, "launch")?;
+            self.synchronize(K)?;
+        }
+        let synchronous = launches as f64 / t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        for _ in 0..launches {
+            // SAFETY: as above.
+            unsafe { launch!(f<<<1, 1, 0, stream>>>()) }.during(K, "launch")?;
+        }
+        self.synchronize(K)?;
+        let pipelined = launches as f64 / t.elapsed().as_secs_f64();
+        Ok(LaunchRates {
+            synchronous_per_s: synchronous,
+            pipelined_per_s: pipelined,
+        })
+    }
+}
+
+/// Launches per second of an empty kernel (K19).
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchRates {
+    /// Launch then synchronize, each time.
+    pub synchronous_per_s: f64,
+    /// Many launches, one synchronize.
+    pub pipelined_per_s: f64,
+}
+
+/// CPU reference for [`Gpu::multiply`]. Panics-free: mismatched lengths are
+/// an error, as on the GPU.
+pub fn multiply_cpu(a: ArrayView1<f32>, b: ArrayView1<f32>) -> Result<Array1<f32>> {
+    same_len("multiply (CPU)", "a and b", a.len(), b.len())?;
+    Ok(Zip::from(&a)
+        .and(&b)
+        .map_collect(|&x, &y| multiply_element(x, y)))
+}
+
+/// CPU reference for [`Gpu::vector_sum_i32`].
+pub fn vector_sum_i32_cpu(a: ArrayView1<i32>, b: ArrayView1<i32>) -> Result<Array1<i32>> {
+    same_len("vector_sum_i32 (CPU)", "a and b", a.len(), b.len())?;
+    Ok(Zip::from(&a)
+        .and(&b)
+        .map_collect(|&x, &y| vector_sum_element(x, y)))
+}

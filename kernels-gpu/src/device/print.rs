@@ -1,0 +1,111 @@
+//! Device-side formatted printing through CUDA's `vprintf` system call
+//! (what `printf` in CUDA C compiles to).
+//!
+//! ```ignore
+//! use cuda_kernels_gpu::gpu_printf;
+//! gpu_printf!("thread %u of block %u: x = %f\n", thread_idx_x(), block_idx_x(), x);
+//! ```
+//! The format string follows C `printf`. Arguments are laid out as `vprintf`
+//! expects them: each at its natural alignment, `f32` promoted to `f64` (as C
+//! varargs do), so use `%d`/`%u`/`%x` for 32-bit integers, `%ld`/`%lu` for
+//! 64-bit ones and `usize`, `%f`/`%e`/`%g` for floats, `%p` for pointers.
+//! At most 64 bytes of arguments. The output appears on the host's stdout when
+//! the host next synchronizes with the device.
+use core::arch::nvptx;
+
+/// The argument buffer handed to `vprintf`.
+#[repr(C, align(8))]
+pub struct PrintfArgs {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+/// A value `gpu_printf!` can pass: written at its natural alignment, as
+/// `vprintf` reads it.
+pub trait PrintfArg {
+    /// Appends `self` to the argument buffer.
+    fn push_to(self, args: &mut PrintfArgs);
+}
+
+impl PrintfArgs {
+    /// An empty buffer.
+    #[inline(always)]
+    pub const fn new() -> Self {
+        Self {
+            bytes: [0; 64],
+            len: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn push_bytes<const W: usize>(&mut self, value: [u8; W]) {
+        let start = (self.len + W - 1) / W * W;
+        if start + W <= self.bytes.len() {
+            self.bytes[start..start + W].copy_from_slice(&value);
+            self.len = start + W;
+        }
+    }
+
+    /// The buffer's address for `vprintf`.
+    #[inline(always)]
+    pub fn as_ptr(&self) -> *const core::ffi::c_void {
+        self.bytes.as_ptr().cast()
+    }
+}
+
+impl Default for PrintfArgs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+macro_rules! printf_arg {
+    ($($t:ty => $as:ty),*) => {$(
+        impl PrintfArg for $t {
+            #[inline(always)]
+            fn push_to(self, args: &mut PrintfArgs) {
+                args.push_bytes((self as $as).to_ne_bytes());
+            }
+        }
+    )*};
+}
+printf_arg!(i32 => i32, u32 => u32, i64 => i64, u64 => u64, usize => u64, isize => i64,
+            f32 => f64, f64 => f64, u8 => u32, i8 => i32, u16 => u32, i16 => i32);
+
+impl<T> PrintfArg for *const T {
+    #[inline(always)]
+    fn push_to(self, args: &mut PrintfArgs) {
+        args.push_bytes((self as usize as u64).to_ne_bytes());
+    }
+}
+
+impl<T> PrintfArg for *mut T {
+    #[inline(always)]
+    fn push_to(self, args: &mut PrintfArgs) {
+        args.push_bytes((self as usize as u64).to_ne_bytes());
+    }
+}
+
+/// Calls `vprintf` with a NUL-terminated format and an argument buffer.
+///
+/// # Safety
+/// `format` is NUL-terminated and its conversions match the buffer's layout.
+#[inline(always)]
+pub unsafe fn vprintf(format: *const u8, args: &PrintfArgs) -> i32 {
+    // SAFETY: forwarded from the caller; the buffer outlives the call.
+    unsafe { nvptx::vprintf(format, args.as_ptr()) }
+}
+
+/// C-style `printf` from a kernel: `gpu_printf!("x = %d\n", x)`. See the
+/// [module docs](self) for the argument rules.
+#[macro_export]
+macro_rules! gpu_printf {
+    ($fmt:literal $(, $arg:expr)* $(,)?) => {{
+        #[allow(unused_mut)]
+        let mut args = $crate::device::print::PrintfArgs::new();
+        $( $crate::device::print::PrintfArg::push_to($arg, &mut args); )*
+        // SAFETY: the format is a NUL-terminated literal; each argument was
+        // laid out at its natural alignment, as vprintf reads it.
+        unsafe { $crate::device::print::vprintf(concat!($fmt, "\0").as_ptr(), &args) }
+    }};
+}

@@ -1,0 +1,1 @@
+//! (this family is not written yet)

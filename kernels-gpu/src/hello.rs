@@ -1,0 +1,32 @@
+//! K17 `hello_kernel` (seed 004): every thread prints a line with `vprintf`.
+
+#[cfg(target_arch = "nvptx64")]
+mod entry {
+    use crate::device::thread;
+    use crate::gpu_printf;
+
+    /// Prints `Hello World From GPU!` once per thread (seed 004 launches
+    /// <<<1, 3>>>: three lines).
+    ///
+    /// # Safety
+    /// None; `unsafe` only because every entry point is.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn hello_kernel() {
+        gpu_printf!("Hello World From GPU!\n");
+    }
+
+    /// Formatted device printing: each thread prints its thread and block
+    /// index and its global index.
+    ///
+    /// # Safety
+    /// None; `unsafe` only because every entry point is.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn hello_indexed() {
+        gpu_printf!(
+            "Hello from thread %u of block %u (global index %lu)\n",
+            thread::thread_idx_x(),
+            thread::block_idx_x(),
+            thread::index_1d()
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! K1 `multiply` (seed 000): `c[i] = a[i] * b[i]` on f32, grid-stride.
+//!
+//! Seed 000 computes its index as `threadIdx.x * blockDim.x + threadIdx.x`,
+//! which hands every block the same elements; here the index is the correct
+//! `blockIdx.x * blockDim.x + threadIdx.x` with stride
+//! `blockDim.x * gridDim.x` ([`thread::grid_stride`](crate::device::thread::grid_stride)).
+//!
+//! K6 `vector_sum_i32` (seed 001, PyOpenCL's `vectorSum`) and K19
+//! `empty_kernel` live here too: they are the same one-line shape.
+
+/// The per-element function shared by the kernel and the CPU reference.
+#[inline(always)]
+pub fn multiply_element(a: f32, b: f32) -> f32 {
+    a * b
+}
+
+/// The per-element function of `vector_sum_i32`: a wrapping sum, the same on
+/// the GPU (`add.s32`) and the CPU.
+#[inline(always)]
+pub fn vector_sum_element(a: i32, b: i32) -> i32 {
+    a.wrapping_add(b)
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod entry {
+    use super::*;
+    use crate::device::thread;
+
+    /// `c[i] = a[i] * b[i]` for `i < n`, grid-stride (any grid covers any n).
+    ///
+    /// # Safety
+    /// `a`, `b` and `c` point to at least `n` f32 each on the device; `c`
+    /// does not overlap `a` or `b`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn multiply(
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        n: usize,
+    ) {
+        for i in thread::grid_stride(n) {
+            // SAFETY: i < n, the length of all three buffers (host-checked).
+            unsafe { *c.add(i) = multiply_element(*a.add(i), *b.add(i)) };
+        }
+    }
+
+    /// `res[i] = a[i] + b[i]` (wrapping) for `i < n`, grid-stride.
+    ///
+    /// # Safety
+    /// `a`, `b` and `res` point to at least `n` i32 each; `res` overlaps
+    /// neither input.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn vector_sum_i32(
+        a: *const i32,
+        b: *const i32,
+        res: *mut i32,
+        n: usize,
+    ) {
+        for i in thread::grid_stride(n) {
+            // SAFETY: i < n, the length of all three buffers (host-checked).
+            unsafe { *res.add(i) = vector_sum_element(*a.add(i), *b.add(i)) };
+        }
+    }
+
+    /// Does nothing: K19 measures what a launch itself costs.
+    ///
+    /// # Safety
+    /// None; `unsafe` only because every entry point is.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn empty_kernel() {}
+}

@@ -1,0 +1,195 @@
+//! The seed demos behind the `cuda-kernels` command, one module per kernel
+//! family. Each demo runs on the GPU when there is one, always computes the
+//! CPU reference, and adds rows to a [`Report`] (the results table).
+//!
+//! A family module offers:
+//! - `Command`: its subcommands (flattened into the CLI);
+//! - `run(cmd, gpu, report)`: runs one of them;
+//! - `run_all(gpu, out_dir, report)`: its part of `cuda-kernels demo`;
+//! - `bench(gpu, records)`: its part of `cuda-kernels bench`.
+use std::fmt::Write as _;
+use std::path::Path;
+
+use crate::{Gpu, Result};
+
+pub mod foundation;
+pub mod mandelbrot;
+pub mod matrices;
+pub mod reduce;
+pub mod streams;
+
+/// How a GPU result compared with the CPU reference.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Check {
+    /// Matches (with how: "exact", "allclose", a max error…).
+    Pass(String),
+    /// Does not match, and why.
+    Fail(String),
+    /// Not compared (no GPU), and why.
+    Skipped(String),
+}
+
+/// One line of the results table.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// Kernel or technique.
+    pub kernel: String,
+    /// Problem size, as people say it ("2^20", "4096×4096").
+    pub size: String,
+    /// GPU time in milliseconds (kernel time unless the note says otherwise).
+    pub gpu_ms: Option<f64>,
+    /// CPU reference time in milliseconds.
+    pub cpu_ms: Option<f64>,
+    /// Effective bandwidth or GFLOP/s, with its unit.
+    pub throughput: Option<String>,
+    /// The correctness check.
+    pub check: Check,
+}
+
+impl Row {
+    /// A row with only a name, a size and a check.
+    pub fn new(kernel: impl Into<String>, size: impl Into<String>, check: Check) -> Self {
+        Self {
+            kernel: kernel.into(),
+            size: size.into(),
+            gpu_ms: None,
+            cpu_ms: None,
+            throughput: None,
+            check,
+        }
+    }
+}
+
+/// The results table of a run.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Rows in the order the demos ran.
+    pub rows: Vec<Row>,
+}
+
+impl Report {
+    /// Adds a row.
+    pub fn push(&mut self, row: Row) {
+        self.rows.push(row);
+    }
+
+    /// Whether any check failed.
+    pub fn any_failed(&self) -> bool {
+        self.rows.iter().any(|r| matches!(r.check, Check::Fail(_)))
+    }
+
+    /// The table as aligned text.
+    pub fn to_table(&self) -> String {
+        let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+        let mut cells = vec![[
+            "kernel".to_string(),
+            "size".into(),
+            "GPU ms".into(),
+            "CPU ms".into(),
+            "speedup".into(),
+            "throughput".into(),
+            "check".into(),
+        ]];
+        for r in &self.rows {
+            let speedup = match (r.gpu_ms, r.cpu_ms) {
+                (Some(g), Some(c)) if g > 0.0 => format!("{:.1}x", c / g),
+                _ => "-".into(),
+            };
+            let check = match &r.check {
+                Check::Pass(s) => format!("ok ({s})"),
+                Check::Fail(s) => format!("FAILED: {s}"),
+                Check::Skipped(s) => format!("skipped: {s}"),
+            };
+            cells.push([
+                r.kernel.clone(),
+                r.size.clone(),
+                ms(r.gpu_ms),
+                ms(r.cpu_ms),
+                speedup,
+                r.throughput.clone().unwrap_or_else(|| "-".into()),
+                check,
+            ]);
+        }
+        let widths: Vec<usize> = (0..7)
+            .map(|c| {
+                cells
+                    .iter()
+                    .map(|row| row[c].chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        for (i, row) in cells.iter().enumerate() {
+            let line: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .map(|(cell, w)| format!("{cell:<w$}", w = *w))
+                .collect();
+            let _ = writeln!(out, "{}", line.join("  ").trim_end());
+            if i == 0 {
+                let _ = writeln!(
+                    out,
+                    "{}",
+                    widths
+                        .iter()
+                        .map(|w| "-".repeat(*w))
+                        .collect::<Vec<_>>()
+                        .join("  ")
+                );
+            }
+        }
+        out
+    }
+}
+
+/// One benchmark measurement, for `cuda-kernels bench` (JSON and table).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BenchRecord {
+    /// Kernel.
+    pub kernel: String,
+    /// Size.
+    pub size: String,
+    /// Median time in milliseconds.
+    pub median_ms: f64,
+    /// The metric's name and unit ("GB/s", "GFLOP/s", "launches/s").
+    pub metric: String,
+    /// The metric's value.
+    pub value: f64,
+    /// What the ratio is against ("device copy", "cuBLAS", …).
+    pub reference: Option<String>,
+    /// value / reference value, measured in the same run.
+    pub ratio: Option<f64>,
+}
+
+/// Milliseconds a closure takes on the CPU, with its result.
+pub fn cpu_time<T>(f: impl FnOnce() -> T) -> (T, f64) {
+    let t = std::time::Instant::now();
+    let v = f();
+    (v, t.elapsed().as_secs_f64() * 1e3)
+}
+
+/// `Check::Skipped` for a run without a GPU.
+pub fn no_gpu() -> Check {
+    Check::Skipped("no GPU".into())
+}
+
+/// Runs every family's demos in order (`cuda-kernels demo`).
+pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result<()> {
+    foundation::run_all(gpu, out_dir, report)?;
+    matrices::run_all(gpu, out_dir, report)?;
+    reduce::run_all(gpu, out_dir, report)?;
+    mandelbrot::run_all(gpu, out_dir, report)?;
+    streams::run_all(gpu, out_dir, report)?;
+    Ok(())
+}
+
+/// Runs every family's benchmarks (`cuda-kernels bench`).
+pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
+    foundation::bench(gpu, records)?;
+    matrices::bench(gpu, records)?;
+    reduce::bench(gpu, records)?;
+    mandelbrot::bench(gpu, records)?;
+    streams::bench(gpu, records)?;
+    Ok(())
+}

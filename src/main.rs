@@ -1,0 +1,191 @@
+//! `cuda-kernels`: the command-line program. Runs the seed demos, the
+//! benchmarks, the device query, and prints the embedded PTX.
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use cuda_kernels::demos::{self, Report};
+use cuda_kernels::{Error, Gpu};
+
+#[derive(Parser)]
+#[command(
+    name = "cuda-kernels",
+    version,
+    about = "CUDA kernels written in Rust: demos, benchmarks, device query"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// K2: the device query (exits non-zero when there is no CUDA device).
+    Info,
+    /// Prints the embedded PTX, or writes it to a file.
+    Ptx {
+        /// Write the PTX here instead of printing it.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print only the entry points and the target.
+        #[arg(long)]
+        summary: bool,
+    },
+    /// Runs every demo in sequence and prints the results table.
+    Demo {
+        /// Where images go.
+        #[arg(long, default_value = "out")]
+        out_dir: PathBuf,
+    },
+    /// Runs the benchmarks (GPU only): a table, and JSON with --json.
+    Bench {
+        /// Write the records as JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    #[command(flatten)]
+    Foundation(demos::foundation::Command),
+    #[command(flatten)]
+    Matrices(demos::matrices::Command),
+    #[command(flatten)]
+    Reduce(demos::reduce::Command),
+    #[command(flatten)]
+    Mandelbrot(demos::mandelbrot::Command),
+    #[command(flatten)]
+    Streams(demos::streams::Command),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                eprintln!("  caused by: {s}");
+                source = s.source();
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Opens the GPU for a demo: `None`, with a notice, when there is none.
+fn open_gpu() -> Result<Option<Gpu>, Error> {
+    match cuda_kernels::gpu() {
+        Ok(gpu) => {
+            eprintln!("GPU: {}", gpu.name()?);
+            Ok(Some(gpu))
+        }
+        Err(e) if e.is_no_gpu() => {
+            eprintln!(
+                "notice: {e}\nnotice: running the CPU references only; GPU results are skipped"
+            );
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn run(command: Command) -> Result<ExitCode, Error> {
+    let mut report = Report::default();
+    match command {
+        Command::Info => {
+            let (driver, devices) = cuda_kernels::device_info::query_devices()?;
+            println!("CUDA driver version {driver}; {} device(s)", devices.len());
+            for d in devices {
+                println!("{d}");
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Ptx { out, summary } => {
+            if summary {
+                let entries = cuda_kernels::ptx_entry_points(cuda_kernels::PTX);
+                println!(
+                    "PTX for {}: {} bytes, {} entry points",
+                    cuda_kernels::PTX_ARCH,
+                    cuda_kernels::PTX.len(),
+                    entries.len()
+                );
+                for e in entries {
+                    println!("  {e}");
+                }
+            } else if let Some(path) = out {
+                std::fs::write(&path, cuda_kernels::PTX).map_err(|source| Error::Io {
+                    what: format!("writing {}", path.display()),
+                    source,
+                })?;
+                eprintln!(
+                    "wrote {} ({} bytes)",
+                    path.display(),
+                    cuda_kernels::PTX.len()
+                );
+            } else {
+                print!("{}", cuda_kernels::PTX);
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Bench { json } => {
+            let gpu = cuda_kernels::gpu()?;
+            eprintln!("GPU: {}", gpu.name()?);
+            let mut records = Vec::new();
+            demos::bench_all(&gpu, &mut records)?;
+            for r in &records {
+                let ratio = match (&r.reference, r.ratio) {
+                    (Some(reference), Some(x)) => format!("{x:.3} of {reference}"),
+                    _ => String::new(),
+                };
+                println!(
+                    "{:<34} {:<16} {:>10.4} ms {:>12.1} {:<11} {ratio}",
+                    r.kernel, r.size, r.median_ms, r.value, r.metric
+                );
+            }
+            if let Some(path) = json {
+                let text = serde_json::to_string_pretty(&records).unwrap_or_default();
+                std::fs::write(&path, text).map_err(|source| Error::Io {
+                    what: format!("writing {}", path.display()),
+                    source,
+                })?;
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Demo { out_dir } => {
+            std::fs::create_dir_all(&out_dir).map_err(|source| Error::Io {
+                what: format!("creating {}", out_dir.display()),
+                source,
+            })?;
+            let gpu = open_gpu()?;
+            if gpu.is_none() {
+                println!("{}", ptx_summary_line());
+            }
+            demos::run_all(gpu.as_ref(), &out_dir, &mut report)?;
+        }
+        Command::Foundation(cmd) => {
+            demos::foundation::run(&cmd, open_gpu()?.as_ref(), &mut report)?
+        }
+        Command::Matrices(cmd) => demos::matrices::run(&cmd, open_gpu()?.as_ref(), &mut report)?,
+        Command::Reduce(cmd) => demos::reduce::run(&cmd, open_gpu()?.as_ref(), &mut report)?,
+        Command::Mandelbrot(cmd) => {
+            demos::mandelbrot::run(&cmd, open_gpu()?.as_ref(), &mut report)?
+        }
+        Command::Streams(cmd) => demos::streams::run(&cmd, open_gpu()?.as_ref(), &mut report)?,
+    }
+    print!("\n{}", report.to_table());
+    Ok(if report.any_failed() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn ptx_summary_line() -> String {
+    let entries = cuda_kernels::ptx_entry_points(cuda_kernels::PTX);
+    format!(
+        "embedded PTX: {} bytes for {}, {} entry points: {}",
+        cuda_kernels::PTX.len(),
+        cuda_kernels::PTX_ARCH,
+        entries.len(),
+        entries.join(", ")
+    )
+}

@@ -1,0 +1,68 @@
+//! The GPU test harness (used by the `gpu_*` test targets, `harness = false`).
+//!
+//! Each test is a libtest-mimic trial whose outcome is decided at run time: on
+//! a machine without a usable GPU it is reported as `ignored (no CUDA device:
+//! …)`, never as passed; on a CUDA machine it runs. All trials share one
+//! [`Gpu`] (it is `Send + Sync` and binds its context on every call).
+#![allow(dead_code)]
+use std::process::ExitCode;
+use std::sync::OnceLock;
+
+use cuda_kernels::Gpu;
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+static GPU: OnceLock<Result<Gpu, String>> = OnceLock::new();
+
+/// The shared GPU, or why there is none.
+pub fn shared_gpu() -> Result<&'static Gpu, &'static str> {
+    GPU.get_or_init(|| cuda_kernels::gpu().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|s| s.as_str())
+}
+
+/// Whether this machine has a usable GPU.
+pub fn have_gpu() -> bool {
+    shared_gpu().is_ok()
+}
+
+/// A test that needs the GPU: ignored, with the reason, when there is none.
+pub fn gpu_test(name: &str, body: fn(&Gpu) -> Result<(), Failed>) -> Trial {
+    Trial::ignorable_test(name, move || match shared_gpu() {
+        Ok(gpu) => body(gpu).map(|()| Completion::Completed),
+        Err(reason) => Ok(Completion::ignored_with(reason)),
+    })
+    .with_kind("gpu")
+}
+
+/// A test that needs no GPU.
+pub fn cpu_test(name: &str, body: fn() -> Result<(), Failed>) -> Trial {
+    Trial::test(name, body)
+}
+
+/// Runs the trials (parsing the usual `cargo test` arguments) and exits with
+/// libtest's status.
+pub fn run(trials: Vec<Trial>) -> ExitCode {
+    let args = Arguments::from_args();
+    if let Err(reason) = shared_gpu() {
+        eprintln!("note: GPU tests are ignored on this machine: {reason}");
+    }
+    libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// Turns any displayable error into a test failure.
+pub fn fail(e: impl std::fmt::Display) -> Failed {
+    Failed::from(e.to_string())
+}
+
+/// `Err(Failed)` unless `cond`.
+pub fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<(), Failed> {
+    if cond {
+        Ok(())
+    } else {
+        Err(Failed::from(msg()))
+    }
+}
+
+/// Lengths worth testing for a 1-D kernel with blocks of 256: 1, below and
+/// above one block, not a multiple of the block, and large.
+pub const AWKWARD_LENGTHS: &[usize] = &[1, 2, 31, 255, 256, 257, 1000, 65_537, (1 << 20) + 3];

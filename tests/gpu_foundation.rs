@@ -1,0 +1,172 @@
+//! GPU tests of the foundation: multiply (device and unified memory),
+//! vector_sum_i32, hello_kernel's output, launch overhead, and bad input.
+mod common;
+
+use std::process::ExitCode;
+
+use common::{AWKWARD_LENGTHS, ensure, fail, gpu_test, run};
+use cuda_kernels::demos::foundation::multiply_inputs;
+use cuda_kernels::multiply::{MemoryMode, multiply_cpu, vector_sum_i32_cpu};
+use cuda_kernels::ndarray::{Array1, s};
+use cuda_kernels::{Error, Gpu};
+use libtest_mimic::Failed;
+
+const HELLO_CHILD: &str = "CUDA_KERNELS_TEST_HELLO_CHILD";
+
+fn main() -> ExitCode {
+    // Re-executed by `hello_prints_three_lines` to capture the device printf
+    // output (it goes to this process's stdout).
+    if std::env::var_os(HELLO_CHILD).is_some() {
+        let gpu = cuda_kernels::gpu().expect("the parent checked the GPU");
+        gpu.hello(1, 3, false).expect("hello_kernel runs");
+        return ExitCode::SUCCESS;
+    }
+    run(vec![
+        gpu_test("multiply_matches_cpu_exactly", multiply_matches_cpu_exactly),
+        gpu_test("multiply_unified_matches_cpu", multiply_unified_matches_cpu),
+        gpu_test("multiply_strided_views", multiply_strided_views),
+        gpu_test("multiply_refuses_bad_input", multiply_refuses_bad_input),
+        gpu_test("vector_sum_i32_matches_cpu", vector_sum_i32_matches_cpu),
+        gpu_test("hello_prints_three_lines", hello_prints_three_lines),
+        gpu_test("hello_refuses_bad_shapes", hello_refuses_bad_shapes),
+        gpu_test("empty_kernel_launch_rates", empty_kernel_launch_rates),
+        gpu_test(
+            "missing_kernel_is_a_typed_error",
+            missing_kernel_is_a_typed_error,
+        ),
+        gpu_test("bad_ptx_is_a_typed_error", bad_ptx_is_a_typed_error),
+    ])
+}
+
+fn multiply_matches_cpu_exactly(gpu: &Gpu) -> Result<(), Failed> {
+    for &n in AWKWARD_LENGTHS.iter().chain(&[1 << 24]) {
+        let (a, b) = multiply_inputs(n, n as u64);
+        let c = gpu.multiply(a.view(), b.view()).map_err(fail)?;
+        let expected = multiply_cpu(a.view(), b.view()).map_err(fail)?;
+        ensure(c == expected, || format!("n = {n}: GPU and CPU differ"))?;
+    }
+    Ok(())
+}
+
+fn multiply_unified_matches_cpu(gpu: &Gpu) -> Result<(), Failed> {
+    for &n in &[1usize, 257, 1 << 20] {
+        let (a, b) = multiply_inputs(n, 7);
+        let (c, t) = gpu
+            .multiply_timed(a.view(), b.view(), MemoryMode::Unified)
+            .map_err(fail)?;
+        ensure(c == multiply_cpu(a.view(), b.view()).map_err(fail)?, || {
+            format!("n = {n}")
+        })?;
+        ensure(
+            t.kernel_ms >= 0.0 && t.with_transfers_ms >= t.kernel_ms,
+            || format!("timing {t:?}"),
+        )?;
+    }
+    Ok(())
+}
+
+fn multiply_strided_views(gpu: &Gpu) -> Result<(), Failed> {
+    let (a, b) = multiply_inputs(1001, 3);
+    let (a2, b2) = (a.slice(s![..;2]), b.slice(s![..;-2]));
+    let c = gpu.multiply(a2, b2).map_err(fail)?;
+    ensure(c == multiply_cpu(a2, b2).map_err(fail)?, || {
+        "strided views".into()
+    })
+}
+
+fn multiply_refuses_bad_input(gpu: &Gpu) -> Result<(), Failed> {
+    let a = Array1::<f32>::zeros(10);
+    let b = Array1::<f32>::zeros(11);
+    let e = Array1::<f32>::zeros(0);
+    for (what, r) in [
+        ("mismatched", gpu.multiply(a.view(), b.view())),
+        ("empty", gpu.multiply(e.view(), e.view())),
+    ] {
+        match r {
+            Err(Error::InvalidInput {
+                kernel: "multiply", ..
+            }) => {}
+            other => return Err(format!("{what}: expected InvalidInput, got {other:?}").into()),
+        }
+    }
+    Ok(())
+}
+
+fn vector_sum_i32_matches_cpu(gpu: &Gpu) -> Result<(), Failed> {
+    for &n in AWKWARD_LENGTHS {
+        let a: Array1<i32> = (0..n as i32).map(|i| i.wrapping_mul(7919)).collect();
+        let b: Array1<i32> = (0..n as i32).map(|i| i32::MAX - i).collect(); // overflows: wraps on both sides
+        let r = gpu.vector_sum_i32(a.view(), b.view()).map_err(fail)?;
+        ensure(
+            r == vector_sum_i32_cpu(a.view(), b.view()).map_err(fail)?,
+            || format!("n = {n}"),
+        )?;
+    }
+    Ok(())
+}
+
+fn hello_prints_three_lines(_gpu: &Gpu) -> Result<(), Failed> {
+    let exe = std::env::current_exe().map_err(fail)?;
+    let out = std::process::Command::new(exe)
+        .env(HELLO_CHILD, "1")
+        .output()
+        .map_err(fail)?;
+    ensure(out.status.success(), || {
+        format!("child failed: {}", String::from_utf8_lossy(&out.stderr))
+    })?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines = stdout
+        .lines()
+        .filter(|l| *l == "Hello World From GPU!")
+        .count();
+    ensure(lines == 3, || {
+        format!("expected 3 hello lines, got {lines}: {stdout:?}")
+    })
+}
+
+fn hello_refuses_bad_shapes(gpu: &Gpu) -> Result<(), Failed> {
+    for (blocks, threads) in [(1, 0), (0, 1), (1, 1025)] {
+        match gpu.hello(blocks, threads, false) {
+            Err(Error::InvalidInput { .. }) => {}
+            other => {
+                return Err(format!(
+                    "<<<{blocks}, {threads}>>>: expected InvalidInput, got {other:?}"
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn empty_kernel_launch_rates(gpu: &Gpu) -> Result<(), Failed> {
+    let r = gpu.launch_overhead(2000).map_err(fail)?;
+    ensure(
+        r.synchronous_per_s > 1000.0 && r.pipelined_per_s > r.synchronous_per_s * 0.5,
+        || format!("{r:?}"),
+    )
+}
+
+fn missing_kernel_is_a_typed_error(gpu: &Gpu) -> Result<(), Failed> {
+    match gpu.function("no_such_kernel") {
+        Err(Error::KernelNotFound { name }) if name == "no_such_kernel" => Ok(()),
+        Err(e) => Err(format!("expected KernelNotFound, got {e:?}").into()),
+        Ok(_) => Err("found a kernel that does not exist".into()),
+    }
+}
+
+fn bad_ptx_is_a_typed_error(_gpu: &Gpu) -> Result<(), Failed> {
+    match Gpu::from_ptx_file("/nonexistent/kernels.ptx") {
+        Err(Error::PtxFile { .. }) => {}
+        other => {
+            return Err(format!("missing file: expected PtxFile, got {:?}", other.err()).into());
+        }
+    }
+    match Gpu::from_ptx(".version 6.0\n.target sm_70\n.address_size 64\nthis is not ptx") {
+        Err(Error::ModuleLoad { details, .. }) => ensure(
+            details.contains(".version 6.0") && details.contains("sm_70"),
+            || details.clone(),
+        ),
+        other => Err(format!("corrupt PTX: expected ModuleLoad, got {:?}", other.err()).into()),
+    }
+}
