@@ -1,1 +1,262 @@
-//! (this family is not written yet)
+//! K7: elementwise kernels declared from an expression (seed 001's
+//! PyOpenCL/PyCUDA `ElementwiseKernel`), and K8 `vector_sum_repeat`.
+//!
+//! # Declaring an elementwise kernel
+//! PyCUDA writes
+//! ```text
+//! ElementwiseKernel("int *a, int *b, int *c", "c[i] = a[i] + b[i]", "sum")
+//! ```
+//! and compiles it at run time. Here the same declaration is one entry of
+//! the list in [`elementwise_kernels!`](crate::elementwise_kernels), compiled
+//! to PTX at build time:
+//! ```text
+//! /// `c = a + b` (the seed's `sum`).
+//! sum => elementwise_sum<T: i32, i64, f32, f64>
+//!     (in [a, b] out [c] inout [] scalar []) { *c = a + b; }
+//! ```
+//! - `sum` names the kernel: for each listed element type `T` the PTX gets
+//!   an entry point `elementwise_sum_<T>` (`elementwise_sum_i32`, …) and
+//!   this module a marker type `sum` implementing [`Elementwise<T>`];
+//! - `elementwise_sum` names the typed host method the host crate generates
+//!   from the same list (`gpu.elementwise_sum(a.view(), b.view(),
+//!   c.view_mut())`);
+//! - the parameters, all of element type `T`: `in` arrays (read), `out`
+//!   arrays (written, never read: they start at zero in the body), `inout`
+//!   arrays (read and written, e.g. saxpy's `y`) and `scalar`s;
+//! - the body is ordinary Rust, run once per index `i`: an `in` array or a
+//!   scalar is its value (`a` means `a[i]`), an `out`/`inout` array is a
+//!   `&mut T` to its element (`*c = …` means `c[i] = …`). `T` names the
+//!   element type inside the body. The body is compiled separately for each
+//!   type, so it needs no trait bounds; integer overflow follows Rust's
+//!   rules (use `wrapping_add` etc. where wrapping is meant: debug host
+//!   builds check overflow in the CPU reference).
+//!
+//! What is generated, per type: the per-element function
+//! [`Elementwise::element`] (the single source that both the GPU kernel
+//! and the host's CPU reference call), and, on nvptx64 only, the entry point
+//! `elementwise_<name>_<T>(in…: *const T, out…: *mut T, inout…: *mut T,
+//! scalar…: T, n: usize)`, a grid-stride loop over `i < n` that loads the
+//! `in`/`inout` elements, calls `element` and stores the `out`/`inout`
+//! elements.
+//!
+//! # Adding your own
+//! 1. Add an entry to the list in [`elementwise_kernels!`](crate::elementwise_kernels)
+//!    (this file). Rebuild: `build.rs` compiles the new entry points into
+//!    the PTX.
+//! 2. The host crate (`cuda_kernels_host::matrices::elementwise`) expands
+//!    the same list into a typed `impl Gpu` method named as you said, with
+//!    the parameters in order (`in` as `ArrayView1<T>`, `out`/`inout` as
+//!    `ArrayViewMut1<T>`, scalars as `T`), plus the PTX entry-point list the
+//!    offline PTX test checks. The generic launcher
+//!    `Gpu::elementwise::<K, T>` and the CPU reference `elementwise_cpu`
+//!    work for any kernel declared here.
+//!
+//! Limits: at most 8 arrays of each kind (in, out + inout) and 8 scalars
+//! (the CPU reference stages one element of each on the stack); every
+//! array of one call has the same length.
+//!
+//! # `vector_sum_repeat` (K8)
+//! The seed's deliberately heavy kernel: every thread repeats
+//! `c[i] = a[i] + b[i]` 10,000 times. The loads and the store are volatile
+//! (`ld.volatile.global`/`st.volatile.global`), so the compiler can neither
+//! hoist them out of the loop nor drop the loop: the PTX keeps it.
+
+/// An elementwise kernel declared with [`elementwise!`](crate::elementwise)
+/// (or listed in [`elementwise_kernels!`](crate::elementwise_kernels)), for
+/// element type `T`.
+pub trait Elementwise<T: Copy> {
+    /// The kernel's name (`"sum"`).
+    const NAME: &'static str;
+    /// The PTX entry point for `T` (`"elementwise_sum_i32"`).
+    const ENTRY: &'static str;
+    /// Names of the `in` arrays, in parameter order.
+    const INPUTS: &'static [&'static str];
+    /// Names of the `out` arrays (written only), in parameter order.
+    const OUTPUTS: &'static [&'static str];
+    /// Names of the `inout` arrays (read and written), in parameter order.
+    const INOUTS: &'static [&'static str];
+    /// Names of the scalars, in parameter order.
+    const SCALARS: &'static [&'static str];
+
+    /// The per-element function: `ins` holds one element of each `in`
+    /// array, `outs` one element of each `out` array (zero on entry)
+    /// followed by one of each `inout` array (its current value), `scalars`
+    /// the scalars. Slices of the wrong length leave `outs` unchanged.
+    fn element(ins: &[T], outs: &mut [T], scalars: &[T]);
+}
+
+/// Most arrays of one kind (in, or out + inout) and most scalars an
+/// elementwise kernel may have.
+pub const MAX_ELEMENTWISE_ARGS: usize = 8;
+
+/// Declares elementwise kernels (see the [module documentation](self)):
+///
+/// ```text
+/// elementwise! {
+///     /// doc
+///     name => host_method<T: type, …> (in [..] out [..] inout [..] scalar [..]) { body }
+///     …
+/// }
+/// ```
+///
+/// For each entry: a marker type `name` implementing
+/// [`Elementwise<T>`](crate::elementwise::Elementwise) for every listed
+/// type, and on nvptx64 the entry points `elementwise_<name>_<type>`. The
+/// host method name is used by the host crate only.
+#[macro_export]
+macro_rules! elementwise {
+    ($(
+        $(#[$meta:meta])*
+        $name:ident => $method:ident <T: $($ty:ident),+ $(,)?> $sig:tt $body:block
+    )*) => {$(
+        $(#[$meta])*
+        ///
+        /// (An elementwise kernel marker: see
+        /// [`Elementwise`](crate::elementwise::Elementwise).)
+        #[allow(non_camel_case_types)]
+        #[derive(Debug, Clone, Copy, Default)]
+        pub struct $name;
+        $( $crate::__elementwise_one!($name, $ty, $sig, $body); )+
+    )*};
+}
+
+/// One kernel for one type (used by [`elementwise!`](crate::elementwise)).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __elementwise_one {
+    (
+        $name:ident, $ty:ident,
+        (in [$($i:ident),* $(,)?] out [$($o:ident),* $(,)?] inout [$($io:ident),* $(,)?] scalar [$($s:ident),* $(,)?]),
+        $body:block
+    ) => {
+        impl $crate::elementwise::Elementwise<$ty> for $name {
+            const NAME: &'static str = stringify!($name);
+            const ENTRY: &'static str = concat!("elementwise_", stringify!($name), "_", stringify!($ty));
+            const INPUTS: &'static [&'static str] = &[$(stringify!($i)),*];
+            const OUTPUTS: &'static [&'static str] = &[$(stringify!($o)),*];
+            const INOUTS: &'static [&'static str] = &[$(stringify!($io)),*];
+            const SCALARS: &'static [&'static str] = &[$(stringify!($s)),*];
+
+            #[inline(always)]
+            #[allow(unused_variables, non_camel_case_types, unused_mut, dead_code, clippy::all)]
+            fn element(ins: &[$ty], outs: &mut [$ty], scalars: &[$ty]) {
+                type T = $ty;
+                let &[$($i),*] = ins else { return };
+                let [$($o,)* $($io,)*] = outs else { return };
+                let &[$($s),*] = scalars else { return };
+                $body
+            }
+        }
+
+        #[cfg(target_arch = "nvptx64")]
+        const _: () = {
+            /// The generated entry point: a grid-stride loop over `i < n`
+            /// calling the per-element function.
+            ///
+            /// # Safety
+            /// Every array pointer holds at least `n` elements on the
+            /// device; `out`/`inout` arrays overlap no other array
+            /// (host-checked).
+            #[unsafe(export_name = concat!("elementwise_", stringify!($name), "_", stringify!($ty)))]
+            #[allow(unused_assignments, unused_mut, unused_variables)]
+            pub unsafe extern "ptx-kernel" fn kernel(
+                $($i: *const $ty,)*
+                $($o: *mut $ty,)*
+                $($io: *mut $ty,)*
+                $($s: $ty,)*
+                n: usize,
+            ) {
+                for idx in $crate::device::thread::grid_stride(n) {
+                    // SAFETY: idx < n, the length of every array (host-checked);
+                    // outputs overlap no input.
+                    unsafe {
+                        let ins: &[$ty] = &[$(*$i.add(idx)),*];
+                        let outs: &mut [$ty] = &mut [
+                            $({ let _ = $o; <$ty as ::core::default::Default>::default() },)*
+                            $(*$io.add(idx),)*
+                        ];
+                        <$name as $crate::elementwise::Elementwise<$ty>>::element(
+                            ins, outs, &[$($s),*],
+                        );
+                        let mut slot = 0usize;
+                        $( *$o.add(idx) = outs[slot]; slot += 1; )*
+                        $( *$io.add(idx) = outs[slot]; slot += 1; )*
+                    }
+                }
+            }
+        };
+    };
+}
+
+/// The list of elementwise kernels this crate builds, handed to a callback
+/// macro: [`elementwise!`](crate::elementwise) here (kernels and marker
+/// types), the host crate's launcher generator there (typed `Gpu` methods
+/// and the entry-point list). Add your kernel here (see the
+/// [module documentation](crate::elementwise)).
+#[macro_export]
+macro_rules! elementwise_kernels {
+    ($callback:path) => {
+        $callback! {
+            /// `c = a + b`: the seed's `ElementwiseKernel("int *a, int *b,
+            /// int *c", "c[i] = a[i] + b[i]", "sum")` (wrapping is not
+            /// asked for: integer overflow follows Rust's rules).
+            sum => elementwise_sum<T: i32, i64, f32, f64>
+                (in [a, b] out [c] inout [] scalar []) { *c = a + b; }
+
+            /// saxpy, `y = a·x + y`, in place on `y` (one rounding for the
+            /// product and one for the sum, like NumPy's `a*x + y`).
+            saxpy => elementwise_saxpy<T: f32, f64>
+                (in [x] out [] inout [y] scalar [a]) { *y = a * x + *y; }
+
+            /// Linear interpolation over three arrays:
+            /// `out = a + t·(b − a)`.
+            lerp => elementwise_lerp<T: f32, f64>
+                (in [a, b, t] out [out] inout [] scalar []) { *out = a + t * (b - a); }
+        }
+    };
+}
+
+elementwise_kernels!(crate::elementwise);
+
+/// The per-element function of `vector_sum_repeat` (K8), shared with the
+/// CPU reference.
+#[inline(always)]
+pub fn vector_sum_repeat_element(a: f32, b: f32) -> f32 {
+    a + b
+}
+
+/// Threads per block of `vector_sum_repeat`.
+pub const REPEAT_THREADS: u32 = 256;
+
+#[cfg(target_arch = "nvptx64")]
+mod entry {
+    use super::vector_sum_repeat_element;
+    use crate::device::thread;
+
+    /// K8: for each `i < n`, `repeats` times: `c[i] = a[i] + b[i]`, with
+    /// volatile loads and store so that the loop survives optimization (the
+    /// seed's deliberately heavy kernel). Grid-stride.
+    ///
+    /// # Safety
+    /// `a`, `b` and `c` hold at least `n` f32 on the device; `c` overlaps
+    /// neither input (host-checked).
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn vector_sum_repeat(
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        n: usize,
+        repeats: u32,
+    ) {
+        for i in thread::grid_stride(n) {
+            for _ in 0..repeats {
+                // SAFETY: i < n, the length of all three buffers.
+                unsafe {
+                    let x = a.add(i).read_volatile();
+                    let y = b.add(i).read_volatile();
+                    c.add(i).write_volatile(vector_sum_repeat_element(x, y));
+                }
+            }
+        }
+    }
+}

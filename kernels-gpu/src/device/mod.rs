@@ -11,7 +11,9 @@
 //! Kernels reach the hardware only through these modules, so that a host
 //! implementation of the same functions could one day run kernel bodies on the
 //! CPU, the way Numba's CUDA simulator does.
+pub mod arith;
 pub mod print;
 pub mod shared;
 pub mod sync;
 pub mod thread;
+pub mod vector;

@@ -1,4 +1,0 @@
-//! Launchers of the matrices family (not written yet).
-
-/// The PTX entry points this module launches.
-pub const ENTRY_POINTS: &[&str] = &[];

@@ -1,0 +1,405 @@
+//! K7: launchers for the elementwise kernels declared in
+//! [`cuda_kernels_gpu::elementwise`] (PyCUDA's `ElementwiseKernel`, built at
+//! compile time), and K8 `vector_sum_repeat`.
+//!
+//! Three ways to run an elementwise kernel:
+//! - the typed method generated for it from the kernel list, e.g.
+//!   [`Gpu::elementwise_sum`]: `gpu.elementwise_sum(a.view(), b.view(),
+//!   c.view_mut())` is the seed's `elementwiseSum(a, b, c)`;
+//! - the generic launcher [`Gpu::elementwise`]`::<K, T>(inputs, outputs,
+//!   scalars)` for any kernel marker `K` (arity checked at run time);
+//! - [`Gpu::elementwise_on_device`] over buffers already on the device.
+//!
+//! [`elementwise_cpu`] is the CPU reference: it calls the very same
+//! per-element function as the GPU kernel.
+//!
+//! # Adding your own kernel
+//! Add one entry to the list in `cuda_kernels_gpu::elementwise_kernels!`
+//! (`kernels-gpu/src/elementwise.rs`), for example
+//! ```text
+//! /// `z = x·x + y·y`.
+//! norm2 => elementwise_norm2<T: f32, f64>
+//!     (in [x, y] out [z] inout [] scalar []) { *z = x * x + y * y; }
+//! ```
+//! and rebuild. You get the PTX entry points `elementwise_norm2_f32` and
+//! `elementwise_norm2_f64`, the marker type
+//! `cuda_kernels_gpu::elementwise::norm2`, the typed method
+//! `gpu.elementwise_norm2(x.view(), y.view(), z.view_mut())` (this module
+//! expands the same list), its CPU reference
+//! `elementwise_cpu::<norm2, f32>(&[x.view(), y.view()], &mut [z.view_mut()], &[])`,
+//! and an entry in [`ENTRY_POINTS`](super::ENTRY_POINTS), which the offline
+//! PTX test checks.
+use std::ffi::c_void;
+
+use cust::launch;
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy, DevicePointer, DeviceSlice};
+use ndarray::{Array1, ArrayView1, ArrayViewMut1};
+
+pub use cuda_kernels_gpu::elementwise::{Elementwise, MAX_ELEMENTWISE_ARGS};
+use cuda_kernels_gpu::elementwise::{REPEAT_THREADS, vector_sum_repeat_element};
+
+use crate::Gpu;
+use crate::error::{CudaResultExt, Error, Result};
+use crate::launch::{grid_1d_capped, same_len};
+use crate::timing::GpuTimer;
+use crate::util::contiguous;
+
+/// The elementwise kernel markers (`sum`, `saxpy`, `lerp`, and any kernel
+/// added to the list), re-exported from `cuda_kernels_gpu::elementwise`.
+pub mod kernels {
+    pub use cuda_kernels_gpu::elementwise::*;
+}
+
+/// Threads per block of the elementwise kernels.
+pub const ELEMENTWISE_BLOCK: u32 = 256;
+
+/// An element type the elementwise kernels can be instantiated for: plain
+/// data the device can copy, with a zero (`Default`).
+pub trait ElementwiseElement: DeviceCopy + Copy + Default + 'static {}
+impl<T: DeviceCopy + Copy + Default + 'static> ElementwiseElement for T {}
+
+/// Checks the arity of a call of kernel `K` and the common length of its
+/// arrays; returns that length (errors on 0).
+fn check_call<K: Elementwise<T>, T: Copy>(
+    inputs: &[usize],
+    outputs: &[usize],
+    scalars: usize,
+) -> Result<usize> {
+    let name = K::ENTRY;
+    let outs = K::OUTPUTS.len() + K::INOUTS.len();
+    if inputs.len() != K::INPUTS.len() || outputs.len() != outs || scalars != K::SCALARS.len() {
+        return Err(Error::invalid(
+            name,
+            format!(
+                "{} takes {} input arrays {:?}, {} output arrays {:?} and {} scalars {:?}; \
+                 got {}, {} and {}",
+                K::NAME,
+                K::INPUTS.len(),
+                K::INPUTS,
+                outs,
+                [K::OUTPUTS, K::INOUTS].concat(),
+                K::SCALARS.len(),
+                K::SCALARS,
+                inputs.len(),
+                outputs.len(),
+                scalars
+            ),
+        ));
+    }
+    if inputs.len() > MAX_ELEMENTWISE_ARGS || outs > MAX_ELEMENTWISE_ARGS {
+        return Err(Error::invalid(name, "more than 8 arrays of one kind"));
+    }
+    let lens: Vec<usize> = inputs.iter().chain(outputs).copied().collect();
+    let n = lens.first().copied().unwrap_or(0);
+    if let Some(&other) = lens.iter().find(|&&l| l != n) {
+        return Err(Error::invalid(
+            name,
+            format!("arrays of different lengths ({n} and {other})"),
+        ));
+    }
+    if n == 0 {
+        return Err(Error::invalid(name, "empty arrays: nothing to launch"));
+    }
+    Ok(n)
+}
+
+impl Gpu {
+    /// Runs elementwise kernel `K` for element type `T`: `inputs` are its
+    /// `in` arrays, `outputs` its `out` arrays followed by its `inout` arrays
+    /// (written back in place, in any layout), `scalars` its scalars, all in
+    /// declaration order.
+    ///
+    /// Errors (no launch) when the numbers of arrays or scalars do not match
+    /// the declaration, the arrays differ in length, or they are empty.
+    pub fn elementwise<K: Elementwise<T>, T: ElementwiseElement>(
+        &self,
+        inputs: &[ArrayView1<T>],
+        outputs: &mut [ArrayViewMut1<T>],
+        scalars: &[T],
+    ) -> Result<()> {
+        let name = K::ENTRY;
+        let in_lens: Vec<usize> = inputs.iter().map(|a| a.len()).collect();
+        let out_lens: Vec<usize> = outputs.iter().map(|a| a.len()).collect();
+        let n = check_call::<K, T>(&in_lens, &out_lens, scalars.len())?;
+        self.bind()?;
+        let mut ins = Vec::with_capacity(inputs.len());
+        for a in inputs {
+            ins.push(DeviceBuffer::from_slice(&contiguous(a)).during(name, "copy an input")?);
+        }
+        let mut outs = Vec::with_capacity(outputs.len());
+        for (j, a) in outputs.iter().enumerate() {
+            outs.push(if j < K::OUTPUTS.len() {
+                // `out` arrays are written, never read: no copy in.
+                // SAFETY: the kernel writes every element of an `out` array before
+                // anything reads it.
+                unsafe { DeviceBuffer::<T>::uninitialized(n) }.during(name, "allocate an output")?
+            } else {
+                let view = a.view();
+                DeviceBuffer::from_slice(&contiguous(&view)).during(name, "copy an inout array")?
+            });
+        }
+        let in_refs: Vec<&DeviceSlice<T>> = ins.iter().map(|b| &**b).collect();
+        let mut out_refs: Vec<&mut DeviceSlice<T>> = outs.iter_mut().map(|b| &mut **b).collect();
+        self.elementwise_on_device::<K, T>(&in_refs, &mut out_refs, scalars)?;
+        self.synchronize(name)?;
+        let mut host = vec![T::default(); n];
+        for (buf, view) in outs.iter().zip(outputs.iter_mut()) {
+            buf.copy_to(&mut host[..])
+                .during(name, "copy an output to the host")?;
+            view.assign(&ArrayView1::from(&host[..]));
+        }
+        Ok(())
+    }
+
+    /// Queues elementwise kernel `K` on [`Gpu::stream`] over buffers already
+    /// on the device (same argument order as [`Gpu::elementwise`]), without
+    /// synchronizing. The `&mut` borrows guarantee that no output aliases
+    /// another array.
+    pub fn elementwise_on_device<K: Elementwise<T>, T: ElementwiseElement>(
+        &self,
+        inputs: &[&DeviceSlice<T>],
+        outputs: &mut [&mut DeviceSlice<T>],
+        scalars: &[T],
+    ) -> Result<()> {
+        let name = K::ENTRY;
+        let in_lens: Vec<usize> = inputs.iter().map(|a| a.len()).collect();
+        let out_lens: Vec<usize> = outputs.iter().map(|a| a.len()).collect();
+        let mut n = check_call::<K, T>(&in_lens, &out_lens, scalars.len())?;
+        let grid = grid_1d_capped(name, n, ELEMENTWISE_BLOCK)?;
+        self.bind()?;
+        let f = self.function(name)?;
+        let stream = self.stream();
+        // The kernel's parameters, in order: in pointers, out/inout pointers,
+        // scalars, n. `launch` takes a pointer to each parameter's value.
+        let mut pointers: Vec<DevicePointer<T>> = inputs
+            .iter()
+            .map(|s| s.as_device_ptr())
+            .chain(outputs.iter().map(|s| s.as_device_ptr()))
+            .collect();
+        let mut scalars: Vec<T> = scalars.to_vec();
+        let mut params: Vec<*mut c_void> = pointers
+            .iter_mut()
+            .map(|p| p as *mut DevicePointer<T> as *mut c_void)
+            .chain(scalars.iter_mut().map(|s| s as *mut T as *mut c_void))
+            .collect();
+        params.push(&mut n as *mut usize as *mut c_void);
+        // SAFETY: `params` matches the generated entry point's signature
+        // (K::INPUTS + K::OUTPUTS + K::INOUTS pointers to T, K::SCALARS values of T,
+        // then n: usize; the arity is checked above), every array holds n elements
+        // (checked), outputs are distinct `&mut` borrows, and the values `params`
+        // points to outlive the call (cuLaunchKernel copies them).
+        unsafe { stream.launch(&f, grid, ELEMENTWISE_BLOCK, 0, &params) }.during(name, "launch")
+    }
+
+    /// K8: the seed's CPU-vs-GPU evaluation kernel: for each `i`, `repeats`
+    /// times `c[i] = a[i] + b[i]` (volatile, so the loop is really executed).
+    /// Returns `c` and the CUDA-event times of the kernel and of the whole
+    /// (copies in, kernel, copy out).
+    pub fn vector_sum_repeat(
+        &self,
+        a: ArrayView1<f32>,
+        b: ArrayView1<f32>,
+        repeats: u32,
+    ) -> Result<(Array1<f32>, RepeatTiming)> {
+        const K: &str = "vector_sum_repeat";
+        same_len(K, "a and b", a.len(), b.len())?;
+        let n = a.len();
+        let grid = grid_1d_capped(K, n, REPEAT_THREADS)?;
+        self.bind()?;
+        let f = self.function(K)?;
+        let stream = self.stream();
+        let (a, b) = (contiguous(&a), contiguous(&b));
+        let total = GpuTimer::new()?;
+        let kernel = GpuTimer::new()?;
+        total.start(stream)?;
+        let da = DeviceBuffer::from_slice(&a).during(K, "copy a to the device")?;
+        let db = DeviceBuffer::from_slice(&b).during(K, "copy b to the device")?;
+        let dc = DeviceBuffer::<f32>::zeroed(n).during(K, "allocate c")?;
+        kernel.start(stream)?;
+        // SAFETY: da, db, dc hold n f32 each (checked above); dc overlaps neither.
+        unsafe {
+            launch!(f<<<grid, REPEAT_THREADS, 0, stream>>>(
+                da.as_device_ptr(), db.as_device_ptr(), dc.as_device_ptr(), n, repeats))
+        }
+        .during(K, "launch")?;
+        kernel.stop(stream)?;
+        self.synchronize(K)?;
+        let mut c = vec![0.0f32; n];
+        dc.copy_to(&mut c[..]).during(K, "copy c to the host")?;
+        total.stop(stream)?;
+        let timing = RepeatTiming {
+            kernel_ms: kernel.elapsed_ms()?,
+            with_transfers_ms: total.elapsed_ms()?,
+        };
+        Ok((Array1::from(c), timing))
+    }
+}
+
+/// Times of one `vector_sum_repeat` run (the seed's "GPU Kernel evaluation
+/// Time" and "GPU Time").
+#[derive(Debug, Clone, Copy)]
+pub struct RepeatTiming {
+    /// The kernel alone, from CUDA events.
+    pub kernel_ms: f32,
+    /// Copies in, kernel and copy out, from CUDA events.
+    pub with_transfers_ms: f32,
+}
+
+/// CPU reference of an elementwise kernel: applies `K`'s per-element
+/// function (the one the GPU kernel calls) at every index. Same arguments
+/// and checks as [`Gpu::elementwise`].
+pub fn elementwise_cpu<K: Elementwise<T>, T: ElementwiseElement>(
+    inputs: &[ArrayView1<T>],
+    outputs: &mut [ArrayViewMut1<T>],
+    scalars: &[T],
+) -> Result<()> {
+    let in_lens: Vec<usize> = inputs.iter().map(|a| a.len()).collect();
+    let out_lens: Vec<usize> = outputs.iter().map(|a| a.len()).collect();
+    let n = check_call::<K, T>(&in_lens, &out_lens, scalars.len())?;
+    let (ni, no) = (inputs.len(), outputs.len());
+    let mut ins = [T::default(); MAX_ELEMENTWISE_ARGS];
+    let mut outs = [T::default(); MAX_ELEMENTWISE_ARGS];
+    for i in 0..n {
+        for (slot, a) in ins.iter_mut().zip(inputs) {
+            *slot = a[i];
+        }
+        for (j, (slot, a)) in outs.iter_mut().zip(outputs.iter()).enumerate() {
+            *slot = if j < K::OUTPUTS.len() {
+                T::default()
+            } else {
+                a[i]
+            };
+        }
+        K::element(&ins[..ni], &mut outs[..no], scalars);
+        for (slot, a) in outs.iter().zip(outputs.iter_mut()) {
+            a[i] = *slot;
+        }
+    }
+    Ok(())
+}
+
+/// CPU reference for K8: the same double loop as the GPU (`repeats` times
+/// per element), kept from being optimized away with
+/// [`std::hint::black_box`] on the operands and the result.
+pub fn vector_sum_repeat_cpu(
+    a: ArrayView1<f32>,
+    b: ArrayView1<f32>,
+    repeats: u32,
+) -> Result<Array1<f32>> {
+    same_len("vector_sum_repeat (CPU)", "a and b", a.len(), b.len())?;
+    let mut c = Array1::<f32>::zeros(a.len());
+    for i in 0..a.len() {
+        for _ in 0..repeats {
+            c[i] = std::hint::black_box(vector_sum_repeat_element(
+                std::hint::black_box(a[i]),
+                std::hint::black_box(b[i]),
+            ));
+        }
+    }
+    Ok(c)
+}
+
+/// Generates the typed `Gpu` method of each kernel in the elementwise list
+/// (`cuda_kernels_gpu::elementwise_kernels!`).
+macro_rules! typed_launchers {
+    (@one $(#[$meta:meta])* $name:ident, $method:ident,
+        (in [$($i:ident),* $(,)?] out [$($o:ident),* $(,)?] inout [$($io:ident),* $(,)?] scalar [$($s:ident),* $(,)?])
+    ) => {
+        impl Gpu {
+            $(#[$meta])*
+            ///
+            /// Generated from the elementwise kernel list: runs
+            #[doc = concat!("`elementwise_", stringify!($name), "_<T>`")]
+            /// through [`Gpu::elementwise`]; `in` arrays are views, `out`
+            /// and `inout` arrays are written in place, scalars are values,
+            /// in declaration order. Errors (no launch) on arrays of
+            /// different or zero length.
+            #[allow(clippy::too_many_arguments)]
+            pub fn $method<'a, T>(
+                &self,
+                $($i: ArrayView1<'a, T>,)*
+                $($o: ArrayViewMut1<'a, T>,)*
+                $($io: ArrayViewMut1<'a, T>,)*
+                $($s: T,)*
+            ) -> Result<()>
+            where
+                T: ElementwiseElement,
+                kernels::$name: Elementwise<T>,
+            {
+                self.elementwise::<kernels::$name, T>(&[$($i),*], &mut [$($o,)* $($io,)*], &[$($s),*])
+            }
+        }
+    };
+    ($(
+        $(#[$meta:meta])*
+        $name:ident => $method:ident <T: $($ty:ident),+ $(,)?> $sig:tt $body:block
+    )*) => {
+        $( typed_launchers!(@one $(#[$meta])* $name, $method, $sig); )*
+    };
+}
+cuda_kernels_gpu::elementwise_kernels!(typed_launchers);
+
+#[cfg(test)]
+mod tests {
+    use super::kernels::{lerp, saxpy, sum};
+    use super::*;
+    use ndarray::array;
+
+    #[test]
+    fn cpu_reference_uses_the_declared_expressions() {
+        let a = array![1i32, 2, 3];
+        let b = array![10i32, 20, 30];
+        let mut c = Array1::<i32>::zeros(3);
+        elementwise_cpu::<sum, i32>(&[a.view(), b.view()], &mut [c.view_mut()], &[]).unwrap();
+        assert_eq!(c, array![11, 22, 33]);
+
+        let x = array![1.0f32, 2.0];
+        let mut y = array![0.5f32, 0.25];
+        elementwise_cpu::<saxpy, f32>(&[x.view()], &mut [y.view_mut()], &[2.0]).unwrap();
+        assert_eq!(y, array![2.5, 4.25]);
+
+        let (a, b, t) = (
+            array![0.0f64, 10.0],
+            array![1.0f64, 20.0],
+            array![0.5f64, 0.25],
+        );
+        let mut out = Array1::<f64>::zeros(2);
+        elementwise_cpu::<lerp, f64>(&[a.view(), b.view(), t.view()], &mut [out.view_mut()], &[])
+            .unwrap();
+        assert_eq!(out, array![0.5, 12.5]);
+    }
+
+    #[test]
+    fn arity_and_lengths_are_checked() {
+        let a = array![1i32, 2, 3];
+        let short = array![1i32, 2];
+        let mut c = Array1::<i32>::zeros(3);
+        let e = elementwise_cpu::<sum, i32>(&[a.view()], &mut [c.view_mut()], &[]);
+        assert!(matches!(e, Err(Error::InvalidInput { .. })));
+        let e = elementwise_cpu::<sum, i32>(&[a.view(), short.view()], &mut [c.view_mut()], &[]);
+        assert!(matches!(e, Err(Error::InvalidInput { .. })));
+        let e = elementwise_cpu::<sum, i32>(&[a.view(), a.view()], &mut [c.view_mut()], &[1]);
+        assert!(matches!(e, Err(Error::InvalidInput { .. })));
+        let z = Array1::<i32>::zeros(0);
+        let mut zc = Array1::<i32>::zeros(0);
+        let e = elementwise_cpu::<sum, i32>(&[z.view(), z.view()], &mut [zc.view_mut()], &[]);
+        assert!(matches!(e, Err(Error::InvalidInput { .. })));
+    }
+
+    #[test]
+    fn names_follow_the_spec() {
+        assert_eq!(<sum as Elementwise<i32>>::ENTRY, "elementwise_sum_i32");
+        assert_eq!(<saxpy as Elementwise<f32>>::ENTRY, "elementwise_saxpy_f32");
+        assert_eq!(<saxpy as Elementwise<f32>>::INOUTS, &["y"]);
+        assert_eq!(<lerp as Elementwise<f64>>::INPUTS, &["a", "b", "t"]);
+    }
+
+    #[test]
+    fn repeat_reference() {
+        let a = array![1.0f32, 2.0];
+        let b = array![0.5f32, 0.25];
+        let c = vector_sum_repeat_cpu(a.view(), b.view(), 100).unwrap();
+        assert_eq!(c, array![1.5, 2.25]);
+        assert!(vector_sum_repeat_cpu(a.view(), a.slice(ndarray::s![..1]), 1).is_err());
+    }
+}

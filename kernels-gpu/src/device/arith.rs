@@ -1,0 +1,24 @@
+//! Arithmetic instructions that rustc does not emit by itself.
+//!
+//! Rust never contracts `a * b + c` into a fused multiply-add (it would
+//! change results), and `f32::mul_add` lives in `std`, which kernels do not
+//! have: [`fma_f32`] asks for `fma.rn.f32` explicitly (`FFMA` in SASS, one
+//! instruction and one rounding).
+use core::arch::asm;
+
+/// `a * b + c` with a single rounding (`fma.rn.f32`), the same result as
+/// `f32::mul_add` on the host.
+#[inline(always)]
+pub fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
+    let d: u32;
+    // SAFETY: a register-only arithmetic instruction.
+    unsafe {
+        asm!(
+            "fma.rn.f32 {d}, {a}, {b}, {c};",
+            d = out(reg32) d,
+            a = in(reg32) a.to_bits(), b = in(reg32) b.to_bits(), c = in(reg32) c.to_bits(),
+            options(nostack, nomem, pure, preserves_flags),
+        );
+    }
+    f32::from_bits(d)
+}
