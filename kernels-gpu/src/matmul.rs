@@ -47,6 +47,10 @@ pub const TILED_THREADS: u32 = 256;
 /// buffers of the transposed A tile (8 × 132 floats, padded) and two of the
 /// B tile (8 × 128 floats).
 pub const TILED_SMEM_BYTES: u32 = (2 * TILED_BK * (TILED_BM + 4 + TILED_BN) * 4) as u32;
+/// Most elements an operand of `matrix_mul_tiled` may have (`m·k` and
+/// `k·n`): its loads index A and B with 32-bit offsets; the slack keeps
+/// `k + 16` within `u32` as well. (16 GiB of f32 per operand.)
+pub const TILED_MAX_OPERAND: usize = (u32::MAX - (1 << 16)) as usize;
 /// Threads per block of `gufunc_matmul_i64` (1-D, grid-stride).
 pub const GUFUNC_THREADS: u32 = 256;
 
@@ -197,14 +201,17 @@ mod entry {
     ///   into registers while the current one is multiplied, then stored to
     ///   the other shared buffer: one barrier per k-tile;
     /// - edges: loads outside A or B read 0, stores outside C are skipped, so
-    ///   any `m`, `k`, `n` works.
+    ///   any `m`, `k`, `n` works (up to [`TILED_MAX_OPERAND`] elements per
+    ///   operand: loads use 32-bit offsets, which keeps the kernel within
+    ///   128 registers per thread, so two blocks fit on an SM).
     ///
     /// Grid: `(ceil(n / 128), ceil(m / 128))`, block: 256 threads (1-D).
     ///
     /// # Safety
     /// `a` holds `m * k`, `b` holds `k * n` and `c` holds `m * n` f32 on the
     /// device, row-major; `c` overlaps neither input; the products do not
-    /// overflow; the launch has 256 threads per block, the grid above and
+    /// overflow; `m * k` and `k * n` are below [`TILED_MAX_OPERAND`]; the
+    /// launch has 256 threads per block, the grid above and
     /// [`TILED_SMEM_BYTES`] of dynamic shared memory (host-checked).
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn matrix_mul_tiled(
@@ -242,10 +249,15 @@ mod entry {
             block_row + a_row + 96 < m,
         ];
         let b_col_ok = block_col + b_col < n;
-        // Element offsets of this thread's first loads (k-tile 0); only
+        // Element offsets of this thread's first loads (k-tile 0), in 32
+        // bits: the host guarantees m·k and k·n below TILED_MAX_OPERAND, so
+        // every in-bounds offset fits (and k, n fit u32). 32-bit offsets
+        // bring the kernel to ≤ 128 registers on sm_80/sm_90 (141 with
+        // 64-bit ones), which lets two blocks share an SM. Only
         // dereferenced when in bounds.
-        let a_first = (block_row + a_row) * k + a_col;
-        let b_first = b_row * n + block_col + b_col;
+        let a_first = ((block_row + a_row) * k + a_col) as u32;
+        let b_first = (b_row * n + block_col + b_col) as u32;
+        let (k32, n32) = (k as u32, n as u32);
         // Shared-window byte addresses of this thread's stores (buffer 0).
         let a_store = a_base + ((a_col * AS_STRIDE + a_row) * 4) as u32;
         let b_store = b_base + ((b_row * TILED_BN + b_col) * 4) as u32;
@@ -254,20 +266,20 @@ mod entry {
         let b_frag = b_base + (tx * 4 * 4) as u32;
 
         // Fetches k-tile `k0` of A and B into registers (zeros outside).
-        let fetch = |k0: usize| -> ([f32; 4], [f32; 4]) {
+        let fetch = |k0: u32| -> ([f32; 4], [f32; 4]) {
             let mut ra = [0.0f32; 4];
             let mut rb = [0.0f32; 4];
-            let a_k_ok = k0 + a_col < k;
+            let a_k_ok = k0 + (a_col as u32) < k32;
             unroll4!(I => {
                 if a_k_ok && a_rows_ok[I] {
                     // SAFETY: row block_row + a_row + 32 I < m and column
                     // k0 + a_col < k: inside A.
-                    ra[I] = unsafe { *a.add(a_first + 32 * I * k + k0) };
+                    ra[I] = unsafe { *a.add((a_first + 32 * I as u32 * k32 + k0) as usize) };
                 }
-                if b_col_ok && k0 + b_row + 2 * I < k {
+                if b_col_ok && k0 + ((b_row + 2 * I) as u32) < k32 {
                     // SAFETY: row k0 + b_row + 2 I < k and column
                     // block_col + b_col < n: inside B.
-                    rb[I] = unsafe { *b.add(b_first + (k0 + 2 * I) * n) };
+                    rb[I] = unsafe { *b.add((b_first + (k0 + 2 * I as u32) * n32) as usize) };
                 }
             });
             (ra, rb)
@@ -290,17 +302,17 @@ mod entry {
         };
 
         let mut acc = [[0.0f32; 8]; 8];
-        let tiles = k.div_ceil(TILED_BK);
+        let tiles = k32.div_ceil(TILED_BK as u32);
         let (ra, rb) = fetch(0);
         stash(0, ra, rb);
         sync_threads();
-        let mut tile = 0;
+        let mut tile = 0u32;
         while tile < tiles {
-            let buf = tile & 1;
+            let buf = (tile & 1) as usize;
             let more = tile + 1 < tiles;
             // Prefetch the next k-tile while this one is multiplied.
             let (ra, rb) = if more {
-                fetch((tile + 1) * TILED_BK)
+                fetch((tile + 1) * TILED_BK as u32)
             } else {
                 ([0.0; 4], [0.0; 4])
             };

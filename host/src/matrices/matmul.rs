@@ -5,7 +5,8 @@ use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Zip};
 
 use cuda_kernels_gpu::matmul::{
-    BLOCK_2D, TILED_BM, TILED_BN, TILED_SMEM_BYTES, TILED_THREADS, double_element,
+    BLOCK_2D, TILED_BM, TILED_BN, TILED_MAX_OPERAND, TILED_SMEM_BYTES, TILED_THREADS,
+    double_element,
 };
 
 use crate::Gpu;
@@ -63,8 +64,9 @@ pub struct MatmulLaunch {
 
 /// Checks the shapes of `A (m × k) · B (k × n)` for `kernel` and returns its
 /// launch shape: inner dimensions must match, no dimension may be 0, the
-/// element and byte counts of A, B and C must fit in `usize`, and the grid
-/// must fit the hardware limits (65,535 blocks along y).
+/// element and byte counts of A, B and C must fit in `usize`, the grid
+/// must fit the hardware limits (65,535 blocks along y), and for the tiled
+/// kernel A and B must have at most `TILED_MAX_OPERAND` (≈ 2^32) elements.
 pub fn matmul_launch(
     kernel: MatmulKernel,
     a: (usize, usize),
@@ -99,6 +101,15 @@ pub fn matmul_launch(
             block: (BLOCK_2D, BLOCK_2D),
             smem: 0,
         },
+        MatmulKernel::Tiled if m * k > TILED_MAX_OPERAND || k * n > TILED_MAX_OPERAND => {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "A ({m}×{k}) or B ({k}×{n}) has more than {TILED_MAX_OPERAND} elements, \
+                     the most this kernel's 32-bit offsets reach (matrix_mul_naive has no such limit)"
+                ),
+            ));
+        }
         MatmulKernel::Tiled => MatmulLaunch {
             m,
             k,
@@ -144,26 +155,62 @@ impl Gpu {
     pub fn doubles_matrix_in_place(&self, mut a: ArrayViewMut2<f32>) -> Result<()> {
         const K: &str = "doubles_matrix";
         let (rows, cols) = a.dim();
+        doubles_matrix_launch(rows, cols)?;
+        self.bind()?;
+        let mut d = match a.as_slice() {
+            Some(s) => DeviceBuffer::from_slice(s),
+            None => {
+                let host = a.as_standard_layout();
+                let s = host
+                    .as_slice()
+                    .ok_or_else(|| Error::invalid(K, "standard layout is not contiguous"))?;
+                DeviceBuffer::from_slice(s)
+            }
+        }
+        .during(K, "copy a to the device")?;
+        self.doubles_matrix_on_device(&mut d, rows, cols)?;
+        self.synchronize(K)?;
+        match a.as_slice_mut() {
+            Some(s) => d.copy_to(s).during(K, "copy a to the host")?,
+            None => {
+                let mut out = vec![0.0f32; rows * cols];
+                d.copy_to(&mut out[..]).during(K, "copy a to the host")?;
+                let out = ArrayView2::from_shape((rows, cols), &out[..])
+                    .map_err(|e| Error::invalid(K, e.to_string()))?;
+                a.assign(&out);
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues K3 on [`Gpu::stream`] over a row-major `rows × cols` matrix
+    /// already on the device, without synchronizing (for pipelines and
+    /// benchmarks). The shape and the buffer length are checked.
+    pub fn doubles_matrix_on_device(
+        &self,
+        a: &mut DeviceSlice<f32>,
+        rows: usize,
+        cols: usize,
+    ) -> Result<()> {
+        const K: &str = "doubles_matrix";
         let (grid, block) = doubles_matrix_launch(rows, cols)?;
+        if a.len() != rows * cols {
+            return Err(Error::invalid(
+                K,
+                format!(
+                    "buffer holds {} elements, {rows}×{cols} needs {}",
+                    a.len(),
+                    rows * cols
+                ),
+            ));
+        }
         self.bind()?;
         let f = self.function(K)?;
         let stream = self.stream();
-        let host = a.as_standard_layout().into_owned();
-        let data = host
-            .as_slice()
-            .ok_or_else(|| Error::invalid(K, "standard layout is not contiguous"))?;
-        let d = DeviceBuffer::from_slice(data).during(K, "copy a to the device")?;
-        // SAFETY: d holds rows * cols f32 (checked above, no overflow); the grid covers
+        // SAFETY: a holds rows * cols f32 (checked above, no overflow); the grid covers
         // rows × cols with 16 × 16 blocks and the kernel bounds-checks the edges.
-        unsafe { launch!(f<<<grid, block, 0, stream>>>(d.as_device_ptr(), rows, cols)) }
-            .during(K, "launch")?;
-        self.synchronize(K)?;
-        let mut out = vec![0.0f32; rows * cols];
-        d.copy_to(&mut out[..]).during(K, "copy a to the host")?;
-        let out = Array2::from_shape_vec((rows, cols), out)
-            .map_err(|e| Error::invalid(K, e.to_string()))?;
-        a.assign(&out);
-        Ok(())
+        unsafe { launch!(f<<<grid, block, 0, stream>>>(a.as_device_ptr(), rows, cols)) }
+            .during(K, "launch")
     }
 
     /// K3 on a copy: returns `2 * a`, leaving `a` alone.
@@ -411,6 +458,9 @@ mod tests {
         assert!(matmul_launch(MatmulKernel::Naive, (65_536 * 16, 1), (1, 1)).is_err());
         assert!(matmul_launch(MatmulKernel::Naive, (65_535 * 16, 1), (1, 1)).is_ok());
         assert!(matmul_launch(MatmulKernel::Tiled, (65_536 * 128, 1), (1, 1)).is_err());
+        // 2^32 elements in A: beyond the tiled kernel's 32-bit offsets only.
+        assert!(matmul_launch(MatmulKernel::Tiled, (1 << 16, 1 << 16), (1 << 16, 1)).is_err());
+        assert!(matmul_launch(MatmulKernel::Naive, (1 << 16, 1 << 16), (1 << 16, 1)).is_ok());
     }
 
     #[test]
