@@ -61,7 +61,7 @@
 //! (`ld.volatile.global`/`st.volatile.global`), so the compiler can neither
 //! hoist them out of the loop nor drop the loop: the PTX keeps it.
 
-/// An elementwise kernel declared with [`elementwise!`](crate::elementwise)
+/// An elementwise kernel declared with [`elementwise!`](macro@crate::elementwise)
 /// (or listed in [`elementwise_kernels!`](crate::elementwise_kernels)), for
 /// element type `T`.
 pub trait Elementwise<T: Copy> {
@@ -120,7 +120,7 @@ macro_rules! elementwise {
     )*};
 }
 
-/// One kernel for one type (used by [`elementwise!`](crate::elementwise)).
+/// One kernel for one type (used by [`elementwise!`](macro@crate::elementwise)).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __elementwise_one {
@@ -189,10 +189,10 @@ macro_rules! __elementwise_one {
 }
 
 /// The list of elementwise kernels this crate builds, handed to a callback
-/// macro: [`elementwise!`](crate::elementwise) here (kernels and marker
+/// macro: [`elementwise!`](macro@crate::elementwise) here (kernels and marker
 /// types), the host crate's launcher generator there (typed `Gpu` methods
 /// and the entry-point list). Add your kernel here (see the
-/// [module documentation](crate::elementwise)).
+/// [module documentation](mod@crate::elementwise)).
 #[macro_export]
 macro_rules! elementwise_kernels {
     ($callback:path) => {

@@ -11,7 +11,7 @@
 //! `(0, y+1)` both double element `4 + 4y` (elements 4, 8, 12 and 16 are
 //! quadrupled), and the largest index is `4 + 4·4 = 20`: elements 21..24 are
 //! never touched. The row stride must be the column count:
-//! `row * cols + col`, which is what [`doubles_matrix`](entry) does, with a
+//! `row * cols + col`, which is what `doubles_matrix` does, with a
 //! 2-D grid of 2-D blocks and a bounds check so that any rows × cols works.
 
 /// The per-element function of `doubles_matrix`, shared with the CPU

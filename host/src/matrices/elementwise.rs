@@ -1,5 +1,5 @@
 //! K7: launchers for the elementwise kernels declared in
-//! [`cuda_kernels_gpu::elementwise`] (PyCUDA's `ElementwiseKernel`, built at
+//! [`cuda_kernels_gpu::elementwise`](mod@cuda_kernels_gpu::elementwise) (PyCUDA's `ElementwiseKernel`, built at
 //! compile time), and K8 `vector_sum_repeat`.
 //!
 //! Three ways to run an elementwise kernel:

@@ -13,7 +13,7 @@
 //! Arithmetic wraps on overflow (two's complement), as NumPy's int64 matmul
 //! does in practice and as the GPU's 64-bit multiply-add does; the CPU
 //! reference uses the same per-step function
-//! ([`mul_add_i64`](cuda_kernels_gpu::matmul::mul_add_i64)).
+//! ([`cuda_kernels_gpu::matmul::mul_add_i64`]).
 use cust::launch;
 use cust::memory::{CopyDestination, DeviceBuffer};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
