@@ -103,7 +103,7 @@ fn doubles_matrix_views(gpu: &Gpu) -> Result<(), Failed> {
         "empty",
         gpu.doubles_matrix(Array2::<f32>::zeros((0, 3)).view()),
     )?;
-    // 2,000,000 rows need 125,000 blocks along y (limit 65,535): refused
+    // 2,000,000 rows need 250,000 blocks of 8 rows along y (limit 65,535): refused
     // before anything is copied (a broadcast view of one element).
     let one = Array2::<f32>::zeros((1, 1));
     let tall = one.broadcast((2_000_000, 1)).ok_or("broadcast")?;

@@ -102,7 +102,11 @@ fn doubles(gpu: Option<&Gpu>, rows: usize, cols: usize, report: &mut Report) -> 
     if small {
         println!("ORIGINAL MATRIX\n{a}");
     }
-    let mut row = Row::new("doubles_matrix", format!("{rows}×{cols}"), no_gpu());
+    let mut row = Row::new(
+        "doubles_matrix (+ transfers)",
+        format!("{rows}×{cols}"),
+        no_gpu(),
+    );
     row.cpu_ms = Some(cpu_ms);
     if let Some(gpu) = gpu {
         let mut doubled = a.clone();
@@ -312,7 +316,7 @@ fn gufunc(gpu: Option<&Gpu>, dim: usize, batch: &[usize], report: &mut Report) -
         println!("INPUT MATRIX A\n:\n{a}\nINPUT MATRIX B\n:\n{b}");
     }
     let mut row = Row::new(
-        "gufunc_matmul_i64",
+        "gufunc_matmul_i64 (+ transfers)",
         format!("{a_shape:?}·[{dim}, {dim}]"),
         no_gpu(),
     );

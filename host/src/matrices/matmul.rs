@@ -5,8 +5,8 @@ use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Zip};
 
 use cuda_kernels_gpu::matmul::{
-    BLOCK_2D, TILED_BM, TILED_BN, TILED_MAX_OPERAND, TILED_SMEM_BYTES, TILED_THREADS,
-    double_element,
+    BLOCK_2D, DOUBLES_BLOCK, TILED_BM, TILED_BN, TILED_MAX_OPERAND, TILED_SMEM_BYTES,
+    TILED_THREADS, double_element,
 };
 
 use crate::Gpu;
@@ -124,7 +124,7 @@ pub fn matmul_launch(
     })
 }
 
-/// The launch shape of `doubles_matrix` over `rows × cols`: 16 × 16 blocks,
+/// The launch shape of `doubles_matrix` over `rows × cols`: 32 × 8 blocks,
 /// a grid that covers the matrix (errors past 65,535 blocks along y), and
 /// errors on an empty matrix or an element count that overflows.
 pub fn doubles_matrix_launch(rows: usize, cols: usize) -> Result<((u32, u32), (u32, u32))> {
@@ -135,16 +135,16 @@ pub fn doubles_matrix_launch(rows: usize, cols: usize) -> Result<((u32, u32), (u
     checked_elements(K, &[rows, cols, 4])?;
     Ok((
         (
-            grid_exact(K, cols, BLOCK_2D, "x")?,
-            grid_exact(K, rows, BLOCK_2D, "y")?,
+            grid_exact(K, cols, DOUBLES_BLOCK.0, "x")?,
+            grid_exact(K, rows, DOUBLES_BLOCK.1, "y")?,
         ),
-        (BLOCK_2D, BLOCK_2D),
+        DOUBLES_BLOCK,
     ))
 }
 
 impl Gpu {
     /// K3: doubles every element of `a` in place on the GPU (any rows ×
-    /// cols; a 2-D grid of 16 × 16 blocks). Exact.
+    /// cols; a 2-D grid of 32 × 8 blocks). Exact.
     ///
     /// Pass `array.view_mut()` for an owned `Array2`. A view that is not in
     /// standard layout (transposed, strided) is copied to a contiguous
@@ -208,7 +208,7 @@ impl Gpu {
         let f = self.function(K)?;
         let stream = self.stream();
         // SAFETY: a holds rows * cols f32 (checked above, no overflow); the grid covers
-        // rows × cols with 16 × 16 blocks and the kernel bounds-checks the edges.
+        // rows × cols with 32 × 8 blocks and the kernel bounds-checks the edges.
         unsafe { launch!(f<<<grid, block, 0, stream>>>(a.as_device_ptr(), rows, cols)) }
             .during(K, "launch")
     }
@@ -465,8 +465,8 @@ mod tests {
 
     #[test]
     fn doubles_matrix_shapes() {
-        assert_eq!(doubles_matrix_launch(5, 5).unwrap(), ((1, 1), (16, 16)));
-        assert_eq!(doubles_matrix_launch(17, 40).unwrap(), ((3, 2), (16, 16)));
+        assert_eq!(doubles_matrix_launch(5, 5).unwrap(), ((1, 1), (32, 8)));
+        assert_eq!(doubles_matrix_launch(17, 40).unwrap(), ((2, 3), (32, 8)));
         assert!(doubles_matrix_launch(0, 5).is_err());
         assert!(doubles_matrix_launch(2_000_000, 1).is_err());
         assert!(doubles_matrix_launch(usize::MAX, 2).is_err());
