@@ -1,6 +1,6 @@
 //! Offline PTX checks (no GPU needed): the embedded PTX holds every entry
 //! point the host launches, and `ptxas` assembles it for sm_70, sm_80 and
-//! sm_90 without register spills.
+//! sm_90 without register spills in any kernel.
 //!
 //! `ptxas` is taken from `$PTXAS`, then `PATH`, then `.tools/ptxas` (where
 //! `scripts/setup.sh` installs the PyPI wheel `nvidia-cuda-nvcc-cu12`); when
