@@ -20,14 +20,16 @@ skip=(--skip bad_ptx_is_a_typed_error --skip missing_kernel_is_a_typed_error --s
       --skip threads_x_launches_no_error_no_leak)
 status=0
 summary=()
-run_one() { # label, then the command
+export CUDA_KERNELS_SANITIZE=1   # the tests leave their largest sizes out
+run_one() { # label, then the command; each run is limited to 150 s
   local label="$1"; shift
   local log; log="$(mktemp)"
-  "$@" >"$log" 2>&1
+  timeout 150 "$@" >"$log" 2>&1
   local rc=$?
   local line; line="$(grep -E 'ERROR SUMMARY' "$log" | tail -1)"
   [ -z "$line" ] && line="(no summary, exit $rc)"
   summary+=("$label: $line")
+  echo "$label: $line"
   if [ $rc -ne 0 ] || ! grep -q 'ERROR SUMMARY: 0 errors' "$log"; then
     status=1
     echo "---- $label (exit $rc)"; grep -E 'Invalid|Race|race|Barrier|Uninitialized|ERROR|error|FAILED' "$log" | head -30
