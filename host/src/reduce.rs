@@ -232,15 +232,49 @@ impl Gpu {
         init: Option<T>,
         scratch: &mut ReduceScratch<T>,
     ) -> Result<()> {
+        let (grid, block) = self.reduce_launch_shape::<Op, T>(input.len())?;
+        self.reduce_on_device_shaped::<Op, T>(input, init, scratch, grid, block)
+    }
+
+    /// [`Gpu::reduce_on_device`] with a chosen launch shape (for tuning:
+    /// the result is the same for any valid shape, up to float rounding):
+    /// `block` a multiple of 32 in 32..=1024, `grid` in
+    /// 1..=[`ReduceScratch::capacity`].
+    ///
+    /// ```no_run
+    /// # use cuda_kernels_host::reduce::Sum;
+    /// # use cuda_kernels_host::cust::memory::DeviceBuffer;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
+    /// let d = DeviceBuffer::from_slice(&vec![2i64; 1000])?;
+    /// let mut scratch = gpu.reduce_scratch::<i64>()?;
+    /// gpu.reduce_on_device_shaped::<Sum, i64>(&d, None, &mut scratch, 3, 96)?;
+    /// assert_eq!(scratch.result(&gpu)?, 2000);
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce_on_device_shaped<Op: ReduceKernel<T>, T: Element>(
+        &self,
+        input: &DeviceSlice<T>,
+        init: Option<T>,
+        scratch: &mut ReduceScratch<T>,
+        grid: u32,
+        block: u32,
+    ) -> Result<()> {
         let k = Op::ENTRY;
         let n = input.len();
         let init = start_value::<Op, T>(n, init)?;
-        let (grid, block) = self.reduce_launch_shape::<Op, T>(n)?;
-        if grid as usize > scratch.capacity() {
+        crate::launch::check_block(k, (block, 1, 1))?;
+        if !block.is_multiple_of(32) {
+            return Err(Error::invalid(
+                k,
+                format!("block of {block} threads: must be a multiple of 32"),
+            ));
+        }
+        if grid == 0 || grid as usize > scratch.capacity() {
             return Err(Error::invalid(
                 k,
                 format!(
-                    "the scratch holds {} partials, the launch needs {grid}",
+                    "grid of {grid} blocks: must be 1..={} (the scratch's partials)",
                     scratch.capacity()
                 ),
             ));
@@ -254,8 +288,8 @@ impl Gpu {
         // launch has it alone (`scratch` is borrowed mutably, launches on one
         // stream run in order); `result` holds one element; the scratch
         // buffers are distinct allocations and `input` is borrowed shared, so
-        // nothing overlaps; BLOCK is a multiple of 32 and SHARED_BYTES is
-        // the kernel's dynamic shared memory.
+        // nothing overlaps; the block is a multiple of 32 (checked) and
+        // SHARED_BYTES is the kernel's dynamic shared memory.
         unsafe {
             launch!(f<<<grid, block, SHARED_BYTES, stream>>>(
                 input.as_device_ptr(),
@@ -312,7 +346,8 @@ impl Gpu {
         Ok((wanted.min(full as usize) as u32, BLOCK))
     }
 
-    fn multiprocessors(&self, k: &'static str) -> Result<u32> {
+    /// The number of multiprocessors (SMs) of this GPU.
+    pub fn multiprocessors(&self, k: &'static str) -> Result<u32> {
         let sms = self
             .device()
             .get_attribute(DeviceAttribute::MultiprocessorCount)

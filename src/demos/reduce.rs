@@ -364,42 +364,85 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         reference: None,
         ratio: None,
     });
+    // Besides the default launch shape, shapes around it for the f32 sum
+    // (the record's name says grid x block).
+    let sms = gpu.multiprocessors("reduce")?;
     bench_type::<f32>(gpu, N, copy, records, |gpu, d, s| {
-        Ok(vec![
+        let mut out: Timed = vec![
             (
-                "sum",
+                "sum".into(),
                 time_reduce::<Sum, f32>(gpu, d, s, REPS, BATCH)?,
                 check_one::<Sum, f32>(gpu, d)?,
             ),
             (
-                "min",
+                "min".into(),
                 time_reduce::<Min, f32>(gpu, d, s, REPS, BATCH)?,
                 check_one::<Min, f32>(gpu, d)?,
             ),
             (
-                "max",
+                "max".into(),
                 time_reduce::<Max, f32>(gpu, d, s, REPS, BATCH)?,
                 check_one::<Max, f32>(gpu, d)?,
             ),
-        ])
+        ];
+        for (per_sm, block) in [
+            (2u32, 256u32),
+            (4, 256),
+            (16, 256),
+            (2, 512),
+            (4, 512),
+            (1, 1024),
+            (2, 1024),
+        ] {
+            let grid = (per_sm * sms).min(s.capacity() as u32);
+            let mut times = Vec::new();
+            for rep in 0..=REPS {
+                let ((), ms) = GpuTimer::time(gpu.stream(), || {
+                    for _ in 0..BATCH {
+                        gpu.reduce_on_device_shaped::<Sum, f32>(d, None, s, grid, block)?;
+                    }
+                    Ok(())
+                })?;
+                if rep > 0 {
+                    times.push(ms / BATCH as f32);
+                }
+            }
+            let again = s.result(gpu)?;
+            let first = gpu.reduce_device::<Sum, f32>(d, None)?;
+            let (g, b) = gpu.reduce_launch_shape::<Sum, f32>(d.len())?;
+            // Different shapes round differently: compare within the bound.
+            let tol = float_sum_tolerance(
+                d.len(),
+                (grid * block).min(g * b) as usize,
+                d.len() as f64,
+                f32::EPSILON as f64,
+            );
+            let ok = ((again - first) as f64).abs() <= tol;
+            out.push((
+                format!("sum [{grid}x{block}]"),
+                median(&mut times) as f64,
+                ok,
+            ));
+        }
+        Ok(out)
     })?;
     bench_type::<i64>(gpu, N, copy, records, |gpu, d, s| {
         Ok(vec![(
-            "sum",
+            "sum".into(),
             time_reduce::<Sum, i64>(gpu, d, s, REPS, BATCH)?,
             check_one::<Sum, i64>(gpu, d)?,
         )])
     })?;
     bench_type::<f64>(gpu, N, copy, records, |gpu, d, s| {
         Ok(vec![(
-            "sum",
+            "sum".into(),
             time_reduce::<Sum, f64>(gpu, d, s, REPS, BATCH)?,
             check_one::<Sum, f64>(gpu, d)?,
         )])
     })
 }
 
-type Timed = Vec<(&'static str, f64, bool)>;
+type Timed = Vec<(String, f64, bool)>;
 
 fn bench_type<T: DemoElement>(
     gpu: &Gpu,
