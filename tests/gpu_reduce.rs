@@ -206,6 +206,8 @@ fn initial_values(gpu: &Gpu) -> Result<(), Failed> {
 }
 
 fn empty_inputs(gpu: &Gpu) -> Result<(), Failed> {
+    // This thread allocates through cust directly below: make the context current.
+    gpu.bind().map_err(fail)?;
     let e32: Vec<f32> = Vec::new();
     ensure(
         gpu.reduce_slice::<Sum, f32>(&e32, None).map_err(fail)? == 0.0,
@@ -268,6 +270,7 @@ fn misaligned_device_slices(gpu: &Gpu) -> Result<(), Failed> {
         Sum: ReduceKernel<T>,
         Min: ReduceKernel<T>,
     {
+        gpu.bind().map_err(fail)?;
         let mut rng = Rng::new(99);
         let host: Vec<T> = (0..100_000).map(|_| T::for_sum(&mut rng)).collect();
         let dev = DeviceBuffer::from_slice(&host).map_err(fail)?;
@@ -366,6 +369,7 @@ fn strided_views(gpu: &Gpu) -> Result<(), Failed> {
 }
 
 fn scratch_reuse(gpu: &Gpu) -> Result<(), Failed> {
+    gpu.bind().map_err(fail)?;
     let mut scratch = gpu.reduce_scratch::<i32>().map_err(fail)?;
     let host: Vec<i32> = (0..3_000_000).map(|i| (i % 1000) - 500).collect();
     let dev = DeviceBuffer::from_slice(&host).map_err(fail)?;

@@ -74,8 +74,12 @@ pub const ENTRY_POINTS: &[&str] = &[
     "block_reduce_test_i64",
 ];
 
-/// Threads per block of the reduction kernels (a multiple of 32).
-pub const BLOCK: u32 = 256;
+/// Threads per block of the reduction kernels (a multiple of 32). Measured
+/// on an H100 (2^28 f32 sum, one run): blocks of 1024 (2 resident per SM,
+/// 264 blocks) took 0.3475 ms, blocks of 512 0.3491–0.3500 ms, blocks of
+/// 256 0.3510–0.3546 ms: fewer, larger blocks leave fewer partials for the
+/// last block.
+pub const BLOCK: u32 = 1024;
 
 /// Most blocks a reduction launches per multiprocessor (the hardware
 /// limit of recent GPUs); the actual number comes from the occupancy API.
@@ -123,9 +127,11 @@ impl<T: Element> ReduceScratch<T> {
         self.partials.len()
     }
 
-    /// Waits for the queued reduction and returns its result.
+    /// Waits for the queued reduction and returns its result (from any
+    /// thread: it makes `gpu`'s context current first).
     pub fn result(&self, gpu: &Gpu) -> Result<T> {
         const K: &str = "reduce";
+        gpu.bind()?;
         gpu.synchronize(K)?;
         let mut out = [T::default()];
         self.result
