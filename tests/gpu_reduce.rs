@@ -21,32 +21,13 @@ use cuda_kernels::util::Rng;
 use libtest_mimic::{Completion, Failed, Trial};
 
 /// Lengths around every boundary the kernel has: the 16-byte vector (4 or 2
-/// elements), the unroll (4 vectors), the warp, the block (256), one
-/// vector per thread of a block, many blocks, and past the resident grid.
+/// elements), the unroll (4 vectors), the warp, the block (1024 threads;
+/// 256 in earlier shapes), one vector per thread of a block (2048 or 4096
+/// elements), many blocks, and past the resident grid (a grid-stride loop).
+#[rustfmt::skip]
 const LENGTHS: &[usize] = &[
-    1,
-    2,
-    3,
-    4,
-    5,
-    7,
-    8,
-    9,
-    31,
-    32,
-    33,
-    255,
-    256,
-    257,
-    1000,
-    1023,
-    1024,
-    1025,
-    4095,
-    4097,
-    65_537,
-    1_000_003,
-    (1 << 20) + 3,
+    1, 2, 3, 4, 5, 7, 8, 9, 31, 32, 33, 255, 256, 257, 1000, 1023, 1024, 1025, 2047, 2049,
+    4095, 4097, 65_537, 1_000_003, (1 << 20) + 3,
 ];
 
 fn main() -> ExitCode {

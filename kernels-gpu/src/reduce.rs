@@ -391,6 +391,31 @@ mod tests {
     }
 
     #[test]
+    fn entry_names_follow_op_names() {
+        fn check<T, Op: ReduceKernel<T>>(ty: &str) {
+            assert_eq!(Op::ENTRY, format!("reduce_{}_{ty}", Op::NAME));
+        }
+        fn built_ins<T>(ty: &str)
+        where
+            Sum: ReduceKernel<T>,
+            Product: ReduceKernel<T>,
+            Min: ReduceKernel<T>,
+            Max: ReduceKernel<T>,
+        {
+            check::<T, Sum>(ty);
+            check::<T, Product>(ty);
+            check::<T, Min>(ty);
+            check::<T, Max>(ty);
+        }
+        built_ins::<i32>("i32");
+        built_ins::<i64>("i64");
+        built_ins::<f32>("f32");
+        built_ins::<f64>("f64");
+        check::<i32, Xor>("i32");
+        check::<i64, Xor>("i64");
+    }
+
+    #[test]
     fn entry_names() {
         assert_eq!(<Sum as ReduceKernel<f32>>::ENTRY, "reduce_sum_f32");
         assert_eq!(<Max as ReduceKernel<i64>>::ENTRY, "reduce_max_i64");

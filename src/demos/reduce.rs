@@ -354,7 +354,11 @@ pub fn run_all(gpu: Option<&Gpu>, _out_dir: &Path, report: &mut Report) -> Resul
         None => reduce_cpu::<Min, f32>(Array1::from(empty).view(), None),
     };
     report.push(Row::new(
-        "reduce_min_f32 of nothing, no init",
+        if gpu.is_some() {
+            "reduce_min_f32 of nothing, no init"
+        } else {
+            "reduce_min_f32 of nothing, no init (CPU only)"
+        },
         "0",
         match refused {
             Err(Error::InvalidInput { reason, .. }) => Check::Pass(format!("refused: {reason}")),
@@ -510,18 +514,15 @@ fn bench_type<T: DemoElement>(
     let mut scratch = gpu.reduce_scratch::<T>()?;
     for (op, ms, ok) in run(gpu, &device, &mut scratch)? {
         let bw = gb_per_s(n * size_of::<T>(), ms as f32);
+        // `op` is "sum", or "sum [grid x block]" for the shape sweep.
+        let (op, shape) = op.split_once(' ').unwrap_or((op.as_str(), ""));
+        let kernel = format!("reduce_{op}_{} {shape}", T::NAME);
+        let kernel = kernel.trim_end();
         if !ok {
-            eprintln!(
-                "warning: reduce_{op}_{} at 2^28 disagrees with the CPU reference",
-                T::NAME
-            );
+            eprintln!("warning: {kernel} at 2^28 disagrees with the CPU reference");
         }
         records.push(BenchRecord {
-            kernel: format!(
-                "reduce_{op}_{}{}",
-                T::NAME,
-                if ok { "" } else { " (WRONG)" }
-            ),
+            kernel: format!("{kernel}{}", if ok { "" } else { " (WRONG)" }),
             size: format!("2^{} {}", n.trailing_zeros(), T::NAME),
             median_ms: ms,
             metric: "GB/s read".into(),
