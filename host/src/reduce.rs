@@ -37,12 +37,13 @@
 //! last).
 //!
 //! Performance (one launch, measured on an H100 80GB HBM3 with
-//! `cuda-kernels bench`, CUDA events, median of 20 batches of 5 launches):
-//! the sum of 2^28 f32 took 0.348 ms, 3086 GB/s read, 1.03× the GB/s of a
-//! device-to-device copy of the same 1 GiB (2986 GB/s counting bytes read
-//! plus written) and 1.04× as fast as `torch.sum` on the same GPU
-//! (0.362 ms, same timing method); min and max 0.348–0.349 ms; the sums of
-//! 2^28 i64 and f64 0.693 ms (3099 GB/s, 1.01× as fast as `torch.sum`).
+//! `cuda-kernels bench`, CUDA events, median of 20 batches of 5 launches,
+//! two runs): the sum of 2^28 f32 took 0.348 ms, 3087 GB/s read, 1.03–1.04×
+//! the GB/s of a device-to-device copy of the same 1 GiB (2979–2986 GB/s
+//! counting bytes read plus written) and 1.02–1.04× as fast as `torch.sum`
+//! on the same GPU (0.354–0.362 ms, same timing method); min and max
+//! 0.348–0.349 ms; the sums of 2^28 i64 and f64 0.693–0.695 ms
+//! (3088–3099 GB/s, 1.01× as fast as `torch.sum`'s 0.701–0.702 ms).
 use std::fmt::Debug;
 
 use cust::device::DeviceAttribute;
