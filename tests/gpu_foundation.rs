@@ -41,6 +41,7 @@ fn main() -> ExitCode {
             missing_kernel_is_a_typed_error,
         ),
         gpu_test("bad_ptx_is_a_typed_error", bad_ptx_is_a_typed_error),
+        gpu_test("shared_array_block_reverse", shared_array_block_reverse),
         gpu_test(
             "device_fault_is_reported_with_location",
             device_fault_is_reported_with_location,
@@ -229,6 +230,18 @@ fn device_fault_is_reported_with_location(_gpu: &Gpu) -> Result<(), Failed> {
     ] {
         ensure(stdout.contains(needle), || {
             format!("{needle:?} not in {stdout:?}")
+        })?;
+    }
+    Ok(())
+}
+
+fn shared_array_block_reverse(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::device_checks::block_reverse_i32_cpu;
+    for &n in AWKWARD_LENGTHS {
+        let x: Array1<i32> = (0..n as i32).collect();
+        let got = gpu.block_reverse_i32(x.view()).map_err(fail)?;
+        ensure(got == block_reverse_i32_cpu(x.view()), || {
+            format!("n = {n}")
         })?;
     }
     Ok(())

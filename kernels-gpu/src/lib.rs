@@ -26,6 +26,7 @@
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
 
+pub mod device_checks;
 pub mod elementwise;
 pub mod fault;
 pub mod hello;
