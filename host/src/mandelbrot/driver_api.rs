@@ -81,26 +81,23 @@ pub fn mandelbrot_driver_api_timed(
     let shape = check_launch(K, lattice.len(), max_iters, upper_bound, BLOCK)?;
     let lattice = contiguous(&lattice);
     // The PTX as a C string, before any driver call.
-    let (file_name, text) = match ptx {
+    let (c_source, from_file) = match ptx {
         PtxSource::File(path) => {
             std::fs::metadata(path).map_err(|source| Error::PtxFile {
                 path: path.to_path_buf(),
                 source,
             })?;
-            let name = path_to_cstring(path)?;
-            (Some(name), None)
+            (path_to_cstring(path)?, true)
         }
         PtxSource::Text(text) => {
             let text = CString::new(text)
                 .map_err(|_| Error::invalid(K, "the PTX text contains a NUL byte"))?;
-            (None, Some(text))
+            (text, false)
         }
     };
     let t0 = Instant::now();
 
-    // SAFETY (all calls below): every pointer passed is either null where the
-    // API allows it or points to a live local of the type the API writes;
-    // handles are used only while their guards keep them alive.
+    // SAFETY: cuInit takes a flags word (0) and no pointers.
     let r = unsafe { cu::cuInit(0) };
     if r != CUresult::CUDA_SUCCESS {
         let e = cuda_error(r);
@@ -115,6 +112,7 @@ pub fn mandelbrot_driver_api_timed(
         });
     }
     let mut count = 0;
+    // SAFETY: `count` is a live local c_int the driver writes.
     check(
         unsafe { cu::cuDeviceGetCount(&mut count) },
         "cuDeviceGetCount",
@@ -125,8 +123,10 @@ pub fn mandelbrot_driver_api_timed(
         });
     }
     let mut device = 0;
+    // SAFETY: `device` is a live local CUdevice the driver writes; ordinal 0 < count.
     check(unsafe { cu::cuDeviceGet(&mut device, 0) }, "cuDeviceGet")?;
     let mut raw_ctx: CUcontext = ptr::null_mut();
+    // SAFETY: `raw_ctx` is a live local the driver writes; `device` came from cuDeviceGet.
     check(
         unsafe { cu::cuCtxCreate_v2(&mut raw_ctx, 0, device) },
         "cuCtxCreate",
@@ -135,12 +135,13 @@ pub fn mandelbrot_driver_api_timed(
     let ctx = ContextGuard(raw_ctx);
 
     let mut raw_module: CUmodule = ptr::null_mut();
-    let r = match (&file_name, &text) {
-        (Some(name), _) => unsafe { cu::cuModuleLoad(&mut raw_module, name.as_ptr()) },
-        (None, Some(text)) => unsafe {
-            cu::cuModuleLoadData(&mut raw_module, text.as_ptr() as *const c_void)
-        },
-        (None, None) => unreachable!("one PTX source is always set"),
+    let r = if from_file {
+        // SAFETY: `raw_module` is a live local; `c_source` is a NUL-terminated
+        // path; the context created above is current.
+        unsafe { cu::cuModuleLoad(&mut raw_module, c_source.as_ptr()) }
+    } else {
+        // SAFETY: as above, with NUL-terminated PTX text as the image.
+        unsafe { cu::cuModuleLoadData(&mut raw_module, c_source.as_ptr() as *const c_void) }
     };
     if r != CUresult::CUDA_SUCCESS {
         let source = cuda_error(r);
@@ -157,6 +158,8 @@ pub fn mandelbrot_driver_api_timed(
 
     let name = CString::new(KERNEL).map_err(|_| Error::invalid(K, "kernel name"))?;
     let mut function: CUfunction = ptr::null_mut();
+    // SAFETY: `function` is a live local; the module is alive (guard); the name
+    // is NUL-terminated.
     let r = unsafe { cu::cuModuleGetFunction(&mut function, module.0, name.as_ptr()) };
     if r == CUresult::CUDA_ERROR_NOT_FOUND {
         return Err(Error::KernelNotFound {
@@ -170,6 +173,7 @@ pub fn mandelbrot_driver_api_timed(
     let graph_bytes = shape.points * std::mem::size_of::<f32>();
     let d_lattice = DeviceMemory::alloc(lattice_bytes)?;
     let d_graph = DeviceMemory::alloc(graph_bytes)?;
+    // SAFETY: d_lattice holds lattice_bytes; the host slice is lattice_bytes long.
     check(
         unsafe {
             cu::cuMemcpyHtoD_v2(
@@ -218,8 +222,10 @@ pub fn mandelbrot_driver_api_timed(
         },
         "cuLaunchKernel",
     )?;
+    // SAFETY: no arguments; our context is current.
     check(unsafe { cu::cuCtxSynchronize() }, "cuCtxSynchronize")?;
     let mut graph = vec![0.0f32; shape.points];
+    // SAFETY: `graph` and d_graph both hold graph_bytes; the kernel has finished.
     check(
         unsafe { cu::cuMemcpyDtoH_v2(graph.as_mut_ptr() as *mut c_void, d_graph.0, graph_bytes) },
         "cuMemcpyDtoH",
