@@ -9,7 +9,8 @@
  *
  * Thread safety: the functions may be called from any thread; calls are
  * serialized inside the library. The GPU (device 0, its primary context and
- * the module) is opened by the first call and kept for the next ones.
+ * the module) is opened by the first call and kept for the next ones, until
+ * cuda_kernels_reset().
  */
 #ifndef CUDA_KERNELS_H
 #define CUDA_KERNELS_H
@@ -43,6 +44,11 @@ int launch_mandelbrot(const float *lattice, float *mandelbrot_graph, int max_ite
  * on stdout, then returns. */
 int launch_hello(void);
 
+/* Releases the GPU the library holds (its module, stream and reference to
+ * the primary context), as seed 004's cudaDeviceReset() ends its program;
+ * the next call opens it again. Returns CK_OK. */
+int cuda_kernels_reset(void);
+
 /* The message of the calling thread's last failed call, "" if none. The
  * string stays valid until the next call into the library on this thread. */
 const char *cuda_kernels_last_error(void);
@@ -53,6 +59,7 @@ const char *cuda_kernels_status_string(int status);
 /* Function pointer types, for dlsym(). */
 typedef int (*launch_mandelbrot_fn)(const float *, float *, int, float, int);
 typedef int (*launch_hello_fn)(void);
+typedef int (*cuda_kernels_reset_fn)(void);
 typedef const char *(*cuda_kernels_last_error_fn)(void);
 typedef const char *(*cuda_kernels_status_string_fn)(int);
 

@@ -7,6 +7,8 @@
 //!   with ctypes (`examples/python/mandelbrot_ctypes.py`) and from C;
 //! - `launch_hello()`: seed 004's hello kernel on <<<1, 3>>>, called from C
 //!   through `dlopen`/`dlsym` (`examples/c/hello_dlopen.c`);
+//! - `cuda_kernels_reset()`: releases the GPU the library holds (seed 004's
+//!   `cudaDeviceReset()`); the next call opens it again;
 //! - `cuda_kernels_last_error()`, `cuda_kernels_status_string(status)`.
 //!
 //! Every function returns a status code
@@ -108,6 +110,21 @@ pub unsafe extern "C" fn launch_mandelbrot(
 #[unsafe(no_mangle)]
 pub extern "C" fn launch_hello() -> c_int {
     guarded(|| with_gpu(|gpu| gpu.hello(1, 3, false)))
+}
+
+/// Releases the GPU the library holds (its module, stream and its reference
+/// to the primary context), as seed 004's `cudaDeviceReset()` ends its
+/// program; the next call opens the GPU again. Always `CK_OK`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuda_kernels_reset() -> c_int {
+    guarded(|| {
+        let gpu = GPU
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        drop(gpu);
+        Ok(())
+    })
 }
 
 /// The calling thread's last error message ("" if none); see
@@ -234,6 +251,7 @@ mod tests {
         for f in [
             "launch_mandelbrot(",
             "launch_hello(",
+            "cuda_kernels_reset(",
             "cuda_kernels_last_error(",
             "cuda_kernels_status_string(",
         ] {
@@ -271,6 +289,12 @@ mod tests {
             );
         }
         assert_eq!(graph, [0.0; 16], "nothing was written");
+    }
+
+    #[test]
+    fn reset_without_a_gpu_is_ok() {
+        assert_eq!(cuda_kernels_reset(), status::OK);
+        assert_eq!(cuda_kernels_reset(), status::OK);
     }
 
     #[test]

@@ -27,7 +27,8 @@ int main(int argc, char **argv)
     launch_mandelbrot_fn mandelbrot = (launch_mandelbrot_fn)dlsym(handle, "launch_mandelbrot");
     cuda_kernels_last_error_fn last_error =
         (cuda_kernels_last_error_fn)dlsym(handle, "cuda_kernels_last_error");
-    if (!hello_from_gpu || !mandelbrot || !last_error) {
+    cuda_kernels_reset_fn reset = (cuda_kernels_reset_fn)dlsym(handle, "cuda_kernels_reset");
+    if (!hello_from_gpu || !mandelbrot || !last_error || !reset) {
         fprintf(stderr, "error: %s lacks a symbol: %s\n", path, dlerror());
         dlclose(handle);
         return 2;
@@ -38,6 +39,7 @@ int main(int argc, char **argv)
     if (status != CK_OK) {
         fprintf(stderr, "error: launch_hello returned %d: %s\n", status, last_error());
         fprintf(stderr, "Failed to load cuda function.\n");
+        reset();
         dlclose(handle);
         return 1;
     }
@@ -69,6 +71,7 @@ int main(int argc, char **argv)
     printf("launch_mandelbrot(NULL, ...) = %d (CK_NULL_POINTER = %d)\n", bad, CK_NULL_POINTER);
     free(lattice);
     free(graph);
+    reset(); /* seed 004 ends with cudaDeviceReset() */
     dlclose(handle);
     return status == CK_OK && bad == CK_NULL_POINTER ? 0 : 1;
 }

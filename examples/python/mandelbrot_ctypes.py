@@ -59,7 +59,10 @@ def load(path):
     status_string = mandel_dll.cuda_kernels_status_string
     status_string.argtypes = [c_int]
     status_string.restype = c_char_p
-    return mandel_c, last_error, status_string
+    reset = mandel_dll.cuda_kernels_reset
+    reset.argtypes = []
+    reset.restype = c_int
+    return mandel_c, last_error, status_string, reset
 
 
 class GpuError(RuntimeError):
@@ -67,7 +70,7 @@ class GpuError(RuntimeError):
 
 
 def mandelbrot(lib, breadth, low, high, max_iters, upper_bound):
-    mandel_c, last_error, status_string = lib
+    mandel_c, last_error, status_string, _ = lib
     lattice = np.linspace(low, high, breadth, dtype=np.float32)
     out = np.empty(shape=(lattice.size, lattice.size), dtype=np.float32)
     status = mandel_c(
@@ -141,7 +144,7 @@ def main():
     path = find_library(args.lib)
     try:
         lib = load(path)
-    except OSError as e:
+    except (OSError, AttributeError) as e:  # not loadable, or a symbol is missing
         print(f"error: cannot load the cuda-kernels C ABI library {path}: {e}", file=sys.stderr)
         print("hint: cargo build --release -p cuda-kernels-capi, or pass --lib", file=sys.stderr)
         return 1
@@ -152,7 +155,9 @@ def main():
     except GpuError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    t2 = time()
+    finally:
+        t2 = time()
+        lib[3]()  # cuda_kernels_reset(): the library releases its GPU
     print(f"It took {t2 - t1:.6f} seconds to calculate the Mandelbrot graph "
           f"({args.size}x{args.size}, {args.iters} iterations) through {os.path.basename(path)}.")
     inside = int(np.count_nonzero(mandel == 1.0))

@@ -87,6 +87,7 @@ pub enum CAbiError {
 
 type LaunchMandelbrot = unsafe extern "C" fn(*const f32, *mut f32, c_int, f32, c_int) -> c_int;
 type LaunchHello = unsafe extern "C" fn() -> c_int;
+type Reset = unsafe extern "C" fn() -> c_int;
 type LastError = unsafe extern "C" fn() -> *const c_char;
 
 // glibc (2.34 and later: in libc itself) — declared here rather than adding a
@@ -105,6 +106,7 @@ pub struct CAbiLibrary {
     path: PathBuf,
     launch_mandelbrot: LaunchMandelbrot,
     launch_hello: LaunchHello,
+    reset: Reset,
     last_error: LastError,
 }
 
@@ -146,7 +148,7 @@ impl CAbiLibrary {
     }
 
     /// `dlopen`s the library at `path` and looks up `launch_mandelbrot`,
-    /// `launch_hello` and `cuda_kernels_last_error`.
+    /// `launch_hello`, `cuda_kernels_reset` and `cuda_kernels_last_error`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, CAbiError> {
         let path = path.as_ref().to_path_buf();
         // A relative name without a slash would make dlopen search the system
@@ -188,10 +190,11 @@ impl CAbiLibrary {
             Ok((
                 symbol("launch_mandelbrot")?,
                 symbol("launch_hello")?,
+                symbol("cuda_kernels_reset")?,
                 symbol("cuda_kernels_last_error")?,
             ))
         })();
-        let (m, h, e) = match found {
+        let (m, h, r, e) = match found {
             Ok(f) => f,
             Err(err) => {
                 // SAFETY: handle came from dlopen and is closed once.
@@ -201,10 +204,11 @@ impl CAbiLibrary {
         };
         // SAFETY: the symbols are the library's exported functions with exactly
         // these C signatures (capi/include/cuda_kernels.h).
-        let (launch_mandelbrot, launch_hello, last_error) = unsafe {
+        let (launch_mandelbrot, launch_hello, reset, last_error) = unsafe {
             (
                 std::mem::transmute::<*mut c_void, LaunchMandelbrot>(m),
                 std::mem::transmute::<*mut c_void, LaunchHello>(h),
+                std::mem::transmute::<*mut c_void, Reset>(r),
                 std::mem::transmute::<*mut c_void, LastError>(e),
             )
         };
@@ -213,6 +217,7 @@ impl CAbiLibrary {
             path,
             launch_mandelbrot,
             launch_hello,
+            reset,
             last_error,
         })
     }
@@ -277,6 +282,14 @@ impl CAbiLibrary {
         self.status("launch_hello", code)
     }
 
+    /// `cuda_kernels_reset()`: the library releases its GPU (it opens it
+    /// again on the next call). Dropping a `CAbiLibrary` does this too.
+    pub fn reset(&self) -> Result<(), CAbiError> {
+        // SAFETY: takes no arguments.
+        let code = unsafe { (self.reset)() };
+        self.status("cuda_kernels_reset", code)
+    }
+
     /// `cuda_kernels_last_error()`: the message of this thread's last failed
     /// call ("" if none).
     pub fn last_error(&self) -> String {
@@ -306,7 +319,11 @@ impl CAbiLibrary {
 }
 
 impl Drop for CAbiLibrary {
+    /// Releases the library's GPU (`cuda_kernels_reset`, so that nothing it
+    /// allocated outlives this handle), then `dlclose`s it.
     fn drop(&mut self) {
+        // SAFETY: takes no arguments; the library is still loaded.
+        let _ = unsafe { (self.reset)() };
         // SAFETY: handle came from dlopen and is closed once; no function
         // pointer of this struct outlives it.
         unsafe { dlclose(self.handle) };
