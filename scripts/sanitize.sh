@@ -15,9 +15,9 @@ cd "$dir"
 san="compute-sanitizer"
 command -v "$san" >/dev/null || san=/usr/local/cuda/bin/compute-sanitizer
 # Deliberate failures: API errors on purpose, and the trap test.
-on_purpose_api=(--exact bad_ptx_is_a_typed_error missing_kernel_is_a_typed_error)
-skip=(--skip bad_ptx_is_a_typed_error --skip missing_kernel_is_a_typed_error --skip device_fault_is_reported_with_location
-      --skip threads_x_launches_no_error_no_leak)
+on_purpose_api=(bad_ptx_is_a_typed_error missing_kernel_is_a_typed_error missing_ptx_or_kernel_is_a_typed_error)
+skip=(--skip device_fault_is_reported_with_location --skip threads_x_launches_no_error_no_leak)
+for t in "${on_purpose_api[@]}"; do skip+=(--skip "$t"); done
 status=0
 summary=()
 export CUDA_KERNELS_SANITIZE=1   # the tests leave their largest sizes out
@@ -44,10 +44,14 @@ for t in gpu_*; do
     run_one "$t $tool" "$san" --tool "$tool" "${extra[@]}" --error-exitcode 99 "./$t" "${skip[@]}"
   done
 done
-if [ -x gpu_foundation ]; then
-  run_one "gpu_foundation deliberate API errors (memcheck, api errors not reported)" \
-    "$san" --tool memcheck --report-api-errors no --error-exitcode 99 ./gpu_foundation "${on_purpose_api[@]}"
-fi
+for t in gpu_foundation gpu_mandelbrot; do
+  [ -x "$t" ] || continue
+  for name in "${on_purpose_api[@]}"; do
+    ./"$t" --list 2>/dev/null | grep -q "$name" || continue
+    run_one "$t $name (memcheck, deliberate API errors not reported)" \
+      "$san" --tool memcheck --report-api-errors no --error-exitcode 99 "./$t" --exact "$name"
+  done
+done
 # The demos, at sizes the sanitizer (10-100x slower) gets through quickly.
 demos=(
   "multiply --n 65536"
