@@ -7,7 +7,8 @@
 #     that `cust` links and fails cleanly at run time with "no device";
 #  3. a CUDA root with `lib64/` for cust's build script (CUDA_LIBRARY_PATH);
 #  4. `ptxas` from the PyPI wheel nvidia-cuda-nvcc-cu12 in .tools/ (offline
-#     PTX checks).
+#     PTX checks);
+#  5. NumPy and the C ABI library for the Python/C caller tests.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="$ROOT/.tools"
@@ -54,4 +55,17 @@ fi
 if [ -x "$TOOLS/ptxas/nvidia/cuda_nvcc/bin/ptxas" ]; then
   export PTXAS="${PTXAS:-$TOOLS/ptxas/nvidia/cuda_nvcc/bin/ptxas}"
 fi
+
+# 5. the C ABI callers (tests/capi_callers.rs): NumPy for the Python ctypes
+#    caller, and the cdylib libcuda_kernels_capi.so that `cargo test` alone
+#    does not write. Failures here only make those tests report "ignored".
+if ! python3 -c 'import numpy' 2>/dev/null; then
+  say "installing NumPy for the Python ctypes caller"
+  python3 -m pip install -q --disable-pip-version-check numpy \
+    || say "could not install NumPy: the Python caller test will be ignored"
+fi
+(cd "$ROOT" && cargo build -q -p cuda-kernels-capi) \
+  || say "could not build libcuda_kernels_capi.so: the C ABI caller tests will be ignored"
+
 say "ready: PTXAS=${PTXAS:-$(command -v ptxas || echo none)}"
+

@@ -12,6 +12,7 @@ use cuda_kernels::{Error, Gpu};
 use libtest_mimic::Failed;
 
 const HELLO_CHILD: &str = "CUDA_KERNELS_TEST_HELLO_CHILD";
+const FAULT_CHILD: &str = "CUDA_KERNELS_TEST_FAULT_CHILD";
 
 fn main() -> ExitCode {
     // Re-executed by `hello_prints_three_lines` to capture the device printf
@@ -20,6 +21,11 @@ fn main() -> ExitCode {
         let gpu = cuda_kernels::gpu().expect("the parent checked the GPU");
         gpu.hello(1, 3, false).expect("hello_kernel runs");
         return ExitCode::SUCCESS;
+    }
+    // Re-executed by `device_fault_is_reported_with_location`: a trap ruins the
+    // process's CUDA context, so it happens in a child.
+    if std::env::var_os(FAULT_CHILD).is_some() {
+        return fault_child();
     }
     run(vec![
         gpu_test("multiply_matches_cpu_exactly", multiply_matches_cpu_exactly),
@@ -35,11 +41,21 @@ fn main() -> ExitCode {
             missing_kernel_is_a_typed_error,
         ),
         gpu_test("bad_ptx_is_a_typed_error", bad_ptx_is_a_typed_error),
+        gpu_test("shared_array_block_reverse", shared_array_block_reverse),
+        gpu_test(
+            "device_fault_is_reported_with_location",
+            device_fault_is_reported_with_location,
+        ),
     ])
 }
 
 fn multiply_matches_cpu_exactly(gpu: &Gpu) -> Result<(), Failed> {
-    for &n in AWKWARD_LENGTHS.iter().chain(&[1 << 24]) {
+    let large: &[usize] = if common::under_sanitizer() {
+        &[]
+    } else {
+        &[1 << 24]
+    };
+    for &n in AWKWARD_LENGTHS.iter().chain(large) {
         let (a, b) = multiply_inputs(n, n as u64);
         let c = gpu.multiply(a.view(), b.view()).map_err(fail)?;
         let expected = multiply_cpu(a.view(), b.view()).map_err(fail)?;
@@ -169,4 +185,64 @@ fn bad_ptx_is_a_typed_error(_gpu: &Gpu) -> Result<(), Failed> {
         ),
         other => Err(format!("corrupt PTX: expected ModuleLoad, got {:?}", other.err()).into()),
     }
+}
+
+/// In the child: fail on purpose at block 2, thread 5; print the error; then
+/// check that the next call fails cleanly too (no hang, no success).
+fn fault_child() -> ExitCode {
+    let Ok(gpu) = cuda_kernels::gpu() else {
+        return ExitCode::FAILURE;
+    };
+    match gpu.fault_test(2, 5) {
+        Err(e @ Error::DeviceFault { .. }) => println!("FAULT: {e}"),
+        other => {
+            println!("expected DeviceFault, got {other:?}");
+            return ExitCode::FAILURE;
+        }
+    }
+    let a = Array1::<f32>::ones(10);
+    match gpu.multiply(a.view(), a.view()) {
+        Err(e) => println!("AFTER: {e}"),
+        Ok(_) => {
+            println!("a launch after the fault succeeded");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn device_fault_is_reported_with_location(_gpu: &Gpu) -> Result<(), Failed> {
+    let exe = std::env::current_exe().map_err(fail)?;
+    let out = std::process::Command::new(exe)
+        .env(FAULT_CHILD, "1")
+        .output()
+        .map_err(fail)?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    ensure(out.status.success(), || {
+        format!("child: {stdout} {}", String::from_utf8_lossy(&out.stderr))
+    })?;
+    for needle in [
+        "fault_test_kernel: the kernel failed at",
+        "hello.rs:",
+        "block [2, 0, 0], thread [5, 0, 0]",
+        "fails here on purpose",
+        "AFTER:",
+    ] {
+        ensure(stdout.contains(needle), || {
+            format!("{needle:?} not in {stdout:?}")
+        })?;
+    }
+    Ok(())
+}
+
+fn shared_array_block_reverse(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::device_checks::block_reverse_i32_cpu;
+    for &n in AWKWARD_LENGTHS {
+        let x: Array1<i32> = (0..n as i32).collect();
+        let got = gpu.block_reverse_i32(x.view()).map_err(fail)?;
+        ensure(got == block_reverse_i32_cpu(x.view()), || {
+            format!("n = {n}")
+        })?;
+    }
+    Ok(())
 }

@@ -40,6 +40,33 @@ pub enum Error {
         #[source]
         source: CudaError,
     },
+    /// A kernel failed on the device (a panic or a failed `gpu_assert!`), and
+    /// the device layer recorded where. After this the CUDA context is
+    /// unusable: every later call fails; restart the process to use the GPU
+    /// again (the driver's rule for sticky launch errors).
+    #[error(
+        "{kernel}: the kernel failed at {file}:{line}:{column} in block {block:?}, thread {thread:?}: \
+         {message} ({source}); the CUDA context is now unusable: restart the process to use the GPU again"
+    )]
+    DeviceFault {
+        /// The kernel (as named by the host call that synchronized).
+        kernel: &'static str,
+        /// Source file of the failing code.
+        file: String,
+        /// Source line.
+        line: u32,
+        /// Source column.
+        column: u32,
+        /// `blockIdx` of the failing thread.
+        block: [u32; 3],
+        /// `threadIdx` of the failing thread.
+        thread: [u32; 3],
+        /// The assertion's message, or "panic".
+        message: String,
+        /// What the driver reported.
+        #[source]
+        source: CudaError,
+    },
     /// A PTX file could not be read.
     #[error("PTX file {path}: {source}")]
     PtxFile {

@@ -7,9 +7,12 @@ use cust::context::{Context, CurrentContext};
 use cust::device::Device;
 use cust::error::CudaError;
 use cust::function::Function;
+use cust::memory::{CopyDestination, LockedBuffer};
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use cust::{CudaApiVersion, CudaFlags};
+
+use cuda_kernels_gpu::fault::{FAULT_POINTER_SYMBOL, FaultRecord};
 
 use crate::error::{CudaResultExt, Error, Result};
 
@@ -61,6 +64,7 @@ pub fn init() -> Result<Device> {
 pub struct Gpu {
     module: Module,
     stream: Stream,
+    fault: Option<FaultBuffer>,
     device: Device,
     context: Context,
 }
@@ -72,9 +76,11 @@ impl Gpu {
         let context = Context::new(device).during("context", "cuDevicePrimaryCtxRetain")?;
         let module = load_module(ptx)?;
         let stream = Stream::new(StreamFlags::DEFAULT, None).during("context", "cuStreamCreate")?;
+        let fault = FaultBuffer::attach(&module)?;
         Ok(Self {
             module,
             stream,
+            fault,
             device,
             context,
         })
@@ -133,10 +139,81 @@ impl Gpu {
             })
     }
 
-    /// Waits for everything queued on [`Gpu::stream`]; a kernel fault shows
-    /// up here, attributed to `kernel`.
+    /// Waits for everything queued on [`Gpu::stream`]. A kernel fault shows
+    /// up here, attributed to `kernel`: as [`Error::DeviceFault`] (file, line,
+    /// block, thread) when the device layer recorded it, else as
+    /// [`Error::Cuda`].
     pub fn synchronize(&self, kernel: &'static str) -> Result<()> {
-        self.stream.synchronize().during(kernel, "synchronize")
+        self.stream
+            .synchronize()
+            .map_err(|source| self.describe_failure(kernel, "synchronize", source))
+    }
+
+    /// Turns a driver error into [`Error::DeviceFault`] when a kernel recorded
+    /// a fault, or [`Error::Cuda`] otherwise.
+    pub fn describe_failure(
+        &self,
+        kernel: &'static str,
+        operation: &'static str,
+        source: CudaError,
+    ) -> Error {
+        match self.fault.as_ref().and_then(FaultBuffer::read) {
+            Some(r) => Error::DeviceFault {
+                kernel,
+                file: r.file().to_string(),
+                line: r.line,
+                column: r.column,
+                block: r.block,
+                thread: r.thread,
+                message: r.message().to_string(),
+                source,
+            },
+            None => Error::Cuda {
+                kernel,
+                operation,
+                source,
+            },
+        }
+    }
+}
+
+/// The page-locked, device-mapped host memory a faulting kernel describes
+/// itself in (see `cuda_kernels_gpu::fault`). Host memory, because after a
+/// trap the context can no longer copy from the device.
+struct FaultBuffer {
+    words: LockedBuffer<u32>,
+}
+
+impl FaultBuffer {
+    /// Allocates the record and stores its device address in the module's
+    /// `CUDA_KERNELS_FAULT_RECORD`; `None` for PTX without that symbol.
+    fn attach(module: &Module) -> Result<Option<Self>> {
+        const K: &str = "fault record";
+        let symbol = CString::new(FAULT_POINTER_SYMBOL)
+            .map_err(|_| Error::invalid(K, "symbol name has a NUL"))?;
+        let Ok(mut pointer) = module.get_global::<u64>(&symbol) else {
+            return Ok(None);
+        };
+        let words = size_of::<FaultRecord>().div_ceil(4);
+        let mut buffer = Self {
+            words: LockedBuffer::new(&0u32, words).during(K, "cuMemAllocHost")?,
+        };
+        // Page-locked memory from cuMemAllocHost is mapped into the device's address space
+        // at the same address under unified addressing (every 64-bit platform CUDA runs on).
+        let device_address = buffer.words.as_mut_ptr() as u64;
+        pointer
+            .copy_from(&device_address)
+            .during(K, "set CUDA_KERNELS_FAULT_RECORD")?;
+        Ok(Some(buffer))
+    }
+
+    /// The record, if a kernel wrote one.
+    fn read(&self) -> Option<FaultRecord> {
+        let ptr = self.words.as_ptr().cast::<FaultRecord>();
+        // SAFETY: the buffer holds size_of::<FaultRecord>() bytes, 4-aligned like FaultRecord
+        // (all u32/u8 fields); a kernel that wrote it has stopped (the failed synchronize).
+        let record = unsafe { std::ptr::read_volatile(ptr) };
+        (record.written == 1).then_some(record)
     }
 }
 

@@ -6,7 +6,7 @@ use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
 
 /// The PTX entry points this module launches.
-pub const ENTRY_POINTS: &[&str] = &["hello_kernel", "hello_indexed"];
+pub const ENTRY_POINTS: &[&str] = &["hello_kernel", "hello_indexed", "fault_test_kernel"];
 
 impl Gpu {
     /// K17: launches `hello_kernel` (or, with `indexed`, `hello_indexed`,
@@ -28,5 +28,27 @@ impl Gpu {
         // SAFETY: the hello kernels take no arguments and write no memory.
         unsafe { launch!(f<<<blocks, threads, 0, stream>>>()) }.during("hello_kernel", "launch")?;
         self.synchronize("hello_kernel")
+    }
+
+    /// Launches `fault_test_kernel`, which fails on purpose with `gpu_assert!`
+    /// at thread `thread` of block `block` (grid of `block + 1` blocks of
+    /// `thread + 1` threads), and synchronizes: it returns the
+    /// [`Error::DeviceFault`] that describes the failure.
+    ///
+    /// After it the CUDA context is unusable: call it only in a process you
+    /// are about to end (the tests run it in a child process).
+    pub fn fault_test(&self, block: u32, thread: u32) -> Result<()> {
+        const K: &str = "fault_test_kernel";
+        crate::launch::check_block(K, (thread.saturating_add(1), 1, 1))?;
+        if block >= crate::launch::MAX_GRID_X {
+            return Err(Error::invalid(K, format!("block index {block}")));
+        }
+        self.bind()?;
+        let f = self.function(K)?;
+        let stream = self.stream();
+        // SAFETY: the kernel takes two integers and touches only the fault record.
+        unsafe { launch!(f<<<block + 1, thread + 1, 0, stream>>>(block, thread)) }
+            .during(K, "launch")?;
+        self.synchronize(K)
     }
 }

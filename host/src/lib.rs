@@ -14,6 +14,7 @@
 //! - [`device_info`]: the device query (K2);
 //! - [`multiply`] (K1, K6, K19), [`hello`] (K17), and the other families.
 pub mod bench;
+pub mod device_checks;
 pub mod device_info;
 pub mod error;
 pub mod gpu;
@@ -40,6 +41,7 @@ pub use ndarray;
 pub fn entry_points() -> Vec<&'static str> {
     [
         multiply::ENTRY_POINTS,
+        device_checks::ENTRY_POINTS,
         hello::ENTRY_POINTS,
         matrices::ENTRY_POINTS,
         reduce::ENTRY_POINTS,

@@ -1,4 +1,733 @@
-//! Launchers of the reduce family (not written yet).
+//! Launchers for K10 `reduce_*` (seed 001, Numba's `@cuda.reduce`): a
+//! generic parallel reduction over `i32`, `i64`, `f32` and `f64` with any
+//! operation declared in `kernels-gpu` (sum, product, min, max built in; see
+//! [`cuda_kernels_gpu::reduce`] for declaring another), and an optional
+//! initial value like Numba's `init=`.
+//!
+//! ```no_run
+//! use cuda_kernels_host::reduce::{Max, Sum};
+//! # fn main() -> cuda_kernels_host::Result<()> {
+//! # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
+//! // The seed: sum(1..=10000) as i64.
+//! let a = ndarray::Array1::from_iter(1..=10_000i64);
+//! assert_eq!(gpu.reduce::<Sum, i64>(a.view(), None)?, 50_005_000);
+//! // `init` is combined with the result (Numba's `init=`).
+//! assert_eq!(gpu.reduce::<Max, i64>(a.view(), Some(20_000))?, 20_000);
+//! # Ok(()) }
+//! ```
+//!
+//! Semantics, for every entry point `reduce_<op>_<type>`:
+//! - the result is `combine(init, combine over all elements)`, `init`
+//!   defaulting to the operation's identity;
+//! - an empty input gives `init`, or the identity (0 for sum, 1 for product);
+//!   min and max of an empty input without `init` are refused with
+//!   [`Error::InvalidInput`] (there is no meaningful value);
+//! - integer sums and products wrap on overflow (two's complement), on the
+//!   GPU and in [`reduce_cpu`] alike, so integer results are exact;
+//! - float sums and products are combined in a tree (documented in
+//!   [`cuda_kernels_gpu::reduce`]), not left to right: they differ from the
+//!   sequential [`reduce_cpu`] by rounding, within
+//!   [`float_sum_tolerance`]; float min and max are exact (NaNs ignored).
+//!
+//! Any length works, including lengths beyond 2^31 elements, slices that do
+//! not start on a 16-byte boundary, and lengths that are not a multiple of
+//! the block or of the 16-byte vector. Results are deterministic: the same
+//! input and length on the same GPU give the same bits every time (the last
+//! block combines the partials in block order, whichever block finishes
+//! last).
+//!
+//! Performance (one launch, measured on an H100 80GB HBM3 with
+//! `cuda-kernels bench`, CUDA events, median of 20 batches of 5 launches,
+//! two runs): the sum of 2^28 f32 took 0.348 ms, 3087 GB/s read, 1.03–1.04×
+//! the GB/s of a device-to-device copy of the same 1 GiB (2979–2986 GB/s
+//! counting bytes read plus written) and 1.02–1.04× as fast as `torch.sum`
+//! on the same GPU (0.354–0.362 ms, same timing method); min and max
+//! 0.348–0.349 ms; the sums of 2^28 i64 and f64 0.693–0.695 ms
+//! (3088–3099 GB/s, 1.01× as fast as `torch.sum`'s 0.701–0.702 ms).
+use std::fmt::Debug;
 
-/// The PTX entry points this module launches.
-pub const ENTRY_POINTS: &[&str] = &[];
+use cust::device::DeviceAttribute;
+use cust::launch;
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice};
+use ndarray::ArrayView1;
+
+pub use cuda_kernels_gpu::reduce::{
+    Max, Min, Product, ReduceKernel, ReduceOp, SHARED_BYTES, Sum, Xor, fold,
+};
+
+use crate::Gpu;
+use crate::error::{CudaResultExt, Error, Result};
+use crate::util::contiguous;
+
+/// The PTX entry points this module launches: every built-in reduction and
+/// the device-primitive test kernels of [`primitives`].
+pub const ENTRY_POINTS: &[&str] = &[
+    "reduce_sum_i32",
+    "reduce_sum_i64",
+    "reduce_sum_f32",
+    "reduce_sum_f64",
+    "reduce_product_i32",
+    "reduce_product_i64",
+    "reduce_product_f32",
+    "reduce_product_f64",
+    "reduce_min_i32",
+    "reduce_min_i64",
+    "reduce_min_f32",
+    "reduce_min_f64",
+    "reduce_max_i32",
+    "reduce_max_i64",
+    "reduce_max_f32",
+    "reduce_max_f64",
+    "reduce_xor_i32",
+    "reduce_xor_i64",
+    "warp_shuffle_test",
+    "atomic_test",
+    "load_test",
+    "block_reduce_test_i64",
+];
+
+/// Threads per block of the reduction kernels (a multiple of 32). Measured
+/// on an H100 (2^28 f32 sum, one run): blocks of 1024 (2 resident per SM,
+/// 264 blocks) took 0.3475 ms, blocks of 512 0.3491–0.3500 ms, blocks of
+/// 256 0.3510–0.3546 ms: fewer, larger blocks leave fewer partials for the
+/// last block.
+pub const BLOCK: u32 = 1024;
+
+/// Most blocks a reduction launches per multiprocessor (the hardware
+/// limit of recent GPUs); the actual number comes from the occupancy API.
+pub const MAX_BLOCKS_PER_SM: u32 = 32;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// An element type the reduction kernels are built for: `i32`, `i64`,
+/// `f32`, `f64` (sealed: the kernels exist only for these).
+pub trait Element:
+    DeviceCopy + Copy + Default + PartialEq + Debug + Send + Sync + 'static + sealed::Sealed
+{
+    /// The type's name as in entry points (`"f32"`).
+    const NAME: &'static str;
+    /// Elements per 16-byte vector load.
+    const PER_VEC: usize = 16 / std::mem::size_of::<Self>();
+}
+
+macro_rules! element {
+    ($($t:ident),*) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const NAME: &'static str = stringify!($t);
+        }
+    )*};
+}
+element!(i32, i64, f32, f64);
+
+/// Device memory a reduction works in: one partial result per block, the
+/// last-block-done counter (0 between launches: the kernel resets it), and
+/// the result. Make one with [`Gpu::reduce_scratch`] and reuse it for many
+/// [`Gpu::reduce_on_device`] calls (on [`Gpu::stream`]; one launch at a
+/// time per scratch, which the `&mut` borrow enforces).
+pub struct ReduceScratch<T: Element> {
+    partials: DeviceBuffer<T>,
+    counter: DeviceBuffer<u32>,
+    result: DeviceBuffer<T>,
+}
+
+impl<T: Element> ReduceScratch<T> {
+    /// How many block partials fit: the largest grid a launch may use.
+    pub fn capacity(&self) -> usize {
+        self.partials.len()
+    }
+
+    /// Waits for the queued reduction and returns its result (from any
+    /// thread: it makes `gpu`'s context current first).
+    pub fn result(&self, gpu: &Gpu) -> Result<T> {
+        const K: &str = "reduce";
+        gpu.bind()?;
+        gpu.synchronize(K)?;
+        let mut out = [T::default()];
+        self.result
+            .copy_to(&mut out[..])
+            .during(K, "copy the result to the host")?;
+        Ok(out[0])
+    }
+}
+
+impl Gpu {
+    /// Reduces `input` with `Op` on the GPU and returns
+    /// `combine(init, combine over input)` (see the [module docs](self)).
+    ///
+    /// Copies the input to the device (strided views are made contiguous
+    /// first). An empty input gives `init` or the identity without touching
+    /// the GPU, or an error for min/max without `init`.
+    ///
+    /// ```no_run
+    /// # use cuda_kernels_host::reduce::Min;
+    /// # fn main() -> cuda_kernels_host::Result<()> {
+    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
+    /// let x = ndarray::array![3.5f32, -1.0, 2.0];
+    /// assert_eq!(gpu.reduce::<Min, f32>(x.view(), None)?, -1.0);
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce<Op: ReduceKernel<T>, T: Element>(
+        &self,
+        input: ArrayView1<T>,
+        init: Option<T>,
+    ) -> Result<T> {
+        self.reduce_slice::<Op, T>(&contiguous(&input), init)
+    }
+
+    /// [`Gpu::reduce`] on a slice.
+    ///
+    /// ```no_run
+    /// # use cuda_kernels_host::reduce::Product;
+    /// # fn main() -> cuda_kernels_host::Result<()> {
+    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
+    /// assert_eq!(gpu.reduce_slice::<Product, i32>(&[2, 3, 7], Some(10))?, 420);
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce_slice<Op: ReduceKernel<T>, T: Element>(
+        &self,
+        input: &[T],
+        init: Option<T>,
+    ) -> Result<T> {
+        let init = start_value::<Op, T>(input.len(), init)?;
+        if input.is_empty() {
+            return Ok(init);
+        }
+        self.bind()?;
+        let device =
+            DeviceBuffer::from_slice(input).during(Op::ENTRY, "copy the input to the device")?;
+        self.reduce_device::<Op, T>(&device, Some(init))
+    }
+
+    /// Reduces data already on the device; allocates a [`ReduceScratch`],
+    /// launches, waits and returns the result. An empty slice launches too
+    /// (the kernel returns `init` or the identity), except for min/max
+    /// without `init`, which are refused.
+    ///
+    /// ```no_run
+    /// # use cuda_kernels_host::reduce::Sum;
+    /// # use cuda_kernels_host::cust::memory::DeviceBuffer;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
+    /// let d = DeviceBuffer::from_slice(&[1.0f64, 2.0, 3.0])?;
+    /// assert_eq!(gpu.reduce_device::<Sum, f64>(&d, None)?, 6.0);
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce_device<Op: ReduceKernel<T>, T: Element>(
+        &self,
+        input: &DeviceSlice<T>,
+        init: Option<T>,
+    ) -> Result<T> {
+        // Refuse bad input before allocating anything.
+        start_value::<Op, T>(input.len(), init)?;
+        let mut scratch = self.reduce_scratch::<T>()?;
+        self.reduce_on_device::<Op, T>(input, init, &mut scratch)?;
+        scratch.result(self)
+    }
+
+    /// Queues the reduction of `input` on [`Gpu::stream`], writing its
+    /// result into `scratch`, without waiting (for pipelines and
+    /// benchmarks); [`ReduceScratch::result`] waits and reads it.
+    ///
+    /// ```no_run
+    /// # use cuda_kernels_host::reduce::Sum;
+    /// # use cuda_kernels_host::cust::memory::DeviceBuffer;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
+    /// let d = DeviceBuffer::from_slice(&vec![1i32; 1 << 20])?;
+    /// let mut scratch = gpu.reduce_scratch::<i32>()?;
+    /// for _ in 0..10 {
+    ///     gpu.reduce_on_device::<Sum, i32>(&d, None, &mut scratch)?;
+    /// }
+    /// assert_eq!(scratch.result(&gpu)?, 1 << 20);
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce_on_device<Op: ReduceKernel<T>, T: Element>(
+        &self,
+        input: &DeviceSlice<T>,
+        init: Option<T>,
+        scratch: &mut ReduceScratch<T>,
+    ) -> Result<()> {
+        let (grid, block) = self.reduce_launch_shape::<Op, T>(input.len())?;
+        self.reduce_on_device_shaped::<Op, T>(input, init, scratch, grid, block)
+    }
+
+    /// [`Gpu::reduce_on_device`] with a chosen launch shape (for tuning:
+    /// the result is the same for any valid shape, up to float rounding):
+    /// `block` a multiple of 32 in 32..=1024, `grid` in
+    /// 1..=[`ReduceScratch::capacity`].
+    ///
+    /// ```no_run
+    /// # use cuda_kernels_host::reduce::Sum;
+    /// # use cuda_kernels_host::cust::memory::DeviceBuffer;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
+    /// let d = DeviceBuffer::from_slice(&vec![2i64; 1000])?;
+    /// let mut scratch = gpu.reduce_scratch::<i64>()?;
+    /// gpu.reduce_on_device_shaped::<Sum, i64>(&d, None, &mut scratch, 3, 96)?;
+    /// assert_eq!(scratch.result(&gpu)?, 2000);
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce_on_device_shaped<Op: ReduceKernel<T>, T: Element>(
+        &self,
+        input: &DeviceSlice<T>,
+        init: Option<T>,
+        scratch: &mut ReduceScratch<T>,
+        grid: u32,
+        block: u32,
+    ) -> Result<()> {
+        let k = Op::ENTRY;
+        let n = input.len();
+        let init = start_value::<Op, T>(n, init)?;
+        crate::launch::check_block(k, (block, 1, 1))?;
+        if !block.is_multiple_of(32) {
+            return Err(Error::invalid(
+                k,
+                format!("block of {block} threads: must be a multiple of 32"),
+            ));
+        }
+        if grid == 0 || grid as usize > scratch.capacity() {
+            return Err(Error::invalid(
+                k,
+                format!(
+                    "grid of {grid} blocks: must be 1..={} (the scratch's partials)",
+                    scratch.capacity()
+                ),
+            ));
+        }
+        self.bind()?;
+        let f = self.function(k)?;
+        let stream = self.stream();
+        // SAFETY: `input` holds n elements and is only read; `partials` holds
+        // at least `grid` elements (checked above); the counter is 0 (fresh
+        // from `reduce_scratch`, reset by every completed launch) and this
+        // launch has it alone (`scratch` is borrowed mutably, launches on one
+        // stream run in order); `result` holds one element; the scratch
+        // buffers are distinct allocations and `input` is borrowed shared, so
+        // nothing overlaps; the block is a multiple of 32 (checked) and
+        // SHARED_BYTES is the kernel's dynamic shared memory.
+        unsafe {
+            launch!(f<<<grid, block, SHARED_BYTES, stream>>>(
+                input.as_device_ptr(),
+                scratch.partials.as_device_ptr(),
+                scratch.counter.as_device_ptr(),
+                scratch.result.as_device_ptr(),
+                n,
+                init
+            ))
+        }
+        .during(k, "launch")
+    }
+
+    /// Allocates the device memory for [`Gpu::reduce_on_device`]: room for
+    /// the largest grid a reduction launches on this GPU.
+    pub fn reduce_scratch<T: Element>(&self) -> Result<ReduceScratch<T>> {
+        const K: &str = "reduce";
+        self.bind()?;
+        let capacity = self.multiprocessors(K)? as usize * MAX_BLOCKS_PER_SM as usize;
+        // SAFETY: the kernel writes each partial before any block reads it,
+        // and writes the result; nothing reads them earlier.
+        let partials =
+            unsafe { DeviceBuffer::<T>::uninitialized(capacity) }.during(K, "allocate partials")?;
+        let counter = DeviceBuffer::from_slice(&[0u32]).during(K, "allocate the counter")?;
+        // SAFETY: as above.
+        let result =
+            unsafe { DeviceBuffer::<T>::uninitialized(1) }.during(K, "allocate the result")?;
+        Ok(ReduceScratch {
+            partials,
+            counter,
+            result,
+        })
+    }
+
+    /// The `(grid, block)` a reduction of `n` elements launches with: blocks
+    /// of [`BLOCK`] threads, enough to give each thread at least one 16-byte
+    /// vector, at most as many as fit on the GPU at once (multiprocessors ×
+    /// resident blocks per multiprocessor, from the occupancy API), and at
+    /// least one. The grid-stride loop covers the rest. Useful to derive the
+    /// float tolerance ([`float_sum_tolerance`]).
+    pub fn reduce_launch_shape<Op: ReduceKernel<T>, T: Element>(
+        &self,
+        n: usize,
+    ) -> Result<(u32, u32)> {
+        let k = Op::ENTRY;
+        self.bind()?;
+        let f = self.function(k)?;
+        let resident = f
+            .max_active_blocks_per_multiprocessor(BLOCK.into(), SHARED_BYTES as usize)
+            .during(k, "cuOccupancyMaxActiveBlocksPerMultiprocessor")?
+            .clamp(1, MAX_BLOCKS_PER_SM);
+        let full = self.multiprocessors(k)? * resident;
+        let wanted = n.div_ceil(T::PER_VEC).div_ceil(BLOCK as usize).max(1);
+        Ok((wanted.min(full as usize) as u32, BLOCK))
+    }
+
+    /// The number of multiprocessors (SMs) of this GPU.
+    pub fn multiprocessors(&self, k: &'static str) -> Result<u32> {
+        let sms = self
+            .device()
+            .get_attribute(DeviceAttribute::MultiprocessorCount)
+            .during(k, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)")?;
+        Ok(sms.max(1) as u32)
+    }
+}
+
+/// The value the reduction starts from: `init`, or the identity; an error
+/// for an empty input without `init` when the operation has no meaningful
+/// empty result (min, max).
+pub fn start_value<Op: ReduceKernel<T>, T: Element>(n: usize, init: Option<T>) -> Result<T> {
+    match init {
+        Some(v) => Ok(v),
+        None if n == 0 && !Op::DEFINED_ON_EMPTY => Err(Error::invalid(
+            Op::ENTRY,
+            format!(
+                "empty input and no initial value: {} of nothing is undefined (pass an initial value)",
+                Op::NAME
+            ),
+        )),
+        None => Ok(Op::identity()),
+    }
+}
+
+/// CPU reference for [`Gpu::reduce`]: a sequential left fold from `init`
+/// with the very same `combine` the kernel uses ([`fold`]). Same errors as
+/// the GPU: min/max of an empty input without `init` are refused.
+///
+/// ```
+/// use cuda_kernels_host::reduce::{reduce_cpu, Sum, Min};
+/// let a = ndarray::Array1::from_iter(1..=10_000i64);
+/// assert_eq!(reduce_cpu::<Sum, i64>(a.view(), None).unwrap(), 50_005_000);
+/// assert!(reduce_cpu::<Min, i64>(a.slice(ndarray::s![..0]), None).is_err());
+/// ```
+pub fn reduce_cpu<Op: ReduceKernel<T>, T: Element>(
+    input: ArrayView1<T>,
+    init: Option<T>,
+) -> Result<T> {
+    start_value::<Op, T>(input.len(), init)?;
+    fold::<T, Op>(input.iter().copied(), init)
+        .ok_or_else(|| Error::invalid(Op::ENTRY, "empty input and no initial value"))
+}
+
+/// A bound on `|gpu − exact|` for a float sum of `n` elements whose
+/// absolute values add up to `sum_abs`, reduced by `threads` GPU threads
+/// (`grid × block` of [`Gpu::reduce_launch_shape`]), for a type of unit
+/// roundoff `unit_roundoff` (`f32::EPSILON / 2`, `f64::EPSILON / 2`).
+///
+/// The GPU's summation tree (see [`cuda_kernels_gpu::reduce`]) has depth at
+/// most `d = ceil(n / threads) + 32` (each thread's sequential share, then
+/// the pairwise steps inside a vector, between accumulators, in the warp,
+/// the block and across blocks), and a sum computed along a tree of depth
+/// `d` errs by at most `γ_d · Σ|x|`, `γ_d = d·u / (1 − d·u)` (Higham,
+/// *Accuracy and Stability of Numerical Algorithms*, §4.2).
+///
+/// ```
+/// let tol = cuda_kernels_host::reduce::float_sum_tolerance(1 << 20, 1 << 16, 1e6, f32::EPSILON as f64 / 2.0);
+/// assert!(tol > 0.0 && tol < 10.0);
+/// ```
+pub fn float_sum_tolerance(n: usize, threads: usize, sum_abs: f64, unit_roundoff: f64) -> f64 {
+    let depth = n.div_ceil(threads.max(1)) as f64 + 32.0;
+    let du = depth * unit_roundoff;
+    if du >= 1.0 {
+        return f64::INFINITY;
+    }
+    du / (1.0 - du) * sum_abs
+}
+
+/// The device-primitive test kernels (warp shuffles and votes, atomics,
+/// wide loads, the block tree step), launched on their own so that a broken
+/// primitive is named by its own test.
+pub mod primitives {
+    use cust::launch;
+    use cust::memory::{CopyDestination, DeviceBuffer};
+
+    use crate::Gpu;
+    use crate::error::{CudaResultExt, Error, Result};
+
+    /// What `warp_shuffle_test` wrote: 8 rows of one value per thread each.
+    #[derive(Debug, Clone)]
+    pub struct WarpResults {
+        /// Rows of 32-bit results: shuffle down 1, up 3, xor 5, idx 7 of
+        /// `x = 3g + 1`, lane id, `warp::reduce(x, +)`, `warp::all_reduce(x,
+        /// +)`, `ballot(x % 3 == 0)`.
+        pub rows32: Vec<Vec<u32>>,
+        /// Rows of 64-bit results: shuffle down 1, up 3, xor 5, idx 7 of
+        /// `y = (g << 33) | g`, `warp::reduce(y, +)`, `warp::all_reduce(y,
+        /// +)`, `any(g % 64 == 5)`, `all(lane < 32)`.
+        pub rows64: Vec<Vec<u64>>,
+    }
+
+    /// What `atomic_test` left behind.
+    #[derive(Debug, Clone)]
+    pub struct AtomicResults {
+        /// The ticket each thread drew from `fetch_add_u32`.
+        pub tickets: Vec<u32>,
+        /// add counter, max, min, exchanged value, CAS target, CAS winners.
+        pub counters: [u32; 6],
+        /// `fetch_max_i32`, `fetch_min_i32` results.
+        pub signed: [i32; 2],
+        /// `fetch_add_f32` of 1.0 per thread.
+        pub sum_f32: f32,
+        /// `fetch_add_f64` of 0.5 per thread.
+        pub sum_f64: f64,
+        /// `fetch_add_u64` of each thread's index.
+        pub sum_u64: u64,
+    }
+
+    impl Gpu {
+        /// Runs `warp_shuffle_test` on `blocks × threads_per_block` threads
+        /// (`threads_per_block` a multiple of 32).
+        pub fn warp_primitives_test(
+            &self,
+            blocks: u32,
+            threads_per_block: u32,
+        ) -> Result<WarpResults> {
+            const K: &str = "warp_shuffle_test";
+            crate::launch::check_block(K, (threads_per_block, 1, 1))?;
+            if !threads_per_block.is_multiple_of(32) || blocks == 0 {
+                return Err(Error::invalid(K, "blocks ≥ 1 of a multiple of 32 threads"));
+            }
+            let threads = blocks as usize * threads_per_block as usize;
+            self.bind()?;
+            let f = self.function(K)?;
+            let stream = self.stream();
+            let o32 = DeviceBuffer::from_slice(&vec![0u32; 8 * threads]).during(K, "allocate")?;
+            let o64 = DeviceBuffer::from_slice(&vec![0u64; 8 * threads]).during(K, "allocate")?;
+            // SAFETY: both outputs hold 8 · threads elements; the block size is a multiple of 32.
+            unsafe {
+                launch!(f<<<blocks, threads_per_block, 0, stream>>>(o32.as_device_ptr(), o64.as_device_ptr(), threads))
+            }
+            .during(K, "launch")?;
+            self.synchronize(K)?;
+            let mut h32 = vec![0u32; 8 * threads];
+            let mut h64 = vec![0u64; 8 * threads];
+            o32.copy_to(&mut h32[..]).during(K, "copy out")?;
+            o64.copy_to(&mut h64[..]).during(K, "copy out")?;
+            Ok(WarpResults {
+                rows32: h32.chunks(threads).map(<[u32]>::to_vec).collect(),
+                rows64: h64.chunks(threads).map(<[u64]>::to_vec).collect(),
+            })
+        }
+
+        /// Runs `atomic_test` with `n` threads (1 ≤ n < 2^31).
+        pub fn atomic_primitives_test(&self, n: usize) -> Result<AtomicResults> {
+            const K: &str = "atomic_test";
+            if n == 0 || n >= i32::MAX as usize {
+                return Err(Error::invalid(K, format!("{n} threads: need 1 ≤ n < 2^31")));
+            }
+            let grid = crate::launch::grid_1d_capped(K, n, 256)?;
+            if grid as usize * 256 < n {
+                return Err(Error::invalid(K, "too many threads for one launch"));
+            }
+            self.bind()?;
+            let f = self.function(K)?;
+            let stream = self.stream();
+            let tickets = DeviceBuffer::from_slice(&vec![u32::MAX; n]).during(K, "allocate")?;
+            let counters = DeviceBuffer::from_slice(&[0, 0, u32::MAX, u32::MAX, 0, 0u32])
+                .during(K, "allocate")?;
+            let signed = DeviceBuffer::from_slice(&[i32::MIN, i32::MAX]).during(K, "allocate")?;
+            let s32 = DeviceBuffer::from_slice(&[0f32]).during(K, "allocate")?;
+            let s64 = DeviceBuffer::from_slice(&[0f64]).during(K, "allocate")?;
+            let su64 = DeviceBuffer::from_slice(&[0u64]).during(K, "allocate")?;
+            // SAFETY: buffers sized and initialised as atomic_test's # Safety says; n < 2^31.
+            unsafe {
+                launch!(f<<<grid, 256, 0, stream>>>(
+                    tickets.as_device_ptr(), counters.as_device_ptr(), signed.as_device_ptr(),
+                    s32.as_device_ptr(), s64.as_device_ptr(), su64.as_device_ptr(), n))
+            }
+            .during(K, "launch")?;
+            self.synchronize(K)?;
+            let mut r = AtomicResults {
+                tickets: vec![0; n],
+                counters: [0; 6],
+                signed: [0; 2],
+                sum_f32: 0.0,
+                sum_f64: 0.0,
+                sum_u64: 0,
+            };
+            tickets.copy_to(&mut r.tickets[..]).during(K, "copy out")?;
+            counters
+                .copy_to(&mut r.counters[..])
+                .during(K, "copy out")?;
+            signed.copy_to(&mut r.signed[..]).during(K, "copy out")?;
+            let (mut a, mut b, mut c) = ([0f32], [0f64], [0u64]);
+            s32.copy_to(&mut a[..]).during(K, "copy out")?;
+            s64.copy_to(&mut b[..]).during(K, "copy out")?;
+            su64.copy_to(&mut c[..]).during(K, "copy out")?;
+            (r.sum_f32, r.sum_f64, r.sum_u64) = (a[0], b[0], c[0]);
+            Ok(r)
+        }
+
+        /// Runs `load_test` on `input` (a whole number of 16-byte vectors):
+        /// returns what the `ld.global.nc.v4` copy and the `ld.global.cg`
+        /// copy wrote (both must equal the input).
+        pub fn load_primitives_test(&self, input: &[u32]) -> Result<(Vec<u32>, Vec<u32>)> {
+            const K: &str = "load_test";
+            if input.is_empty() || !input.len().is_multiple_of(4) {
+                return Err(Error::invalid(
+                    K,
+                    "the input must be a non-empty whole number of 4-word vectors",
+                ));
+            }
+            let vectors = input.len() / 4;
+            let grid = crate::launch::grid_1d_capped(K, vectors, 128)?;
+            self.bind()?;
+            let f = self.function(K)?;
+            let stream = self.stream();
+            // cuMemAlloc returns 256-byte-aligned memory: the 16-byte alignment holds.
+            let din = DeviceBuffer::from_slice(input).during(K, "copy in")?;
+            let out = DeviceBuffer::from_slice(&vec![0u32; input.len()]).during(K, "allocate")?;
+            let out_cg =
+                DeviceBuffer::from_slice(&vec![0u32; input.len()]).during(K, "allocate")?;
+            // SAFETY: din is 16-byte aligned with 4 · vectors words, only read; the outputs
+            // hold as many and are separate allocations.
+            unsafe {
+                launch!(f<<<grid, 128, 0, stream>>>(din.as_device_ptr(), out.as_device_ptr(), out_cg.as_device_ptr(), vectors))
+            }
+            .during(K, "launch")?;
+            self.synchronize(K)?;
+            let mut a = vec![0u32; input.len()];
+            let mut b = vec![0u32; input.len()];
+            out.copy_to(&mut a[..]).during(K, "copy out")?;
+            out_cg.copy_to(&mut b[..]).during(K, "copy out")?;
+            Ok((a, b))
+        }
+
+        /// Runs `block_reduce_test_i64`: one sum per block of
+        /// `threads_per_block` consecutive values of `input` (whose length
+        /// must be a multiple of `threads_per_block`, itself a multiple of 32).
+        pub fn block_reduce_test(&self, input: &[i64], threads_per_block: u32) -> Result<Vec<i64>> {
+            const K: &str = "block_reduce_test_i64";
+            crate::launch::check_block(K, (threads_per_block, 1, 1))?;
+            let tpb = threads_per_block as usize;
+            if !tpb.is_multiple_of(32) || input.is_empty() || !input.len().is_multiple_of(tpb) {
+                return Err(Error::invalid(
+                    K,
+                    "the input must be whole blocks of a multiple of 32 threads",
+                ));
+            }
+            let blocks = crate::launch::grid_exact(K, input.len(), threads_per_block, "x")?;
+            self.bind()?;
+            let f = self.function(K)?;
+            let stream = self.stream();
+            let din = DeviceBuffer::from_slice(input).during(K, "copy in")?;
+            let out =
+                DeviceBuffer::from_slice(&vec![0i64; blocks as usize]).during(K, "allocate")?;
+            // SAFETY: input holds blocks · tpb values, out one per block; the dynamic shared
+            // memory (SHARED_BYTES ≥ 256) is what block_reduce needs.
+            unsafe {
+                launch!(f<<<blocks, threads_per_block, super::SHARED_BYTES, stream>>>(din.as_device_ptr(), out.as_device_ptr()))
+            }
+            .during(K, "launch")?;
+            self.synchronize(K)?;
+            let mut h = vec![0i64; blocks as usize];
+            out.copy_to(&mut h[..]).during(K, "copy out")?;
+            Ok(h)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array1, s};
+
+    #[test]
+    fn cpu_reference_semantics() {
+        let a = Array1::from_iter(1..=10_000i64);
+        assert_eq!(reduce_cpu::<Sum, i64>(a.view(), None).unwrap(), 50_005_000);
+        assert_eq!(
+            reduce_cpu::<Sum, i64>(a.view(), Some(-5_000)).unwrap(),
+            50_000_000
+        );
+        assert_eq!(reduce_cpu::<Max, i64>(a.view(), Some(7)).unwrap(), 10_000);
+        assert_eq!(reduce_cpu::<Min, i64>(a.view(), Some(7)).unwrap(), 1);
+        let e = a.slice(s![..0]);
+        assert_eq!(reduce_cpu::<Sum, i64>(e, None).unwrap(), 0);
+        assert_eq!(reduce_cpu::<Product, i64>(e, None).unwrap(), 1);
+        assert_eq!(reduce_cpu::<Min, i64>(e, Some(3)).unwrap(), 3);
+        assert!(matches!(
+            reduce_cpu::<Min, i64>(e, None),
+            Err(Error::InvalidInput {
+                kernel: "reduce_min_i64",
+                ..
+            })
+        ));
+        assert!(matches!(
+            reduce_cpu::<Max, f32>(Array1::<f32>::zeros(0).view(), None),
+            Err(Error::InvalidInput {
+                kernel: "reduce_max_f32",
+                ..
+            })
+        ));
+        // Strided views reduce the viewed elements.
+        assert_eq!(
+            reduce_cpu::<Sum, i64>(a.slice(s![..;2]), None).unwrap(),
+            25_000_000
+        );
+    }
+
+    #[test]
+    fn integer_overflow_wraps() {
+        let a = Array1::from(vec![i32::MAX, 1, 1]);
+        assert_eq!(
+            reduce_cpu::<Sum, i32>(a.view(), None).unwrap(),
+            i32::MIN + 1
+        );
+        let b = Array1::from(vec![1i64 << 40, 1 << 40]);
+        assert_eq!(reduce_cpu::<Product, i64>(b.view(), None).unwrap(), 0);
+    }
+
+    #[test]
+    fn start_values() {
+        assert_eq!(start_value::<Sum, f64>(0, None).unwrap(), 0.0);
+        assert_eq!(start_value::<Product, f32>(0, None).unwrap(), 1.0);
+        assert_eq!(start_value::<Min, i32>(5, None).unwrap(), i32::MAX);
+        assert_eq!(start_value::<Max, f64>(0, Some(2.0)).unwrap(), 2.0);
+        assert!(start_value::<Max, f64>(0, None).is_err());
+    }
+
+    #[test]
+    fn every_reduction_entry_is_listed() {
+        let entries = [
+            <Sum as ReduceKernel<i32>>::ENTRY,
+            <Sum as ReduceKernel<i64>>::ENTRY,
+            <Sum as ReduceKernel<f32>>::ENTRY,
+            <Sum as ReduceKernel<f64>>::ENTRY,
+            <Product as ReduceKernel<i32>>::ENTRY,
+            <Product as ReduceKernel<i64>>::ENTRY,
+            <Product as ReduceKernel<f32>>::ENTRY,
+            <Product as ReduceKernel<f64>>::ENTRY,
+            <Min as ReduceKernel<i32>>::ENTRY,
+            <Min as ReduceKernel<i64>>::ENTRY,
+            <Min as ReduceKernel<f32>>::ENTRY,
+            <Min as ReduceKernel<f64>>::ENTRY,
+            <Max as ReduceKernel<i32>>::ENTRY,
+            <Max as ReduceKernel<i64>>::ENTRY,
+            <Max as ReduceKernel<f32>>::ENTRY,
+            <Max as ReduceKernel<f64>>::ENTRY,
+            <Xor as ReduceKernel<i32>>::ENTRY,
+            <Xor as ReduceKernel<i64>>::ENTRY,
+        ];
+        for e in entries {
+            assert!(ENTRY_POINTS.contains(&e), "{e} missing from ENTRY_POINTS");
+        }
+    }
+
+    #[test]
+    fn tolerance_grows_with_depth() {
+        let u = f32::EPSILON as f64 / 2.0;
+        let a = float_sum_tolerance(1 << 20, 1 << 18, 1.0, u);
+        let b = float_sum_tolerance(1 << 24, 1 << 18, 1.0, u);
+        assert!(a > 0.0 && a < b && b < 1e-4);
+        assert_eq!(float_sum_tolerance(usize::MAX, 1, 1.0, u), f64::INFINITY);
+    }
+
+    #[test]
+    fn element_vector_widths() {
+        assert_eq!(<f32 as Element>::PER_VEC, 4);
+        assert_eq!(<i64 as Element>::PER_VEC, 2);
+        assert_eq!(<f64 as Element>::NAME, "f64");
+    }
+}

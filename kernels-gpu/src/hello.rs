@@ -15,6 +15,19 @@ mod entry {
         gpu_printf!("Hello World From GPU!\n");
     }
 
+    /// Fails on purpose at thread `thread` of block `block` with
+    /// `gpu_assert!`, to test the fault report (file, line, block, thread).
+    ///
+    /// # Safety
+    /// None; `unsafe` only because every entry point is.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn fault_test_kernel(block: u32, thread: u32) {
+        crate::gpu_assert!(
+            !(thread::block_idx_x() == block && thread::thread_idx_x() == thread),
+            "fault_test_kernel fails here on purpose"
+        );
+    }
+
     /// Formatted device printing: each thread prints its thread and block
     /// index and its global index.
     ///

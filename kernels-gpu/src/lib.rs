@@ -26,7 +26,9 @@
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
 
+pub mod device_checks;
 pub mod elementwise;
+pub mod fault;
 pub mod hello;
 pub mod life;
 pub mod mandelbrot;
@@ -35,11 +37,15 @@ pub mod multiply;
 pub mod reduce;
 pub mod streams;
 
-/// Traps on panic: the kernel stops, and the host sees `LaunchFailed` at its
-/// next synchronization. (`loop {}` would hang the GPU instead.)
+/// On panic (an out-of-bounds index, a failed `gpu_assert!`…) records the
+/// source location, block and thread for the host ([`fault`]) and traps: the
+/// kernel stops and the host gets a described error at its next
+/// synchronization. (`loop {}` would hang the GPU instead.)
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]
-fn panic(_info: &core::panic::PanicInfo) -> ! {
-    // SAFETY: `trap` aborts the kernel; it has no preconditions.
-    unsafe { core::arch::nvptx::trap() }
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    match info.location() {
+        Some(l) => device::fault::fail(l.file(), l.line(), l.column(), "panic"),
+        None => device::fault::fail("<unknown>", 0, 0, "panic"),
+    }
 }

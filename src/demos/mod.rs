@@ -174,13 +174,39 @@ pub fn no_gpu() -> Check {
     Check::Skipped("no GPU".into())
 }
 
-/// Runs every family's demos in order (`cuda-kernels demo`).
+/// Runs every family's demos in order (`cuda-kernels demo`), with progress
+/// on stderr.
 pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result<()> {
-    foundation::run_all(gpu, out_dir, report)?;
-    matrices::run_all(gpu, out_dir, report)?;
-    reduce::run_all(gpu, out_dir, report)?;
-    mandelbrot::run_all(gpu, out_dir, report)?;
-    streams::run_all(gpu, out_dir, report)?;
+    type Family = fn(Option<&Gpu>, &Path, &mut Report) -> Result<()>;
+    let families: [(&str, Family); 5] = [
+        (
+            "foundation: multiply, vector_sum_i32, hello_kernel, launch overhead",
+            foundation::run_all,
+        ),
+        (
+            "matrices: doubles_matrix, matmul, elementwise, vector_sum_repeat, gufunc",
+            matrices::run_all,
+        ),
+        ("reduce: generic reductions", reduce::run_all),
+        ("mandelbrot: four launch paths", mandelbrot::run_all),
+        (
+            "streams: streams, events, contexts, Game of Life",
+            streams::run_all,
+        ),
+    ];
+    for (i, (name, run)) in families.iter().enumerate() {
+        eprintln!("[{}/{}] {name} …", i + 1, families.len());
+        let rows = report.rows.len();
+        let (result, ms) = cpu_time(|| run(gpu, out_dir, report));
+        result?;
+        eprintln!(
+            "[{}/{}] done in {:.1} s ({} results)",
+            i + 1,
+            families.len(),
+            ms / 1e3,
+            report.rows.len() - rows
+        );
+    }
     Ok(())
 }
 

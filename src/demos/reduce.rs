@@ -1,24 +1,627 @@
-//! The reduce demos (not written yet).
+//! The reduce demos: K10, Numba's `@cuda.reduce` (seed 001).
+//!
+//! `cuda-kernels reduce` runs the seed: the sum of `1..=10000` as i64,
+//! printed as the seed prints it (`result = 50005000`). `--op`, `--dtype`,
+//! `--n` and `--init` pick another reduction of `1..=n`.
+use std::fmt::Display;
 use std::path::Path;
+use std::str::FromStr;
 
-use super::{BenchRecord, Report};
-use crate::{Gpu, Result};
+use ndarray::Array1;
+
+use super::foundation::size_label;
+use super::{BenchRecord, Check, Report, Row, cpu_time, no_gpu};
+use crate::bench::{device_copy_gbps, gb_per_s};
+use crate::cust::memory::DeviceBuffer;
+use crate::reduce::{
+    Element, Max, Min, Product, ReduceKernel, ReduceScratch, Sum, Xor, float_sum_tolerance,
+    reduce_cpu,
+};
+use crate::timing::{GpuTimer, median};
+use crate::util::Rng;
+use crate::{CudaResultExt, Error, Gpu, Result};
 
 /// The reduce subcommands.
 #[derive(Debug, clap::Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// K10: a parallel reduction of 1..=n (seed 001, Numba's @cuda.reduce);
+    /// by default the seed's sum of 1..=10000 as i64 (= 50005000).
+    Reduce {
+        /// The operation.
+        #[arg(long, value_enum, default_value_t = OpName::Sum)]
+        op: OpName,
+        /// The element type.
+        #[arg(long, value_enum, default_value_t = DType::I64)]
+        dtype: DType,
+        /// Elements: the input is 1, 2, …, n.
+        #[arg(long, default_value_t = 10_000)]
+        n: usize,
+        /// Initial value combined with the result (Numba's `init=`).
+        #[arg(long, allow_hyphen_values = true)]
+        init: Option<String>,
+    },
+}
+
+/// A reduction operation, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OpName {
+    /// Sum (integers wrap).
+    Sum,
+    /// Product (integers wrap).
+    Product,
+    /// Minimum.
+    Min,
+    /// Maximum.
+    Max,
+    /// Bitwise xor (integers only; the user-declared example).
+    Xor,
+}
+
+/// An element type, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DType {
+    /// 32-bit integer.
+    I32,
+    /// 64-bit integer.
+    I64,
+    /// 32-bit float.
+    F32,
+    /// 64-bit float.
+    F64,
+}
+
+/// What the demos need of an element type beyond [`Element`].
+pub trait DemoElement: Element + Display + FromStr {
+    /// `i` converted (wrapping for i32, rounded for f32).
+    fn from_i64(i: i64) -> Self;
+    /// A random value: integers in -1000..1000, floats uniform in [-1, 1).
+    fn random(rng: &mut Rng) -> Self;
+    /// The value as f64 (for tolerances).
+    fn to_f64(self) -> f64;
+    /// Unit roundoff for floats; `None` for integers (exact results).
+    const UNIT_ROUNDOFF: Option<f64>;
+}
+
+macro_rules! demo_int {
+    ($($t:ty),*) => {$(
+        impl DemoElement for $t {
+            fn from_i64(i: i64) -> Self { i as $t }
+            fn random(rng: &mut Rng) -> Self { rng.below(2000) as $t - 1000 }
+            fn to_f64(self) -> f64 { self as f64 }
+            const UNIT_ROUNDOFF: Option<f64> = None;
+        }
+    )*};
+}
+macro_rules! demo_float {
+    ($($t:ident),*) => {$(
+        impl DemoElement for $t {
+            fn from_i64(i: i64) -> Self { i as $t }
+            fn random(rng: &mut Rng) -> Self { (rng.uniform() * 2.0 - 1.0) as $t }
+            fn to_f64(self) -> f64 { self as f64 }
+            const UNIT_ROUNDOFF: Option<f64> = Some($t::EPSILON as f64 / 2.0);
+        }
+    )*};
+}
+demo_int!(i32, i64);
+demo_float!(f32, f64);
 
 /// Runs one reduce subcommand.
-pub fn run(cmd: &Command, _gpu: Option<&Gpu>, _report: &mut Report) -> Result<()> {
-    match *cmd {}
+pub fn run(cmd: &Command, gpu: Option<&Gpu>, report: &mut Report) -> Result<()> {
+    let Command::Reduce {
+        op,
+        dtype,
+        n,
+        ref init,
+    } = *cmd;
+    dispatch(gpu, op, dtype, n, init.as_deref(), true, report)
 }
 
-/// The reduce part of `cuda-kernels demo`.
-pub fn run_all(_gpu: Option<&Gpu>, _out_dir: &Path, _report: &mut Report) -> Result<()> {
+/// Runs `op` over `1..=n` of `dtype`, printing the seed's lines when
+/// `print` is set.
+fn dispatch(
+    gpu: Option<&Gpu>,
+    op: OpName,
+    dtype: DType,
+    n: usize,
+    init: Option<&str>,
+    print: bool,
+    report: &mut Report,
+) -> Result<()> {
+    macro_rules! go {
+        ($op:ty, $t:ty) => {{
+            let init = parse_init::<$t>(init)?;
+            let data: Array1<$t> = (1..=n as i64).map(<$t>::from_i64).collect();
+            reduce_demo::<$op, $t>(gpu, &data, init, print, report)
+        }};
+    }
+    match (op, dtype) {
+        (OpName::Sum, DType::I32) => go!(Sum, i32),
+        (OpName::Sum, DType::I64) => go!(Sum, i64),
+        (OpName::Sum, DType::F32) => go!(Sum, f32),
+        (OpName::Sum, DType::F64) => go!(Sum, f64),
+        (OpName::Product, DType::I32) => go!(Product, i32),
+        (OpName::Product, DType::I64) => go!(Product, i64),
+        (OpName::Product, DType::F32) => go!(Product, f32),
+        (OpName::Product, DType::F64) => go!(Product, f64),
+        (OpName::Min, DType::I32) => go!(Min, i32),
+        (OpName::Min, DType::I64) => go!(Min, i64),
+        (OpName::Min, DType::F32) => go!(Min, f32),
+        (OpName::Min, DType::F64) => go!(Min, f64),
+        (OpName::Max, DType::I32) => go!(Max, i32),
+        (OpName::Max, DType::I64) => go!(Max, i64),
+        (OpName::Max, DType::F32) => go!(Max, f32),
+        (OpName::Max, DType::F64) => go!(Max, f64),
+        (OpName::Xor, DType::I32) => go!(Xor, i32),
+        (OpName::Xor, DType::I64) => go!(Xor, i64),
+        (OpName::Xor, DType::F32 | DType::F64) => Err(Error::invalid(
+            "reduce",
+            "xor is declared for i32 and i64 only",
+        )),
+    }
+}
+
+fn parse_init<T: DemoElement>(init: Option<&str>) -> Result<Option<T>> {
+    init.map(|s| {
+        s.trim().parse::<T>().map_err(|_| {
+            Error::invalid("reduce", format!("--init {s:?} is not a valid {}", T::NAME))
+        })
+    })
+    .transpose()
+}
+
+/// The seed's way of printing a long vector: `[ 1 2 3 ... 9998 9999 10000]`.
+pub fn numpy_style<T: Display>(data: &[T]) -> String {
+    let join = |xs: &[T]| {
+        xs.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    if data.len() <= 6 {
+        format!("[ {}]", join(data))
+    } else {
+        format!(
+            "[ {} ... {}]",
+            join(&data[..3]),
+            join(&data[data.len() - 3..])
+        )
+    }
+}
+
+/// Whether a GPU result is right: equal to the CPU reference for integers
+/// and for min/max (exact in any order); for float sums and products,
+/// within the bound of the GPU's summation tree ([`float_sum_tolerance`])
+/// of an accurate reference (a compensated f64 sum, an f64 product), since
+/// the sequential CPU fold is itself the less accurate of the two for long
+/// inputs (its message gives the CPU's deviation too).
+fn compare<Op: ReduceKernel<T>, T: DemoElement>(
+    got: T,
+    expected: T,
+    data: &[T],
+    threads: usize,
+) -> Check {
+    let Some(u) = T::UNIT_ROUNDOFF.filter(|_| Op::NAME == "sum" || Op::NAME == "product") else {
+        return if got == expected || (got.to_f64().is_nan() && expected.to_f64().is_nan()) {
+            Check::Pass("exact".into())
+        } else {
+            Check::Fail(format!("{got} vs {expected}"))
+        };
+    };
+    let n = data.len();
+    let g = got.to_f64();
+    let (reference, scale, reference_tol) = if Op::NAME == "sum" {
+        let exact = accurate_sum(data.iter().map(|x| x.to_f64()));
+        (
+            exact,
+            data.iter().map(|x| x.to_f64().abs()).sum::<f64>(),
+            0.0,
+        )
+    } else {
+        // An f64 product: accurate for f32 data; for f64 data as accurate
+        // as a sequential product, whose own bound is added.
+        let p: f64 = data.iter().map(|x| x.to_f64()).product();
+        let own = if u < 1e-10 {
+            float_sum_tolerance(n, 1, p.abs(), u)
+        } else {
+            0.0
+        };
+        (p, p.abs(), own)
+    };
+    if g == reference {
+        return Check::Pass("exact".into());
+    }
+    let tol = float_sum_tolerance(n, threads, scale, u) + reference_tol;
+    let cpu_dev = (expected.to_f64() - reference).abs();
+    let dev = (g - reference).abs();
+    if dev <= tol {
+        Check::Pass(format!(
+            "|Δ| = {dev:.2e} ≤ {tol:.2e}; CPU fold |Δ| = {cpu_dev:.2e}"
+        ))
+    } else {
+        Check::Fail(format!("{got} vs {reference}: |Δ| = {dev:.2e} > {tol:.2e}"))
+    }
+}
+
+/// Neumaier-compensated sum: accurate to a few f64 ulps, a reference for
+/// f32 and f64 sums in any order.
+pub fn accurate_sum(xs: impl Iterator<Item = f64>) -> f64 {
+    let (mut s, mut c) = (0.0f64, 0.0f64);
+    for x in xs {
+        let t = s + x;
+        c += if s.abs() >= x.abs() {
+            (s - t) + x
+        } else {
+            (x - t) + s
+        };
+        s = t;
+    }
+    s + c
+}
+
+/// One reduction: CPU reference, GPU result and kernel time, a report row.
+fn reduce_demo<Op: ReduceKernel<T>, T: DemoElement>(
+    gpu: Option<&Gpu>,
+    data: &Array1<T>,
+    init: Option<T>,
+    print: bool,
+    report: &mut Report,
+) -> Result<()> {
+    let n = data.len();
+    let slice = data.as_slice().unwrap_or(&[]);
+    let label = Op::ENTRY;
+    let size = size_label(n);
+    if print {
+        println!("vector to reduce = {}", numpy_style(slice));
+    }
+    let (expected, cpu_ms) = cpu_time(|| reduce_cpu::<Op, T>(data.view(), init));
+    let expected = expected?;
+    let Some(gpu) = gpu else {
+        if print {
+            println!("result = {expected} (CPU reference; no GPU)");
+        }
+        let mut row = Row::new(format!("{label} (CPU only)"), size, no_gpu());
+        row.cpu_ms = Some(cpu_ms);
+        report.push(row);
+        return Ok(());
+    };
+    let got = gpu.reduce::<Op, T>(data.view(), init)?;
+    if print {
+        println!("result = {got}");
+    }
+    let (grid, block) = gpu.reduce_launch_shape::<Op, T>(n)?;
+    let check = compare::<Op, T>(got, expected, slice, grid as usize * block as usize);
+    let mut row = Row::new(label, size, check);
+    row.cpu_ms = Some(cpu_ms);
+    if n > 0 {
+        let device = DeviceBuffer::from_slice(slice).during(label, "copy the input")?;
+        let mut scratch = gpu.reduce_scratch::<T>()?;
+        let ms = time_reduce::<Op, T>(gpu, &device, &mut scratch, 5, 3)?;
+        let again = scratch.result(gpu)?;
+        if again != got {
+            row.check = Check::Fail(format!("timed runs gave {again}, first run {got}"));
+        }
+        row.gpu_ms = Some(ms);
+        row.throughput = Some(format!(
+            "{:.0} GB/s",
+            gb_per_s(n * size_of::<T>(), ms as f32)
+        ));
+    }
+    report.push(row);
     Ok(())
 }
 
-/// The reduce part of `cuda-kernels bench`.
-pub fn bench(_gpu: &Gpu, _records: &mut Vec<BenchRecord>) -> Result<()> {
+/// Median kernel time in ms of `reps` measurements (after one warm-up),
+/// each timing `batch` back-to-back launches between two CUDA events and
+/// dividing by `batch` (so the host's per-launch work overlaps the GPU's).
+pub fn time_reduce<Op: ReduceKernel<T>, T: Element>(
+    gpu: &Gpu,
+    input: &DeviceBuffer<T>,
+    scratch: &mut ReduceScratch<T>,
+    reps: usize,
+    batch: usize,
+) -> Result<f64> {
+    let batch = batch.max(1);
+    let mut times = Vec::with_capacity(reps);
+    for rep in 0..=reps {
+        let ((), ms) = GpuTimer::time(gpu.stream(), || {
+            for _ in 0..batch {
+                gpu.reduce_on_device::<Op, T>(input, None, scratch)?;
+            }
+            Ok(())
+        })?;
+        if rep > 0 {
+            times.push(ms / batch as f32);
+        }
+    }
+    Ok(median(&mut times) as f64)
+}
+
+/// The reduce part of `cuda-kernels demo`: the seed, a few operations and
+/// types at awkward and large sizes on random data, and the refusal of min
+/// of nothing.
+pub fn run_all(gpu: Option<&Gpu>, _out_dir: &Path, report: &mut Report) -> Result<()> {
+    dispatch(gpu, OpName::Sum, DType::I64, 10_000, None, true, report)?;
+    for n in [1usize, 1_000_003, 1 << 24] {
+        random_demo::<Sum, f32>(gpu, n, 1, report)?;
+        random_demo::<Max, f32>(gpu, n, 2, report)?;
+        random_demo::<Sum, i32>(gpu, n, 3, report)?;
+        random_demo::<Min, i64>(gpu, n, 4, report)?;
+        random_demo::<Sum, f64>(gpu, n, 5, report)?;
+    }
+    let empty: Vec<f32> = Vec::new();
+    let refused = match gpu {
+        Some(gpu) => gpu.reduce_slice::<Min, f32>(&empty, None),
+        None => reduce_cpu::<Min, f32>(Array1::from(empty).view(), None),
+    };
+    report.push(Row::new(
+        if gpu.is_some() {
+            "reduce_min_f32 of nothing, no init"
+        } else {
+            "reduce_min_f32 of nothing, no init (CPU only)"
+        },
+        "0",
+        match refused {
+            Err(Error::InvalidInput { reason, .. }) => Check::Pass(format!("refused: {reason}")),
+            Err(e) => Check::Fail(format!("wrong error: {e}")),
+            Ok(v) => Check::Fail(format!("returned {v} instead of an error")),
+        },
+    ));
     Ok(())
+}
+
+fn random_demo<Op: ReduceKernel<T>, T: DemoElement>(
+    gpu: Option<&Gpu>,
+    n: usize,
+    seed: u64,
+    report: &mut Report,
+) -> Result<()> {
+    let mut rng = Rng::new(seed ^ n as u64);
+    let data: Array1<T> = (0..n).map(|_| T::random(&mut rng)).collect();
+    reduce_demo::<Op, T>(gpu, &data, None, false, report)
+}
+
+/// The reduce part of `cuda-kernels bench`: sum, min and max of 2^28 f32
+/// and sums of 2^28 i64 and f64, as bytes read per second against a
+/// device-to-device copy of the f32 input's size measured in the same run
+/// (its GB/s count bytes read plus written, so a reduction that reads at
+/// copy speed scores 1.0).
+pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
+    const N: usize = 1 << 28;
+    const REPS: usize = 20;
+    const BATCH: usize = 5;
+    gpu.bind()?;
+    let copy = device_copy_gbps(gpu, N * 4, REPS)?;
+    records.push(BenchRecord {
+        kernel: "device copy (reduce reference)".into(),
+        size: format!("{} MB", N * 4 / 1_000_000),
+        median_ms: (2 * N * 4) as f64 / (copy * 1e9) * 1e3,
+        metric: "GB/s".into(),
+        value: copy,
+        reference: None,
+        ratio: None,
+    });
+    // Besides the default launch shape, shapes around it for the f32 sum
+    // (the record's name says grid x block).
+    bench_type::<f32>(gpu, N, copy, records, |gpu, d, s| {
+        let mut out: Timed = vec![
+            (
+                "sum".into(),
+                time_reduce::<Sum, f32>(gpu, d, s, REPS, BATCH)?,
+                check_one::<Sum, f32>(gpu, d)?,
+            ),
+            (
+                "min".into(),
+                time_reduce::<Min, f32>(gpu, d, s, REPS, BATCH)?,
+                check_one::<Min, f32>(gpu, d)?,
+            ),
+            (
+                "max".into(),
+                time_reduce::<Max, f32>(gpu, d, s, REPS, BATCH)?,
+                check_one::<Max, f32>(gpu, d)?,
+            ),
+        ];
+        out.extend(sweep::<f32>(
+            gpu,
+            d,
+            s,
+            &[(8, 256), (4, 256), (2, 512), (4, 512), (1, 1024)],
+        )?);
+        Ok(out)
+    })?;
+    bench_type::<i64>(gpu, N, copy, records, |gpu, d, s| {
+        let mut out: Timed = vec![(
+            "sum".into(),
+            time_reduce::<Sum, i64>(gpu, d, s, REPS, BATCH)?,
+            check_one::<Sum, i64>(gpu, d)?,
+        )];
+        out.extend(sweep::<i64>(gpu, d, s, &[(8, 256), (1, 1024)])?);
+        Ok(out)
+    })?;
+    bench_type::<f64>(gpu, N, copy, records, |gpu, d, s| {
+        Ok(vec![(
+            "sum".into(),
+            time_reduce::<Sum, f64>(gpu, d, s, REPS, BATCH)?,
+            check_one::<Sum, f64>(gpu, d)?,
+        )])
+    })
+}
+
+type Timed = Vec<(String, f64, bool)>;
+
+/// Times the sum with other launch shapes, `(blocks per SM, block)`
+/// each, and checks each result against the default shape's (within the
+/// rounding bound for floats): named `sum [grid x block]`.
+fn sweep<T: DemoElement>(
+    gpu: &Gpu,
+    d: &DeviceBuffer<T>,
+    s: &mut ReduceScratch<T>,
+    shapes: &[(u32, u32)],
+) -> Result<Timed>
+where
+    Sum: ReduceKernel<T>,
+{
+    const REPS: usize = 20;
+    const BATCH: usize = 5;
+    let sms = gpu.multiprocessors("reduce")?;
+    let first = gpu.reduce_device::<Sum, T>(d, None)?;
+    let (g0, b0) = gpu.reduce_launch_shape::<Sum, T>(d.len())?;
+    let mut out = Timed::new();
+    for &(per_sm, block) in shapes {
+        let grid = (per_sm * sms).min(s.capacity() as u32);
+        let mut times = Vec::new();
+        for rep in 0..=REPS {
+            let ((), ms) = GpuTimer::time(gpu.stream(), || {
+                for _ in 0..BATCH {
+                    gpu.reduce_on_device_shaped::<Sum, T>(d, None, s, grid, block)?;
+                }
+                Ok(())
+            })?;
+            if rep > 0 {
+                times.push(ms / BATCH as f32);
+            }
+        }
+        let again = s.result(gpu)?;
+        // Different shapes round differently: floats agree within the sum of
+        // both shapes' bounds (|x| < 1 for the demo's float data).
+        let ok = match T::UNIT_ROUNDOFF {
+            None => again == first,
+            Some(u) => {
+                let threads = (grid * block).min(g0 * b0) as usize;
+                (again.to_f64() - first.to_f64()).abs()
+                    <= 2.0 * float_sum_tolerance(d.len(), threads, d.len() as f64, u)
+            }
+        };
+        out.push((
+            format!("sum [{grid}x{block}]"),
+            median(&mut times) as f64,
+            ok,
+        ));
+    }
+    Ok(out)
+}
+
+fn bench_type<T: DemoElement>(
+    gpu: &Gpu,
+    n: usize,
+    copy_gbps: f64,
+    records: &mut Vec<BenchRecord>,
+    run: impl Fn(&Gpu, &DeviceBuffer<T>, &mut ReduceScratch<T>) -> Result<Timed>,
+) -> Result<()> {
+    let mut rng = Rng::new(28);
+    let data: Vec<T> = (0..n).map(|_| T::random(&mut rng)).collect();
+    let device = DeviceBuffer::from_slice(&data).during("reduce", "copy the input")?;
+    drop(data);
+    let mut scratch = gpu.reduce_scratch::<T>()?;
+    for (op, ms, ok) in run(gpu, &device, &mut scratch)? {
+        let bw = gb_per_s(n * size_of::<T>(), ms as f32);
+        // `op` is "sum", or "sum [grid x block]" for the shape sweep.
+        let (op, shape) = op.split_once(' ').unwrap_or((op.as_str(), ""));
+        let kernel = format!("reduce_{op}_{} {shape}", T::NAME);
+        let kernel = kernel.trim_end();
+        if !ok {
+            eprintln!("warning: {kernel} at 2^28 disagrees with the CPU reference");
+        }
+        records.push(BenchRecord {
+            kernel: format!("{kernel}{}", if ok { "" } else { " (WRONG)" }),
+            size: format!("2^{} {}", n.trailing_zeros(), T::NAME),
+            median_ms: ms,
+            metric: "GB/s read".into(),
+            value: bw,
+            reference: Some("device copy".into()),
+            ratio: Some(bw / copy_gbps),
+        });
+    }
+    Ok(())
+}
+
+/// Whether the GPU's reduction of `d` agrees with the CPU reference
+/// (copies the data back; exact for integers and min/max, within the
+/// rounding bound for float sums).
+fn check_one<Op: ReduceKernel<T>, T: DemoElement>(gpu: &Gpu, d: &DeviceBuffer<T>) -> Result<bool> {
+    let got = gpu.reduce_device::<Op, T>(d, None)?;
+    let mut host = vec![T::default(); d.len()];
+    crate::cust::memory::CopyDestination::copy_to(&**d, &mut host[..])
+        .during("reduce", "copy back")?;
+    let expected = reduce_cpu::<Op, T>(ndarray::ArrayView1::from(&host[..]), None)?;
+    let (grid, block) = gpu.reduce_launch_shape::<Op, T>(d.len())?;
+    Ok(matches!(
+        compare::<Op, T>(got, expected, &host, grid as usize * block as usize),
+        Check::Pass(_)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prints_like_the_seed() {
+        let a: Vec<i64> = (1..=10_000).collect();
+        assert_eq!(numpy_style(&a), "[ 1 2 3 ... 9998 9999 10000]");
+        assert_eq!(numpy_style(&[1, 2]), "[ 1 2]");
+    }
+
+    #[test]
+    fn seed_demo_runs_without_a_gpu() {
+        let mut report = Report::default();
+        dispatch(
+            None,
+            OpName::Sum,
+            DType::I64,
+            10_000,
+            None,
+            false,
+            &mut report,
+        )
+        .unwrap();
+        assert_eq!(report.rows.len(), 1);
+        assert!(matches!(report.rows[0].check, Check::Skipped(_)));
+    }
+
+    #[test]
+    fn bad_init_and_xor_on_floats_are_errors() {
+        let mut report = Report::default();
+        assert!(
+            dispatch(
+                None,
+                OpName::Sum,
+                DType::I32,
+                10,
+                Some("x"),
+                false,
+                &mut report
+            )
+            .is_err()
+        );
+        assert!(dispatch(None, OpName::Xor, DType::F32, 10, None, false, &mut report).is_err());
+        assert!(dispatch(None, OpName::Min, DType::F64, 0, None, false, &mut report).is_err());
+        dispatch(
+            None,
+            OpName::Min,
+            DType::F64,
+            0,
+            Some("-2.5"),
+            false,
+            &mut report,
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn float_comparison_accounts_for_order() {
+        let data = vec![0.1f32; 1000];
+        let exact = 100.0f32;
+        assert!(matches!(
+            compare::<Sum, f32>(exact + 1e-4, exact, &data, 256),
+            Check::Pass(_)
+        ));
+        assert!(matches!(
+            compare::<Sum, f32>(exact + 1.0, exact, &data, 256),
+            Check::Fail(_)
+        ));
+        assert!(matches!(
+            compare::<Min, f32>(0.1, 0.1, &data, 256),
+            Check::Pass(_)
+        ));
+    }
 }

@@ -6,18 +6,32 @@
 //! [`Gpu`] (it is `Send + Sync` and binds its context on every call).
 #![allow(dead_code)]
 use std::process::ExitCode;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cuda_kernels::Gpu;
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
-static GPU: OnceLock<Result<Gpu, String>> = OnceLock::new();
+/// The shared GPU (dropped by [`run`] after the trials, so that its memory is
+/// freed before exit, as compute-sanitizer's leak check wants).
+static GPU: Mutex<Option<Arc<Gpu>>> = Mutex::new(None);
+/// Why there is no GPU, decided once.
+static NO_GPU: OnceLock<Option<String>> = OnceLock::new();
 
 /// The shared GPU, or why there is none.
-pub fn shared_gpu() -> Result<&'static Gpu, &'static str> {
-    GPU.get_or_init(|| cuda_kernels::gpu().map_err(|e| e.to_string()))
-        .as_ref()
-        .map_err(|s| s.as_str())
+pub fn shared_gpu() -> Result<Arc<Gpu>, String> {
+    let mut slot = GPU.lock().unwrap_or_else(|e| e.into_inner());
+    let reason = NO_GPU.get_or_init(|| match cuda_kernels::gpu() {
+        Ok(gpu) => {
+            *slot = Some(Arc::new(gpu));
+            None
+        }
+        Err(e) => Some(e.to_string()),
+    });
+    match (reason, slot.as_ref()) {
+        (None, Some(gpu)) => Ok(gpu.clone()),
+        (Some(reason), _) => Err(reason.clone()),
+        (None, None) => Err("the shared GPU was already released".into()),
+    }
 }
 
 /// Whether this machine has a usable GPU.
@@ -25,10 +39,16 @@ pub fn have_gpu() -> bool {
     shared_gpu().is_ok()
 }
 
+/// Whether the tests run under compute-sanitizer (scripts/sanitize.sh sets
+/// `CUDA_KERNELS_SANITIZE`): the largest sizes are left out there.
+pub fn under_sanitizer() -> bool {
+    std::env::var_os("CUDA_KERNELS_SANITIZE").is_some()
+}
+
 /// A test that needs the GPU: ignored, with the reason, when there is none.
 pub fn gpu_test(name: &str, body: fn(&Gpu) -> Result<(), Failed>) -> Trial {
     Trial::ignorable_test(name, move || match shared_gpu() {
-        Ok(gpu) => body(gpu).map(|()| Completion::Completed),
+        Ok(gpu) => body(&gpu).map(|()| Completion::Completed),
         Err(reason) => Ok(Completion::ignored_with(reason)),
     })
     .with_kind("gpu")
@@ -46,7 +66,9 @@ pub fn run(trials: Vec<Trial>) -> ExitCode {
     if let Err(reason) = shared_gpu() {
         eprintln!("note: GPU tests are ignored on this machine: {reason}");
     }
-    libtest_mimic::run(&args, trials).exit_code()
+    let conclusion = libtest_mimic::run(&args, trials);
+    GPU.lock().unwrap_or_else(|e| e.into_inner()).take();
+    conclusion.exit_code()
 }
 
 /// Turns any displayable error into a test failure.

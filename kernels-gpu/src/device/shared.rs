@@ -132,14 +132,24 @@ impl<T: SharedScalar, const N: usize> SharedArray<T, N> {
 /// [`SharedArray`] view of it: `shared_array!(name: [T; N])`.
 ///
 /// `name` becomes a PTX symbol at module scope, aligned to 16 bytes; it must
-/// be unique in the crate. Its contents are undefined at kernel start.
+/// be unique in the crate. Its contents are undefined at kernel start. `T`
+/// and `N` may name items of the enclosing module (constants, types), not
+/// local variables or generic parameters: the size is fixed in the PTX.
 #[macro_export]
 macro_rules! shared_array {
     ($name:ident : [$t:ty; $n:expr]) => {{
-        ::core::arch::global_asm!(
-            concat!(".shared .align 16 .b8 ", stringify!($name), "[{bytes}];"),
-            bytes = const ::core::mem::size_of::<$t>() * ($n),
-        );
+        // `global_asm!` is only allowed where items are, so it sits in a module
+        // of the array's name (which also keeps two arrays of one name apart
+        // in Rust; in PTX the name must be unique anyway).
+        #[allow(non_snake_case, dead_code)]
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            ::core::arch::global_asm!(
+                concat!(".shared .align 16 .b8 ", stringify!($name), "[{bytes}];"),
+                bytes = const ::core::mem::size_of::<$t>() * ($n),
+            );
+        }
         let base: u32;
         // SAFETY: `mov` of a symbol's address has no side effects.
         unsafe {

@@ -1,0 +1,55 @@
+//! Launchers of the device-layer check kernels (`kernels-gpu/src/device_checks.rs`).
+use cust::launch;
+use cust::memory::{CopyDestination, DeviceBuffer};
+use ndarray::{Array1, ArrayView1};
+
+use cuda_kernels_gpu::device_checks::{REVERSE_BLOCK, reversed_index};
+
+use crate::Gpu;
+use crate::error::{CudaResultExt, Result};
+use crate::launch::grid_1d_capped;
+use crate::util::contiguous;
+
+/// The PTX entry points this module launches.
+pub const ENTRY_POINTS: &[&str] = &["block_reverse_i32"];
+
+impl Gpu {
+    /// Reverses each 256-element chunk of `input` through static shared memory
+    /// (`shared_array!` and a block barrier); the last chunk may be shorter.
+    pub fn block_reverse_i32(&self, input: ArrayView1<i32>) -> Result<Array1<i32>> {
+        const K: &str = "block_reverse_i32";
+        let n = input.len();
+        let grid = grid_1d_capped(K, n, REVERSE_BLOCK as u32)?;
+        if (grid as usize) * REVERSE_BLOCK < n {
+            return Err(crate::Error::invalid(
+                K,
+                format!("{n} elements need more than {grid} blocks"),
+            ));
+        }
+        self.bind()?;
+        let f = self.function(K)?;
+        let stream = self.stream();
+        let din = DeviceBuffer::from_slice(&contiguous(&input)).during(K, "copy input")?;
+        let dout = DeviceBuffer::<i32>::zeroed(n).during(K, "allocate output")?;
+        // SAFETY: din and dout hold n i32 each and are distinct; blocks of REVERSE_BLOCK threads
+        // and enough blocks to cover n (checked above).
+        unsafe {
+            launch!(f<<<grid, REVERSE_BLOCK as u32, 0, stream>>>(din.as_device_ptr(), dout.as_device_ptr(), n))
+        }
+        .during(K, "launch")?;
+        self.synchronize(K)?;
+        let mut out = vec![0i32; n];
+        dout.copy_to(&mut out[..]).during(K, "copy output")?;
+        Ok(Array1::from(out))
+    }
+}
+
+/// CPU reference for [`Gpu::block_reverse_i32`].
+pub fn block_reverse_i32_cpu(input: ArrayView1<i32>) -> Array1<i32> {
+    let input = contiguous(&input);
+    let mut out = Vec::with_capacity(input.len());
+    for chunk in input.chunks(REVERSE_BLOCK) {
+        out.extend((0..chunk.len()).map(|i| chunk[reversed_index(i, chunk.len())]));
+    }
+    Array1::from(out)
+}

@@ -1,0 +1,114 @@
+//! Atomic read-modify-write operations on global memory (CUDA's
+//! `atomicAdd`, `atomicMax`, `atomicExch`, `atomicCAS`…), as inline
+//! `atom.global.*` PTX.
+//!
+//! Each returns the value the location held before the operation. They are
+//! *relaxed* at GPU scope (PTX's default for `atom` without `.sem`): atomic
+//! with respect to every other atomic on the same location from any thread
+//! of the device, but they order nothing else. Where other memory accesses
+//! must be ordered around them (publish data, then bump a counter; see the
+//! counter, then read the data), put
+//! [`thread_fence`](super::sync::thread_fence) (`membar.gl`) before the
+//! publishing atomic and after the observing one, as the reduction's
+//! last-block-done step does.
+//!
+//! ```ignore
+//! use cuda_kernels_gpu::device::atomic;
+//! // SAFETY: `counter` points to a live, aligned u32 in global memory.
+//! let ticket = unsafe { atomic::fetch_add_u32(counter, 1) };
+//! ```
+//!
+//! (`core::sync::atomic` types lower to the same instructions, but rustc's
+//! orderings are not fully honoured on nvptx; these functions say exactly
+//! what they do.)
+use core::arch::asm;
+
+macro_rules! atomic_rmw {
+    ($(#[$doc:meta])* $name:ident, $t:ty, $reg:ident, $instr:literal) => {
+        $(#[$doc])*
+        ///
+        /// Returns the previous value. Relaxed, GPU scope (see the
+        /// [module docs](self) for ordering).
+        ///
+        /// # Safety
+        /// `ptr` points to a live, naturally aligned value in global memory
+        /// (not shared or local memory) that every concurrent access to
+        /// reaches only through atomics or after a barrier/fence.
+        #[inline(always)]
+        pub unsafe fn $name(ptr: *mut $t, value: $t) -> $t {
+            let old: $t;
+            // SAFETY: the caller guarantees `ptr` is a valid global address.
+            unsafe {
+                asm!(
+                    concat!($instr, " {o}, [{p}], {v};"),
+                    o = out($reg) old,
+                    p = in(reg64) ptr,
+                    v = in($reg) value,
+                    options(nostack, preserves_flags),
+                );
+            }
+            old
+        }
+    };
+}
+
+atomic_rmw!(
+    /// `atomicAdd` on a `u32` (wrapping).
+    fetch_add_u32, u32, reg32, "atom.global.add.u32"
+);
+atomic_rmw!(
+    /// `atomicAdd` on a `u64` (wrapping).
+    fetch_add_u64, u64, reg64, "atom.global.add.u64"
+);
+atomic_rmw!(
+    /// `atomicAdd` on an `f32` (round to nearest even; the order of
+    /// concurrent additions, and so the rounding, is unspecified).
+    fetch_add_f32, f32, reg32, "atom.global.add.f32"
+);
+atomic_rmw!(
+    /// `atomicAdd` on an `f64` (sm_60 and later).
+    fetch_add_f64, f64, reg64, "atom.global.add.f64"
+);
+atomic_rmw!(
+    /// `atomicMax` on a `u32`.
+    fetch_max_u32, u32, reg32, "atom.global.max.u32"
+);
+atomic_rmw!(
+    /// `atomicMin` on a `u32`.
+    fetch_min_u32, u32, reg32, "atom.global.min.u32"
+);
+atomic_rmw!(
+    /// `atomicMax` on an `i32`.
+    fetch_max_i32, i32, reg32, "atom.global.max.s32"
+);
+atomic_rmw!(
+    /// `atomicMin` on an `i32`.
+    fetch_min_i32, i32, reg32, "atom.global.min.s32"
+);
+atomic_rmw!(
+    /// `atomicExch` on a `u32`: stores `value`.
+    exchange_u32, u32, reg32, "atom.global.exch.b32"
+);
+
+/// `atomicCAS` on a `u32`: if `*ptr == current`, stores `new`. Returns the
+/// previous value (equal to `current` exactly when the store happened).
+/// Relaxed, GPU scope.
+///
+/// # Safety
+/// As for [`fetch_add_u32`]: `ptr` is a live, aligned `u32` in global memory.
+#[inline(always)]
+pub unsafe fn compare_exchange_u32(ptr: *mut u32, current: u32, new: u32) -> u32 {
+    let old: u32;
+    // SAFETY: the caller guarantees `ptr` is a valid global address.
+    unsafe {
+        asm!(
+            "atom.global.cas.b32 {o}, [{p}], {c}, {n};",
+            o = out(reg32) old,
+            p = in(reg64) ptr,
+            c = in(reg32) current,
+            n = in(reg32) new,
+            options(nostack, preserves_flags),
+        );
+    }
+    old
+}

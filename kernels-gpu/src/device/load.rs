@@ -1,0 +1,84 @@
+//! Global-memory loads with explicit width and cache behaviour, for the
+//! bandwidth-bound kernels:
+//!
+//! - [`load_nc_v4`]: one 128-bit `ld.global.nc.v4.b32` through the read-only
+//!   (non-coherent) data cache, CUDA's `__ldg` on a `uint4`: the widest load
+//!   a thread can issue, so a warp moves 512 bytes per instruction;
+//! - [`load_cg_b32`] / [`load_cg_b64`]: `ld.global.cg`, cached in L2 only,
+//!   bypassing the (incoherent) L1: for reading what *other blocks of the
+//!   same launch* wrote, after a fence (the reduction's last block reads
+//!   the other blocks' partial results this way).
+//!
+//! ```ignore
+//! use cuda_kernels_gpu::device::load;
+//! // SAFETY: `v` is 16-byte aligned and points to 16 readable bytes that no
+//! // thread writes during this launch.
+//! let [a, b, c, d] = unsafe { load::load_nc_v4(v) };
+//! ```
+use core::arch::asm;
+
+/// Loads 16 bytes as four 32-bit words with `ld.global.nc.v4.b32` (the
+/// read-only data cache). Reinterpret the words as the element type
+/// (`f32::from_bits`, or pairs of words for 64-bit elements, low word first).
+///
+/// # Safety
+/// `ptr` is 16-byte aligned and points to 16 readable bytes of global memory
+/// that nothing writes while the kernel runs (the non-coherent cache may
+/// return stale data for memory written during the launch).
+#[inline(always)]
+pub unsafe fn load_nc_v4(ptr: *const [u32; 4]) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    // SAFETY: the caller guarantees alignment, extent and read-only-ness.
+    unsafe {
+        asm!(
+            "ld.global.nc.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            a = out(reg32) a,
+            b = out(reg32) b,
+            c = out(reg32) c,
+            d = out(reg32) d,
+            p = in(reg64) ptr,
+            options(nostack, readonly, pure, preserves_flags),
+        );
+    }
+    [a, b, c, d]
+}
+
+/// Loads a 32-bit word with `ld.global.cg` (L2 only, not L1).
+///
+/// # Safety
+/// `ptr` is 4-byte aligned and points to a readable word of global memory;
+/// if another block wrote it during this launch, that write was published
+/// (fence, then an atomic this thread observed, then a fence on this side).
+#[inline(always)]
+pub unsafe fn load_cg_b32(ptr: *const u32) -> u32 {
+    let v: u32;
+    // SAFETY: the caller guarantees a valid, aligned global address.
+    unsafe {
+        asm!(
+            "ld.global.cg.b32 {v}, [{p}];",
+            v = out(reg32) v,
+            p = in(reg64) ptr,
+            options(nostack, readonly, preserves_flags),
+        );
+    }
+    v
+}
+
+/// Loads a 64-bit word with `ld.global.cg` (L2 only, not L1).
+///
+/// # Safety
+/// As for [`load_cg_b32`], with 8-byte alignment.
+#[inline(always)]
+pub unsafe fn load_cg_b64(ptr: *const u64) -> u64 {
+    let v: u64;
+    // SAFETY: the caller guarantees a valid, aligned global address.
+    unsafe {
+        asm!(
+            "ld.global.cg.b64 {v}, [{p}];",
+            v = out(reg64) v,
+            p = in(reg64) ptr,
+            options(nostack, readonly, preserves_flags),
+        );
+    }
+    v
+}

@@ -1,0 +1,228 @@
+//! Warp-level primitives: lane index, shuffles (`shfl.sync`), votes
+//! (`vote.sync`) and warp-wide reductions built from them.
+//!
+//! Every function here is a *collective* of the 32 lanes of a warp, with the
+//! full member mask `0xffff_ffff`: all 32 lanes must execute the same call
+//! (no call inside a branch that only some lanes of the warp take, and a
+//! block size that is a multiple of 32), or the result is undefined. The
+//! host launchers that use them enforce block sizes that are multiples of 32.
+//!
+//! ```ignore
+//! use cuda_kernels_gpu::device::warp;
+//! // Sum over the warp: lane 0 gets the total.
+//! let total = warp::reduce(x, |a, b| a + b);
+//! // Everyone gets lane 0's value.
+//! let first = warp::shuffle_idx(x, 0);
+//! ```
+//! 32-bit values are one `shfl.sync.*.b32`; 64-bit values are two (the low
+//! and the high word), as CUDA C's `__shfl_*_sync` does for `long long` and
+//! `double`.
+use core::arch::asm;
+
+/// Threads in a warp.
+pub const WARP_SIZE: u32 = 32;
+
+/// All 32 lanes: the member mask of every collective here.
+pub const FULL_MASK: u32 = 0xffff_ffff;
+
+/// This thread's lane in its warp, 0..32 (`%laneid`).
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    let lane: u32;
+    // SAFETY: reading a special register has no preconditions.
+    unsafe {
+        asm!("mov.u32 {l}, %laneid;", l = out(reg32) lane,
+             options(nostack, nomem, pure, preserves_flags));
+    }
+    lane
+}
+
+macro_rules! shfl_b32 {
+    ($(#[$doc:meta])* $name:ident, $mode:literal, $clamp:literal) => {
+        $(#[$doc])*
+        ///
+        /// A warp collective: all 32 lanes must call it together (see the
+        /// [module docs](self)).
+        #[inline(always)]
+        pub fn $name(value: u32, lane_arg: u32) -> u32 {
+            let out: u32;
+            // SAFETY: shfl.sync reads only registers of the warp's lanes; the
+            // uniform-call rule above is a correctness (not memory-safety)
+            // requirement on the caller.
+            unsafe {
+                asm!(
+                    concat!("shfl.sync.", $mode, ".b32 {d}, {v}, {l}, ", $clamp, ", {m};"),
+                    d = out(reg32) out,
+                    v = in(reg32) value,
+                    l = in(reg32) lane_arg,
+                    m = in(reg32) FULL_MASK,
+                    options(nostack, nomem, preserves_flags),
+                );
+            }
+            out
+        }
+    };
+}
+
+shfl_b32!(
+    /// `__shfl_down_sync`: the value of lane `lane_id() + delta`; lanes
+    /// whose source would be past lane 31 get their own value back.
+    shfl_down_b32, "down", "0x1f"
+);
+shfl_b32!(
+    /// `__shfl_up_sync`: the value of lane `lane_id() - delta`; lanes whose
+    /// source would be below lane 0 get their own value back.
+    shfl_up_b32, "up", "0x0"
+);
+shfl_b32!(
+    /// `__shfl_xor_sync`: the value of lane `lane_id() ^ lane_mask` (the
+    /// butterfly step of an all-reduce).
+    shfl_xor_b32, "bfly", "0x1f"
+);
+shfl_b32!(
+    /// `__shfl_sync`: the value of lane `src_lane % 32` (broadcast when every
+    /// lane names the same source).
+    shfl_idx_b32, "idx", "0x1f"
+);
+
+/// A value that can cross lanes in a shuffle: moved as one 32-bit word or as
+/// two (low word, high word).
+pub trait Shuffle: Copy {
+    /// Applies a 32-bit shuffle `f` word by word.
+    fn shuffle_with(self, f: impl Fn(u32) -> u32) -> Self;
+}
+
+macro_rules! shuffle32 {
+    ($($t:ty),*) => {$(
+        impl Shuffle for $t {
+            #[inline(always)]
+            fn shuffle_with(self, f: impl Fn(u32) -> u32) -> Self {
+                <$t>::from_ne_bytes(f(u32::from_ne_bytes(self.to_ne_bytes())).to_ne_bytes())
+            }
+        }
+    )*};
+}
+macro_rules! shuffle64 {
+    ($($t:ty),*) => {$(
+        impl Shuffle for $t {
+            #[inline(always)]
+            fn shuffle_with(self, f: impl Fn(u32) -> u32) -> Self {
+                let bits = u64::from_ne_bytes(self.to_ne_bytes());
+                let lo = f(bits as u32) as u64;
+                let hi = f((bits >> 32) as u32) as u64;
+                <$t>::from_ne_bytes((lo | (hi << 32)).to_ne_bytes())
+            }
+        }
+    )*};
+}
+shuffle32!(u32, i32, f32);
+shuffle64!(u64, i64, f64);
+
+/// [`shfl_down_b32`] for any [`Shuffle`] type (64-bit values: two shuffles).
+#[inline(always)]
+pub fn shuffle_down<T: Shuffle>(value: T, delta: u32) -> T {
+    value.shuffle_with(|w| shfl_down_b32(w, delta))
+}
+
+/// [`shfl_up_b32`] for any [`Shuffle`] type.
+#[inline(always)]
+pub fn shuffle_up<T: Shuffle>(value: T, delta: u32) -> T {
+    value.shuffle_with(|w| shfl_up_b32(w, delta))
+}
+
+/// [`shfl_xor_b32`] for any [`Shuffle`] type.
+#[inline(always)]
+pub fn shuffle_xor<T: Shuffle>(value: T, lane_mask: u32) -> T {
+    value.shuffle_with(|w| shfl_xor_b32(w, lane_mask))
+}
+
+/// [`shfl_idx_b32`] for any [`Shuffle`] type.
+#[inline(always)]
+pub fn shuffle_idx<T: Shuffle>(value: T, src_lane: u32) -> T {
+    value.shuffle_with(|w| shfl_idx_b32(w, src_lane))
+}
+
+/// Tree reduction over the warp with `shfl.sync.down` (offsets 16, 8, 4, 2,
+/// 1): lane 0 returns `combine` over all 32 lanes' values; the other lanes
+/// return partial results. `combine` must be associative and commutative.
+///
+/// Order, for floating-point sums: lane 0 combines pairs at distance 16,
+/// then 8, 4, 2, 1 (a balanced binary tree of depth 5).
+#[inline(always)]
+pub fn reduce<T: Shuffle>(value: T, combine: impl Fn(T, T) -> T) -> T {
+    let mut v = value;
+    let mut offset = WARP_SIZE / 2;
+    while offset > 0 {
+        v = combine(v, shuffle_down(v, offset));
+        offset /= 2;
+    }
+    v
+}
+
+/// Butterfly all-reduce with `shfl.sync.bfly` (masks 16, 8, 4, 2, 1): every
+/// lane returns `combine` over all 32 lanes' values (for a commutative and
+/// associative `combine`; floating-point results may differ between lanes
+/// in the last bits, since each lane combines in its own order).
+#[inline(always)]
+pub fn all_reduce<T: Shuffle>(value: T, combine: impl Fn(T, T) -> T) -> T {
+    let mut v = value;
+    let mut mask = WARP_SIZE / 2;
+    while mask > 0 {
+        v = combine(v, shuffle_xor(v, mask));
+        mask /= 2;
+    }
+    v
+}
+
+/// `__ballot_sync(0xffffffff, pred)`: bit `i` is set when lane `i`'s
+/// predicate is true.
+#[inline(always)]
+pub fn ballot(pred: bool) -> u32 {
+    let out: u32;
+    // SAFETY: vote.sync reads only the warp's predicates; the uniform-call
+    // rule of the module docs applies.
+    unsafe {
+        asm!(
+            "{{ .reg .pred %p; setp.ne.u32 %p, {x}, 0; vote.sync.ballot.b32 {d}, %p, {m}; }}",
+            d = out(reg32) out,
+            x = in(reg32) pred as u32,
+            m = in(reg32) FULL_MASK,
+            options(nostack, nomem, preserves_flags),
+        );
+    }
+    out
+}
+
+/// `__any_sync(0xffffffff, pred)`: whether any lane's predicate is true.
+#[inline(always)]
+pub fn any(pred: bool) -> bool {
+    vote(pred, false)
+}
+
+/// `__all_sync(0xffffffff, pred)`: whether every lane's predicate is true.
+#[inline(always)]
+pub fn all(pred: bool) -> bool {
+    vote(pred, true)
+}
+
+#[inline(always)]
+fn vote(pred: bool, all: bool) -> bool {
+    let out: u32;
+    // SAFETY: as for `ballot`.
+    unsafe {
+        if all {
+            asm!(
+                "{{ .reg .pred %p, %q; setp.ne.u32 %p, {x}, 0; vote.sync.all.pred %q, %p, {m}; selp.u32 {d}, 1, 0, %q; }}",
+                d = out(reg32) out, x = in(reg32) pred as u32, m = in(reg32) FULL_MASK,
+                options(nostack, nomem, preserves_flags),
+            );
+        } else {
+            asm!(
+                "{{ .reg .pred %p, %q; setp.ne.u32 %p, {x}, 0; vote.sync.any.pred %q, %p, {m}; selp.u32 {d}, 1, 0, %q; }}",
+                d = out(reg32) out, x = in(reg32) pred as u32, m = in(reg32) FULL_MASK,
+                options(nostack, nomem, preserves_flags),
+            );
+        }
+    }
+    out != 0
+}

@@ -1,0 +1,239 @@
+//! The generic reduction kernel body (nvptx64 only), instantiated per
+//! operation and element type by [`reduce_kernels!`](crate::reduce_kernels),
+//! and the block-level tree step it is built from.
+use crate::device::shared::{SharedArray, SharedScalar, dynamic_shared_address};
+use crate::device::sync::{sync_threads, thread_fence};
+use crate::device::thread::{
+    block_dim_x, block_idx_x, grid_dim_x, grid_size_1d, index_1d, thread_idx_x,
+};
+use crate::device::warp::{self, Shuffle, WARP_SIZE};
+use crate::device::{atomic, load};
+
+use super::{ReduceOp, SHARED_BYTES};
+
+/// Byte offset, in the dynamic shared memory, of the last-block flag (after
+/// the 32 warp slots of [`block_reduce`]).
+const FLAG_OFFSET: u32 = 32 * 8;
+const _: () = assert!(FLAG_OFFSET as usize + 4 <= SHARED_BYTES as usize);
+
+/// An element type the reduction kernel handles: it crosses lanes
+/// ([`Shuffle`]), lives in shared memory ([`SharedScalar`]), and is read in
+/// 16-byte vectors.
+pub trait DeviceElement: Copy + Shuffle + SharedScalar {
+    /// Elements per 16-byte vector.
+    const PER_VEC: usize;
+
+    /// Combines the elements of one 16-byte vector (given as its four 32-bit
+    /// words, in memory order) pairwise with `Op`.
+    fn combine_vec<Op: ReduceOp<Self>>(words: [u32; 4]) -> Self;
+
+    /// Loads one element through L2 only (`ld.global.cg`).
+    ///
+    /// # Safety
+    /// As for [`load::load_cg_b32`]: a valid, aligned global address whose
+    /// writes by other blocks were published before this thread's fence.
+    unsafe fn load_l2(ptr: *const Self) -> Self;
+}
+
+macro_rules! element32 {
+    ($($t:ty),*) => {$(
+        impl DeviceElement for $t {
+            const PER_VEC: usize = 4;
+            #[inline(always)]
+            fn combine_vec<Op: ReduceOp<Self>>(w: [u32; 4]) -> Self {
+                let x = w.map(|w| <$t>::from_ne_bytes(w.to_ne_bytes()));
+                Op::combine(Op::combine(x[0], x[1]), Op::combine(x[2], x[3]))
+            }
+            #[inline(always)]
+            unsafe fn load_l2(ptr: *const Self) -> Self {
+                // SAFETY: forwarded from the caller.
+                let w = unsafe { load::load_cg_b32(ptr.cast()) };
+                <$t>::from_ne_bytes(w.to_ne_bytes())
+            }
+        }
+    )*};
+}
+macro_rules! element64 {
+    ($($t:ty),*) => {$(
+        impl DeviceElement for $t {
+            const PER_VEC: usize = 2;
+            #[inline(always)]
+            fn combine_vec<Op: ReduceOp<Self>>(w: [u32; 4]) -> Self {
+                let lo = <$t>::from_ne_bytes((w[0] as u64 | (w[1] as u64) << 32).to_ne_bytes());
+                let hi = <$t>::from_ne_bytes((w[2] as u64 | (w[3] as u64) << 32).to_ne_bytes());
+                Op::combine(lo, hi)
+            }
+            #[inline(always)]
+            unsafe fn load_l2(ptr: *const Self) -> Self {
+                // SAFETY: forwarded from the caller.
+                let w = unsafe { load::load_cg_b64(ptr.cast()) };
+                <$t>::from_ne_bytes(w.to_ne_bytes())
+            }
+        }
+    )*};
+}
+element32!(i32, u32, f32);
+element64!(i64, u64, f64);
+
+/// Combines one value per thread of the block with `Op`; thread 0 returns
+/// the block's result (other threads return partial values).
+///
+/// A `shfl.sync.down` tree in each warp, one shared-memory slot per warp,
+/// then the same tree over the slots in warp 0. Every thread of the block
+/// must call it (it contains barriers and warp collectives), with
+/// `blockDim.x` a multiple of 32; it can be called again right away (it ends
+/// with a barrier, so the slots are free again).
+///
+/// # Safety
+/// The launch has at least 256 bytes of dynamic shared memory (32 slots of
+/// 8 bytes: one per warp of the largest block, wide enough for any
+/// [`DeviceElement`]), which nothing else uses during the call.
+#[inline(always)]
+pub unsafe fn block_reduce<T: DeviceElement, Op: ReduceOp<T>>(value: T) -> T {
+    // SAFETY: the dynamic shared memory holds at least 32 × 8 bytes, aligned
+    // to 16 (caller's guarantee): room for 32 aligned T of at most 8 bytes.
+    let slots: SharedArray<T, 32> =
+        unsafe { SharedArray::from_shared_address(dynamic_shared_address()) };
+    let tid = thread_idx_x();
+    let lane = tid % WARP_SIZE;
+    let warp_id = tid / WARP_SIZE;
+    let warps = block_dim_x().div_ceil(WARP_SIZE);
+
+    let v = warp::reduce(value, Op::combine);
+    if lane == 0 {
+        // SAFETY: warp_id < 32 (at most 1024 threads); one writer per slot.
+        unsafe { slots.store(warp_id as usize, v) };
+    }
+    sync_threads();
+    let mut total = Op::identity();
+    if warp_id == 0 {
+        if lane < warps {
+            // SAFETY: lane < warps ≤ 32, written before the barrier above.
+            total = unsafe { slots.load(lane as usize) };
+        }
+        total = warp::reduce(total, Op::combine);
+    }
+    sync_threads();
+    total
+}
+
+/// Vectors combined per grid-stride iteration (loads in flight per thread).
+const UNROLL: usize = 4;
+
+/// The reduction of `input[..n]`, combined with `init`, written to `*out`:
+/// see the [module docs of `reduce`](super) for the algorithm and the
+/// order of operations.
+///
+/// # Safety
+/// The requirements of [`reduce_kernels!`](crate::reduce_kernels): `input`
+/// has `n` elements, read-only during the launch; `partials` has at least
+/// `gridDim.x` elements; `*counter` is 0 at launch and used by no concurrent
+/// launch; `out` is one element; no overlaps; `blockDim.x` a multiple of 32;
+/// the launch has [`SHARED_BYTES`] of dynamic shared memory.
+#[inline(always)]
+pub unsafe fn reduce<T: DeviceElement, Op: ReduceOp<T>>(
+    input: *const T,
+    partials: *mut T,
+    counter: *mut u32,
+    out: *mut T,
+    n: usize,
+    init: T,
+) {
+    let gtid = index_1d();
+    let threads = grid_size_1d();
+    let size = core::mem::size_of::<T>();
+
+    // Split the input into an unaligned head (< PER_VEC elements up to the
+    // first 16-byte boundary), whole 16-byte vectors, and a tail
+    // (< PER_VEC elements). Elements are naturally aligned, so the head is
+    // a whole number of elements.
+    let head = ((16 - (input as usize) % 16) % 16 / size).min(n);
+    let vectors = (n - head) / T::PER_VEC;
+    let tail_start = head + vectors * T::PER_VEC;
+
+    let mut acc = Op::identity();
+    if gtid < head {
+        // SAFETY: gtid < head ≤ n.
+        acc = Op::combine(acc, unsafe { *input.add(gtid) });
+    }
+    if gtid < n - tail_start {
+        // SAFETY: tail_start + gtid < n.
+        acc = Op::combine(acc, unsafe { *input.add(tail_start + gtid) });
+    }
+
+    // SAFETY: input + head is 16-byte aligned (by the choice of head) and
+    // `vectors` whole vectors follow it within the n elements.
+    let vecs = unsafe { input.add(head) }.cast::<[u32; 4]>();
+    let mut accs = [Op::identity(); UNROLL];
+    let mut i = gtid;
+    while i + (UNROLL - 1) * threads < vectors {
+        // All loads first, so that UNROLL of them are in flight at once.
+        let mut words = [[0u32; 4]; UNROLL];
+        for u in 0..UNROLL {
+            // SAFETY: i + u·threads < vectors (loop condition); the input is
+            // read-only during the launch, so the non-coherent cache is valid.
+            words[u] = unsafe { load::load_nc_v4(vecs.add(i + u * threads)) };
+        }
+        for u in 0..UNROLL {
+            accs[u] = Op::combine(accs[u], T::combine_vec::<Op>(words[u]));
+        }
+        i += UNROLL * threads;
+    }
+    while i < vectors {
+        // SAFETY: i < vectors.
+        let w = unsafe { load::load_nc_v4(vecs.add(i)) };
+        accs[0] = Op::combine(accs[0], T::combine_vec::<Op>(w));
+        i += threads;
+    }
+    acc = Op::combine(
+        acc,
+        Op::combine(Op::combine(accs[0], accs[1]), Op::combine(accs[2], accs[3])),
+    );
+
+    // SAFETY: the launch has SHARED_BYTES ≥ 256 bytes of dynamic shared memory.
+    let block_total = unsafe { block_reduce::<T, Op>(acc) };
+
+    // Last block done: publish this block's partial, take a ticket.
+    // SAFETY: the flag word lies at FLAG_OFFSET < SHARED_BYTES, past the slots.
+    let flag: SharedArray<u32, 1> =
+        unsafe { SharedArray::from_shared_address(dynamic_shared_address() + FLAG_OFFSET) };
+    let tid = thread_idx_x();
+    let blocks = grid_dim_x();
+    if tid == 0 {
+        let block = block_idx_x() as usize;
+        // SAFETY: block < gridDim.x ≤ the length of `partials`.
+        unsafe { *partials.add(block) = block_total };
+        // Make the partial visible device-wide before the ticket is taken.
+        thread_fence();
+        // SAFETY: `counter` is a valid global u32 used only by this launch.
+        let ticket = unsafe { atomic::fetch_add_u32(counter, 1) };
+        // SAFETY: index 0 of a 1-element array; only thread 0 writes it.
+        unsafe { flag.store(0, (ticket == blocks - 1) as u32) };
+    }
+    sync_threads();
+    // SAFETY: written by thread 0 before the barrier; read-only now.
+    let is_last = unsafe { flag.load(0) } != 0;
+    if is_last {
+        // Every other block fenced before its ticket; this fence orders our
+        // reads of their partials after our observation of the last ticket.
+        thread_fence();
+        let mut acc = Op::identity();
+        let mut b = tid;
+        while b < blocks {
+            // SAFETY: b < gridDim.x; written and published by block b.
+            acc = Op::combine(acc, unsafe { T::load_l2(partials.add(b as usize)) });
+            b += block_dim_x();
+        }
+        // SAFETY: as for the first call.
+        let total = unsafe { block_reduce::<T, Op>(acc) };
+        if tid == 0 {
+            // SAFETY: `out` is one writable element; `counter` is ours and
+            // every block has taken its ticket, so resetting it races with
+            // nothing and leaves it 0 for the next launch.
+            unsafe {
+                *out = Op::combine(init, total);
+                *counter = 0;
+            }
+        }
+    }
+}
