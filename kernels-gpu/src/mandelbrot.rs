@@ -22,20 +22,7 @@ use core::num::NonZeroU32;
 pub fn fma(a: f32, b: f32, c: f32) -> f32 {
     #[cfg(target_arch = "nvptx64")]
     {
-        let d: f32;
-        // SAFETY: `fma.rn.f32` reads three registers and writes one; it
-        // touches no memory and has no side effects.
-        unsafe {
-            core::arch::asm!(
-                "fma.rn.f32 {d}, {a}, {b}, {c};",
-                d = out(reg32) d,
-                a = in(reg32) a,
-                b = in(reg32) b,
-                c = in(reg32) c,
-                options(pure, nomem, nostack)
-            );
-        }
-        d
+        crate::device::arith::fma_f32(a, b, c)
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
