@@ -10,7 +10,7 @@
 //!   module, stream); every launcher is a method on it;
 //! - [`error`]: the one error type, naming the kernel and the reason;
 //! - [`launch`]: launch-shape checks done before any pointer reaches a kernel;
-//! - [`timing`]: CUDA-event timers; [`bench`]: reference bandwidths;
+//! - [`timing`]: CUDA-event timers; [`bench`](mod@bench): reference bandwidths;
 //! - [`device_info`]: the device query (K2);
 //! - [`multiply`] (K1, K6, K19), [`hello`] (K17), and the other families.
 pub mod bench;

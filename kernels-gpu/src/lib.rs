@@ -1,6 +1,6 @@
 //! GPU kernels in plain Rust, compiled to PTX by the workspace's `build.rs`.
 //!
-//! On `nvptx64-nvidia-cuda` this crate is `#![no_std]`: the [`device`] layer
+//! On `nvptx64-nvidia-cuda` this crate is `#![no_std]`: the `device` layer
 //! (our stand-in for `cuda_std`) wraps thread indices, barriers, shared memory,
 //! warp shuffles, atomics and `vprintf`, and each kernel family lives in its own
 //! module with its `extern "ptx-kernel"` entry points.

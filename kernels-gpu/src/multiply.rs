@@ -3,7 +3,7 @@
 //! Seed 000 computes its index as `threadIdx.x * blockDim.x + threadIdx.x`,
 //! which hands every block the same elements; here the index is the correct
 //! `blockIdx.x * blockDim.x + threadIdx.x` with stride
-//! `blockDim.x * gridDim.x` ([`thread::grid_stride`](crate::device::thread::grid_stride)).
+//! `blockDim.x * gridDim.x` (`device::thread::grid_stride`).
 //!
 //! K6 `vector_sum_i32` (seed 001, PyOpenCL's `vectorSum`) and K19
 //! `empty_kernel` live here too: they are the same one-line shape.
