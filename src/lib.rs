@@ -16,6 +16,7 @@
 //! Everything of the host crate is re-exported: [`Gpu`] and its launchers,
 //! [`Error`], the CPU references, timing helpers. The command-line program
 //! `cuda-kernels` runs the demos ([`demos`]) and the benchmarks.
+#![warn(missing_docs)]
 pub use cuda_kernels_gpu as kernels;
 pub use cuda_kernels_host::*;
 

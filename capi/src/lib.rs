@@ -18,6 +18,7 @@
 //! opened by the first call and kept, as the CUDA runtime keeps its primary
 //! context in the seed's `.so`; after a CUDA failure it is dropped and the
 //! next call opens it again.
+#![warn(missing_docs)]
 use std::cell::RefCell;
 use std::ffi::{CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};

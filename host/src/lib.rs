@@ -13,6 +13,7 @@
 //! - [`timing`]: CUDA-event timers; [`bench`](mod@bench): reference bandwidths;
 //! - [`device_info`]: the device query (K2);
 //! - [`multiply`] (K1, K6, K19), [`hello`] (K17), and the other families.
+#![warn(missing_docs)]
 pub mod bench;
 pub mod device_checks;
 pub mod device_info;

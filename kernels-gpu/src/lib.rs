@@ -17,6 +17,7 @@
 //!   inputs, outputs, scalars; no slices or structs by value;
 //! - sizes are validated once by the host launcher (the `# Safety` section of
 //!   each kernel says what it relies on), so kernels use unchecked accesses.
+#![warn(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![cfg_attr(
     target_arch = "nvptx64",
