@@ -167,6 +167,12 @@ fn streams(gpu: Option<&Gpu>, arrays: usize, len: usize, report: &mut Report) ->
     let (mean, std) = streamed.kernel_mean_std().unwrap_or((f64::NAN, f64::NAN));
     println!("Mean kernel duration (milliseconds): {mean:.3}");
     println!("Mean kernel standard deviation (milliseconds): {std:.3}");
+    let busy: f64 = streamed.kernel_ms.iter().map(|&k| k as f64).sum();
+    println!(
+        "overlap: {busy:.1} ms of kernel time in a {:.1} ms span ({:.1} kernels at once on average)",
+        streamed.gpu_ms,
+        busy / streamed.gpu_ms
+    );
     let check = |t: &BatchTiming| match t.first_mismatch {
         None => Check::Pass("every output == its input".into()),
         Some((a, e)) => Check::Fail(format!("array {a}, element {e} differs")),
