@@ -15,7 +15,8 @@ use cuda_kernels::contexts::{ThreadContext, manual_context_roundtrip, threads_mu
 use cuda_kernels::life::{LifeSims, check_lattice, life_cpu, random_lattice};
 use cuda_kernels::ndarray::{Array1, Array2, array};
 use cuda_kernels::streams::{
-    SEED_BLOCK, SEED_GRID, SerialBatch, StreamBatch, first_difference, mult_ker_cpu, randn_arrays,
+    IssueOrder, SEED_BLOCK, SEED_GRID, SerialBatch, StreamBatch, first_difference, mult_ker_cpu,
+    randn_arrays,
 };
 use cuda_kernels::util::Rng;
 use cuda_kernels::{Error, Gpu};
@@ -168,8 +169,8 @@ fn batches_preserve_every_array(gpu: &Gpu) -> Result<(), Failed> {
         format!("serial: {serial:?}")
     })?;
     let mut batch = StreamBatch::new(gpu, &inputs).map_err(fail)?;
-    for _ in 0..2 {
-        let t = batch.run().map_err(fail)?;
+    for order in [IssueOrder::BreadthFirst, IssueOrder::DepthFirst] {
+        let t = batch.run_with(order).map_err(fail)?;
         ensure(t.first_mismatch.is_none(), || {
             format!("streams: {:?}", t.first_mismatch)
         })?;

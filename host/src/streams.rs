@@ -218,6 +218,10 @@ pub struct BatchTiming {
     /// Each kernel's duration from its stream's start and end events (the
     /// stream version only; empty for the serial one).
     pub kernel_ms: Vec<f32>,
+    /// When the first kernel's start event and the last kernel's end event
+    /// completed, in milliseconds from the start of the run (the stream
+    /// version only).
+    pub kernel_window_ms: Option<(f64, f64)>,
     /// The first array (and element) whose output differs from its input.
     pub first_mismatch: Option<(usize, usize)>,
 }
@@ -314,6 +318,7 @@ impl<'g, 'a> SerialBatch<'g, 'a> {
             wall_ms,
             gpu_ms,
             kernel_ms: Vec::new(),
+            kernel_window_ms: None,
             first_mismatch,
         })
     }
@@ -331,6 +336,16 @@ impl Drop for SerialBatch<'_, '_> {
             std::mem::forget(std::mem::take(&mut self.device));
         }
     }
+}
+
+/// The order in which [`StreamBatch`] queues its work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IssueOrder {
+    /// All copies in, then all kernels, then all copies out (the seed's
+    /// three loops).
+    BreadthFirst,
+    /// Lane by lane: copy in, kernel, copy out.
+    DepthFirst,
 }
 
 /// K13 + K14 (b), stream version: one [`Lane`] per array (its own
@@ -367,19 +382,40 @@ impl<'g, 'a> StreamBatch<'g, 'a> {
     /// lane's copy out; then the host waits for each lane and checks its
     /// output against its input.
     pub fn run(&mut self) -> Result<BatchTiming> {
+        self.run_with(IssueOrder::BreadthFirst)
+    }
+
+    /// One run with the chosen issue order.
+    pub fn run_with(&mut self, order: IssueOrder) -> Result<BatchTiming> {
         let t = Instant::now();
-        for (lane, [begin, ..]) in self.lanes.iter_mut().zip(&self.events) {
-            lane.record(begin)?;
-            lane.upload(0)?;
-        }
-        for (lane, [_, k_start, k_end, _]) in self.lanes.iter_mut().zip(&self.events) {
-            lane.record(k_start)?;
-            lane.mult_ker(0, SEED_GRID, SEED_BLOCK)?;
-            lane.record(k_end)?;
-        }
-        for (lane, [.., end]) in self.lanes.iter_mut().zip(&self.events) {
-            lane.download(0)?;
-            lane.record(end)?;
+        match order {
+            IssueOrder::BreadthFirst => {
+                for (lane, [begin, ..]) in self.lanes.iter_mut().zip(&self.events) {
+                    lane.record(begin)?;
+                    lane.upload(0)?;
+                }
+                for (lane, [_, k_start, k_end, _]) in self.lanes.iter_mut().zip(&self.events) {
+                    lane.record(k_start)?;
+                    lane.mult_ker(0, SEED_GRID, SEED_BLOCK)?;
+                    lane.record(k_end)?;
+                }
+                for (lane, [.., end]) in self.lanes.iter_mut().zip(&self.events) {
+                    lane.download(0)?;
+                    lane.record(end)?;
+                }
+            }
+            IssueOrder::DepthFirst => {
+                for (lane, [begin, k_start, k_end, end]) in self.lanes.iter_mut().zip(&self.events)
+                {
+                    lane.record(begin)?;
+                    lane.upload(0)?;
+                    lane.record(k_start)?;
+                    lane.mult_ker(0, SEED_GRID, SEED_BLOCK)?;
+                    lane.record(k_end)?;
+                    lane.download(0)?;
+                    lane.record(end)?;
+                }
+            }
         }
         let mut first_mismatch = None;
         for (k, (lane, input)) in self.lanes.iter().zip(self.inputs).enumerate() {
@@ -396,9 +432,12 @@ impl<'g, 'a> StreamBatch<'g, 'a> {
         let since = |e: &Event| e.elapsed_time_f32(origin).during(K, "cuEventElapsedTime");
         let (mut first, mut last) = (0.0f32, 0.0f32);
         let mut kernel_ms = Vec::with_capacity(self.lanes.len());
+        let mut window = (f32::INFINITY, f32::NEG_INFINITY);
         for [begin, k_start, k_end, end] in &self.events {
             first = first.min(since(begin)?);
             last = last.max(since(end)?);
+            window.0 = window.0.min(since(k_start)?);
+            window.1 = window.1.max(since(k_end)?);
             kernel_ms.push(
                 k_end
                     .elapsed_time_f32(k_start)
@@ -409,6 +448,7 @@ impl<'g, 'a> StreamBatch<'g, 'a> {
             wall_ms,
             gpu_ms: (last - first) as f64,
             kernel_ms,
+            kernel_window_ms: Some(((window.0 - first) as f64, (window.1 - first) as f64)),
             first_mismatch,
         })
     }

@@ -23,18 +23,50 @@ pub fn next_state(cell: i32, neighbours: i32) -> i32 {
     }
 }
 
+/// Index arithmetic for [`life_cell`]: `u32` (cheaper on the GPU, whose
+/// 64-bit multiplies take several instructions; enough for lattices up to
+/// 65535×65535) or `usize` (any lattice).
+pub trait CellIndex:
+    Copy
+    + PartialEq
+    + core::ops::Add<Output = Self>
+    + core::ops::Sub<Output = Self>
+    + core::ops::Mul<Output = Self>
+{
+    /// 0.
+    const ZERO: Self;
+    /// 1.
+    const ONE: Self;
+}
+
+impl CellIndex for u32 {
+    const ZERO: Self = 0;
+    const ONE: Self = 1;
+}
+
+impl CellIndex for usize {
+    const ZERO: Self = 0;
+    const ONE: Self = 1;
+}
+
+/// The largest N for which every index of an N×N lattice fits in `u32`
+/// (`65535² < 2^32`).
+pub const MAX_U32_LATTICE: usize = u16::MAX as usize;
+
 /// The next state of cell `(x, y)` (column x, row y) of an `n`×`n` row-major
 /// lattice with wrap-around edges, reading cells through `read(index)`.
 ///
 /// The eight neighbours are `(x ± 1, y ± 1)` modulo `n`, computed with
-/// compares instead of `%` (cheaper on the GPU). Requires `x < n`, `y < n`;
-/// `read` is called only with indices below `n * n`.
+/// compares instead of `%` (cheaper on the GPU). Requires `x < n`, `y < n`
+/// and `n * n` representable in `I`; `read` is called only with indices
+/// below `n * n`. The result does not depend on `I`.
 #[inline(always)]
-pub fn life_cell(n: usize, x: usize, y: usize, read: impl Fn(usize) -> i32) -> i32 {
-    let left = if x == 0 { n - 1 } else { x - 1 };
-    let right = if x + 1 == n { 0 } else { x + 1 };
-    let up = if y == 0 { n - 1 } else { y - 1 };
-    let down = if y + 1 == n { 0 } else { y + 1 };
+pub fn life_cell<I: CellIndex>(n: I, x: I, y: I, read: impl Fn(I) -> i32) -> i32 {
+    let last = n - I::ONE;
+    let left = if x == I::ZERO { last } else { x - I::ONE };
+    let right = if x == last { I::ZERO } else { x + I::ONE };
+    let up = if y == I::ZERO { last } else { y - I::ONE };
+    let down = if y == last { I::ZERO } else { y + I::ONE };
     let (row_up, row, row_down) = (up * n, y * n, down * n);
     let neighbours = read(row_up + left)
         + read(row_up + x)
@@ -77,8 +109,15 @@ mod entry {
         if x >= n || y >= n {
             return;
         }
-        // SAFETY: life_cell reads only indices below n * n, the input's length.
-        let next = life_cell(n, x, y, |i| unsafe { *lattice.add(i) });
+        let next = if n <= MAX_U32_LATTICE {
+            // Every index fits in u32: cheaper index arithmetic, same result.
+            let (n, x, y) = (n as u32, x as u32, y as u32);
+            // SAFETY: life_cell reads only indices below n * n, the input's length.
+            life_cell(n, x, y, |i| unsafe { *lattice.add(i as usize) })
+        } else {
+            // SAFETY: as above.
+            life_cell(n, x, y, |i| unsafe { *lattice.add(i) })
+        };
         // SAFETY: x, y < n, so y * n + x < n * n, the output's length; one thread
         // per cell, and the output overlaps no input.
         unsafe { *lattice_out.add(y * n + x) = next };

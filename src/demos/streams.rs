@@ -15,8 +15,8 @@ use crate::bench::{device_copy_gbps, gb_per_s};
 use crate::contexts::{manual_context_roundtrip, threads_mult_ker};
 use crate::life::{LifeSims, life_cpu, life_step_cpu, random_lattice};
 use crate::streams::{
-    BatchTiming, SEED_BLOCK, SEED_GRID, SerialBatch, StreamBatch, first_difference, mult_ker_cpu,
-    randn_arrays,
+    BatchTiming, IssueOrder, SEED_BLOCK, SEED_GRID, SerialBatch, StreamBatch, first_difference,
+    mult_ker_cpu, randn_arrays,
 };
 use crate::timing::{GpuTimer, median};
 use crate::util::Rng;
@@ -46,6 +46,10 @@ pub enum Command {
         /// Elements per array (the seed's 1024²).
         #[arg(long, default_value_t = 1 << 20)]
         len: usize,
+        /// Queue lane by lane (copy in, kernel, copy out) instead of the
+        /// seed's three loops (all copies in, all kernels, all copies out).
+        #[arg(long)]
+        depth_first: bool,
     },
     /// K14 (a): one mult_ker<<<1, 64>>> between two events; query, sync, time.
     Events {
@@ -86,7 +90,18 @@ pub enum Command {
 pub fn run(cmd: &Command, gpu: Option<&Gpu>, report: &mut Report) -> Result<()> {
     match *cmd {
         Command::MultKer { len, grid, block } => mult_ker(gpu, len, grid, block, report),
-        Command::Streams { arrays, len } => streams(gpu, arrays, len, report),
+        Command::Streams {
+            arrays,
+            len,
+            depth_first,
+        } => {
+            let order = if depth_first {
+                IssueOrder::DepthFirst
+            } else {
+                IssueOrder::BreadthFirst
+            };
+            streams(gpu, arrays, len, order, report)
+        }
         Command::Events { len } => events(gpu, len, report),
         Command::Contexts { threads, len } => contexts(gpu, threads, len, report),
         Command::Life {
@@ -104,7 +119,7 @@ pub fn run(cmd: &Command, gpu: Option<&Gpu>, report: &mut Report) -> Result<()> 
 pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result<()> {
     mult_ker(gpu, 1 << 20, SEED_GRID, SEED_BLOCK, report)?;
     mult_ker(gpu, (1 << 20) + 3, SEED_GRID, SEED_BLOCK, report)?;
-    streams(gpu, 200, 1 << 20, report)?;
+    streams(gpu, 200, 1 << 20, IssueOrder::BreadthFirst, report)?;
     events(gpu, 100 << 20, report)?;
     contexts(gpu, 10, 1 << 20, report)?;
     life(gpu, 128, 4, 200, 1, &out_dir.join("life.gif"), report)
@@ -142,7 +157,13 @@ fn mult_ker(
     Ok(())
 }
 
-fn streams(gpu: Option<&Gpu>, arrays: usize, len: usize, report: &mut Report) -> Result<()> {
+fn streams(
+    gpu: Option<&Gpu>,
+    arrays: usize,
+    len: usize,
+    order: IssueOrder,
+    report: &mut Report,
+) -> Result<()> {
     let size = format!("{arrays} × {}", size_label(len));
     let Some(gpu) = gpu else {
         for name in ["mult_ker, default stream", "mult_ker, one stream per array"] {
@@ -157,7 +178,7 @@ fn streams(gpu: Option<&Gpu>, arrays: usize, len: usize, report: &mut Report) ->
         serial.wall_ms / 1e3,
         serial.gpu_ms
     );
-    let streamed = StreamBatch::new(gpu, &inputs)?.run()?;
+    let streamed = StreamBatch::new(gpu, &inputs)?.run_with(order)?;
     let speedup = serial.wall_ms / streamed.wall_ms;
     println!(
         "{arrays} streams: total time {:.3} s ({:.1} ms on the GPU's clock): {speedup:.1}× faster",
@@ -167,6 +188,11 @@ fn streams(gpu: Option<&Gpu>, arrays: usize, len: usize, report: &mut Report) ->
     let (mean, std) = streamed.kernel_mean_std().unwrap_or((f64::NAN, f64::NAN));
     println!("Mean kernel duration (milliseconds): {mean:.3}");
     println!("Mean kernel standard deviation (milliseconds): {std:.3}");
+    if let Some((a, b)) = streamed.kernel_window_ms {
+        println!(
+            "kernels ({order:?}): first start event at {a:.1} ms, last end event at {b:.1} ms"
+        );
+    }
     let busy: f64 = streamed.kernel_ms.iter().map(|&k| k as f64).sum();
     println!(
         "overlap: {busy:.1} ms of kernel time in a {:.1} ms span ({:.1} kernels at once on average)",
