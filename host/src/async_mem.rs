@@ -19,7 +19,7 @@
 //! 1. **Only the lane's own stream touches the lane's memory.** Every
 //!    operation that queues work ([`Lane::upload`], [`Lane::download`],
 //!    [`Lane::copy_on_device`], and the kernel launchers written on top of
-//!    [`Lane::launch_target`], such as `Lane::mult_ker` and
+//!    `Lane::launch_target`, such as `Lane::mult_ker` and
 //!    `Lane::conway_step`) queues it on `self.stream`, and the buffers are
 //!    private fields: no safe code can hand them to another stream. (Unsafe
 //!    code that takes raw device pointers carries that obligation itself.)
@@ -87,7 +87,7 @@ impl<'g, T: DeviceCopy + Default + Zeroable, const D: usize> Lane<'g, T, D> {
     /// A lane of `len` elements: a new non-blocking stream (so it runs
     /// concurrently with every other stream, the legacy default stream
     /// included), a page-locked host buffer and `D` device buffers, all
-    /// zeroed.
+    /// zeroed (the device buffers by a memset queued on the lane's stream).
     ///
     /// Errors if `len` or `D` is 0, or on allocation failure.
     pub fn new(gpu: &'g Gpu, len: usize) -> Result<Self> {
@@ -101,12 +101,36 @@ impl<'g, T: DeviceCopy + Default + Zeroable, const D: usize> Lane<'g, T, D> {
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).during(K, "cuStreamCreate")?;
         let host = LockedBuffer::new(&T::default(), len).during(K, "cuMemAllocHost")?;
         let mut buffers = Vec::with_capacity(D);
-        for _ in 0..D {
-            buffers.push(DeviceBuffer::zeroed(len).during(K, "cuMemAlloc")?);
+        let zeroed = (|| -> Result<()> {
+            for _ in 0..D {
+                // SAFETY: nothing reads the buffer before the memset queued next, and
+                // everything that reads it is queued after it on the same stream.
+                let buf = unsafe { DeviceBuffer::<T>::uninitialized(len) };
+                let mut buf = buf.during(K, "cuMemAlloc")?;
+                // Zeroed on the lane's own stream: `DeviceBuffer::zeroed` memsets on the
+                // legacy default stream, asynchronously, and a non-blocking stream is not
+                // ordered after that, so a later upload could race with the memset.
+                // SAFETY: the buffer holds `len` elements and is used only by this stream.
+                let queued = unsafe { buf.set_zero_async(&stream) };
+                buffers.push(buf);
+                queued.during(K, "cuMemsetD8Async")?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = zeroed {
+            // Memsets may be queued on the buffers: wait before freeing them.
+            if stream.synchronize().is_err() {
+                std::mem::forget(buffers);
+            }
+            return Err(e);
         }
-        let device: [DeviceBuffer<T>; D] = buffers
-            .try_into()
-            .map_err(|_| Error::invalid(K, "device buffer count"))?;
+        let device: [DeviceBuffer<T>; D] = buffers.try_into().map_err(|unused| {
+            // Unreachable (exactly D were pushed); still, wait before freeing.
+            if stream.synchronize().is_err() {
+                std::mem::forget(unused);
+            }
+            Error::invalid(K, "device buffer count")
+        })?;
         Ok(Self {
             gpu,
             stream,
@@ -115,7 +139,8 @@ impl<'g, T: DeviceCopy + Default + Zeroable, const D: usize> Lane<'g, T, D> {
         })
     }
 
-    /// A lane whose host buffer holds a copy of `data` (nothing is queued yet).
+    /// A lane whose host buffer holds a copy of `data` (only the zeroing of
+    /// the device buffers is queued).
     pub fn from_host(gpu: &'g Gpu, data: &[T]) -> Result<Self> {
         let mut lane = Self::new(gpu, data.len())?;
         lane.host.copy_from_slice(data);
