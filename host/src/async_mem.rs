@@ -17,7 +17,8 @@
 //! made in. The argument, point by point:
 //!
 //! 1. **Only the lane's own stream touches the lane's memory.** Every
-//!    operation that queues work ([`Lane::upload`], [`Lane::download`],
+//!    operation that queues work (the zeroing of the device buffers at
+//!    creation, [`Lane::upload`], [`Lane::download`],
 //!    [`Lane::copy_on_device`], and the kernel launchers written on top of
 //!    `Lane::launch_target`, such as `Lane::mult_ker` and
 //!    `Lane::conway_step`) queues it on `self.stream`, and the buffers are
