@@ -14,13 +14,16 @@
 //! - [`device_info`]: the device query (K2);
 //! - [`multiply`] (K1, K6, K19), [`hello`] (K17), and the other families.
 #![warn(missing_docs)]
+pub mod async_mem;
 pub mod bench;
+pub mod contexts;
 pub mod device_checks;
 pub mod device_info;
 pub mod error;
 pub mod gpu;
 pub mod hello;
 pub mod launch;
+pub mod life;
 pub mod mandelbrot;
 pub mod matrices;
 pub mod multiply;
@@ -48,6 +51,7 @@ pub fn entry_points() -> Vec<&'static str> {
         reduce::ENTRY_POINTS,
         mandelbrot::ENTRY_POINTS,
         streams::ENTRY_POINTS,
+        life::ENTRY_POINTS,
     ]
     .concat()
 }

@@ -1,4 +1,574 @@
-//! Launchers of the streams family (not written yet).
+//! Launchers of seed 003's streams and events demos: K12 `mult_ker`, K13 the
+//! 200 arrays on the default stream versus one stream each, K14 events (one
+//! kernel timed and queried; per-stream kernel durations).
+//!
+//! "The default stream" here is the [`Gpu`]'s own stream: `cust` 0.3.2 has no
+//! handle for CUDA's NULL stream, and the `Gpu`'s stream is a *blocking*
+//! stream, so it is ordered with the legacy default stream that the
+//! synchronous copies (`cuMemcpyHtoD`/`DtoH`) use: copies and kernels run one
+//! after the other, exactly as in the seed's serial version. The stream
+//! version uses [`Lane`]s: non-blocking streams that own their page-locked host
+//! buffer and device buffer (see [`crate::async_mem`] for why that is sound).
+//!
+//! # Where the stream version's speedup comes from
+//! - **Copies overlap kernels, in both directions.** The GPU has separate
+//!   copy engines for host→device and device→host; copies from page-locked
+//!   memory are true DMA transfers that run while kernels of other streams
+//!   compute. (The serial version copies from pageable memory, synchronously.)
+//! - **Kernels of different streams run at the same time.** `mult_ker<<<1, 64>>>`
+//!   is one block: it occupies a sliver of one SM (an H100 has 132, and runs up
+//!   to 128 kernels at once), and it is latency-bound (each thread walks 16384
+//!   elements, each a chain of 100 dependent float operations after a load),
+//!   so 200 of them side by side take little longer than one.
+//! - **But only as many at once as the driver has hardware queues.** Streams
+//!   are mapped onto `CUDA_DEVICE_MAX_CONNECTIONS` hardware work queues
+//!   (default 8, at most 32; read when the context is created), and work in
+//!   one queue starts in order, so by default at most 8 of these kernels run
+//!   at once. Measured on an H100 (200 arrays of 2^20, CUDA-event spans):
+//!   the default stream 2.09 s; one stream per array in the seed's order
+//!   253 ms (8.3×) with the default 8 queues, and with
+//!   `CUDA_DEVICE_MAX_CONNECTIONS=32` 78–84 ms (25–27×), or 68–71 ms
+//!   (29–31×, 28 kernels at once) queued depth-first. (Depth-first with 8
+//!   queues varied between 228 and 478 ms from run to run.)
+//!   See [`hardware_queues`].
+use std::time::Instant;
+
+use cust::event::{Event, EventFlags, EventStatus};
+use cust::launch;
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
+use ndarray::{Array1, ArrayView1};
+
+use cuda_kernels_gpu::streams::mult_ker_element;
+
+use crate::Gpu;
+use crate::async_mem::{Lane, mean_std};
+use crate::error::{CudaResultExt, Error, Result};
+use crate::launch::{MAX_GRID_X, check_block};
+use crate::util::contiguous;
 
 /// The PTX entry points this module launches.
-pub const ENTRY_POINTS: &[&str] = &[];
+pub const ENTRY_POINTS: &[&str] = &["mult_ker"];
+
+const K: &str = "mult_ker";
+
+/// The seed's launch shape for `mult_ker`: one block…
+pub const SEED_GRID: u32 = 1;
+/// …of 64 threads (few threads per kernel, so that kernels of different
+/// streams can run side by side).
+pub const SEED_BLOCK: u32 = 64;
+
+/// Checks a `mult_ker` launch: a non-empty array, 1 ≤ grid ≤ 2^31 − 1 blocks,
+/// a legal block.
+pub fn check_mult_ker(len: usize, grid: u32, block: u32) -> Result<()> {
+    if len == 0 {
+        return Err(Error::invalid(K, "empty array: nothing to launch"));
+    }
+    if grid == 0 || grid > MAX_GRID_X {
+        return Err(Error::invalid(
+            K,
+            format!("grid of {grid} blocks; between 1 and {MAX_GRID_X}"),
+        ));
+    }
+    check_block(K, (block, 1, 1))
+}
+
+/// CPU reference for `mult_ker`: the same [`mult_ker_element`] on every
+/// element (the result equals the input).
+pub fn mult_ker_cpu(data: ArrayView1<f32>) -> Array1<f32> {
+    data.mapv(mult_ker_element)
+}
+
+/// Whether two float slices are equal bit for bit; the first differing
+/// index otherwise.
+pub fn first_difference(got: &[f32], expected: &[f32]) -> Option<usize> {
+    if got.len() != expected.len() {
+        return Some(got.len().min(expected.len()));
+    }
+    got.iter()
+        .zip(expected)
+        .position(|(g, e)| g.to_bits() != e.to_bits())
+}
+
+impl Gpu {
+    /// K12: copies `data` in, runs `mult_ker<<<grid, block>>>` on it, copies
+    /// it back (the output equals the input). The seed's shape is
+    /// `(SEED_GRID, SEED_BLOCK)`; any shape covers any length.
+    pub fn mult_ker(&self, data: ArrayView1<f32>, grid: u32, block: u32) -> Result<Array1<f32>> {
+        check_mult_ker(data.len(), grid, block)?;
+        self.bind()?;
+        let mut buf =
+            DeviceBuffer::from_slice(&contiguous(&data)).during(K, "copy to the device")?;
+        // SAFETY: `buf` lives until `settle` below has synchronized the stream.
+        let launched = unsafe { self.mult_ker_on_device(&mut buf, grid, block) };
+        settle(self, buf, launched, |buf, ()| {
+            let mut out = vec![0.0f32; data.len()];
+            buf.copy_to(&mut out[..]).during(K, "copy to the host")?;
+            Ok(Array1::from(out))
+        })
+    }
+
+    /// Queues `mult_ker<<<grid, block>>>` on [`Gpu::stream`] over data already
+    /// on the device, in place.
+    ///
+    /// # Safety
+    /// `data` must stay allocated, and untouched by anything but this stream,
+    /// until [`Gpu::stream`] has been synchronized (freeing it earlier would
+    /// free memory under a running kernel). Safe code uses [`Gpu::mult_ker`]
+    /// or a [`Lane`], which guarantee it.
+    pub unsafe fn mult_ker_on_device(
+        &self,
+        data: &mut DeviceSlice<f32>,
+        grid: u32,
+        block: u32,
+    ) -> Result<()> {
+        check_mult_ker(data.len(), grid, block)?;
+        self.bind()?;
+        let f = self.function(K)?;
+        let stream = self.stream();
+        // SAFETY: `data` holds data.len() f32 (its own length); the caller keeps it
+        // allocated and otherwise unused until the stream is synchronized.
+        unsafe { launch!(f<<<grid, block, 0, stream>>>(data.as_device_ptr(), data.len())) }
+            .during(K, "launch")
+    }
+
+    /// K14 (a): one `mult_ker<<<1, 64>>>` over `data` between a start and an
+    /// end event on [`Gpu::stream`]; the events are queried right after the
+    /// launch, then the end event is synchronized and both are queried again.
+    pub fn mult_ker_events(&self, data: ArrayView1<f32>) -> Result<(Array1<f32>, EventsReport)> {
+        check_mult_ker(data.len(), SEED_GRID, SEED_BLOCK)?;
+        self.bind()?;
+        let f = self.function(K)?;
+        let stream = self.stream();
+        let buf = DeviceBuffer::from_slice(&contiguous(&data)).during(K, "copy to the device")?;
+        let (ptr, len) = (buf.as_device_ptr(), buf.len());
+        let queued = (|| {
+            let start = Event::new(EventFlags::DEFAULT).during(K, "cuEventCreate")?;
+            let end = Event::new(EventFlags::DEFAULT).during(K, "cuEventCreate")?;
+            start.record(stream).during(K, "cuEventRecord")?;
+            // SAFETY: `buf` holds len f32 and is used by nothing else; `settle` below
+            // synchronizes the stream before it is read or freed.
+            unsafe { launch!(f<<<SEED_GRID, SEED_BLOCK, 0, stream>>>(ptr, len)) }
+                .during(K, "launch")?;
+            end.record(stream).during(K, "cuEventRecord")?;
+            let done = |e: &Event| {
+                e.query()
+                    .map(|s| s == EventStatus::Ready)
+                    .during(K, "cuEventQuery")
+            };
+            let (start_after_launch, end_after_launch) = (done(&start)?, done(&end)?);
+            end.synchronize().during(K, "cuEventSynchronize")?;
+            let (start_after_sync, end_after_sync) = (done(&start)?, done(&end)?);
+            Ok(EventsReport {
+                start_done_after_launch: start_after_launch,
+                end_done_after_launch: end_after_launch,
+                start_done_after_sync: start_after_sync,
+                end_done_after_sync: end_after_sync,
+                kernel_ms: end
+                    .elapsed_time_f32(&start)
+                    .during(K, "cuEventElapsedTime")?,
+            })
+        })();
+        settle(self, buf, queued, |buf, report| {
+            let mut out = vec![0.0f32; len];
+            buf.copy_to(&mut out[..]).during(K, "copy to the host")?;
+            Ok((Array1::from(out), report))
+        })
+    }
+}
+
+/// Synchronizes [`Gpu::stream`] after work was queued on `buf` (`queued` is
+/// how queueing went), then hands `buf` to `then`. If the stream cannot be
+/// synchronized (a kernel fault), `buf` is leaked instead of freed: it might
+/// still be in use.
+fn settle<Q, T>(
+    gpu: &Gpu,
+    mut buf: DeviceBuffer<f32>,
+    queued: Result<Q>,
+    then: impl FnOnce(&mut DeviceBuffer<f32>, Q) -> Result<T>,
+) -> Result<T> {
+    if let Err(e) = gpu.synchronize(K) {
+        std::mem::forget(buf);
+        return Err(queued.err().unwrap_or(e));
+    }
+    then(&mut buf, queued?)
+}
+
+/// What K14 (a) saw.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EventsReport {
+    /// `start.query()` right after the launch (the seed prints "Has the kernel
+    /// started yet?").
+    pub start_done_after_launch: bool,
+    /// `end.query()` right after the launch (normally false: still running).
+    pub end_done_after_launch: bool,
+    /// `start.query()` after `end.synchronize()` (true).
+    pub start_done_after_sync: bool,
+    /// `end.query()` after `end.synchronize()` (true).
+    pub end_done_after_sync: bool,
+    /// Milliseconds between the two events (the kernel's duration).
+    pub kernel_ms: f32,
+}
+
+impl<const D: usize> Lane<'_, f32, D> {
+    /// Queues `mult_ker<<<grid, block>>>` on device buffer `dev`, in place, on
+    /// the lane's stream.
+    pub fn mult_ker(&mut self, dev: usize, grid: u32, block: u32) -> Result<()> {
+        let len = self.len();
+        check_mult_ker(len, grid, block)?;
+        let (gpu, stream, ptrs) = self.launch_target()?;
+        let ptr = *ptrs.get(dev).ok_or_else(|| {
+            Error::invalid(
+                K,
+                format!("device buffer {dev} does not exist (the lane has {D})"),
+            )
+        })?;
+        let f = gpu.function(K)?;
+        // SAFETY: the lane's buffers hold `len` f32 each and are used only by the lane's
+        // stream, which the lane synchronizes before freeing them (async_mem, points 1-4).
+        unsafe { launch!(f<<<grid, block, 0, stream>>>(ptr, len)) }.during(K, "launch")
+    }
+}
+
+/// Times of one 200-array run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchTiming {
+    /// Host wall-clock milliseconds from the first copy queued to the last
+    /// result on the host (the seed's `time()` difference).
+    pub wall_ms: f64,
+    /// The same span measured by CUDA events on the GPU.
+    pub gpu_ms: f64,
+    /// Each kernel's duration from its stream's start and end events (the
+    /// stream version only; empty for the serial one).
+    pub kernel_ms: Vec<f32>,
+    /// When the first kernel's start event and the last kernel's end event
+    /// completed, in milliseconds from the start of the run (the stream
+    /// version only).
+    pub kernel_window_ms: Option<(f64, f64)>,
+    /// The first array (and element) whose output differs from its input.
+    pub first_mismatch: Option<(usize, usize)>,
+}
+
+impl BatchTiming {
+    /// Mean and standard deviation of [`BatchTiming::kernel_ms`].
+    pub fn kernel_mean_std(&self) -> Option<(f64, f64)> {
+        mean_std(&self.kernel_ms)
+    }
+}
+
+fn check_batch(inputs: &[Vec<f32>]) -> Result<usize> {
+    let Some(first) = inputs.first() else {
+        return Err(Error::invalid(K, "0 arrays: nothing to run"));
+    };
+    let len = first.len();
+    if len == 0 {
+        return Err(Error::invalid(K, "arrays of length 0: nothing to run"));
+    }
+    if let Some(i) = inputs.iter().position(|a| a.len() != len) {
+        return Err(Error::invalid(
+            K,
+            format!(
+                "array {i} has {} elements, array 0 has {len}",
+                inputs[i].len()
+            ),
+        ));
+    }
+    Ok(len)
+}
+
+/// K13, serial version: the arrays in pageable host memory, their device
+/// buffers, and [`SerialBatch::run`], which copies all in, launches
+/// `mult_ker<<<1, 64>>>` on each, and copies all out, everything on the
+/// `Gpu`'s (blocking) stream and the legacy default stream.
+pub struct SerialBatch<'g, 'a> {
+    gpu: &'g Gpu,
+    inputs: &'a [Vec<f32>],
+    device: Vec<DeviceBuffer<f32>>,
+    outputs: Vec<Vec<f32>>,
+}
+
+impl<'g, 'a> SerialBatch<'g, 'a> {
+    /// Allocates a device buffer per array (not timed: allocation is the
+    /// same in both versions).
+    pub fn new(gpu: &'g Gpu, inputs: &'a [Vec<f32>]) -> Result<Self> {
+        let len = check_batch(inputs)?;
+        gpu.bind()?;
+        let device = (0..inputs.len())
+            .map(|_| DeviceBuffer::zeroed(len).during(K, "cuMemAlloc"))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            gpu,
+            inputs,
+            device,
+            outputs: vec![vec![0.0; len]; inputs.len()],
+        })
+    }
+
+    /// One run: all copies in, all kernels, all copies out; checks every
+    /// output against its input.
+    pub fn run(&mut self) -> Result<BatchTiming> {
+        let gpu = self.gpu;
+        gpu.bind()?;
+        let start = Event::new(EventFlags::DEFAULT).during(K, "cuEventCreate")?;
+        let end = Event::new(EventFlags::DEFAULT).during(K, "cuEventCreate")?;
+        let t = Instant::now();
+        start.record(gpu.stream()).during(K, "cuEventRecord")?;
+        for (buf, input) in self.device.iter_mut().zip(self.inputs) {
+            buf.copy_from(&input[..]).during(K, "copy to the device")?;
+        }
+        for buf in &mut self.device {
+            // SAFETY: the buffers belong to the batch: `run` synchronizes the stream
+            // before reading them and `Drop` before freeing them.
+            unsafe { gpu.mult_ker_on_device(buf, SEED_GRID, SEED_BLOCK) }?;
+        }
+        gpu.synchronize(K)?;
+        for (buf, out) in self.device.iter().zip(&mut self.outputs) {
+            buf.copy_to(&mut out[..]).during(K, "copy to the host")?;
+        }
+        end.record(gpu.stream()).during(K, "cuEventRecord")?;
+        end.synchronize().during(K, "cuEventSynchronize")?;
+        let wall_ms = t.elapsed().as_secs_f64() * 1e3;
+        let gpu_ms = end
+            .elapsed_time_f32(&start)
+            .during(K, "cuEventElapsedTime")? as f64;
+        let first_mismatch = self
+            .outputs
+            .iter()
+            .zip(self.inputs)
+            .enumerate()
+            .find_map(|(k, (o, i))| first_difference(o, i).map(|e| (k, e)));
+        Ok(BatchTiming {
+            wall_ms,
+            gpu_ms,
+            kernel_ms: Vec::new(),
+            kernel_window_ms: None,
+            first_mismatch,
+        })
+    }
+
+    /// The outputs of the last run.
+    pub fn outputs(&self) -> &[Vec<f32>] {
+        &self.outputs
+    }
+}
+
+impl Drop for SerialBatch<'_, '_> {
+    fn drop(&mut self) {
+        // A run that failed half-way may have left kernels queued on the buffers.
+        if self.gpu.synchronize(K).is_err() {
+            std::mem::forget(std::mem::take(&mut self.device));
+        }
+    }
+}
+
+/// The order in which [`StreamBatch`] queues its work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IssueOrder {
+    /// All copies in, then all kernels, then all copies out (the seed's
+    /// three loops).
+    BreadthFirst,
+    /// Lane by lane: copy in, kernel, copy out.
+    DepthFirst,
+}
+
+/// K13 + K14 (b), stream version: one [`Lane`] per array (its own
+/// non-blocking stream, page-locked host buffer and device buffer) and four
+/// events per lane: begin, kernel start, kernel end, end.
+pub struct StreamBatch<'g, 'a> {
+    inputs: &'a [Vec<f32>],
+    lanes: Vec<Lane<'g, f32, 1>>,
+    events: Vec<[Event; 4]>,
+}
+
+impl<'g, 'a> StreamBatch<'g, 'a> {
+    /// Creates the lanes and fills their page-locked buffers with the inputs
+    /// (not timed).
+    pub fn new(gpu: &'g Gpu, inputs: &'a [Vec<f32>]) -> Result<Self> {
+        check_batch(inputs)?;
+        let lanes = inputs
+            .iter()
+            .map(|a| Lane::from_host(gpu, a))
+            .collect::<Result<Vec<_>>>()?;
+        let event = || Event::new(EventFlags::DEFAULT).during(K, "cuEventCreate");
+        let events = (0..inputs.len())
+            .map(|_| Ok([event()?, event()?, event()?, event()?]))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            inputs,
+            lanes,
+            events,
+        })
+    }
+
+    /// One run, queued breadth-first as in the seed: every lane's copy in,
+    /// then every lane's kernel between its start and end events, then every
+    /// lane's copy out; then the host waits for each lane and checks its
+    /// output against its input.
+    pub fn run(&mut self) -> Result<BatchTiming> {
+        self.run_with(IssueOrder::BreadthFirst)
+    }
+
+    /// One run with the chosen issue order.
+    pub fn run_with(&mut self, order: IssueOrder) -> Result<BatchTiming> {
+        let t = Instant::now();
+        match order {
+            IssueOrder::BreadthFirst => {
+                for (lane, [begin, ..]) in self.lanes.iter_mut().zip(&self.events) {
+                    lane.record(begin)?;
+                    lane.upload(0)?;
+                }
+                for (lane, [_, k_start, k_end, _]) in self.lanes.iter_mut().zip(&self.events) {
+                    lane.record(k_start)?;
+                    lane.mult_ker(0, SEED_GRID, SEED_BLOCK)?;
+                    lane.record(k_end)?;
+                }
+                for (lane, [.., end]) in self.lanes.iter_mut().zip(&self.events) {
+                    lane.download(0)?;
+                    lane.record(end)?;
+                }
+            }
+            IssueOrder::DepthFirst => {
+                for (lane, [begin, k_start, k_end, end]) in self.lanes.iter_mut().zip(&self.events)
+                {
+                    lane.record(begin)?;
+                    lane.upload(0)?;
+                    lane.record(k_start)?;
+                    lane.mult_ker(0, SEED_GRID, SEED_BLOCK)?;
+                    lane.record(k_end)?;
+                    lane.download(0)?;
+                    lane.record(end)?;
+                }
+            }
+        }
+        for lane in &self.lanes {
+            lane.synchronize()?;
+        }
+        // The seed stops its clock here too, before it checks the outputs.
+        let wall_ms = t.elapsed().as_secs_f64() * 1e3;
+        let mut first_mismatch = None;
+        for (k, (lane, input)) in self.lanes.iter().zip(self.inputs).enumerate() {
+            let out = lane.host()?;
+            if first_mismatch.is_none() {
+                first_mismatch = first_difference(out, input).map(|e| (k, e));
+            }
+        }
+        // The GPU span: from the earliest begin event to the latest end event, all
+        // measured from lane 0's begin (events of different streams of one context
+        // share a clock).
+        let origin = &self.events[0][0];
+        let since = |e: &Event| e.elapsed_time_f32(origin).during(K, "cuEventElapsedTime");
+        let (mut first, mut last) = (0.0f32, 0.0f32);
+        let mut kernel_ms = Vec::with_capacity(self.lanes.len());
+        let mut window = (f32::INFINITY, f32::NEG_INFINITY);
+        for [begin, k_start, k_end, end] in &self.events {
+            first = first.min(since(begin)?);
+            last = last.max(since(end)?);
+            window.0 = window.0.min(since(k_start)?);
+            window.1 = window.1.max(since(k_end)?);
+            kernel_ms.push(
+                k_end
+                    .elapsed_time_f32(k_start)
+                    .during(K, "cuEventElapsedTime")?,
+            );
+        }
+        Ok(BatchTiming {
+            wall_ms,
+            gpu_ms: (last - first) as f64,
+            kernel_ms,
+            kernel_window_ms: Some(((window.0 - first) as f64, (window.1 - first) as f64)),
+            first_mismatch,
+        })
+    }
+
+    /// The lanes (their host buffers hold the outputs of the last run).
+    pub fn lanes(&self) -> &[Lane<'g, f32, 1>] {
+        &self.lanes
+    }
+}
+
+/// The number of hardware work queues the driver gives a context: the
+/// environment variable `CUDA_DEVICE_MAX_CONNECTIONS` (1 to 32), read when the
+/// context is created, default 8. Streams are mapped onto these queues, and
+/// work in one queue runs in order: with the default, at most 8 of the
+/// one-block `mult_ker` kernels of different streams run at once, even though
+/// the GPU has room for 128.
+pub fn hardware_queues() -> u32 {
+    queues_from(std::env::var("CUDA_DEVICE_MAX_CONNECTIONS").ok().as_deref())
+}
+
+fn queues_from(value: Option<&str>) -> u32 {
+    value
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .map_or(8, |v| v.clamp(1, 32))
+}
+
+/// `count` arrays of `len` standard-normal f32 (the seed's
+/// `np.random.randn(array_len).astype('float32')`), reproducible from `seed`.
+pub fn randn_arrays(count: usize, len: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut rng = crate::util::Rng::new(seed);
+    (0..count)
+        .map(|_| (0..len).map(|_| rng.normal() as f32).collect())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    #[test]
+    fn cpu_reference_is_the_identity_bit_for_bit() {
+        let tiny = f32::from_bits(1); // the smallest subnormal
+        let big = f32::MAX / 2.0; // 2x still finite
+        let a = array![
+            0.0f32,
+            -0.0,
+            1.5,
+            -3.25e-20,
+            tiny,
+            -tiny,
+            big,
+            1e30,
+            f32::MIN_POSITIVE
+        ];
+        let out = mult_ker_cpu(a.view());
+        assert_eq!(
+            first_difference(out.as_slice().unwrap(), a.as_slice().unwrap()),
+            None
+        );
+        for x in randn_arrays(1, 10_000, 3).remove(0) {
+            assert_eq!(mult_ker_element(x).to_bits(), x.to_bits());
+        }
+    }
+
+    #[test]
+    fn shapes_are_checked_before_launch() {
+        assert!(check_mult_ker(10, SEED_GRID, SEED_BLOCK).is_ok());
+        assert!(check_mult_ker(0, 1, 64).is_err());
+        assert!(check_mult_ker(10, 0, 64).is_err());
+        assert!(check_mult_ker(10, 1, 0).is_err());
+        assert!(check_mult_ker(10, 1, 2048).is_err());
+    }
+
+    #[test]
+    fn batches_are_checked() {
+        assert!(check_batch(&[]).is_err());
+        assert!(check_batch(&[vec![]]).is_err());
+        assert!(check_batch(&[vec![1.0], vec![1.0, 2.0]]).is_err());
+        assert_eq!(check_batch(&[vec![1.0; 3], vec![2.0; 3]]).unwrap(), 3);
+    }
+
+    #[test]
+    fn hardware_queue_count() {
+        assert_eq!(queues_from(None), 8);
+        assert_eq!(queues_from(Some("32")), 32);
+        assert_eq!(queues_from(Some("64")), 32);
+        assert_eq!(queues_from(Some("x")), 8);
+    }
+
+    #[test]
+    fn differences_are_found_bitwise() {
+        assert_eq!(first_difference(&[1.0, 2.0], &[1.0, 2.0]), None);
+        assert_eq!(first_difference(&[1.0, 0.0], &[1.0, -0.0]), Some(1));
+        assert_eq!(first_difference(&[1.0], &[1.0, 2.0]), Some(1));
+    }
+}

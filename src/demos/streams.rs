@@ -1,24 +1,606 @@
-//! The streams demos (not written yet).
-use std::path::Path;
+//! The seed-003 demos: K12 `mult_ker`, K13 200 arrays on the default stream
+//! versus one stream each, K14 events, K16 (b, c) contexts and host threads,
+//! K15 Conway's Game of Life on four concurrent streams (an animated GIF).
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
-use super::{BenchRecord, Report};
-use crate::{Gpu, Result};
+use ndarray::{Array1, Array2, ArrayView2};
+
+use super::foundation::size_label;
+use super::{BenchRecord, Check, Report, Row, cpu_time, no_gpu};
+use crate::async_mem::Lane;
+use crate::bench::{device_copy_gbps, gb_per_s};
+use crate::contexts::{manual_context_roundtrip, threads_mult_ker};
+use crate::life::{LifeSims, life_cpu, life_step_cpu, random_lattice};
+use crate::streams::{
+    BatchTiming, IssueOrder, SEED_BLOCK, SEED_GRID, SerialBatch, StreamBatch, first_difference,
+    hardware_queues, mult_ker_cpu, randn_arrays,
+};
+use crate::timing::{GpuTimer, median};
+use crate::util::Rng;
+use crate::{Error, Gpu, Result};
 
 /// The streams subcommands.
 #[derive(Debug, clap::Subcommand)]
-pub enum Command {}
-
-/// Runs one streams subcommand.
-pub fn run(cmd: &Command, _gpu: Option<&Gpu>, _report: &mut Report) -> Result<()> {
-    match *cmd {}
+pub enum Command {
+    /// K12: mult_ker (50 × `x *= 2; x /= 2`, seed 003) on randn data.
+    MultKer {
+        /// Elements.
+        #[arg(long, default_value_t = 1 << 20)]
+        len: usize,
+        /// Blocks (the seed's 1).
+        #[arg(long, default_value_t = SEED_GRID)]
+        grid: u32,
+        /// Threads per block (the seed's 64).
+        #[arg(long, default_value_t = SEED_BLOCK)]
+        block: u32,
+    },
+    /// K13 + K14 (b): arrays on the default stream, then one stream each;
+    /// totals, speedup, per-stream kernel durations.
+    Streams {
+        /// Arrays (the seed's 200).
+        #[arg(long, default_value_t = 200)]
+        arrays: usize,
+        /// Elements per array (the seed's 1024²).
+        #[arg(long, default_value_t = 1 << 20)]
+        len: usize,
+        /// Queue lane by lane (copy in, kernel, copy out) instead of the
+        /// seed's three loops (all copies in, all kernels, all copies out).
+        #[arg(long)]
+        depth_first: bool,
+    },
+    /// K14 (a): one mult_ker<<<1, 64>>> between two events; query, sync, time.
+    Events {
+        /// Elements (the seed's 100·1024²).
+        #[arg(long, default_value_t = 100 << 20)]
+        len: usize,
+    },
+    /// K16 (b, c): a context made by hand; host threads with a context each.
+    Contexts {
+        /// Host threads (the seed's 10).
+        #[arg(long, default_value_t = 10)]
+        threads: usize,
+        /// Elements per thread's array (the seed's 1024²).
+        #[arg(long, default_value_t = 1 << 20)]
+        len: usize,
+    },
+    /// K15: Game of Life simulations in concurrent streams, as an animated GIF.
+    Life {
+        /// Lattice size N (N×N cells).
+        #[arg(long, default_value_t = 128)]
+        n: usize,
+        /// Simulations, one stream each (the seed's 4).
+        #[arg(long, default_value_t = 4)]
+        sims: usize,
+        /// Frames (steps).
+        #[arg(long, default_value_t = 200)]
+        steps: usize,
+        /// Pixels per cell in the GIF.
+        #[arg(long, default_value_t = 1)]
+        scale: usize,
+        /// The GIF to write.
+        #[arg(long, default_value = "life.gif")]
+        out: PathBuf,
+    },
 }
 
-/// The streams part of `cuda-kernels demo`.
-pub fn run_all(_gpu: Option<&Gpu>, _out_dir: &Path, _report: &mut Report) -> Result<()> {
+/// Runs one streams subcommand.
+pub fn run(cmd: &Command, gpu: Option<&Gpu>, report: &mut Report) -> Result<()> {
+    match *cmd {
+        Command::MultKer { len, grid, block } => mult_ker(gpu, len, grid, block, report),
+        Command::Streams {
+            arrays,
+            len,
+            depth_first,
+        } => {
+            let order = if depth_first {
+                IssueOrder::DepthFirst
+            } else {
+                IssueOrder::BreadthFirst
+            };
+            streams(gpu, arrays, len, order, report)
+        }
+        Command::Events { len } => events(gpu, len, report),
+        Command::Contexts { threads, len } => contexts(gpu, threads, len, report),
+        Command::Life {
+            n,
+            sims,
+            steps,
+            scale,
+            ref out,
+        } => life(gpu, n, sims, steps, scale, out, report),
+    }
+}
+
+/// The streams part of `cuda-kernels demo`: every demo at the seed's sizes,
+/// the GIF into `out_dir/life.gif`.
+pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result<()> {
+    mult_ker(gpu, 1 << 20, SEED_GRID, SEED_BLOCK, report)?;
+    mult_ker(gpu, (1 << 20) + 3, SEED_GRID, SEED_BLOCK, report)?;
+    streams(gpu, 200, 1 << 20, IssueOrder::BreadthFirst, report)?;
+    events(gpu, 100 << 20, report)?;
+    contexts(gpu, 10, 1 << 20, report)?;
+    life(gpu, 128, 4, 200, 1, &out_dir.join("life.gif"), report)
+}
+
+fn exact(got: &[f32], expected: &[f32]) -> Check {
+    match first_difference(got, expected) {
+        None => Check::Pass("output == input, bit for bit".into()),
+        Some(i) => Check::Fail(format!("element {i} differs")),
+    }
+}
+
+fn mult_ker(
+    gpu: Option<&Gpu>,
+    len: usize,
+    grid: u32,
+    block: u32,
+    report: &mut Report,
+) -> Result<()> {
+    let data: Array1<f32> = randn_arrays(1, len, 12).remove(0).into();
+    let (expected, cpu_ms) = cpu_time(|| mult_ker_cpu(data.view()));
+    let name = format!("mult_ker <<<{grid}, {block}>>> + copies");
+    let mut row = Row::new(name, size_label(len), no_gpu());
+    row.cpu_ms = Some(cpu_ms);
+    if let Some(gpu) = gpu {
+        gpu.bind()?;
+        let (out, ms) = GpuTimer::time(gpu.stream(), || gpu.mult_ker(data.view(), grid, block))?;
+        row.gpu_ms = Some(ms as f64);
+        row.check = exact(
+            out.as_slice().unwrap_or(&[]),
+            expected.as_slice().unwrap_or(&[]),
+        );
+    }
+    report.push(row);
     Ok(())
 }
 
-/// The streams part of `cuda-kernels bench`.
-pub fn bench(_gpu: &Gpu, _records: &mut Vec<BenchRecord>) -> Result<()> {
+fn streams(
+    gpu: Option<&Gpu>,
+    arrays: usize,
+    len: usize,
+    order: IssueOrder,
+    report: &mut Report,
+) -> Result<()> {
+    let size = format!("{arrays} × {}", size_label(len));
+    let Some(gpu) = gpu else {
+        for name in ["mult_ker, default stream", "mult_ker, one stream per array"] {
+            report.push(Row::new(name, size.clone(), no_gpu()));
+        }
+        return Ok(());
+    };
+    let inputs = randn_arrays(arrays, len, 13);
+    let serial = SerialBatch::new(gpu, &inputs)?.run()?;
+    println!(
+        "default stream: total time {:.3} s ({:.1} ms on the GPU's clock)",
+        serial.wall_ms / 1e3,
+        serial.gpu_ms
+    );
+    let streamed = StreamBatch::new(gpu, &inputs)?.run_with(order)?;
+    let speedup = serial.wall_ms / streamed.wall_ms;
+    println!(
+        "{arrays} streams: total time {:.3} s ({:.1} ms on the GPU's clock): {speedup:.1}× faster",
+        streamed.wall_ms / 1e3,
+        streamed.gpu_ms
+    );
+    let (mean, std) = streamed.kernel_mean_std().unwrap_or((f64::NAN, f64::NAN));
+    println!("Mean kernel duration (milliseconds): {mean:.3}");
+    println!("Mean kernel standard deviation (milliseconds): {std:.3}");
+    if let Some((a, b)) = streamed.kernel_window_ms {
+        println!(
+            "kernels ({order:?}): first start event at {a:.1} ms, last end event at {b:.1} ms"
+        );
+    }
+    let busy: f64 = streamed.kernel_ms.iter().map(|&k| k as f64).sum();
+    println!(
+        "overlap: {busy:.1} ms of kernel events in a {:.1} ms span ({:.1} at once on average; \
+         in breadth-first order a kernel's events also count its wait for a hardware queue)",
+        streamed.gpu_ms,
+        busy / streamed.gpu_ms
+    );
+    let queues = hardware_queues();
+    println!(
+        "hardware queues: {queues} (CUDA_DEVICE_MAX_CONNECTIONS, default 8, at most 32): \
+         at most {queues} of these one-block kernels run at once"
+    );
+    let check = |t: &BatchTiming| match t.first_mismatch {
+        None => Check::Pass("every output == its input".into()),
+        Some((a, e)) => Check::Fail(format!("array {a}, element {e} differs")),
+    };
+    let mut row = Row::new("mult_ker, default stream", size.clone(), check(&serial));
+    row.gpu_ms = Some(serial.wall_ms);
+    report.push(row);
+    let mut row = Row::new(
+        "mult_ker, one stream per array",
+        size.clone(),
+        check(&streamed),
+    );
+    row.gpu_ms = Some(streamed.wall_ms);
+    row.throughput = Some(format!("{speedup:.1}× the default stream"));
+    report.push(row);
+    let mut row = Row::new(
+        "mult_ker kernel duration (events)",
+        format!("{arrays} streams"),
+        check(&streamed),
+    );
+    row.gpu_ms = Some(mean);
+    row.throughput = Some(format!("σ = {std:.3} ms"));
+    report.push(row);
+    Ok(())
+}
+
+fn events(gpu: Option<&Gpu>, len: usize, report: &mut Report) -> Result<()> {
+    let size = size_label(len);
+    let Some(gpu) = gpu else {
+        report.push(Row::new(
+            "mult_ker <<<1, 64>>> between events",
+            size,
+            no_gpu(),
+        ));
+        return Ok(());
+    };
+    let data: Array1<f32> = randn_arrays(1, len, 14).remove(0).into();
+    let (out, ev) = gpu.mult_ker_events(data.view())?;
+    println!("Has the kernel started yet? {}", ev.start_done_after_launch);
+    println!("Has the kernel ended yet? {}", ev.end_done_after_launch);
+    println!("(end_event.synchronize())");
+    println!("Has the kernel started yet? {}", ev.start_done_after_sync);
+    println!("Has the kernel ended yet? {}", ev.end_done_after_sync);
+    println!("Kernel execution time in milliseconds: {:.3}", ev.kernel_ms);
+    let mut check = exact(
+        out.as_slice().unwrap_or(&[]),
+        data.as_slice().unwrap_or(&[]),
+    );
+    if !(ev.start_done_after_sync && ev.end_done_after_sync) {
+        check = Check::Fail("an event is not complete after end.synchronize()".into());
+    }
+    let mut row = Row::new("mult_ker <<<1, 64>>> between events", size, check);
+    row.gpu_ms = Some(ev.kernel_ms as f64);
+    row.throughput = Some(format!(
+        "queried right after launch: start {}, end {}",
+        ev.start_done_after_launch, ev.end_done_after_launch
+    ));
+    report.push(row);
+    Ok(())
+}
+
+fn contexts(gpu: Option<&Gpu>, threads: usize, len: usize, report: &mut Report) -> Result<()> {
+    let size = format!("{threads} threads × {}", size_label(len));
+    if gpu.is_none() {
+        report.push(Row::new(
+            "manual context: [1, 2, 3] round trip",
+            "3",
+            no_gpu(),
+        ));
+        report.push(Row::new(
+            "mult_ker, one context per host thread",
+            size,
+            no_gpu(),
+        ));
+        return Ok(());
+    }
+    let sent = [1.0f32, 2.0, 3.0];
+    let back = manual_context_roundtrip(&sent)?;
+    println!("manual context: sent {sent:?}, got back {back:?}");
+    report.push(Row::new(
+        "manual context: [1, 2, 3] round trip",
+        "3",
+        exact(&back, &sent),
+    ));
+    let inputs = randn_arrays(threads, len, 15);
+    let t = Instant::now();
+    let outputs = threads_mult_ker(crate::PTX, &inputs)?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let check = match outputs
+        .iter()
+        .zip(&inputs)
+        .position(|(o, i)| first_difference(o, i).is_some())
+    {
+        None => Check::Pass(format!(
+            "{threads} threads joined, every output == its input"
+        )),
+        Some(k) => Check::Fail(format!("thread {k}'s output differs")),
+    };
+    let mut row = Row::new("mult_ker, one context per host thread", size, check);
+    row.gpu_ms = Some(ms);
+    row.throughput = Some("wall time incl. context creation and module JIT".into());
+    report.push(row);
+    Ok(())
+}
+
+/// Writes the animated GIF: the simulations side by side, 2-pixel gaps,
+/// viridis' two ends for dead and alive (matplotlib's `imshow` default).
+struct LifeGif {
+    encoder: gif::Encoder<BufWriter<File>>,
+    width: u16,
+    height: u16,
+    scale: usize,
+    path: PathBuf,
+}
+
+const GAP: usize = 2;
+
+fn gif_error(path: &Path, e: gif::EncodingError) -> Error {
+    Error::Io {
+        what: format!("writing {}", path.display()),
+        source: std::io::Error::other(e),
+    }
+}
+
+impl LifeGif {
+    fn create(path: &Path, n: usize, sims: usize, scale: usize) -> Result<Self> {
+        const K: &str = "life GIF";
+        if scale == 0 {
+            return Err(Error::invalid(K, "scale 0"));
+        }
+        let too_big = || Error::invalid(K, "the animation is over 65535 pixels wide or high");
+        let width = sims
+            .checked_mul(n * scale)
+            .and_then(|w| w.checked_add(GAP * sims.saturating_sub(1)))
+            .and_then(|w| u16::try_from(w).ok())
+            .ok_or_else(too_big)?;
+        let height = n
+            .checked_mul(scale)
+            .and_then(|h| u16::try_from(h).ok())
+            .ok_or_else(too_big)?;
+        let file = File::create(path).map_err(|source| Error::Io {
+            what: format!("creating {}", path.display()),
+            source,
+        })?;
+        let palette = [68, 1, 84, 253, 231, 37, 255, 255, 255];
+        let mut encoder = gif::Encoder::new(BufWriter::new(file), width, height, &palette)
+            .map_err(|e| gif_error(path, e))?;
+        encoder
+            .set_repeat(gif::Repeat::Infinite)
+            .map_err(|e| gif_error(path, e))?;
+        Ok(Self {
+            encoder,
+            width,
+            height,
+            scale,
+            path: path.to_path_buf(),
+        })
+    }
+
+    fn frame(&mut self, panels: &[ArrayView2<i32>]) -> Result<()> {
+        let (w, s) = (self.width as usize, self.scale);
+        let mut pixels = vec![2u8; w * self.height as usize];
+        let mut x0 = 0;
+        for panel in panels {
+            for ((r, c), &v) in panel.indexed_iter() {
+                for dy in 0..s {
+                    let row = (r * s + dy) * w + x0 + c * s;
+                    pixels[row..row + s].fill((v == 1) as u8);
+                }
+            }
+            x0 += panel.ncols() * s + GAP;
+        }
+        let mut frame = gif::Frame::from_indexed_pixels(self.width, self.height, pixels, None);
+        frame.delay = 5;
+        self.encoder
+            .write_frame(&frame)
+            .map_err(|e| gif_error(&self.path, e))
+    }
+}
+
+fn life(
+    gpu: Option<&Gpu>,
+    n: usize,
+    sims: usize,
+    steps: usize,
+    scale: usize,
+    out: &Path,
+    report: &mut Report,
+) -> Result<()> {
+    const K: &str = "conway_ker";
+    if sims == 0 {
+        return Err(Error::invalid(K, "0 simulations: nothing to run"));
+    }
+    let mut rng = Rng::new(15);
+    let starts: Vec<Array2<i32>> = (0..sims)
+        .map(|_| random_lattice(n, 0.25, &mut rng))
+        .collect();
+    let size = format!("{sims} × {n}², {steps} steps");
+    let mut gif = LifeGif::create(out, n, sims, scale)?;
+    gif.frame(&starts.iter().map(|l| l.view()).collect::<Vec<_>>())?;
+    let Some(gpu) = gpu else {
+        // CPU reference only: the same animation, computed on the host.
+        let (frames, cpu_ms) = cpu_time(|| -> Result<()> {
+            let mut current = starts.clone();
+            for _ in 0..steps {
+                for l in current.iter_mut() {
+                    *l = life_step_cpu(l.view())?;
+                }
+                let views: Vec<_> = current.iter().map(|l| l.view()).collect();
+                gif.frame(&views)?;
+            }
+            Ok(())
+        });
+        frames?;
+        println!("wrote {} (CPU reference frames)", out.display());
+        let mut row = Row::new("conway_ker, one stream per simulation", size, no_gpu());
+        row.cpu_ms = Some(cpu_ms);
+        report.push(row);
+        return Ok(());
+    };
+    let (expected, cpu_ms) = cpu_time(|| {
+        starts
+            .iter()
+            .map(|l| life_cpu(l.view(), steps))
+            .collect::<Result<Vec<_>>>()
+    });
+    let expected = expected?;
+    let mut sim = LifeSims::new(gpu, &starts)?;
+    let mut ms = 0.0;
+    for _ in 0..steps {
+        let t = Instant::now();
+        sim.frame()?;
+        let views = (0..sims)
+            .map(|k| sim.lattice(k))
+            .collect::<Result<Vec<_>>>()?;
+        ms += t.elapsed().as_secs_f64() * 1e3;
+        gif.frame(&views)?;
+    }
+    let mismatch = (0..sims).find(|&k| sim.lattice(k).map_or(true, |l| l != expected[k]));
+    let check = match mismatch {
+        None => Check::Pass(format!("all {sims} equal the CPU after {steps} steps")),
+        Some(k) => Check::Fail(format!("simulation {k} differs from the CPU")),
+    };
+    println!(
+        "wrote {} ({} frames of {sims} panels)",
+        out.display(),
+        steps + 1
+    );
+    let mut row = Row::new("conway_ker, one stream per simulation", size, check);
+    row.gpu_ms = Some(ms);
+    row.cpu_ms = Some(cpu_ms);
+    row.throughput = Some(format!(
+        "{:.1} µs per frame of {sims} (wall, GIF encoding excluded)",
+        ms * 1e3 / steps.max(1) as f64
+    ));
+    report.push(row);
+    Ok(())
+}
+
+/// The streams part of `cuda-kernels bench`: the 200-array demo (default
+/// stream against one stream per array, CUDA-event spans, median of 3 after
+/// a warm-up) and `conway_ker` at N = 4096 against a device-to-device copy
+/// of the lattice.
+pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
+    bench_streams(gpu, records)?;
+    bench_life(gpu, 4096, records)
+}
+
+fn bench_streams(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
+    let (arrays, len, reps) = (200, 1 << 20, 3);
+    let inputs = randn_arrays(arrays, len, 16);
+    let size = format!("{arrays} × 2^20 f32, {} queues", hardware_queues());
+    let mut serial = SerialBatch::new(gpu, &inputs)?;
+    let mut serial_ms = Vec::new();
+    for rep in 0..=reps {
+        let t = serial.run()?;
+        if let Some((a, e)) = t.first_mismatch {
+            return Err(Error::invalid(
+                "mult_ker",
+                format!("array {a} element {e} changed"),
+            ));
+        }
+        if rep > 0 {
+            serial_ms.push(t.gpu_ms as f32);
+        }
+    }
+    drop(serial);
+    let mut streamed = StreamBatch::new(gpu, &inputs)?;
+    let (mut stream_ms, mut depth_ms, mut kernel_means) = (Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..=reps {
+        let t = streamed.run_with(IssueOrder::BreadthFirst)?;
+        let d = streamed.run_with(IssueOrder::DepthFirst)?;
+        if let Some((a, e)) = t.first_mismatch.or(d.first_mismatch) {
+            return Err(Error::invalid(
+                "mult_ker",
+                format!("array {a} element {e} changed"),
+            ));
+        }
+        if rep > 0 {
+            stream_ms.push(t.gpu_ms as f32);
+            depth_ms.push(d.gpu_ms as f32);
+            kernel_means.push(d.kernel_mean_std().map_or(f32::NAN, |(m, _)| m as f32));
+        }
+    }
+    let (s, p) = (median(&mut serial_ms) as f64, median(&mut stream_ms) as f64);
+    let per_s = |ms: f64| arrays as f64 / (ms * 1e-3);
+    records.push(BenchRecord {
+        kernel: "mult_ker batch, default stream".into(),
+        size: size.clone(),
+        median_ms: s,
+        metric: "arrays/s".into(),
+        value: per_s(s),
+        reference: None,
+        ratio: None,
+    });
+    records.push(BenchRecord {
+        kernel: "mult_ker batch, 200 streams".into(),
+        size: size.clone(),
+        median_ms: p,
+        metric: "arrays/s".into(),
+        value: per_s(p),
+        reference: Some("default stream (speedup)".into()),
+        ratio: Some(s / p),
+    });
+    let d = median(&mut depth_ms) as f64;
+    records.push(BenchRecord {
+        kernel: "mult_ker batch, 200 streams, depth-first".into(),
+        size: size.clone(),
+        median_ms: d,
+        metric: "arrays/s".into(),
+        value: per_s(d),
+        reference: Some("default stream (speedup)".into()),
+        ratio: Some(s / d),
+    });
+    let kernel_mean = median(&mut kernel_means) as f64;
+    records.push(BenchRecord {
+        kernel: "mult_ker<<<1, 64>>> in its stream".into(),
+        size: "2^20 f32".into(),
+        median_ms: kernel_mean,
+        metric: "GB/s".into(),
+        value: gb_per_s(8 * len, kernel_mean as f32),
+        reference: None,
+        ratio: None,
+    });
+    Ok(())
+}
+
+fn bench_life(gpu: &Gpu, n: usize, records: &mut Vec<BenchRecord>) -> Result<()> {
+    let reps = 20;
+    let start = random_lattice(n, 0.25, &mut Rng::new(17));
+    let mut lane = Lane::<i32, 2>::from_host(gpu, start.as_slice().unwrap_or(&[]))?;
+    lane.upload(0)?;
+    let mut times = Vec::with_capacity(reps);
+    for rep in 0..=reps {
+        let (src, dst) = if rep % 2 == 0 { (0, 1) } else { (1, 0) };
+        gpu.bind()?;
+        let timer = GpuTimer::new()?;
+        timer.start(lane.stream())?;
+        lane.conway_step(n, src, dst)?;
+        timer.stop(lane.stream())?;
+        let ms = timer.elapsed_ms()?;
+        if rep > 0 {
+            times.push(ms);
+        }
+    }
+    let ms = median(&mut times);
+    let bytes = 2 * 4 * n * n;
+    let gbps = gb_per_s(bytes, ms);
+    let copy = device_copy_gbps(gpu, 4 * n * n, reps)?;
+    let cells = (n * n) as f64 / (ms as f64 * 1e-3);
+    records.push(BenchRecord {
+        kernel: "device copy (Life lattice)".into(),
+        size: format!("{n}² i32"),
+        median_ms: bytes as f64 / (copy * 1e9) * 1e3,
+        metric: "GB/s".into(),
+        value: copy,
+        reference: None,
+        ratio: None,
+    });
+    records.push(BenchRecord {
+        kernel: "conway_ker (one step)".into(),
+        size: format!("{n}² i32"),
+        median_ms: ms as f64,
+        metric: "GB/s".into(),
+        value: gbps,
+        reference: Some("device copy".into()),
+        ratio: Some(gbps / copy),
+    });
+    records.push(BenchRecord {
+        kernel: "conway_ker cell updates".into(),
+        size: format!("{n}² i32"),
+        median_ms: ms as f64,
+        metric: "Gcells/s".into(),
+        value: cells / 1e9,
+        reference: None,
+        ratio: None,
+    });
     Ok(())
 }
