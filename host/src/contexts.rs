@@ -46,6 +46,7 @@ use cust::context::CurrentContext;
 use cust::context::legacy::{Context, ContextFlags, UnownedContext};
 use cust::device::Device;
 use cust::launch;
+use cust::link::Linker;
 use cust::memory::{CopyDestination, DeviceBuffer};
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
@@ -99,6 +100,14 @@ impl ThreadContext {
     pub fn load_module(&mut self, ptx: &str) -> Result<()> {
         self.bind()?;
         self.module = Some(load_module(ptx)?);
+        Ok(())
+    }
+
+    /// Loads a cubin made by [`compile_for_device`] into this context
+    /// (replacing any module loaded before): no JIT compilation.
+    pub fn load_cubin(&mut self, cubin: &[u8]) -> Result<()> {
+        self.bind()?;
+        self.module = Some(Module::from_cubin(cubin, &[]).during(K, "cuModuleLoadData (cubin)")?);
         Ok(())
     }
 
@@ -268,9 +277,32 @@ pub fn manual_context_roundtrip(data: &[f32]) -> Result<Vec<f32>> {
     Ok(out)
 }
 
+/// JIT-compiles `ptx` once for device 0 into a cubin (`cuLinkCreate`,
+/// `cuLinkAddData`, `cuLinkComplete`), in a context of its own that is
+/// destroyed afterwards. Loading the cubin in other contexts
+/// ([`ThreadContext::load_cubin`]) then skips the JIT step, which for this
+/// crate's whole module takes about as long as everything else a thread does.
+pub fn compile_for_device(ptx: &str) -> Result<Vec<u8>> {
+    let ctx = ThreadContext::new()?;
+    let mut linker = Linker::new().during(K, "cuLinkCreate")?;
+    // The driver wants PTX input NUL-terminated.
+    let mut text = String::with_capacity(ptx.len() + 1);
+    text.push_str(ptx);
+    text.push('\0');
+    linker.add_ptx(&text).during(K, "cuLinkAddData (PTX)")?;
+    let cubin = linker.complete().during(K, "cuLinkComplete")?;
+    ctx.destroy()?;
+    Ok(cubin)
+}
+
 /// K16 (c): one host thread per array; each creates its own context, loads
-/// `ptx`, runs `mult_ker` on its array, destroys its context and returns the
-/// result through `join`. Results come back in input order.
+/// the module, runs `mult_ker` on its array, destroys its context and returns
+/// the result through `join`. Results come back in input order.
+///
+/// As in seed 003, every thread loads the module into its own context (a
+/// module belongs to one context); the PTX is JIT-compiled once beforehand
+/// ([`compile_for_device`]) and each thread loads the resulting cubin, so the
+/// ten threads do not each compile the same PTX.
 ///
 /// Errors before starting any thread when there are no arrays or an array is
 /// empty; a thread's error is returned as is, a thread's panic as a typed
@@ -282,13 +314,15 @@ pub fn threads_mult_ker(ptx: &str, inputs: &[Vec<f32>]) -> Result<Vec<Vec<f32>>>
     if let Some(i) = inputs.iter().position(|a| a.is_empty()) {
         return Err(Error::invalid(K, format!("array {i} is empty")));
     }
+    let cubin = &compile_for_device(ptx)?;
     thread::scope(|scope| {
         let mut handles = Vec::with_capacity(inputs.len());
         for (k, input) in inputs.iter().enumerate() {
             let handle = thread::Builder::new()
                 .name(format!("mult_ker-{k}"))
                 .spawn_scoped(scope, move || -> Result<Vec<f32>> {
-                    let ctx = ThreadContext::with_module(ptx)?;
+                    let mut ctx = ThreadContext::new()?;
+                    ctx.load_cubin(cubin)?;
                     let out = ctx.mult_ker(input)?;
                     ctx.destroy()?;
                     Ok(out)
