@@ -53,6 +53,18 @@ pub fn init() -> Result<Device> {
 /// calling thread first, so one `Gpu` can serve several threads. Fields drop
 /// in order: module and stream first, the context last.
 ///
+/// # Launchers that leave work in flight
+/// Most launchers copy in, launch, synchronize and copy out. The
+/// `*_on_device` ones only queue a kernel on [`Gpu::stream`] over borrowed
+/// device memory and return before it finishes. They are safe functions
+/// because nothing the caller can do with safe `cust` calls afterwards
+/// touches that memory before the kernel is done: the stream is a *blocking*
+/// stream, so `cust`'s synchronous copies (issued on the legacy default
+/// stream) wait for it, and freeing device memory (`cuMemFree`, when a
+/// `DeviceBuffer` drops) waits for the device's outstanding work. Launchers on
+/// *non-blocking* streams (the `async_mem` lanes) have no such guarantee,
+/// which is why `streams::Gpu::mult_ker_on_device` is `unsafe`.
+///
 /// ```no_run
 /// # fn main() -> cuda_kernels_host::Result<()> {
 /// let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
