@@ -58,6 +58,19 @@ demos=(
   "vector-sum"
   "hello"
   "overhead --launches 200"
+  "doubles-matrix --rows 33 --cols 70"
+  "matmul --m 67 --k 45 --n 130"
+  "elementwise --n 1000"
+  "vector-sum-repeat --n 1000 --repeats 10"
+  "gufunc-matmul --dim 10 --batch 3"
+  "reduce --op sum --dtype f32 --n 100003"
+  "reduce --op max --dtype i64 --n 5000"
+  "mandelbrot --size 64 --iters 32 --path high-level --out /tmp/sanitize-mandelbrot.png"
+  "mandelbrot --size 64 --iters 32 --path explicit-sync --out /tmp/sanitize-mandelbrot.png"
+  "mult-ker --len 10000"
+  "streams --arrays 4 --len 4096"
+  "events --len 65536"
+  "life --n 64 --sims 2 --steps 5 --out /tmp/sanitize-life.gif"
 )
 if [ -x cuda-kernels ]; then
   for d in "${demos[@]}"; do
