@@ -56,14 +56,6 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    // More hardware work queues than the driver's default of 8, so that the
-    // one-stream-per-array demo (K13) can run its kernels side by side (8.3x
-    // over the default stream with 8 queues, about 26x with 32, on the H100).
-    // It must be set before the driver initializes; a value already set wins.
-    if std::env::var_os("CUDA_DEVICE_MAX_CONNECTIONS").is_none() {
-        // SAFETY: the first statement of main: no other thread exists yet to read the environment.
-        unsafe { std::env::set_var("CUDA_DEVICE_MAX_CONNECTIONS", "32") };
-    }
     let cli = Cli::parse();
     match run(cli.command) {
         Ok(code) => code,

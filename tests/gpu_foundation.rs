@@ -157,8 +157,14 @@ fn hello_refuses_bad_shapes(gpu: &Gpu) -> Result<(), Failed> {
 
 fn empty_kernel_launch_rates(gpu: &Gpu) -> Result<(), Failed> {
     let r = gpu.launch_overhead(2000).map_err(fail)?;
+    // Under compute-sanitizer every launch is instrumented: only check that it ran.
+    let floor = if common::under_sanitizer() {
+        0.0
+    } else {
+        1000.0
+    };
     ensure(
-        r.synchronous_per_s > 1000.0 && r.pipelined_per_s > r.synchronous_per_s * 0.5,
+        r.synchronous_per_s > floor && r.pipelined_per_s > r.synchronous_per_s * 0.5,
         || format!("{r:?}"),
     )
 }
