@@ -1,21 +1,4 @@
-//! # cuda-kernels
-//!
-//! CUDA kernels written in plain Rust (`kernels-gpu`, `#![no_std]`), compiled
-//! to PTX by this crate's `build.rs` with rustc's own NVPTX backend, embedded
-//! here, and launched through `cust` with `ndarray` inputs and outputs.
-//!
-//! ```no_run
-//! use cuda_kernels::ndarray::array;
-//! # fn main() -> cuda_kernels::Result<()> {
-//! let gpu = cuda_kernels::gpu()?; // device 0, with the embedded PTX loaded
-//! let c = gpu.multiply(array![1.0f32, 2.0].view(), array![3.0f32, 4.0].view())?;
-//! assert_eq!(c, array![3.0, 8.0]);
-//! # Ok(()) }
-//! ```
-//!
-//! Everything of the host crate is re-exported: [`Gpu`] and its launchers,
-//! [`Error`], the CPU references, timing helpers. The command-line program
-//! `cuda-kernels` runs the demos ([`demos`]) and the benchmarks.
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 pub use cuda_kernels_gpu as kernels;
 pub use cuda_kernels_host::*;
