@@ -261,9 +261,33 @@ pub fn elementwise_cpu<K: Elementwise<T>, T: ElementwiseElement>(
     let in_lens: Vec<usize> = inputs.iter().map(|a| a.len()).collect();
     let out_lens: Vec<usize> = outputs.iter().map(|a| a.len()).collect();
     let n = check_call::<K, T>(&in_lens, &out_lens, scalars.len())?;
-    let (ni, no) = (inputs.len(), outputs.len());
     let mut ins = [T::default(); MAX_ELEMENTWISE_ARGS];
     let mut outs = [T::default(); MAX_ELEMENTWISE_ARGS];
+    // The expression is ordinary Rust: in a debug build integer overflow
+    // panics on the CPU (the GPU build wraps). That panic is turned into an
+    // error here rather than reaching the caller.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_cpu::<K, T>(n, inputs, outputs, scalars, &mut ins, &mut outs)
+    }))
+    .map_err(|_| {
+        crate::Error::invalid(
+            K::ENTRY,
+            "the expression panicked in the CPU reference (integer overflow in a debug build?); \
+             the GPU kernel wraps instead",
+        )
+    })
+}
+
+/// The CPU reference's loop (see [`elementwise_cpu`]).
+fn run_cpu<K: Elementwise<T>, T: ElementwiseElement>(
+    n: usize,
+    inputs: &[ArrayView1<T>],
+    outputs: &mut [ArrayViewMut1<T>],
+    scalars: &[T],
+    ins: &mut [T; MAX_ELEMENTWISE_ARGS],
+    outs: &mut [T; MAX_ELEMENTWISE_ARGS],
+) {
+    let (ni, no) = (inputs.len(), outputs.len());
     for i in 0..n {
         for (slot, a) in ins.iter_mut().zip(inputs) {
             *slot = a[i];
@@ -280,7 +304,6 @@ pub fn elementwise_cpu<K: Elementwise<T>, T: ElementwiseElement>(
             a[i] = *slot;
         }
     }
-    Ok(())
 }
 
 /// CPU reference for K8: the same double loop as the GPU (`repeats` times
@@ -406,5 +429,19 @@ mod tests {
         let c = vector_sum_repeat_cpu(a.view(), b.view(), 100).unwrap();
         assert_eq!(c, array![1.5, 2.25]);
         assert!(vector_sum_repeat_cpu(a.view(), a.slice(ndarray::s![..1]), 1).is_err());
+    }
+
+    #[test]
+    fn cpu_overflow_is_an_error_or_wraps_never_a_panic() {
+        let a = ndarray::Array1::from(vec![i32::MAX]);
+        let b = ndarray::Array1::from(vec![1]);
+        let mut c = ndarray::Array1::from(vec![0]);
+        let r = elementwise_cpu::<sum, i32>(&[a.view(), b.view()], &mut [c.view_mut()], &[]);
+        if cfg!(debug_assertions) {
+            assert!(matches!(r, Err(crate::Error::InvalidInput { .. })), "{r:?}");
+        } else {
+            assert!(r.is_ok());
+            assert_eq!(c[0], i32::MIN);
+        }
     }
 }
