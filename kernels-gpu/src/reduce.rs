@@ -242,7 +242,8 @@ pub unsafe trait ReduceKernel<T>: ReduceOp<T> {
 /// entry point `reduce_<name>_<t>` (on nvptx64) and
 /// `impl ReduceKernel<t> for Op` (everywhere). `Op` must implement
 /// [`ReduceOp<t>`](ReduceOp) for each type, and each type must be one of the
-/// kernel's element types (`i32`, `i64`, `f32`, `f64`, `u32`, `u64`).
+/// element types the host launches (`i32`, `i64`, `f32`, `f64`: the host
+/// crate's sealed `reduce::Element`).
 ///
 /// Each entry point has the parameters `(input: *const t, partials: *mut t,
 /// counter: *mut u32, out: *mut t, n: usize, init: t)` and these safety
