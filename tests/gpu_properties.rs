@@ -16,7 +16,7 @@ use std::fmt::{self, Debug, Display};
 use std::hash::{BuildHasher, Hasher};
 use std::process::ExitCode;
 
-use common::{cpu_test, fail, gpu_test};
+use common::{cpu_test, fail, gpu_test, under_sanitizer};
 use cuda_kernels::Gpu;
 use cuda_kernels::cust::memory::DeviceBuffer;
 use cuda_kernels::life::{LifeSims, life_step_cpu};
@@ -111,12 +111,18 @@ fn main() -> ExitCode {
 ///
 /// The seed is `PROPTEST_RNG_SEED` when set, a fresh random one otherwise.
 /// Shrinking stops after 512 steps or 20 s (every step launches kernels); no
-/// failure persistence files.
+/// failure persistence files. Under compute-sanitizer (scripts/sanitize.sh,
+/// which gives each test binary 240 s) an eighth of the cases run.
 fn check<S: Strategy>(
     cases: u32,
     strategy: S,
     property: impl Fn(S::Value) -> Result<(), TestCaseError>,
 ) -> Result<(), Failed> {
+    let cases = if under_sanitizer() {
+        cases.div_ceil(8)
+    } else {
+        cases
+    };
     let mut config = Config {
         cases,
         failure_persistence: None,
