@@ -392,7 +392,7 @@ pub fn start_value<Op: ReduceKernel<T>, T: Element>(n: usize, init: Option<T>) -
 }
 
 /// CPU reference for [`Gpu::reduce`]: a sequential left fold from `init`
-/// with the very same `combine` the kernel uses ([`fold`]). Same errors as
+/// (or the identity) with the very same `combine` the kernel uses ([`fold`]). Same errors as
 /// the GPU: min/max of an empty input without `init` are refused.
 ///
 /// ```
@@ -729,5 +729,20 @@ mod tests {
         assert_eq!(<f32 as Element>::PER_VEC, 4);
         assert_eq!(<i64 as Element>::PER_VEC, 2);
         assert_eq!(<f64 as Element>::NAME, "f64");
+    }
+
+    #[test]
+    fn all_nan_min_max_give_the_identity_like_the_gpu() {
+        let nans = ndarray::Array1::from(vec![f32::NAN; 5]);
+        assert_eq!(
+            reduce_cpu::<Min, f32>(nans.view(), None).unwrap(),
+            f32::INFINITY
+        );
+        assert_eq!(
+            reduce_cpu::<Max, f32>(nans.view(), None).unwrap(),
+            f32::NEG_INFINITY
+        );
+        let mixed = ndarray::Array1::from(vec![f32::NAN, 2.0, f32::NAN, -1.0]);
+        assert_eq!(reduce_cpu::<Min, f32>(mixed.view(), None).unwrap(), -1.0);
     }
 }

@@ -106,14 +106,16 @@ pub struct Sum;
 pub struct Product;
 
 /// Minimum. Floats use `f32::min`/`f64::min` (PTX `min.f32`): a NaN is
-/// ignored unless every element is NaN. Not defined on an empty input
-/// without an initial value.
+/// ignored, so an input of only NaNs gives the identity, `+∞` (on the GPU and
+/// in the CPU reference alike). Not defined on an empty input without an
+/// initial value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Min;
 
 /// Maximum. Floats use `f32::max`/`f64::max` (PTX `max.f32`): a NaN is
-/// ignored unless every element is NaN. Not defined on an empty input
-/// without an initial value.
+/// ignored, so an input of only NaNs gives the identity, `−∞` (on the GPU and
+/// in the CPU reference alike). Not defined on an empty input without an
+/// initial value.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Max;
 
@@ -296,22 +298,20 @@ reduce_kernels!(Min, "min": i32, i64, f32, f64);
 reduce_kernels!(Max, "max": i32, i64, f32, f64);
 reduce_kernels!(Xor, "xor": i32, i64);
 
-/// The CPU side of the single source: a sequential left fold from `init`
-/// (or the identity) with the same [`ReduceOp::combine`] the kernel uses.
-/// `None` when the input is empty, there is no `init`, and the operation is
-/// not [defined on empty inputs](ReduceOp::DEFINED_ON_EMPTY).
+/// The CPU side of the single source: a sequential left fold, from `init`
+/// or else from the identity (as the GPU's accumulators start), with the
+/// same [`ReduceOp::combine`] the kernel uses. `None` when the input is
+/// empty, there is no `init`, and the operation is not
+/// [defined on empty inputs](ReduceOp::DEFINED_ON_EMPTY).
 pub fn fold<T: Copy, Op: ReduceOp<T>>(
     values: impl IntoIterator<Item = T>,
     init: Option<T>,
 ) -> Option<T> {
-    let mut it = values.into_iter();
+    let mut it = values.into_iter().peekable();
     let start = match init {
         Some(v) => v,
-        None => match it.next() {
-            Some(first) => first,
-            None if Op::DEFINED_ON_EMPTY => return Some(Op::identity()),
-            None => return None,
-        },
+        None if it.peek().is_some() || Op::DEFINED_ON_EMPTY => Op::identity(),
+        None => return None,
     };
     Some(it.fold(start, Op::combine))
 }
