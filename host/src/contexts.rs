@@ -283,6 +283,11 @@ pub fn manual_context_roundtrip(data: &[f32]) -> Result<Vec<f32>> {
 /// ([`ThreadContext::load_cubin`]) then skips the JIT step, which for this
 /// crate's whole module takes about as long as everything else a thread does.
 pub fn compile_for_device(ptx: &str) -> Result<Vec<u8>> {
+    // cuLinkAddData reads PTX as a C string: text after a NUL would be
+    // silently dropped. Refused like `load_module` does.
+    if ptx.contains('\0') {
+        return Err(Error::invalid(K, "the PTX text contains a NUL byte"));
+    }
     let ctx = ThreadContext::new()?;
     let mut linker = Linker::new().during(K, "cuLinkCreate")?;
     // The driver wants PTX input NUL-terminated.

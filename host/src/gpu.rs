@@ -142,8 +142,16 @@ impl Gpu {
         self.device.name().during("context", "cuDeviceGetName")
     }
 
-    /// The entry point `name` of the loaded module.
+    /// The entry point `name` of the loaded module; [`Error::KernelNotFound`]
+    /// when there is none of that name (a name with a NUL byte included:
+    /// no entry point can have one).
     pub fn function(&self, name: &str) -> Result<Function<'_>> {
+        if name.contains('\0') {
+            // cust's get_function would panic on it.
+            return Err(Error::KernelNotFound {
+                name: name.to_string(),
+            });
+        }
         self.module
             .get_function(name)
             .map_err(|_| Error::KernelNotFound {

@@ -40,14 +40,15 @@ pub fn grid_exact(kernel: &'static str, extent: usize, block: u32, axis: &str) -
 /// Checks a block shape: every dimension at least 1, at most 1024 threads in
 /// all, z at most 64.
 pub fn check_block(kernel: &'static str, (x, y, z): (u32, u32, u32)) -> Result<()> {
-    let threads = x as u64 * y as u64 * z as u64;
+    // u128: three u32 factors can exceed u64 (a panic in debug builds).
+    let threads = x as u128 * y as u128 * z as u128;
     if threads == 0 {
         return Err(Error::invalid(
             kernel,
             format!("block ({x}, {y}, {z}) has no threads"),
         ));
     }
-    if threads > MAX_BLOCK_THREADS as u64 || z > 64 {
+    if threads > MAX_BLOCK_THREADS as u128 || z > 64 {
         return Err(Error::invalid(
             kernel,
             format!(
@@ -101,6 +102,13 @@ mod tests {
         assert_eq!(grid_exact("k", 65_535 * 32, 32, "y").unwrap(), 65_535);
         assert!(grid_exact("k", 65_535 * 32 + 1, 32, "y").is_err());
         assert!(grid_exact("k", usize::MAX, 1, "x").is_err());
+    }
+
+    #[test]
+    fn huge_blocks_are_refused_without_overflow() {
+        assert!(check_block("k", (u32::MAX, u32::MAX, u32::MAX)).is_err());
+        assert!(check_block("k", (1 << 16, 1 << 16, 1)).is_err());
+        assert!(check_block("k", (32, 32, 1)).is_ok());
     }
 
     #[test]

@@ -189,6 +189,10 @@ impl Gpu {
         max_iters: i32,
         upper_bound: f32,
     ) -> Result<Array2<f32>> {
+        // Check before allocating the n × n graph or copying the lattice: an
+        // oversized lattice (a broadcast view, say) must be refused, not
+        // allocated (n² may not even fit in memory, or overflow `usize`).
+        check_launch(KERNEL, lattice.len(), max_iters, upper_bound, BLOCK)?;
         let n = lattice.len();
         let mut graph = Array2::zeros((n, n));
         let out = graph

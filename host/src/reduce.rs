@@ -488,6 +488,16 @@ pub mod primitives {
             if !threads_per_block.is_multiple_of(32) || blocks == 0 {
                 return Err(Error::invalid(K, "blocks ≥ 1 of a multiple of 32 threads"));
             }
+            // Before the output buffers (8 words per thread) are allocated.
+            if blocks > crate::launch::MAX_GRID_X {
+                return Err(Error::invalid(
+                    K,
+                    format!(
+                        "grid of {blocks} blocks, more than the limit of {}",
+                        crate::launch::MAX_GRID_X
+                    ),
+                ));
+            }
             let threads = blocks as usize * threads_per_block as usize;
             self.bind()?;
             let f = self.function(K)?;
