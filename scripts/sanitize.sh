@@ -31,6 +31,13 @@ jobs="$logs/jobs"
 add() { echo "$1|$2" >>"$jobs"; } # label | command line
 for t in gpu_*; do
   [ -x "$t" ] || continue
+  if [ "$t" = gpu_bad_input ]; then
+    # Provoking driver errors (refused PTX, missing kernels, foreign contexts) is its purpose.
+    add "$t memcheck (API errors on purpose, not reported)" \
+        "$san --tool memcheck --leak-check full --report-api-errors no --error-exitcode 99 ./$t"
+    add "$t initcheck" "$san --tool initcheck --report-api-errors no --error-exitcode 99 ./$t"
+    continue
+  fi
   add "$t memcheck" "$san --tool memcheck --leak-check full --error-exitcode 99 ./$t $skip"
   add "$t initcheck" "$san --tool initcheck --error-exitcode 99 ./$t $skip"
   case "$t" in gpu_foundation|gpu_matrices|gpu_reduce)

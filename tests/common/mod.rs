@@ -46,9 +46,15 @@ pub fn under_sanitizer() -> bool {
 }
 
 /// A test that needs the GPU: ignored, with the reason, when there is none.
+/// The GPU's context is current on the trial's thread when `body` starts.
 pub fn gpu_test(name: &str, body: fn(&Gpu) -> Result<(), Failed>) -> Trial {
     Trial::ignorable_test(name, move || match shared_gpu() {
-        Ok(gpu) => body(&gpu).map(|()| Completion::Completed),
+        // Each trial runs on its own thread: make the context current there, so
+        // that tests calling `cust` directly (buffers, streams) have one.
+        Ok(gpu) => {
+            gpu.bind().map_err(fail)?;
+            body(&gpu).map(|()| Completion::Completed)
+        }
         Err(reason) => Ok(Completion::ignored_with(reason)),
     })
     .with_kind("gpu")
