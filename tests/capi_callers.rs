@@ -22,7 +22,25 @@ fn main() -> ExitCode {
     common::run(vec![
         Trial::ignorable_test("python_ctypes_caller", python_ctypes_caller),
         Trial::ignorable_test("c_dlopen_caller", c_dlopen_caller),
+        Trial::ignorable_test("call_overhead_is_measured", call_overhead_is_measured),
     ])
+}
+
+/// K19's C ABI call overhead needs no GPU: one call through the `dlsym`'d
+/// pointer and one direct Rust call, both timed.
+fn call_overhead_is_measured() -> Result<Completion, Failed> {
+    let lib = match library() {
+        Ok(l) => l,
+        Err(ignored) => return Ok(ignored),
+    };
+    let lib = CAbiLibrary::open(lib).map_err(|e| Failed::from(e.to_string()))?;
+    let (through_c, direct) = lib.call_overhead_ns(100_000);
+    if through_c > 0.0 && direct >= 0.0 && through_c.is_finite() {
+        eprintln!("C ABI call {through_c:.2} ns, direct Rust call {direct:.2} ns");
+        Ok(Completion::Completed)
+    } else {
+        Err(format!("implausible timings: {through_c} ns vs {direct} ns").into())
+    }
 }
 
 /// `name` next to this test binary (a packed run on the GPU machine), else

@@ -63,10 +63,31 @@ pub fn run(cmd: &Command, gpu: Option<&Gpu>, report: &mut Report) -> Result<()> 
 
 /// The foundation part of `cuda-kernels demo`.
 pub fn run_all(gpu: Option<&Gpu>, _out_dir: &Path, report: &mut Report) -> Result<()> {
+    device_query(gpu, report)?;
     multiply(gpu, 1 << 20, report)?;
     vector_sum(gpu, 100, report)?;
     hello(gpu, 1, 3, false, report)?;
     overhead(gpu, 20_000, report)
+}
+
+/// K2: the device query, as `cuda-kernels info` prints it.
+fn device_query(gpu: Option<&Gpu>, report: &mut Report) -> Result<()> {
+    if gpu.is_none() {
+        report.push(Row::new("device query", "-", no_gpu()));
+        return Ok(());
+    }
+    let (driver, devices) = crate::device_info::query_devices()?;
+    println!("CUDA driver {driver}, {} device(s)", devices.len());
+    for d in &devices {
+        println!("{d}");
+    }
+    let names: Vec<&str> = devices.iter().map(|d| d.name.as_str()).collect();
+    report.push(Row::new(
+        "device query",
+        format!("{} device(s)", devices.len()),
+        Check::Pass(names.join(", ")),
+    ));
+    Ok(())
 }
 
 /// The seed's inputs: `rand() % 10` as f32.
@@ -246,6 +267,7 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
             ratio: None,
         });
     }
+    c_abi_call_overhead(records);
     Ok(())
 }
 
@@ -270,5 +292,37 @@ pub fn mismatch<T: PartialEq + std::fmt::Debug>(got: &Array1<T>, expected: &Arra
     match got.iter().zip(expected).position(|(g, e)| g != e) {
         Some(i) => format!("element {i}: {:?} vs {:?}", got[i], expected[i]),
         None => "equal".into(),
+    }
+}
+
+/// K19, the other half of seed 000's cgo benchmark: one call across the C ABI
+/// (`cuda_kernels_status_string` through a `dlsym`'d pointer into
+/// `libcuda_kernels_capi.so`) against the same work as a direct Rust call.
+/// Skipped, with a note, when the library is not built.
+fn c_abi_call_overhead(records: &mut Vec<BenchRecord>) {
+    use crate::mandelbrot::c_abi::CAbiLibrary;
+    let Some(lib) = CAbiLibrary::find().and_then(|p| CAbiLibrary::open(p).ok()) else {
+        eprintln!("note: libcuda_kernels_capi.so not found: C ABI call overhead skipped");
+        return;
+    };
+    let calls = 10_000_000;
+    let (through_c, direct) = lib.call_overhead_ns(calls);
+    for (kernel, ns, reference) in [
+        (
+            "C ABI call (dlsym'd pointer)",
+            through_c,
+            Some("direct Rust call"),
+        ),
+        ("direct Rust call", direct, None),
+    ] {
+        records.push(BenchRecord {
+            kernel: kernel.into(),
+            size: format!("{calls} calls"),
+            median_ms: ns * 1e-6,
+            metric: "ns/call".into(),
+            value: ns,
+            reference: reference.map(Into::into),
+            ratio: reference.map(|_| through_c / direct.max(1e-3)),
+        });
     }
 }

@@ -89,6 +89,7 @@ type LaunchMandelbrot = unsafe extern "C" fn(*const f32, *mut f32, c_int, f32, c
 type LaunchHello = unsafe extern "C" fn() -> c_int;
 type Reset = unsafe extern "C" fn() -> c_int;
 type LastError = unsafe extern "C" fn() -> *const c_char;
+type StatusString = unsafe extern "C" fn(c_int) -> *const c_char;
 
 // glibc (2.34 and later: in libc itself) — declared here rather than adding a
 // dependency for four functions.
@@ -108,6 +109,7 @@ pub struct CAbiLibrary {
     launch_hello: LaunchHello,
     reset: Reset,
     last_error: LastError,
+    status_string: StatusString,
 }
 
 // SAFETY: the library's functions may be called from any thread (its state is
@@ -148,7 +150,8 @@ impl CAbiLibrary {
     }
 
     /// `dlopen`s the library at `path` and looks up `launch_mandelbrot`,
-    /// `launch_hello`, `cuda_kernels_reset` and `cuda_kernels_last_error`.
+    /// `launch_hello`, `cuda_kernels_reset`, `cuda_kernels_last_error` and
+    /// `cuda_kernels_status_string`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, CAbiError> {
         let path = path.as_ref().to_path_buf();
         // A relative name without a slash would make dlopen search the system
@@ -192,9 +195,10 @@ impl CAbiLibrary {
                 symbol("launch_hello")?,
                 symbol("cuda_kernels_reset")?,
                 symbol("cuda_kernels_last_error")?,
+                symbol("cuda_kernels_status_string")?,
             ))
         })();
-        let (m, h, r, e) = match found {
+        let (m, h, r, e, st) = match found {
             Ok(f) => f,
             Err(err) => {
                 // SAFETY: handle came from dlopen and is closed once.
@@ -204,12 +208,13 @@ impl CAbiLibrary {
         };
         // SAFETY: the symbols are the library's exported functions with exactly
         // these C signatures (capi/include/cuda_kernels.h).
-        let (launch_mandelbrot, launch_hello, reset, last_error) = unsafe {
+        let (launch_mandelbrot, launch_hello, reset, last_error, status_string) = unsafe {
             (
                 std::mem::transmute::<*mut c_void, LaunchMandelbrot>(m),
                 std::mem::transmute::<*mut c_void, LaunchHello>(h),
                 std::mem::transmute::<*mut c_void, Reset>(r),
                 std::mem::transmute::<*mut c_void, LastError>(e),
+                std::mem::transmute::<*mut c_void, StatusString>(st),
             )
         };
         Ok(Self {
@@ -219,6 +224,7 @@ impl CAbiLibrary {
             launch_hello,
             reset,
             last_error,
+            status_string,
         })
     }
 
@@ -280,6 +286,28 @@ impl CAbiLibrary {
         // SAFETY: takes no arguments.
         let code = unsafe { (self.launch_hello)() };
         self.status("launch_hello", code)
+    }
+
+    /// K19: the cost of one call across the C ABI against the same work as a
+    /// direct Rust call, in nanoseconds per call, over `calls` calls each:
+    /// `cuda_kernels_status_string` through the `dlsym`'d pointer versus
+    /// [`status::describe`] (both map a status code to a static string).
+    pub fn call_overhead_ns(&self, calls: usize) -> (f64, f64) {
+        let calls = calls.max(1);
+        let t = std::time::Instant::now();
+        for i in 0..calls {
+            let code = std::hint::black_box(-(i as c_int & 7));
+            // SAFETY: takes an int and returns a pointer to a static C string.
+            std::hint::black_box(unsafe { (self.status_string)(code) });
+        }
+        let through_c = t.elapsed().as_secs_f64() * 1e9 / calls as f64;
+        let t = std::time::Instant::now();
+        for i in 0..calls {
+            let code = std::hint::black_box(-(i as c_int & 7));
+            std::hint::black_box(status::describe(code));
+        }
+        let direct = t.elapsed().as_secs_f64() * 1e9 / calls as f64;
+        (through_c, direct)
     }
 
     /// `cuda_kernels_reset()`: the library releases its GPU (it opens it
