@@ -82,6 +82,25 @@ pub fn same_len(kernel: &'static str, what: &str, a: usize, b: usize) -> Result<
     Ok(())
 }
 
+impl crate::Gpu {
+    /// The prelude of every 1-D launch over two inputs of one length: the
+    /// lengths agree and are not 0, the grid that covers them with blocks of
+    /// `block`, the context current, the entry point `kernel`. Returns the
+    /// function, the grid and the length.
+    pub(crate) fn prepare_pair_1d(
+        &self,
+        kernel: &'static str,
+        a_len: usize,
+        b_len: usize,
+        block: u32,
+    ) -> Result<(cust::function::Function<'_>, u32, usize)> {
+        same_len(kernel, "a and b", a_len, b_len)?;
+        let grid = grid_1d_capped(kernel, a_len, block)?;
+        self.bind()?;
+        Ok((self.function(kernel)?, grid, a_len))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,7 +10,7 @@ use cuda_kernels_gpu::multiply::{multiply_element, vector_sum_element};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
-use crate::launch::{grid_1d_capped, same_len};
+use crate::launch::same_len;
 use crate::timing::GpuTimer;
 use crate::util::contiguous;
 
@@ -55,11 +55,7 @@ impl Gpu {
         mode: MemoryMode,
     ) -> Result<(Array1<f32>, MultiplyTiming)> {
         const K: &str = "multiply";
-        same_len(K, "a and b", a.len(), b.len())?;
-        let n = a.len();
-        let grid = grid_1d_capped(K, n, BLOCK)?;
-        self.bind()?;
-        let f = self.function(K)?;
+        let (f, grid, n) = self.prepare_pair_1d(K, a.len(), b.len(), BLOCK)?;
         let stream = self.stream();
         let (a, b) = (contiguous(&a), contiguous(&b));
         let total = GpuTimer::new()?;
@@ -120,12 +116,8 @@ impl Gpu {
         c: &mut DeviceSlice<f32>,
     ) -> Result<()> {
         const K: &str = "multiply";
-        same_len(K, "a and b", a.len(), b.len())?;
         same_len(K, "a and c", a.len(), c.len())?;
-        let n = a.len();
-        let grid = grid_1d_capped(K, n, BLOCK)?;
-        self.bind()?;
-        let f = self.function(K)?;
+        let (f, grid, n) = self.prepare_pair_1d(K, a.len(), b.len(), BLOCK)?;
         let stream = self.stream();
         // SAFETY: a, b, c hold n f32 each (checked above); `c` is borrowed mutably, so it
         // aliases neither input.
@@ -137,11 +129,7 @@ impl Gpu {
     /// wrapping on overflow like the CPU reference.
     pub fn vector_sum_i32(&self, a: ArrayView1<i32>, b: ArrayView1<i32>) -> Result<Array1<i32>> {
         const K: &str = "vector_sum_i32";
-        same_len(K, "a and b", a.len(), b.len())?;
-        let n = a.len();
-        let grid = grid_1d_capped(K, n, BLOCK)?;
-        self.bind()?;
-        let f = self.function(K)?;
+        let (f, grid, n) = self.prepare_pair_1d(K, a.len(), b.len(), BLOCK)?;
         let stream = self.stream();
         let da = DeviceBuffer::from_slice(&contiguous(&a)).during(K, "copy a to the device")?;
         let db = DeviceBuffer::from_slice(&contiguous(&b)).during(K, "copy b to the device")?;

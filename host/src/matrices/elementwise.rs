@@ -207,11 +207,7 @@ impl Gpu {
         repeats: u32,
     ) -> Result<(Array1<f32>, RepeatTiming)> {
         const K: &str = "vector_sum_repeat";
-        same_len(K, "a and b", a.len(), b.len())?;
-        let n = a.len();
-        let grid = grid_1d_capped(K, n, REPEAT_THREADS)?;
-        self.bind()?;
-        let f = self.function(K)?;
+        let (f, grid, n) = self.prepare_pair_1d(K, a.len(), b.len(), REPEAT_THREADS)?;
         let stream = self.stream();
         let (a, b) = (contiguous(&a), contiguous(&b));
         let total = GpuTimer::new()?;
