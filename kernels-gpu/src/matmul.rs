@@ -63,67 +63,17 @@ pub const GUFUNC_THREADS: u32 = 256;
 #[cfg(target_arch = "nvptx64")]
 const AS_STRIDE: usize = TILED_BM + 4;
 
-/// Repeats a block 8 times with `$i` bound to the constants 0..8, so that
-/// the micro-tile arrays are indexed by constants only and stay in
-/// registers (no reliance on the optimizer's unrolling heuristics).
+/// Repeats a block once per listed constant, with `$i` bound to it:
+/// `unroll!(I in [0, 1, 2, 3] => { … })`, so that the micro-tile arrays are
+/// indexed by constants only and stay in registers (no reliance on the
+/// optimizer's unrolling heuristics).
 #[cfg(target_arch = "nvptx64")]
-macro_rules! unroll8 {
-    ($i:ident => $body:block) => {{
-        {
-            const $i: usize = 0;
+macro_rules! unroll {
+    ($i:ident in [$($n:literal),* $(,)?] => $body:block) => {{
+        $({
+            const $i: usize = $n;
             $body
-        }
-        {
-            const $i: usize = 1;
-            $body
-        }
-        {
-            const $i: usize = 2;
-            $body
-        }
-        {
-            const $i: usize = 3;
-            $body
-        }
-        {
-            const $i: usize = 4;
-            $body
-        }
-        {
-            const $i: usize = 5;
-            $body
-        }
-        {
-            const $i: usize = 6;
-            $body
-        }
-        {
-            const $i: usize = 7;
-            $body
-        }
-    }};
-}
-
-/// Repeats a block 4 times with `$i` bound to the constants 0..4.
-#[cfg(target_arch = "nvptx64")]
-macro_rules! unroll4 {
-    ($i:ident => $body:block) => {{
-        {
-            const $i: usize = 0;
-            $body
-        }
-        {
-            const $i: usize = 1;
-            $body
-        }
-        {
-            const $i: usize = 2;
-            $body
-        }
-        {
-            const $i: usize = 3;
-            $body
-        }
+        })*
     }};
 }
 
@@ -273,7 +223,7 @@ mod entry {
             let mut ra = [0.0f32; 4];
             let mut rb = [0.0f32; 4];
             let a_k_ok = k0 + (a_col as u32) < k32;
-            unroll4!(I => {
+            unroll!(I in [0, 1, 2, 3] => {
                 if a_k_ok && a_rows_ok[I] {
                     // SAFETY: row block_row + a_row + 32 I < m and column
                     // k0 + a_col < k: inside A.
@@ -291,7 +241,7 @@ mod entry {
         let stash = |buf: usize, ra: [f32; 4], rb: [f32; 4]| {
             let a_off = (buf * A_BUF * 4) as u32;
             let b_off = (buf * B_BUF * 4) as u32;
-            unroll4!(I => {
+            unroll!(I in [0, 1, 2, 3] => {
                 // SAFETY: a_col < 8 and a_row + 32 I < 128: inside buffer
                 // `buf` of the A tile; only this thread writes this slot, and
                 // nobody reads the buffer until the next barrier.
@@ -321,7 +271,7 @@ mod entry {
             };
             let a_buf = a_frag + (buf * A_BUF * 4) as u32;
             let b_buf = b_frag + (buf * B_BUF * 4) as u32;
-            unroll8!(KK => {
+            unroll!(KK in [0, 1, 2, 3, 4, 5, 6, 7] => {
                 // SAFETY: KK < 8, ty * 4 + 64 + 3 < 128 and tx * 4 + 64 + 3
                 // < 128: inside buffer `buf`, 16-byte aligned (AS_STRIDE and
                 // 128 are multiples of 4); written before the last barrier.
@@ -335,8 +285,8 @@ mod entry {
                 };
                 let av = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
                 let bv = [b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]];
-                unroll8!(I => {
-                    unroll8!(J => {
+                unroll!(I in [0, 1, 2, 3, 4, 5, 6, 7] => {
+                    unroll!(J in [0, 1, 2, 3, 4, 5, 6, 7] => {
                         acc[I][J] = fma_f32(av[I], bv[J], acc[I][J]);
                     });
                 });
@@ -350,10 +300,10 @@ mod entry {
 
         // Write the micro-tile: rows/columns 0..4 are at ty*4 (tx*4), 4..8
         // at 64 + ty*4 (64 + tx*4).
-        unroll8!(I => {
+        unroll!(I in [0, 1, 2, 3, 4, 5, 6, 7] => {
             let row = block_row + ty * 4 + (I % 4) + (I / 4) * 64;
             if row < m {
-                unroll8!(J => {
+                unroll!(J in [0, 1, 2, 3, 4, 5, 6, 7] => {
                     let col = block_col + tx * 4 + (J % 4) + (J / 4) * 64;
                     if col < n {
                         // SAFETY: row < m and col < n: inside C.
