@@ -33,7 +33,8 @@ use cuda_kernels::ndarray::{
     Array1, Array2, Array3, ArrayD, ArrayView1, ArrayViewMut1, Axis, IxDyn,
 };
 use cuda_kernels::reduce::{
-    Element, Max, Min, Product, ReduceKernel, Sum, Xor, float_sum_tolerance, reduce_cpu,
+    Element, Max, Min, Product, ReduceKernel, Sum, Xor, accurate_sum, float_sum_tolerance,
+    reduce_cpu,
 };
 use cuda_kernels::streams::mult_ker_cpu;
 use libtest_mimic::Failed;
@@ -908,22 +909,6 @@ impl<T: Debug> Debug for ReduceCase<T> {
             brief(&self.data)
         )
     }
-}
-
-/// `Σ x` in f64, Neumaier-compensated (as gpu_reduce's reference: far more
-/// accurate than any f32 or f64 summation-order error here).
-fn accurate_sum(xs: impl Iterator<Item = f64>) -> f64 {
-    let (mut s, mut c) = (0.0f64, 0.0f64);
-    for x in xs {
-        let t = s + x;
-        c += if s.abs() >= x.abs() {
-            (s - t) + x
-        } else {
-            (x - t) + s
-        };
-        s = t;
-    }
-    s + c
 }
 
 fn reduce_cases<Op: ReduceProp<T>, T: PropElem>() -> impl Strategy<Value = ReduceCase<T>> {

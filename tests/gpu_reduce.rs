@@ -15,7 +15,8 @@ use cuda_kernels::Gpu;
 use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer, mem_get_info};
 use cuda_kernels::ndarray::{Array1, s};
 use cuda_kernels::reduce::{
-    Element, Max, Min, Product, ReduceKernel, Sum, Xor, float_sum_tolerance, reduce_cpu,
+    Element, Max, Min, Product, ReduceKernel, Sum, Xor, accurate_sum, float_sum_tolerance,
+    reduce_cpu,
 };
 use cuda_kernels::util::Rng;
 use libtest_mimic::{Completion, Failed, Trial};
@@ -279,22 +280,6 @@ fn misaligned_device_slices(gpu: &Gpu) -> Result<(), Failed> {
     for_type::<i64>(gpu)?;
     for_type::<f32>(gpu)?;
     for_type::<f64>(gpu)
-}
-
-/// Neumaier-compensated sum in f64: accurate to a few units in the last
-/// place of f64, far below any f32 or f64 summation-order error here.
-fn accurate_sum(xs: impl Iterator<Item = f64>) -> f64 {
-    let (mut s, mut c) = (0.0f64, 0.0f64);
-    for x in xs {
-        let t = s + x;
-        c += if s.abs() >= x.abs() {
-            (s - t) + x
-        } else {
-            (x - t) + s
-        };
-        s = t;
-    }
-    s + c
 }
 
 fn float_sums_within_tolerance(gpu: &Gpu) -> Result<(), Failed> {

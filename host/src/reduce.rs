@@ -410,6 +410,28 @@ pub fn reduce_cpu<Op: ReduceKernel<T>, T: Element>(
         .ok_or_else(|| Error::invalid(Op::ENTRY, "empty input and no initial value"))
 }
 
+/// `Σ x` in f64 with Neumaier's compensated summation: accurate to a few
+/// units in the last place of f64, far below any f32 or f64 summation-order
+/// error, so it serves as the exact reference for float sums in any order.
+///
+/// ```
+/// let xs = [1e16, 1.0, -1e16];
+/// assert_eq!(cuda_kernels_host::reduce::accurate_sum(xs.iter().copied()), 1.0);
+/// ```
+pub fn accurate_sum(xs: impl Iterator<Item = f64>) -> f64 {
+    let (mut s, mut c) = (0.0f64, 0.0f64);
+    for x in xs {
+        let t = s + x;
+        c += if s.abs() >= x.abs() {
+            (s - t) + x
+        } else {
+            (x - t) + s
+        };
+        s = t;
+    }
+    s + c
+}
+
 /// A bound on `|gpu − exact|` for a float sum of `n` elements whose
 /// absolute values add up to `sum_abs`, reduced by `threads` GPU threads
 /// (`grid × block` of [`Gpu::reduce_launch_shape`]), for a type of unit

@@ -14,8 +14,8 @@ use super::{BenchRecord, Check, Report, Row, cpu_time, no_gpu};
 use crate::bench::{device_copy_gbps, gb_per_s};
 use crate::cust::memory::DeviceBuffer;
 use crate::reduce::{
-    Element, Max, Min, Product, ReduceKernel, ReduceScratch, Sum, Xor, float_sum_tolerance,
-    reduce_cpu,
+    Element, Max, Min, Product, ReduceKernel, ReduceScratch, Sum, Xor, accurate_sum,
+    float_sum_tolerance, reduce_cpu,
 };
 use crate::timing::{GpuTimer, median};
 use crate::util::Rng;
@@ -240,22 +240,6 @@ fn compare<Op: ReduceKernel<T>, T: DemoElement>(
     } else {
         Check::Fail(format!("{got} vs {reference}: |Δ| = {dev:.2e} > {tol:.2e}"))
     }
-}
-
-/// Neumaier-compensated sum: accurate to a few f64 ulps, a reference for
-/// f32 and f64 sums in any order.
-pub fn accurate_sum(xs: impl Iterator<Item = f64>) -> f64 {
-    let (mut s, mut c) = (0.0f64, 0.0f64);
-    for x in xs {
-        let t = s + x;
-        c += if s.abs() >= x.abs() {
-            (s - t) + x
-        } else {
-            (x - t) + s
-        };
-        s = t;
-    }
-    s + c
 }
 
 /// One reduction: CPU reference, GPU result and kernel time, a report row.
