@@ -214,16 +214,7 @@ impl Gpu {
         upper_bound: f32,
     ) -> Result<()> {
         let shape = check_launch(KERNEL, lattice.len(), max_iters, upper_bound, BLOCK)?;
-        if graph.len() != shape.points {
-            return Err(Error::invalid(
-                KERNEL,
-                format!(
-                    "graph holds {} values, the lattice needs {}",
-                    graph.len(),
-                    shape.points
-                ),
-            ));
-        }
+        check_graph_len(graph.len(), shape.points)?;
         self.bind()?;
         let d_lattice = DeviceBuffer::from_slice(lattice).during(KERNEL, "copy lattice in")?;
         // SAFETY: the kernel writes every one of the `points` values before the copy out.
@@ -284,16 +275,7 @@ impl Gpu {
         block: u32,
     ) -> Result<()> {
         let shape = check_launch(KERNEL, lattice.len(), max_iters, upper_bound, block)?;
-        if graph.len() != shape.points {
-            return Err(Error::invalid(
-                KERNEL,
-                format!(
-                    "graph holds {} values, the lattice needs {}",
-                    graph.len(),
-                    shape.points
-                ),
-            ));
-        }
+        check_graph_len(graph.len(), shape.points)?;
         self.bind()?;
         self.launch_mandelbrot(&shape, lattice, graph)
     }
@@ -438,6 +420,19 @@ pub fn first_difference(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Option<String
         .zip(b.iter())
         .find(|((_, x), y)| x.to_bits() != y.to_bits())
         .map(|(((r, c), x), y)| format!("point ({r}, {c}): {x} vs {y}"))
+}
+
+/// Refuses an output graph that does not hold exactly the lattice's
+/// `points` values.
+fn check_graph_len(graph_len: usize, points: usize) -> Result<()> {
+    if graph_len == points {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            KERNEL,
+            format!("graph holds {graph_len} values, the lattice needs {points}"),
+        ))
+    }
 }
 
 #[cfg(test)]
