@@ -9,8 +9,8 @@
 # checkout] and command: "bash DEST/run.sh 2>&1 | tee $OUT/log".
 set -euo pipefail
 dest="$1"; shift
+rm -rf "$dest"
 mkdir -p "$dest"
-rm -f "$dest"/*
 args=()
 for t in "$@"; do args+=(--test "$t"); done
 [ ${#args[@]} -eq 0 ] && args=(--tests)
