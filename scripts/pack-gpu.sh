@@ -9,6 +9,10 @@
 # checkout] and command: "bash DEST/run.sh 2>&1 | tee $OUT/log".
 set -euo pipefail
 dest="$1"; shift
+case "$(basename "$dest")" in
+  .gpu*) ;;
+  *) echo "pack-gpu.sh: DEST must be a folder named .gpu* (it is emptied first): $dest" >&2; exit 2 ;;
+esac
 rm -rf "$dest"
 mkdir -p "$dest"
 args=()
