@@ -22,19 +22,7 @@ use crate::error::{CudaResultExt, Error, Result};
 /// "no device") from "no device" ([`Error::NoDevice`]: `cuInit` says so, or
 /// the driver counts zero devices).
 pub fn init() -> Result<Device> {
-    match cust::init(CudaFlags::empty()) {
-        Ok(()) => {}
-        Err(CudaError::NoDevice) => {
-            return Err(Error::NoDevice {
-                reason: "cuInit: no CUDA-capable device is detected".into(),
-            });
-        }
-        Err(e) => {
-            return Err(Error::NoDriver {
-                reason: format!("cuInit: {e}"),
-            });
-        }
-    }
+    cust::init(CudaFlags::empty()).map_err(classify_init_error)?;
     let count = Device::num_devices().map_err(|e| Error::NoDriver {
         reason: format!("cuDeviceGetCount: {e}"),
     })?;
@@ -44,6 +32,21 @@ pub fn init() -> Result<Device> {
         });
     }
     Device::get_device(0).during("init", "cuDeviceGet")
+}
+
+/// What a failed `cuInit` means for the user: "no device" when the driver
+/// says so (a driver library without a GPU, as on a machine with Debian's
+/// `libcuda1` and no NVIDIA kernel module), "no driver" for every other
+/// failure (no kernel driver loaded, a driver too old, …).
+pub fn classify_init_error(e: CudaError) -> Error {
+    match e {
+        CudaError::NoDevice => Error::NoDevice {
+            reason: "cuInit: no CUDA-capable device is detected".into(),
+        },
+        e => Error::NoDriver {
+            reason: format!("cuInit: {e}"),
+        },
+    }
 }
 
 /// A GPU ready to run this crate's kernels: the device, its primary context,
@@ -263,4 +266,26 @@ pub fn ptx_summary(ptx: &str) -> String {
         directive(".version"),
         directive(".target")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_failures_are_no_device_or_no_driver() {
+        assert!(matches!(
+            classify_init_error(CudaError::NoDevice),
+            Error::NoDevice { .. }
+        ));
+        for e in [
+            CudaError::NotInitialized,
+            CudaError::InvalidDevice,
+            CudaError::UnknownError,
+        ] {
+            let err = classify_init_error(e);
+            assert!(matches!(err, Error::NoDriver { .. }), "{e:?} gave {err:?}");
+            assert!(err.is_no_gpu() && err.to_string().starts_with("no CUDA driver: cuInit:"));
+        }
+    }
 }
