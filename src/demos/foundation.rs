@@ -5,7 +5,7 @@ use std::path::Path;
 use crate::cust::memory::DeviceBuffer;
 use ndarray::Array1;
 
-use super::{BenchRecord, Check, Report, Row, cpu_time, no_gpu};
+use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, no_gpu};
 use crate::bench::{device_copy_gbps, gb_per_s};
 use crate::multiply::{MemoryMode, multiply_cpu, vector_sum_i32_cpu};
 use crate::timing::{GpuTimer, median};
@@ -114,11 +114,7 @@ fn multiply(gpu: Option<&Gpu>, n: usize, report: &mut Report) -> Result<()> {
         ("multiply (unified memory)", MemoryMode::Unified),
     ] {
         let (c, t) = gpu.multiply_timed(a.view(), b.view(), mode)?;
-        let check = if c == expected {
-            Check::Pass("exact".into())
-        } else {
-            Check::Fail(mismatch(&c, &expected))
-        };
+        let check = exact_check(&c, &expected);
         report.push(Row {
             kernel: label.into(),
             size: size.clone(),
@@ -150,11 +146,7 @@ fn vector_sum(gpu: Option<&Gpu>, n: usize, report: &mut Report) -> Result<()> {
     if let Some(gpu) = gpu {
         let (res, ms) = GpuTimer::time(gpu.stream(), || gpu.vector_sum_i32(a.view(), b.view()))?;
         row.gpu_ms = Some(ms as f64);
-        row.check = if res == expected {
-            Check::Pass("exact".into())
-        } else {
-            Check::Fail(mismatch(&res, &expected))
-        };
+        row.check = exact_check(&res, &expected);
         if n <= 100 {
             println!("a   = {a}\nb   = {b}\na+b = {res}");
         }
@@ -281,17 +273,6 @@ pub fn size_label(n: usize) -> String {
         format!("2^{}", n.trailing_zeros())
     } else {
         n.to_string()
-    }
-}
-
-/// The first index where two arrays differ, for a failed check.
-pub fn mismatch<T: PartialEq + std::fmt::Debug>(got: &Array1<T>, expected: &Array1<T>) -> String {
-    if got.len() != expected.len() {
-        return format!("length {} vs {}", got.len(), expected.len());
-    }
-    match got.iter().zip(expected).position(|(g, e)| g != e) {
-        Some(i) => format!("element {i}: {:?} vs {:?}", got[i], expected[i]),
-        None => "equal".into(),
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use ndarray::{Array1, Array2, ArrayD, IxDyn};
 
-use super::{BenchRecord, Check, Report, Row, cpu_time, no_gpu};
+use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, no_gpu};
 use crate::bench::{device_copy_gbps, gb_per_s};
 use crate::cust::memory::DeviceBuffer;
 use crate::matrices::kernels::{lerp, saxpy, sum};
@@ -117,11 +117,7 @@ fn doubles(gpu: Option<&Gpu>, rows: usize, cols: usize, report: &mut Report) -> 
             println!("DOUBLED MATRIX AFTER GPU EXECUTION\n{doubled}");
         }
         row.gpu_ms = Some(ms as f64);
-        row.check = if doubled == expected {
-            Check::Pass("exact".into())
-        } else {
-            Check::Fail("GPU and CPU differ".into())
-        };
+        row.check = exact_check(&doubled, &expected);
     }
     report.push(row);
     Ok(())
@@ -206,7 +202,7 @@ fn elementwise(gpu: Option<&Gpu>, n: usize, report: &mut Report) -> Result<()> {
             println!("INPUT VECTOR A\n{a}\nINPUT VECTOR B\n{b}\nOUTPUT VECTOR RESULT A + B\n{c}");
         }
         row.gpu_ms = Some(ms as f64);
-        row.check = exact(&c, &expected);
+        row.check = exact_check(&c, &expected);
     }
     report.push(row);
 
@@ -238,25 +234,17 @@ fn elementwise(gpu: Option<&Gpu>, n: usize, report: &mut Report) -> Result<()> {
             gpu.elementwise_saxpy(x.view(), y.view_mut(), 2.0f32)
         })?;
         saxpy_row.gpu_ms = Some(ms as f64);
-        saxpy_row.check = exact(&y, &y_cpu);
+        saxpy_row.check = exact_check(&y, &y_cpu);
         let mut out = Array1::<f32>::zeros(m);
         let ((), ms) = GpuTimer::time(gpu.stream(), || {
             gpu.elementwise_lerp(x.view(), y0.view(), t.view(), out.view_mut())
         })?;
         lerp_row.gpu_ms = Some(ms as f64);
-        lerp_row.check = exact(&out, &lerp_cpu);
+        lerp_row.check = exact_check(&out, &lerp_cpu);
     }
     report.push(saxpy_row);
     report.push(lerp_row);
     Ok(())
-}
-
-fn exact<T: PartialEq + std::fmt::Debug>(got: &Array1<T>, expected: &Array1<T>) -> Check {
-    match got.iter().zip(expected).position(|(g, e)| g != e) {
-        None if got.len() == expected.len() => Check::Pass("exact".into()),
-        None => Check::Fail(format!("length {} vs {}", got.len(), expected.len())),
-        Some(i) => Check::Fail(format!("element {i}: {:?} vs {:?}", got[i], expected[i])),
-    }
 }
 
 fn repeat(gpu: Option<&Gpu>, n: usize, repeats: u32, report: &mut Report) -> Result<()> {
@@ -327,11 +315,7 @@ fn gufunc(gpu: Option<&Gpu>, dim: usize, batch: &[usize], report: &mut Report) -
             println!("RESULT MATRIX C = A*B\n:\n{c}");
         }
         row.gpu_ms = Some(ms as f64);
-        row.check = if c == c_cpu {
-            Check::Pass("exact".into())
-        } else {
-            Check::Fail("GPU and CPU differ".into())
-        };
+        row.check = exact_check(&c, &c_cpu);
     }
     report.push(row);
     Ok(())

@@ -10,6 +10,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use ndarray::{ArrayBase, Data, Dimension};
+
 use crate::{Gpu, Result};
 
 pub mod foundation;
@@ -167,6 +169,30 @@ pub fn cpu_time<T>(f: impl FnOnce() -> T) -> (T, f64) {
     let t = std::time::Instant::now();
     let v = f();
     (v, t.elapsed().as_secs_f64() * 1e3)
+}
+
+/// `Check::Pass("exact")` when `got` equals `expected` element for element,
+/// else a `Check::Fail` naming the shapes or the first differing element
+/// (in logical, row-major order).
+pub fn exact_check<T, S1, S2, D>(got: &ArrayBase<S1, D>, expected: &ArrayBase<S2, D>) -> Check
+where
+    T: PartialEq + std::fmt::Debug,
+    S1: Data<Elem = T>,
+    S2: Data<Elem = T>,
+    D: Dimension,
+{
+    if got.shape() != expected.shape() {
+        return Check::Fail(format!("shape {:?} vs {:?}", got.shape(), expected.shape()));
+    }
+    match got
+        .iter()
+        .zip(expected.iter())
+        .enumerate()
+        .find(|(_, (g, e))| g != e)
+    {
+        None => Check::Pass("exact".into()),
+        Some((i, (g, e))) => Check::Fail(format!("element {i}: {g:?} vs {e:?}")),
+    }
 }
 
 /// `Check::Skipped` for a run without a GPU.
