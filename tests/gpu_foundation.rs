@@ -142,15 +142,10 @@ fn hello_prints_three_lines(_gpu: &Gpu) -> Result<(), Failed> {
 
 fn hello_refuses_bad_shapes(gpu: &Gpu) -> Result<(), Failed> {
     for (blocks, threads) in [(1, 0), (0, 1), (1, 1025)] {
-        match gpu.hello(blocks, threads, false) {
-            Err(Error::InvalidInput { .. }) => {}
-            other => {
-                return Err(format!(
-                    "<<<{blocks}, {threads}>>>: expected InvalidInput, got {other:?}"
-                )
-                .into());
-            }
-        }
+        common::expect_invalid(
+            &format!("<<<{blocks}, {threads}>>>"),
+            gpu.hello(blocks, threads, false),
+        )?;
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use common::{ensure, fail, gpu_test, run, shared_gpu, under_sanitizer};
+use common::{ensure, expect_invalid, fail, gpu_test, run, shared_gpu, under_sanitizer};
 use cuda_kernels::mandelbrot::c_abi::{CAbiLibrary, LIBRARY_NAME, status};
 use cuda_kernels::mandelbrot::driver_api::{PtxSource, mandelbrot_driver_api};
 use cuda_kernels::mandelbrot::{
@@ -201,16 +201,6 @@ fn explicit_sync_path_identical(gpu: &Gpu) -> Result<(), Failed> {
         &g,
         &mandelbrot_cpu(small.view(), 100, 2.0).map_err(fail)?,
     )
-}
-
-fn expect_invalid<T: std::fmt::Debug>(
-    what: &str,
-    r: cuda_kernels::Result<T>,
-) -> Result<(), Failed> {
-    match r {
-        Err(Error::InvalidInput { .. }) => Ok(()),
-        other => Err(format!("{what}: expected InvalidInput, got {other:?}").into()),
-    }
 }
 
 fn bad_sizes_are_refused_before_launch(gpu: &Gpu) -> Result<(), Failed> {

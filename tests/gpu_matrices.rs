@@ -6,7 +6,8 @@ mod common;
 
 use std::process::ExitCode;
 
-use common::{AWKWARD_LENGTHS, cpu_test, ensure, fail, gpu_test, run};
+use common::{AWKWARD_LENGTHS, cpu_test, ensure, expect_invalid, fail, gpu_test, run};
+use cuda_kernels::Gpu;
 use cuda_kernels::matrices::kernels::{lerp, saxpy, sum};
 use cuda_kernels::matrices::{
     Elementwise, MatmulKernel, allclose, check_matmul, doubles_matrix_cpu, elementwise_cpu,
@@ -14,7 +15,6 @@ use cuda_kernels::matrices::{
 };
 use cuda_kernels::ndarray::{Array, Array1, Array2, ArrayD, Axis, IxDyn, s};
 use cuda_kernels::util::Rng;
-use cuda_kernels::{Error, Gpu};
 use libtest_mimic::Failed;
 
 fn main() -> ExitCode {
@@ -48,16 +48,6 @@ fn main() -> ExitCode {
 fn randn2(rows: usize, cols: usize, seed: u64) -> Array2<f32> {
     let mut rng = Rng::new(seed);
     Array2::from_shape_simple_fn((rows, cols), || rng.normal() as f32)
-}
-
-fn expect_invalid<T: std::fmt::Debug>(
-    what: &str,
-    r: cuda_kernels::Result<T>,
-) -> Result<(), Failed> {
-    match r {
-        Err(Error::InvalidInput { .. }) => Ok(()),
-        other => Err(format!("{what}: expected InvalidInput, got {other:?}").into()),
-    }
 }
 
 fn doubles_matrix_any_shape(gpu: &Gpu) -> Result<(), Failed> {
