@@ -995,15 +995,7 @@ const HEADER: &str = include_str!("../capi/include/cuda_kernels.h");
 
 fn cpu_c_abi(lib: &CAbiLibrary) -> Result<(), Failed> {
     let mut t = Cases::new("cpu_c_abi");
-    for (name, value) in [
-        ("CK_OK", status::OK),
-        ("CK_NULL_POINTER", status::NULL_POINTER),
-        ("CK_BAD_SIZE", status::BAD_SIZE),
-        ("CK_NO_GPU", status::NO_GPU),
-        ("CK_CUDA_ERROR", status::CUDA_ERROR),
-        ("CK_BAD_ARGUMENT", status::BAD_ARGUMENT),
-        ("CK_INTERNAL", status::INTERNAL),
-    ] {
+    for (name, value) in status::HEADER_NAMES {
         t.works(&format!("header: {name} = {value}"), || {
             let line = HEADER
                 .lines()

@@ -31,6 +31,18 @@ pub mod status {
     /// An internal error (a Rust panic, caught at the boundary).
     pub const INTERNAL: i32 = -6;
 
+    /// Every status code with the name `capi/include/cuda_kernels.h` gives it
+    /// (`#define CK_…`), for checks that the header and the library agree.
+    pub const HEADER_NAMES: [(&str, i32); 7] = [
+        ("CK_OK", OK),
+        ("CK_NULL_POINTER", NULL_POINTER),
+        ("CK_BAD_SIZE", BAD_SIZE),
+        ("CK_NO_GPU", NO_GPU),
+        ("CK_CUDA_ERROR", CUDA_ERROR),
+        ("CK_BAD_ARGUMENT", BAD_ARGUMENT),
+        ("CK_INTERNAL", INTERNAL),
+    ];
+
     /// A short description of a status code.
     pub fn describe(code: i32) -> &'static str {
         match code {
