@@ -493,7 +493,7 @@ fn matmul_cases() -> impl Strategy<Value = MatmulCase> {
 /// an integer below 2^24, so exact in any order) or floats in [-1, 1); each
 /// operand either row-major or a transposed column-major view. Integers: the
 /// product equals `matmul_cpu` exactly; floats: within `check_matmul`'s
-/// tolerance (the one gpu_matrices uses: NumPy's allclose plus k·2⁻²⁴·|A||B|)
+/// tolerance (the one `matmul_edges_and_large` uses: NumPy's allclose plus k·2⁻²⁴·|A||B|)
 /// (32 cases per kernel).
 fn matmul_agrees_with_cpu(gpu: &Gpu, kernel: MatmulKernel) -> Result<(), Failed> {
     check(32, matmul_cases(), |c| {
