@@ -358,26 +358,9 @@ fn c_status(t: &mut Cases, lib: &CAbiLibrary, case: &str, want: i32, call: impl 
     });
 }
 
-const HEADER: &str = include_str!("../../capi/include/cuda_kernels.h");
-
 fn c_abi_refusals(lib: &CAbiLibrary) -> Result<(), Failed> {
     let mut t = Cases::new("mandelbrot::c_abi_refusals");
-    for (name, value) in status::HEADER_NAMES {
-        t.works(&format!("header: {name} = {value}"), || {
-            let line = HEADER
-                .lines()
-                .find(|l| l.starts_with(&format!("#define {name} ")))
-                .ok_or_else(|| format!("{name} is not defined"))?;
-            let defined: String = line[8 + name.len()..]
-                .split("/*")
-                .next()
-                .unwrap_or("")
-                .chars()
-                .filter(|c| !c.is_whitespace() && *c != '(' && *c != ')')
-                .collect();
-            equal(line, defined.parse::<i32>().ok(), Some(value))
-        });
-    }
+    // (The header's status codes are checked by the capi crate's unit test.)
     let lattice = [0.0f32; 4];
     let mut graph = [7.0f32; 16];
     let (l, g) = (lattice.as_ptr(), graph.as_mut_ptr());

@@ -612,44 +612,24 @@ where
     }
 }
 
-impl<T: Elem> ReduceProp<T> for Min
-where
-    Min: ReduceKernel<T>,
-{
-    fn draw(d: &mut Draw, n: usize, _exact: bool) -> (Vec<T>, T) {
-        let s = T::any_value();
-        (d.vec(&s, n), d.one(&s))
-    }
-    fn poison() -> T {
-        T::LOWEST
-    }
+/// Min, max and xor: any values; what is put around the device slice.
+macro_rules! any_value_reductions {
+    ($($op:ident: $poison:ident),*) => {$(
+        impl<T: Elem> ReduceProp<T> for $op
+        where
+            $op: ReduceKernel<T>,
+        {
+            fn draw(d: &mut Draw, n: usize, _exact: bool) -> (Vec<T>, T) {
+                let s = T::any_value();
+                (d.vec(&s, n), d.one(&s))
+            }
+            fn poison() -> T {
+                T::$poison
+            }
+        }
+    )*};
 }
-
-impl<T: Elem> ReduceProp<T> for Max
-where
-    Max: ReduceKernel<T>,
-{
-    fn draw(d: &mut Draw, n: usize, _exact: bool) -> (Vec<T>, T) {
-        let s = T::any_value();
-        (d.vec(&s, n), d.one(&s))
-    }
-    fn poison() -> T {
-        T::HIGHEST
-    }
-}
-
-impl<T: Elem> ReduceProp<T> for Xor
-where
-    Xor: ReduceKernel<T>,
-{
-    fn draw(d: &mut Draw, n: usize, _exact: bool) -> (Vec<T>, T) {
-        let s = T::any_value();
-        (d.vec(&s, n), d.one(&s))
-    }
-    fn poison() -> T {
-        T::BIG
-    }
-}
+any_value_reductions!(Min: LOWEST, Max: HIGHEST, Xor: BIG);
 
 struct ReduceCase<T> {
     data: Vec<T>,

@@ -57,6 +57,21 @@ pub trait Elem: Element + Display + Debug {
     fn any_value() -> BoxedStrategy<Self>;
 }
 
+/// The conversions every [`Elem`] has.
+macro_rules! conversions {
+    ($t:ident) => {
+        fn of(v: i8) -> Self {
+            v.into()
+        }
+        fn to_f64(self) -> f64 {
+            self as f64
+        }
+        fn from_f64(x: f64) -> Self {
+            x as $t
+        }
+    };
+}
+
 macro_rules! elem_int {
     ($($t:ident),*) => {$(
         impl Elem for $t {
@@ -64,15 +79,7 @@ macro_rules! elem_int {
             const LOWEST: Self = $t::MIN;
             const HIGHEST: Self = $t::MAX;
             const BIG: Self = 0x5555_5555;
-            fn of(v: i8) -> Self {
-                v.into()
-            }
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            fn from_f64(x: f64) -> Self {
-                x as $t
-            }
+            conversions!($t);
             fn same(self, other: Self) -> bool {
                 self == other
             }
@@ -100,15 +107,7 @@ macro_rules! elem_float {
             const LOWEST: Self = $t::NEG_INFINITY;
             const HIGHEST: Self = $t::INFINITY;
             const BIG: Self = 1e6;
-            fn of(v: i8) -> Self {
-                v.into()
-            }
-            fn to_f64(self) -> f64 {
-                self as f64
-            }
-            fn from_f64(x: f64) -> Self {
-                x as $t
-            }
+            conversions!($t);
             fn same(self, other: Self) -> bool {
                 self.to_bits() == other.to_bits() || (self.is_nan() && other.is_nan())
             }
