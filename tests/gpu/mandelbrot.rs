@@ -707,6 +707,18 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
             Err(e) => Err(Error::invalid("test setup", e.clone())),
         },
     );
+    t.works(
+        "driver API: a corrupt PTX file's error names its target",
+        || {
+            let f = garbage.as_ref().map_err(|e| e.clone())?;
+            match mandelbrot_driver_api(PtxSource::File(&f.0), one_point, 10, 2.0) {
+                Err(Error::ModuleLoad { details, .. }) => {
+                    require(details.contains("sm_70"), || details.clone())
+                }
+                r => Err(format!("expected ModuleLoad, got {r:?}")),
+            }
+        },
+    );
     t.refuse(
         "driver API: a directory as the PTX file",
         Want::ModuleLoad,
@@ -767,6 +779,9 @@ fn c_abi_refusals_with_gpu(_gpu: &Gpu, lib: &CAbiLibrary) -> Result<(), Failed> 
         // SAFETY: valid for 2 and 4 floats.
         let code = unsafe { lib.launch_mandelbrot_raw(l, g, 10, 2.0, 2) };
         equal("status", code, status::OK)?;
+        require(lib.last_error().is_empty(), || {
+            format!("a message after success: {}", lib.last_error())
+        })?;
         let want = mandelbrot_cpu(ArrayView1::from(&lattice), 10, 2.0).map_err(m)?;
         equal("graph", graph.to_vec(), want.iter().copied().collect())
     });
