@@ -157,18 +157,6 @@ pub fn run(trials: Vec<Trial>) -> ExitCode {
     conclusion.exit_code()
 }
 
-/// `Ok` when `r` is the crate's `Error::InvalidInput` (refused before any
-/// launch), else a failure naming `what` and what came back.
-pub fn expect_invalid<T: std::fmt::Debug>(
-    what: &str,
-    r: cuda_kernels::Result<T>,
-) -> Result<(), Failed> {
-    match r {
-        Err(cuda_kernels::Error::InvalidInput { .. }) => Ok(()),
-        other => Err(format!("{what}: expected InvalidInput, got {other:?}").into()),
-    }
-}
-
 /// Turns any displayable error into a test failure.
 pub fn fail(e: impl std::fmt::Display) -> Failed {
     Failed::from(e.to_string())

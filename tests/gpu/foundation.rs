@@ -34,6 +34,7 @@ use crate::support::{
 const HELLO_CHILD: &str = "CUDA_KERNELS_TEST_HELLO_CHILD";
 const FAULT_CHILD: &str = "CUDA_KERNELS_TEST_FAULT_CHILD";
 
+/// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
     vec![
         gpu!(multiply_matches_cpu_exactly),

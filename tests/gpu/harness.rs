@@ -8,6 +8,7 @@ use libtest_mimic::{Failed, Trial};
 
 use crate::common::{NoGpu, REQUIRE_GPU, ensure, fail, have_gpu};
 
+/// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
     vec![
         cpu!(no_gpu_is_ignored_or_fails_when_required),

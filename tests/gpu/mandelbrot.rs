@@ -24,6 +24,7 @@ use crate::support::cases::{Cases, Want, equal, m, require};
 use crate::support::props::{case_err, check};
 use crate::support::{PTX_GARBAGE, PTX_WITHOUT_KERNEL, TempFile, huge1, missing_path};
 
+/// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
     vec![
         gpu!(matches_cpu_at_awkward_sizes),

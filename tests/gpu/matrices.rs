@@ -29,6 +29,7 @@ use crate::support::props::{
 };
 use crate::support::{Elem, huge1, huge2, huged, ptx_entry};
 
+/// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
     vec![
         gpu!(doubles_matrix_any_shape),

@@ -49,6 +49,7 @@ macro_rules! reduce_properties {
     };
 }
 
+/// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
     let mut trials = vec![
         gpu!("seed_sum_of_1_to_10000_is_50005000", seed_sum),

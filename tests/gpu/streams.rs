@@ -32,6 +32,7 @@ use crate::support::cases::{Cases, Want, equal, m, require};
 use crate::support::props::{Draw, all_same, brief, case_err, check, length};
 use crate::support::{PTX_GARBAGE, PTX_WITHOUT_KERNEL, huge1, huge2, ptx_entry};
 
+/// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
     vec![
         cpu!(mult_ker_ptx_keeps_all_operations),

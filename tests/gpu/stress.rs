@@ -15,6 +15,7 @@ use crate::common::{ensure, fail};
 const THREADS: usize = 16;
 const LAUNCHES: usize = 1000;
 
+/// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
     vec![gpu!(threads_x_launches_no_error_no_leak)]
 }
