@@ -3,7 +3,7 @@
 //! `cuda-kernels reduce` runs the seed: the sum of `1..=10000` as i64,
 //! printed as the seed prints it (`result = 50005000`). `--op`, `--dtype`,
 //! `--n` and `--init` pick another reduction of `1..=n`.
-use std::fmt::Display;
+use std::fmt::{Display, Write as _};
 use std::path::Path;
 use std::str::FromStr;
 
@@ -14,8 +14,8 @@ use super::{BenchRecord, Check, Report, Row, cpu_time, no_gpu};
 use crate::bench::{device_copy_gbps, gb_per_s};
 use crate::cust::memory::DeviceBuffer;
 use crate::reduce::{
-    Element, Max, Min, Product, ReduceKernel, ReduceScratch, Sum, Xor, accurate_sum,
-    float_sum_tolerance, reduce_cpu,
+    Element, Max, Min, Product, ReduceKernel, ReduceOrder, ReduceScratch, Sum, Xor, accurate_sum,
+    float_sum_tolerance, reduce_cpu, reduce_in_gpu_order,
 };
 use crate::timing::{GpuTimer, median};
 use crate::util::Rng;
@@ -188,58 +188,43 @@ pub fn numpy_style<T: Display>(data: &[T]) -> String {
     }
 }
 
-/// Whether a GPU result is right: equal to the CPU reference for integers
-/// and for min/max (exact in any order); for float sums and products,
-/// within the bound of the GPU's summation tree ([`float_sum_tolerance`])
-/// of an accurate reference (a compensated f64 sum, an f64 product), since
-/// the sequential CPU fold is itself the less accurate of the two for long
-/// inputs (its message gives the CPU's deviation too).
+/// Whether a GPU result is right: equal, bits included, to the kernel's
+/// order of operations emulated on the CPU ([`reduce_in_gpu_order`] with the
+/// launch's `order`), for every operation and type, float sums and products
+/// too; a failure also gives the sequential CPU fold `expected` and, for
+/// float sums, the deviation from the exact sum against the worst-case
+/// bound [`float_sum_tolerance`].
 fn compare<Op: ReduceKernel<T>, T: DemoElement>(
     got: T,
     expected: T,
     data: &[T],
-    threads: usize,
-) -> Check {
-    let Some(u) = T::UNIT_ROUNDOFF.filter(|_| Op::NAME == "sum" || Op::NAME == "product") else {
-        return if got == expected || (got.to_f64().is_nan() && expected.to_f64().is_nan()) {
-            Check::Pass("exact".into())
+    init: Option<T>,
+    order: ReduceOrder,
+) -> Result<Check> {
+    let want = reduce_in_gpu_order::<Op, T>(data, init, order)?;
+    let same_nan = got.to_f64().is_nan() && want.to_f64().is_nan();
+    if got == want || same_nan {
+        return Ok(Check::Pass(if got == expected || same_nan {
+            "exact".into()
         } else {
-            Check::Fail(format!("{got} vs {expected}"))
-        };
-    };
-    let n = data.len();
-    let g = got.to_f64();
-    let (reference, scale, reference_tol) = if Op::NAME == "sum" {
+            format!("exact in the kernel's order; sequential CPU fold {expected}")
+        }));
+    }
+    let mut why = format!(
+        "{got} vs {want} (the kernel's order, {}×{} threads, emulated); sequential CPU fold {expected}",
+        order.grid, order.block
+    );
+    if let (Some(u), "sum") = (T::UNIT_ROUNDOFF, Op::NAME) {
         let exact = accurate_sum(data.iter().map(|x| x.to_f64()));
-        (
-            exact,
-            data.iter().map(|x| x.to_f64().abs()).sum::<f64>(),
-            0.0,
-        )
-    } else {
-        // An f64 product: accurate for f32 data; for f64 data as accurate
-        // as a sequential product, whose own bound is added.
-        let p: f64 = data.iter().map(|x| x.to_f64()).product();
-        let own = if u < 1e-10 {
-            float_sum_tolerance(n, 1, p.abs(), u)
-        } else {
-            0.0
-        };
-        (p, p.abs(), own)
-    };
-    if g == reference {
-        return Check::Pass("exact".into());
+        let sum_abs = data.iter().map(|x| x.to_f64().abs()).sum::<f64>();
+        let tol = float_sum_tolerance(data.len(), order.grid * order.block, sum_abs, u);
+        let _ = write!(
+            why,
+            "; |Δ| from the exact sum {:.2e} (worst-case bound {tol:.2e})",
+            (got.to_f64() - exact).abs()
+        );
     }
-    let tol = float_sum_tolerance(n, threads, scale, u) + reference_tol;
-    let cpu_dev = (expected.to_f64() - reference).abs();
-    let dev = (g - reference).abs();
-    if dev <= tol {
-        Check::Pass(format!(
-            "|Δ| = {dev:.2e} ≤ {tol:.2e}; CPU fold |Δ| = {cpu_dev:.2e}"
-        ))
-    } else {
-        Check::Fail(format!("{got} vs {reference}: |Δ| = {dev:.2e} > {tol:.2e}"))
-    }
+    Ok(Check::Fail(why))
 }
 
 /// One reduction: CPU reference, GPU result and kernel time, a report row.
@@ -272,8 +257,8 @@ fn reduce_demo<Op: ReduceKernel<T>, T: DemoElement>(
     if print {
         println!("result = {got}");
     }
-    let (grid, block) = gpu.reduce_launch_shape::<Op, T>(n)?;
-    let check = compare::<Op, T>(got, expected, slice, grid as usize * block as usize);
+    let order = ReduceOrder::aligned(gpu.reduce_launch_shape::<Op, T>(n)?);
+    let check = compare::<Op, T>(got, expected, slice, init, order)?;
     let mut row = Row::new(label, size, check);
     row.cpu_ms = Some(cpu_ms);
     if n > 0 {

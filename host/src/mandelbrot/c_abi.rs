@@ -322,6 +322,22 @@ impl CAbiLibrary {
         (through_c, direct)
     }
 
+    /// The first status code (of every defined one and one undefined) whose
+    /// `cuda_kernels_status_string` differs from [`status::describe`], the
+    /// result [`CAbiLibrary::call_overhead_ns`] times; `None` when all agree.
+    pub fn first_status_string_mismatch(&self) -> Option<i32> {
+        status::HEADER_NAMES
+            .iter()
+            .map(|&(_, code)| code)
+            .chain([-99])
+            .find(|&code| {
+                // SAFETY: takes an int and returns a pointer to a static,
+                // NUL-terminated C string, read at once.
+                let s = unsafe { CStr::from_ptr((self.status_string)(code)) };
+                s.to_str().ok() != Some(status::describe(code))
+            })
+    }
+
     /// `cuda_kernels_reset()`: the library releases its GPU (it opens it
     /// again on the next call). Dropping a `CAbiLibrary` does this too.
     pub fn reset(&self) -> Result<(), CAbiError> {
