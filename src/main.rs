@@ -159,7 +159,9 @@ fn run(command: Command) -> Result<ExitCode, Error> {
             return Ok(match demos::bench_failures(&run.records) {
                 None => ExitCode::SUCCESS,
                 Some(failures) => {
-                    eprintln!("error: wrong results in the benchmark (no ratio reported for them):\n{failures}");
+                    eprintln!(
+                        "error: wrong results in the benchmark (no ratio reported for them):\n{failures}"
+                    );
                     ExitCode::FAILURE
                 }
             });
@@ -178,7 +180,9 @@ fn run(command: Command) -> Result<ExitCode, Error> {
                 None => print!("{table}"),
                 Some(path) => {
                     let text = demos::bench_table::replace_between_markers(&read(&path)?, &table)
-                        .map_err(|e| Error::invalid("bench-table", format!("{}: {e}", path.display())))?;
+                        .map_err(|e| {
+                        Error::invalid("bench-table", format!("{}: {e}", path.display()))
+                    })?;
                     std::fs::write(&path, text).map_err(|source| Error::Io {
                         what: format!("writing {}", path.display()),
                         source,

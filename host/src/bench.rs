@@ -35,7 +35,10 @@ pub fn device_copy_gbps(gpu: &Gpu, bytes: usize, reps: usize) -> Result<f64> {
     if let Some(i) = copied.iter().position(|&w| w != PATTERN) {
         return Err(Error::invalid(
             K,
-            format!("word {i} of {n} is {:#x} after the copy, not {PATTERN:#x}", copied[i]),
+            format!(
+                "word {i} of {n} is {:#x} after the copy, not {PATTERN:#x}",
+                copied[i]
+            ),
         ));
     }
     Ok(gb_per_s(2 * n * 4, median(&mut times)))

@@ -492,7 +492,10 @@ pub fn reduce_in_gpu_order<Op: ReduceKernel<T>, T: Element>(
     if grid == 0 || block == 0 || block % 32 != 0 || block > 1024 || head >= T::PER_VEC {
         return Err(Error::invalid(
             Op::ENTRY,
-            format!("no launch has the order {order:?} (grid ≥ 1, block a multiple of 32 up to 1024, head < {})", T::PER_VEC),
+            format!(
+                "no launch has the order {order:?} (grid ≥ 1, block a multiple of 32 up to 1024, head < {})",
+                T::PER_VEC
+            ),
         ));
     }
     let c = Op::combine;
@@ -540,7 +543,14 @@ pub fn reduce_in_gpu_order<Op: ReduceKernel<T>, T: Element>(
             while offset > 0 {
                 let old = *lanes;
                 for (l, v) in lanes.iter_mut().enumerate() {
-                    *v = c(old[l], if l + offset < 32 { old[l + offset] } else { old[l] });
+                    *v = c(
+                        old[l],
+                        if l + offset < 32 {
+                            old[l + offset]
+                        } else {
+                            old[l]
+                        },
+                    );
                 }
                 offset /= 2;
             }
@@ -562,7 +572,13 @@ pub fn reduce_in_gpu_order<Op: ReduceKernel<T>, T: Element>(
         })
         .collect();
     let last: Vec<T> = (0..block)
-        .map(|tid| partials.iter().skip(tid).step_by(block).fold(id, |a, &p| c(a, p)))
+        .map(|tid| {
+            partials
+                .iter()
+                .skip(tid)
+                .step_by(block)
+                .fold(id, |a, &p| c(a, p))
+        })
         .collect();
     Ok(c(init, block_reduce(&last)))
 }

@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 use super::{BenchRecord, Check};
 
 /// The line before the README's rendered table.
-pub const BEGIN_MARKER: &str = "<!-- bench-table:begin (cuda-kernels bench-table --json FILE --readme README.md) -->";
+pub const BEGIN_MARKER: &str =
+    "<!-- bench-table:begin (cuda-kernels bench-table --json FILE --readme README.md) -->";
 /// The line after it.
 pub const END_MARKER: &str = "<!-- bench-table:end -->";
 
@@ -200,7 +201,9 @@ mod tests {
         let md = back.to_markdown();
         assert!(md.contains("| `matrix_mul_tiled` | 4096³ f32 | 3.50 ms | 39,268 GFLOP/s | cuBLAS SGEMM | 0.780 | within bound |"));
         // A failed row never shows a ratio.
-        assert!(md.contains("| `broken` | 2^20 | 0.100 ms | 9,999 GB/s | device copy | – | **FAILED**: element 3 |"));
+        assert!(md.contains(
+            "| `broken` | 2^20 | 0.100 ms | 9,999 GB/s | device copy | – | **FAILED**: element 3 |"
+        ));
         assert!(md.contains("2026-11-18"));
         let readme = format!("intro\n{BEGIN_MARKER}\nold table\n{END_MARKER}\noutro\n");
         let new = replace_between_markers(&readme, &md).unwrap();

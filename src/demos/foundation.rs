@@ -227,7 +227,8 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     let ms = median(&mut times);
     let bw = gb_per_s(12 * n, ms);
     let mut c = Array1::<f32>::zeros(n);
-    dc.copy_to(c.as_slice_mut().unwrap_or(&mut [])).during(K, "copy c back")?;
+    dc.copy_to(c.as_slice_mut().unwrap_or(&mut []))
+        .during(K, "copy c back")?;
     let check = exact_check(&c, &multiply_cpu(a.view(), b.view())?);
     records.push(BenchRecord::new(
         "device copy",
@@ -238,7 +239,8 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         Check::Pass(COPY_CHECKED.into()),
     ));
     records.push(
-        BenchRecord::new(K, "2^26 f32", ms as f64, "GB/s", bw, check).against("device copy", bw / copy),
+        BenchRecord::new(K, "2^26 f32", ms as f64, "GB/s", bw, check)
+            .against("device copy", bw / copy),
     );
     let rates = gpu.launch_overhead(20_000)?;
     for (label, rate) in [

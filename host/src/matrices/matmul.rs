@@ -521,7 +521,13 @@ mod tests {
 
     /// An m×k and a k×n matrix: standard normal, or uniform in [0, 1)
     /// (all terms positive: partial sums grow like k, the hard case).
-    fn operands(m: usize, k: usize, n: usize, positive: bool, seed: u64) -> (Array2<f32>, Array2<f32>) {
+    fn operands(
+        m: usize,
+        k: usize,
+        n: usize,
+        positive: bool,
+        seed: u64,
+    ) -> (Array2<f32>, Array2<f32>) {
         let mut rng = crate::util::Rng::new(seed);
         let mut draw = |_| {
             if positive {
@@ -590,7 +596,10 @@ mod tests {
             for (name, dot) in orders {
                 let c = product_with(&a, &b, |_| true, dot);
                 let chk = reference.check(c.view()).unwrap();
-                println!("{name} (positive: {positive}): worst ratio {:.4}", chk.worst_ratio);
+                println!(
+                    "{name} (positive: {positive}): worst ratio {:.4}",
+                    chk.worst_ratio
+                );
                 assert!(
                     chk.worst_ratio < 0.25,
                     "{name} (positive: {positive}): {chk:?}"
@@ -607,7 +616,9 @@ mod tests {
         let (a, b) = operands(m, k, n, false, 7);
         let reference = MatmulReference::new(a.view(), b.view()).unwrap();
         // The old elementwise bound k·u·(|A||B|)ᵢⱼ, for the relation.
-        let old = a.mapv(|x| f64::from(x).abs()).dot(&b.mapv(|x| f64::from(x).abs()))
+        let old = a
+            .mapv(|x| f64::from(x).abs())
+            .dot(&b.mapv(|x| f64::from(x).abs()))
             * (k as f64 * 2f64.powi(-24));
         let caught = |c: &Array2<f32>| -> (usize, usize) {
             let mut new_caught = 0;
@@ -631,7 +642,10 @@ mod tests {
         let total = m * n;
         println!("slab dropped: caught in {new} of {total} elements (old bound: {old})");
         assert!(new * 100 >= total * 95, "slab caught in {new} of {total}");
-        assert!(old * 100 <= total * 90, "the old bound caught it in {old} of {total}");
+        assert!(
+            old * 100 <= total * 90,
+            "the old bound caught it in {old} of {total}"
+        );
         // One term (l = 1000) dropped from every element.
         let term = product_with(&a, &b, |l| l != 1000, blocked);
         assert!(!reference.check(term.view()).unwrap().passed());
