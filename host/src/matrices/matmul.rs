@@ -424,17 +424,23 @@ pub struct MatmulReference {
 impl MatmulReference {
     /// The exact product `A·B` and each element's tolerance.
     pub fn new(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Self> {
-        let exact = matmul_cpu_f64(a, b)?;
+        if a.ncols() != b.nrows() {
+            return Err(Error::invalid(
+                "matmul check",
+                format!("inner dimensions differ: {:?} · {:?}", a.dim(), b.dim()),
+            ));
+        }
         let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
+        let wide = |x: &f32| f64::from(*x);
+        let (a64, b64) = (a.map(wide), b.map(wide));
+        let exact = parallel_dot(a64.view(), b64.view());
         let u = f64::from(f32::EPSILON) / 2.0;
         let kf = k.max(1) as f64;
         let cases = 2.0 * kf * (m.max(1) * n.max(1)) as f64 / MATMUL_CHECK_FALSE_ALARM;
         let lambda = (2.0 * cases.ln()).sqrt() / (1.0 - u);
         let gamma = (lambda * kf.sqrt() * u + kf * u * u / (1.0 - u)).exp_m1();
         let underflow = kf * f64::from(f32::from_bits(1));
-        let tolerance = a
-            .mapv(|x| f64::from(x).abs())
-            .dot(&b.mapv(|x| f64::from(x).abs()))
+        let tolerance = parallel_dot(a64.mapv(f64::abs).view(), b64.mapv(f64::abs).view())
             .mapv(|s| gamma * s + underflow);
         Ok(Self { exact, tolerance })
     }
@@ -476,6 +482,24 @@ impl MatmulReference {
             });
         Ok(check)
     }
+}
+
+/// `a · b` in f64 with the rows of `a` split over the CPU's cores (the
+/// checks of the bench's 4096³ products would take half a minute each on
+/// one core).
+fn parallel_dot(a: ArrayView2<f64>, b: ArrayView2<f64>) -> Array2<f64> {
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let rows = a.nrows().div_ceil(threads).max(64);
+    let mut out = Array2::<f64>::zeros((a.nrows(), b.ncols()));
+    std::thread::scope(|scope| {
+        for (a_rows, mut out_rows) in a
+            .axis_chunks_iter(ndarray::Axis(0), rows)
+            .zip(out.axis_chunks_iter_mut(ndarray::Axis(0), rows))
+        {
+            scope.spawn(move || out_rows.assign(&a_rows.dot(&b)));
+        }
+    });
+    out
 }
 
 /// Compares an f32 product `got = A·B` with the f64 reference, element by
