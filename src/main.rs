@@ -124,10 +124,7 @@ fn run(command: Command) -> Result<ExitCode, Error> {
                     println!("  {e}");
                 }
             } else if let Some(path) = out {
-                std::fs::write(&path, cuda_kernels::PTX).map_err(|source| Error::Io {
-                    what: format!("writing {}", path.display()),
-                    source,
-                })?;
+                write_file(&path, cuda_kernels::PTX)?;
                 eprintln!(
                     "wrote {} ({} bytes)",
                     path.display(),
@@ -150,10 +147,7 @@ fn run(command: Command) -> Result<ExitCode, Error> {
                 let text = serde_json::to_string_pretty(&run).map_err(|e| {
                     Error::invalid("bench", format!("cannot encode the records: {e}"))
                 })?;
-                std::fs::write(&path, text).map_err(|source| Error::Io {
-                    what: format!("writing {}", path.display()),
-                    source,
-                })?;
+                write_file(&path, &text)?;
                 eprintln!("wrote {}", path.display());
             }
             return Ok(match demos::bench_failures(&run.records) {
@@ -183,10 +177,7 @@ fn run(command: Command) -> Result<ExitCode, Error> {
                         .map_err(|e| {
                         Error::invalid("bench-table", format!("{}: {e}", path.display()))
                     })?;
-                    std::fs::write(&path, text).map_err(|source| Error::Io {
-                        what: format!("writing {}", path.display()),
-                        source,
-                    })?;
+                    write_file(&path, &text)?;
                     eprintln!("updated the table in {}", path.display());
                 }
             }
@@ -218,6 +209,14 @@ fn run(command: Command) -> Result<ExitCode, Error> {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    })
+}
+
+/// Writes `text` to `path`, naming the file in the error.
+fn write_file(path: &std::path::Path, text: &str) -> Result<(), Error> {
+    std::fs::write(path, text).map_err(|source| Error::Io {
+        what: format!("writing {}", path.display()),
+        source,
     })
 }
 

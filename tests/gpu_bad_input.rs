@@ -61,6 +61,7 @@ use cuda_kernels::async_mem::Lane;
 use cuda_kernels::contexts::{ThreadContext, manual_context_roundtrip, threads_mult_ker};
 use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
 use cuda_kernels::device_checks::block_reverse_i32_cpu;
+use cuda_kernels::dynlib::DlError;
 use cuda_kernels::launch::{
     MAX_GRID_X, MAX_GRID_YZ, check_block, checked_elements, grid_1d_capped, grid_exact, same_len,
 };
@@ -1136,7 +1137,7 @@ fn cpu_c_abi(lib: &CAbiLibrary) -> Result<(), Failed> {
     t.works(
         "CAbiLibrary::open: missing file is a Load error",
         || match CAbiLibrary::open(&missing) {
-            Err(CAbiError::Load { .. }) => Ok(()),
+            Err(CAbiError::Load(DlError::Load { .. })) => Ok(()),
             Err(e) => Err(format!("expected Load, got {e}")),
             Ok(_) => Err("opened".into()),
         },
@@ -1144,7 +1145,7 @@ fn cpu_c_abi(lib: &CAbiLibrary) -> Result<(), Failed> {
     t.works("CAbiLibrary::open: a text file is a Load error", || {
         let f = TempFile::new("not-a-library.so", b"not an ELF file")?;
         match CAbiLibrary::open(&f.0) {
-            Err(CAbiError::Load { .. }) => Ok(()),
+            Err(CAbiError::Load(DlError::Load { .. })) => Ok(()),
             Err(e) => Err(format!("expected Load, got {e}")),
             Ok(_) => Err("opened".into()),
         }
@@ -1152,7 +1153,7 @@ fn cpu_c_abi(lib: &CAbiLibrary) -> Result<(), Failed> {
     t.works(
         "CAbiLibrary::open: a path with a NUL is a Load error",
         || match CAbiLibrary::open("/tmp/a\0b.so") {
-            Err(CAbiError::Load { .. }) => Ok(()),
+            Err(CAbiError::Load(DlError::Load { .. })) => Ok(()),
             Err(e) => Err(format!("expected Load, got {e}")),
             Ok(_) => Err("opened".into()),
         },

@@ -14,6 +14,7 @@ use cust::memory::{DevicePointer, DeviceSlice};
 use crate::Gpu;
 use crate::dynlib::DynLib;
 use crate::error::{Error, Result};
+use crate::matrices::check_product_buffers;
 
 type Handle = *mut c_void;
 type Create = unsafe extern "C" fn(*mut Handle) -> c_int;
@@ -209,18 +210,7 @@ impl Cublas {
                 .ok_or_else(|| Error::invalid(F, format!("{what} = {v}: must be in 1..=i32::MAX")))
         };
         let (mi, ki, ni) = (int(m, "m")?, int(k, "k")?, int(n, "n")?);
-        for (what, len, want) in [
-            ("A", a.len(), m.checked_mul(k)),
-            ("B", b.len(), k.checked_mul(n)),
-            ("C", c.len(), m.checked_mul(n)),
-        ] {
-            if Some(len) != want {
-                return Err(Error::invalid(
-                    F,
-                    format!("buffer {what} holds {len} elements, the shape needs {want:?}"),
-                ));
-            }
-        }
+        check_product_buffers(F, (a.len(), b.len(), c.len()), (m, k, n))?;
         let ptr = |p: DevicePointer<f32>| p.as_raw() as *const f32;
         let (alpha, beta) = (1.0f32, 0.0f32);
         // SAFETY: a live handle on the current context; B (ld n), A (ld k)

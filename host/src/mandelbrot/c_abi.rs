@@ -65,24 +65,9 @@ pub const LIBRARY_NAME: &str = "libcuda_kernels_capi.so";
 /// What can go wrong when calling the C ABI library.
 #[derive(Debug, thiserror::Error)]
 pub enum CAbiError {
-    /// `dlopen` failed.
-    #[error("cannot load {path}: {reason}")]
-    Load {
-        /// The library.
-        path: PathBuf,
-        /// `dlerror()`.
-        reason: String,
-    },
-    /// A symbol is missing.
-    #[error("{path} has no symbol `{symbol}`: {reason}")]
-    Symbol {
-        /// The library.
-        path: PathBuf,
-        /// The symbol.
-        symbol: &'static str,
-        /// `dlerror()`.
-        reason: String,
-    },
+    /// The library or one of its symbols could not be loaded.
+    #[error(transparent)]
+    Load(#[from] DlError),
     /// A function returned a non-zero status.
     #[error("{function} returned {status} ({}): {message}", status::describe(*status))]
     Status {
@@ -329,23 +314,6 @@ impl Drop for CAbiLibrary {
     }
 }
 
-impl From<DlError> for CAbiError {
-    fn from(e: DlError) -> Self {
-        match e {
-            DlError::Load { path, reason } => CAbiError::Load { path, reason },
-            DlError::Symbol {
-                path,
-                symbol,
-                reason,
-            } => CAbiError::Symbol {
-                path,
-                symbol,
-                reason,
-            },
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,7 +321,7 @@ mod tests {
     #[test]
     fn missing_library_is_a_load_error() {
         match CAbiLibrary::open("/nonexistent/libcuda_kernels_capi.so") {
-            Err(CAbiError::Load { reason, .. }) => assert!(!reason.is_empty()),
+            Err(CAbiError::Load(DlError::Load { reason, .. })) => assert!(!reason.is_empty()),
             Err(e) => panic!("expected Load, got {e}"),
             Ok(_) => panic!("opened a library that does not exist"),
         }

@@ -293,18 +293,7 @@ impl Gpu {
     ) -> Result<()> {
         let name = kernel.entry();
         let shape = matmul_launch(kernel, (m, k), (k, n))?;
-        for (what, len, want) in [
-            ("A", a.len(), m * k),
-            ("B", b.len(), k * n),
-            ("C", c.len(), m * n),
-        ] {
-            if len != want {
-                return Err(Error::invalid(
-                    name,
-                    format!("buffer {what} holds {len} elements, the shape needs {want}"),
-                ));
-            }
-        }
+        check_product_buffers(name, (a.len(), b.len(), c.len()), (m, k, n))?;
         self.bind()?;
         let f = self.function(name)?;
         let stream = self.stream();
@@ -318,6 +307,32 @@ impl Gpu {
         }
         .during(name, "launch")
     }
+}
+
+/// Checks that the buffers of a row-major product `C = A·B` hold exactly
+/// `m·k`, `k·n` and `m·n` elements (`lens` = A, B, C): for every launcher of
+/// a product over device buffers (ours, cuBLAS's).
+pub fn check_product_buffers(
+    name: &'static str,
+    (a, b, c): (usize, usize, usize),
+    (m, k, n): (usize, usize, usize),
+) -> Result<()> {
+    for (what, len, want) in [
+        ("A", a, m.checked_mul(k)),
+        ("B", b, k.checked_mul(n)),
+        ("C", c, m.checked_mul(n)),
+    ] {
+        if Some(len) != want {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "buffer {what} holds {len} elements, the shape {m}×{k}·{k}×{n} needs {}",
+                    want.map_or("more than usize::MAX".into(), |w| w.to_string())
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// CPU reference for K3: `2 * a`, element by element with the kernel's own
