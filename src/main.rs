@@ -38,10 +38,22 @@ enum Command {
         out_dir: PathBuf,
     },
     /// Runs the benchmarks (GPU only): a table, and JSON with --json.
+    /// Every row's result is checked; exits 1, naming the failed rows, when
+    /// a check failed.
     Bench {
-        /// Write the records as JSON here.
+        /// Write the run (device, records) as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+    },
+    /// Renders the README's performance table (Markdown) from a bench JSON.
+    BenchTable {
+        /// The JSON written by `bench --json`.
+        #[arg(long)]
+        json: PathBuf,
+        /// Replace the table between the markers in this file (README.md)
+        /// instead of printing it.
+        #[arg(long)]
+        readme: Option<PathBuf>,
     },
     #[command(flatten)]
     Foundation(demos::foundation::Command),
@@ -112,10 +124,7 @@ fn run(command: Command) -> Result<ExitCode, Error> {
                     println!("  {e}");
                 }
             } else if let Some(path) = out {
-                std::fs::write(&path, cuda_kernels::PTX).map_err(|source| Error::Io {
-                    what: format!("writing {}", path.display()),
-                    source,
-                })?;
+                write_file(&path, cuda_kernels::PTX)?;
                 eprintln!(
                     "wrote {} ({} bytes)",
                     path.display(),
@@ -128,25 +137,49 @@ fn run(command: Command) -> Result<ExitCode, Error> {
         }
         Command::Bench { json } => {
             let gpu = cuda_kernels::gpu()?;
-            eprintln!("GPU: {}", gpu.name()?);
+            let device = gpu.name()?;
+            eprintln!("GPU: {device}");
             let mut records = Vec::new();
             demos::bench_all(&gpu, &mut records)?;
-            for r in &records {
-                let ratio = match (&r.reference, r.ratio) {
-                    (Some(reference), Some(x)) => format!("{x:.3} of {reference}"),
-                    _ => String::new(),
-                };
-                println!(
-                    "{:<34} {:<16} {:>10.4} ms {:>12.1} {:<11} {ratio}",
-                    r.kernel, r.size, r.median_ms, r.value, r.metric
-                );
-            }
+            let run = demos::bench_table::BenchRun::new(device, records);
+            print!("{}", run.to_text());
             if let Some(path) = json {
-                let text = serde_json::to_string_pretty(&records).unwrap_or_default();
-                std::fs::write(&path, text).map_err(|source| Error::Io {
-                    what: format!("writing {}", path.display()),
-                    source,
+                let text = serde_json::to_string_pretty(&run).map_err(|e| {
+                    Error::invalid("bench", format!("cannot encode the records: {e}"))
                 })?;
+                write_file(&path, &text)?;
+                eprintln!("wrote {}", path.display());
+            }
+            return Ok(match demos::bench_failures(&run.records) {
+                None => ExitCode::SUCCESS,
+                Some(failures) => {
+                    eprintln!(
+                        "error: wrong results in the benchmark (no ratio reported for them):\n{failures}"
+                    );
+                    ExitCode::FAILURE
+                }
+            });
+        }
+        Command::BenchTable { json, readme } => {
+            let read = |path: &PathBuf| {
+                std::fs::read_to_string(path).map_err(|source| Error::Io {
+                    what: format!("reading {}", path.display()),
+                    source,
+                })
+            };
+            let run: demos::bench_table::BenchRun = serde_json::from_str(&read(&json)?)
+                .map_err(|e| Error::invalid("bench-table", format!("{}: {e}", json.display())))?;
+            let table = run.to_markdown();
+            match readme {
+                None => print!("{table}"),
+                Some(path) => {
+                    let text = demos::bench_table::replace_between_markers(&read(&path)?, &table)
+                        .map_err(|e| {
+                        Error::invalid("bench-table", format!("{}: {e}", path.display()))
+                    })?;
+                    write_file(&path, &text)?;
+                    eprintln!("updated the table in {}", path.display());
+                }
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -176,6 +209,14 @@ fn run(command: Command) -> Result<ExitCode, Error> {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    })
+}
+
+/// Writes `text` to `path`, naming the file in the error.
+fn write_file(path: &std::path::Path, text: &str) -> Result<(), Error> {
+    std::fs::write(path, text).map_err(|source| Error::Io {
+        what: format!("writing {}", path.display()),
+        source,
     })
 }
 

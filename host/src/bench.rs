@@ -1,18 +1,22 @@
 //! Reference measurements that benchmarks report ratios against.
-use cust::memory::{AsyncCopyDestination, DeviceBuffer};
+use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer};
 
 use crate::Gpu;
-use crate::error::{CudaResultExt, Result};
+use crate::error::{CudaResultExt, Error, Result};
 use crate::timing::{GpuTimer, median};
 
 /// Bandwidth of a device-to-device copy of `bytes` bytes, in GB/s counting
 /// bytes read plus bytes written (the way kernel bandwidths here are
-/// counted): median of `reps` copies after one warm-up.
+/// counted): median of `reps` copies after one warm-up. The copy is checked:
+/// the source holds a non-zero pattern, the destination starts zeroed, and
+/// every word copied back must be the pattern (an error otherwise).
 pub fn device_copy_gbps(gpu: &Gpu, bytes: usize, reps: usize) -> Result<f64> {
     const K: &str = "device copy";
+    const PATTERN: u32 = 0x5EED_C0DE;
     gpu.bind()?;
     let n = bytes / 4;
-    let src = DeviceBuffer::<u32>::zeroed(n).during(K, "allocate")?;
+    let mut src = DeviceBuffer::<u32>::zeroed(n).during(K, "allocate")?;
+    src.set_32(PATTERN).during(K, "cuMemsetD32")?;
     let mut dst = DeviceBuffer::<u32>::zeroed(n).during(K, "allocate")?;
     let stream = gpu.stream();
     let mut times = Vec::with_capacity(reps);
@@ -26,6 +30,17 @@ pub fn device_copy_gbps(gpu: &Gpu, bytes: usize, reps: usize) -> Result<f64> {
         }
     }
     gpu.synchronize(K)?;
+    let mut copied = vec![0u32; n];
+    dst.copy_to(&mut copied[..]).during(K, "copy back")?;
+    if let Some(i) = copied.iter().position(|&w| w != PATTERN) {
+        return Err(Error::invalid(
+            K,
+            format!(
+                "word {i} of {n} is {:#x} after the copy, not {PATTERN:#x}",
+                copied[i]
+            ),
+        ));
+    }
     Ok(gb_per_s(2 * n * 4, median(&mut times)))
 }
 

@@ -29,6 +29,19 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A function of a library loaded at run time (cuBLAS) returned an
+    /// error status.
+    #[error("{library}: {function} returned status {status} ({name})")]
+    Library {
+        /// The library.
+        library: &'static str,
+        /// The function.
+        function: &'static str,
+        /// Its status code.
+        status: i32,
+        /// The status code's name.
+        name: &'static str,
+    },
     /// A CUDA driver call failed.
     #[error("{kernel}: {operation} failed: {source}")]
     Cuda {

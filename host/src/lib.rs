@@ -17,8 +17,10 @@
 pub mod async_mem;
 pub mod bench;
 pub mod contexts;
+pub mod cublas;
 pub mod device_checks;
 pub mod device_info;
+pub mod dynlib;
 pub mod error;
 pub mod gpu;
 pub mod hello;

@@ -27,7 +27,9 @@
 //! - float sums and products are combined in a tree (documented in
 //!   [`cuda_kernels_gpu::reduce`]), not left to right: they differ from the
 //!   sequential [`reduce_cpu`] by rounding, within
-//!   [`float_sum_tolerance`]; float min and max are exact (NaNs ignored).
+//!   [`float_sum_tolerance`], and equal to [`reduce_in_gpu_order`], the
+//!   CPU emulation of the kernel's order; float min and max are exact (NaNs
+//!   ignored).
 //!
 //! Any length works, including lengths beyond 2^31 elements, slices that do
 //! not start on a 16-byte boundary, and lengths that are not a multiple of
@@ -36,14 +38,10 @@
 //! block combines the partials in block order, whichever block finishes
 //! last).
 //!
-//! Performance (one launch, measured on an H100 80GB HBM3 with
-//! `cuda-kernels bench`, CUDA events, median of 20 batches of 5 launches,
-//! two runs): the sum of 2^28 f32 took 0.348 ms, 3087 GB/s read, 1.03–1.04×
-//! the GB/s of a device-to-device copy of the same 1 GiB (2979–2986 GB/s
-//! counting bytes read plus written) and 1.02–1.04× as fast as `torch.sum`
-//! on the same GPU (0.354–0.362 ms, same timing method); min and max
-//! 0.348–0.349 ms; the sums of 2^28 i64 and f64 0.693–0.695 ms
-//! (3088–3099 GB/s, 1.01× as fast as `torch.sum`'s 0.701–0.702 ms).
+//! Performance: `cuda-kernels bench` measures these kernels against a
+//! device-to-device copy of the same bytes in the same run; the README's
+//! performance table is rendered from its JSON, and says how and when the
+//! outside references (`torch.sum`) were measured. Numbers live there only.
 use std::fmt::Debug;
 
 use cust::device::DeviceAttribute;
@@ -432,6 +430,159 @@ pub fn accurate_sum(xs: impl Iterator<Item = f64>) -> f64 {
     s + c
 }
 
+/// The shape of one reduction launch, as far as its order of operations
+/// depends on it: what [`reduce_in_gpu_order`] needs to reproduce the
+/// kernel's result bit for bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReduceOrder {
+    /// Blocks in the grid.
+    pub grid: usize,
+    /// Threads per block (a multiple of 32, at most 1024).
+    pub block: usize,
+    /// Elements before the input's first 16-byte boundary (0 for a buffer
+    /// the driver allocated; `(PER_VEC − offset % PER_VEC) % PER_VEC` for a
+    /// slice starting `offset` elements into one).
+    pub head: usize,
+}
+
+impl ReduceOrder {
+    /// The order of a launch with `(grid, block)` from
+    /// [`Gpu::reduce_launch_shape`] over a driver-allocated buffer (which
+    /// starts on a 256-byte boundary, so `head` is 0).
+    pub fn aligned((grid, block): (u32, u32)) -> Self {
+        Self {
+            grid: grid as usize,
+            block: block as usize,
+            head: 0,
+        }
+    }
+}
+
+/// The kernel's result computed on the CPU in the kernel's own order of
+/// operations (documented in [`cuda_kernels_gpu::reduce`], implemented in
+/// its `body`): each of the `grid × block` threads' head/tail element,
+/// vectors combined pairwise into [`UNROLL`](cuda_kernels_gpu::reduce::UNROLL)
+/// interleaved accumulators, the warp shuffle trees, the per-warp slots,
+/// the last block's strided pass over the block partials, then `init`.
+/// With the same [`ReduceOrder`] as the launch, a correct GPU result is
+/// *equal* to it, bits included, for every operation and type (float sums
+/// too): so a float reduction can be checked exactly, and one dropped or
+/// doubled element, or a lost partial, shows up in the result's bits
+/// whenever it changes them.
+///
+/// Costs about as much as a sequential fold (every element is combined once).
+///
+/// ```
+/// use cuda_kernels_host::reduce::{ReduceOrder, Sum, reduce_in_gpu_order};
+/// let xs: Vec<f32> = (0..10_000).map(|i| (i as f32).sin()).collect();
+/// let order = ReduceOrder { grid: 3, block: 64, head: 0 };
+/// let gpu_like = reduce_in_gpu_order::<Sum, f32>(&xs, None, order).unwrap();
+/// let dropped = reduce_in_gpu_order::<Sum, f32>(&xs[..9_999], None, order).unwrap();
+/// assert_ne!(gpu_like, dropped);
+/// ```
+pub fn reduce_in_gpu_order<Op: ReduceKernel<T>, T: Element>(
+    input: &[T],
+    init: Option<T>,
+    order: ReduceOrder,
+) -> Result<T> {
+    use cuda_kernels_gpu::reduce::UNROLL;
+    let n = input.len();
+    let init = start_value::<Op, T>(n, init)?;
+    let ReduceOrder { grid, block, head } = order;
+    if grid == 0 || block == 0 || block % 32 != 0 || block > 1024 || head >= T::PER_VEC {
+        return Err(Error::invalid(
+            Op::ENTRY,
+            format!(
+                "no launch has the order {order:?} (grid ≥ 1, block a multiple of 32 up to 1024, head < {})",
+                T::PER_VEC
+            ),
+        ));
+    }
+    let c = Op::combine;
+    let id = Op::identity();
+    let threads = grid * block;
+    let head = head.min(n);
+    let vectors = (n - head) / T::PER_VEC;
+    let tail_start = head + vectors * T::PER_VEC;
+    // One 16-byte vector, its elements combined pairwise (as combine_vec).
+    let vector = |i: usize| -> T {
+        let v = &input[head + i * T::PER_VEC..head + (i + 1) * T::PER_VEC];
+        match *v {
+            [a, b] => c(a, b),
+            [a, b, x, y] => c(c(a, b), c(x, y)),
+            _ => unreachable!("16-byte vectors hold 2 or 4 elements"),
+        }
+    };
+    let thread_value = |gtid: usize| -> T {
+        let mut acc = id;
+        if gtid < head {
+            acc = c(acc, input[gtid]);
+        }
+        if gtid < n - tail_start {
+            acc = c(acc, input[tail_start + gtid]);
+        }
+        let mut accs = [id; UNROLL];
+        let mut i = gtid;
+        while i + (UNROLL - 1) * threads < vectors {
+            for (u, a) in accs.iter_mut().enumerate() {
+                *a = c(*a, vector(i + u * threads));
+            }
+            i += UNROLL * threads;
+        }
+        while i < vectors {
+            accs[0] = c(accs[0], vector(i));
+            i += threads;
+        }
+        c(acc, c(c(accs[0], accs[1]), c(accs[2], accs[3])))
+    };
+    let block_reduce = |values: &[T]| -> T {
+        let warp = |lanes: &mut [T; 32]| -> T {
+            // shfl.sync.down: lane l reads lane l + offset, or keeps its own
+            // value past the last lane; all lanes step together.
+            let mut offset = 16;
+            while offset > 0 {
+                let old = *lanes;
+                for (l, v) in lanes.iter_mut().enumerate() {
+                    *v = c(
+                        old[l],
+                        if l + offset < 32 {
+                            old[l + offset]
+                        } else {
+                            old[l]
+                        },
+                    );
+                }
+                offset /= 2;
+            }
+            lanes[0]
+        };
+        let mut slots = [id; 32];
+        for (w, chunk) in values.chunks(32).enumerate() {
+            let mut lanes = [id; 32];
+            lanes.copy_from_slice(chunk);
+            slots[w] = warp(&mut lanes);
+        }
+        // Warp 0: lanes past the number of warps start from the identity.
+        warp(&mut slots)
+    };
+    let partials: Vec<T> = (0..grid)
+        .map(|b| {
+            let values: Vec<T> = (b * block..(b + 1) * block).map(thread_value).collect();
+            block_reduce(&values)
+        })
+        .collect();
+    let last: Vec<T> = (0..block)
+        .map(|tid| {
+            partials
+                .iter()
+                .skip(tid)
+                .step_by(block)
+                .fold(id, |a, &p| c(a, p))
+        })
+        .collect();
+    Ok(c(init, block_reduce(&last)))
+}
+
 /// A bound on `|gpu − exact|` for a float sum of `n` elements whose
 /// absolute values add up to `sum_abs`, reduced by `threads` GPU threads
 /// (`grid × block` of [`Gpu::reduce_launch_shape`]), for a type of unit
@@ -443,6 +594,15 @@ pub fn accurate_sum(xs: impl Iterator<Item = f64>) -> f64 {
 /// the block and across blocks), and a sum computed along a tree of depth
 /// `d` errs by at most `γ_d · Σ|x|`, `γ_d = d·u / (1 − d·u)` (Higham,
 /// *Accuracy and Stability of Numerical Algorithms*, §4.2).
+///
+/// This is a worst-case bound for a summation order known only by its
+/// depth, and it is as tight as a bound from `Σ|x|` can be: its resolution
+/// is `d·u·Σ|x|`, so for f32 it sees one dropped element of typical size only
+/// while `n` is below about `1 / (d·u)` (2^18 or so), and at 2^24 elements
+/// it allows a few dozen (f32 itself cannot resolve a sum of 2^24 values of
+/// size 500 to better than its ulp, 1024, at 8·10^9). To check a GPU
+/// result tightly, compare it with [`reduce_in_gpu_order`], which
+/// reproduces the kernel's order exactly: a correct result is equal to it.
 ///
 /// ```
 /// let tol = cuda_kernels_host::reduce::float_sum_tolerance(1 << 20, 1 << 16, 1e6, f32::EPSILON as f64 / 2.0);
@@ -754,6 +914,167 @@ mod tests {
         let b = float_sum_tolerance(1 << 24, 1 << 18, 1.0, u);
         assert!(a > 0.0 && a < b && b < 1e-4);
         assert_eq!(float_sum_tolerance(usize::MAX, 1, 1.0, u), f64::INFINITY);
+    }
+
+    /// Uniform values in [-1, 1), as f32.
+    fn uniform_f32(n: usize, seed: u64) -> Vec<f32> {
+        let mut rng = crate::util::Rng::new(seed);
+        (0..n).map(|_| (rng.uniform() * 2.0 - 1.0) as f32).collect()
+    }
+
+    /// The H100's launch for 2^24 f32: 132 SMs × 2 blocks of 1024.
+    const H100: ReduceOrder = ReduceOrder {
+        grid: 264,
+        block: 1024,
+        head: 0,
+    };
+
+    #[test]
+    fn gpu_order_emulation_is_exact_where_any_order_is() {
+        // Integer sums (wrapping) and min/max do not depend on the order:
+        // the emulation must agree with the sequential fold exactly, for
+        // every head/tail split and for inputs shorter than one vector.
+        let mut rng = crate::util::Rng::new(3);
+        for n in [0usize, 1, 3, 5, 100, 4097, 70_001] {
+            let xs: Vec<i32> = (0..n).map(|_| rng.next_u64() as i32).collect();
+            let fs = uniform_f32(n, n as u64);
+            for head in 0..4 {
+                for (grid, block) in [(1, 32), (3, 64), (7, 1024)] {
+                    let order = ReduceOrder { grid, block, head };
+                    let view = ndarray::ArrayView1::from(&xs[..]);
+                    assert_eq!(
+                        reduce_in_gpu_order::<Sum, i32>(&xs, Some(5), order).unwrap(),
+                        reduce_cpu::<Sum, i32>(view, Some(5)).unwrap()
+                    );
+                    if n > 0 {
+                        let view = ndarray::ArrayView1::from(&fs[..]);
+                        assert_eq!(
+                            reduce_in_gpu_order::<Max, f32>(&fs, None, order).unwrap(),
+                            reduce_cpu::<Max, f32>(view, None).unwrap()
+                        );
+                    }
+                }
+            }
+        }
+        assert!(reduce_in_gpu_order::<Min, f32>(&[], None, H100).is_err());
+        let bad = ReduceOrder { block: 48, ..H100 };
+        assert!(reduce_in_gpu_order::<Sum, f32>(&[1.0], None, bad).is_err());
+    }
+
+    #[test]
+    fn gpu_order_emulation_follows_the_tree() {
+        // One block of 32 threads, 8 f32 = 2 vectors, no head: thread 0
+        // gets vector 0, thread 1 vector 1; the warp tree adds lane 1 to
+        // lane 0 last (offset 1), then warp 0 of the slots adds identities.
+        let xs = [1e8f32, 1.0, -1e8, 1.0, 3.0, 5.0, 7.0, 11.0];
+        let order = ReduceOrder {
+            grid: 1,
+            block: 32,
+            head: 0,
+        };
+        let v0 = (1e8f32 + 1.0) + (-1e8f32 + 1.0);
+        let v1 = (3.0f32 + 5.0) + (7.0 + 11.0);
+        assert_eq!(
+            reduce_in_gpu_order::<Sum, f32>(&xs, None, order).unwrap(),
+            0.0 + (v0 + v1)
+        );
+        // With a head of one element: thread 0 takes x0 (head), then x5
+        // (the first of the 3-element tail), then vector 0 = x1..x4;
+        // threads 1 and 2 take x6 and x7. The warp tree meets lane 2 at
+        // offset 2 and lane 1 at offset 1.
+        let order = ReduceOrder { head: 1, ..order };
+        let t0 = (1e8f32 + 5.0) + ((1.0f32 + -1e8) + (1.0 + 3.0));
+        let (t1, t2) = (7.0f32, 11.0f32);
+        assert_eq!(t0, 8.0, "1e8 + 5 rounds up to 1e8 + 8");
+        assert_eq!(
+            reduce_in_gpu_order::<Sum, f32>(&xs, None, order).unwrap(),
+            (t0 + t2) + t1
+        );
+    }
+
+    #[test]
+    fn gpu_order_check_catches_one_dropped_element_at_2_24() {
+        // 2^24 f32 in [-1, 1) with the H100's launch: the exact check (the
+        // GPU's order emulated) against one element left out, each of a
+        // few positions (first, a middle one, the last), and one doubled.
+        let n = 1 << 24;
+        let xs = uniform_f32(n, 24);
+        let right = reduce_in_gpu_order::<Sum, f32>(&xs, None, H100).unwrap();
+        for drop in [0, n / 2 + 12_345, n - 1] {
+            let mut wrong = xs.clone();
+            wrong[drop] = 0.0;
+            let got = reduce_in_gpu_order::<Sum, f32>(&wrong, None, H100).unwrap();
+            assert_ne!(got, right, "dropping element {drop} ({})", xs[drop]);
+            // The worst-case tolerance cannot see it: that is why the checks
+            // of the GPU's sums compare with the emulation, exactly.
+            let exact = accurate_sum(xs.iter().map(|&x| f64::from(x)));
+            let sum_abs: f64 = xs.iter().map(|&x| f64::from(x).abs()).sum();
+            let tol = float_sum_tolerance(n, H100.grid * H100.block, sum_abs, 2f64.powi(-24));
+            assert!((f64::from(got) - exact).abs() <= tol);
+        }
+    }
+
+    /// `xs` summed in f32 in three orders: left to right, pairwise
+    /// (recursive halving), and in blocks of `b` summed left to right, then
+    /// the blocks' sums left to right.
+    fn three_orders(xs: &[f32], b: usize) -> [(f32, usize); 3] {
+        fn pairwise(xs: &[f32]) -> f32 {
+            match xs.len() {
+                0 => 0.0,
+                1 => xs[0],
+                n => pairwise(&xs[..n / 2]) + pairwise(&xs[n / 2..]),
+            }
+        }
+        let sequential = xs.iter().fold(0.0f32, |a, &x| a + x);
+        let blocked = xs
+            .chunks(b)
+            .map(|c| c.iter().fold(0.0f32, |a, &x| a + x))
+            .fold(0.0f32, |a, x| a + x);
+        // The tolerance's `threads`: 1 for a sequential sum (depth n); n for
+        // the pairwise tree (depth log2 n ≤ 32); for blocks, n / b leaves
+        // summed sequentially (depth b), then n / b blocks in sequence
+        // (bounded as b + n / b ≤ ceil(n / threads) + 32 with threads = n / b
+        // only while n / b ≤ 32: the blocked test keeps to that).
+        [
+            (sequential, 1),
+            (pairwise(xs), xs.len()),
+            (blocked, xs.len() / b),
+        ]
+    }
+
+    #[test]
+    fn float_sum_tolerance_passes_correct_orders_and_catches_a_dropped_element() {
+        let u32_ = 2f64.powi(-24);
+        // f32, 2^16 values in [-1, 1): every correct order passes; with a
+        // depth-36 tree (2^14 threads, as a GPU launch would give) one
+        // dropped element of typical size fails.
+        let n = 1 << 16;
+        let xs = uniform_f32(n, 16);
+        let exact = accurate_sum(xs.iter().map(|&x| f64::from(x)));
+        let sum_abs: f64 = xs.iter().map(|&x| f64::from(x).abs()).sum();
+        for (got, threads) in three_orders(&xs, n / 32) {
+            let tol = float_sum_tolerance(n, threads, sum_abs, u32_);
+            assert!((f64::from(got) - exact).abs() <= tol, "{got} vs {exact}");
+        }
+        let tol = float_sum_tolerance(n, 1 << 14, sum_abs, u32_);
+        let big = xs.iter().position(|x| x.abs() > 0.5).unwrap();
+        let dropped = exact - f64::from(xs[big]);
+        assert!((dropped - exact).abs() > tol, "tolerance {tol:.2e}");
+        // The relation: the bound is depth·u·Σ|x|, so it resolves one
+        // element of size |x| only while depth·u·n·mean|x| < |x|; for f32 at
+        // depth ~36 that is n below about 2^18. At 2^24 (depth 94 on an
+        // H100) it allows ~47 elements of mean size, i.e. f32's
+        // resolution of such a sum: see the exact check above for 2^24.
+        // f64 at 2^24: a dropped element is caught by the bound itself.
+        let n = 1 << 24;
+        let xs: Vec<f64> = uniform_f32(n, 64).iter().map(|&x| f64::from(x)).collect();
+        let exact = accurate_sum(xs.iter().copied());
+        let sum_abs: f64 = xs.iter().map(|x| x.abs()).sum();
+        let tol = float_sum_tolerance(n, 1 << 18, sum_abs, 2f64.powi(-53));
+        let seq: f64 = xs.iter().sum();
+        assert!((seq - exact).abs() <= float_sum_tolerance(n, 1, sum_abs, 2f64.powi(-53)));
+        let big = xs.iter().position(|x| x.abs() > 1e-3).unwrap();
+        assert!(xs[big].abs() > tol, "tolerance {tol:.2e}");
     }
 
     #[test]

@@ -225,6 +225,12 @@ impl ReduceOp<i64> for Xor {
 /// 32 warp slots of 8 bytes and the last-block flag.
 pub const SHARED_BYTES: u32 = 32 * 8 + 16;
 
+/// Vectors each thread combines per grid-stride iteration, into as many
+/// interleaved accumulators (loads in flight per thread). Shared with the
+/// host, whose CPU emulation of the kernel's order of operations
+/// (`reduce_in_gpu_order`) follows the same loop.
+pub const UNROLL: usize = 4;
+
 /// Maps an (operation, element type) pair to the PTX entry point that
 /// reduces it. Implemented by [`reduce_kernels!`](crate::reduce_kernels) only.
 ///

@@ -2,7 +2,7 @@
 //! `hello_kernel`, K19 launch overhead.
 use std::path::Path;
 
-use crate::cust::memory::DeviceBuffer;
+use crate::cust::memory::{CopyDestination, DeviceBuffer};
 use ndarray::Array1;
 
 use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, no_gpu};
@@ -226,42 +226,43 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     }
     let ms = median(&mut times);
     let bw = gb_per_s(12 * n, ms);
-    records.push(BenchRecord {
-        kernel: "device copy".into(),
-        size: format!("{} MB", 12 * n / 2 / 1_000_000),
-        median_ms: gb_ms(12 * n, copy),
-        metric: "GB/s".into(),
-        value: copy,
-        reference: None,
-        ratio: None,
-    });
-    records.push(BenchRecord {
-        kernel: K.into(),
-        size: "2^26 f32".into(),
-        median_ms: ms as f64,
-        metric: "GB/s".into(),
-        value: bw,
-        reference: Some("device copy".into()),
-        ratio: Some(bw / copy),
-    });
+    let mut c = Array1::<f32>::zeros(n);
+    dc.copy_to(c.as_slice_mut().unwrap_or(&mut []))
+        .during(K, "copy c back")?;
+    let check = exact_check(&c, &multiply_cpu(a.view(), b.view())?);
+    records.push(BenchRecord::new(
+        "device copy",
+        format!("{} MB", 12 * n / 2 / 1_000_000),
+        gb_ms(12 * n, copy),
+        "GB/s",
+        copy,
+        Check::Pass(COPY_CHECKED.into()),
+    ));
+    records.push(
+        BenchRecord::new(K, "2^26 f32", ms as f64, "GB/s", bw, check)
+            .against("device copy", bw / copy),
+    );
     let rates = gpu.launch_overhead(20_000)?;
     for (label, rate) in [
         ("synchronous", rates.synchronous_per_s),
         ("pipelined", rates.pipelined_per_s),
     ] {
-        records.push(BenchRecord {
-            kernel: format!("empty_kernel ({label})"),
-            size: "20000 launches".into(),
-            median_ms: 1e3 / rate,
-            metric: "launches/s".into(),
-            value: rate,
-            reference: None,
-            ratio: None,
-        });
+        records.push(BenchRecord::new(
+            format!("empty_kernel ({label})"),
+            "20000 launches",
+            1e3 / rate,
+            "launches/s",
+            rate,
+            Check::Skipped("no output: a launch rate".into()),
+        ));
     }
     c_abi_call_overhead(records);
     Ok(())
 }
+
+/// The check of every device-copy reference row ([`device_copy_gbps`]
+/// fails the run when a copy is wrong).
+pub const COPY_CHECKED: &str = "every word copied back equals the source";
 
 fn gb_ms(bytes: usize, gbps: f64) -> f64 {
     bytes as f64 / (gbps * 1e9) * 1e3
@@ -288,22 +289,27 @@ fn c_abi_call_overhead(records: &mut Vec<BenchRecord>) {
     };
     let calls = 10_000_000;
     let (through_c, direct) = lib.call_overhead_ns(calls);
-    for (kernel, ns, reference) in [
-        (
+    let check = match lib.first_status_string_mismatch() {
+        None => Check::Pass("every status string equals the Rust one".into()),
+        Some(code) => Check::Fail(format!("cuda_kernels_status_string({code}) differs")),
+    };
+    records.push(
+        BenchRecord::new(
             "C ABI call (dlsym'd pointer)",
+            format!("{calls} calls"),
+            through_c * 1e-6,
+            "ns/call",
             through_c,
-            Some("direct Rust call"),
-        ),
-        ("direct Rust call", direct, None),
-    ] {
-        records.push(BenchRecord {
-            kernel: kernel.into(),
-            size: format!("{calls} calls"),
-            median_ms: ns * 1e-6,
-            metric: "ns/call".into(),
-            value: ns,
-            reference: reference.map(Into::into),
-            ratio: reference.map(|_| through_c / direct.max(1e-3)),
-        });
-    }
+            check,
+        )
+        .against("direct Rust call", through_c / direct.max(1e-3)),
+    );
+    records.push(BenchRecord::new(
+        "direct Rust call",
+        format!("{calls} calls"),
+        direct * 1e-6,
+        "ns/call",
+        direct,
+        Check::Skipped("the reference itself (status::describe)".into()),
+    ));
 }

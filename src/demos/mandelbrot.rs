@@ -8,7 +8,7 @@ use std::time::Instant;
 use ndarray::{Array1, Array2, ArrayView2};
 
 use super::{BenchRecord, Check, Report, Row, cpu_time, no_gpu};
-use crate::cust::memory::DeviceBuffer;
+use crate::cust::memory::{CopyDestination, DeviceBuffer};
 use crate::mandelbrot::c_abi::{CAbiLibrary, LIBRARY_NAME};
 use crate::mandelbrot::driver_api::{PtxSource, mandelbrot_driver_api_timed};
 use crate::mandelbrot::{
@@ -403,24 +403,39 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         breadth: 4096,
         ..MandelbrotParams::default()
     };
+    let lattice = big.lattice();
+    let expected = mandelbrot_cpu(lattice.view(), big.max_iters, big.upper_bound)?;
     for block in [BLOCK, 256] {
-        let ms = kernel_median_ms(gpu, &big, block, 10)?;
+        let (ms, graph) = kernel_median_ms(gpu, &big, block, 10)?;
         let points = (big.breadth * big.breadth) as f64;
-        records.push(BenchRecord {
-            kernel: format!("{KERNEL} (block {block})"),
-            size: "4096×4096, 256 iters".into(),
-            median_ms: ms,
-            metric: "Mpoints/s".into(),
-            value: points / (ms * 1e-3) / 1e6,
-            reference: None,
-            ratio: None,
-        });
+        records.push(BenchRecord::new(
+            format!("{KERNEL} (block {block})"),
+            "4096×4096, 256 iters",
+            ms,
+            "Mpoints/s",
+            points / (ms * 1e-3) / 1e6,
+            graph_check(graph.view(), expected.view()),
+        ));
     }
     path_overheads(gpu, &MandelbrotParams::default(), records)
 }
 
-/// Median kernel time (CUDA events) of `reps` launches after two warm-ups.
-pub fn kernel_median_ms(gpu: &Gpu, p: &MandelbrotParams, block: u32, reps: usize) -> Result<f64> {
+/// A GPU graph against the CPU's: identical, point for point.
+fn graph_check(got: ArrayView2<f32>, expected: ArrayView2<f32>) -> Check {
+    match first_difference(got, expected) {
+        None => Check::Pass(format!("identical to CPU, {} inside", count_inside(got))),
+        Some(d) => Check::Fail(format!("differs from CPU at {d}")),
+    }
+}
+
+/// Median kernel time (CUDA events) of `reps` launches after two warm-ups,
+/// and the graph the timed launches wrote.
+pub fn kernel_median_ms(
+    gpu: &Gpu,
+    p: &MandelbrotParams,
+    block: u32,
+    reps: usize,
+) -> Result<(f64, Array2<f32>)> {
     gpu.bind()?;
     let lattice = p.lattice();
     let n = p.breadth;
@@ -437,7 +452,11 @@ pub fn kernel_median_ms(gpu: &Gpu, p: &MandelbrotParams, block: u32, reps: usize
         }
     }
     gpu.synchronize(KERNEL)?;
-    Ok(median(&mut times) as f64)
+    let mut graph = Array2::<f32>::zeros((n, n));
+    d_graph
+        .copy_to(graph.as_slice_mut().unwrap_or(&mut []))
+        .during(KERNEL, "copy graph out")?;
+    Ok((median(&mut times) as f64, graph))
 }
 
 /// Median wall-clock ms per call of each launch path at `p`.
@@ -446,42 +465,47 @@ fn path_overheads(gpu: &Gpu, p: &MandelbrotParams, records: &mut Vec<BenchRecord
     let (iters, ub) = (p.max_iters, p.upper_bound);
     let size = format!("{0}×{0}, {1} iters", p.breadth, p.max_iters);
     let reps = 20;
-    let median_of = |reps: usize, f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
-        f()?; // warm-up
-        let mut times = Vec::with_capacity(reps);
-        for _ in 0..reps {
-            let t = Instant::now();
-            f()?;
-            times.push((t.elapsed().as_secs_f64() * 1e3) as f32);
-        }
-        Ok(median(&mut times) as f64)
-    };
-    let high = median_of(reps, &mut || {
-        gpu.mandelbrot(lattice.view(), iters, ub).map(|_| ())
-    })?;
+    let expected = mandelbrot_cpu(lattice.view(), iters, ub)?;
+    // Each path's median wall-clock ms per call, and the check of its last
+    // graph.
+    let median_of =
+        |reps: usize, f: &mut dyn FnMut() -> Result<Array2<f32>>| -> Result<(f64, Check)> {
+            f()?; // warm-up
+            let mut times = Vec::with_capacity(reps);
+            let mut last = None;
+            for _ in 0..reps {
+                let t = Instant::now();
+                last = Some(f()?);
+                times.push((t.elapsed().as_secs_f64() * 1e3) as f32);
+            }
+            let check = match &last {
+                Some(g) => graph_check(g.view(), expected.view()),
+                None => Check::Fail("no result".into()),
+            };
+            Ok((median(&mut times) as f64, check))
+        };
+    let high = median_of(reps, &mut || gpu.mandelbrot(lattice.view(), iters, ub))?;
     let file = PtxFile::new(None)?;
     let t = Instant::now();
     let from_file = Gpu::from_ptx_file(&file.path)?;
     let load_ms = t.elapsed().as_secs_f64() * 1e3;
     let ptx_file = median_of(reps, &mut || {
-        from_file.mandelbrot(lattice.view(), iters, ub).map(|_| ())
+        from_file.mandelbrot(lattice.view(), iters, ub)
     })?;
     drop(from_file);
     let explicit = median_of(reps, &mut || {
         gpu.mandelbrot_explicit_sync(lattice.view(), iters, ub)
-            .map(|_| ())
     })?;
     let mut phases = Vec::new();
     let driver = median_of(5, &mut || {
-        let (_, t) =
+        let (g, t) =
             mandelbrot_driver_api_timed(PtxSource::File(&file.path), lattice.view(), iters, ub)?;
         phases.push(t);
-        Ok(())
+        Ok(g)
     })?;
     let c_abi = match CAbiLibrary::find().map(CAbiLibrary::open) {
         Some(Ok(lib)) => Some(median_of(reps, &mut || {
             lib.mandelbrot(lattice.view(), iters, ub)
-                .map(|_| ())
                 .map_err(|e| Error::invalid("launch_mandelbrot (C ABI)", e.to_string()))
         })?),
         Some(Err(e)) => {
@@ -493,37 +517,43 @@ fn path_overheads(gpu: &Gpu, p: &MandelbrotParams, records: &mut Vec<BenchRecord
             None
         }
     };
-    let mut push = |what: String, ms: f64| {
-        records.push(BenchRecord {
-            kernel: what,
-            size: size.clone(),
-            median_ms: ms,
-            metric: "ms/call".into(),
-            value: ms,
-            reference: Some("high-level".into()),
-            ratio: Some(ms / high),
-        })
+    let high_ms = high.0;
+    let mut push = |what: String, (ms, check): (f64, Check)| {
+        records.push(
+            BenchRecord::new(what, size.clone(), ms, "ms/call", ms, check)
+                .against("high-level", ms / high_ms),
+        )
     };
     push("mandelbrot path high-level".into(), high);
+    let ptx_file_check = ptx_file.1.clone();
     push("mandelbrot path ptx-file".into(), ptx_file);
     push("mandelbrot path explicit-sync".into(), explicit);
-    if let Some(ms) = c_abi {
-        push("mandelbrot path c-abi".into(), ms);
+    if let Some(r) = c_abi {
+        push("mandelbrot path c-abi".into(), r);
     }
+    let driver_check = driver.1.clone();
     push("mandelbrot path driver-api".into(), driver);
     let mid = |f: fn(&crate::mandelbrot::driver_api::DriverApiTiming) -> f64| {
         let mut v: Vec<f32> = phases.iter().map(|t| f(t) as f32).collect();
         median(&mut v) as f64
     };
+    // The phases of the driver-API path: its graphs were checked above.
+    let phase = |ms: f64| (ms, driver_check.clone());
     push(
         "  driver-api: cuInit…cuModuleGetFunction".into(),
-        mid(|t| t.setup_ms),
+        phase(mid(|t| t.setup_ms)),
     );
-    push("  driver-api: alloc…copy out".into(), mid(|t| t.run_ms));
+    push(
+        "  driver-api: alloc…copy out".into(),
+        phase(mid(|t| t.run_ms)),
+    );
     push(
         "  driver-api: free…cuCtxDestroy".into(),
-        mid(|t| t.teardown_ms),
+        phase(mid(|t| t.teardown_ms)),
     );
-    push("  ptx-file: Gpu::from_ptx_file (once)".into(), load_ms);
+    push(
+        "  ptx-file: Gpu::from_ptx_file (once)".into(),
+        (load_ms, ptx_file_check),
+    );
     Ok(())
 }

@@ -7,10 +7,11 @@ use ndarray::{Array1, Array2, ArrayD, IxDyn};
 
 use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, no_gpu};
 use crate::bench::{device_copy_gbps, gb_per_s};
-use crate::cust::memory::DeviceBuffer;
+use crate::cublas::Cublas;
+use crate::cust::memory::{CopyDestination, DeviceBuffer};
 use crate::matrices::kernels::{lerp, saxpy, sum};
 use crate::matrices::{
-    MatmulKernel, allclose, check_matmul, doubles_matrix_cpu, elementwise_cpu,
+    MatmulKernel, MatmulReference, allclose, check_matmul, doubles_matrix_cpu, elementwise_cpu,
     gufunc_matmul_i64_cpu, matmul_cpu, vector_sum_repeat_cpu,
 };
 use crate::timing::{GpuTimer, median};
@@ -161,8 +162,8 @@ fn matmul(gpu: Option<&Gpu>, m: usize, k: usize, n: usize, report: &mut Report) 
         );
         let check = if chk.passed() {
             Check::Pass(format!(
-                "allclose{} (max err {:.1e})",
-                if seed_allclose { "" } else { " + k·u·|A||B|" },
+                "{}within the √k bound (max err {:.1e})",
+                if seed_allclose { "allclose, " } else { "" },
                 chk.max_abs_error
             ))
         } else {
@@ -266,11 +267,7 @@ fn repeat(gpu: Option<&Gpu>, n: usize, repeats: u32, report: &mut Report) -> Res
     println!("GPU Time: {} s", t.with_transfers_ms / 1e3);
     let norm = (&c - &c_cpu).mapv(|d| f64::from(d).powi(2)).sum().sqrt();
     println!("la.norm(cpu_result - gpu_result) = {norm}");
-    let check = if norm < 1e-5 {
-        Check::Pass(format!("‖cpu − gpu‖ = {norm} < 1e-5"))
-    } else {
-        Check::Fail(format!("‖cpu − gpu‖ = {norm}"))
-    };
+    let check = repeat_check(&c, &c_cpu);
     let sums = n as f64 * f64::from(repeats);
     report.push(Row {
         kernel: "vector_sum_repeat".into(),
@@ -333,151 +330,298 @@ fn median_ms(gpu: &Gpu, reps: usize, mut work: impl FnMut() -> Result<()>) -> Re
     Ok(median(&mut times) as f64)
 }
 
-/// The environment variable through which a cuBLAS SGEMM measurement at
-/// 4096³ (GFLOP/s, TF32 off, timed in the same session by the caller, e.g.
-/// with PyTorch) can be handed to `bench`, which then reports
-/// `matrix_mul_tiled`'s ratio to it.
-pub const CUBLAS_SGEMM_ENV: &str = "CUDA_KERNELS_CUBLAS_SGEMM_4096_GFLOPS";
+/// One SGEMM size `bench` measures: C (m × n) = A (m × k) · B (k × n) on
+/// f32, with the kernels to time (each against cuBLAS at the same size when
+/// the library is there) and the repetitions (the tiled kernel gets 4×).
+/// To add a size or a kernel, add a line to [`SGEMM_CASES`].
+#[derive(Debug, Clone, Copy)]
+pub struct SgemmCase {
+    /// Rows of A and C.
+    pub m: usize,
+    /// Columns of A = rows of B.
+    pub k: usize,
+    /// Columns of B and C.
+    pub n: usize,
+    /// The kernels timed.
+    pub kernels: &'static [MatmulKernel],
+    /// Timed repetitions (after one warm-up).
+    pub reps: usize,
+}
 
-/// The matrices part of `cuda-kernels bench`: the naive and tiled products
-/// at 1024³ and 4096³ (and 4000³, not a multiple of the tile), saxpy and the
-/// f32 sum at 2^26 and `doubles_matrix` at 8192² against a device-to-device
-/// copy of the same bytes, the gufunc on a batch of 10×10 matrices, and
-/// `vector_sum_repeat` at the seed's size.
-pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
-    gpu.bind()?;
-    let mut rng = Rng::new(5);
-    let cublas = std::env::var(CUBLAS_SGEMM_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok());
-    for (size, kernels, reps) in [
-        (
-            1024usize,
-            &[MatmulKernel::Naive, MatmulKernel::Tiled][..],
-            20,
-        ),
-        (4096, &[MatmulKernel::Naive, MatmulKernel::Tiled][..], 5),
-        (4000, &[MatmulKernel::Tiled][..], 5),
-    ] {
-        let n = size * size;
-        let a: Vec<f32> = (0..n).map(|_| rng.normal() as f32).collect();
-        let da = DeviceBuffer::from_slice(&a).during("bench", "copy A")?;
-        let db = DeviceBuffer::from_slice(&a).during("bench", "copy B")?;
-        let mut dc = DeviceBuffer::<f32>::zeroed(n).during("bench", "allocate C")?;
-        for &kernel in kernels {
+/// The SGEMM sizes of `cuda-kernels bench`: 1024³ (64 tiles of 128², fewer
+/// than an H100's 132 SMs), 4000³ (not a multiple of the tile) and 4096³.
+pub const SGEMM_CASES: &[SgemmCase] = &[
+    SgemmCase {
+        m: 1024,
+        k: 1024,
+        n: 1024,
+        kernels: &[MatmulKernel::Naive, MatmulKernel::Tiled],
+        reps: 20,
+    },
+    SgemmCase {
+        m: 4000,
+        k: 4000,
+        n: 4000,
+        kernels: &[MatmulKernel::Tiled],
+        reps: 5,
+    },
+    SgemmCase {
+        m: 4096,
+        k: 4096,
+        n: 4096,
+        kernels: &[MatmulKernel::Naive, MatmulKernel::Tiled],
+        reps: 5,
+    },
+];
+
+/// How cuBLAS's SGEMM rows are named, and what the kernels' ratios are to.
+pub const CUBLAS_SGEMM: &str = "cuBLAS SGEMM (TF32 off)";
+
+/// The SGEMM part of `cuda-kernels bench`: each case's kernels and cuBLAS
+/// (loaded with `dlopen`, when the machine has it) timed on the same device
+/// buffers, each result copied back and checked against the exact product
+/// ([`MatmulReference`], computed once per case).
+fn bench_sgemm(gpu: &Gpu, rng: &mut Rng, records: &mut Vec<BenchRecord>) -> Result<()> {
+    let cublas = match Cublas::find() {
+        Ok(lib) => {
+            let c = Cublas::new(gpu, lib)?;
+            eprintln!(
+                "cuBLAS: {}{}",
+                c.path().display(),
+                if Cublas::tf32_override() {
+                    " (warning: NVIDIA_TF32_OVERRIDE=1 turns TF32 on)"
+                } else {
+                    ""
+                }
+            );
+            Some(c)
+        }
+        Err(why) => {
+            eprintln!("note: cuBLAS missing, SGEMM ratios not measured: {why}");
+            None
+        }
+    };
+    for case in SGEMM_CASES {
+        let SgemmCase { m, k, n, reps, .. } = *case;
+        let a = randn2(m, k, rng);
+        let b = randn2(k, n, rng);
+        let da = DeviceBuffer::from_slice(a.as_slice().unwrap_or(&[])).during("bench", "copy A")?;
+        let db = DeviceBuffer::from_slice(b.as_slice().unwrap_or(&[])).during("bench", "copy B")?;
+        let mut dc = DeviceBuffer::<f32>::zeroed(m * n).during("bench", "allocate C")?;
+        let (reference, ref_ms) = cpu_time(|| MatmulReference::new(a.view(), b.view()));
+        let reference = reference?;
+        eprintln!(
+            "SGEMM {m}×{k}·{k}×{n}: exact reference in {:.1} s",
+            ref_ms / 1e3
+        );
+        let size = if m == k && k == n {
+            format!("{m}³ f32")
+        } else {
+            format!("{m}×{k}·{k}×{n} f32")
+        };
+        let gflops = |ms: f64| 2.0 * (m * k * n) as f64 / (ms * 1e6);
+        // Copies C back, zeroes it (so that a kernel that writes nothing
+        // cannot pass on the previous one's result), checks it.
+        let checked = |dc: &mut DeviceBuffer<f32>| -> Result<Check> {
+            let mut c = Array2::<f32>::zeros((m, n));
+            dc.copy_to(c.as_slice_mut().unwrap_or(&mut []))
+                .during("bench", "copy C back")?;
+            dc.set_32(0).during("bench", "zero C")?;
+            let chk = reference.check(c.view())?;
+            Ok(if chk.passed() {
+                Check::Pass(format!(
+                    "max err {:.1e}, {:.3} of the √k bound",
+                    chk.max_abs_error, chk.worst_ratio
+                ))
+            } else {
+                Check::Fail(format!("{chk:?}"))
+            })
+        };
+        let cublas_gflops = match &cublas {
+            Some(cb) => {
+                let ms = median_ms(gpu, reps * 4, || {
+                    cb.sgemm_row_major(&da, &db, &mut dc, m, k, n)
+                })?;
+                let check = checked(&mut dc)?;
+                let record =
+                    BenchRecord::new(CUBLAS_SGEMM, &size, ms, "GFLOP/s", gflops(ms), check);
+                let ok = !record.failed();
+                records.push(record);
+                // A wrong cuBLAS result is no reference.
+                ok.then_some(gflops(ms))
+            }
+            None => None,
+        };
+        for &kernel in case.kernels {
             let reps = if kernel == MatmulKernel::Tiled {
                 reps * 4
             } else {
                 reps
             };
             let ms = median_ms(gpu, reps, || {
-                gpu.matmul_on_device(kernel, &da, &db, &mut dc, size, size, size)
+                gpu.matmul_on_device(kernel, &da, &db, &mut dc, m, k, n)
             })?;
-            let gflops = 2.0 * (size as f64).powi(3) / (ms * 1e6);
-            let with_ref = size == 4096 && kernel == MatmulKernel::Tiled;
-            records.push(BenchRecord {
-                kernel: kernel.entry().into(),
-                size: format!("{size}³ f32"),
-                median_ms: ms,
-                metric: "GFLOP/s".into(),
-                value: gflops,
-                reference: cublas
-                    .filter(|_| with_ref)
-                    .map(|_| "cuBLAS SGEMM (TF32 off)".into()),
-                ratio: cublas.filter(|_| with_ref).map(|c| gflops / c),
+            let check = checked(&mut dc)?;
+            let record = BenchRecord::new(kernel.entry(), &size, ms, "GFLOP/s", gflops(ms), check);
+            records.push(match (&cublas, cublas_gflops) {
+                (_, Some(reference)) => record.against(CUBLAS_SGEMM, gflops(ms) / reference),
+                (None, _) => BenchRecord {
+                    reference: Some("cuBLAS missing".into()),
+                    ..record
+                },
+                (Some(_), None) => BenchRecord {
+                    reference: Some("cuBLAS result wrong".into()),
+                    ..record
+                },
             });
         }
     }
+    Ok(())
+}
+
+/// The matrices part of `cuda-kernels bench`: the SGEMM cases
+/// ([`SGEMM_CASES`], against cuBLAS), saxpy and the f32 sum at 2^26 and
+/// `doubles_matrix` at 8192² against a device-to-device copy of the same
+/// bytes, the gufunc on a batch of 10×10 matrices, and `vector_sum_repeat`
+/// at the seed's size; every result checked (exactly, except the products:
+/// within [`MatmulReference`]'s bound).
+pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
+    gpu.bind()?;
+    let mut rng = Rng::new(5);
+    bench_sgemm(gpu, &mut rng, records)?;
 
     // Bandwidth-bound kernels against a device copy of the same traffic.
+    // saxpy updates y in place, so its check runs once more from known y.
     let n = 1usize << 26;
-    let x: Vec<f32> = (0..n).map(|_| rng.normal() as f32).collect();
-    let dx = DeviceBuffer::from_slice(&x).during("bench", "copy x")?;
-    let mut dy = DeviceBuffer::from_slice(&x).during("bench", "copy y")?;
+    let x: Array1<f32> = (0..n).map(|_| rng.normal() as f32).collect();
+    let xs = x.as_slice().unwrap_or(&[]);
+    let dx = DeviceBuffer::from_slice(xs).during("bench", "copy x")?;
+    let mut dy = DeviceBuffer::from_slice(xs).during("bench", "copy y")?;
     let copy = device_copy_gbps(gpu, 12 * n / 2, 20)?;
     let ms = median_ms(gpu, 20, || {
         gpu.elementwise_on_device::<saxpy, f32>(&[&dx], &mut [&mut dy], &[1.0001])
     })?;
+    dy.copy_from(xs).during("bench", "reset y")?;
+    gpu.elementwise_on_device::<saxpy, f32>(&[&dx], &mut [&mut dy], &[1.0001])?;
+    let mut y = x.clone();
+    elementwise_cpu::<saxpy, f32>(&[x.view()], &mut [y.view_mut()], &[1.0001])?;
+    let check = exact_check(&download(&dy)?, &y);
     let bw = gb_per_s(12 * n, ms as f32);
-    records.push(BenchRecord {
-        kernel: "elementwise_saxpy_f32".into(),
-        size: "2^26 f32".into(),
-        median_ms: ms,
-        metric: "GB/s".into(),
-        value: bw,
-        reference: Some("device copy".into()),
-        ratio: Some(bw / copy),
-    });
+    records.push(
+        BenchRecord::new("elementwise_saxpy_f32", "2^26 f32", ms, "GB/s", bw, check)
+            .against("device copy", bw / copy),
+    );
     let mut dz = DeviceBuffer::<f32>::zeroed(n).during("bench", "allocate z")?;
     let ms = median_ms(gpu, 20, || {
         gpu.elementwise_on_device::<sum, f32>(&[&dx, &dy], &mut [&mut dz], &[])
     })?;
+    let mut z = Array1::<f32>::zeros(n);
+    elementwise_cpu::<sum, f32>(&[x.view(), y.view()], &mut [z.view_mut()], &[])?;
+    let check = exact_check(&download(&dz)?, &z);
     let bw = gb_per_s(12 * n, ms as f32);
-    records.push(BenchRecord {
-        kernel: "elementwise_sum_f32".into(),
-        size: "2^26 f32".into(),
-        median_ms: ms,
-        metric: "GB/s".into(),
-        value: bw,
-        reference: Some("device copy".into()),
-        ratio: Some(bw / copy),
-    });
-    drop((dx, dy, dz));
+    records.push(
+        BenchRecord::new("elementwise_sum_f32", "2^26 f32", ms, "GB/s", bw, check)
+            .against("device copy", bw / copy),
+    );
+    drop((dx, dy, dz, x, y, z));
 
     // doubles_matrix, 8192² in place on the device (8 bytes per element
-    // moved), against a copy of the same traffic.
+    // moved), against a copy of the same traffic; checked on one more run
+    // from known values.
     let side = 8192usize;
     let mut dm = DeviceBuffer::<f32>::zeroed(side * side).during("bench", "allocate m")?;
     let copy = device_copy_gbps(gpu, 4 * side * side, 20)?;
     let ms = median_ms(gpu, 20, || {
         gpu.doubles_matrix_on_device(&mut dm, side, side)
     })?;
+    let m0 = randn2(side, side, &mut rng);
+    dm.copy_from(m0.as_slice().unwrap_or(&[]))
+        .during("bench", "copy m")?;
+    gpu.doubles_matrix_on_device(&mut dm, side, side)?;
+    let got = download(&dm)?
+        .into_shape_with_order((side, side))
+        .map_err(|e| crate::Error::invalid("doubles_matrix", format!("result shape: {e}")))?;
+    let check = exact_check(&got, &doubles_matrix_cpu(m0.view()));
     let bw = gb_per_s(8 * side * side, ms as f32);
-    records.push(BenchRecord {
-        kernel: "doubles_matrix".into(),
-        size: format!("{side}² f32"),
-        median_ms: ms,
-        metric: "GB/s".into(),
-        value: bw,
-        reference: Some("device copy".into()),
-        ratio: Some(bw / copy),
-    });
-    drop(dm);
+    records.push(
+        BenchRecord::new(
+            "doubles_matrix",
+            format!("{side}² f32"),
+            ms,
+            "GB/s",
+            bw,
+            check,
+        )
+        .against("device copy", bw / copy),
+    );
+    drop((dm, m0, got));
 
     // The gufunc on 4096 matrices of 10×10 (including transfers).
     let a = ArrayD::from_shape_simple_fn(IxDyn(&[4096, 10, 10]), || rng.below(10) as i64);
     let b = ArrayD::from_shape_simple_fn(IxDyn(&[10, 10]), || rng.below(10) as i64);
+    let mut last = None;
     let ms = median_ms(gpu, 10, || {
-        gpu.gufunc_matmul_i64(a.view(), b.view()).map(|_| ())
+        last = Some(gpu.gufunc_matmul_i64(a.view(), b.view())?);
+        Ok(())
     })?;
-    records.push(BenchRecord {
-        kernel: "gufunc_matmul_i64 (+ transfers)".into(),
-        size: "4096×10×10 · 10×10".into(),
-        median_ms: ms,
-        metric: "Gop/s".into(),
-        value: 2.0 * 4096.0 * 1000.0 / (ms * 1e6),
-        reference: None,
-        ratio: None,
-    });
+    let expected = gufunc_matmul_i64_cpu(a.view(), b.view())?;
+    let check = match last {
+        Some(c) => exact_check(&c, &expected),
+        None => Check::Fail("no result".into()),
+    };
+    records.push(BenchRecord::new(
+        "gufunc_matmul_i64 (+ transfers)",
+        "4096×10×10 · 10×10",
+        ms,
+        "Gop/s",
+        2.0 * 4096.0 * 1000.0 / (ms * 1e6),
+        check,
+    ));
 
     // The seed's evaluation kernel.
     let a: Array1<f32> = (0..10_000).map(|_| rng.uniform() as f32).collect();
     let mut times = Vec::new();
+    let mut last = None;
     for rep in 0..6 {
-        let (_, t) = gpu.vector_sum_repeat(a.view(), a.view(), 10_000)?;
+        let (c, t) = gpu.vector_sum_repeat(a.view(), a.view(), 10_000)?;
         if rep > 0 {
             times.push(t.kernel_ms);
         }
+        last = Some(c);
     }
     let ms = median(&mut times) as f64;
-    records.push(BenchRecord {
-        kernel: "vector_sum_repeat".into(),
-        size: "10000 × 10000 repeats".into(),
-        median_ms: ms,
-        metric: "Gsums/s".into(),
-        value: 1e8 / (ms * 1e6),
-        reference: None,
-        ratio: None,
-    });
+    let expected = vector_sum_repeat_cpu(a.view(), a.view(), 10_000)?;
+    let check = match last {
+        Some(c) => repeat_check(&c, &expected),
+        None => Check::Fail("no result".into()),
+    };
+    records.push(BenchRecord::new(
+        "vector_sum_repeat",
+        "10000 × 10000 repeats",
+        ms,
+        "Gsums/s",
+        1e8 / (ms * 1e6),
+        check,
+    ));
     Ok(())
+}
+
+/// A device buffer copied back into an array.
+fn download<T: crate::cust::memory::DeviceCopy + Default + Clone>(
+    d: &DeviceBuffer<T>,
+) -> Result<Array1<T>> {
+    let mut host = Array1::from_elem(d.len(), T::default());
+    d.copy_to(host.as_slice_mut().unwrap_or(&mut []))
+        .during("bench", "copy back")?;
+    Ok(host)
+}
+
+/// The seed's check of `vector_sum_repeat`: ‖cpu − gpu‖₂ < 1e-5.
+fn repeat_check(got: &Array1<f32>, expected: &Array1<f32>) -> Check {
+    let norm = (got - expected).mapv(|d| f64::from(d).powi(2)).sum().sqrt();
+    if norm < 1e-5 {
+        Check::Pass(format!("‖cpu − gpu‖ = {norm} < 1e-5"))
+    } else {
+        Check::Fail(format!("‖cpu − gpu‖ = {norm}"))
+    }
 }

@@ -14,14 +14,17 @@ use ndarray::{ArrayBase, Data, Dimension};
 
 use crate::{Gpu, Result};
 
+pub mod bench_table;
 pub mod foundation;
 pub mod mandelbrot;
 pub mod matrices;
 pub mod reduce;
 pub mod streams;
 
-/// How a GPU result compared with the CPU reference.
-#[derive(Debug, Clone, PartialEq)]
+/// How a GPU result compared with the CPU reference (in JSON:
+/// `{"outcome": "pass" | "fail" | "skipped", "detail": "…"}`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "outcome", content = "detail", rename_all = "lowercase")]
 pub enum Check {
     /// Matches (with how: "exact", "allclose", a max error…).
     Pass(String),
@@ -146,7 +149,13 @@ impl Report {
 }
 
 /// One benchmark measurement, for `cuda-kernels bench` (JSON and table).
-#[derive(Debug, Clone, serde::Serialize)]
+///
+/// Every record carries the check of the result it timed ([`Check`]): a
+/// record cannot be built without one, and `cuda-kernels bench` fails (exit
+/// status 1, naming each failed row and its error) when any check failed,
+/// and never reports a ratio for such a row. [`Check::Skipped`] is for rows
+/// with no result to check (an empty kernel's launch rate).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct BenchRecord {
     /// Kernel.
     pub kernel: String,
@@ -158,10 +167,63 @@ pub struct BenchRecord {
     pub metric: String,
     /// The metric's value.
     pub value: f64,
-    /// What the ratio is against ("device copy", "cuBLAS", …).
+    /// What the ratio is against ("device copy", "cuBLAS", …), or why there
+    /// is no reference ("cuBLAS missing: …").
     pub reference: Option<String>,
-    /// value / reference value, measured in the same run.
+    /// value / reference value, measured in the same run; `None` when the
+    /// check failed.
     pub ratio: Option<f64>,
+    /// The check of the timed result against its CPU reference.
+    pub check: Check,
+}
+
+impl BenchRecord {
+    /// A record without a reference.
+    pub fn new(
+        kernel: impl Into<String>,
+        size: impl Into<String>,
+        median_ms: f64,
+        metric: impl Into<String>,
+        value: f64,
+        check: Check,
+    ) -> Self {
+        Self {
+            kernel: kernel.into(),
+            size: size.into(),
+            median_ms,
+            metric: metric.into(),
+            value,
+            reference: None,
+            ratio: None,
+            check,
+        }
+    }
+
+    /// The record with a reference and the ratio to it (dropped if the
+    /// check failed: a wrong result has no ratio).
+    pub fn against(mut self, reference: impl Into<String>, ratio: f64) -> Self {
+        self.reference = Some(reference.into());
+        self.ratio = (!self.failed()).then_some(ratio);
+        self
+    }
+
+    /// Whether the check failed.
+    pub fn failed(&self) -> bool {
+        matches!(self.check, Check::Fail(_))
+    }
+}
+
+/// The failed records of a bench run, one line each (row and error), or
+/// `None` when every check passed or had nothing to check.
+pub fn bench_failures(records: &[BenchRecord]) -> Option<String> {
+    let lines: Vec<String> = records
+        .iter()
+        .filter_map(|r| match &r.check {
+            Check::Fail(why) => Some(format!("{} ({}): {why}", r.kernel, r.size)),
+            _ => None,
+        })
+        .collect();
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// Milliseconds a closure takes on the CPU, with its result.
@@ -236,12 +298,27 @@ pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result
     Ok(())
 }
 
-/// Runs every family's benchmarks (`cuda-kernels bench`).
+/// Runs every family's benchmarks (`cuda-kernels bench`). Each family's
+/// `bench` pushes [`BenchRecord`]s, each with the check of what it timed;
+/// a failed check does not stop the run (the other rows are still
+/// measured), [`bench_failures`] lists them afterwards. As a last guard,
+/// no failed record keeps a ratio.
 pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
-    foundation::bench(gpu, records)?;
-    matrices::bench(gpu, records)?;
-    reduce::bench(gpu, records)?;
-    mandelbrot::bench(gpu, records)?;
-    streams::bench(gpu, records)?;
+    type Family = fn(&Gpu, &mut Vec<BenchRecord>) -> Result<()>;
+    let families: [(&str, Family); 5] = [
+        ("foundation", foundation::bench),
+        ("matrices", matrices::bench),
+        ("reduce", reduce::bench),
+        ("mandelbrot", mandelbrot::bench),
+        ("streams", streams::bench),
+    ];
+    for (name, bench) in families {
+        let (result, ms) = cpu_time(|| bench(gpu, records));
+        result?;
+        eprintln!("bench {name}: done in {:.1} s", ms / 1e3);
+    }
+    for r in records.iter_mut().filter(|r| r.failed()) {
+        r.ratio = None;
+    }
     Ok(())
 }

@@ -486,16 +486,20 @@ fn bench_streams(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     let (arrays, len, reps) = (200, 1 << 20, 3);
     let inputs = randn_arrays(arrays, len, 16);
     let size = format!("{arrays} × 2^20 f32, {} queues", hardware_queues());
+    // The first wrong output of any timed run, per issue order.
+    let mut wrong: [Option<String>; 3] = [None, None, None];
+    let mut note = |slot: usize, m: Option<(usize, usize)>| {
+        if let Some((a, e)) = m {
+            wrong[slot].get_or_insert(format!(
+                "array {a} element {e} differs from the CPU's mult_ker"
+            ));
+        }
+    };
     let mut serial = SerialBatch::new(gpu, &inputs)?;
     let mut serial_ms = Vec::new();
     for rep in 0..=reps {
         let t = serial.run()?;
-        if let Some((a, e)) = t.first_mismatch {
-            return Err(Error::invalid(
-                "mult_ker",
-                format!("array {a} element {e} changed"),
-            ));
-        }
+        note(0, t.first_mismatch);
         if rep > 0 {
             serial_ms.push(t.gpu_ms as f32);
         }
@@ -506,58 +510,60 @@ fn bench_streams(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     for rep in 0..=reps {
         let t = streamed.run_with(IssueOrder::BreadthFirst)?;
         let d = streamed.run_with(IssueOrder::DepthFirst)?;
-        if let Some((a, e)) = t.first_mismatch.or(d.first_mismatch) {
-            return Err(Error::invalid(
-                "mult_ker",
-                format!("array {a} element {e} changed"),
-            ));
-        }
+        note(1, t.first_mismatch);
+        note(2, d.first_mismatch);
         if rep > 0 {
             stream_ms.push(t.gpu_ms as f32);
             depth_ms.push(d.gpu_ms as f32);
             kernel_means.push(d.kernel_mean_std().map_or(f32::NAN, |(m, _)| m as f32));
         }
     }
+    let check = |slot: usize| match &wrong[slot] {
+        None => Check::Pass("every output equals the CPU's mult_ker".into()),
+        Some(why) => Check::Fail(why.clone()),
+    };
     let (s, p) = (median(&mut serial_ms) as f64, median(&mut stream_ms) as f64);
     let per_s = |ms: f64| arrays as f64 / (ms * 1e-3);
-    records.push(BenchRecord {
-        kernel: "mult_ker batch, default stream".into(),
-        size: size.clone(),
-        median_ms: s,
-        metric: "arrays/s".into(),
-        value: per_s(s),
-        reference: None,
-        ratio: None,
-    });
-    records.push(BenchRecord {
-        kernel: "mult_ker batch, 200 streams".into(),
-        size: size.clone(),
-        median_ms: p,
-        metric: "arrays/s".into(),
-        value: per_s(p),
-        reference: Some("default stream (speedup)".into()),
-        ratio: Some(s / p),
-    });
+    records.push(BenchRecord::new(
+        "mult_ker batch, default stream",
+        &size,
+        s,
+        "arrays/s",
+        per_s(s),
+        check(0),
+    ));
+    records.push(
+        BenchRecord::new(
+            "mult_ker batch, 200 streams",
+            &size,
+            p,
+            "arrays/s",
+            per_s(p),
+            check(1),
+        )
+        .against("default stream (speedup)", s / p),
+    );
     let d = median(&mut depth_ms) as f64;
-    records.push(BenchRecord {
-        kernel: "mult_ker batch, 200 streams, depth-first".into(),
-        size: size.clone(),
-        median_ms: d,
-        metric: "arrays/s".into(),
-        value: per_s(d),
-        reference: Some("default stream (speedup)".into()),
-        ratio: Some(s / d),
-    });
+    records.push(
+        BenchRecord::new(
+            "mult_ker batch, 200 streams, depth-first",
+            &size,
+            d,
+            "arrays/s",
+            per_s(d),
+            check(2),
+        )
+        .against("default stream (speedup)", s / d),
+    );
     let kernel_mean = median(&mut kernel_means) as f64;
-    records.push(BenchRecord {
-        kernel: "mult_ker<<<1, 64>>> in its stream".into(),
-        size: "2^20 f32".into(),
-        median_ms: kernel_mean,
-        metric: "GB/s".into(),
-        value: gb_per_s(8 * len, kernel_mean as f32),
-        reference: None,
-        ratio: None,
-    });
+    records.push(BenchRecord::new(
+        "mult_ker<<<1, 64>>> in its stream",
+        "2^20 f32",
+        kernel_mean,
+        "GB/s",
+        gb_per_s(8 * len, kernel_mean as f32),
+        check(2),
+    ));
     Ok(())
 }
 
@@ -579,37 +585,55 @@ fn bench_life(gpu: &Gpu, n: usize, records: &mut Vec<BenchRecord>) -> Result<()>
             times.push(ms);
         }
     }
+    // reps + 1 steps, the last (an even rep) into buffer 1.
+    lane.download(1)?;
+    let expected = life_cpu(start.view(), reps + 1)?;
+    let check = match first_difference_i32(lane.host()?, expected.as_slice().unwrap_or(&[])) {
+        None => Check::Pass(format!("equals the CPU after {} steps", reps + 1)),
+        Some(i) => Check::Fail(format!(
+            "cell {i} differs from the CPU after {} steps",
+            reps + 1
+        )),
+    };
     let ms = median(&mut times);
     let bytes = 2 * 4 * n * n;
     let gbps = gb_per_s(bytes, ms);
     let copy = device_copy_gbps(gpu, 4 * n * n, reps)?;
     let cells = (n * n) as f64 / (ms as f64 * 1e-3);
-    records.push(BenchRecord {
-        kernel: "device copy (Life lattice)".into(),
-        size: format!("{n}² i32"),
-        median_ms: bytes as f64 / (copy * 1e9) * 1e3,
-        metric: "GB/s".into(),
-        value: copy,
-        reference: None,
-        ratio: None,
-    });
-    records.push(BenchRecord {
-        kernel: "conway_ker (one step)".into(),
-        size: format!("{n}² i32"),
-        median_ms: ms as f64,
-        metric: "GB/s".into(),
-        value: gbps,
-        reference: Some("device copy".into()),
-        ratio: Some(gbps / copy),
-    });
-    records.push(BenchRecord {
-        kernel: "conway_ker cell updates".into(),
-        size: format!("{n}² i32"),
-        median_ms: ms as f64,
-        metric: "Gcells/s".into(),
-        value: cells / 1e9,
-        reference: None,
-        ratio: None,
-    });
+    let size = format!("{n}² i32");
+    records.push(BenchRecord::new(
+        "device copy (Life lattice)",
+        &size,
+        bytes as f64 / (copy * 1e9) * 1e3,
+        "GB/s",
+        copy,
+        Check::Pass(super::foundation::COPY_CHECKED.into()),
+    ));
+    records.push(
+        BenchRecord::new(
+            "conway_ker (one step)",
+            &size,
+            ms as f64,
+            "GB/s",
+            gbps,
+            check.clone(),
+        )
+        .against("device copy", gbps / copy),
+    );
+    records.push(BenchRecord::new(
+        "conway_ker cell updates",
+        &size,
+        ms as f64,
+        "Gcells/s",
+        cells / 1e9,
+        check,
+    ));
     Ok(())
+}
+
+fn first_difference_i32(got: &[i32], expected: &[i32]) -> Option<usize> {
+    if got.len() != expected.len() {
+        return Some(got.len().min(expected.len()));
+    }
+    got.iter().zip(expected).position(|(g, e)| g != e)
 }

@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
+use cuda_kernels::dynlib::DlError;
 use cuda_kernels::mandelbrot::c_abi::{CAbiError, CAbiLibrary, LIBRARY_NAME, status};
 use cuda_kernels::mandelbrot::driver_api::{PtxSource, mandelbrot_driver_api};
 use cuda_kernels::mandelbrot::{
@@ -487,7 +488,7 @@ fn c_abi_refusals(lib: &CAbiLibrary) -> Result<(), Failed> {
     t.works(
         "CAbiLibrary::open: missing file is a Load error",
         || match CAbiLibrary::open(&missing) {
-            Err(CAbiError::Load { .. }) => Ok(()),
+            Err(CAbiError::Load(DlError::Load { .. })) => Ok(()),
             Err(e) => Err(format!("expected Load, got {e}")),
             Ok(_) => Err("opened".into()),
         },
@@ -495,7 +496,7 @@ fn c_abi_refusals(lib: &CAbiLibrary) -> Result<(), Failed> {
     t.works("CAbiLibrary::open: a text file is a Load error", || {
         let f = TempFile::new("not-a-library.so", b"not an ELF file")?;
         match CAbiLibrary::open(&f.0) {
-            Err(CAbiError::Load { .. }) => Ok(()),
+            Err(CAbiError::Load(DlError::Load { .. })) => Ok(()),
             Err(e) => Err(format!("expected Load, got {e}")),
             Ok(_) => Err("opened".into()),
         }
@@ -503,7 +504,7 @@ fn c_abi_refusals(lib: &CAbiLibrary) -> Result<(), Failed> {
     t.works(
         "CAbiLibrary::open: a path with a NUL is a Load error",
         || match CAbiLibrary::open("/tmp/a\0b.so") {
-            Err(CAbiError::Load { .. }) => Ok(()),
+            Err(CAbiError::Load(DlError::Load { .. })) => Ok(()),
             Err(e) => Err(format!("expected Load, got {e}")),
             Ok(_) => Err("opened".into()),
         },

@@ -6,12 +6,13 @@
 //! The status codes are defined here ([`status`]) and used by the library
 //! itself, so the two cannot disagree; the C header repeats them (a test of
 //! the `capi` crate checks that it does).
-use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::ffi::{CStr, c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
 
 use ndarray::{Array2, ArrayView1};
 
 use super::MAX_LATTICE_SIZE;
+use crate::dynlib::{DlError, DynLib};
 
 /// The status codes every function of the C ABI returns.
 pub mod status {
@@ -64,24 +65,9 @@ pub const LIBRARY_NAME: &str = "libcuda_kernels_capi.so";
 /// What can go wrong when calling the C ABI library.
 #[derive(Debug, thiserror::Error)]
 pub enum CAbiError {
-    /// `dlopen` failed.
-    #[error("cannot load {path}: {reason}")]
-    Load {
-        /// The library.
-        path: PathBuf,
-        /// `dlerror()`.
-        reason: String,
-    },
-    /// A symbol is missing.
-    #[error("{path} has no symbol `{symbol}`: {reason}")]
-    Symbol {
-        /// The library.
-        path: PathBuf,
-        /// The symbol.
-        symbol: &'static str,
-        /// `dlerror()`.
-        reason: String,
-    },
+    /// The library or one of its symbols could not be loaded.
+    #[error(transparent)]
+    Load(#[from] DlError),
     /// A function returned a non-zero status.
     #[error("{function} returned {status} ({}): {message}", status::describe(*status))]
     Status {
@@ -103,20 +89,9 @@ type Reset = unsafe extern "C" fn() -> c_int;
 type LastError = unsafe extern "C" fn() -> *const c_char;
 type StatusString = unsafe extern "C" fn(c_int) -> *const c_char;
 
-// glibc (2.34 and later: in libc itself) — declared here rather than adding a
-// dependency for four functions.
-unsafe extern "C" {
-    fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;
-    fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
-    fn dlclose(handle: *mut c_void) -> c_int;
-    fn dlerror() -> *mut c_char;
-}
-const RTLD_NOW: c_int = 2;
-
 /// The loaded library and its entry points.
 pub struct CAbiLibrary {
-    handle: *mut c_void,
-    path: PathBuf,
+    lib: DynLib,
     launch_mandelbrot: LaunchMandelbrot,
     launch_hello: LaunchHello,
     reset: Reset,
@@ -125,8 +100,8 @@ pub struct CAbiLibrary {
 }
 
 // SAFETY: the library's functions may be called from any thread (its state is
-// behind a mutex and its error message is thread-local); the handle is only
-// passed to dlclose, once, on drop.
+// behind a mutex and its error message is thread-local); the handle (DynLib)
+// is Send and Sync.
 unsafe impl Send for CAbiLibrary {}
 // SAFETY: as above.
 unsafe impl Sync for CAbiLibrary {}
@@ -165,59 +140,14 @@ impl CAbiLibrary {
     /// `launch_hello`, `cuda_kernels_reset`, `cuda_kernels_last_error` and
     /// `cuda_kernels_status_string`.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, CAbiError> {
-        let path = path.as_ref().to_path_buf();
-        // A relative name without a slash would make dlopen search the system
-        // paths: name the file explicitly.
-        let explicit = if path.components().count() == 1 {
-            Path::new(".").join(&path)
-        } else {
-            path.clone()
-        };
-        let c_path =
-            CString::new(explicit.to_string_lossy().into_owned()).map_err(|_| CAbiError::Load {
-                path: path.clone(),
-                reason: "the path contains a NUL byte".into(),
-            })?;
-        // SAFETY: c_path is a valid C string; loading runs the library's
-        // initializers, which for a Rust cdylib are none beyond the runtime's.
-        let handle = unsafe { dlopen(c_path.as_ptr(), RTLD_NOW) };
-        if handle.is_null() {
-            return Err(CAbiError::Load {
-                path,
-                reason: last_dl_error(),
-            });
-        }
-        let symbol = |name: &'static str| -> Result<*mut c_void, CAbiError> {
-            let c_name = CString::new(name).map_err(|_| CAbiError::Invalid(name.into()))?;
-            // SAFETY: handle is a live dlopen handle, c_name a valid C string.
-            let p = unsafe { dlsym(handle, c_name.as_ptr()) };
-            if p.is_null() {
-                Err(CAbiError::Symbol {
-                    path: path.clone(),
-                    symbol: name,
-                    reason: last_dl_error(),
-                })
-            } else {
-                Ok(p)
-            }
-        };
-        let found = (|| {
-            Ok((
-                symbol("launch_mandelbrot")?,
-                symbol("launch_hello")?,
-                symbol("cuda_kernels_reset")?,
-                symbol("cuda_kernels_last_error")?,
-                symbol("cuda_kernels_status_string")?,
-            ))
-        })();
-        let (m, h, r, e, st) = match found {
-            Ok(f) => f,
-            Err(err) => {
-                // SAFETY: handle came from dlopen and is closed once.
-                unsafe { dlclose(handle) };
-                return Err(err);
-            }
-        };
+        let lib = DynLib::open(path)?;
+        let (m, h, r, e, st) = (
+            lib.symbol("launch_mandelbrot")?,
+            lib.symbol("launch_hello")?,
+            lib.symbol("cuda_kernels_reset")?,
+            lib.symbol("cuda_kernels_last_error")?,
+            lib.symbol("cuda_kernels_status_string")?,
+        );
         // SAFETY: the symbols are the library's exported functions with exactly
         // these C signatures (capi/include/cuda_kernels.h).
         let (launch_mandelbrot, launch_hello, reset, last_error, status_string) = unsafe {
@@ -230,8 +160,7 @@ impl CAbiLibrary {
             )
         };
         Ok(Self {
-            handle,
-            path,
+            lib,
             launch_mandelbrot,
             launch_hello,
             reset,
@@ -242,7 +171,7 @@ impl CAbiLibrary {
 
     /// The library's path.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.lib.path()
     }
 
     /// `launch_mandelbrot` on an ndarray lattice (the seed's Python
@@ -322,6 +251,22 @@ impl CAbiLibrary {
         (through_c, direct)
     }
 
+    /// The first status code (of every defined one and one undefined) whose
+    /// `cuda_kernels_status_string` differs from [`status::describe`], the
+    /// result [`CAbiLibrary::call_overhead_ns`] times; `None` when all agree.
+    pub fn first_status_string_mismatch(&self) -> Option<i32> {
+        status::HEADER_NAMES
+            .iter()
+            .map(|&(_, code)| code)
+            .chain([-99])
+            .find(|&code| {
+                // SAFETY: takes an int and returns a pointer to a static,
+                // NUL-terminated C string, read at once.
+                let s = unsafe { CStr::from_ptr((self.status_string)(code)) };
+                s.to_str().ok() != Some(status::describe(code))
+            })
+    }
+
     /// `cuda_kernels_reset()`: the library releases its GPU (it opens it
     /// again on the next call). Dropping a `CAbiLibrary` does this too.
     pub fn reset(&self) -> Result<(), CAbiError> {
@@ -360,26 +305,12 @@ impl CAbiLibrary {
 
 impl Drop for CAbiLibrary {
     /// Releases the library's GPU (`cuda_kernels_reset`, so that nothing it
-    /// allocated outlives this handle), then `dlclose`s it.
+    /// allocated outlives this handle); the `DynLib` field then `dlclose`s
+    /// it.
     fn drop(&mut self) {
-        // SAFETY: takes no arguments; the library is still loaded.
+        // SAFETY: takes no arguments; the library is still loaded (the
+        // DynLib field is dropped after this body).
         let _ = unsafe { (self.reset)() };
-        // SAFETY: handle came from dlopen and is closed once; no function
-        // pointer of this struct outlives it.
-        unsafe { dlclose(self.handle) };
-    }
-}
-
-fn last_dl_error() -> String {
-    // SAFETY: dlerror returns null or a NUL-terminated string valid until the
-    // next dl* call on this thread; it is copied at once.
-    unsafe {
-        let p = dlerror();
-        if p.is_null() {
-            "unknown error".into()
-        } else {
-            CStr::from_ptr(p).to_string_lossy().into_owned()
-        }
     }
 }
 
@@ -390,7 +321,7 @@ mod tests {
     #[test]
     fn missing_library_is_a_load_error() {
         match CAbiLibrary::open("/nonexistent/libcuda_kernels_capi.so") {
-            Err(CAbiError::Load { reason, .. }) => assert!(!reason.is_empty()),
+            Err(CAbiError::Load(DlError::Load { reason, .. })) => assert!(!reason.is_empty()),
             Err(e) => panic!("expected Load, got {e}"),
             Ok(_) => panic!("opened a library that does not exist"),
         }

@@ -293,18 +293,7 @@ impl Gpu {
     ) -> Result<()> {
         let name = kernel.entry();
         let shape = matmul_launch(kernel, (m, k), (k, n))?;
-        for (what, len, want) in [
-            ("A", a.len(), m * k),
-            ("B", b.len(), k * n),
-            ("C", c.len(), m * n),
-        ] {
-            if len != want {
-                return Err(Error::invalid(
-                    name,
-                    format!("buffer {what} holds {len} elements, the shape needs {want}"),
-                ));
-            }
-        }
+        check_product_buffers(name, (a.len(), b.len(), c.len()), (m, k, n))?;
         self.bind()?;
         let f = self.function(name)?;
         let stream = self.stream();
@@ -318,6 +307,32 @@ impl Gpu {
         }
         .during(name, "launch")
     }
+}
+
+/// Checks that the buffers of a row-major product `C = A·B` hold exactly
+/// `m·k`, `k·n` and `m·n` elements (`lens` = A, B, C): for every launcher of
+/// a product over device buffers (ours, cuBLAS's).
+pub fn check_product_buffers(
+    name: &'static str,
+    (a, b, c): (usize, usize, usize),
+    (m, k, n): (usize, usize, usize),
+) -> Result<()> {
+    for (what, len, want) in [
+        ("A", a, m.checked_mul(k)),
+        ("B", b, k.checked_mul(n)),
+        ("C", c, m.checked_mul(n)),
+    ] {
+        if Some(len) != want {
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "buffer {what} holds {len} elements, the shape {m}×{k}·{k}×{n} needs {}",
+                    want.map_or("more than usize::MAX".into(), |w| w.to_string())
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// CPU reference for K3: `2 * a`, element by element with the kernel's own
@@ -385,53 +400,133 @@ impl MatmulCheck {
     }
 }
 
+/// The probability, per check of a whole product, that a correct result
+/// fails [`check_matmul`] under the probabilistic model of rounding errors
+/// (2⁻⁴⁰, about one in 10¹²).
+pub const MATMUL_CHECK_FALSE_ALARM: f64 = 1.0 / (1u64 << 40) as f64;
+
+/// The exact (f64) product of two f32 matrices and the tolerance of each
+/// element of an f32 result, computed once to check several results of the
+/// same product (a kernel, cuBLAS) with [`MatmulReference::check`].
+///
+/// The tolerance of element `(i, j)` is Higham and Mary's probabilistic
+/// bound for an f32 dot product of length `k` computed in *any* order, with
+/// or without fused multiply-adds ("A New Approach to Probabilistic Rounding
+/// Error Analysis", SIAM J. Sci. Comput. 41(5), 2019, Thm. 3.1):
+///
+/// `|ĉᵢⱼ − cᵢⱼ| ≤ γ̃ₖ(λ)·(|A||B|)ᵢⱼ`, `γ̃ₖ(λ) = exp(λ√k·u + k·u²/(1−u)) − 1 ≈ λ√k·u`,
+///
+/// `u = 2⁻²⁴`, which fails with probability at most `2k·exp(−λ²(1−u)²/2)`
+/// per element when rounding errors are independent and mean-zero (what
+/// they are on any data but contrived, e.g. long runs of one inexact value).
+/// `λ` is chosen so that the chance of a false alarm anywhere in the
+/// `m × n` result is [`MATMUL_CHECK_FALSE_ALARM`]: `λ = √(2·ln(2kmn/p))/(1−u)`,
+/// about 10 at 4096³. Against the deterministic worst case `k·u·(|A||B|)ᵢⱼ`
+/// (the old check) this is `√k/λ` tighter, 6× at k = 4096: the error that
+/// rounding actually shows grows like `√k`, a lost k-slab or a lost term
+/// does not shrink. Measured on random data (unit tests): correct results
+/// in sequential, FMA, pairwise and blocked order stay below 1/4 of the
+/// bound (1/14 on positive data in sequential order, the worst), while one 8-wide k-slab dropped from an element at k = 4096 is
+/// caught in about 97% of the elements (the old bound: about 80%), one
+/// dropped term in about 81% (the old bound: 30%). Plus
+/// `k·2⁻¹⁴⁹` for f32 underflow.
+#[derive(Debug, Clone)]
+pub struct MatmulReference {
+    exact: Array2<f64>,
+    tolerance: Array2<f64>,
+}
+
+impl MatmulReference {
+    /// The exact product `A·B` and each element's tolerance.
+    pub fn new(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Self> {
+        if a.ncols() != b.nrows() {
+            return Err(Error::invalid(
+                "matmul check",
+                format!("inner dimensions differ: {:?} · {:?}", a.dim(), b.dim()),
+            ));
+        }
+        let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
+        let wide = |x: &f32| f64::from(*x);
+        let (a64, b64) = (a.map(wide), b.map(wide));
+        let exact = parallel_dot(a64.view(), b64.view());
+        let u = f64::from(f32::EPSILON) / 2.0;
+        let kf = k.max(1) as f64;
+        let cases = 2.0 * kf * (m.max(1) * n.max(1)) as f64 / MATMUL_CHECK_FALSE_ALARM;
+        let lambda = (2.0 * cases.ln()).sqrt() / (1.0 - u);
+        let gamma = (lambda * kf.sqrt() * u + kf * u * u / (1.0 - u)).exp_m1();
+        let underflow = kf * f64::from(f32::from_bits(1));
+        let tolerance = parallel_dot(a64.mapv(f64::abs).view(), b64.mapv(f64::abs).view())
+            .mapv(|s| gamma * s + underflow);
+        Ok(Self { exact, tolerance })
+    }
+
+    /// The exact product.
+    pub fn exact(&self) -> &Array2<f64> {
+        &self.exact
+    }
+
+    /// Compares `got` with the exact product, element by element, within
+    /// each element's tolerance (NaN never passes).
+    pub fn check(&self, got: ArrayView2<f32>) -> Result<MatmulCheck> {
+        if got.dim() != self.exact.dim() {
+            return Err(Error::invalid(
+                "matmul check",
+                format!("result is {:?}, expected {:?}", got.dim(), self.exact.dim()),
+            ));
+        }
+        let mut check = MatmulCheck {
+            max_abs_error: 0.0,
+            worst_ratio: 0.0,
+            worst_at: (0, 0),
+        };
+        Zip::indexed(&got)
+            .and(&self.exact)
+            .and(&self.tolerance)
+            .for_each(|(i, j), &x, &y, &tol| {
+                let err = (f64::from(x) - y).abs();
+                let ratio = if err.is_nan() {
+                    f64::INFINITY
+                } else {
+                    err / tol
+                };
+                check.max_abs_error = check.max_abs_error.max(err);
+                if ratio > check.worst_ratio {
+                    check.worst_ratio = ratio;
+                    check.worst_at = (i, j);
+                }
+            });
+        Ok(check)
+    }
+}
+
+/// `a · b` in f64 with the rows of `a` split over the CPU's cores (the
+/// checks of the bench's 4096³ products would take half a minute each on
+/// one core).
+fn parallel_dot(a: ArrayView2<f64>, b: ArrayView2<f64>) -> Array2<f64> {
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let rows = a.nrows().div_ceil(threads).max(64);
+    let mut out = Array2::<f64>::zeros((a.nrows(), b.ncols()));
+    std::thread::scope(|scope| {
+        for (a_rows, mut out_rows) in a
+            .axis_chunks_iter(ndarray::Axis(0), rows)
+            .zip(out.axis_chunks_iter_mut(ndarray::Axis(0), rows))
+        {
+            scope.spawn(move || out_rows.assign(&a_rows.dot(&b)));
+        }
+    });
+    out
+}
+
 /// Compares an f32 product `got = A·B` with the f64 reference, element by
-/// element, with the tolerance
-/// `1e-8 + 1e-5·|y| + k·2⁻²⁴·(|A|·|B|)ᵢⱼ`:
-/// NumPy's `allclose` (the seed's check) loosened by the classic bound on
-/// the rounding error of an f32 dot product of length `k` computed in any
-/// order (Higham, γ_k ≈ k·u with u = 2⁻²⁴). The extra term matters for
-/// large `k` and for elements that nearly cancel, where even two correct f32
-/// results differ by more than `1e-5` relative.
+/// element, within the probabilistic rounding bound of [`MatmulReference`]
+/// (`≈ λ√k·2⁻²⁴·(|A||B|)ᵢⱼ`, `λ ≈ 10`, any summation order). To check
+/// several results of one product, build the [`MatmulReference`] once.
 pub fn check_matmul(
     got: ArrayView2<f32>,
     a: ArrayView2<f32>,
     b: ArrayView2<f32>,
 ) -> Result<MatmulCheck> {
-    let exact = matmul_cpu_f64(a, b)?;
-    let bound = a
-        .mapv(|x| (x as f64).abs())
-        .dot(&b.mapv(|x| (x as f64).abs()));
-    if got.dim() != exact.dim() {
-        return Err(Error::invalid(
-            "matmul check",
-            format!("result is {:?}, expected {:?}", got.dim(), exact.dim()),
-        ));
-    }
-    let gamma = a.ncols() as f64 * f64::from(f32::EPSILON) / 2.0;
-    let mut check = MatmulCheck {
-        max_abs_error: 0.0,
-        worst_ratio: 0.0,
-        worst_at: (0, 0),
-    };
-    Zip::indexed(&got)
-        .and(&exact)
-        .and(&bound)
-        .for_each(|(i, j), &x, &y, &s| {
-            let err = (x as f64 - y).abs();
-            let tol = 1e-8 + 1e-5 * y.abs() + gamma * s;
-            let ratio = if err.is_nan() {
-                f64::INFINITY
-            } else {
-                err / tol
-            };
-            check.max_abs_error = check.max_abs_error.max(err);
-            if ratio > check.worst_ratio {
-                check.worst_ratio = ratio;
-                check.worst_at = (i, j);
-            }
-        });
-    Ok(check)
+    MatmulReference::new(a, b)?.check(got)
 }
 
 #[cfg(test)]
@@ -461,6 +556,147 @@ mod tests {
         // 2^32 elements in A: beyond the tiled kernel's 32-bit offsets only.
         assert!(matmul_launch(MatmulKernel::Tiled, (1 << 16, 1 << 16), (1 << 16, 1)).is_err());
         assert!(matmul_launch(MatmulKernel::Naive, (1 << 16, 1 << 16), (1 << 16, 1)).is_ok());
+    }
+
+    /// An m×k and a k×n matrix: standard normal, or uniform in [0, 1)
+    /// (all terms positive: partial sums grow like k, the hard case).
+    fn operands(
+        m: usize,
+        k: usize,
+        n: usize,
+        positive: bool,
+        seed: u64,
+    ) -> (Array2<f32>, Array2<f32>) {
+        let mut rng = crate::util::Rng::new(seed);
+        let mut draw = |_| {
+            if positive {
+                rng.uniform() as f32
+            } else {
+                rng.normal() as f32
+            }
+        };
+        (
+            Array2::from_shape_fn((m, k), &mut draw),
+            Array2::from_shape_fn((k, n), &mut draw),
+        )
+    }
+
+    /// `A·B` in f32 with each dot product's terms `a[i, l]·b[l, j]` (l in
+    /// `keep`) summed by `sum`.
+    fn product_with(
+        a: &Array2<f32>,
+        b: &Array2<f32>,
+        keep: impl Fn(usize) -> bool,
+        sum: impl Fn(&[f32], &[f32]) -> f32,
+    ) -> Array2<f32> {
+        Array2::from_shape_fn((a.nrows(), b.ncols()), |(i, j)| {
+            let (x, y): (Vec<f32>, Vec<f32>) = (0..a.ncols())
+                .filter(|&l| keep(l))
+                .map(|l| (a[[i, l]], b[[l, j]]))
+                .unzip();
+            sum(&x, &y)
+        })
+    }
+
+    fn sequential(x: &[f32], y: &[f32]) -> f32 {
+        x.iter().zip(y).fold(0.0f32, |s, (a, b)| s + a * b)
+    }
+    fn sequential_fma(x: &[f32], y: &[f32]) -> f32 {
+        x.iter().zip(y).fold(0.0f32, |s, (a, b)| a.mul_add(*b, s))
+    }
+    fn pairwise(x: &[f32], y: &[f32]) -> f32 {
+        match x.len() {
+            0 => 0.0,
+            1 => x[0] * y[0],
+            n => pairwise(&x[..n / 2], &y[..n / 2]) + pairwise(&x[n / 2..], &y[n / 2..]),
+        }
+    }
+    /// k-slabs of 8 summed with FMAs, then the slabs' sums in sequence (a
+    /// tiled kernel's order).
+    fn blocked(x: &[f32], y: &[f32]) -> f32 {
+        x.chunks(8)
+            .zip(y.chunks(8))
+            .map(|(x, y)| sequential_fma(x, y))
+            .fold(0.0f32, |s, t| s + t)
+    }
+
+    #[test]
+    fn matmul_check_passes_correct_orders_with_room_to_spare() {
+        for positive in [false, true] {
+            let (a, b) = operands(16, 4096, 16, positive, 41);
+            let reference = MatmulReference::new(a.view(), b.view()).unwrap();
+            type Dot = fn(&[f32], &[f32]) -> f32;
+            let orders: [(&str, Dot); 4] = [
+                ("sequential", sequential),
+                ("sequential FMA", sequential_fma),
+                ("pairwise", pairwise),
+                ("blocked", blocked),
+            ];
+            for (name, dot) in orders {
+                let c = product_with(&a, &b, |_| true, dot);
+                let chk = reference.check(c.view()).unwrap();
+                println!(
+                    "{name} (positive: {positive}): worst ratio {:.4}",
+                    chk.worst_ratio
+                );
+                assert!(
+                    chk.worst_ratio < 0.25,
+                    "{name} (positive: {positive}): {chk:?}"
+                );
+            }
+            let chk = reference.check(a.dot(&b).view()).unwrap();
+            assert!(chk.worst_ratio < 0.25, "ndarray's dot: {chk:?}");
+        }
+    }
+
+    #[test]
+    fn matmul_check_catches_a_dropped_slab_or_term_at_k_4096() {
+        let (m, k, n) = (24, 4096, 24);
+        let (a, b) = operands(m, k, n, false, 7);
+        let reference = MatmulReference::new(a.view(), b.view()).unwrap();
+        // The old elementwise bound k·u·(|A||B|)ᵢⱼ, for the relation.
+        let old = a
+            .mapv(|x| f64::from(x).abs())
+            .dot(&b.mapv(|x| f64::from(x).abs()))
+            * (k as f64 * 2f64.powi(-24));
+        let caught = |c: &Array2<f32>| -> (usize, usize) {
+            let mut new_caught = 0;
+            let mut old_caught = 0;
+            for ((i, j), &x) in c.indexed_iter() {
+                let one = ndarray::arr2(&[[x]]);
+                let err = (f64::from(x) - reference.exact()[[i, j]]).abs();
+                let sub = MatmulReference {
+                    exact: ndarray::arr2(&[[reference.exact()[[i, j]]]]),
+                    tolerance: ndarray::arr2(&[[reference.tolerance[[i, j]]]]),
+                };
+                new_caught += usize::from(!sub.check(one.view()).unwrap().passed());
+                old_caught += usize::from(err > old[[i, j]]);
+            }
+            (new_caught, old_caught)
+        };
+        // One 8-wide k-slab (l in 2048..2056) dropped from every element.
+        let slab = product_with(&a, &b, |l| !(2048..2056).contains(&l), blocked);
+        assert!(!reference.check(slab.view()).unwrap().passed());
+        let (new, old) = caught(&slab);
+        let total = m * n;
+        println!("slab dropped: caught in {new} of {total} elements (old bound: {old})");
+        assert!(new * 100 >= total * 95, "slab caught in {new} of {total}");
+        assert!(
+            old * 100 <= total * 90,
+            "the old bound caught it in {old} of {total}"
+        );
+        // One term (l = 1000) dropped from every element.
+        let term = product_with(&a, &b, |l| l != 1000, blocked);
+        assert!(!reference.check(term.view()).unwrap().passed());
+        let (new, old) = caught(&term);
+        println!("term dropped: caught in {new} of {total} elements (old bound: {old})");
+        assert!(new > old, "term: new {new}, old {old} of {total}");
+        assert!(new * 100 >= total * 80, "term caught in {new} of {total}");
+        // A single element with a slab dropped fails the whole check.
+        let mut one = product_with(&a, &b, |_| true, blocked);
+        one[[5, 7]] = slab[[5, 7]];
+        let chk = reference.check(one.view()).unwrap();
+        assert!(!chk.passed() && chk.worst_at == (5, 7), "{chk:?}");
     }
 
     #[test]

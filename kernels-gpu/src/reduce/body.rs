@@ -9,7 +9,7 @@ use crate::device::thread::{
 use crate::device::warp::{self, Shuffle, WARP_SIZE};
 use crate::device::{atomic, load};
 
-use super::{ReduceOp, SHARED_BYTES};
+use super::{ReduceOp, SHARED_BYTES, UNROLL};
 
 /// Byte offset, in the dynamic shared memory, of the last-block flag (after
 /// the 32 warp slots of [`block_reduce`]).
@@ -116,9 +116,6 @@ pub unsafe fn block_reduce<T: DeviceElement, Op: ReduceOp<T>>(value: T) -> T {
     sync_threads();
     total
 }
-
-/// Vectors combined per grid-stride iteration (loads in flight per thread).
-const UNROLL: usize = 4;
 
 /// The reduction of `input[..n]`, combined with `init`, written to `*out`:
 /// see the [module docs of `reduce`](super) for the algorithm and the
