@@ -113,14 +113,20 @@ fn main() {
 }
 
 /// Each warning block of the inner build's output (from a `warning` line to
-/// the next blank line) as `cargo::warning` lines, so that `cargo build`
-/// shows what the nvptx64 compile said.
+/// the next blank line or cargo status line) as `cargo::warning` lines, so
+/// that `cargo build` shows what the nvptx64 compile said.
 fn forward_warnings(stderr: &str) {
     let mut in_warning = false;
     for line in stderr.lines() {
+        // Cargo's status lines: an indented capitalised verb ("    Finished …").
+        let status = line.starts_with(' ')
+            && line.split_whitespace().next().is_some_and(|w| {
+                w.starts_with(|c: char| c.is_ascii_uppercase())
+                    && w.chars().all(|c| c.is_ascii_alphabetic())
+            });
         if line.starts_with("warning") {
             in_warning = true;
-        } else if line.trim().is_empty() || !line.starts_with([' ', '|', '=', '-', '.']) {
+        } else if line.trim().is_empty() || status || line.starts_with("error") {
             in_warning = false;
         }
         if in_warning {

@@ -68,7 +68,7 @@ for line in sys.stdin:
     target, kind = m["target"]["name"], m["target"]["kind"]
     if "cdylib" in kind:
         for f in m["filenames"]:
-            if f.endswith(".so"):
+            if f.endswith(".so") and target == "cuda_kernels_capi":
                 pack(f, os.path.basename(f))
     if not m.get("executable"):
         continue

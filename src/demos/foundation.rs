@@ -342,11 +342,8 @@ fn cold_start(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     for (ms, image) in medians {
         let jit = image.starts_with("PTX");
         records.push(BenchRecord {
-            kernel: format!(
-                "first Gpu, empty JIT cache ({})",
-                image.split(" (").next().unwrap_or("")
-            ),
-            size: "whole module".into(),
+            kernel: format!("first Gpu ({})", image.split(" (").next().unwrap_or("")),
+            size: "empty JIT cache".into(),
             median_ms: ms,
             metric: "ms".into(),
             value: ms,
