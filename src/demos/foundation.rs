@@ -265,7 +265,7 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
 
 /// `cuda-kernels cold-start` (hidden): opens the GPU and prints one line,
 /// the milliseconds `crate::gpu()` took and the image it loaded, for
-/// [`cold_start`] to read.
+/// the bench's cold-start rows to read.
 pub fn cold_start_probe() -> Result<()> {
     let (gpu, ms) = cpu_time(crate::gpu);
     println!("{ms:.3}\t{}", gpu?.image());
