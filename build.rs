@@ -186,6 +186,8 @@ fn embed_cubins(root: &Path, out_dir: &Path, ptx_file: &Path, arch: &str) {
                 .filter(|a| sm(a) >= sm(arch))
                 .map(|a| {
                     let cubin = out_dir.join(format!("kernels.{a}.cubin"));
+                    // A previous build's cubin must not pass for this one's.
+                    let _ = std::fs::remove_file(&cubin);
                     let child = Command::new(ptxas)
                         .arg(format!("-arch={a}"))
                         .arg("-o")
@@ -199,13 +201,15 @@ fn embed_cubins(root: &Path, out_dir: &Path, ptx_file: &Path, arch: &str) {
                 .collect();
             for (a, cubin, child) in jobs {
                 match child.and_then(|c| c.wait_with_output()) {
-                    Ok(o) if o.status.success() => entries.push(format!(
-                        "Cubin {{ sm: {}, image: include_bytes!({:?}) }},",
-                        sm(a),
-                        cubin.display().to_string()
-                    )),
+                    Ok(o) if o.status.success() && cubin.metadata().is_ok_and(|m| m.len() > 0) => {
+                        entries.push(format!(
+                            "Cubin {{ sm: {}, image: include_bytes!({:?}) }},",
+                            sm(a),
+                            cubin.display().to_string()
+                        ))
+                    }
                     Ok(o) => println!(
-                        "cargo::warning=`{} -arch={a}` failed: no {a} cubin embedded: {}",
+                        "cargo::warning=`{} -arch={a}` wrote no cubin: no {a} cubin embedded: {}",
                         ptxas.display(),
                         String::from_utf8_lossy(&o.stderr).replace('\n', " ")
                     ),

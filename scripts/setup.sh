@@ -90,5 +90,5 @@ fi
 (cd "$ROOT" && cargo build -q -p cuda-kernels-capi) \
   || missing "could not build libcuda_kernels_capi.so" "the C ABI caller tests will be ignored"
 
-say "ready: ptxas $( (${PTXAS:-false} --version || ptxas --version || "$PTXAS_BIN" --version) 2>/dev/null | tail -1 || echo none)"
+say "ready: ptxas $( (${PTXAS:-false} --version || ptxas --version || "$PTXAS_BIN" --version) 2>/dev/null | grep -m1 release || echo none)"
 

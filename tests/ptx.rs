@@ -126,6 +126,9 @@ fn assemble(arch: &str) -> Result<Completion, Failed> {
     if !out.status.success() {
         return Err(format!("ptxas -arch={arch} failed:\n{log}").into());
     }
+    if !dir.join(format!("kernels-{arch}.cubin")).is_file() {
+        return Err(format!("ptxas -arch={arch} wrote no cubin:\n{log}").into());
+    }
     let spills: Vec<&str> = log
         .lines()
         .filter(|l| {
