@@ -109,7 +109,7 @@ check() {  # NAME COMMAND...: runs it, records a failure or an ignored test
 """)
     for t in tests:
         f.write(f"check {t} ./{t} \"$@\"\n")
-    for e in examples:
+    for e in sorted(examples):
         f.write(f"check examples/{e} ./examples/{e}\n")
     f.write("""if [ ${#failed[@]} -eq 0 ]; then echo "=== all passed"; exit 0; fi
 printf "=== FAILED: %s\\n" "${failed[@]}"
