@@ -1,5 +1,6 @@
 //! K12 + K13 (seed 003): `mult_ker`, a deliberately slow one-block kernel
-//! whose output equals its input, run over a batch of arrays first on the
+//! that returns its input except for values of magnitude ≥ 2^127 (they
+//! become ±∞: the inputs hold some in every array), run over a batch of arrays first on the
 //! default stream (copy, kernel, copy, one after the other), then with one
 //! stream per array, where copies overlap kernels and the kernels of
 //! different streams run side by side.
@@ -17,7 +18,7 @@ use cuda_kernels::streams::{
 fn main() -> Result<(), cuda_kernels::Error> {
     let gpu = cuda_kernels::gpu()?;
 
-    // K12: one array, mult_ker<<<1, 64>>> (the output equals the input).
+    // K12: one array, mult_ker<<<1, 64>>> (the large values become ±∞).
     let data: Array1<f32> = randn_arrays(1, 1 << 16, 12).remove(0).into();
     let out = gpu.mult_ker(data.view(), SEED_GRID, SEED_BLOCK)?;
     assert_eq!(out, mult_ker_cpu(data.view()));
@@ -26,7 +27,7 @@ fn main() -> Result<(), cuda_kernels::Error> {
     let inputs = randn_arrays(32, 1 << 18, 13);
     let serial = SerialBatch::new(&gpu, &inputs)?.run()?;
     let streamed = StreamBatch::new(&gpu, &inputs)?.run()?;
-    // Each run checks every output against its input.
+    // Each run checks every output against mult_ker's result on its input.
     assert_eq!(serial.first_mismatch, None);
     assert_eq!(streamed.first_mismatch, None);
 

@@ -9,7 +9,7 @@ use cuda_kernels::CudaResultExt;
 use cuda_kernels::async_mem::Lane;
 use cuda_kernels::cust::event::{Event, EventFlags};
 use cuda_kernels::ndarray::Array1;
-use cuda_kernels::streams::{SEED_BLOCK, SEED_GRID, randn_arrays};
+use cuda_kernels::streams::{SEED_BLOCK, SEED_GRID, mult_ker_cpu, randn_arrays};
 use cuda_kernels::timing::GpuTimer;
 
 fn main() -> Result<(), cuda_kernels::Error> {
@@ -19,7 +19,8 @@ fn main() -> Result<(), cuda_kernels::Error> {
 
     // The seed's demo: mult_ker<<<1, 64>>> between two events.
     let (out, ev) = gpu.mult_ker_events(data.view())?;
-    assert_eq!(out, data);
+    let expected = mult_ker_cpu(data.view());
+    assert_eq!(out, expected);
     println!("Has the kernel started yet? {}", ev.start_done_after_launch);
     println!("Has the kernel ended yet? {}", ev.end_done_after_launch);
     println!("(end_event.synchronize())");
@@ -38,7 +39,7 @@ fn main() -> Result<(), cuda_kernels::Error> {
     lane.mult_ker(0, SEED_GRID, SEED_BLOCK)?;
     lane.record(&end)?;
     lane.download(0)?;
-    assert_eq!(lane.host()?, &host[..]); // waits for the stream
+    assert_eq!(lane.host()?, expected.as_slice().unwrap_or(&[])); // waits for the stream
     let ms = end
         .elapsed_time_f32(&start)
         .during("15_events", "cuEventElapsedTime")?;

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Runs NVIDIA compute-sanitizer over the packed GPU test binaries and the
-# demos, on the GPU machine:
+# Runs NVIDIA compute-sanitizer over the packed GPU test binary (`gpu`,
+# family by family) and the demos, on the GPU machine:
 #
 #   here:  bash scripts/pack-gpu.sh .gpu-all && cp scripts/sanitize.sh .gpu-all/
 #   there: bash .gpu-all/sanitize.sh .gpu-all      (through the device tool)
 #
-# memcheck (with the leak check) and initcheck run over every test binary and
+# memcheck (with the leak check) and initcheck run over every test family and
 # demo; racecheck and synccheck, which look at shared memory and barriers,
 # over the families whose kernels use them (foundation's block_reverse,
 # matrices' tiled matmul, reduce). Runs go 6 at a time, each limited to
@@ -21,44 +21,40 @@ san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitize
 export CUDA_KERNELS_SANITIZE=1
 logs="$(mktemp -d)"
 
-on_purpose_api=(bad_ptx_is_a_typed_error missing_kernel_is_a_typed_error missing_ptx_or_kernel_is_a_typed_error)
+# The GPU tests are one binary, `gpu`, with a module per family; each family
+# runs separately (so that runs stay under the limit and go in parallel).
+families=(foundation matrices reduce mandelbrot streams)
+# Tests that provoke driver errors on purpose (refused PTX, missing kernels,
+# foreign contexts): their own runs, with the API error report off.
+on_purpose_api="refusals bad_ptx_is_a_typed_error"
 skip="--skip device_fault_is_reported_with_location --skip threads_x_launches_no_error_no_leak"
 skip+=" --skip more_than_2_31_elements --skip matches_cpu_4096 --skip events_are_ordered"
-for t in "${on_purpose_api[@]}"; do skip+=" --skip $t"; done
+for t in $on_purpose_api; do skip+=" --skip $t"; done
 
 jobs="$logs/jobs"
 : >"$jobs"
 add() { echo "$1|$2" >>"$jobs"; } # label | command line
-for t in gpu_*; do
-  [ -x "$t" ] || continue
-  if [ "$t" = gpu_bad_input ]; then
-    # Provoking driver errors (refused PTX, missing kernels, foreign contexts) is its purpose.
-    add "$t memcheck (API errors on purpose, not reported)" \
-        "$san --tool memcheck --leak-check full --report-api-errors no --error-exitcode 99 ./$t"
-    add "$t initcheck" "$san --tool initcheck --report-api-errors no --error-exitcode 99 ./$t"
-    continue
-  fi
-  add "$t memcheck" "$san --tool memcheck --leak-check full --error-exitcode 99 ./$t $skip"
-  add "$t initcheck" "$san --tool initcheck --error-exitcode 99 ./$t $skip"
-  case "$t" in gpu_foundation|gpu_matrices|gpu_reduce)
-    add "$t synccheck" "$san --tool synccheck --error-exitcode 99 ./$t $skip" ;;
-  esac
-done
-# racecheck is the slowest tool: the tests whose kernels share memory, one by one.
-for t_name in "gpu_foundation shared_array_block_reverse" "gpu_matrices matmul_small_matches_dot" \
-              "gpu_matrices matmul_views" "gpu_reduce block_reduce_tree" "gpu_reduce scratch_reuse_resets_the_counter" \
-              "gpu_reduce warp_shuffles_and_votes" "gpu_reduce seed_sum_of_1_to_10000_is_50005000"; do
-  set -- $t_name
-  [ -x "$1" ] && add "$1 $2 racecheck" "$san --tool racecheck --error-exitcode 99 ./$1 --exact $2"
-done
-for t in gpu_foundation gpu_mandelbrot; do
-  [ -x "$t" ] || continue
-  for name in "${on_purpose_api[@]}"; do
-    "./$t" --list 2>/dev/null | grep -q "$name" || continue
-    add "$t $name (memcheck, deliberate API errors not reported)" \
-        "$san --tool memcheck --report-api-errors no --error-exitcode 99 ./$t --exact $name"
+if [ -x gpu ]; then
+  for f in "${families[@]}"; do
+    add "gpu $f:: memcheck" "$san --tool memcheck --leak-check full --error-exitcode 99 ./gpu $f:: $skip"
+    add "gpu $f:: initcheck" "$san --tool initcheck --error-exitcode 99 ./gpu $f:: $skip"
+    case "$f" in foundation|matrices|reduce)
+      add "gpu $f:: synccheck" "$san --tool synccheck --error-exitcode 99 ./gpu $f:: $skip" ;;
+    esac
   done
-done
+  for name in $on_purpose_api; do
+    add "gpu $name (memcheck, deliberate API errors not reported)" \
+        "$san --tool memcheck --leak-check full --report-api-errors no --error-exitcode 99 ./gpu $name"
+    add "gpu $name (initcheck, deliberate API errors not reported)" \
+        "$san --tool initcheck --report-api-errors no --error-exitcode 99 ./gpu $name"
+  done
+  # racecheck is the slowest tool: the tests whose kernels share memory, one by one.
+  for name in foundation::shared_array_block_reverse matrices::matmul_small_matches_dot \
+              matrices::matmul_views reduce::block_reduce_tree reduce::scratch_reuse_resets_the_counter \
+              reduce::warp_shuffles_and_votes reduce::seed_sum_of_1_to_10000_is_50005000; do
+    add "gpu $name racecheck" "$san --tool racecheck --error-exitcode 99 ./gpu --exact $name"
+  done
+fi
 # The demos, at sizes the sanitizer (10-100x slower) gets through quickly.
 demos=(
   "multiply --n 65536" "vector-sum" "hello" "overhead --launches 200"

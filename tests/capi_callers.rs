@@ -76,14 +76,12 @@ fn library() -> Result<PathBuf, Result<Completion, Failed>> {
 /// except under `CUDA_KERNELS_REQUIRE_GPU=1` (the packed GPU run), where
 /// not reaching the GPU is itself the failure.
 fn no_gpu_outcome(caller: &str) -> Result<Completion, Failed> {
-    if std::env::var("CUDA_KERNELS_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-        return Err(format!(
-            "{caller}: no GPU ({}), and CUDA_KERNELS_REQUIRE_GPU=1",
-            common::shared_gpu().err().unwrap_or_default()
-        )
-        .into());
+    match common::shared_gpu() {
+        Err(no_gpu) => no_gpu
+            .verdict(caller, common::gpu_required())
+            .map(|_| Completion::Completed),
+        Ok(_) => Ok(Completion::Completed),
     }
-    Ok(Completion::Completed)
 }
 
 fn python_ctypes_caller() -> Result<Completion, Failed> {

@@ -73,9 +73,38 @@ pub fn check_mult_ker(len: usize, grid: u32, block: u32) -> Result<()> {
 }
 
 /// CPU reference for `mult_ker`: the same [`mult_ker_element`] on every
-/// element (the result equals the input).
+/// element (the input itself where |x| < 2^127, ±∞ where |x| ≥ 2^127).
 pub fn mult_ker_cpu(data: ArrayView1<f32>) -> Array1<f32> {
     data.mapv(mult_ker_element)
+}
+
+/// [`mult_ker_element`]'s result without its hundred operations, for
+/// checking large batches quickly: `x` when |x| < 2^127 (both steps of every
+/// round are exact), ±∞ when |x| ≥ 2^127 (`2x` overflows to ±∞, which
+/// halving keeps), NaN for NaN. A unit test compares it with
+/// [`mult_ker_element`] over every sign and exponent.
+pub fn mult_ker_expected(x: f32) -> f32 {
+    if x.is_finite() && x.abs() >= LARGE {
+        f32::INFINITY.copysign(x)
+    } else {
+        x
+    }
+}
+
+/// 2^127: from here on `mult_ker` turns a finite value into ±∞.
+const LARGE: f32 = f32::from_bits(254 << 23);
+
+/// Checks `mult_ker`'s `output` against its `input`: the first index where
+/// the output is not [`mult_ker_expected`] of the input, bit for bit (any
+/// NaN equals any NaN), or where the lengths part.
+pub fn check_mult_ker_output(input: &[f32], output: &[f32]) -> Option<usize> {
+    if input.len() != output.len() {
+        return Some(input.len().min(output.len()));
+    }
+    input.iter().zip(output).position(|(&x, &y)| {
+        let want = mult_ker_expected(x);
+        want.to_bits() != y.to_bits() && !(want.is_nan() && y.is_nan())
+    })
 }
 
 /// Whether two float slices are equal bit for bit; the first differing
@@ -91,7 +120,7 @@ pub fn first_difference(got: &[f32], expected: &[f32]) -> Option<usize> {
 
 impl Gpu {
     /// K12: copies `data` in, runs `mult_ker<<<grid, block>>>` on it, copies
-    /// it back (the output equals the input). The seed's shape is
+    /// it back (values of magnitude ≥ 2^127 become ±∞, the others stay). The seed's shape is
     /// `(SEED_GRID, SEED_BLOCK)`; any shape covers any length.
     pub fn mult_ker(&self, data: ArrayView1<f32>, grid: u32, block: u32) -> Result<Array1<f32>> {
         check_mult_ker(data.len(), grid, block)?;
@@ -244,7 +273,8 @@ pub struct BatchTiming {
     /// completed, in milliseconds from the start of the run (the stream
     /// version only).
     pub kernel_window_ms: Option<(f64, f64)>,
-    /// The first array (and element) whose output differs from its input.
+    /// The first array (and element) whose output is not `mult_ker`'s
+    /// result on its input ([`check_mult_ker_output`]).
     pub first_mismatch: Option<(usize, usize)>,
 }
 
@@ -304,7 +334,7 @@ impl<'g, 'a> SerialBatch<'g, 'a> {
     }
 
     /// One run: all copies in, all kernels, all copies out; checks every
-    /// output against its input.
+    /// output against `mult_ker`'s result on its input.
     pub fn run(&mut self) -> Result<BatchTiming> {
         let gpu = self.gpu;
         gpu.bind()?;
@@ -335,7 +365,7 @@ impl<'g, 'a> SerialBatch<'g, 'a> {
             .iter()
             .zip(self.inputs)
             .enumerate()
-            .find_map(|(k, (o, i))| first_difference(o, i).map(|e| (k, e)));
+            .find_map(|(k, (o, i))| check_mult_ker_output(i, o).map(|e| (k, e)));
         Ok(BatchTiming {
             wall_ms,
             gpu_ms,
@@ -402,7 +432,7 @@ impl<'g, 'a> StreamBatch<'g, 'a> {
     /// One run, queued breadth-first as in the seed: every lane's copy in,
     /// then every lane's kernel between its start and end events, then every
     /// lane's copy out; then the host waits for each lane and checks its
-    /// output against its input.
+    /// output against `mult_ker`'s result on its input.
     pub fn run(&mut self) -> Result<BatchTiming> {
         self.run_with(IssueOrder::BreadthFirst)
     }
@@ -448,7 +478,7 @@ impl<'g, 'a> StreamBatch<'g, 'a> {
         for (k, (lane, input)) in self.lanes.iter().zip(self.inputs).enumerate() {
             let out = lane.host()?;
             if first_mismatch.is_none() {
-                first_mismatch = first_difference(out, input).map(|e| (k, e));
+                first_mismatch = check_mult_ker_output(input, out).map(|e| (k, e));
             }
         }
         // The GPU span: from the earliest begin event to the latest end event, all
@@ -501,12 +531,35 @@ fn queues_from(value: Option<&str>) -> u32 {
         .map_or(8, |v| v.clamp(1, 32))
 }
 
-/// `count` arrays of `len` standard-normal f32 (the seed's
-/// `np.random.randn(array_len).astype('float32')`), reproducible from `seed`.
+/// How often [`randn_arrays`] puts a large value (one that `mult_ker`
+/// changes) into an array: every `LARGE_EVERY`-th element, and the last.
+pub const LARGE_EVERY: usize = 61;
+
+/// `count` arrays of `len` f32 for `mult_ker`, reproducible from `seed`:
+/// standard normal (the seed's `np.random.randn(array_len).astype('float32')`),
+/// except every [`LARGE_EVERY`]-th element and the last one of each array,
+/// which are large, |x| in [2^127, 2^128) with a random sign. `mult_ker`
+/// returns every other value unchanged but turns these into ±∞ (`2x`
+/// overflows), so its effect is visible in every array and at its very end:
+/// a launch that did nothing, a stream that was skipped, or the seed's
+/// dropped tail (the last `len % 64` elements) fails the check against the
+/// CPU reference.
 pub fn randn_arrays(count: usize, len: usize, seed: u64) -> Vec<Vec<f32>> {
     let mut rng = crate::util::Rng::new(seed);
     (0..count)
-        .map(|_| (0..len).map(|_| rng.normal() as f32).collect())
+        .map(|_| {
+            (0..len)
+                .map(|i| {
+                    if (i + 1) % LARGE_EVERY == 0 || i + 1 == len {
+                        // Exponent field 254 (2^127), a random mantissa and sign.
+                        let bits = rng.next_u64();
+                        f32::from_bits((bits as u32 & 0x807f_ffff) | (254 << 23))
+                    } else {
+                        rng.normal() as f32
+                    }
+                })
+                .collect()
+        })
         .collect()
 }
 
@@ -516,7 +569,7 @@ mod tests {
     use ndarray::array;
 
     #[test]
-    fn cpu_reference_is_the_identity_bit_for_bit() {
+    fn cpu_reference_is_the_identity_below_2_127() {
         let tiny = f32::from_bits(1); // the smallest subnormal
         let big = f32::MAX / 2.0; // 2x still finite
         let a = array![
@@ -535,9 +588,60 @@ mod tests {
             first_difference(out.as_slice().unwrap(), a.as_slice().unwrap()),
             None
         );
-        for x in randn_arrays(1, 10_000, 3).remove(0) {
-            assert_eq!(mult_ker_element(x).to_bits(), x.to_bits());
+        let large = array![f32::MAX, -f32::MAX, 2f32.powi(127), -2f32.powi(127)];
+        let out = mult_ker_cpu(large.view());
+        assert_eq!(
+            out,
+            array![f32::INFINITY, -f32::INFINITY, f32::INFINITY, -f32::INFINITY]
+        );
+    }
+
+    #[test]
+    fn expected_equals_the_element_function_for_every_exponent() {
+        let mut rng = crate::util::Rng::new(1);
+        for sign in 0..2u32 {
+            for exp in 0..256u32 {
+                let mut mantissas = vec![0, 1, 0x40_0000, 0x7f_ffff];
+                mantissas.extend((0..64).map(|_| rng.next_u64() as u32 & 0x7f_ffff));
+                for m in mantissas {
+                    let x = f32::from_bits(sign << 31 | exp << 23 | m);
+                    let (want, got) = (mult_ker_element(x), mult_ker_expected(x));
+                    assert!(
+                        want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
+                        "{x:e}: element {want:e}, expected {got:e}"
+                    );
+                }
+            }
         }
+        assert_eq!(LARGE, 2f32.powi(127));
+    }
+
+    #[test]
+    fn inputs_make_every_skipped_launch_visible() {
+        for len in [1usize, 63, 64, 65, 1000, (1 << 16) + 3] {
+            let inputs = randn_arrays(3, len, len as u64);
+            for input in &inputs {
+                let out = mult_ker_cpu(ArrayView1::from(input)).to_vec();
+                assert_eq!(check_mult_ker_output(input, &out), None);
+                // A launch that did nothing (or a skipped stream): caught.
+                assert!(check_mult_ker_output(input, input).is_some());
+                // The seed's dropped tail: the last len % 64 elements untouched
+                // (for len < 64 that is all of them).
+                let kept = len / 64 * 64;
+                if kept < len {
+                    let mut dropped = out.clone();
+                    dropped[kept..].copy_from_slice(&input[kept..]);
+                    let caught = check_mult_ker_output(input, &dropped);
+                    assert!(caught.is_some_and(|i| i >= kept), "len {len}: {caught:?}");
+                }
+                // A large value at the end, in the tail whatever the block.
+                assert!(input[len - 1].abs() >= LARGE);
+                assert!(input.iter().all(|x| x.is_finite()));
+            }
+        }
+        // Every stream's array differs from the next.
+        let inputs = randn_arrays(2, 100, 7);
+        assert_ne!(inputs[0], inputs[1]);
     }
 
     #[test]

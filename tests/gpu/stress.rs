@@ -1,11 +1,6 @@
 //! Stress: 16 host threads × 1,000 launches each, mixing kernels, the shared
 //! stream and per-thread streams, on one `Gpu`; no error, and the device's free
 //! memory after equals before (nothing leaked).
-mod common;
-
-use std::process::ExitCode;
-
-use common::{ensure, fail, gpu_test};
 use cuda_kernels::cust::memory::{
     AsyncCopyDestination, CopyDestination, DeviceBuffer, mem_get_info,
 };
@@ -13,16 +8,16 @@ use cuda_kernels::cust::stream::{Stream, StreamFlags};
 use cuda_kernels::multiply::multiply_cpu;
 use cuda_kernels::ndarray::Array1;
 use cuda_kernels::{CudaResultExt, Gpu, Result};
-use libtest_mimic::Failed;
+use libtest_mimic::{Failed, Trial};
+
+use crate::common::{ensure, fail};
 
 const THREADS: usize = 16;
 const LAUNCHES: usize = 1000;
 
-fn main() -> ExitCode {
-    common::run(vec![gpu_test(
-        "threads_x_launches_no_error_no_leak",
-        threads_x_launches_no_error_no_leak,
-    )])
+/// The trials of this family, in the order they are listed.
+pub fn trials() -> Vec<Trial> {
+    vec![gpu!(threads_x_launches_no_error_no_leak)]
 }
 
 fn worker(gpu: &Gpu, id: usize) -> Result<()> {
