@@ -12,12 +12,26 @@
 //! - `CUDA_KERNELS_ARCH` picks the PTX target (default `sm_70`: the driver
 //!   JIT-compiles PTX for any newer GPU, and Rust 1.97 makes sm_70 the nvptx
 //!   baseline). The PTX goes to `$OUT_DIR/kernels.ptx`.
+//! - The inner build's warnings are forwarded as `cargo::warning` lines.
+//! - Cubins: `ptxas` (`$PTXAS`, else `ptxas` on `PATH`, else the wheel that
+//!   `scripts/setup.sh` installs in `.tools/ptxas`) assembles the PTX for each
+//!   of [`CUBIN_ARCHS`] at or above the PTX target, in parallel, into
+//!   `$OUT_DIR/kernels.<arch>.cubin`; `$OUT_DIR/cubins.rs` lists them for the
+//!   library to embed (`cuda_kernels::CUBINS`), so that a device of those
+//!   architectures loads machine code instead of JIT-compiling the PTX. Without
+//!   `ptxas` the list is empty and a build warning says so. The `ptxas` used is
+//!   passed on as `CUDA_KERNELS_PTXAS` (empty when none) for the offline PTX
+//!   checks (`tests/ptx.rs`).
 use std::env;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 const DEFAULT_ARCH: &str = "sm_70";
 const TARGET: &str = "nvptx64-nvidia-cuda";
+/// The architectures a cubin is embedded for (A100 and H100 families).
+const CUBIN_ARCHS: [&str; 2] = ["sm_80", "sm_90"];
+/// Where `scripts/setup.sh` installs the `nvidia-cuda-nvcc-cu12` wheel's ptxas.
+const WHEEL_PTXAS: &str = ".tools/ptxas/nvidia/cuda_nvcc/bin/ptxas";
 
 fn main() {
     let root =
@@ -30,6 +44,7 @@ fn main() {
         kernels.join("Cargo.toml").display()
     );
     println!("cargo::rerun-if-env-changed=CUDA_KERNELS_ARCH");
+    println!("cargo::rerun-if-env-changed=PTXAS");
 
     let arch = env::var("CUDA_KERNELS_ARCH").unwrap_or_else(|_| DEFAULT_ARCH.to_string());
     if !arch.starts_with("sm_") || arch[3..].parse::<u32>().map_or(true, |v| v < 50) {
@@ -80,6 +95,7 @@ fn main() {
     if !output.status.success() {
         fail("the nvptx64 build of kernels-gpu failed", &stderr);
     }
+    forward_warnings(&stderr);
     let ptx = target_dir
         .join(TARGET)
         .join("release")
@@ -90,8 +106,124 @@ fn main() {
             &stderr,
         )
     });
-    std::fs::write(out_dir.join("kernels.ptx"), &text).expect("OUT_DIR is writable");
+    let ptx_file = out_dir.join("kernels.ptx");
+    std::fs::write(&ptx_file, &text).expect("OUT_DIR is writable");
     println!("cargo::rustc-env=CUDA_KERNELS_ARCH_BUILT={arch}");
+    embed_cubins(&root, &out_dir, &ptx_file, &arch);
+}
+
+/// Each warning block of the inner build's output (from a `warning` line to
+/// the next blank line or cargo status line) as `cargo::warning` lines, so
+/// that `cargo build` shows what the nvptx64 compile said.
+fn forward_warnings(stderr: &str) {
+    let mut in_warning = false;
+    for line in stderr.lines() {
+        // Cargo's status lines: an indented capitalised verb ("    Finished …").
+        let status = line.starts_with(' ')
+            && line.split_whitespace().next().is_some_and(|w| {
+                w.starts_with(|c: char| c.is_ascii_uppercase())
+                    && w.chars().all(|c| c.is_ascii_alphabetic())
+            });
+        if line.starts_with("warning") {
+            in_warning = true;
+        } else if line.trim().is_empty() || status || line.starts_with("error") {
+            in_warning = false;
+        }
+        if in_warning {
+            println!("cargo::warning=kernels-gpu (nvptx64): {line}");
+        }
+    }
+}
+
+/// `$PTXAS`, else `ptxas` on `PATH`, else the set-up's wheel under the
+/// workspace; `None` when none runs.
+fn find_ptxas(root: &Path) -> Option<PathBuf> {
+    let wheel = root.join(WHEEL_PTXAS);
+    if wheel.is_file() {
+        // Rebuild when the set-up installs or replaces it.
+        println!("cargo::rerun-if-changed={}", wheel.display());
+    }
+    let candidates = [
+        env::var_os("PTXAS").map(PathBuf::from),
+        Some(PathBuf::from("ptxas")),
+        Some(wheel),
+    ];
+    candidates.into_iter().flatten().find(|p| {
+        Command::new(p)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    })
+}
+
+/// Assembles `ptx_file` for every architecture of [`CUBIN_ARCHS`] at or above
+/// `arch` (in parallel) and writes `$OUT_DIR/cubins.rs`, the expression the
+/// library embeds as `CUBINS`. Without `ptxas`, or where it fails, the
+/// build goes on with the PTX alone and a warning says so.
+fn embed_cubins(root: &Path, out_dir: &Path, ptx_file: &Path, arch: &str) {
+    let ptxas = find_ptxas(root);
+    println!(
+        "cargo::rustc-env=CUDA_KERNELS_PTXAS={}",
+        ptxas
+            .as_deref()
+            .map(Path::display)
+            .map(|d| d.to_string())
+            .unwrap_or_default()
+    );
+    let sm = |a: &str| a.trim_start_matches("sm_").parse::<u32>().unwrap_or(0);
+    let mut entries = Vec::new();
+    match &ptxas {
+        None => println!(
+            "cargo::warning=no ptxas found ($PTXAS, PATH, {WHEEL_PTXAS}): the library embeds \
+             PTX only, and the driver JIT-compiles it at the first start (about 1 s); \
+             run `bash scripts/setup.sh` to install ptxas"
+        ),
+        Some(ptxas) => {
+            let jobs: Vec<_> = CUBIN_ARCHS
+                .iter()
+                .filter(|a| sm(a) >= sm(arch))
+                .map(|a| {
+                    let cubin = out_dir.join(format!("kernels.{a}.cubin"));
+                    // A previous build's cubin must not pass for this one's.
+                    let _ = std::fs::remove_file(&cubin);
+                    let child = Command::new(ptxas)
+                        .arg(format!("-arch={a}"))
+                        .arg("-o")
+                        .arg(&cubin)
+                        .arg(ptx_file)
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::piped())
+                        .spawn();
+                    (a, cubin, child)
+                })
+                .collect();
+            for (a, cubin, child) in jobs {
+                match child.and_then(|c| c.wait_with_output()) {
+                    Ok(o) if o.status.success() && cubin.metadata().is_ok_and(|m| m.len() > 0) => {
+                        entries.push(format!(
+                            "Cubin {{ sm: {}, image: include_bytes!({:?}) }},",
+                            sm(a),
+                            cubin.display().to_string()
+                        ))
+                    }
+                    Ok(o) => println!(
+                        "cargo::warning=`{} -arch={a}` wrote no cubin: no {a} cubin embedded: {}",
+                        ptxas.display(),
+                        String::from_utf8_lossy(&o.stderr).replace('\n', " ")
+                    ),
+                    Err(e) => println!(
+                        "cargo::warning=could not run {}: no {a} cubin embedded: {e}",
+                        ptxas.display()
+                    ),
+                }
+            }
+        }
+    }
+    // An expression of type `&'static [Cubin]`.
+    let code = format!("&[\n{}\n]\n", entries.join("\n"));
+    std::fs::write(out_dir.join("cubins.rs"), code).expect("OUT_DIR is writable");
 }
 
 /// `<target>/nvptx-kernels`, found from OUT_DIR (`<target>/[<triple>/]<profile>/build/<pkg>/out`),

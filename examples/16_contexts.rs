@@ -21,10 +21,11 @@ fn main() -> Result<(), cuda_kernels::Error> {
     println!("manual context: sent {sent:?}, got back {back:?}");
     assert_eq!(back, sent);
 
-    // (c) The seed runs 10 threads on 2^20 elements each. The PTX is
-    // JIT-compiled once; each thread loads the result into its own context.
+    // (c) The seed runs 10 threads on 2^20 elements each. Each thread loads
+    // the embedded cubin for this GPU (or, where none matches, the PTX
+    // JIT-compiled once) into its own context.
     let inputs = randn_arrays(4, 1 << 16, 15);
-    let outputs = threads_mult_ker(cuda_kernels::PTX, &inputs)?;
+    let outputs = threads_mult_ker(cuda_kernels::IMAGES, &inputs)?;
     for (output, input) in outputs.iter().zip(&inputs) {
         assert_eq!(*output, mult_ker_cpu(ArrayView1::from(input)).to_vec());
     }

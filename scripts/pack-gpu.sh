@@ -1,46 +1,124 @@
 #!/usr/bin/env bash
 # Packs release binaries for a run on the GPU machine (which has no Rust):
-#   scripts/pack-gpu.sh DEST [TEST_TARGET ...]
-# builds the named test targets (all when none is named) and the
-# `cuda-kernels` program in release mode, copies them, stripped, into DEST
-# (a folder of the main checkout that git ignores, e.g. .gpu-reduce), and
-# writes DEST/run.sh, which runs every packed test binary and exits non-zero
-# if any failed. Then call the device tool with carry: [DEST relative to the
-# checkout] and command: "bash DEST/run.sh 2>&1 | tee $OUT/log".
+#   scripts/pack-gpu.sh [--examples] DEST [TEST_TARGET ...]
+# builds the named test targets (every one when none is named, the lib's and
+# the bin's unit tests included) and the `cuda-kernels` program in release
+# mode, and copies them, stripped, into DEST (a folder of the main checkout
+# that git ignores, e.g. .gpu-reduce), with what the C ABI caller tests need
+# beside them (where tests/capi_callers.rs and CAbiLibrary::find look: next
+# to the test executable): libcuda_kernels_capi.so, the Python and C callers'
+# sources and the header. With --examples the numbered examples go to
+# DEST/examples and run.sh runs them too.
+#
+# Test targets left out of the pack (they check what needs no GPU, and CI
+# runs them on every change):
+#   ptx  the offline ptxas checks: they use the ptxas the build found (a path
+#        on the build machine), and the GPU machine has only CUDA 13's ptxas,
+#        which cannot assemble sm_70;
+#   cli  the program's no-GPU path (a GPU run could only report it ignored).
+# Unit-test harnesses are packed as <target>-unittests, so the bin's harness
+# never takes the name of the `cuda-kernels` program.
+#
+# DEST/run.sh runs every packed test binary with CUDA_KERNELS_REQUIRE_GPU=1
+# (a GPU test that would be ignored fails) and exits 0 only when every binary
+# exited 0 and none reported an ignored test. Call the device tool with
+# carry: [DEST relative to the checkout] and command:
+# "bash DEST/run.sh 2>&1 | tee $OUT/log" (arguments go to every binary).
 set -euo pipefail
+examples=0
+if [ "${1:-}" = --examples ]; then examples=1; shift; fi
 dest="$1"; shift
 case "$(basename "$dest")" in
   .gpu*) ;;
   *) echo "pack-gpu.sh: DEST must be a folder named .gpu* (it is emptied first): $dest" >&2; exit 2 ;;
 esac
+left_out=" ptx cli "
+args=()
+for t in "$@"; do
+  case "$left_out" in
+    *" $t "*) echo "pack-gpu.sh: $t is not packed (see the comment at the top of this script)" >&2; exit 2 ;;
+  esac
+  args+=(--test "$t")
+done
+[ ${#args[@]} -eq 0 ] && args=(--tests)
+root="$(cd "$(dirname "$0")/.." && pwd)"
 rm -rf "$dest"
 mkdir -p "$dest"
-args=()
-for t in "$@"; do args+=(--test "$t"); done
-[ ${#args[@]} -eq 0 ] && args=(--tests)
 {
   cargo test --release --no-run "${args[@]}" --message-format=json-render-diagnostics
   cargo build --release --bin cuda-kernels --message-format=json-render-diagnostics
+  cargo build --release -p cuda-kernels-capi --message-format=json-render-diagnostics
+  if [ $examples = 1 ]; then
+    cargo build --release --examples --message-format=json-render-diagnostics
+  fi
 } | python3 -c '
-import json, shutil, subprocess, sys, os
-dest = sys.argv[1]
-tests = []
+import json, os, shutil, subprocess, sys
+dest, left_out = sys.argv[1], sys.argv[2].split()
+tests, examples = [], []
+def pack(src, name):
+    out = os.path.join(dest, name)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    shutil.copy2(src, out)
+    subprocess.run(["strip", "--strip-debug", out], check=True)
 for line in sys.stdin:
     try: m = json.loads(line)
     except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable"):
-        name = m["target"]["name"]
-        out = os.path.join(dest, name)
-        shutil.copy2(m["executable"], out)
-        subprocess.run(["strip", "--strip-debug", out])
-        if "test" in m["target"]["kind"] or m.get("profile", {}).get("test"):
-            tests.append(name)
+    if m.get("reason") != "compiler-artifact":
+        continue
+    target, kind = m["target"]["name"], m["target"]["kind"]
+    if "cdylib" in kind:
+        for f in m["filenames"]:
+            if f.endswith(".so") and target == "cuda_kernels_capi":
+                pack(f, os.path.basename(f))
+    if not m.get("executable"):
+        continue
+    if m.get("profile", {}).get("test"):
+        if "test" in kind:
+            name = target
+        else:  # the lib or bin unit tests: never the program name
+            name = target + "-unittests"
+        if target in left_out and "test" in kind:
+            continue
+        pack(m["executable"], name)
+        tests.append(name)
+    elif "example" in kind:
+        pack(m["executable"], os.path.join("examples", target))
+        examples.append(target)
+    else:
+        pack(m["executable"], target)
 with open(os.path.join(dest, "run.sh"), "w") as f:
-    f.write("#!/usr/bin/env bash\n# generated by scripts/pack-gpu.sh\ncd \"$(dirname \"$0\")\"\nstatus=0\n")
-    f.write("nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true\n")
+    f.write("""#!/usr/bin/env bash
+# generated by scripts/pack-gpu.sh: every packed test binary with
+# CUDA_KERNELS_REQUIRE_GPU=1; exits 0 only when each exited 0 and none
+# reported an ignored test.
+cd "$(dirname "$0")"
+export CUDA_KERNELS_REQUIRE_GPU=1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+failed=()
+check() {  # NAME COMMAND...: runs it, records a failure or an ignored test
+  local name="$1" log rc; shift
+  log="$(mktemp)"
+  echo "=== $name"
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" -ne 0 ]; then failed+=("$name (exit $rc)")
+  elif grep -Eq "^test .* \\.\\.\\. ignored|[1-9][0-9]* ignored;" "$log"; then failed+=("$name (ignored tests)")
+  fi
+  rm -f "$log"
+}
+""")
     for t in tests:
-        f.write(f"echo \"=== {t}\"; ./{t} \"$@\" || status=1\n")
-    f.write("exit $status\n")
+        f.write(f"check {t} ./{t} \"$@\"\n")
+    for e in sorted(examples):
+        f.write(f"check examples/{e} ./examples/{e}\n")
+    f.write("""if [ ${#failed[@]} -eq 0 ]; then echo "=== all passed"; exit 0; fi
+printf "=== FAILED: %s\\n" "${failed[@]}"
+exit 1
+""")
 print("packed:", ", ".join(sorted(os.listdir(dest))), file=sys.stderr)
-' "$dest"
+' "$dest" "$left_out"
+for f in examples/python/mandelbrot_ctypes.py examples/c/hello_dlopen.c capi/include/cuda_kernels.h; do
+  cp "$root/$f" "$dest/"
+done
+[ -f "$dest/libcuda_kernels_capi.so" ] || { echo "pack-gpu.sh: libcuda_kernels_capi.so was not built" >&2; exit 1; }
 du -sh "$dest"

@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
-# Idempotent set-up for a fresh machine (with or without a GPU). Sourced by
+# Idempotent set-up for a fresh machine (with or without a GPU). Run by
 # scripts/test.sh and scripts/demo.sh; safe to run again and again.
 #
 #  1. the pinned Rust toolchain and its components (rust-toolchain.toml);
 #  2. libcuda: the NVIDIA driver's when present, else Debian's `libcuda1` so
 #     that `cust` links and fails cleanly at run time with "no device";
 #  3. a CUDA root with `lib64/` for cust's build script (CUDA_LIBRARY_PATH);
-#  4. `ptxas` from the PyPI wheel nvidia-cuda-nvcc-cu12 in .tools/ (offline
-#     PTX checks);
-#  5. NumPy and the C ABI library for the Python/C caller tests.
+#  4. `ptxas` from the PyPI wheel nvidia-cuda-nvcc-cu12, pinned, in
+#     .tools/ptxas: build.rs assembles the embedded sm_80/sm_90 cubins with it
+#     and tests/ptx.rs checks the PTX for sm_70/80/90 (CUDA 13's ptxas
+#     dropped sm_70; 12.9 assembles it). build.rs and the tests find it there
+#     themselves (after $PTXAS and PATH): nothing to export;
+#  5. NumPy, a C compiler and the C ABI library for the Python/C caller tests.
+#
+# On a developer's machine what cannot be installed only makes the tests that
+# need it report "ignored". In CI (CI=true) and for a packed GPU run
+# (CUDA_KERNELS_REQUIRE_GPU=1) it fails the set-up, with the reason.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="$ROOT/.tools"
 mkdir -p "$TOOLS"
 say() { echo "[setup] $*" >&2; }
+missing() {
+  if [ "${CI:-}" = true ] || [ "${CI:-}" = 1 ] || [ "${CUDA_KERNELS_REQUIRE_GPU:-}" = 1 ]; then
+    say "error: $1 (CI=${CI:-} CUDA_KERNELS_REQUIRE_GPU=${CUDA_KERNELS_REQUIRE_GPU:-}: every prerequisite is required)"
+    exit 1
+  fi
+  say "$1: $2"
+}
 SUDO=""
 if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
 
@@ -47,25 +61,34 @@ fi
 #    CUDA_LIBRARY_PATH at .tools/cuda (cust also looks in /usr/local/cuda).
 mkdir -p "$TOOLS/cuda/lib64"
 
-# 4. ptxas for the offline PTX checks
-if ! command -v ptxas >/dev/null && [ ! -x "$TOOLS/ptxas/nvidia/cuda_nvcc/bin/ptxas" ]; then
-  say "installing ptxas from the PyPI wheel nvidia-cuda-nvcc-cu12 into .tools/ptxas"
-  python3 -m pip install -q --disable-pip-version-check --no-deps --target "$TOOLS/ptxas" nvidia-cuda-nvcc-cu12
+# 4. ptxas for the embedded cubins and the offline PTX checks, pinned: its
+#    `ptxas --version` says "release 12.9, V12.9.86", and it assembles sm_70.
+NVCC_WHEEL=nvidia-cuda-nvcc-cu12==12.9.86
+PTXAS_BIN="$TOOLS/ptxas/nvidia/cuda_nvcc/bin/ptxas"
+if [ ! -d "$TOOLS/ptxas/nvidia_cuda_nvcc_cu12-12.9.86.dist-info" ] || [ ! -x "$PTXAS_BIN" ]; then
+  say "installing ptxas from the PyPI wheel $NVCC_WHEEL into .tools/ptxas"
+  python3 -m pip install -q --disable-pip-version-check --no-deps --upgrade --target "$TOOLS/ptxas" "$NVCC_WHEEL" \
+    || missing "could not install $NVCC_WHEEL" "the library embeds PTX only and the ptxas checks are ignored"
 fi
-if [ -x "$TOOLS/ptxas/nvidia/cuda_nvcc/bin/ptxas" ]; then
-  export PTXAS="${PTXAS:-$TOOLS/ptxas/nvidia/cuda_nvcc/bin/ptxas}"
+if ! "$PTXAS_BIN" --version >/dev/null 2>&1; then
+  missing "no working ptxas at $PTXAS_BIN" "the library embeds PTX only and the ptxas checks are ignored"
 fi
 
 # 5. the C ABI callers (tests/capi_callers.rs): NumPy for the Python ctypes
-#    caller, and the cdylib libcuda_kernels_capi.so that `cargo test` alone
-#    does not write. Failures here only make those tests report "ignored".
+#    caller, a C compiler for the C caller, and the cdylib
+#    libcuda_kernels_capi.so that `cargo test` alone does not write.
 if ! python3 -c 'import numpy' 2>/dev/null; then
   say "installing NumPy for the Python ctypes caller"
   python3 -m pip install -q --disable-pip-version-check numpy \
-    || say "could not install NumPy: the Python caller test will be ignored"
+    || missing "could not install NumPy" "the Python caller test will be ignored"
+fi
+if ! command -v cc >/dev/null; then
+  say "no C compiler: installing gcc"
+  { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends gcc libc6-dev >/dev/null; } \
+    || missing "could not install a C compiler (cc)" "the C caller test will be ignored"
 fi
 (cd "$ROOT" && cargo build -q -p cuda-kernels-capi) \
-  || say "could not build libcuda_kernels_capi.so: the C ABI caller tests will be ignored"
+  || missing "could not build libcuda_kernels_capi.so" "the C ABI caller tests will be ignored"
 
-say "ready: PTXAS=${PTXAS:-$(command -v ptxas || echo none)}"
+say "ready: ptxas $( (${PTXAS:-false} --version || ptxas --version || "$PTXAS_BIN" --version) 2>/dev/null | grep -m1 release || echo none)"
 

@@ -12,12 +12,25 @@ pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 /// time, default `sm_70`).
 pub const PTX_ARCH: &str = env!("CUDA_KERNELS_ARCH_BUILT");
 
-/// Opens device 0 and loads the embedded [`PTX`].
+/// Cubins assembled from [`PTX`] at build time by `ptxas`, for sm_80 and
+/// sm_90 (those at or above [`PTX_ARCH`]); empty when the build found no
+/// `ptxas` (a build warning says so).
+pub const CUBINS: &[Cubin] = include!(concat!(env!("OUT_DIR"), "/cubins.rs"));
+
+/// The embedded kernels: [`PTX`] and [`CUBINS`].
+pub const IMAGES: Images<'static> = Images {
+    ptx: PTX,
+    cubins: CUBINS,
+};
+
+/// Opens device 0 and loads the embedded kernels: the cubin of [`CUBINS`]
+/// that matches the device, else the [`PTX`] (JIT-compiled by the driver);
+/// [`Gpu::image`] says which.
 ///
 /// Errors with [`Error::NoDriver`] or [`Error::NoDevice`] on a machine
 /// without a usable GPU.
 pub fn gpu() -> Result<Gpu> {
-    Gpu::from_ptx(PTX)
+    Gpu::from_images(&IMAGES)
 }
 
 /// The `.entry` names in a PTX text, in order.

@@ -55,6 +55,10 @@ enum Command {
         #[arg(long)]
         readme: Option<PathBuf>,
     },
+    /// Opens the GPU and prints the milliseconds it took and the image loaded
+    /// (for the bench's cold-start rows).
+    #[command(hide = true)]
+    ColdStart,
     #[command(flatten)]
     Foundation(demos::foundation::Command),
     #[command(flatten)]
@@ -109,6 +113,7 @@ fn run(command: Command) -> Result<ExitCode, Error> {
             for d in devices {
                 println!("{d}");
             }
+            println!("kernels loaded from: {}", cuda_kernels::gpu()?.image());
             return Ok(ExitCode::SUCCESS);
         }
         Command::Ptx { out, summary } => {
@@ -122,6 +127,15 @@ fn run(command: Command) -> Result<ExitCode, Error> {
                 );
                 for e in entries {
                     println!("  {e}");
+                }
+                let cubins: Vec<_> = cuda_kernels::CUBINS
+                    .iter()
+                    .map(|c| format!("sm_{} ({} bytes)", c.sm, c.image.len()))
+                    .collect();
+                if cubins.is_empty() {
+                    println!("cubins: none (built without ptxas): every GPU JIT-compiles the PTX");
+                } else {
+                    println!("cubins: {}", cubins.join(", "));
                 }
             } else if let Some(path) = out {
                 write_file(&path, cuda_kernels::PTX)?;
@@ -193,6 +207,10 @@ fn run(command: Command) -> Result<ExitCode, Error> {
                 println!("{}", ptx_summary_line());
             }
             demos::run_all(gpu.as_ref(), &out_dir, &mut report)?;
+        }
+        Command::ColdStart => {
+            demos::foundation::cold_start_probe()?;
+            return Ok(ExitCode::SUCCESS);
         }
         Command::Foundation(cmd) => {
             demos::foundation::run(&cmd, open_gpu()?.as_ref(), &mut report)?

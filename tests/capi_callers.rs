@@ -5,15 +5,17 @@
 //!
 //! Without a GPU (CI) each must fail clearly: exit status 1 and a message
 //! naming the missing device. With a GPU each must succeed, and the Python
-//! graph must be the CPU reference's (same CRC-32). A test is reported
-//! ignored, with the reason, when what it needs is missing (python3 or NumPy,
-//! a C compiler, the library, the caller's source): never passed untested.
+//! graph must be the CPU reference's (same CRC-32). When what a test needs is
+//! missing (python3 or NumPy, a C compiler, the library, the caller's source)
+//! it is reported ignored, with the reason, or fails in CI and in the packed
+//! GPU run ([`common::missing_prerequisite`]): never passed untested. Under
+//! `CUDA_KERNELS_REQUIRE_GPU=1` a caller that finds no GPU fails.
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use common::have_gpu;
+use common::{have_gpu, missing_prerequisite};
 use cuda_kernels::mandelbrot::c_abi::{CAbiLibrary, LIBRARY_NAME};
 use cuda_kernels::mandelbrot::{MandelbrotParams, graph_crc32, mandelbrot_cpu};
 use libtest_mimic::{Completion, Failed, Trial};
@@ -31,7 +33,7 @@ fn main() -> ExitCode {
 fn call_overhead_is_measured() -> Result<Completion, Failed> {
     let lib = match library() {
         Ok(l) => l,
-        Err(ignored) => return Ok(ignored),
+        Err(outcome) => return outcome,
     };
     let lib = CAbiLibrary::open(lib).map_err(|e| Failed::from(e.to_string()))?;
     let (through_c, direct) = lib.call_overhead_ns(100_000);
@@ -61,31 +63,42 @@ fn locate(name: &str, in_repo: &str) -> Option<PathBuf> {
     candidates.into_iter().find(|p| p.is_file())
 }
 
-fn library() -> Result<PathBuf, Completion> {
+/// The library, or the test's outcome when it is missing.
+fn library() -> Result<PathBuf, Result<Completion, Failed>> {
     CAbiLibrary::find().ok_or_else(|| {
-        Completion::ignored_with(format!(
+        missing_prerequisite(format!(
             "{LIBRARY_NAME} not built (cargo build -p cuda-kernels-capi; scripts/setup.sh does it)"
         ))
     })
 }
 
+/// The outcome of a caller that found no GPU and failed as it must: passed,
+/// except under `CUDA_KERNELS_REQUIRE_GPU=1` (the packed GPU run), where
+/// not reaching the GPU is itself the failure.
+fn no_gpu_outcome(caller: &str) -> Result<Completion, Failed> {
+    match common::shared_gpu() {
+        Err(no_gpu) => no_gpu
+            .verdict(caller, common::gpu_required())
+            .map(|_| Completion::Completed),
+        Ok(_) => Ok(Completion::Completed),
+    }
+}
+
 fn python_ctypes_caller() -> Result<Completion, Failed> {
     let lib = match library() {
         Ok(l) => l,
-        Err(ignored) => return Ok(ignored),
+        Err(outcome) => return outcome,
     };
     let Some(script) = locate("mandelbrot_ctypes.py", "examples/python") else {
-        return Ok(Completion::ignored_with("mandelbrot_ctypes.py not found"));
+        return missing_prerequisite("mandelbrot_ctypes.py not found");
     };
     match Command::new("python3")
         .args(["-c", "import numpy"])
         .output()
     {
-        Err(e) => return Ok(Completion::ignored_with(format!("no python3: {e}"))),
+        Err(e) => return missing_prerequisite(format!("no python3: {e}")),
         Ok(o) if !o.status.success() => {
-            return Ok(Completion::ignored_with(
-                "python3 has no NumPy (scripts/setup.sh installs it)",
-            ));
+            return missing_prerequisite("python3 has no NumPy (scripts/setup.sh installs it)");
         }
         Ok(_) => {}
     }
@@ -125,6 +138,8 @@ fn python_ctypes_caller() -> Result<Completion, Failed> {
             "without a GPU the Python caller must exit 1 with a clear message: {shown}"
         )
         .into());
+    } else {
+        return no_gpu_outcome("python_ctypes_caller");
     }
     Ok(Completion::Completed)
 }
@@ -132,15 +147,13 @@ fn python_ctypes_caller() -> Result<Completion, Failed> {
 fn c_dlopen_caller() -> Result<Completion, Failed> {
     let lib = match library() {
         Ok(l) => l,
-        Err(ignored) => return Ok(ignored),
+        Err(outcome) => return outcome,
     };
     let (Some(source), Some(header)) = (
         locate("hello_dlopen.c", "examples/c"),
         locate("cuda_kernels.h", "capi/include"),
     ) else {
-        return Ok(Completion::ignored_with(
-            "hello_dlopen.c or cuda_kernels.h not found",
-        ));
+        return missing_prerequisite("hello_dlopen.c or cuda_kernels.h not found");
     };
     let exe =
         std::env::temp_dir().join(format!("cuda-kernels-hello-dlopen-{}", std::process::id()));
@@ -154,7 +167,7 @@ fn c_dlopen_caller() -> Result<Completion, Failed> {
         .arg("-ldl")
         .output();
     match compiled {
-        Err(e) => return Ok(Completion::ignored_with(format!("no C compiler (cc): {e}"))),
+        Err(e) => return missing_prerequisite(format!("no C compiler (cc): {e}")),
         Ok(o) if !o.status.success() => {
             return Err(format!("cc failed: {}", String::from_utf8_lossy(&o.stderr)).into());
         }
@@ -186,6 +199,8 @@ fn c_dlopen_caller() -> Result<Completion, Failed> {
             "without a GPU the C caller must exit 1 with a clear message: {shown}"
         )
         .into());
+    } else {
+        return no_gpu_outcome("c_dlopen_caller");
     }
     Ok(Completion::Completed)
 }

@@ -1,12 +1,19 @@
 //! Offline PTX checks (no GPU needed): the embedded PTX holds every entry
-//! point the host launches, and `ptxas` assembles it for sm_70, sm_80 and
-//! sm_90 without register spills in any kernel.
+//! point the host launches, `ptxas` assembles it for sm_70, sm_80 and sm_90
+//! without register spills in any kernel, and the library embeds the sm_80
+//! and sm_90 cubins.
 //!
-//! `ptxas` is taken from `$PTXAS`, then `PATH`, then `.tools/ptxas` (where
-//! `scripts/setup.sh` installs the PyPI wheel `nvidia-cuda-nvcc-cu12`); when
-//! none is found the assembly checks are reported as ignored, with the reason.
-use std::path::PathBuf;
+//! `ptxas` is the one `build.rs` found and used for the cubins (`$PTXAS`,
+//! then `PATH`, then `.tools/ptxas`, where `scripts/setup.sh` installs the
+//! PyPI wheel `nvidia-cuda-nvcc-cu12`). When there is none, or it cannot
+//! target an architecture, the check is ignored with the reason, or fails in
+//! CI ([`common::missing_prerequisite`]). Not part of the packed GPU run:
+//! the GPU machine has only CUDA 13's `ptxas`, which dropped sm_70.
+mod common;
+
 use std::process::{Command, ExitCode};
+
+use common::missing_prerequisite;
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
@@ -19,6 +26,7 @@ fn main() -> ExitCode {
             every_entry_point_is_in_the_ptx,
         ),
         Trial::test("ptx_targets_the_built_arch", ptx_targets_the_built_arch),
+        Trial::ignorable_test("cubins_are_embedded", cubins_are_embedded),
     ];
     for &arch in ARCHS {
         trials.push(Trial::ignorable_test(
@@ -51,36 +59,46 @@ fn ptx_targets_the_built_arch() -> Result<(), Failed> {
     }
 }
 
-fn find_ptxas() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("PTXAS") {
-        return Some(p.into());
+/// The `ptxas` build.rs used (empty when it found none).
+const PTXAS: &str = env!("CUDA_KERNELS_PTXAS");
+const NO_PTXAS: &str = "the build found no ptxas: run scripts/setup.sh or set PTXAS, then rebuild";
+
+/// An sm_80 and an sm_90 cubin (those at or above the PTX's target) are
+/// embedded, each an ELF image.
+fn cubins_are_embedded() -> Result<Completion, Failed> {
+    if PTXAS.is_empty() {
+        return missing_prerequisite(NO_PTXAS);
     }
-    if Command::new("ptxas")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        return Some("ptxas".into());
+    let built = sm(cuda_kernels::PTX_ARCH);
+    for wanted in [80, 90].into_iter().filter(|&w| w >= built) {
+        match cuda_kernels::CUBINS.iter().find(|c| c.sm == wanted) {
+            None => {
+                return Err(
+                    format!("no sm_{wanted} cubin embedded (see the build warnings)").into(),
+                );
+            }
+            Some(c) if !c.image.starts_with(b"\x7fELF") => {
+                return Err(format!("the sm_{wanted} cubin is not an ELF image").into());
+            }
+            Some(_) => {}
+        }
     }
-    let local =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".tools/ptxas/nvidia/cuda_nvcc/bin/ptxas");
-    local.is_file().then_some(local)
+    Ok(Completion::Completed)
+}
+
+/// 70 for "sm_70" (0 for anything else).
+fn sm(arch: &str) -> u32 {
+    arch.trim_start_matches("sm_").parse().unwrap_or(0)
 }
 
 /// Assembles the PTX for `arch` with `ptxas -v`; fails on an assembly error
 /// or on any spill, and prints each kernel's registers and shared memory.
 fn assemble(arch: &str) -> Result<Completion, Failed> {
-    let Some(ptxas) = find_ptxas() else {
-        return Ok(Completion::ignored_with(
-            "no ptxas: run scripts/setup.sh or set PTXAS",
-        ));
-    };
-    let built = cuda_kernels::PTX_ARCH
-        .trim_start_matches("sm_")
-        .parse::<u32>()
-        .unwrap_or(0);
-    let wanted = arch.trim_start_matches("sm_").parse::<u32>().unwrap_or(0);
-    if wanted < built {
+    if PTXAS.is_empty() {
+        return missing_prerequisite(NO_PTXAS);
+    }
+    let ptxas = std::path::Path::new(PTXAS);
+    if sm(arch) < sm(cuda_kernels::PTX_ARCH) {
         return Ok(Completion::ignored_with(format!(
             "PTX built for {}",
             cuda_kernels::PTX_ARCH
@@ -90,7 +108,7 @@ fn assemble(arch: &str) -> Result<Completion, Failed> {
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let input = dir.join("kernels.ptx");
     std::fs::write(&input, cuda_kernels::PTX).map_err(|e| e.to_string())?;
-    let out = Command::new(&ptxas)
+    let out = Command::new(ptxas)
         .args(["-v", &format!("-arch={arch}"), "-o"])
         .arg(dir.join(format!("kernels-{arch}.cubin")))
         .arg(&input)
@@ -98,14 +116,18 @@ fn assemble(arch: &str) -> Result<Completion, Failed> {
         .map_err(|e| format!("running {}: {e}", ptxas.display()))?;
     let log = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() && log.contains("is not defined for option 'gpu-name'") {
-        // CUDA 13's ptxas dropped sm_70 (seen on the H100 machine); the driver still JITs it.
-        return Ok(Completion::ignored_with(format!(
-            "this ptxas ({}) cannot target {arch}",
+        // CUDA 13's ptxas dropped sm_70 (seen on the H100 machine); the driver still JITs
+        // it. The set-up pins the CUDA 12.9 wheel, which assembles it: CI runs this check.
+        return missing_prerequisite(format!(
+            "this ptxas ({}) cannot target {arch}: the set-up's pinned nvidia-cuda-nvcc-cu12 can",
             ptxas.display()
-        )));
+        ));
     }
     if !out.status.success() {
         return Err(format!("ptxas -arch={arch} failed:\n{log}").into());
+    }
+    if !dir.join(format!("kernels-{arch}.cubin")).is_file() {
+        return Err(format!("ptxas -arch={arch} wrote no cubin:\n{log}").into());
     }
     let spills: Vec<&str> = log
         .lines()

@@ -53,6 +53,7 @@ use cust::stream::{Stream, StreamFlags};
 
 use crate::error::{CudaResultExt, Error, Result};
 use crate::gpu::{init, load_module};
+use crate::image::Images;
 use crate::streams::{SEED_BLOCK, SEED_GRID, check_mult_ker};
 
 const K: &str = "context";
@@ -305,21 +306,38 @@ pub fn compile_for_device(ptx: &str) -> Result<Vec<u8>> {
 /// the result through `join`. Results come back in input order.
 ///
 /// As in seed 003, every thread loads the module into its own context (a
-/// module belongs to one context); the PTX is JIT-compiled once beforehand
-/// ([`compile_for_device`]) and each thread loads the resulting cubin, so the
-/// ten threads do not each compile the same PTX.
+/// module belongs to one context), and each loads a cubin: the one of
+/// `kernels` that matches the device ([`Images::matching_cubin`], as
+/// [`crate::Gpu`] does), else one JIT-compiled once beforehand from the PTX
+/// ([`compile_for_device`]), so the threads do not each compile the same PTX.
+/// `kernels` is `cuda_kernels::IMAGES`, or PTX text alone.
 ///
 /// Errors before starting any thread when there are no arrays or an array is
 /// empty; a thread's error is returned as is, a thread's panic as a typed
 /// error.
-pub fn threads_mult_ker(ptx: &str, inputs: &[Vec<f32>]) -> Result<Vec<Vec<f32>>> {
+pub fn threads_mult_ker<'a>(
+    kernels: impl Into<Images<'a>>,
+    inputs: &[Vec<f32>],
+) -> Result<Vec<Vec<f32>>> {
     if inputs.is_empty() {
         return Err(Error::invalid(K, "0 threads: nothing to run"));
     }
     if let Some(i) = inputs.iter().position(|a| a.is_empty()) {
         return Err(Error::invalid(K, format!("array {i} is empty")));
     }
-    let cubin = &compile_for_device(ptx)?;
+    let kernels = kernels.into();
+    let embedded = match kernels.cubins {
+        [] => None, // PTX alone: nothing to ask the device
+        _ => kernels.matching_cubin(init()?)?.ok(),
+    };
+    let jitted;
+    let cubin = match embedded {
+        Some(c) => c.image,
+        None => {
+            jitted = compile_for_device(kernels.ptx)?;
+            &jitted[..]
+        }
+    };
     thread::scope(|scope| {
         let mut handles = Vec::with_capacity(inputs.len());
         for (k, input) in inputs.iter().enumerate() {

@@ -15,6 +15,7 @@ use cust::{CudaApiVersion, CudaFlags};
 use cuda_kernels_gpu::fault::{FAULT_POINTER_SYMBOL, FaultRecord};
 
 use crate::error::{CudaResultExt, Error, Result};
+use crate::image::{Images, LoadedImage};
 
 /// Initialises the CUDA driver and returns device 0.
 ///
@@ -50,7 +51,7 @@ pub fn classify_init_error(e: CudaError) -> Error {
 }
 
 /// A GPU ready to run this crate's kernels: the device, its primary context,
-/// the loaded PTX module and a stream.
+/// the loaded module (from a cubin or the PTX) and a stream.
 ///
 /// `Gpu` is `Send + Sync`; every method makes the context current on the
 /// calling thread first, so one `Gpu` can serve several threads. Fields drop
@@ -80,6 +81,7 @@ pub struct Gpu {
     module: Module,
     stream: Stream,
     fault: Option<FaultBuffer>,
+    image: LoadedImage,
     device: Device,
     context: Context,
 }
@@ -87,18 +89,31 @@ pub struct Gpu {
 impl Gpu {
     /// Opens device 0 and loads `ptx` (PTX source text).
     pub fn from_ptx(ptx: &str) -> Result<Self> {
+        Self::from_images(&Images::from(ptx))
+    }
+
+    /// Opens device 0 and loads the cubin of `images` that matches the
+    /// device, else its PTX ([`Images::load`]); [`Gpu::image`] says which.
+    pub fn from_images(images: &Images<'_>) -> Result<Self> {
         let device = init()?;
         let context = Context::new(device).during("context", "cuDevicePrimaryCtxRetain")?;
-        let module = load_module(ptx)?;
+        let (module, image) = images.load(device)?;
         let stream = Stream::new(StreamFlags::DEFAULT, None).during("context", "cuStreamCreate")?;
         let fault = FaultBuffer::attach(&module)?;
         Ok(Self {
             module,
             stream,
             fault,
+            image,
             device,
             context,
         })
+    }
+
+    /// Which image the module was loaded from: a cubin (no JIT), or the PTX
+    /// and why.
+    pub fn image(&self) -> &LoadedImage {
+        &self.image
     }
 
     /// Opens device 0 and loads the PTX in the file at `path` (PyCUDA's

@@ -24,6 +24,7 @@ pub mod dynlib;
 pub mod error;
 pub mod gpu;
 pub mod hello;
+pub mod image;
 pub mod launch;
 pub mod life;
 pub mod mandelbrot;
@@ -36,6 +37,7 @@ pub mod util;
 
 pub use error::{CudaResultExt, Error, Result};
 pub use gpu::{Gpu, init};
+pub use image::{Cubin, Images, LoadedImage};
 
 /// Re-export of `cust`, for users who go beyond the launchers.
 pub use cust;

@@ -257,6 +257,101 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         ));
     }
     c_abi_call_overhead(records);
+    cold_start(gpu, records)
+}
+
+/// `cuda-kernels cold-start` (hidden): opens the GPU and prints one line,
+/// the milliseconds `crate::gpu()` took and the image it loaded, for
+/// the bench's cold-start rows to read.
+pub fn cold_start_probe() -> Result<()> {
+    let (gpu, ms) = cpu_time(crate::gpu);
+    println!("{ms:.3}\t{}", gpu?.image());
+    Ok(())
+}
+
+/// Issue 14: the first `Gpu` of a new process with an empty driver JIT cache
+/// (`CUDA_CACHE_PATH` a fresh folder), loading the embedded cubin and, with
+/// `CUDA_KERNELS_FORCE_PTX=1`, JIT-compiling the PTX; the median of 3 runs
+/// of `cuda-kernels cold-start` each. Fails when the probe fails, when the
+/// forced run did not load the PTX, or when the other run did not load the
+/// image this process loaded.
+fn cold_start(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
+    use crate::image::FORCE_PTX_VAR;
+    let io = |what: String| {
+        move |source| crate::Error::Io {
+            what: format!("cold start: {what}"),
+            source,
+        }
+    };
+    let exe = std::env::current_exe().map_err(io("finding this program".into()))?;
+    let mut medians = Vec::new();
+    for force_ptx in [false, true] {
+        let mut times = Vec::new();
+        let mut image = String::new();
+        for run in 0..3 {
+            let cache = std::env::temp_dir().join(format!(
+                "cuda-kernels-cold-{}-{force_ptx}-{run}",
+                std::process::id()
+            ));
+            std::fs::create_dir_all(&cache).map_err(io(format!("creating {}", cache.display())))?;
+            let mut cmd = std::process::Command::new(&exe);
+            cmd.arg("cold-start").env("CUDA_CACHE_PATH", &cache);
+            if force_ptx {
+                cmd.env(FORCE_PTX_VAR, "1");
+            } else {
+                cmd.env_remove(FORCE_PTX_VAR);
+            }
+            let out = cmd.output();
+            let _ = std::fs::remove_dir_all(&cache);
+            let out = out.map_err(io(format!("running {}", exe.display())))?;
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let parsed = stdout
+                .lines()
+                .last()
+                .and_then(|l| l.split_once('\t'))
+                .and_then(|(ms, img)| Some((ms.parse::<f64>().ok()?, img.to_string())));
+            let Some((ms, img)) = parsed.filter(|_| out.status.success()) else {
+                return Err(io("the probe failed".into())(std::io::Error::other(
+                    format!(
+                        "{:?}: {stdout}{}",
+                        out.status,
+                        String::from_utf8_lossy(&out.stderr)
+                    ),
+                )));
+            };
+            times.push(ms);
+            image = img;
+        }
+        let expected = if force_ptx {
+            "PTX".to_string()
+        } else {
+            gpu.image().to_string()
+        };
+        if !image.starts_with(&expected) {
+            return Err(io("wrong image".into())(std::io::Error::other(format!(
+                "the probe loaded {image}, expected {expected}"
+            ))));
+        }
+        times.sort_by(f64::total_cmp);
+        medians.push((times[times.len() / 2], image));
+    }
+    let jit_ms = medians[1].0;
+    for (ms, image) in medians {
+        let jit = image.starts_with("PTX");
+        let record = BenchRecord::new(
+            format!("first Gpu ({})", image.split(" (").next().unwrap_or("")),
+            "empty JIT cache",
+            ms,
+            "ms",
+            ms,
+            Check::Pass(format!("the probe loaded {image}")),
+        );
+        records.push(if jit {
+            record
+        } else {
+            record.against("PTX JIT start", ms / jit_ms)
+        });
+    }
     Ok(())
 }
 

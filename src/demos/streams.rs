@@ -300,7 +300,7 @@ fn contexts(gpu: Option<&Gpu>, threads: usize, len: usize, report: &mut Report) 
     ));
     let inputs = randn_arrays(threads, len, 15);
     let t = Instant::now();
-    let outputs = threads_mult_ker(crate::PTX, &inputs)?;
+    let outputs = threads_mult_ker(crate::IMAGES, &inputs)?;
     let ms = t.elapsed().as_secs_f64() * 1e3;
     let check = match outputs
         .iter()

@@ -174,3 +174,20 @@ pub fn ensure(cond: bool, msg: impl FnOnce() -> String) -> Result<(), Failed> {
 /// Lengths worth testing for a 1-D kernel with blocks of 256: 1, below and
 /// above one block, not a multiple of the block, and large.
 pub const AWKWARD_LENGTHS: &[usize] = &[1, 2, 31, 255, 256, 257, 1000, 65_537, (1 << 20) + 3];
+
+/// What a test does when something it needs from the set-up is missing (a
+/// tool, a library, a source file): ignored with `reason` on a developer's
+/// machine, but a failure naming it where the run must be complete: in CI
+/// (`CI=true`, where `scripts/setup.sh` installs every prerequisite) and in
+/// the packed GPU run (`CUDA_KERNELS_REQUIRE_GPU=1`).
+pub fn missing_prerequisite(reason: impl Into<String>) -> Result<Completion, Failed> {
+    let reason = reason.into();
+    let strict = if std::env::var("CI").is_ok_and(|v| v == "true" || v == "1") {
+        "CI"
+    } else if gpu_required() {
+        REQUIRE_GPU
+    } else {
+        return Ok(Completion::ignored_with(reason));
+    };
+    Err(format!("{reason} (a failure, not ignored, because {strict} is set)").into())
+}

@@ -46,6 +46,7 @@ pub fn trials() -> Vec<Trial> {
         gpu!(bad_ptx_is_a_typed_error),
         gpu!(shared_array_block_reverse),
         gpu!(device_fault_is_reported_with_location),
+        gpu!(embedded_cubin_is_loaded_on_its_architecture),
         gpu!(multiply_agrees_with_cpu),
         gpu!(vector_sum_i32_agrees_with_cpu),
         cpu!(launch_helper_refusals),
@@ -53,6 +54,33 @@ pub fn trials() -> Vec<Trial> {
         gpu!(refusals),
         gpu!(module_refusals),
     ]
+}
+
+/// Issue 14: on a device an embedded cubin runs on (sm_80 and sm_90 builds
+/// with ptxas), `cuda_kernels::gpu()` loads it, not the PTX.
+fn embedded_cubin_is_loaded_on_its_architecture(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::cust::device::DeviceAttribute::{
+        ComputeCapabilityMajor, ComputeCapabilityMinor,
+    };
+    let cc = |a| gpu.device().get_attribute(a).map(|v| v.max(0) as u32);
+    let (major, minor) = (cc(ComputeCapabilityMajor)?, cc(ComputeCapabilityMinor)?);
+    let image = gpu.image();
+    eprintln!("sm_{major}{minor}: {image}");
+    match cuda_kernels::image::pick_cubin(cuda_kernels::CUBINS, major, minor) {
+        Some(c) => ensure(
+            *image == cuda_kernels::LoadedImage::Cubin { sm: c.sm },
+            || {
+                format!(
+                    "the sm_{} cubin matches sm_{major}{minor}, but {image} was loaded",
+                    c.sm
+                )
+            },
+        ),
+        None => ensure(
+            matches!(image, cuda_kernels::LoadedImage::Ptx { .. }),
+            || format!("no cubin matches sm_{major}{minor}, yet {image} was loaded"),
+        ),
+    }
 }
 
 /// The child processes some tests start (this binary again, with a

@@ -296,7 +296,7 @@ fn manual_context_round_trip(_gpu: &Gpu) -> Result<(), Failed> {
 
 fn ten_threads_with_own_contexts(_gpu: &Gpu) -> Result<(), Failed> {
     let inputs = randn_arrays(10, 1 << 20, 11);
-    let outputs = threads_mult_ker(cuda_kernels::PTX, &inputs).map_err(fail)?;
+    let outputs = threads_mult_ker(cuda_kernels::IMAGES, &inputs).map_err(fail)?;
     ensure(outputs.len() == 10, || "ten results".into())?;
     for (k, (o, i)) in outputs.iter().zip(&inputs).enumerate() {
         ensure(check_mult_ker_output(i, o).is_none(), || {

@@ -39,7 +39,7 @@ impl PrintfArgs {
 
     #[inline(always)]
     fn push_bytes<const W: usize>(&mut self, value: [u8; W]) {
-        let start = (self.len + W - 1) / W * W;
+        let start = self.len.div_ceil(W) * W;
         if start + W <= self.bytes.len() {
             self.bytes[start..start + W].copy_from_slice(&value);
             self.len = start + W;

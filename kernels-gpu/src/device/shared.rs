@@ -20,7 +20,7 @@
 //! size must be a constant.
 //!
 //! Dynamic shared memory, sized by the launch's shared-memory bytes, is
-//! [`dynamic_shared`].
+//! [`dynamic_shared_address`].
 use core::arch::{asm, global_asm};
 use core::marker::PhantomData;
 
@@ -79,7 +79,7 @@ impl<T: SharedScalar, const N: usize> SharedArray<T, N> {
     ///
     /// # Safety
     /// `base` is the shared-window address of at least `N` aligned `T`s that
-    /// live for the whole kernel (what [`shared_array!`] declares).
+    /// live for the whole kernel (what [`shared_array!`](crate::shared_array) declares).
     #[inline(always)]
     pub unsafe fn from_shared_address(base: u32) -> Self {
         Self {

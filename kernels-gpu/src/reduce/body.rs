@@ -166,10 +166,10 @@ pub unsafe fn reduce<T: DeviceElement, Op: ReduceOp<T>>(
     while i + (UNROLL - 1) * threads < vectors {
         // All loads first, so that UNROLL of them are in flight at once.
         let mut words = [[0u32; 4]; UNROLL];
-        for u in 0..UNROLL {
+        for (u, word) in words.iter_mut().enumerate() {
             // SAFETY: i + u·threads < vectors (loop condition); the input is
             // read-only during the launch, so the non-coherent cache is valid.
-            words[u] = unsafe { load::load_nc_v4(vecs.add(i + u * threads)) };
+            *word = unsafe { load::load_nc_v4(vecs.add(i + u * threads)) };
         }
         for u in 0..UNROLL {
             accs[u] = Op::combine(accs[u], T::combine_vec::<Op>(words[u]));

@@ -45,7 +45,7 @@ pub unsafe extern "ptx-kernel" fn warp_shuffle_test(
         lane,
         warp::reduce(x, u32::wrapping_add),
         warp::all_reduce(x, u32::wrapping_add),
-        warp::ballot(x % 3 == 0),
+        warp::ballot(x.is_multiple_of(3)),
     ];
     let row64 = [
         warp::shuffle_down(y, 1),

@@ -1,0 +1,156 @@
+//! What a module is loaded from: the PTX, or a cubin assembled from it at
+//! build time for the device's architecture.
+//!
+//! The driver JIT-compiles PTX the first time a process loads it (on an
+//! H100, `cuda_kernels::gpu()` took 1.05–1.5 s with an empty JIT cache,
+//! about 0.2 s once the result is cached in `~/.nv/ComputeCache`); a cubin
+//! for the device's architecture loads with no JIT at all (0.2 s, cache or
+//! not). [`Images`] carries the PTX and the cubins, and
+//! [`Images::load`] picks the cubin that runs on the device (same major
+//! architecture, minor version at most the device's), else the PTX.
+//!
+//! `CUDA_KERNELS_FORCE_PTX=1` in the environment makes every load take the
+//! PTX (to measure the JIT, or to rule out a cubin).
+use std::fmt;
+
+use cust::device::{Device, DeviceAttribute};
+use cust::module::Module;
+
+use crate::error::{CudaResultExt, Result};
+use crate::gpu::load_module;
+
+/// The environment variable that makes [`Images::load`] take the PTX even
+/// when a cubin matches.
+pub const FORCE_PTX_VAR: &str = "CUDA_KERNELS_FORCE_PTX";
+
+/// Machine code for one GPU architecture, assembled from the PTX by `ptxas`.
+#[derive(Debug, Clone, Copy)]
+pub struct Cubin {
+    /// The architecture as a number: 80 for `sm_80`, 90 for `sm_90`.
+    pub sm: u32,
+    /// The ELF image, as `ptxas` wrote it.
+    pub image: &'static [u8],
+}
+
+/// One module's images: its PTX and the cubins assembled from it.
+#[derive(Debug, Clone, Copy)]
+pub struct Images<'a> {
+    /// The PTX text (loaded, and JIT-compiled by the driver, when no cubin
+    /// matches the device).
+    pub ptx: &'a str,
+    /// Cubins for some architectures (may be empty).
+    pub cubins: &'a [Cubin],
+}
+
+impl<'a> From<&'a str> for Images<'a> {
+    /// PTX alone.
+    fn from(ptx: &'a str) -> Self {
+        Self { ptx, cubins: &[] }
+    }
+}
+
+/// Which image a module was loaded from (see [`crate::Gpu::image`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadedImage {
+    /// The cubin for `sm` (no JIT compilation).
+    Cubin {
+        /// The cubin's architecture (80 for `sm_80`).
+        sm: u32,
+    },
+    /// The PTX, JIT-compiled by the driver.
+    Ptx {
+        /// Why no cubin was loaded.
+        reason: String,
+    },
+}
+
+impl fmt::Display for LoadedImage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Cubin { sm } => write!(f, "cubin sm_{sm}"),
+            Self::Ptx { reason } => write!(f, "PTX, JIT-compiled ({reason})"),
+        }
+    }
+}
+
+/// The cubin of `cubins` that runs on a device of compute capability
+/// `major.minor`: the same major architecture and the highest minor version
+/// not above the device's (an sm_80 cubin runs on 8.0, 8.6 and 8.9; an sm_90
+/// one on 9.0 only). `None` when none does.
+pub fn pick_cubin(cubins: &[Cubin], major: u32, minor: u32) -> Option<&Cubin> {
+    cubins
+        .iter()
+        .filter(|c| c.sm / 10 == major && c.sm % 10 <= minor)
+        .max_by_key(|c| c.sm)
+}
+
+impl<'a> Images<'a> {
+    /// The cubin to load on `device`, or why the PTX must be loaded instead
+    /// (no cubins, none for this architecture, or [`FORCE_PTX_VAR`] set).
+    pub fn matching_cubin(&self, device: Device) -> Result<std::result::Result<&'a Cubin, String>> {
+        if self.cubins.is_empty() {
+            return Ok(Err("no cubins embedded".into()));
+        }
+        if std::env::var_os(FORCE_PTX_VAR).is_some_and(|v| !v.is_empty() && v != "0") {
+            return Ok(Err(format!("{FORCE_PTX_VAR} is set")));
+        }
+        let attribute = |a| {
+            device
+                .get_attribute(a)
+                .during("module", "cuDeviceGetAttribute (compute capability)")
+        };
+        let major = attribute(DeviceAttribute::ComputeCapabilityMajor)?;
+        let minor = attribute(DeviceAttribute::ComputeCapabilityMinor)?;
+        let (major, minor) = (major.max(0) as u32, minor.max(0) as u32);
+        Ok(pick_cubin(self.cubins, major, minor).ok_or_else(|| {
+            let have: Vec<_> = self.cubins.iter().map(|c| format!("sm_{}", c.sm)).collect();
+            format!(
+                "no cubin for sm_{major}{minor} (embedded: {})",
+                have.join(", ")
+            )
+        }))
+    }
+
+    /// Loads the module into the current context: the matching cubin, else
+    /// the PTX (also when the driver refuses the cubin, with its reason).
+    pub fn load(&self, device: Device) -> Result<(Module, LoadedImage)> {
+        let reason = match self.matching_cubin(device)? {
+            Ok(cubin) => match Module::from_cubin(cubin.image, &[]) {
+                Ok(module) => return Ok((module, LoadedImage::Cubin { sm: cubin.sm })),
+                Err(e) => format!("the driver refused the sm_{} cubin: {e}", cubin.sm),
+            },
+            Err(reason) => reason,
+        };
+        Ok((load_module(self.ptx)?, LoadedImage::Ptx { reason }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cubin_runs_on_its_major_architecture_from_its_minor_up() {
+        let cubins = [Cubin { sm: 80, image: &[] }, Cubin { sm: 90, image: &[] }];
+        let sm = |major, minor| pick_cubin(&cubins, major, minor).map(|c| c.sm);
+        assert_eq!(sm(8, 0), Some(80));
+        assert_eq!(sm(8, 6), Some(80));
+        assert_eq!(sm(8, 9), Some(80));
+        assert_eq!(sm(9, 0), Some(90));
+        assert_eq!(sm(7, 5), None);
+        assert_eq!(sm(10, 0), None);
+        assert_eq!(sm(12, 0), None);
+        let only_86 = [Cubin { sm: 86, image: &[] }];
+        assert_eq!(pick_cubin(&only_86, 8, 0).map(|c| c.sm), None);
+        assert_eq!(pick_cubin(&only_86, 8, 9).map(|c| c.sm), Some(86));
+    }
+
+    #[test]
+    fn loaded_image_says_which() {
+        assert_eq!(LoadedImage::Cubin { sm: 90 }.to_string(), "cubin sm_90");
+        let ptx = LoadedImage::Ptx {
+            reason: "no cubins embedded".into(),
+        };
+        assert_eq!(ptx.to_string(), "PTX, JIT-compiled (no cubins embedded)");
+    }
+}
