@@ -17,7 +17,7 @@
 //! every call).
 #![allow(dead_code)]
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use cuda_kernels::{Error, Gpu};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
@@ -102,6 +102,11 @@ pub fn under_sanitizer() -> bool {
     std::env::var_os("CUDA_KERNELS_SANITIZE").is_some()
 }
 
+/// Held shared by every GPU trial, and exclusively by the trials that
+/// measure the whole device (its free memory, say), which therefore run while
+/// no other GPU trial of the binary does.
+static WHOLE_DEVICE: RwLock<()> = RwLock::new(());
+
 /// A test that needs the GPU and decides its own completion (it may be
 /// ignored for another reason, say too little GPU memory). Without a usable
 /// GPU: see [`NoGpu::verdict`]. The GPU's context is current on the trial's
@@ -110,12 +115,37 @@ pub fn gpu_trial(
     name: impl Into<String>,
     body: impl FnOnce(&Gpu) -> Result<Completion, Failed> + Send + 'static,
 ) -> Trial {
-    let name = name.into();
+    device_trial(name.into(), false, body)
+}
+
+/// A GPU test that runs while no other GPU trial runs (see [`WHOLE_DEVICE`]).
+pub fn exclusive_gpu_test(name: impl Into<String>, body: fn(&Gpu) -> Result<(), Failed>) -> Trial {
+    device_trial(name.into(), true, move |gpu| {
+        body(gpu).map(|()| Completion::Completed)
+    })
+}
+
+fn device_trial(
+    name: String,
+    exclusive: bool,
+    body: impl FnOnce(&Gpu) -> Result<Completion, Failed> + Send + 'static,
+) -> Trial {
     let label = name.clone();
     Trial::ignorable_test(name, move || match shared_gpu() {
         // Each trial runs on its own thread: make the context current there, so
         // that tests calling `cust` directly (buffers, streams) have one.
         Ok(gpu) => {
+            let (_shared, _exclusive) = if exclusive {
+                (
+                    None,
+                    Some(WHOLE_DEVICE.write().unwrap_or_else(|e| e.into_inner())),
+                )
+            } else {
+                (
+                    Some(WHOLE_DEVICE.read().unwrap_or_else(|e| e.into_inner())),
+                    None,
+                )
+            };
             gpu.bind().map_err(fail)?;
             body(&gpu)
         }

@@ -28,7 +28,8 @@ use crate::common::{AWKWARD_LENGTHS, ensure, fail};
 use crate::support::cases::{Cases, Want, equal, kernel_less, m, require};
 use crate::support::props::{Draw, all_same, brief, case_err, check};
 use crate::support::{
-    PTX_GARBAGE, PTX_WITHOUT_KERNEL, TempFile, huge1, huge2, huged, missing_path, truncated_ptx,
+    PTX_GARBAGE, PTX_WITHOUT_KERNEL, TempFile, huge1, huge2, huged, missing_path, rerun_self,
+    truncated_ptx,
 };
 
 const HELLO_CHILD: &str = "CUDA_KERNELS_TEST_HELLO_CHILD";
@@ -163,11 +164,7 @@ fn vector_sum_i32_matches_cpu(gpu: &Gpu) -> Result<(), Failed> {
 }
 
 fn hello_prints_three_lines(_gpu: &Gpu) -> Result<(), Failed> {
-    let exe = std::env::current_exe().map_err(fail)?;
-    let out = std::process::Command::new(exe)
-        .env(HELLO_CHILD, "1")
-        .output()
-        .map_err(fail)?;
+    let out = rerun_self(HELLO_CHILD)?;
     ensure(out.status.success(), || {
         format!("child failed: {}", String::from_utf8_lossy(&out.stderr))
     })?;
@@ -232,11 +229,7 @@ fn fault_child() -> ExitCode {
 }
 
 fn device_fault_is_reported_with_location(_gpu: &Gpu) -> Result<(), Failed> {
-    let exe = std::env::current_exe().map_err(fail)?;
-    let out = std::process::Command::new(exe)
-        .env(FAULT_CHILD, "1")
-        .output()
-        .map_err(fail)?;
+    let out = rerun_self(FAULT_CHILD)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     ensure(out.status.success(), || {
         format!("child: {stdout} {}", String::from_utf8_lossy(&out.stderr))

@@ -146,10 +146,11 @@ fn mult_ker_matches_cpu_for_any_length(gpu: &Gpu) -> Result<(), Failed> {
     )?;
     ensure(
         want[..9] == edge.as_slice().ok_or("contiguous")?[..9]
-            && want[9..13]
+            && want[9..14]
                 == [
                     f32::INFINITY,
                     f32::NEG_INFINITY,
+                    f32::INFINITY,
                     f32::INFINITY,
                     f32::NEG_INFINITY,
                 ][..],

@@ -10,14 +10,17 @@ use cuda_kernels::ndarray::Array1;
 use cuda_kernels::{CudaResultExt, Gpu, Result};
 use libtest_mimic::{Failed, Trial};
 
-use crate::common::{ensure, fail};
+use crate::common::{ensure, exclusive_gpu_test, fail};
 
 const THREADS: usize = 16;
 const LAUNCHES: usize = 1000;
 
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
-    vec![gpu!(threads_x_launches_no_error_no_leak)]
+    vec![exclusive_gpu_test(
+        crate::test_name(module_path!(), "threads_x_launches_no_error_no_leak"),
+        threads_x_launches_no_error_no_leak,
+    )]
 }
 
 fn worker(gpu: &Gpu, id: usize) -> Result<()> {
@@ -81,7 +84,9 @@ fn all_threads(gpu: &Gpu) -> Result<(), Failed> {
 
 /// The first 16-thread pass is a warm-up: the driver keeps some memory for
 /// threads and streams it has seen (6 MiB after the first pass on the H100),
-/// so the leak check compares free memory around the second pass.
+/// so the leak check compares free memory around the second pass. The free
+/// memory is the whole device's, so this trial runs alone
+/// ([`exclusive_gpu_test`]).
 fn threads_x_launches_no_error_no_leak(gpu: &Gpu) -> Result<(), Failed> {
     all_threads(gpu)?;
     gpu.bind().map_err(fail)?;

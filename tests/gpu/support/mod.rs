@@ -173,6 +173,18 @@ pub const PTX_WITHOUT_KERNEL: &str = ".version 6.0\n.target sm_70\n.address_size
 pub const PTX_GARBAGE: &str =
     ".version 6.0\n.target sm_70\n.address_size 64\n\nthis is not ptx at all {";
 
+/// Runs this test binary again with `var=1` set and returns what it did: for
+/// tests that need a process of their own (device printf on stdout, a fault
+/// that ruins the context, a leak check that no other trial may disturb).
+/// `main` dispatches on the variable before any trial starts.
+pub fn rerun_self(var: &str) -> Result<std::process::Output, Failed> {
+    let exe = std::env::current_exe().map_err(|e| Failed::from(e.to_string()))?;
+    std::process::Command::new(exe)
+        .env(var, "1")
+        .output()
+        .map_err(|e| Failed::from(format!("re-running the test binary: {e}")))
+}
+
 /// The crate's PTX cut right after the opening brace of the first kernel
 /// body: the braces do not balance, whatever the PTX holds.
 pub fn truncated_ptx() -> String {
