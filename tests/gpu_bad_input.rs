@@ -2384,19 +2384,14 @@ fn streams_lanes(gpu: &Gpu) -> Result<(), Failed> {
     }
     let mut d0 = DeviceBuffer::<f32>::from_slice(&[]).map_err(common::fail)?;
     let mut d1 = DeviceBuffer::from_slice(&[2.5f32]).map_err(common::fail)?;
-    // SAFETY (both): refused before any launch; were either launched, its buffer
-    // outlives the synchronization of the one-element case below.
-    t.refuse(
-        "mult_ker_on_device: empty buffer",
-        Want::Invalid(k),
-        || unsafe { gpu.mult_ker_on_device(&mut d0, 1, 64) },
-    );
-    t.refuse("mult_ker_on_device: grid 0", Want::Invalid(k), || unsafe {
+    t.refuse("mult_ker_on_device: empty buffer", Want::Invalid(k), || {
+        gpu.mult_ker_on_device(&mut d0, 1, 64)
+    });
+    t.refuse("mult_ker_on_device: grid 0", Want::Invalid(k), || {
         gpu.mult_ker_on_device(&mut d1, 0, 64)
     });
     t.works("mult_ker_on_device: one element", || {
-        // SAFETY: d1 outlives the synchronization right after.
-        let launched = unsafe { gpu.mult_ker_on_device(&mut d1, 1, 64) };
+        let launched = gpu.mult_ker_on_device(&mut d1, 1, 64);
         gpu.synchronize(k).map_err(m)?;
         launched.map_err(m)?;
         let mut out = [0.0f32];

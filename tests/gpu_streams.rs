@@ -42,6 +42,10 @@ fn main() -> ExitCode {
         gpu_test("events_are_ordered", events_are_ordered),
         gpu_test("lane_copies_and_misuse", lane_copies_and_misuse),
         gpu_test(
+            "lane_overlaps_the_legacy_default_stream",
+            lane_overlaps_the_legacy_default_stream,
+        ),
+        gpu_test(
             "life_equals_cpu_after_200_steps",
             life_equals_cpu_after_200_steps,
         ),
@@ -267,6 +271,143 @@ fn lane_copies_and_misuse(gpu: &Gpu) -> Result<(), Failed> {
     lane.download(0).map_err(fail)?;
     drop(lane);
     Ok(())
+}
+
+/// A lane's stream is non-blocking (issue 11, item 8): work queued on a lane
+/// after a long kernel on the legacy default stream (the NULL stream)
+/// finishes while that kernel still runs. The control: the same work on a
+/// blocking stream (`cust`'s `Stream::new`, which drops `NON_BLOCKING`)
+/// waits for the long kernel, so the check can fail.
+fn lane_overlaps_the_legacy_default_stream(gpu: &Gpu) -> Result<(), Failed> {
+    use std::ffi::c_void;
+    use std::time::Instant;
+
+    use cuda_kernels::cust::event::{Event, EventFlags};
+    use cuda_kernels::cust::function::Function;
+    use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
+    use cuda_kernels::cust::stream::{Stream, StreamFlags};
+    use cuda_kernels::cust::sys::{self as cu, CUresult, CUstream};
+
+    /// Queues `mult_ker<<<1, 64>>>` over `buf` on the raw stream `stream`
+    /// (null: the legacy default stream).
+    fn mult_ker_raw(
+        f: &Function,
+        buf: &mut DeviceBuffer<f32>,
+        stream: CUstream,
+    ) -> Result<(), Failed> {
+        let mut ptr = buf.as_device_ptr();
+        let mut len = buf.len();
+        let mut params = [
+            &mut ptr as *mut _ as *mut c_void,
+            &mut len as *mut usize as *mut c_void,
+        ];
+        // SAFETY: mult_ker(array: *mut f32, array_len: usize) over `buf`, which holds
+        // `len` f32 and is dropped only after the caller has synchronized `stream`;
+        // cuLaunchKernel copies the parameter values before it returns.
+        let r = unsafe {
+            cu::cuLaunchKernel(
+                f.to_raw(),
+                1,
+                1,
+                1,
+                64,
+                1,
+                1,
+                0,
+                stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        ensure(r == CUresult::CUDA_SUCCESS, || {
+            format!("cuLaunchKernel: {r:?}")
+        })
+    }
+    let legacy: CUstream = std::ptr::null_mut();
+    let legacy_busy = || {
+        // SAFETY: querying the legacy default stream of the current context.
+        unsafe { cu::cuStreamQuery(legacy) == CUresult::CUDA_ERROR_NOT_READY }
+    };
+    let wait_legacy = || {
+        // SAFETY: as above.
+        let r = unsafe { cu::cuStreamSynchronize(legacy) };
+        ensure(r == CUresult::CUDA_SUCCESS, || {
+            format!("cuStreamSynchronize(NULL): {r:?}")
+        })
+    };
+
+    let f = gpu.function("mult_ker").map_err(fail)?;
+    // One block walking 2^23 elements: tens of milliseconds on an H100.
+    let mut long = DeviceBuffer::<f32>::zeroed(1 << 23).map_err(fail)?;
+    let data: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+    let mut lane = Lane::<f32, 1>::from_host(gpu, &data).map_err(fail)?;
+    let flags = lane.stream().get_flags().map_err(fail)?;
+    ensure(flags.contains(StreamFlags::NON_BLOCKING), || {
+        format!("the lane's stream has flags {flags:?}")
+    })?;
+    let blocking = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(fail)?;
+    ensure(
+        !blocking
+            .get_flags()
+            .map_err(fail)?
+            .contains(StreamFlags::NON_BLOCKING),
+        || "cust kept NON_BLOCKING: the control below no longer tests a blocking stream".into(),
+    )?;
+    let mut small = DeviceBuffer::from_slice(&data).map_err(fail)?;
+    let event = || Event::new(EventFlags::DEFAULT).map_err(fail);
+    let (start, end, lane_done, blocking_done) = (event()?, event()?, event()?, event()?);
+
+    // The long kernel alone, timed by events on the blocking stream.
+    start.record(&blocking).map_err(fail)?;
+    mult_ker_raw(&f, &mut long, blocking.as_inner())?;
+    end.record(&blocking).map_err(fail)?;
+    end.synchronize().map_err(fail)?;
+    let kernel_ms = end.elapsed_time_f32(&start).map_err(fail)? as f64;
+
+    // The lane: copy in, mult_ker, copy out, queued after the long kernel.
+    let t = Instant::now();
+    mult_ker_raw(&f, &mut long, legacy)?;
+    lane.upload(0).map_err(fail)?;
+    lane.mult_ker(0, 1, 64).map_err(fail)?;
+    lane.download(0).map_err(fail)?;
+    lane.record(&lane_done).map_err(fail)?;
+    lane_done.synchronize().map_err(fail)?;
+    let lane_ms = t.elapsed().as_secs_f64() * 1e3;
+    let busy_after_lane = legacy_busy();
+    wait_legacy()?;
+    ensure(lane.host().map_err(fail)? == &data[..], || {
+        "the lane's data changed".into()
+    })?;
+
+    // The control: the same kernel on the blocking stream waits for the long one.
+    let t = Instant::now();
+    mult_ker_raw(&f, &mut long, legacy)?;
+    mult_ker_raw(&f, &mut small, blocking.as_inner())?;
+    blocking_done.record(&blocking).map_err(fail)?;
+    blocking_done.synchronize().map_err(fail)?;
+    let blocking_ms = t.elapsed().as_secs_f64() * 1e3;
+    wait_legacy()?;
+    let mut back = vec![0.0f32; data.len()];
+    small.copy_to(&mut back[..]).map_err(fail)?;
+    ensure(back == data, || "the control's data changed".into())?;
+
+    eprintln!(
+        "legacy-stream kernel {kernel_ms:.2} ms; lane work done after {lane_ms:.3} ms \
+         (legacy stream still busy: {busy_after_lane}); blocking-stream work done after \
+         {blocking_ms:.2} ms"
+    );
+    ensure(busy_after_lane && lane_ms < kernel_ms / 2.0, || {
+        format!(
+            "the lane waited for the legacy default stream: its work was done after \
+             {lane_ms:.3} ms, the legacy kernel takes {kernel_ms:.2} ms (busy: {busy_after_lane})"
+        )
+    })?;
+    ensure(blocking_ms >= 0.9 * kernel_ms, || {
+        format!(
+            "control: work on a blocking stream was done after {blocking_ms:.2} ms, before the \
+             {kernel_ms:.2} ms legacy kernel ended: the test cannot tell the two apart"
+        )
+    })
 }
 
 fn starts(sims: usize, n: usize, seed: u64) -> Vec<Array2<i32>> {
