@@ -275,21 +275,59 @@ fn lane_copies_and_misuse(gpu: &Gpu) -> Result<(), Failed> {
 
 /// A lane's stream is non-blocking (issue 11, item 8): work queued on a lane
 /// after a long kernel on the legacy default stream (the NULL stream)
-/// finishes while that kernel still runs. The control: the same work on a
-/// blocking stream (`cust`'s `Stream::new`, which drops `NON_BLOCKING`)
-/// waits for the long kernel, so the check can fail.
+/// finishes, on the GPU's clock, before that kernel does. The control: the
+/// same kind of work on a blocking stream (`cust`'s `Stream::new`, which drops
+/// `NON_BLOCKING`) finishes after it, so the check can fail. Timed with
+/// events on the GPU, so other tests running beside this one can delay the
+/// lane (by far less than the long kernel) but cannot make it pass.
 fn lane_overlaps_the_legacy_default_stream(gpu: &Gpu) -> Result<(), Failed> {
     use std::ffi::c_void;
-    use std::time::Instant;
 
-    use cuda_kernels::cust::event::{Event, EventFlags};
     use cuda_kernels::cust::function::Function;
     use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
     use cuda_kernels::cust::stream::{Stream, StreamFlags};
-    use cuda_kernels::cust::sys::{self as cu, CUresult, CUstream};
+    use cuda_kernels::cust::sys::{self as cu, CUevent, CUresult, CUstream};
 
-    /// Queues `mult_ker<<<1, 64>>>` over `buf` on the raw stream `stream`
-    /// (null: the legacy default stream).
+    fn check(r: CUresult, what: &str) -> Result<(), Failed> {
+        ensure(r == CUresult::CUDA_SUCCESS, || format!("{what}: {r:?}"))
+    }
+    /// A raw event (cust's `Event` cannot be recorded on the NULL stream).
+    struct RawEvent(CUevent);
+    impl RawEvent {
+        fn new() -> Result<Self, Failed> {
+            let mut e: CUevent = std::ptr::null_mut();
+            // SAFETY: `e` is a valid place for the new handle.
+            check(unsafe { cu::cuEventCreate(&mut e, 0) }, "cuEventCreate")?;
+            Ok(Self(e))
+        }
+        fn record(&self, stream: CUstream) -> Result<(), Failed> {
+            // SAFETY: a live event and a live stream (or NULL) of the current context.
+            check(
+                unsafe { cu::cuEventRecord(self.0, stream) },
+                "cuEventRecord",
+            )
+        }
+        /// Milliseconds from `start` to this event, after waiting for it.
+        fn ms_since(&self, start: &RawEvent) -> Result<f64, Failed> {
+            let mut ms = 0.0f32;
+            // SAFETY: live events, both recorded.
+            unsafe {
+                check(cu::cuEventSynchronize(self.0), "cuEventSynchronize")?;
+                check(
+                    cu::cuEventElapsedTime(&mut ms, start.0, self.0),
+                    "cuEventElapsedTime",
+                )?;
+            }
+            Ok(ms as f64)
+        }
+    }
+    impl Drop for RawEvent {
+        fn drop(&mut self) {
+            // SAFETY: created by cuEventCreate, destroyed once (pending is allowed).
+            unsafe { cu::cuEventDestroy_v2(self.0) };
+        }
+    }
+    /// Queues `mult_ker<<<1, 64>>>` over `buf` on the raw stream `stream`.
     fn mult_ker_raw(
         f: &Function,
         buf: &mut DeviceBuffer<f32>,
@@ -302,7 +340,7 @@ fn lane_overlaps_the_legacy_default_stream(gpu: &Gpu) -> Result<(), Failed> {
             &mut len as *mut usize as *mut c_void,
         ];
         // SAFETY: mult_ker(array: *mut f32, array_len: usize) over `buf`, which holds
-        // `len` f32 and is dropped only after the caller has synchronized `stream`;
+        // `len` f32 and is dropped only after the context is synchronized below;
         // cuLaunchKernel copies the parameter values before it returns.
         let r = unsafe {
             cu::cuLaunchKernel(
@@ -319,26 +357,13 @@ fn lane_overlaps_the_legacy_default_stream(gpu: &Gpu) -> Result<(), Failed> {
                 std::ptr::null_mut(),
             )
         };
-        ensure(r == CUresult::CUDA_SUCCESS, || {
-            format!("cuLaunchKernel: {r:?}")
-        })
+        check(r, "cuLaunchKernel")
     }
-    let legacy: CUstream = std::ptr::null_mut();
-    let legacy_busy = || {
-        // SAFETY: querying the legacy default stream of the current context.
-        unsafe { cu::cuStreamQuery(legacy) == CUresult::CUDA_ERROR_NOT_READY }
-    };
-    let wait_legacy = || {
-        // SAFETY: as above.
-        let r = unsafe { cu::cuStreamSynchronize(legacy) };
-        ensure(r == CUresult::CUDA_SUCCESS, || {
-            format!("cuStreamSynchronize(NULL): {r:?}")
-        })
-    };
 
+    let legacy: CUstream = std::ptr::null_mut();
     let f = gpu.function("mult_ker").map_err(fail)?;
-    // One block walking 2^23 elements: tens of milliseconds on an H100.
-    let mut long = DeviceBuffer::<f32>::zeroed(1 << 23).map_err(fail)?;
+    // One block walking 2^24 elements: about 100 ms on an H100.
+    let mut long = DeviceBuffer::<f32>::zeroed(1 << 24).map_err(fail)?;
     let data: Vec<f32> = (0..1000).map(|i| i as f32).collect();
     let mut lane = Lane::<f32, 1>::from_host(gpu, &data).map_err(fail)?;
     let flags = lane.stream().get_flags().map_err(fail)?;
@@ -351,61 +376,49 @@ fn lane_overlaps_the_legacy_default_stream(gpu: &Gpu) -> Result<(), Failed> {
             .get_flags()
             .map_err(fail)?
             .contains(StreamFlags::NON_BLOCKING),
-        || "cust kept NON_BLOCKING: the control below no longer tests a blocking stream".into(),
+        || "cust kept NON_BLOCKING: the control no longer tests a blocking stream".into(),
     )?;
     let mut small = DeviceBuffer::from_slice(&data).map_err(fail)?;
-    let event = || Event::new(EventFlags::DEFAULT).map_err(fail);
-    let (start, end, lane_done, blocking_done) = (event()?, event()?, event()?, event()?);
+    let (begin, legacy_end) = (RawEvent::new()?, RawEvent::new()?);
+    let (lane_end, blocking_end) = (RawEvent::new()?, RawEvent::new()?);
 
-    // The long kernel alone, timed by events on the blocking stream.
-    start.record(&blocking).map_err(fail)?;
-    mult_ker_raw(&f, &mut long, blocking.as_inner())?;
-    end.record(&blocking).map_err(fail)?;
-    end.synchronize().map_err(fail)?;
-    let kernel_ms = end.elapsed_time_f32(&start).map_err(fail)? as f64;
-
-    // The lane: copy in, mult_ker, copy out, queued after the long kernel.
-    let t = Instant::now();
+    // The long kernel on the legacy stream, then the lane's copy in, mult_ker
+    // and copy out, then a short kernel on the blocking stream.
+    begin.record(legacy)?;
     mult_ker_raw(&f, &mut long, legacy)?;
+    legacy_end.record(legacy)?;
     lane.upload(0).map_err(fail)?;
     lane.mult_ker(0, 1, 64).map_err(fail)?;
     lane.download(0).map_err(fail)?;
-    lane.record(&lane_done).map_err(fail)?;
-    lane_done.synchronize().map_err(fail)?;
-    let lane_ms = t.elapsed().as_secs_f64() * 1e3;
-    let busy_after_lane = legacy_busy();
-    wait_legacy()?;
+    lane_end.record(lane.stream().as_inner())?;
+    mult_ker_raw(&f, &mut small, blocking.as_inner())?;
+    blocking_end.record(blocking.as_inner())?;
+
+    let legacy_ms = legacy_end.ms_since(&begin)?;
+    let lane_ms = lane_end.ms_since(&begin)?;
+    let blocking_ms = blocking_end.ms_since(&begin)?;
+    // SAFETY: waits for all work of the current context (the long kernel included).
+    check(unsafe { cu::cuCtxSynchronize() }, "cuCtxSynchronize")?;
     ensure(lane.host().map_err(fail)? == &data[..], || {
         "the lane's data changed".into()
     })?;
-
-    // The control: the same kernel on the blocking stream waits for the long one.
-    let t = Instant::now();
-    mult_ker_raw(&f, &mut long, legacy)?;
-    mult_ker_raw(&f, &mut small, blocking.as_inner())?;
-    blocking_done.record(&blocking).map_err(fail)?;
-    blocking_done.synchronize().map_err(fail)?;
-    let blocking_ms = t.elapsed().as_secs_f64() * 1e3;
-    wait_legacy()?;
     let mut back = vec![0.0f32; data.len()];
     small.copy_to(&mut back[..]).map_err(fail)?;
     ensure(back == data, || "the control's data changed".into())?;
-
     eprintln!(
-        "legacy-stream kernel {kernel_ms:.2} ms; lane work done after {lane_ms:.3} ms \
-         (legacy stream still busy: {busy_after_lane}); blocking-stream work done after \
-         {blocking_ms:.2} ms"
+        "from the legacy-stream kernel's start: it ends at {legacy_ms:.2} ms, the lane's work \
+         at {lane_ms:.3} ms, the blocking stream's at {blocking_ms:.2} ms"
     );
-    ensure(busy_after_lane && lane_ms < kernel_ms / 2.0, || {
+    ensure(lane_ms < legacy_ms, || {
         format!(
-            "the lane waited for the legacy default stream: its work was done after \
-             {lane_ms:.3} ms, the legacy kernel takes {kernel_ms:.2} ms (busy: {busy_after_lane})"
+            "the lane waited for the legacy default stream: its work ended at {lane_ms:.3} ms, \
+             the legacy kernel at {legacy_ms:.2} ms"
         )
     })?;
-    ensure(blocking_ms >= 0.9 * kernel_ms, || {
+    ensure(blocking_ms >= legacy_ms, || {
         format!(
-            "control: work on a blocking stream was done after {blocking_ms:.2} ms, before the \
-             {kernel_ms:.2} ms legacy kernel ended: the test cannot tell the two apart"
+            "control: work on a blocking stream ended at {blocking_ms:.2} ms, before the legacy \
+             kernel ({legacy_ms:.2} ms): the test cannot tell the two apart"
         )
     })
 }

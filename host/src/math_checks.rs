@@ -23,10 +23,14 @@
 //!   only matter for a value that close to a rounding boundary). The error is
 //!   what CUDA's tables state: ulps between the GPU's result and the
 //!   correctly rounded one. Allowed: exactly the documented bound.
-//! - **f64**: libm's f64 result is not correctly rounded (musl documents its
-//!   functions within 1 ulp; `rsqrt` is `1 / sqrt`, two roundings). The error
-//!   is measured against it, and the allowed error is the documented bound
-//!   + 1, the reference's own error.
+//! - **f64**: libm's f64 result is not correctly rounded, and musl states no
+//!   bounds; re-evaluated with 100-digit arithmetic (mpmath) at the worst
+//!   cases of the H100 run, it was up to 2 ulps off (`tanh` at
+//!   −0.2283048414290122, `erfc` at 23.007472542292124), and `rsqrt` is
+//!   `1 / sqrt`, two roundings. The error is measured against it, and the
+//!   allowed error is the documented bound + 2, the reference's own error.
+//!   (A wrong kernel is off by far more; the published table gives, next to
+//!   each measured value, the GPU's true error at that argument.)
 //!
 //! NaN against NaN is no error; NaN against a number is an unbounded one.
 //! +0 and −0 count as equal. Infinity is the value after the largest finite
@@ -191,7 +195,7 @@ impl MathFloat for f32 {
 impl MathFloat for f64 {
     const NAME: &'static str = "f64";
     const ENTRY: &'static str = "math_f64_test";
-    const REFERENCE_SLACK: u32 = 1;
+    const REFERENCE_SLACK: u32 = 2;
     fn documented_ulp(info: &MathFnInfo) -> u32 {
         info.max_ulp_f64
     }
@@ -358,7 +362,7 @@ pub struct MathAccuracy {
     /// CUDA's documented maximum error, in ulps.
     pub documented_ulp: u32,
     /// What the check allows: the documented bound plus the reference's own
-    /// error (0 for f32, 1 for f64).
+    /// error (0 for f32, 2 for f64).
     pub allowed_ulp: u32,
     /// The largest error seen (`u64::MAX`: a NaN where a number was due, or
     /// the reverse).
@@ -596,7 +600,7 @@ mod tests {
             function: MathFn::Erfc,
             ty: "f64",
             documented_ulp: 5,
-            allowed_ulp: 6,
+            allowed_ulp: 7,
             worst_ulp: 3,
             worst_case: None,
             arguments: 1,
