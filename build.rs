@@ -55,6 +55,7 @@ fn main() {
             "",
         );
     }
+    let libdevice = libdevice(&root);
     let target_dir = kernel_target_dir(&out_dir);
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
 
@@ -66,7 +67,11 @@ fn main() {
         .arg("--target-dir")
         .arg(&target_dir)
         .env("RUSTC_BOOTSTRAP", "1")
-        .env("CARGO_ENCODED_RUSTFLAGS", format!("-Ctarget-cpu={arch}"))
+        // libdevice goes to the bitcode linker, which keeps only what the kernels call.
+        .env(
+            "CARGO_ENCODED_RUSTFLAGS",
+            format!("-Ctarget-cpu={arch}\x1f-Clink-arg={}", libdevice.display()),
+        )
         // The workspace's release profile is the host's; the kernels get their own.
         .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "3")
         .env("CARGO_PROFILE_RELEASE_LTO", "fat")
@@ -224,6 +229,30 @@ fn embed_cubins(root: &Path, out_dir: &Path, ptx_file: &Path, arch: &str) {
     // An expression of type `&'static [Cubin]`.
     let code = format!("&[\n{}\n]\n", entries.join("\n"));
     std::fs::write(out_dir.join("cubins.rs"), code).expect("OUT_DIR is writable");
+}
+
+/// NVIDIA's libdevice (`libdevice.10.bc`), linked into the kernels for
+/// `device::math`: `$CUDA_KERNELS_LIBDEVICE`, else the copy in the
+/// `nvidia-cuda-nvcc-cu12` wheel that `scripts/setup.sh` installs in `.tools`.
+fn libdevice(root: &Path) -> PathBuf {
+    println!("cargo::rerun-if-env-changed=CUDA_KERNELS_LIBDEVICE");
+    let path = env::var_os("CUDA_KERNELS_LIBDEVICE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            root.join(".tools/ptxas/nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc")
+        });
+    if !path.is_file() {
+        fail(
+            &format!(
+                "no libdevice at {} (set CUDA_KERNELS_LIBDEVICE to a libdevice.10.bc, found in \
+                 CUDA's nvvm/libdevice/)",
+                path.display()
+            ),
+            "",
+        );
+    }
+    println!("cargo::rerun-if-changed={}", path.display());
+    path
 }
 
 /// `<target>/nvptx-kernels`, found from OUT_DIR (`<target>/[<triple>/]<profile>/build/<pkg>/out`),

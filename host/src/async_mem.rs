@@ -48,19 +48,70 @@
 //!
 //! Events ([`Lane::record`]) need no such care: they own no user memory, and
 //! destroying an event that is still pending is allowed by CUDA.
+//!
+//! # Non-blocking, for real
+//! `cust` 0.3.2's `Stream::new` silently removes `StreamFlags::NON_BLOCKING`
+//! (its `src/stream.rs`, line 94, citing Rust-CUDA issue 15), so a stream made
+//! with it is *blocking*: its work waits for everything queued earlier on the
+//! legacy default stream (`cust`'s synchronous copies, and any other library
+//! in the process that uses the NULL stream), and vice versa. Lanes create
+//! their stream with [`non_blocking_stream`] instead, which passes
+//! `CU_STREAM_NON_BLOCKING` to `cuStreamCreate` itself. The soundness argument
+//! above never relied on that ordering: only the lane's own stream touches the
+//! lane's memory.
 use std::mem::ManuallyDrop;
 
+use cust::error::CudaResult;
 use cust::event::Event;
 use cust::memory::bytemuck::Zeroable;
 use cust::memory::{
     AsyncCopyDestination, DeviceBuffer, DeviceCopy, DevicePointer, DeviceSlice, LockedBuffer,
 };
-use cust::stream::{Stream, StreamFlags};
+use cust::stream::Stream;
+use cust::sys::{self as cu, CUresult, CUstream, CUstream_flags};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
+use crate::mandelbrot::driver_api::cuda_error;
 
 const K: &str = "lane";
+
+/// A new stream, in the current context, that is *not* ordered with the
+/// legacy default stream (`cuStreamCreate` with `CU_STREAM_NON_BLOCKING`),
+/// returned as a `cust` [`Stream`] so that everything `cust` does with
+/// streams (`launch!`, events, asynchronous copies, `Drop` →
+/// `cuStreamDestroy`) works on it.
+///
+/// Why not `Stream::new(StreamFlags::NON_BLOCKING, None)`: `cust` 0.3.2
+/// removes that flag (see the [module docs](self#non-blocking-for-real)).
+/// It also has no constructor from a raw handle, so the handle is moved into
+/// a `Stream` by value: `Stream` is a struct whose only field is the
+/// `CUstream` handle, which `transmute` checks by size at compile time and
+/// this function checks by value at run time ([`Stream::as_inner`] must give
+/// the handle back) before the stream is used.
+pub fn non_blocking_stream() -> CudaResult<Stream> {
+    let mut raw: CUstream = std::ptr::null_mut();
+    // SAFETY: `raw` is a valid place for the new handle; the flag is one the
+    // driver documents for cuStreamCreate.
+    let r = unsafe { cu::cuStreamCreate(&mut raw, CUstream_flags::CU_STREAM_NON_BLOCKING as u32) };
+    if r != CUresult::CUDA_SUCCESS {
+        return Err(cuda_error(r));
+    }
+    // SAFETY: `Stream` (cust 0.3.2) is `struct Stream { inner: CUstream }`: one
+    // field, of the same size as the struct (transmute refuses to compile
+    // otherwise), so its bytes are the handle's; any pointer value is a valid
+    // `CUstream`, and the Stream now owns the stream we just created (its Drop
+    // calls cuStreamDestroy_v2 on it exactly once).
+    let stream: Stream = unsafe { std::mem::transmute::<CUstream, Stream>(raw) };
+    if stream.as_inner() != raw {
+        // Not the layout described above: do not let this value drop or be used.
+        std::mem::forget(stream);
+        // SAFETY: `raw` is the stream created above, used by nothing.
+        unsafe { cu::cuStreamDestroy_v2(raw) };
+        return Err(cust::error::CudaError::UnknownError);
+    }
+    Ok(stream)
+}
 
 /// A CUDA stream with the page-locked host buffer and the `D` device buffers
 /// its work uses (all of `len` elements). See the [module docs](self) for the
@@ -99,7 +150,7 @@ impl<'g, T: DeviceCopy + Default + Zeroable, const D: usize> Lane<'g, T, D> {
             return Err(Error::invalid(K, "a lane needs at least one device buffer"));
         }
         gpu.bind()?;
-        let stream = Stream::new(StreamFlags::NON_BLOCKING, None).during(K, "cuStreamCreate")?;
+        let stream = non_blocking_stream().during(K, "cuStreamCreate")?;
         let host = LockedBuffer::new(&T::default(), len).during(K, "cuMemAllocHost")?;
         let mut buffers = Vec::with_capacity(D);
         let zeroed = (|| -> Result<()> {
@@ -165,8 +216,8 @@ impl<'g, T: DeviceCopy, const D: usize> Lane<'g, T, D> {
         self.gpu
     }
 
-    /// The lane's stream (to record events on it, to synchronize it, or for
-    /// unsafe code of your own).
+    /// The lane's stream, non-blocking (made by [`non_blocking_stream`]): to
+    /// record events on it, to synchronize it, or for unsafe code of your own.
     pub fn stream(&self) -> &Stream {
         &self.stream
     }

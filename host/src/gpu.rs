@@ -57,17 +57,40 @@ pub fn classify_init_error(e: CudaError) -> Error {
 /// calling thread first, so one `Gpu` can serve several threads. Fields drop
 /// in order: module and stream first, the context last.
 ///
-/// # Launchers that leave work in flight
+/// # Launchers that leave work in flight: the `_on_device` rule
 /// Most launchers copy in, launch, synchronize and copy out. The
-/// `*_on_device` ones only queue a kernel on [`Gpu::stream`] over borrowed
-/// device memory and return before it finishes. They are safe functions
-/// because nothing the caller can do with safe `cust` calls afterwards
-/// touches that memory before the kernel is done: the stream is a *blocking*
-/// stream, so `cust`'s synchronous copies (issued on the legacy default
-/// stream) wait for it, and freeing device memory (`cuMemFree`, when a
-/// `DeviceBuffer` drops) waits for the device's outstanding work. Launchers on
-/// *non-blocking* streams (the `async_mem` lanes) have no such guarantee,
-/// which is why `streams::Gpu::mult_ker_on_device` is `unsafe`.
+/// `*_on_device` ones ([`Gpu::multiply_on_device`], [`Gpu::matmul_on_device`],
+/// [`Gpu::doubles_matrix_on_device`], [`Gpu::elementwise_on_device`],
+/// [`Gpu::mandelbrot_on_device`], [`Gpu::reduce_on_device`] and its `_shaped`
+/// form, [`Gpu::mult_ker_on_device`]) check every length and shape, queue one
+/// kernel on [`Gpu::stream`] over device memory the caller lends them as
+/// `&DeviceSlice`/`&mut DeviceSlice`, and return before it finishes.
+///
+/// **The rule: every `_on_device` launcher is a safe function.** The work it
+/// leaves in flight touches only the device memory it was lent, never host
+/// memory, and the two ways safe code can reach that memory afterwards both
+/// wait for the kernel:
+/// - *host access*: `cust`'s safe copies (`copy_from`, `copy_to`,
+///   `DeviceBuffer::from_slice`, …) are synchronous and run on the legacy
+///   default stream, and [`Gpu::stream`] is a *blocking* stream, ordered
+///   with it: they start after the kernel ends;
+/// - *freeing*: a `DeviceBuffer`'s `Drop` calls `cuMemFree`, which waits for
+///   the device's outstanding work (the driver documents it as synchronous;
+///   the stream-ordered `cuMemFreeAsync`, the exception, is not in `cust`
+///   0.3.2's safe API).
+///
+/// Queueing other work over that memory on another stream takes `unsafe`
+/// code (`cust`'s asynchronous copies and `launch!` are `unsafe`), whose
+/// author takes on the ordering. So a launcher must be `unsafe` only if the
+/// work it leaves in flight touches memory that safe code can reach without
+/// waiting: host memory (an asynchronous copy from or into a caller's
+/// buffer), or device memory on a stream that the synchronous copies do not
+/// wait for. None of the `_on_device` launchers does; the [`Lane`] launchers
+/// (`Lane::mult_ker`, `Lane::conway_step`) run on non-blocking streams and are
+/// safe for a different reason: the lane owns every buffer its stream touches
+/// (see [`crate::async_mem`]).
+///
+/// [`Lane`]: crate::async_mem::Lane
 ///
 /// ```no_run
 /// # fn main() -> cuda_kernels_host::Result<()> {

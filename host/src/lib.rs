@@ -28,6 +28,7 @@ pub mod image;
 pub mod launch;
 pub mod life;
 pub mod mandelbrot;
+pub mod math_checks;
 pub mod matrices;
 pub mod multiply;
 pub mod reduce;
@@ -56,6 +57,7 @@ pub fn entry_points() -> Vec<&'static str> {
         mandelbrot::ENTRY_POINTS,
         streams::ENTRY_POINTS,
         life::ENTRY_POINTS,
+        math_checks::ENTRY_POINTS,
     ]
     .concat()
 }

@@ -265,7 +265,8 @@ impl Gpu {
 
     /// Queues `mandelbrot_ker` on [`Gpu::stream`] over data already on the
     /// device (for benchmarks): `graph` must hold `lattice.len()²` values.
-    /// No copies, no synchronization.
+    /// No copies, no synchronization. Safe under the
+    /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
     pub fn mandelbrot_on_device(
         &self,
         lattice: &DeviceSlice<f32>,

@@ -108,7 +108,8 @@ impl Gpu {
     /// Queues `multiply` on [`Gpu::stream`] over data already on the device:
     /// `c = a * b`, without copies or synchronization (for pipelines and
     /// benchmarks). Lengths are checked; the caller synchronizes before
-    /// reading `c`.
+    /// reading `c`. Safe under the
+    /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
     pub fn multiply_on_device(
         &self,
         a: &DeviceSlice<f32>,

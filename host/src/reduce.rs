@@ -227,7 +227,8 @@ impl Gpu {
 
     /// Queues the reduction of `input` on [`Gpu::stream`], writing its
     /// result into `scratch`, without waiting (for pipelines and
-    /// benchmarks); [`ReduceScratch::result`] waits and reads it.
+    /// benchmarks); [`ReduceScratch::result`] waits and reads it. Safe under
+    /// the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
     ///
     /// ```no_run
     /// # use cuda_kernels_host::reduce::Sum;

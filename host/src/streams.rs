@@ -127,8 +127,7 @@ impl Gpu {
         self.bind()?;
         let mut buf =
             DeviceBuffer::from_slice(&contiguous(&data)).during(K, "copy to the device")?;
-        // SAFETY: `buf` lives until `settle` below has synchronized the stream.
-        let launched = unsafe { self.mult_ker_on_device(&mut buf, grid, block) };
+        let launched = self.mult_ker_on_device(&mut buf, grid, block);
         settle(self, buf, launched, |buf, ()| {
             let mut out = vec![0.0f32; data.len()];
             buf.copy_to(&mut out[..]).during(K, "copy to the host")?;
@@ -137,14 +136,9 @@ impl Gpu {
     }
 
     /// Queues `mult_ker<<<grid, block>>>` on [`Gpu::stream`] over data already
-    /// on the device, in place.
-    ///
-    /// # Safety
-    /// `data` must stay allocated, and untouched by anything but this stream,
-    /// until [`Gpu::stream`] has been synchronized (freeing it earlier would
-    /// free memory under a running kernel). Safe code uses [`Gpu::mult_ker`]
-    /// or a [`Lane`], which guarantee it.
-    pub unsafe fn mult_ker_on_device(
+    /// on the device, in place, without synchronizing. Safe under the
+    /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
+    pub fn mult_ker_on_device(
         &self,
         data: &mut DeviceSlice<f32>,
         grid: u32,
@@ -154,8 +148,9 @@ impl Gpu {
         self.bind()?;
         let f = self.function(K)?;
         let stream = self.stream();
-        // SAFETY: `data` holds data.len() f32 (its own length); the caller keeps it
-        // allocated and otherwise unused until the stream is synchronized.
+        // SAFETY: `data` holds data.len() f32 (its own length) and is exclusively
+        // borrowed; once the borrow ends, safe code can neither read nor free it
+        // before the kernel is done (the `_on_device` rule in `Gpu`'s docs).
         unsafe { launch!(f<<<grid, block, 0, stream>>>(data.as_device_ptr(), data.len())) }
             .during(K, "launch")
     }
@@ -346,9 +341,7 @@ impl<'g, 'a> SerialBatch<'g, 'a> {
             buf.copy_from(&input[..]).during(K, "copy to the device")?;
         }
         for buf in &mut self.device {
-            // SAFETY: the buffers belong to the batch: `run` synchronizes the stream
-            // before reading them and `Drop` before freeing them.
-            unsafe { gpu.mult_ker_on_device(buf, SEED_GRID, SEED_BLOCK) }?;
+            gpu.mult_ker_on_device(buf, SEED_GRID, SEED_BLOCK)?;
         }
         gpu.synchronize(K)?;
         for (buf, out) in self.device.iter().zip(&mut self.outputs) {

@@ -63,8 +63,37 @@
 
 /// An elementwise kernel declared with [`elementwise!`](macro@crate::elementwise)
 /// (or listed in [`elementwise_kernels!`](crate::elementwise_kernels)), for
-/// element type `T`.
-pub trait Elementwise<T: Copy> {
+/// element type `T`. Implemented by that macro only.
+///
+/// # Safety
+/// The host launches the entry point named [`ENTRY`](Self::ENTRY) with the
+/// parameters these constants describe, all of element type `T`: one
+/// `*const T` per [`INPUTS`](Self::INPUTS) name, one `*mut T` per
+/// [`OUTPUTS`](Self::OUTPUTS) and [`INOUTS`](Self::INOUTS) name, one `T` per
+/// [`SCALARS`](Self::SCALARS) name, then `n: usize`, every array holding `n`
+/// elements. An implementation promises that the PTX has an entry point of
+/// that name with exactly those parameters, which touches no element at or
+/// beyond `n`. [`elementwise!`](macro@crate::elementwise) emits the entry
+/// point and the implementation together from one declaration, so its
+/// promise holds by construction; an implementation written by hand could
+/// name another kernel (the `f64` one for `f32` buffers reads twice the
+/// bytes it was given), which is why a safe one is refused:
+///
+/// ```compile_fail,E0200
+/// use cuda_kernels_gpu::elementwise::Elementwise;
+///
+/// struct Mine;
+/// impl Elementwise<f32> for Mine {
+///     const NAME: &'static str = "sum";
+///     const ENTRY: &'static str = "elementwise_sum_f64"; // the f64 kernel, on f32 buffers
+///     const INPUTS: &'static [&'static str] = &["a", "b"];
+///     const OUTPUTS: &'static [&'static str] = &["c"];
+///     const INOUTS: &'static [&'static str] = &[];
+///     const SCALARS: &'static [&'static str] = &[];
+///     fn element(_: &[f32], _: &mut [f32], _: &[f32]) {}
+/// }
+/// ```
+pub unsafe trait Elementwise<T: Copy> {
     /// The kernel's name (`"sum"`).
     const NAME: &'static str;
     /// The PTX entry point for `T` (`"elementwise_sum_i32"`).
@@ -129,7 +158,10 @@ macro_rules! __elementwise_one {
         (in [$($i:ident),* $(,)?] out [$($o:ident),* $(,)?] inout [$($io:ident),* $(,)?] scalar [$($s:ident),* $(,)?]),
         $body:block
     ) => {
-        impl $crate::elementwise::Elementwise<$ty> for $name {
+        // SAFETY: the entry point named ENTRY is emitted just below, from the
+        // same parameter lists, for exactly ($name, $ty): a grid-stride loop
+        // over i < n.
+        unsafe impl $crate::elementwise::Elementwise<$ty> for $name {
             const NAME: &'static str = stringify!($name);
             const ENTRY: &'static str = concat!("elementwise_", stringify!($name), "_", stringify!($ty));
             const INPUTS: &'static [&'static str] = &[$(stringify!($i)),*];

@@ -33,6 +33,7 @@ pub mod fault;
 pub mod hello;
 pub mod life;
 pub mod mandelbrot;
+pub mod math_checks;
 pub mod matmul;
 pub mod multiply;
 pub mod reduce;

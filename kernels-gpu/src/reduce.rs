@@ -239,7 +239,22 @@ pub const UNROLL: usize = 4;
 /// [`reduce_kernels!`](crate::reduce_kernels) for exactly this operation and `T`, with the
 /// parameters `(input: *const T, partials: *mut T, counter: *mut u32,
 /// out: *mut T, n: usize, init: T)`: the host launches it with those
-/// arguments.
+/// arguments. A safe implementation written by hand is refused (use
+/// [`reduce_kernels!`](crate::reduce_kernels)):
+///
+/// ```compile_fail,E0200
+/// use cuda_kernels_gpu::reduce::{ReduceKernel, ReduceOp};
+///
+/// struct MaxAbs;
+/// impl ReduceOp<f32> for MaxAbs {
+///     const NAME: &'static str = "max_abs";
+///     fn identity() -> f32 { 0.0 }
+///     fn combine(a: f32, b: f32) -> f32 { a.abs().max(b.abs()) }
+/// }
+/// impl ReduceKernel<f32> for MaxAbs {
+///     const ENTRY: &'static str = "reduce_max_f64"; // another op, another type
+/// }
+/// ```
 pub unsafe trait ReduceKernel<T>: ReduceOp<T> {
     /// The entry point's name, `reduce_<op>_<type>`.
     const ENTRY: &'static str;

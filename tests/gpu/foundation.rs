@@ -48,6 +48,8 @@ pub fn trials() -> Vec<Trial> {
         gpu!(shared_array_block_reverse),
         gpu!(device_fault_is_reported_with_location),
         gpu!(embedded_cubin_is_loaded_on_its_architecture),
+        cpu!(math_ptx_is_self_contained),
+        gpu!(device_math_within_cuda_bounds),
         gpu!(multiply_agrees_with_cpu),
         gpu!(vector_sum_i32_agrees_with_cpu),
         cpu!(launch_helper_refusals),
@@ -842,4 +844,81 @@ fn module_refusals(gpu: &Gpu) -> Result<(), Failed> {
         equal("c", gpu.multiply(f1, f1).map_err(m)?.to_vec(), vec![1.0])
     });
     t.finish()
+}
+
+/// libdevice is linked in and inlined: the PTX calls no `__nv_*` function,
+/// keeps no `__nvvm_reflect` query, and declares no external function but
+/// `vprintf` (so the driver has nothing to resolve).
+fn math_ptx_is_self_contained() -> Result<(), Failed> {
+    let ptx = cuda_kernels::PTX;
+    let externs: Vec<&str> = ptx
+        .lines()
+        .filter(|l| l.contains(".extern .func") && !l.contains("vprintf"))
+        .collect();
+    ensure(externs.is_empty(), || {
+        format!("external functions: {externs:?}")
+    })?;
+    ensure(!ptx.contains("__nvvm_reflect"), || {
+        "an unresolved __nvvm_reflect".into()
+    })?;
+    let calls: Vec<&str> = ptx
+        .lines()
+        .filter(|l| l.trim_start().starts_with("call") && l.contains("__nv_"))
+        .collect();
+    ensure(calls.is_empty(), || {
+        format!("calls into libdevice: {calls:?}")
+    })
+}
+
+/// Every `device::math` function, f32 and f64, over 10^6 arguments and the
+/// edge values, within the ulp bound CUDA documents (see
+/// `cuda_kernels::math_checks`). Prints the measured table (and writes it
+/// to `$CUDA_KERNELS_MATH_TABLE` when set). Under compute-sanitizer: every
+/// function on the edge values only.
+fn device_math_within_cuda_bounds(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::math_checks::{MATH_FUNCTIONS, MathFloat, accuracy_markdown};
+    if crate::common::under_sanitizer() {
+        for info in MATH_FUNCTIONS {
+            let x = f64::edges();
+            gpu.math_eval(info.function, &x, &x).map_err(fail)?;
+            let x = f32::edges();
+            gpu.math_eval(info.function, &x, &x).map_err(fail)?;
+        }
+        return Ok(());
+    }
+    let rows = gpu.math_accuracy_table().map_err(fail)?;
+    let table = accuracy_markdown(&rows);
+    eprintln!("{table}");
+    for r in &rows {
+        if let Some([x, y, got, want]) = r.worst_case {
+            eprintln!(
+                "worst {} {} {} ulp (allowed {}): x={x:e} ({:#018x}) y={y:e} ({:#018x}) gpu={got:e} ({:#018x}) reference={want:e} ({:#018x})",
+                r.ty,
+                r.name(),
+                r.worst_ulp,
+                r.allowed_ulp,
+                x.to_bits(),
+                y.to_bits(),
+                got.to_bits(),
+                want.to_bits()
+            );
+        }
+    }
+    if let Some(path) = std::env::var_os("CUDA_KERNELS_MATH_TABLE") {
+        std::fs::write(path, &table).map_err(fail)?;
+    }
+    let over: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.within_bound())
+        .map(|r| {
+            format!(
+                "{} {}: {} ulp > {}",
+                r.ty,
+                r.name(),
+                r.worst_ulp,
+                r.allowed_ulp
+            )
+        })
+        .collect();
+    ensure(over.is_empty(), || format!("over CUDA's bound: {over:?}"))
 }

@@ -37,6 +37,17 @@ macro_rules! gpu {
     };
 }
 
+/// A GPU test that runs while no other GPU trial of the binary does (it
+/// measures the whole device), named as [`gpu!`].
+macro_rules! gpu_alone {
+    ($body:ident) => {
+        $crate::common::exclusive_gpu_test(
+            $crate::test_name(module_path!(), stringify!($body)),
+            $body,
+        )
+    };
+}
+
 /// A CPU test named `<family>::<name>`, as [`gpu!`].
 macro_rules! cpu {
     ($body:ident) => {

@@ -40,6 +40,7 @@ pub fn trials() -> Vec<Trial> {
         gpu!(batches_match_cpu),
         gpu!(events_are_ordered),
         gpu!(lane_copies),
+        gpu_alone!(lane_overlaps_the_legacy_default_stream),
         gpu!(life_equals_cpu_after_200_steps),
         gpu!(life_any_size_equals_cpu),
         gpu!(manual_context_round_trip),
@@ -277,6 +278,161 @@ fn run_life(gpu: &Gpu, lattices: &[Array2<i32>], steps: usize) -> Result<(), Fai
         }
     }
     Ok(())
+}
+
+/// A lane's stream is non-blocking (issue 11, item 8): work queued on a lane
+/// after a long kernel on the legacy default stream (the NULL stream)
+/// finishes, on the GPU's clock, before that kernel does. The control: the
+/// same kind of work on a blocking stream (`cust`'s `Stream::new`, which drops
+/// `NON_BLOCKING`) finishes after it, so the check can fail.
+///
+/// It runs while no other GPU trial does (`gpu_alone!`): other trials
+/// allocate, free and copy meanwhile, and CUDA orders such calls with the
+/// work of every stream (implicit synchronization), which delays the lane's
+/// work behind the long kernel (seen on the H100: alone the lane ended at
+/// 0.05 ms against 141.5 ms, beside the other tests at 145.3 ms).
+fn lane_overlaps_the_legacy_default_stream(gpu: &Gpu) -> Result<(), Failed> {
+    use std::ffi::c_void;
+
+    const REPORT: &str = "from the legacy-stream kernel's start";
+    use cuda_kernels::cust::function::Function;
+    use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
+    use cuda_kernels::cust::stream::{Stream, StreamFlags};
+    use cuda_kernels::cust::sys::{self as cu, CUevent, CUresult, CUstream};
+
+    fn check(r: CUresult, what: &str) -> Result<(), Failed> {
+        ensure(r == CUresult::CUDA_SUCCESS, || format!("{what}: {r:?}"))
+    }
+    /// A raw event (cust's `Event` cannot be recorded on the NULL stream).
+    struct RawEvent(CUevent);
+    impl RawEvent {
+        fn new() -> Result<Self, Failed> {
+            let mut e: CUevent = std::ptr::null_mut();
+            // SAFETY: `e` is a valid place for the new handle.
+            check(unsafe { cu::cuEventCreate(&mut e, 0) }, "cuEventCreate")?;
+            Ok(Self(e))
+        }
+        fn record(&self, stream: CUstream) -> Result<(), Failed> {
+            // SAFETY: a live event and a live stream (or NULL) of the current context.
+            check(
+                unsafe { cu::cuEventRecord(self.0, stream) },
+                "cuEventRecord",
+            )
+        }
+        /// Milliseconds from `start` to this event, after waiting for it.
+        fn ms_since(&self, start: &RawEvent) -> Result<f64, Failed> {
+            let mut ms = 0.0f32;
+            // SAFETY: live events, both recorded.
+            unsafe {
+                check(cu::cuEventSynchronize(self.0), "cuEventSynchronize")?;
+                check(
+                    cu::cuEventElapsedTime(&mut ms, start.0, self.0),
+                    "cuEventElapsedTime",
+                )?;
+            }
+            Ok(ms as f64)
+        }
+    }
+    impl Drop for RawEvent {
+        fn drop(&mut self) {
+            // SAFETY: created by cuEventCreate, destroyed once (pending is allowed).
+            unsafe { cu::cuEventDestroy_v2(self.0) };
+        }
+    }
+    /// Queues `mult_ker<<<1, 64>>>` over `buf` on the raw stream `stream`.
+    fn mult_ker_raw(
+        f: &Function,
+        buf: &mut DeviceBuffer<f32>,
+        stream: CUstream,
+    ) -> Result<(), Failed> {
+        let mut ptr = buf.as_device_ptr();
+        let mut len = buf.len();
+        let mut params = [
+            &mut ptr as *mut _ as *mut c_void,
+            &mut len as *mut usize as *mut c_void,
+        ];
+        // SAFETY: mult_ker(array: *mut f32, array_len: usize) over `buf`, which holds
+        // `len` f32 and is dropped only after the context is synchronized below;
+        // cuLaunchKernel copies the parameter values before it returns.
+        let r = unsafe {
+            cu::cuLaunchKernel(
+                f.to_raw(),
+                1,
+                1,
+                1,
+                64,
+                1,
+                1,
+                0,
+                stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        check(r, "cuLaunchKernel")
+    }
+
+    let legacy: CUstream = std::ptr::null_mut();
+    let f = gpu.function("mult_ker").map_err(fail)?;
+    // One block walking 2^24 elements: about 100 ms on an H100.
+    let mut long = DeviceBuffer::<f32>::zeroed(1 << 24).map_err(fail)?;
+    let data: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+    let mut lane = Lane::<f32, 1>::from_host(gpu, &data).map_err(fail)?;
+    let flags = lane.stream().get_flags().map_err(fail)?;
+    ensure(flags.contains(StreamFlags::NON_BLOCKING), || {
+        format!("the lane's stream has flags {flags:?}")
+    })?;
+    let blocking = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(fail)?;
+    ensure(
+        !blocking
+            .get_flags()
+            .map_err(fail)?
+            .contains(StreamFlags::NON_BLOCKING),
+        || "cust kept NON_BLOCKING: the control no longer tests a blocking stream".into(),
+    )?;
+    let mut small = DeviceBuffer::from_slice(&data).map_err(fail)?;
+    let (begin, legacy_end) = (RawEvent::new()?, RawEvent::new()?);
+    let (lane_end, blocking_end) = (RawEvent::new()?, RawEvent::new()?);
+
+    // The long kernel on the legacy stream, then the lane's copy in, mult_ker
+    // and copy out, then a short kernel on the blocking stream.
+    begin.record(legacy)?;
+    mult_ker_raw(&f, &mut long, legacy)?;
+    legacy_end.record(legacy)?;
+    lane.upload(0).map_err(fail)?;
+    lane.mult_ker(0, 1, 64).map_err(fail)?;
+    lane.download(0).map_err(fail)?;
+    lane_end.record(lane.stream().as_inner())?;
+    mult_ker_raw(&f, &mut small, blocking.as_inner())?;
+    blocking_end.record(blocking.as_inner())?;
+
+    let legacy_ms = legacy_end.ms_since(&begin)?;
+    let lane_ms = lane_end.ms_since(&begin)?;
+    let blocking_ms = blocking_end.ms_since(&begin)?;
+    // SAFETY: waits for all work of the current context (the long kernel included).
+    check(unsafe { cu::cuCtxSynchronize() }, "cuCtxSynchronize")?;
+    ensure(lane.host().map_err(fail)? == &data[..], || {
+        "the lane's data changed".into()
+    })?;
+    let mut back = vec![0.0f32; data.len()];
+    small.copy_to(&mut back[..]).map_err(fail)?;
+    ensure(back == data, || "the control's data changed".into())?;
+    eprintln!(
+        "{REPORT}: it ends at {legacy_ms:.2} ms, the lane's work \
+         at {lane_ms:.3} ms, the blocking stream's at {blocking_ms:.2} ms"
+    );
+    ensure(lane_ms < legacy_ms, || {
+        format!(
+            "the lane waited for the legacy default stream: its work ended at {lane_ms:.3} ms, \
+             the legacy kernel at {legacy_ms:.2} ms"
+        )
+    })?;
+    ensure(blocking_ms >= legacy_ms, || {
+        format!(
+            "control: work on a blocking stream ended at {blocking_ms:.2} ms, before the legacy \
+             kernel ({legacy_ms:.2} ms): the test cannot tell the two apart"
+        )
+    })
 }
 
 fn life_equals_cpu_after_200_steps(gpu: &Gpu) -> Result<(), Failed> {
@@ -629,19 +785,14 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
     }
     let mut d0 = DeviceBuffer::<f32>::from_slice(&[]).map_err(crate::common::fail)?;
     let mut d1 = DeviceBuffer::from_slice(&[2.5f32]).map_err(crate::common::fail)?;
-    // SAFETY (both): refused before any launch; were either launched, its buffer
-    // outlives the synchronization of the one-element case below.
-    t.refuse(
-        "mult_ker_on_device: empty buffer",
-        Want::Invalid(k),
-        || unsafe { gpu.mult_ker_on_device(&mut d0, 1, 64) },
-    );
-    t.refuse("mult_ker_on_device: grid 0", Want::Invalid(k), || unsafe {
+    t.refuse("mult_ker_on_device: empty buffer", Want::Invalid(k), || {
+        gpu.mult_ker_on_device(&mut d0, 1, 64)
+    });
+    t.refuse("mult_ker_on_device: grid 0", Want::Invalid(k), || {
         gpu.mult_ker_on_device(&mut d1, 0, 64)
     });
     t.works("mult_ker_on_device: one element", || {
-        // SAFETY: d1 outlives the synchronization right after.
-        let launched = unsafe { gpu.mult_ker_on_device(&mut d1, 1, 64) };
+        let launched = gpu.mult_ker_on_device(&mut d1, 1, 64);
         gpu.synchronize(k).map_err(m)?;
         launched.map_err(m)?;
         let mut out = [0.0f32];

@@ -10,22 +10,21 @@ use cuda_kernels::ndarray::Array1;
 use cuda_kernels::{CudaResultExt, Gpu, Result};
 use libtest_mimic::{Failed, Trial};
 
-use crate::common::{ensure, exclusive_gpu_test, fail};
+use crate::common::{ensure, fail};
 
 const THREADS: usize = 16;
 const LAUNCHES: usize = 1000;
 
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
-    vec![exclusive_gpu_test(
-        crate::test_name(module_path!(), "threads_x_launches_no_error_no_leak"),
-        threads_x_launches_no_error_no_leak,
-    )]
+    vec![gpu_alone!(threads_x_launches_no_error_no_leak)]
 }
 
 fn worker(gpu: &Gpu, id: usize) -> Result<()> {
     gpu.bind()?;
-    let stream = Stream::new(StreamFlags::NON_BLOCKING, None).during("stress", "cuStreamCreate")?;
+    // A blocking stream: `DeviceBuffer::zeroed` below sets memory on the legacy
+    // default stream, which a blocking stream waits for.
+    let stream = Stream::new(StreamFlags::DEFAULT, None).during("stress", "cuStreamCreate")?;
     for i in 0..LAUNCHES {
         let n = 1 + (id * 7919 + i * 104_729) % 4096;
         let a: Array1<f32> = (0..n).map(|k| ((k + i) % 10) as f32).collect();
@@ -86,7 +85,7 @@ fn all_threads(gpu: &Gpu) -> Result<(), Failed> {
 /// threads and streams it has seen (6 MiB after the first pass on the H100),
 /// so the leak check compares free memory around the second pass. The free
 /// memory is the whole device's, so this trial runs alone
-/// ([`exclusive_gpu_test`]).
+/// (`gpu_alone!`).
 fn threads_x_launches_no_error_no_leak(gpu: &Gpu) -> Result<(), Failed> {
     all_threads(gpu)?;
     gpu.bind().map_err(fail)?;

@@ -159,7 +159,8 @@ impl Gpu {
     /// Queues elementwise kernel `K` on [`Gpu::stream`] over buffers already
     /// on the device (same argument order as [`Gpu::elementwise`]), without
     /// synchronizing. The `&mut` borrows guarantee that no output aliases
-    /// another array.
+    /// another array. Safe under the
+    /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
     pub fn elementwise_on_device<K: Elementwise<T>, T: ElementwiseElement>(
         &self,
         inputs: &[&DeviceSlice<T>],

@@ -185,7 +185,8 @@ impl Gpu {
 
     /// Queues K3 on [`Gpu::stream`] over a row-major `rows × cols` matrix
     /// already on the device, without synchronizing (for pipelines and
-    /// benchmarks). The shape and the buffer length are checked.
+    /// benchmarks). The shape and the buffer length are checked. Safe under
+    /// the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
     pub fn doubles_matrix_on_device(
         &self,
         a: &mut DeviceSlice<f32>,
@@ -280,6 +281,7 @@ impl Gpu {
     /// on the device (`a`: m × k, `b`: k × n, `c`: m × n), without copies or
     /// synchronization (for pipelines and benchmarks). Shapes and buffer
     /// lengths are checked; the caller synchronizes before reading `c`.
+    /// Safe under the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
     #[allow(clippy::too_many_arguments)]
     pub fn matmul_on_device(
         &self,

@@ -11,6 +11,7 @@
 //! | [`warp`] | lane index, warp shuffles (`shfl.sync` down/up/xor/idx, 32 and 64 bits), votes, warp reductions |
 //! | [`atomic`] | atomic read-modify-write on global memory (`atom.global.*`: add, min, max, exch, cas) |
 //! | [`load`] | 128-bit read-only loads (`ld.global.nc.v4`) and L2-only loads (`ld.global.cg`) |
+//! | [`math`] | f32 and f64 `sqrt`, `exp`, `log`, `sin`, `pow`, `erf`, … from NVIDIA's libdevice |
 //!
 //! Kernels reach the hardware only through these modules, so that a host
 //! implementation of the same functions could one day run kernel bodies on the
@@ -19,6 +20,7 @@ pub mod arith;
 pub mod atomic;
 pub mod fault;
 pub mod load;
+pub mod math;
 pub mod print;
 pub mod shared;
 pub mod sync;

@@ -1,0 +1,295 @@
+//! Device math: f32 and f64 elementary functions from NVIDIA's libdevice.
+//!
+//! Each function is a thin `#[inline(always)]` wrapper over libdevice's
+//! `__nv_*` function of the same name (`sin_f32` → `__nv_sinf`, `sin_f64` →
+//! `__nv_sin`), the implementation CUDA C++'s `sinf`/`sin` use. `build.rs`
+//! links `libdevice.10.bc` into the kernel build (the bitcode linker pulls in
+//! only the functions a kernel references, and LLVM inlines them), so the PTX
+//! is self-contained: no `.extern .func`, nothing for the driver to resolve.
+//! libdevice runs with IEEE behaviour here, as under `nvcc` without
+//! `--use_fast_math`: subnormals are kept (no flush-to-zero), divisions are
+//! correctly rounded (`div.rn`), and so are `sqrt_f32` and `sqrt_f64`.
+//!
+//! Accuracy: each function's maximum error, in ulps, is the bound the CUDA
+//! C++ Programming Guide documents for it (its appendix on mathematical
+//! functions); the table, and the worst error measured on a GPU, are in
+//! `crate::math_checks::MATH_FUNCTIONS` and `docs/device-layer.md`.
+//!
+//! Names follow the device layer's `fma_f32`: `<function>_<type>`.
+//!
+//! One exception: [`sqrt_f32`] is the `sqrt.rn.f32` instruction, not
+//! `__nv_sqrtf`. libdevice picks its f32 square root with
+//! `__nvvm_reflect("__CUDA_PREC_SQRT")`, which `nvcc` sets to 1 (IEEE,
+//! `-prec-sqrt=true`) but LLVM's reflect pass, run by the bitcode linker
+//! without a way to set it, answers 0: `__nv_sqrtf` would be
+//! `sqrt.approx.f32`. (Other libdevice functions that take a square root
+//! internally use that approximate one; their measured errors include it.)
+
+// SAFETY (for every `safe fn` below): libdevice's math functions are pure
+// functions of their arguments, defined for every input (NaN, ±∞ and
+// subnormals included), that touch no memory; calling one is safe. The two
+// `sincos` functions write through their pointer arguments and stay unsafe.
+unsafe extern "C" {
+    safe fn __nv_rsqrtf(x: f32) -> f32;
+    safe fn __nv_cbrtf(x: f32) -> f32;
+    safe fn __nv_expf(x: f32) -> f32;
+    safe fn __nv_exp2f(x: f32) -> f32;
+    safe fn __nv_expm1f(x: f32) -> f32;
+    safe fn __nv_logf(x: f32) -> f32;
+    safe fn __nv_log2f(x: f32) -> f32;
+    safe fn __nv_log10f(x: f32) -> f32;
+    safe fn __nv_log1pf(x: f32) -> f32;
+    safe fn __nv_sinf(x: f32) -> f32;
+    safe fn __nv_cosf(x: f32) -> f32;
+    safe fn __nv_tanf(x: f32) -> f32;
+    safe fn __nv_asinf(x: f32) -> f32;
+    safe fn __nv_acosf(x: f32) -> f32;
+    safe fn __nv_atanf(x: f32) -> f32;
+    safe fn __nv_sinhf(x: f32) -> f32;
+    safe fn __nv_coshf(x: f32) -> f32;
+    safe fn __nv_tanhf(x: f32) -> f32;
+    safe fn __nv_erff(x: f32) -> f32;
+    safe fn __nv_erfcf(x: f32) -> f32;
+    safe fn __nv_floorf(x: f32) -> f32;
+    safe fn __nv_ceilf(x: f32) -> f32;
+    safe fn __nv_roundf(x: f32) -> f32;
+    safe fn __nv_truncf(x: f32) -> f32;
+    safe fn __nv_fabsf(x: f32) -> f32;
+    safe fn __nv_atan2f(y: f32, x: f32) -> f32;
+    safe fn __nv_powf(x: f32, y: f32) -> f32;
+    safe fn __nv_hypotf(x: f32, y: f32) -> f32;
+    safe fn __nv_fminf(x: f32, y: f32) -> f32;
+    safe fn __nv_fmaxf(x: f32, y: f32) -> f32;
+    safe fn __nv_fmodf(x: f32, y: f32) -> f32;
+    fn __nv_sincosf(x: f32, sin: *mut f32, cos: *mut f32);
+    safe fn __nv_sqrt(x: f64) -> f64;
+    safe fn __nv_rsqrt(x: f64) -> f64;
+    safe fn __nv_cbrt(x: f64) -> f64;
+    safe fn __nv_exp(x: f64) -> f64;
+    safe fn __nv_exp2(x: f64) -> f64;
+    safe fn __nv_expm1(x: f64) -> f64;
+    safe fn __nv_log(x: f64) -> f64;
+    safe fn __nv_log2(x: f64) -> f64;
+    safe fn __nv_log10(x: f64) -> f64;
+    safe fn __nv_log1p(x: f64) -> f64;
+    safe fn __nv_sin(x: f64) -> f64;
+    safe fn __nv_cos(x: f64) -> f64;
+    safe fn __nv_tan(x: f64) -> f64;
+    safe fn __nv_asin(x: f64) -> f64;
+    safe fn __nv_acos(x: f64) -> f64;
+    safe fn __nv_atan(x: f64) -> f64;
+    safe fn __nv_sinh(x: f64) -> f64;
+    safe fn __nv_cosh(x: f64) -> f64;
+    safe fn __nv_tanh(x: f64) -> f64;
+    safe fn __nv_erf(x: f64) -> f64;
+    safe fn __nv_erfc(x: f64) -> f64;
+    safe fn __nv_floor(x: f64) -> f64;
+    safe fn __nv_ceil(x: f64) -> f64;
+    safe fn __nv_round(x: f64) -> f64;
+    safe fn __nv_trunc(x: f64) -> f64;
+    safe fn __nv_fabs(x: f64) -> f64;
+    safe fn __nv_atan2(y: f64, x: f64) -> f64;
+    safe fn __nv_pow(x: f64, y: f64) -> f64;
+    safe fn __nv_hypot(x: f64, y: f64) -> f64;
+    safe fn __nv_fmin(x: f64, y: f64) -> f64;
+    safe fn __nv_fmax(x: f64, y: f64) -> f64;
+    safe fn __nv_fmod(x: f64, y: f64) -> f64;
+    fn __nv_sincos(x: f64, sin: *mut f64, cos: *mut f64);
+}
+
+use core::arch::asm;
+
+/// Square root, correctly rounded (`sqrt.rn.f32`), f32: the same result as
+/// `f32::sqrt` on the host. (See the module docs for why not `__nv_sqrtf`.)
+#[inline(always)]
+pub fn sqrt_f32(x: f32) -> f32 {
+    let r: u32;
+    // SAFETY: a register-only arithmetic instruction.
+    unsafe {
+        asm!(
+            "sqrt.rn.f32 {r}, {x};",
+            r = out(reg32) r,
+            x = in(reg32) x.to_bits(),
+            options(nostack, nomem, pure, preserves_flags),
+        );
+    }
+    f32::from_bits(r)
+}
+
+macro_rules! unary {
+    ($($(#[$doc:meta])* $name:ident => $nv:ident: $t:ty;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name(x: $t) -> $t {
+            $nv(x)
+        }
+    )*};
+}
+
+macro_rules! binary {
+    ($($(#[$doc:meta])* $name:ident($a:ident, $b:ident) => $nv:ident: $t:ty;)*) => {$(
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name($a: $t, $b: $t) -> $t {
+            $nv($a, $b)
+        }
+    )*};
+}
+
+unary! {
+    /// Reciprocal square root, 1/√x, f32 (libdevice `__nv_rsqrtf`).
+    rsqrt_f32 => __nv_rsqrtf: f32;
+    /// Cube root, f32 (libdevice `__nv_cbrtf`).
+    cbrt_f32 => __nv_cbrtf: f32;
+    /// Eˣ, f32 (libdevice `__nv_expf`).
+    exp_f32 => __nv_expf: f32;
+    /// 2ˣ, f32 (libdevice `__nv_exp2f`).
+    exp2_f32 => __nv_exp2f: f32;
+    /// Eˣ − 1, accurate near x = 0, f32 (libdevice `__nv_expm1f`).
+    expm1_f32 => __nv_expm1f: f32;
+    /// Natural logarithm, f32 (libdevice `__nv_logf`).
+    log_f32 => __nv_logf: f32;
+    /// Base-2 logarithm, f32 (libdevice `__nv_log2f`).
+    log2_f32 => __nv_log2f: f32;
+    /// Base-10 logarithm, f32 (libdevice `__nv_log10f`).
+    log10_f32 => __nv_log10f: f32;
+    /// Ln(1 + x), accurate near x = 0, f32 (libdevice `__nv_log1pf`).
+    log1p_f32 => __nv_log1pf: f32;
+    /// Sine (radians; full argument reduction, accurate for huge x), f32 (libdevice `__nv_sinf`).
+    sin_f32 => __nv_sinf: f32;
+    /// Cosine (radians; full argument reduction, accurate for huge x), f32 (libdevice `__nv_cosf`).
+    cos_f32 => __nv_cosf: f32;
+    /// Tangent (radians; full argument reduction, accurate for huge x), f32 (libdevice `__nv_tanf`).
+    tan_f32 => __nv_tanf: f32;
+    /// Arc sine, in [−π/2, π/2]; NaN outside [−1, 1], f32 (libdevice `__nv_asinf`).
+    asin_f32 => __nv_asinf: f32;
+    /// Arc cosine, in [0, π]; NaN outside [−1, 1], f32 (libdevice `__nv_acosf`).
+    acos_f32 => __nv_acosf: f32;
+    /// Arc tangent, in [−π/2, π/2], f32 (libdevice `__nv_atanf`).
+    atan_f32 => __nv_atanf: f32;
+    /// Hyperbolic sine, f32 (libdevice `__nv_sinhf`).
+    sinh_f32 => __nv_sinhf: f32;
+    /// Hyperbolic cosine, f32 (libdevice `__nv_coshf`).
+    cosh_f32 => __nv_coshf: f32;
+    /// Hyperbolic tangent, f32 (libdevice `__nv_tanhf`).
+    tanh_f32 => __nv_tanhf: f32;
+    /// Error function, f32 (libdevice `__nv_erff`).
+    erf_f32 => __nv_erff: f32;
+    /// Complementary error function, 1 − erf(x), accurate for large x, f32 (libdevice `__nv_erfcf`).
+    erfc_f32 => __nv_erfcf: f32;
+    /// Largest integer ≤ x, f32 (libdevice `__nv_floorf`).
+    floor_f32 => __nv_floorf: f32;
+    /// Smallest integer ≥ x, f32 (libdevice `__nv_ceilf`).
+    ceil_f32 => __nv_ceilf: f32;
+    /// Nearest integer, halfway cases away from zero (like `f32::round`), f32 (libdevice `__nv_roundf`).
+    round_f32 => __nv_roundf: f32;
+    /// Integer part, rounded toward zero, f32 (libdevice `__nv_truncf`).
+    trunc_f32 => __nv_truncf: f32;
+    /// Absolute value, f32 (libdevice `__nv_fabsf`).
+    fabs_f32 => __nv_fabsf: f32;
+}
+
+binary! {
+    /// `atan2(y, x)`: arc tangent of y/x in [−π, π], the quadrant from the signs of both, f32 (libdevice `__nv_atan2f`).
+    atan2_f32(y, x) => __nv_atan2f: f32;
+    /// `pow(x, y)`: xʸ, f32 (libdevice `__nv_powf`).
+    pow_f32(x, y) => __nv_powf: f32;
+    /// `hypot(x, y)`: √(x² + y²) without undue overflow or underflow, f32 (libdevice `__nv_hypotf`).
+    hypot_f32(x, y) => __nv_hypotf: f32;
+    /// `fmin(x, y)`: the smaller argument; the other one when one is NaN, f32 (libdevice `__nv_fminf`).
+    fmin_f32(x, y) => __nv_fminf: f32;
+    /// `fmax(x, y)`: the larger argument; the other one when one is NaN, f32 (libdevice `__nv_fmaxf`).
+    fmax_f32(x, y) => __nv_fmaxf: f32;
+    /// `fmod(x, y)`: remainder of x / y rounded toward zero (the sign of x), exact, f32 (libdevice `__nv_fmodf`).
+    fmod_f32(x, y) => __nv_fmodf: f32;
+}
+
+unary! {
+    /// Square root, correctly rounded, f64 (libdevice `__nv_sqrt`).
+    sqrt_f64 => __nv_sqrt: f64;
+    /// Reciprocal square root, 1/√x, f64 (libdevice `__nv_rsqrt`).
+    rsqrt_f64 => __nv_rsqrt: f64;
+    /// Cube root, f64 (libdevice `__nv_cbrt`).
+    cbrt_f64 => __nv_cbrt: f64;
+    /// Eˣ, f64 (libdevice `__nv_exp`).
+    exp_f64 => __nv_exp: f64;
+    /// 2ˣ, f64 (libdevice `__nv_exp2`).
+    exp2_f64 => __nv_exp2: f64;
+    /// Eˣ − 1, accurate near x = 0, f64 (libdevice `__nv_expm1`).
+    expm1_f64 => __nv_expm1: f64;
+    /// Natural logarithm, f64 (libdevice `__nv_log`).
+    log_f64 => __nv_log: f64;
+    /// Base-2 logarithm, f64 (libdevice `__nv_log2`).
+    log2_f64 => __nv_log2: f64;
+    /// Base-10 logarithm, f64 (libdevice `__nv_log10`).
+    log10_f64 => __nv_log10: f64;
+    /// Ln(1 + x), accurate near x = 0, f64 (libdevice `__nv_log1p`).
+    log1p_f64 => __nv_log1p: f64;
+    /// Sine (radians; full argument reduction, accurate for huge x), f64 (libdevice `__nv_sin`).
+    sin_f64 => __nv_sin: f64;
+    /// Cosine (radians; full argument reduction, accurate for huge x), f64 (libdevice `__nv_cos`).
+    cos_f64 => __nv_cos: f64;
+    /// Tangent (radians; full argument reduction, accurate for huge x), f64 (libdevice `__nv_tan`).
+    tan_f64 => __nv_tan: f64;
+    /// Arc sine, in [−π/2, π/2]; NaN outside [−1, 1], f64 (libdevice `__nv_asin`).
+    asin_f64 => __nv_asin: f64;
+    /// Arc cosine, in [0, π]; NaN outside [−1, 1], f64 (libdevice `__nv_acos`).
+    acos_f64 => __nv_acos: f64;
+    /// Arc tangent, in [−π/2, π/2], f64 (libdevice `__nv_atan`).
+    atan_f64 => __nv_atan: f64;
+    /// Hyperbolic sine, f64 (libdevice `__nv_sinh`).
+    sinh_f64 => __nv_sinh: f64;
+    /// Hyperbolic cosine, f64 (libdevice `__nv_cosh`).
+    cosh_f64 => __nv_cosh: f64;
+    /// Hyperbolic tangent, f64 (libdevice `__nv_tanh`).
+    tanh_f64 => __nv_tanh: f64;
+    /// Error function, f64 (libdevice `__nv_erf`).
+    erf_f64 => __nv_erf: f64;
+    /// Complementary error function, 1 − erf(x), accurate for large x, f64 (libdevice `__nv_erfc`).
+    erfc_f64 => __nv_erfc: f64;
+    /// Largest integer ≤ x, f64 (libdevice `__nv_floor`).
+    floor_f64 => __nv_floor: f64;
+    /// Smallest integer ≥ x, f64 (libdevice `__nv_ceil`).
+    ceil_f64 => __nv_ceil: f64;
+    /// Nearest integer, halfway cases away from zero (like `f32::round`), f64 (libdevice `__nv_round`).
+    round_f64 => __nv_round: f64;
+    /// Integer part, rounded toward zero, f64 (libdevice `__nv_trunc`).
+    trunc_f64 => __nv_trunc: f64;
+    /// Absolute value, f64 (libdevice `__nv_fabs`).
+    fabs_f64 => __nv_fabs: f64;
+}
+
+binary! {
+    /// `atan2(y, x)`: arc tangent of y/x in [−π, π], the quadrant from the signs of both, f64 (libdevice `__nv_atan2`).
+    atan2_f64(y, x) => __nv_atan2: f64;
+    /// `pow(x, y)`: xʸ, f64 (libdevice `__nv_pow`).
+    pow_f64(x, y) => __nv_pow: f64;
+    /// `hypot(x, y)`: √(x² + y²) without undue overflow or underflow, f64 (libdevice `__nv_hypot`).
+    hypot_f64(x, y) => __nv_hypot: f64;
+    /// `fmin(x, y)`: the smaller argument; the other one when one is NaN, f64 (libdevice `__nv_fmin`).
+    fmin_f64(x, y) => __nv_fmin: f64;
+    /// `fmax(x, y)`: the larger argument; the other one when one is NaN, f64 (libdevice `__nv_fmax`).
+    fmax_f64(x, y) => __nv_fmax: f64;
+    /// `fmod(x, y)`: remainder of x / y rounded toward zero (the sign of x), exact, f64 (libdevice `__nv_fmod`).
+    fmod_f64(x, y) => __nv_fmod: f64;
+}
+
+/// Sine and cosine of `x` together, `(sin x, cos x)`, f32 (libdevice
+/// `__nv_sincosf`: one argument reduction for both).
+#[inline(always)]
+pub fn sincos_f32(x: f32) -> (f32, f32) {
+    let (mut s, mut c) = (0.0, 0.0);
+    // SAFETY: both pointers are to live locals of the right type, written once.
+    unsafe { __nv_sincosf(x, &mut s, &mut c) };
+    (s, c)
+}
+
+/// Sine and cosine of `x` together, `(sin x, cos x)`, f64 (libdevice
+/// `__nv_sincos`: one argument reduction for both).
+#[inline(always)]
+pub fn sincos_f64(x: f64) -> (f64, f64) {
+    let (mut s, mut c) = (0.0, 0.0);
+    // SAFETY: both pointers are to live locals of the right type, written once.
+    unsafe { __nv_sincos(x, &mut s, &mut c) };
+    (s, c)
+}
