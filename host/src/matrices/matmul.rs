@@ -85,11 +85,12 @@ pub const SPLIT_K_MIN: usize = 512;
 ///   `k % 4 == 0` and `n % 4 == 0`, 4-byte loads otherwise;
 /// - the tile whose busiest multiprocessor computes the fewest elements of
 ///   C (`ceil(blocks / sms)` blocks of `bm·bn`), with 64 × 64 tiles only
-///   when they cut that by more than 1/8 (a 64² block does the same work
+///   when they cut that by more than 1/15 (a 64² block does the same work
 ///   about 7% slower than a 128² one, measured at 4096³ on an H100). So
 ///   1024³ (64 tiles of 128² for 132 SMs: one block on 64 SMs, none on the
-///   rest) takes 64² tiles (256 blocks, at most 2 per SM), and so do 1536³
-///   and 1792³; 2048³ and larger squares keep 128²;
+///   rest) takes 64² tiles (256 blocks, at most 2 per SM), and so do 1536³,
+///   1792³ and 3072³; 2048³, 4000³ and 4096³ keep 128² (measured on an
+///   H100: the faster tile at each of these sizes);
 /// - with 64 × 64 tiles, 2 k-splits when they give at most one block per
 ///   multiprocessor and `k ≥` [`SPLIT_K_MIN`]: a lone 64-thread block
 ///   cannot hide its own latencies. Two partial products added onto a zeroed
@@ -106,7 +107,7 @@ pub fn sgemm_choice(m: usize, k: usize, n: usize, sms: u32, aligned: bool) -> (S
     let blocks = |t: SgemmTile| m.div_ceil(t.bm).saturating_mul(n.div_ceil(t.bn));
     // Elements of C on the busiest multiprocessor.
     let busiest = |t: SgemmTile| blocks(t).div_ceil(sms).saturating_mul(t.bm * t.bn);
-    if busiest(small).saturating_mul(8) >= busiest(big).saturating_mul(7) {
+    if busiest(small).saturating_mul(15) >= busiest(big).saturating_mul(14) {
         (big, 1)
     } else if blocks(small) <= sms && k >= SPLIT_K_MIN {
         (small, 2)
@@ -615,7 +616,12 @@ mod tests {
         assert_eq!(pick(1792, 64, 1792, 132, true).0, "matrix_mul_tiled_64_v4");
         assert_eq!(pick(1408, 64, 1408, 132, true).0, "matrix_mul_tiled_v4");
         assert_eq!(pick(1280, 64, 1280, 132, true).0, "matrix_mul_tiled_v4");
-        // The 1/8 margin: 64² must beat 128² by more than 12.5%.
+        // 3072³: 576 tiles of 128² (5 on the busiest SM: 81920 elements) against
+        // 2304 of 64² (18: 73728, 10% fewer): 64². 4000³: 1024 against 3969,
+        // 131072 against 126976 (3% fewer): 128².
+        assert_eq!(pick(3072, 64, 3072, 132, true).0, "matrix_mul_tiled_64_v4");
+        assert_eq!(pick(4000, 64, 4000, 132, true).0, "matrix_mul_tiled_v4");
+        // The margin: 64² must beat 128² by more than 1/15.
         // 8 × 8 tiles of 128² on 16 SMs: 4 each (65536); 64²: 16 each (65536).
         assert_eq!(pick(1024, 64, 1024, 16, true).0, "matrix_mul_tiled_v4");
         // Any of k % 4, n % 4 or alignment off: 4-byte loads.
