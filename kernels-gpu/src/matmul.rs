@@ -37,31 +37,94 @@ pub const BLOCK_2D: u32 = 16;
 /// rows of 64 bytes, measured at 0.64 of a device copy on an H100).
 pub const DOUBLES_BLOCK: (u32, u32) = (32, 8);
 
+/// The tile shape of one tiled SGEMM entry point (`matrix_mul_tiled*`):
+/// each block computes a `bm × bn` tile of C with `bm·bn/64` threads (an
+/// 8 × 8 micro-tile each), staging k-tiles of `bk` in shared memory, with
+/// 16-byte global loads when `vec`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SgemmTile {
+    /// The PTX entry point.
+    pub entry: &'static str,
+    /// Rows of C per block.
+    pub bm: usize,
+    /// Columns of C per block.
+    pub bn: usize,
+    /// Depth of the k-tiles in shared memory.
+    pub bk: usize,
+    /// 16-byte global loads: needs `k % 4 == 0`, `n % 4 == 0` and 16-byte
+    /// aligned A and B.
+    pub vec: bool,
+}
+
+impl SgemmTile {
+    /// Threads per block (1-D).
+    pub const fn threads(&self) -> u32 {
+        (self.bm * self.bn / 64) as u32
+    }
+
+    /// Dynamic shared memory of one block, in bytes: two buffers of the
+    /// transposed A tile (`bk × (bm + 4)` floats, padded) and two of the B
+    /// tile (`bk × bn`).
+    pub const fn smem_bytes(&self) -> u32 {
+        (2 * self.bk * (self.bm + 4 + self.bn) * 4) as u32
+    }
+}
+
+/// `matrix_mul_tiled`: 128 × 128 tiles, k-tiles of 8, 4-byte loads (any
+/// shape and alignment).
+pub const SGEMM_128: SgemmTile = SgemmTile {
+    entry: "matrix_mul_tiled",
+    bm: 128,
+    bn: 128,
+    bk: 8,
+    vec: false,
+};
+/// `matrix_mul_tiled_v4`: 128 × 128 tiles, k-tiles of 16, 16-byte loads.
+pub const SGEMM_128_V4: SgemmTile = SgemmTile {
+    entry: "matrix_mul_tiled_v4",
+    bm: 128,
+    bn: 128,
+    bk: 16,
+    vec: true,
+};
+/// `matrix_mul_tiled_64`: 64 × 64 tiles (64 threads), k-tiles of 8, 4-byte
+/// loads: four times the blocks of [`SGEMM_128`], for products too small to
+/// fill the GPU with 128 × 128 tiles.
+pub const SGEMM_64: SgemmTile = SgemmTile {
+    entry: "matrix_mul_tiled_64",
+    bm: 64,
+    bn: 64,
+    bk: 8,
+    vec: false,
+};
+/// `matrix_mul_tiled_64_v4`: [`SGEMM_64`] with 16-byte loads.
+pub const SGEMM_64_V4: SgemmTile = SgemmTile {
+    entry: "matrix_mul_tiled_64_v4",
+    bm: 64,
+    bn: 64,
+    bk: 8,
+    vec: true,
+};
+/// Every tiled SGEMM entry point.
+pub const SGEMM_TILES: [SgemmTile; 4] = [SGEMM_128, SGEMM_128_V4, SGEMM_64, SGEMM_64_V4];
+
 /// Rows of C computed by one block of `matrix_mul_tiled`.
-pub const TILED_BM: usize = 128;
+pub const TILED_BM: usize = SGEMM_128.bm;
 /// Columns of C computed by one block of `matrix_mul_tiled`.
-pub const TILED_BN: usize = 128;
+pub const TILED_BN: usize = SGEMM_128.bn;
 /// Depth of the k-tiles `matrix_mul_tiled` stages in shared memory.
-pub const TILED_BK: usize = 8;
-/// Threads per block of `matrix_mul_tiled` (a 16 × 16 grid of threads, each
-/// computing an 8 × 8 micro-tile of C).
-pub const TILED_THREADS: u32 = 256;
-/// Dynamic shared memory of one `matrix_mul_tiled` block, in bytes: two
-/// buffers of the transposed A tile (8 × 132 floats, padded) and two of the
-/// B tile (8 × 128 floats).
-pub const TILED_SMEM_BYTES: u32 = (2 * TILED_BK * (TILED_BM + 4 + TILED_BN) * 4) as u32;
+pub const TILED_BK: usize = SGEMM_128.bk;
+/// Threads per block of `matrix_mul_tiled` (256: each computes an 8 × 8
+/// micro-tile of C).
+pub const TILED_THREADS: u32 = SGEMM_128.threads();
+/// Dynamic shared memory of one `matrix_mul_tiled` block, in bytes.
+pub const TILED_SMEM_BYTES: u32 = SGEMM_128.smem_bytes();
 /// Most elements an operand of `matrix_mul_tiled` may have (`m·k` and
 /// `k·n`): its loads index A and B with 32-bit offsets; the slack keeps
 /// `k + 16` within `u32` as well. (16 GiB of f32 per operand.)
 pub const TILED_MAX_OPERAND: usize = (u32::MAX - (1 << 16)) as usize;
 /// Threads per block of `gufunc_matmul_i64` (1-D, grid-stride).
 pub const GUFUNC_THREADS: u32 = 256;
-
-/// Row stride (in floats) of the transposed A tile in shared memory: 128 + 4
-/// padding, so that the loaders' transposing stores hit 32 different banks
-/// while every row stays 16-byte aligned for `ld.shared.v4`.
-#[cfg(target_arch = "nvptx64")]
-const AS_STRIDE: usize = TILED_BM + 4;
 
 /// Repeats a block once per listed constant, with `$i` bound to it:
 /// `unroll!(I in [0, 1, 2, 3] => { … })`, so that the micro-tile arrays are
@@ -81,10 +144,12 @@ macro_rules! unroll {
 mod entry {
     use super::*;
     use crate::device::arith::fma_f32;
+    use crate::device::atomic::fetch_add_f32;
+    use crate::device::load::load_nc_v4;
     use crate::device::shared::dynamic_shared_address;
     use crate::device::sync::sync_threads;
     use crate::device::thread;
-    use crate::device::vector::{load_shared_f32x4, store_shared_f32};
+    use crate::device::vector::{load_shared_f32x4, store_shared_f32, store_shared_f32x4};
 
     /// K3: `a[r][c] *= 2` in place for every element of a `rows × cols`
     /// matrix; one thread per element, 2-D grid of 2-D blocks
@@ -138,36 +203,114 @@ mod entry {
         }
     }
 
-    /// K5: `C = A · B` with shared-memory tiles and register blocking.
+    /// Declares a tiled SGEMM entry point instantiating [`sgemm_tile`]
+    /// with the shape of one [`SgemmTile`] constant.
+    macro_rules! sgemm_entry {
+        ($(#[$doc:meta])* $name:ident = $tile:ident) => {
+            $(#[$doc])*
+            ///
+            /// # Safety
+            #[doc = concat!("As [`sgemm_tile`] with the shape of [`", stringify!($tile), "`].")]
+            #[unsafe(no_mangle)]
+            pub unsafe extern "ptx-kernel" fn $name(
+                a: *const f32,
+                b: *const f32,
+                c: *mut f32,
+                m: usize,
+                k: usize,
+                n: usize,
+            ) {
+                // SAFETY: forwarded from this kernel's contract.
+                unsafe {
+                    sgemm_tile::<{ $tile.bm }, { $tile.bn }, { $tile.bk }, { $tile.vec }>(
+                        a, b, c, m, k, n,
+                    )
+                }
+            }
+        };
+    }
+
+    sgemm_entry!(
+        /// K5: `C = A · B` with shared-memory tiles and register blocking,
+        /// for any shape and alignment: 128 × 128 tiles of C, 4-byte loads
+        /// (see [`sgemm_tile`]). The launcher picks this entry or another
+        /// `matrix_mul_tiled*` by shape and alignment.
+        matrix_mul_tiled = SGEMM_128
+    );
+    sgemm_entry!(
+        /// K5 with 16-byte loads and k-tiles of 16 (128 × 128 tiles).
+        matrix_mul_tiled_v4 = SGEMM_128_V4
+    );
+    sgemm_entry!(
+        /// K5 with 64 × 64 tiles (64 threads), 4-byte loads.
+        matrix_mul_tiled_64 = SGEMM_64
+    );
+    sgemm_entry!(
+        /// K5 with 64 × 64 tiles (64 threads), 16-byte loads.
+        matrix_mul_tiled_64_v4 = SGEMM_64_V4
+    );
+
+    /// Loads part `i` of a thread's share of a tile: with `VEC`, the 4
+    /// floats `src[p .. p + 4]` (one `ld.global.nc.v4`) into `dst[4 i ..
+    /// 4 i + 4]`; otherwise `src[p]` into `dst[i]`.
     ///
-    /// The seed's recipe (load a tile into shared memory, synchronize,
-    /// compute, synchronize) scaled up to what a fast SIMT GEMM needs:
-    /// - each block of 256 threads computes a 128 × 128 tile of C; each
-    ///   thread an 8 × 8 micro-tile (rows `ty*4 + {0..4}` and
-    ///   `64 + ty*4 + {0..4}`, the same for columns with `tx`), held in 64
-    ///   registers;
-    /// - k advances in tiles of 8: the A tile (128 × 8) is stored
-    ///   *transposed* in shared memory and the B tile (8 × 128) as is, so
-    ///   each step of the inner loop reads 4 + 4 consecutive floats of each
-    ///   with two `ld.shared.v4.f32` per operand, for 64 FMAs;
+    /// # Safety
+    /// Those elements are inside the operand `src` points to, which nothing
+    /// writes during the launch; with `VEC`, `src + p` is 16-byte aligned.
+    #[inline(always)]
+    unsafe fn load_part<const VEC: bool>(dst: &mut [f32; 8], i: usize, src: *const f32, p: u32) {
+        if VEC {
+            // SAFETY: 16 readable, aligned, read-only bytes (the caller).
+            let v = unsafe { load_nc_v4(src.add(p as usize) as *const [u32; 4]) };
+            for j in 0..4 {
+                dst[4 * i + j] = f32::from_bits(v[j]);
+            }
+        } else {
+            // SAFETY: inside the operand (the caller).
+            dst[i] = unsafe { *src.add(p as usize) };
+        }
+    }
+
+    /// The tiled SGEMM every `matrix_mul_tiled*` entry instantiates:
+    /// `C = A · B` (or `C += A · B[k-range]` with split-k), one `BM × BN`
+    /// tile of C per block of `BM·BN/64` threads.
+    ///
+    /// - each thread computes an 8 × 8 micro-tile of C (rows `ty*4 + {0..4}`
+    ///   and `BM/2 + ty*4 + {0..4}`, the same for columns with `tx`), held in
+    ///   64 registers;
+    /// - k advances in tiles of `BK`: the A tile (`BM × BK`) is stored
+    ///   *transposed* in shared memory (rows padded by 4 floats, so that the
+    ///   transposing stores hit distinct banks) and the B tile (`BK × BN`)
+    ///   as is, so each step of the inner loop reads 4 + 4 consecutive
+    ///   floats of each with `ld.shared.v4.f32`, for 64 FMAs;
     /// - double buffering: the next k-tile is fetched from global memory
     ///   into registers while the current one is multiplied, then stored to
     ///   the other shared buffer: one barrier per k-tile;
-    /// - edges: loads outside A or B read 0, stores outside C are skipped, so
-    ///   any `m`, `k`, `n` works (up to [`TILED_MAX_OPERAND`] elements per
-    ///   operand: loads use 32-bit offsets, which keeps the kernel within
-    ///   128 registers per thread, so two blocks fit on an SM).
-    ///
-    /// Grid: `(ceil(n / 128), ceil(m / 128))`, block: 256 threads (1-D).
+    /// - `VEC`: the tiles are fetched with 16-byte `ld.global.nc.v4` loads
+    ///   (needs `k % 4 == 0`, `n % 4 == 0` and 16-byte aligned `a`, `b`);
+    ///   otherwise with 4-byte loads;
+    /// - edges: rows of A and columns of B past the matrix are clamped to
+    ///   the last one (their products land in rows/columns of C that are
+    ///   never stored), columns of A and rows of B past `k` read 0, stores
+    ///   outside C are skipped, so any `m`, `k`, `n` works (up to
+    ///   [`TILED_MAX_OPERAND`] elements per operand: loads use 32-bit
+    ///   offsets, which keeps the kernel within 128 registers per thread);
+    /// - split-k: with `gridDim.z = s > 1`, block `z` multiplies its share of
+    ///   the k-tiles and *adds* its partial tile to C with `atom.add.f32`
+    ///   (the launcher zeroes C first; it uses at most 2 splits, so each
+    ///   element is `(0 + p) + q` in either order: the same bits every run).
     ///
     /// # Safety
     /// `a` holds `m * k`, `b` holds `k * n` and `c` holds `m * n` f32 on the
     /// device, row-major; `c` overlaps neither input; the products do not
-    /// overflow; `m * k` and `k * n` are below [`TILED_MAX_OPERAND`]; the
-    /// launch has 256 threads per block, the grid above and
-    /// [`TILED_SMEM_BYTES`] of dynamic shared memory (host-checked).
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn matrix_mul_tiled(
+    /// overflow; `m * k` and `k * n` are below [`TILED_MAX_OPERAND`]; with
+    /// `VEC`, `k` and `n` are multiples of 4 and `a`, `b` 16-byte aligned;
+    /// the launch has `BM·BN/64` threads per block (1-D), the grid
+    /// `(ceil(n / BN), ceil(m / BM), s)` and [`SgemmTile::smem_bytes`] of
+    /// dynamic shared memory; with `s > 1`, C is zeroed before the
+    /// launch (host-checked).
+    #[inline(always)]
+    unsafe fn sgemm_tile<const BM: usize, const BN: usize, const BK: usize, const VEC: bool>(
         a: *const f32,
         b: *const f32,
         c: *mut f32,
@@ -175,139 +318,188 @@ mod entry {
         k: usize,
         n: usize,
     ) {
-        const A_BUF: usize = TILED_BK * AS_STRIDE;
-        const B_BUF: usize = TILED_BK * TILED_BN;
-        // Dynamic shared memory (TILED_SMEM_BYTES, passed by the launch):
-        // two A buffers, then two B buffers.
+        let threads = BM * BN / 64;
+        const {
+            assert!(BK == 8 || BK == 16);
+            assert!(BM * BN / 64 % BK == 0 && BM * BN / 64 % (BN / 4) == 0);
+            // Every thread's share of a tile fits the 8-float prefetch arrays.
+            assert!(BM * BK / (BM * BN / 64) <= 8 && BK * BN / (BM * BN / 64) <= 8);
+        }
+        let as_stride = BM + 4;
+        let a_buf = BK * as_stride;
+        let b_buf = BK * BN;
+        // Dynamic shared memory: two A buffers, then two B buffers.
         let a_base = dynamic_shared_address();
-        let b_base = a_base + (2 * A_BUF * 4) as u32;
+        let b_base = a_base + (2 * a_buf * 4) as u32;
 
         let t = thread::thread_idx_x() as usize;
-        let tx = t % 16;
-        let ty = t / 16;
-        let block_row = thread::block_idx_y() as usize * TILED_BM;
-        let block_col = thread::block_idx_x() as usize * TILED_BN;
-
-        // Loader mapping. A: column t % 8 of the k-tile, rows t / 8 + 32 i
-        // (a warp reads 4 rows × 32 contiguous bytes). B: column t % 128,
-        // rows t / 128 + 2 i (a warp reads 128 contiguous bytes).
-        let a_col = t % 8;
-        let a_row = t / 8;
-        let b_col = t % 128;
-        let b_row = t / 128;
-        let a_rows_ok: [bool; 4] = [
-            block_row + a_row < m,
-            block_row + a_row + 32 < m,
-            block_row + a_row + 64 < m,
-            block_row + a_row + 96 < m,
-        ];
-        let b_col_ok = block_col + b_col < n;
-        // Element offsets of this thread's first loads (k-tile 0), in 32
-        // bits: the host guarantees m·k and k·n below TILED_MAX_OPERAND, so
-        // every in-bounds offset fits (and k, n fit u32). 32-bit offsets
-        // bring the kernel to ≤ 128 registers on sm_80/sm_90 (141 with
-        // 64-bit ones), which lets two blocks share an SM. Only
-        // dereferenced when in bounds.
-        let a_first = ((block_row + a_row) * k + a_col) as u32;
-        let b_first = (b_row * n + block_col + b_col) as u32;
+        let tx = t % (BN / 8);
+        let ty = t / (BN / 8);
+        let block_row = thread::block_idx_y() as usize * BM;
+        let block_col = thread::block_idx_x() as usize * BN;
         let (k32, n32) = (k as u32, n as u32);
+
+        // This block's k-tiles: [first, last) (all of them without split-k).
+        let tiles = k32.div_ceil(BK as u32);
+        let splits = thread::grid_dim_z();
+        let per_split = tiles.div_ceil(splits);
+        let first = thread::block_idx_z() * per_split;
+        let last = tiles.min(first + per_split);
+        if first >= last {
+            return;
+        }
+
+        // Loader mapping. Element offsets in 32 bits (the host guarantees
+        // m·k and k·n below TILED_MAX_OPERAND), of k-tile 0; rows of A and
+        // columns of B clamped into the matrix.
+        // VEC: A as float4s along k (BK/4 per row), B as float4s along n.
+        // Scalar: A as single floats along k (BK per row), B along n.
+        let a_per_row = if VEC { BK / 4 } else { BK };
+        let b_per_row = if VEC { BN / 4 } else { BN };
+        let width = if VEC { 4 } else { 1 };
+        let a_k = (t % a_per_row) * width; // column of A within the k-tile
+        let a_row0 = t / a_per_row;
+        let a_step = threads / a_per_row; // rows between this thread's loads
+        let a_loads = BM / a_step;
+        let b_c = (t % b_per_row) * width; // column of B within the tile
+        let b_row0 = t / b_per_row;
+        let b_step = threads / b_per_row;
+        let b_loads = BK / b_step;
+        let mut a_off = [0u32; 8];
+        for i in 0..a_loads {
+            let row = (block_row + a_row0 + i * a_step).min(m - 1);
+            a_off[i] = (row * k + a_k) as u32;
+        }
+        let b_col = (block_col + b_c).min(n - width) as u32;
         // Shared-window byte addresses of this thread's stores (buffer 0).
-        let a_store = a_base + ((a_col * AS_STRIDE + a_row) * 4) as u32;
-        let b_store = b_base + ((b_row * TILED_BN + b_col) * 4) as u32;
+        let a_store = a_base + ((a_k * as_stride + a_row0) * 4) as u32;
+        let b_store = b_base + ((b_row0 * BN + b_c) * 4) as u32;
         // And of its fragment loads (buffer 0, k-step 0).
         let a_frag = a_base + (ty * 4 * 4) as u32;
         let b_frag = b_base + (tx * 4 * 4) as u32;
 
-        // Fetches k-tile `k0` of A and B into registers (zeros outside).
-        let fetch = |k0: u32| -> ([f32; 4], [f32; 4]) {
-            let mut ra = [0.0f32; 4];
-            let mut rb = [0.0f32; 4];
-            let a_k_ok = k0 + (a_col as u32) < k32;
-            unroll!(I in [0, 1, 2, 3] => {
-                if a_k_ok && a_rows_ok[I] {
-                    // SAFETY: row block_row + a_row + 32 I < m and column
-                    // k0 + a_col < k: inside A.
-                    ra[I] = unsafe { *a.add((a_first + 32 * I as u32 * k32 + k0) as usize) };
+        // Fetches k-tile `k0` of A and B into registers (zeros past k).
+        let fetch = |k0: u32| -> ([f32; 8], [f32; 8]) {
+            let mut ra = [0.0f32; 8];
+            let mut rb = [0.0f32; 8];
+            if k0 + (a_k as u32) < k32 {
+                for i in 0..a_loads {
+                    // SAFETY: the row is clamped into A and column k0 + a_k
+                    // (with VEC, k0 + a_k + 3: k % 4 == 0) is below k.
+                    unsafe { load_part::<VEC>(&mut ra, i, a, a_off[i] + k0) };
                 }
-                if b_col_ok && k0 + ((b_row + 2 * I) as u32) < k32 {
-                    // SAFETY: row k0 + b_row + 2 I < k and column
-                    // block_col + b_col < n: inside B.
-                    rb[I] = unsafe { *b.add((b_first + (k0 + 2 * I as u32) * n32) as usize) };
+            }
+            for i in 0..b_loads {
+                let row = k0 + (b_row0 + i * b_step) as u32;
+                if row < k32 {
+                    // SAFETY: row < k and the column (with VEC, the 4 columns:
+                    // n % 4 == 0) is clamped into B.
+                    unsafe { load_part::<VEC>(&mut rb, i, b, row * n32 + b_col) };
                 }
-            });
+            }
             (ra, rb)
         };
         // Stores fetched registers into shared buffer `buf`.
-        let stash = |buf: usize, ra: [f32; 4], rb: [f32; 4]| {
-            let a_off = (buf * A_BUF * 4) as u32;
-            let b_off = (buf * B_BUF * 4) as u32;
-            unroll!(I in [0, 1, 2, 3] => {
-                // SAFETY: a_col < 8 and a_row + 32 I < 128: inside buffer
-                // `buf` of the A tile; only this thread writes this slot, and
-                // nobody reads the buffer until the next barrier.
-                unsafe { store_shared_f32(a_store + a_off + (32 * I * 4) as u32, ra[I]) };
-                // SAFETY: b_row + 2 I < 8 and b_col < 128: inside buffer
-                // `buf` of the B tile; as above.
-                unsafe {
-                    store_shared_f32(b_store + b_off + (2 * I * TILED_BN * 4) as u32, rb[I])
-                };
-            });
+        let stash = |buf: u32, ra: [f32; 8], rb: [f32; 8]| {
+            let a_at = a_store + buf * (a_buf * 4) as u32;
+            let b_at = b_store + buf * (b_buf * 4) as u32;
+            for i in 0..a_loads {
+                let row = (i * a_step * 4) as u32;
+                if VEC {
+                    for j in 0..4 {
+                        // SAFETY: a_k + j < BK and a_row0 + i * a_step < BM:
+                        // inside buffer `buf` of the A tile; only this thread
+                        // writes this slot, nobody reads the buffer until the
+                        // next barrier.
+                        unsafe {
+                            store_shared_f32(a_at + row + (j * as_stride * 4) as u32, ra[4 * i + j])
+                        };
+                    }
+                } else {
+                    // SAFETY: as above, with j = 0.
+                    unsafe { store_shared_f32(a_at + row, ra[i]) };
+                }
+            }
+            for i in 0..b_loads {
+                let row = (i * b_step * BN * 4) as u32;
+                if VEC {
+                    let v = [rb[4 * i], rb[4 * i + 1], rb[4 * i + 2], rb[4 * i + 3]];
+                    // SAFETY: b_row0 + i * b_step < BK and b_c + 3 < BN,
+                    // 16-byte aligned: inside buffer `buf` of the B tile; as
+                    // above.
+                    unsafe { store_shared_f32x4(b_at + row, v) };
+                } else {
+                    // SAFETY: b_row0 + i * b_step < BK and b_c < BN: inside
+                    // buffer `buf` of the B tile; as above.
+                    unsafe { store_shared_f32(b_at + row, rb[i]) };
+                }
+            }
         };
 
         let mut acc = [[0.0f32; 8]; 8];
-        let tiles = k32.div_ceil(TILED_BK as u32);
-        let (ra, rb) = fetch(0);
+        let (ra, rb) = fetch(first * BK as u32);
         stash(0, ra, rb);
         sync_threads();
-        let mut tile = 0u32;
-        while tile < tiles {
-            let buf = (tile & 1) as usize;
-            let more = tile + 1 < tiles;
-            // Prefetch the next k-tile while this one is multiplied.
-            let (ra, rb) = if more {
-                fetch((tile + 1) * TILED_BK as u32)
-            } else {
-                ([0.0; 4], [0.0; 4])
-            };
-            let a_buf = a_frag + (buf * A_BUF * 4) as u32;
-            let b_buf = b_frag + (buf * B_BUF * 4) as u32;
-            unroll!(KK in [0, 1, 2, 3, 4, 5, 6, 7] => {
-                // SAFETY: KK < 8, ty * 4 + 64 + 3 < 128 and tx * 4 + 64 + 3
-                // < 128: inside buffer `buf`, 16-byte aligned (AS_STRIDE and
-                // 128 are multiples of 4); written before the last barrier.
-                let (a0, a1, b0, b1) = unsafe {
-                    (
-                        load_shared_f32x4(a_buf + (KK * AS_STRIDE * 4) as u32),
-                        load_shared_f32x4(a_buf + ((KK * AS_STRIDE + 64) * 4) as u32),
-                        load_shared_f32x4(b_buf + (KK * TILED_BN * 4) as u32),
-                        load_shared_f32x4(b_buf + ((KK * TILED_BN + 64) * 4) as u32),
-                    )
-                };
-                let av = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
-                let bv = [b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]];
-                unroll!(I in [0, 1, 2, 3, 4, 5, 6, 7] => {
-                    unroll!(J in [0, 1, 2, 3, 4, 5, 6, 7] => {
-                        acc[I][J] = fma_f32(av[I], bv[J], acc[I][J]);
+        let mut tile = first;
+        let mut buf = 0u32;
+        while tile < last {
+            // Prefetch the next k-tile while this one is multiplied. After
+            // the last tile this reads the next split's first tile, or
+            // nothing past k: harmless, and it keeps the loop branch-free
+            // (a conditional fetch gets merged with the conditional stash
+            // below and sunk past the math, which serializes the loads).
+            let (ra, rb) = fetch((tile + 1) * BK as u32);
+            let a_buf_at = a_frag + buf * (a_buf * 4) as u32;
+            let b_buf_at = b_frag + buf * (b_buf * 4) as u32;
+            unroll!(KK in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] => {
+                if KK < BK {
+                    // SAFETY: KK < BK, ty * 4 + BM/2 + 3 < BM and tx * 4 +
+                    // BN/2 + 3 < BN: inside buffer `buf`, 16-byte aligned
+                    // (as_stride and BN are multiples of 4); written before
+                    // the last barrier.
+                    let (a0, a1, b0, b1) = unsafe {
+                        (
+                            load_shared_f32x4(a_buf_at + (KK * as_stride * 4) as u32),
+                            load_shared_f32x4(a_buf_at + ((KK * as_stride + BM / 2) * 4) as u32),
+                            load_shared_f32x4(b_buf_at + (KK * BN * 4) as u32),
+                            load_shared_f32x4(b_buf_at + ((KK * BN + BN / 2) * 4) as u32),
+                        )
+                    };
+                    let av = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
+                    let bv = [b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]];
+                    unroll!(I in [0, 1, 2, 3, 4, 5, 6, 7] => {
+                        unroll!(J in [0, 1, 2, 3, 4, 5, 6, 7] => {
+                            acc[I][J] = fma_f32(av[I], bv[J], acc[I][J]);
+                        });
                     });
-                });
+                }
             });
-            if more {
-                stash(buf ^ 1, ra, rb);
-            }
+            // The other buffer was last read before the previous barrier.
+            stash(buf ^ 1, ra, rb);
             sync_threads();
+            buf ^= 1;
             tile += 1;
         }
 
         // Write the micro-tile: rows/columns 0..4 are at ty*4 (tx*4), 4..8
-        // at 64 + ty*4 (64 + tx*4).
+        // at BM/2 + ty*4 (BN/2 + tx*4).
         unroll!(I in [0, 1, 2, 3, 4, 5, 6, 7] => {
-            let row = block_row + ty * 4 + (I % 4) + (I / 4) * 64;
+            let row = block_row + ty * 4 + (I % 4) + (I / 4) * (BM / 2);
             if row < m {
                 unroll!(J in [0, 1, 2, 3, 4, 5, 6, 7] => {
-                    let col = block_col + tx * 4 + (J % 4) + (J / 4) * 64;
+                    let col = block_col + tx * 4 + (J % 4) + (J / 4) * (BN / 2);
                     if col < n {
-                        // SAFETY: row < m and col < n: inside C.
-                        unsafe { *c.add(row * n + col) = acc[I][J] };
+                        // SAFETY: row < m and col < n: inside C; with split-k
+                        // every block adds with an atomic (C zeroed by the
+                        // launcher).
+                        unsafe {
+                            let p = c.add(row * n + col);
+                            if splits > 1 {
+                                fetch_add_f32(p, acc[I][J]);
+                            } else {
+                                *p = acc[I][J];
+                            }
+                        }
                     }
                 });
             }

@@ -10,9 +10,10 @@ use cuda_kernels::Gpu;
 use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
 use cuda_kernels::matrices::kernels::{lerp, saxpy, sum};
 use cuda_kernels::matrices::{
-    Elementwise, ElementwiseElement, MatmulKernel, allclose, check_matmul, doubles_matrix_cpu,
-    doubles_matrix_launch, elementwise_cpu, gufunc_matmul_i64_cpu, gufunc_plan, matmul_cpu,
-    matmul_launch, vector_sum_repeat_cpu,
+    Elementwise, ElementwiseElement, MatmulKernel, MatmulLaunch, PLAN_SMS, SPLIT_K_MIN, allclose,
+    check_matmul, doubles_matrix_cpu, doubles_matrix_launch, elementwise_cpu,
+    gufunc_matmul_i64_cpu, gufunc_plan, matmul_cpu, matmul_launch, matmul_launch_for,
+    vector_sum_repeat_cpu,
 };
 use cuda_kernels::ndarray::{
     Array, Array1, Array2, Array3, ArrayD, ArrayView1, ArrayView2, ArrayViewMut1, Axis, IxDyn, s,
@@ -37,12 +38,15 @@ pub fn trials() -> Vec<Trial> {
         gpu!(matmul_small_matches_dot),
         gpu!(matmul_edges_and_large),
         gpu!(matmul_views),
+        gpu!(matmul_tile_selection),
+        gpu!(matmul_split_k),
         gpu!(elementwise_sum_all_types),
         gpu!(elementwise_saxpy_and_lerp),
         gpu!(vector_sum_repeat_matches_cpu),
         gpu!(gufunc_matmul_matches_cpu),
         cpu!(ptx_keeps_the_repeat_loop),
         cpu!(ptx_tiled_uses_shared_vector_loads),
+        cpu!(ptx_tiled_v4_uses_global_vector_loads),
         gpu!(doubles_matrix_agrees_with_cpu),
         gpu!("matmul_naive_agrees_with_cpu", |gpu| {
             matmul_agrees_with_cpu(gpu, MatmulKernel::Naive)
@@ -179,6 +183,127 @@ fn matmul_views(gpu: &Gpu) -> Result<(), Failed> {
     let chk =
         check_matmul(c.view(), a.slice(s![..;-2, ..]), b.slice(s![..50, ..;3])).map_err(fail)?;
     ensure(chk.passed(), || format!("stepped views: {chk:?}"))
+}
+
+/// `C = A · B` with the tiled kernel through `matmul_on_device`, every
+/// buffer starting `offset` elements into its allocation (1: not 16-byte
+/// aligned, so the 4-byte entries run), C filled with NaN first (so an
+/// element the kernel skips shows). Returns C and the launch plan used.
+fn tiled_at_offset(
+    gpu: &Gpu,
+    a: &Array2<f32>,
+    b: &Array2<f32>,
+    offset: usize,
+) -> Result<(Array2<f32>, MatmulLaunch), Failed> {
+    use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
+    let ((m, k), n) = (a.dim(), b.ncols());
+    let padded = |x: &Array2<f32>| {
+        let mut v = vec![0.0f32; offset];
+        v.extend(x.iter());
+        v
+    };
+    let da = DeviceBuffer::from_slice(&padded(a)).map_err(fail)?;
+    let db = DeviceBuffer::from_slice(&padded(b)).map_err(fail)?;
+    let dc = DeviceBuffer::from_slice(&vec![f32::NAN; offset + m * n]).map_err(fail)?;
+    let (sa, sb, mut sc) = (da.index(offset..), db.index(offset..), dc.index(offset..));
+    let aligned = [sa.as_device_ptr().as_raw(), sb.as_device_ptr().as_raw()]
+        .iter()
+        .all(|p| p.is_multiple_of(16));
+    let sms = gpu.multiprocessors("test").map_err(fail)?;
+    let plan =
+        matmul_launch_for(MatmulKernel::Tiled, (m, k), (k, n), sms, aligned).map_err(fail)?;
+    gpu.matmul_on_device(MatmulKernel::Tiled, &sa, &sb, &mut sc, m, k, n)
+        .map_err(fail)?;
+    gpu.synchronize("matrix_mul_tiled").map_err(fail)?;
+    let mut out = vec![0.0f32; m * n];
+    sc.copy_to(&mut out[..]).map_err(fail)?;
+    let c = Array2::from_shape_vec((m, n), out).map_err(fail)?;
+    Ok((c, plan))
+}
+
+fn matmul_tile_selection(gpu: &Gpu) -> Result<(), Failed> {
+    // Shapes at the edges of every tiled entry's tiles and loads, aligned and
+    // misaligned: 64² tiles (few tiles of 128²) and 128² tiles (16 × 16 of
+    // them, which 132 SMs take as 128²: see sgemm_choice); k-tile tails of
+    // 4, 8 and 12 floats (16-byte loads run whole float4s), n not a
+    // multiple of the tile, m odd; and the issue's odd shapes.
+    let mut seen = std::collections::BTreeSet::new();
+    for &(m, k, n) in &[
+        (1, 4, 4),
+        (63, 12, 68),
+        (65, 20, 132),
+        (127, 333, 65),
+        (129, 36, 60),
+        (130, 1004, 260),
+        (1, 1, 1),
+        (2048, 36, 2044),
+        (1921, 20, 1924),
+        (2047, 13, 2045),
+    ] {
+        let a = randn2(m, k, (m * 13 + k) as u64);
+        let b = randn2(k, n, (k * 7 + n) as u64);
+        for offset in [0, 1] {
+            let (c, plan) = tiled_at_offset(gpu, &a, &b, offset)?;
+            let vec = plan.entry.ends_with("_v4");
+            ensure(!(vec && (offset != 0 || k % 4 != 0 || n % 4 != 0)), || {
+                format!(
+                    "{m}×{k}·{k}×{n} offset {offset}: {} needs alignment",
+                    plan.entry
+                )
+            })?;
+            seen.insert(plan.entry);
+            let chk = check_matmul(c.view(), a.view(), b.view()).map_err(fail)?;
+            ensure(chk.passed(), || {
+                format!("{} {m}×{k}·{k}×{n} offset {offset}: {chk:?}", plan.entry)
+            })?;
+        }
+    }
+    // On an H100 (the SM count the shapes were picked for) every entry ran.
+    let sms = gpu.multiprocessors("test").map_err(fail)?;
+    ensure(sms != PLAN_SMS || seen.len() == 4, || {
+        format!("only {seen:?} ran")
+    })
+}
+
+fn matmul_split_k(gpu: &Gpu) -> Result<(), Failed> {
+    // Few output tiles and a long k: two k-splits added onto a zeroed C.
+    // The split falls inside a k-tile tail (k % 8 != 0), on a tile boundary,
+    // and on misaligned (4-byte) operands; the result is the same bits on
+    // every run.
+    let sms = gpu.multiprocessors("test").map_err(fail)?;
+    for &(m, k, n) in &[
+        (65, 4097, 3),
+        (1, 4096, 1),
+        (100, 1001, 100),
+        (33, 520, 17),
+        (256, 2048, 260),
+        (64, SPLIT_K_MIN, 64),
+    ] {
+        let a = randn2(m, k, (m * 5 + k) as u64);
+        let b = randn2(k, n, (k * 3 + n) as u64);
+        for offset in [0, 1] {
+            let (c, plan) = tiled_at_offset(gpu, &a, &b, offset)?;
+            ensure(sms < 2 * 20 || plan.splits == 2, || {
+                format!("{m}×{k}·{k}×{n}: {} splits", plan.splits)
+            })?;
+            let chk = check_matmul(c.view(), a.view(), b.view()).map_err(fail)?;
+            ensure(chk.passed(), || {
+                format!(
+                    "{} split {m}×{k}·{k}×{n} offset {offset}: {chk:?}",
+                    plan.entry
+                )
+            })?;
+            let (again, _) = tiled_at_offset(gpu, &a, &b, offset)?;
+            let same = c
+                .iter()
+                .zip(&again)
+                .all(|(x, y)| x.to_bits() == y.to_bits());
+            ensure(same, || {
+                format!("{m}×{k}·{k}×{n}: split-k result differs between runs")
+            })?;
+        }
+    }
+    Ok(())
 }
 
 fn elementwise_sum_all_types(gpu: &Gpu) -> Result<(), Failed> {
@@ -367,15 +492,37 @@ fn ptx_keeps_the_repeat_loop() -> Result<(), Failed> {
 }
 
 fn ptx_tiled_uses_shared_vector_loads() -> Result<(), Failed> {
-    let body = ptx_entry("matrix_mul_tiled")?;
-    let v4 = body.matches("ld.shared.v4.f32").count();
-    let fma = body.matches("fma.rn.f32").count();
-    ensure(v4 >= 32 && fma >= 512, || {
-        format!("expected ≥ 32 ld.shared.v4.f32 and ≥ 512 fma.rn.f32, got {v4} and {fma}")
-    })?;
-    ensure(!body.contains(".local"), || {
-        "local memory in matrix_mul_tiled".into()
-    })
+    for tile in cuda_kernels::kernels::matmul::SGEMM_TILES {
+        let body = ptx_entry(tile.entry)?;
+        let v4 = body.matches("ld.shared.v4.f32").count();
+        let fma = body.matches("fma.rn.f32").count();
+        let (want_v4, want_fma) = (4 * tile.bk, 64 * tile.bk);
+        ensure(v4 >= want_v4 && fma >= want_fma, || {
+            format!(
+                "{}: expected ≥ {want_v4} ld.shared.v4.f32 and ≥ {want_fma} fma.rn.f32, \
+                 got {v4} and {fma}",
+                tile.entry
+            )
+        })?;
+        ensure(!body.contains(".local"), || {
+            format!("local memory in {}", tile.entry)
+        })?;
+    }
+    Ok(())
+}
+
+fn ptx_tiled_v4_uses_global_vector_loads() -> Result<(), Failed> {
+    for tile in cuda_kernels::kernels::matmul::SGEMM_TILES {
+        let body = ptx_entry(tile.entry)?;
+        let v4 = body.contains("ld.global.nc.v4");
+        ensure(v4 == tile.vec, || {
+            format!(
+                "{}: ld.global.nc.v4 present: {v4}, expected {}",
+                tile.entry, tile.vec
+            )
+        })?;
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------

@@ -5,8 +5,8 @@ use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Zip};
 
 use cuda_kernels_gpu::matmul::{
-    BLOCK_2D, DOUBLES_BLOCK, TILED_BM, TILED_BN, TILED_MAX_OPERAND, TILED_SMEM_BYTES,
-    TILED_THREADS, double_element,
+    BLOCK_2D, DOUBLES_BLOCK, SGEMM_64, SGEMM_64_V4, SGEMM_128, SGEMM_128_V4, SgemmTile,
+    TILED_MAX_OPERAND, double_element,
 };
 
 use crate::Gpu;
@@ -21,12 +21,16 @@ pub enum MatmulKernel {
     /// global memory.
     Naive,
     /// K5 `matrix_mul_tiled`: 128 × 128 tiles of C per block, k-tiles in
-    /// shared memory, 8 × 8 register micro-tiles per thread.
+    /// shared memory, 8 × 8 register micro-tiles per thread; the launcher
+    /// picks 16-byte loads and smaller tiles or split-k by shape and
+    /// alignment ([`sgemm_choice`]).
     Tiled,
 }
 
 impl MatmulKernel {
-    /// The PTX entry point.
+    /// The PTX entry point (for `Tiled`, the general one, which also names
+    /// the kernel in errors: the launch may use another `matrix_mul_tiled*`
+    /// entry, see [`MatmulLaunch::entry`]).
     pub fn entry(self) -> &'static str {
         match self {
             MatmulKernel::Naive => "matrix_mul_naive",
@@ -54,23 +58,89 @@ pub struct MatmulLaunch {
     pub k: usize,
     /// Columns of B and C.
     pub n: usize,
+    /// The PTX entry point launched.
+    pub entry: &'static str,
     /// `(gridDim.x, gridDim.y)`.
     pub grid: (u32, u32),
+    /// `gridDim.z`: the k-range splits (1, or 2 for split-k, which needs C
+    /// zeroed before the launch).
+    pub splits: u32,
     /// `(blockDim.x, blockDim.y)`.
     pub block: (u32, u32),
     /// Dynamic shared memory in bytes.
     pub smem: u32,
 }
 
+/// The multiprocessor count [`matmul_launch`] plans for (an H100 SXM's);
+/// [`Gpu::matmul_on_device`] plans for the GPU's own count.
+pub const PLAN_SMS: u32 = 132;
+
+/// Smallest `k` for which [`sgemm_choice`] splits the k-range in two.
+pub const SPLIT_K_MIN: usize = 512;
+
+/// Picks the tiled SGEMM entry and the number of k-splits for
+/// `A (m × k) · B (k × n)` on a GPU of `sms` multiprocessors, where
+/// `aligned` says whether A and B start on 16-byte boundaries:
+/// - 16-byte loads ([`SGEMM_128_V4`], [`SGEMM_64_V4`]) when `aligned`,
+///   `k % 4 == 0` and `n % 4 == 0`, 4-byte loads otherwise;
+/// - the tile whose busiest multiprocessor computes the fewest elements of
+///   C (`ceil(blocks / sms)` blocks of `bm·bn`), with 64 × 64 tiles only
+///   when they cut that by more than 1/15 (a 64² block does the same work
+///   about 7% slower than a 128² one, measured at 4096³ on an H100). So
+///   1024³ (64 tiles of 128² for 132 SMs: one block on 64 SMs, none on the
+///   rest) takes 64² tiles (256 blocks, at most 2 per SM), and so do 1536³,
+///   1792³ and 3072³; 2048³, 4000³ and 4096³ keep 128² (measured on an
+///   H100: the faster tile at each of these sizes);
+/// - with 64 × 64 tiles, 2 k-splits when they give at most one block per
+///   multiprocessor and `k ≥` [`SPLIT_K_MIN`]: a lone 64-thread block
+///   cannot hide its own latencies. Two partial products added onto a zeroed
+///   C give the same bits in either order, so the result stays
+///   deterministic; more splits would not.
+pub fn sgemm_choice(m: usize, k: usize, n: usize, sms: u32, aligned: bool) -> (SgemmTile, u32) {
+    let vec = aligned && k.is_multiple_of(4) && n.is_multiple_of(4);
+    let (big, small) = if vec {
+        (SGEMM_128_V4, SGEMM_64_V4)
+    } else {
+        (SGEMM_128, SGEMM_64)
+    };
+    let sms = sms.max(1) as usize;
+    let blocks = |t: SgemmTile| m.div_ceil(t.bm).saturating_mul(n.div_ceil(t.bn));
+    // Elements of C on the busiest multiprocessor.
+    let busiest = |t: SgemmTile| blocks(t).div_ceil(sms).saturating_mul(t.bm * t.bn);
+    if busiest(small).saturating_mul(15) >= busiest(big).saturating_mul(14) {
+        (big, 1)
+    } else if blocks(small) <= sms && k >= SPLIT_K_MIN {
+        (small, 2)
+    } else {
+        (small, 1)
+    }
+}
+
 /// Checks the shapes of `A (m × k) · B (k × n)` for `kernel` and returns its
-/// launch shape: inner dimensions must match, no dimension may be 0, the
-/// element and byte counts of A, B and C must fit in `usize`, the grid
-/// must fit the hardware limits (65,535 blocks along y), and for the tiled
-/// kernel A and B must have at most `TILED_MAX_OPERAND` (≈ 2^32) elements.
+/// launch shape, planned for [`PLAN_SMS`] multiprocessors and 16-byte
+/// aligned operands (see [`matmul_launch_for`]).
 pub fn matmul_launch(
     kernel: MatmulKernel,
     a: (usize, usize),
     b: (usize, usize),
+) -> Result<MatmulLaunch> {
+    matmul_launch_for(kernel, a, b, PLAN_SMS, true)
+}
+
+/// Checks the shapes of `A (m × k) · B (k × n)` for `kernel` and returns its
+/// launch shape on a GPU of `sms` multiprocessors (`aligned`: A and B start
+/// on 16-byte boundaries; the tiled kernel's entry, tile and splits come
+/// from [`sgemm_choice`]): inner dimensions must match, no dimension may
+/// be 0, the element and byte counts of A, B and C must fit in `usize`, the
+/// grid must fit the hardware limits (65,535 blocks along y), and for the
+/// tiled kernel A and B must have at most `TILED_MAX_OPERAND` (≈ 2^32)
+/// elements.
+pub fn matmul_launch_for(
+    kernel: MatmulKernel,
+    a: (usize, usize),
+    b: (usize, usize),
+    sms: u32,
+    aligned: bool,
 ) -> Result<MatmulLaunch> {
     let name = kernel.entry();
     let ((m, k), (k2, n)) = (a, b);
@@ -94,10 +164,12 @@ pub fn matmul_launch(
             m,
             k,
             n,
+            entry: name,
             grid: (
                 grid_exact(name, n, BLOCK_2D, "x")?,
                 grid_exact(name, m, BLOCK_2D, "y")?,
             ),
+            splits: 1,
             block: (BLOCK_2D, BLOCK_2D),
             smem: 0,
         },
@@ -110,17 +182,22 @@ pub fn matmul_launch(
                 ),
             ));
         }
-        MatmulKernel::Tiled => MatmulLaunch {
-            m,
-            k,
-            n,
-            grid: (
-                grid_exact(name, n, TILED_BN as u32, "x")?,
-                grid_exact(name, m, TILED_BM as u32, "y")?,
-            ),
-            block: (TILED_THREADS, 1),
-            smem: TILED_SMEM_BYTES,
-        },
+        MatmulKernel::Tiled => {
+            let (tile, splits) = sgemm_choice(m, k, n, sms, aligned);
+            MatmulLaunch {
+                m,
+                k,
+                n,
+                entry: tile.entry,
+                grid: (
+                    grid_exact(name, n, tile.bn as u32, "x")?,
+                    grid_exact(name, m, tile.bm as u32, "y")?,
+                ),
+                splits,
+                block: (tile.threads(), 1),
+                smem: tile.smem_bytes(),
+            }
+        }
     })
 }
 
@@ -294,15 +371,30 @@ impl Gpu {
         n: usize,
     ) -> Result<()> {
         let name = kernel.entry();
-        let shape = matmul_launch(kernel, (m, k), (k, n))?;
+        let aligned = [a.as_device_ptr().as_raw(), b.as_device_ptr().as_raw()]
+            .iter()
+            .all(|p| p.is_multiple_of(16));
+        let sms = match kernel {
+            MatmulKernel::Naive => PLAN_SMS,
+            MatmulKernel::Tiled => self.multiprocessors(name)?,
+        };
+        let shape = matmul_launch_for(kernel, (m, k), (k, n), sms, aligned)?;
         check_product_buffers(name, (a.len(), b.len(), c.len()), (m, k, n))?;
         self.bind()?;
-        let f = self.function(name)?;
+        let f = self.function(shape.entry)?;
         let stream = self.stream();
-        let (grid, block, smem) = (shape.grid, shape.block, shape.smem);
+        let grid = (shape.grid.0, shape.grid.1, shape.splits);
+        let (block, smem) = (shape.block, shape.smem);
+        if shape.splits > 1 {
+            // Split-k blocks add their partial products onto C.
+            // SAFETY: `c` is borrowed mutably and the memset is queued on the same
+            // stream as the kernel that reads it.
+            unsafe { c.set_zero_async(stream) }.during(name, "zero C for split-k")?;
+        }
         // SAFETY: a, b, c hold m·k, k·n, m·n f32 (checked above, no overflow); `c` is
-        // borrowed mutably so it aliases neither input; grid, block and shared memory are
-        // the shape the kernel's Safety section asks for (matmul_launch).
+        // borrowed mutably so it aliases neither input; grid, block, shared memory and
+        // (with splits) the zeroed C are what the entry's Safety section asks for
+        // (matmul_launch_for); 16-byte entries only when a and b are aligned.
         unsafe {
             launch!(f<<<grid, block, smem, stream>>>(
                 a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), m, k, n))
@@ -544,10 +636,39 @@ mod tests {
             assert!(matmul_launch(kernel, (2, 0), (0, 5)).is_err());
             assert!(matmul_launch(kernel, (usize::MAX / 2, 3), (3, 5)).is_err());
         }
+        // 6 tiles of 128² for 132 SMs: 64² tiles, k too short to split; 7 % 4 != 0:
+        // 4-byte loads.
         let l = matmul_launch(MatmulKernel::Tiled, (129, 7), (7, 300)).unwrap();
         assert_eq!(
-            (l.grid, l.block, l.smem),
-            ((3, 2), (256, 1), TILED_SMEM_BYTES)
+            (l.entry, l.grid, l.splits, l.block, l.smem),
+            (
+                "matrix_mul_tiled_64",
+                (5, 3),
+                1,
+                (64, 1),
+                SGEMM_64.smem_bytes()
+            )
+        );
+        // 256 tiles of 128², aligned and k, n multiples of 4.
+        let l = matmul_launch(MatmulKernel::Tiled, (2048, 64), (64, 2048)).unwrap();
+        assert_eq!(
+            (l.entry, l.grid, l.splits, l.block, l.smem),
+            (
+                "matrix_mul_tiled_v4",
+                (16, 16),
+                1,
+                (256, 1),
+                SGEMM_128_V4.smem_bytes()
+            )
+        );
+        // The same, misaligned: 4-byte loads.
+        let l = matmul_launch_for(MatmulKernel::Tiled, (2048, 64), (64, 2048), 132, false);
+        assert_eq!(l.unwrap().entry, "matrix_mul_tiled");
+        // Split-k.
+        let l = matmul_launch(MatmulKernel::Tiled, (65, 4097), (4097, 3)).unwrap();
+        assert_eq!(
+            (l.entry, l.grid, l.splits),
+            ("matrix_mul_tiled_64", (1, 2), 2)
         );
         let l = matmul_launch(MatmulKernel::Naive, (17, 7), (7, 16)).unwrap();
         assert_eq!((l.grid, l.block), ((1, 2), (16, 16)));
@@ -699,6 +820,80 @@ mod tests {
         one[[5, 7]] = slab[[5, 7]];
         let chk = reference.check(one.view()).unwrap();
         assert!(!chk.passed() && chk.worst_at == (5, 7), "{chk:?}");
+    }
+
+    #[test]
+    fn sgemm_tile_selection() {
+        let pick = |m, k, n, sms, aligned| {
+            let (t, s) = sgemm_choice(m, k, n, sms, aligned);
+            (t.entry, s)
+        };
+        // 4096³ and 4000³: 1024 tiles of 128², 8 per SM (64²: 32 per SM, no gain).
+        assert_eq!(
+            pick(4096, 4096, 4096, 132, true),
+            ("matrix_mul_tiled_v4", 1)
+        );
+        assert_eq!(
+            pick(4000, 4000, 4000, 132, true),
+            ("matrix_mul_tiled_v4", 1)
+        );
+        assert_eq!(
+            pick(2048, 2048, 2048, 132, true),
+            ("matrix_mul_tiled_v4", 1)
+        );
+        // 1024³: 64 tiles of 128² for 132 SMs, 256 of 64² (2 per SM), no split.
+        assert_eq!(
+            pick(1024, 1024, 1024, 132, true),
+            ("matrix_mul_tiled_64_v4", 1)
+        );
+        // On a GPU with 64 SMs, 1024³ fills them with 128² tiles.
+        assert_eq!(pick(1024, 1024, 1024, 64, true), ("matrix_mul_tiled_v4", 1));
+        // 1536³: 144 tiles of 128² (2 on 12 SMs: 32768 elements) against 576 of
+        // 64² (5 per SM: 20480): 64². 1408³: 121 against 484, 16384 both: 128².
+        assert_eq!(pick(1536, 64, 1536, 132, true).0, "matrix_mul_tiled_64_v4");
+        assert_eq!(pick(1792, 64, 1792, 132, true).0, "matrix_mul_tiled_64_v4");
+        assert_eq!(pick(1408, 64, 1408, 132, true).0, "matrix_mul_tiled_v4");
+        assert_eq!(pick(1280, 64, 1280, 132, true).0, "matrix_mul_tiled_v4");
+        // 3072³: 576 tiles of 128² (5 on the busiest SM: 81920 elements) against
+        // 2304 of 64² (18: 73728, 10% fewer): 64². 4000³: 1024 against 3969,
+        // 131072 against 126976 (3% fewer): 128².
+        assert_eq!(pick(3072, 64, 3072, 132, true).0, "matrix_mul_tiled_64_v4");
+        assert_eq!(pick(4000, 64, 4000, 132, true).0, "matrix_mul_tiled_v4");
+        // The margin: 64² must beat 128² by more than 1/15.
+        // 8 × 8 tiles of 128² on 16 SMs: 4 each (65536); 64²: 16 each (65536).
+        assert_eq!(pick(1024, 64, 1024, 16, true).0, "matrix_mul_tiled_v4");
+        // Any of k % 4, n % 4 or alignment off: 4-byte loads.
+        assert_eq!(pick(4096, 4095, 4096, 132, true).0, "matrix_mul_tiled");
+        assert_eq!(pick(4096, 4096, 4094, 132, true).0, "matrix_mul_tiled");
+        assert_eq!(pick(4096, 4096, 4096, 132, false).0, "matrix_mul_tiled");
+        assert_eq!(pick(1024, 1024, 1021, 132, true).0, "matrix_mul_tiled_64");
+        // Split-k: at most one 64² tile per SM and k ≥ SPLIT_K_MIN.
+        assert_eq!(pick(65, 4097, 3, 132, true), ("matrix_mul_tiled_64", 2));
+        assert_eq!(
+            pick(512, 4096, 512, 132, true),
+            ("matrix_mul_tiled_64_v4", 2)
+        );
+        assert_eq!(
+            pick(576, 1024, 576, 132, true),
+            ("matrix_mul_tiled_64_v4", 2)
+        );
+        assert_eq!(pick(512, SPLIT_K_MIN, 512, 132, true).1, 2);
+        assert_eq!(pick(512, SPLIT_K_MIN - 1, 512, 132, true).1, 1);
+        // 12 × 11 = 132 tiles of 64²: split; 12 × 12 = 144: none.
+        assert_eq!(
+            pick(768, 4096, 704, 132, true),
+            ("matrix_mul_tiled_64_v4", 2)
+        );
+        assert_eq!(
+            pick(768, 4096, 768, 132, true),
+            ("matrix_mul_tiled_64_v4", 1)
+        );
+        assert_eq!(pick(127, 333, 65, 132, true), ("matrix_mul_tiled_64", 1));
+        // One tile: the small one (a quarter of the work on the busiest SM).
+        assert_eq!(pick(1, 1, 1, 132, true), ("matrix_mul_tiled_64", 1));
+        // A zero SM count (never reported) is treated as one.
+        assert_eq!(pick(1, 1, 1, 0, true), ("matrix_mul_tiled_64", 1));
+        assert_eq!(pick(256, 64, 256, 0, true), ("matrix_mul_tiled_v4", 1));
     }
 
     #[test]

@@ -30,6 +30,9 @@ macro_rules! entry_points {
             "doubles_matrix",
             "matrix_mul_naive",
             "matrix_mul_tiled",
+            "matrix_mul_tiled_v4",
+            "matrix_mul_tiled_64",
+            "matrix_mul_tiled_64_v4",
             "vector_sum_repeat",
             "gufunc_matmul_i64",
             $($(concat!("elementwise_", stringify!($name), "_", stringify!($ty)),)+)*
