@@ -3,8 +3,6 @@
 pub use cuda_kernels_gpu as kernels;
 pub use cuda_kernels_host::*;
 
-pub mod demos;
-
 /// The PTX of every kernel, built from `kernels-gpu` at compile time.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 

@@ -190,6 +190,15 @@ pub struct LaunchRates {
     pub pipelined_per_s: f64,
 }
 
+/// Seed 000's inputs of [`Gpu::multiply`]: `rand() % 10` as f32, `n` of
+/// each, from [`Rng`](crate::util::Rng) seeded with `seed`.
+pub fn multiply_inputs(n: usize, seed: u64) -> (Array1<f32>, Array1<f32>) {
+    let mut rng = crate::util::Rng::new(seed);
+    let a = (0..n).map(|_| rng.below(10) as f32).collect();
+    let b = (0..n).map(|_| rng.below(10) as f32).collect();
+    (a, b)
+}
+
 /// CPU reference for [`Gpu::multiply`]. Panics-free: mismatched lengths are
 /// an error, as on the GPU.
 pub fn multiply_cpu(a: ArrayView1<f32>, b: ArrayView1<f32>) -> Result<Array1<f32>> {

@@ -1,5 +1,5 @@
 //! The shared test harness (used by every test target with `harness = false`:
-//! the `gpu` binary, `cli`, `ptx`, `capi_callers`).
+//! the `gpu` binary, `ptx`, `capi_callers`, and the program's `cli/tests/cli.rs`).
 //!
 //! Each GPU test is a libtest-mimic trial whose outcome is decided at run
 //! time:

@@ -9,14 +9,13 @@ use std::process::ExitCode;
 
 use cuda_kernels::async_mem::Lane;
 use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
-use cuda_kernels::demos::foundation::multiply_inputs;
 use cuda_kernels::device_checks::block_reverse_i32_cpu;
 use cuda_kernels::launch::{
     MAX_GRID_X, MAX_GRID_YZ, check_block, checked_elements, grid_1d_capped, grid_exact, same_len,
 };
 use cuda_kernels::life::LifeSims;
 use cuda_kernels::mandelbrot::KERNEL as MANDEL;
-use cuda_kernels::multiply::{MemoryMode, multiply_cpu, vector_sum_i32_cpu};
+use cuda_kernels::multiply::{MemoryMode, multiply_cpu, multiply_inputs, vector_sum_i32_cpu};
 use cuda_kernels::ndarray::{Array1, Array2, ArrayView1, s};
 use cuda_kernels::reduce::{Max, Sum, Xor};
 use cuda_kernels::streams::{SerialBatch, StreamBatch};

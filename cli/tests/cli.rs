@@ -1,6 +1,8 @@
 //! The command-line program on a machine without a GPU: `info` fails with "no
 //! CUDA device", demos exit 0 with a notice and the CPU results. (On a CUDA
 //! machine these are reported as ignored: the GPU paths are tested there.)
+// The root package's test harness (tests/common), shared with its test targets.
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::process::{Command, ExitCode};

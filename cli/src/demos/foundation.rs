@@ -7,7 +7,7 @@ use ndarray::Array1;
 
 use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, no_gpu};
 use crate::bench::{device_copy_gbps, gb_per_s};
-use crate::multiply::{MemoryMode, multiply_cpu, vector_sum_i32_cpu};
+use crate::multiply::{MemoryMode, multiply_cpu, multiply_inputs, vector_sum_i32_cpu};
 use crate::timing::{GpuTimer, median};
 use crate::util::Rng;
 use crate::{CudaResultExt, Gpu, Result};
@@ -88,14 +88,6 @@ fn device_query(gpu: Option<&Gpu>, report: &mut Report) -> Result<()> {
         Check::Pass(names.join(", ")),
     ));
     Ok(())
-}
-
-/// The seed's inputs: `rand() % 10` as f32.
-pub fn multiply_inputs(n: usize, seed: u64) -> (Array1<f32>, Array1<f32>) {
-    let mut rng = Rng::new(seed);
-    let a = (0..n).map(|_| rng.below(10) as f32).collect();
-    let b = (0..n).map(|_| rng.below(10) as f32).collect();
-    (a, b)
 }
 
 fn multiply(gpu: Option<&Gpu>, n: usize, report: &mut Report) -> Result<()> {

@@ -1,11 +1,18 @@
 //! `cuda-kernels`: the command-line program. Runs the seed demos, the
 //! benchmarks, the device query, and prints the embedded PTX.
+//!
+//! It is a crate of its own (`cuda-kernels-cli`) so that the library
+//! `cuda-kernels` pulls in none of what only the program needs (clap, png,
+//! gif, serde).
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use cuda_kernels::demos::{self, Report};
-use cuda_kernels::{Error, Gpu};
+// The library's items at this crate's root: the demos name them `crate::…`.
+use cuda_kernels::*;
+use demos::Report;
+
+mod demos;
 
 #[derive(Parser)]
 #[command(
