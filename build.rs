@@ -43,6 +43,7 @@ fn main() {
         "cargo::rerun-if-changed={}",
         kernels.join("Cargo.toml").display()
     );
+    println!("cargo::rerun-if-changed={}", root.join("device").display());
     println!("cargo::rerun-if-env-changed=CUDA_KERNELS_ARCH");
     println!("cargo::rerun-if-env-changed=PTXAS");
 

@@ -9,15 +9,15 @@ bash scripts/setup.sh
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
-# The kernels as the GPU build sees them (the device layer, the entry points
-# and reduce/body.rs exist only for nvptx64): clippy and rustdoc for that
-# target with build.rs's flags. RUSTC_BOOTSTRAP=1 is for these two commands
+# The kernels and the device crate as the GPU build sees them (the device
+# layer's hardware modules, the entry points and reduce/body.rs exist only for
+# nvptx64): clippy and rustdoc for that target with build.rs's flags. RUSTC_BOOTSTRAP=1 is for these two commands
 # only (-Zbuild-std), as for build.rs's inner build; their own target folder.
 nvptx() {
   RUSTC_BOOTSTRAP=1 CARGO_ENCODED_RUSTFLAGS="-Ctarget-cpu=${CUDA_KERNELS_ARCH:-sm_70}" \
     cargo "$1" --release --target nvptx64-nvidia-cuda -Zbuild-std=core \
     --manifest-path kernels-gpu/Cargo.toml --target-dir target/nvptx-lint "${@:2}"
 }
-nvptx clippy --quiet -- -D warnings
-RUSTDOCFLAGS="-D warnings" nvptx doc --no-deps --quiet
+nvptx clippy --quiet -p cuda-kernels-gpu -p cuda-kernels-device -- -D warnings
+RUSTDOCFLAGS="-D warnings" nvptx doc --no-deps --quiet -p cuda-kernels-gpu -p cuda-kernels-device
 cargo test --workspace "$@"

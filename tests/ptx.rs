@@ -106,7 +106,9 @@ fn assemble(arch: &str) -> Result<Completion, Failed> {
     }
     let dir = std::env::temp_dir().join(format!("cuda-kernels-ptx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let input = dir.join("kernels.ptx");
+    // One input per architecture: the trials run in parallel, and a shared file rewritten by
+    // one while another's ptxas reads it fails to parse (seen: "Parsing error near ''").
+    let input = dir.join(format!("kernels-{arch}.ptx"));
     std::fs::write(&input, cuda_kernels::PTX).map_err(|e| e.to_string())?;
     let out = Command::new(ptxas)
         .args(["-v", &format!("-arch={arch}"), "-o"])

@@ -12,7 +12,7 @@ use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use cust::{CudaApiVersion, CudaFlags};
 
-use cuda_kernels_gpu::fault::{FAULT_POINTER_SYMBOL, FaultRecord};
+use cuda_kernels_device::fault::{FAULT_POINTER_SYMBOL, FaultRecord};
 
 use crate::error::{CudaResultExt, Error, Result};
 use crate::image::{Images, LoadedImage};
@@ -239,7 +239,7 @@ impl Gpu {
 }
 
 /// The page-locked, device-mapped host memory a faulting kernel describes
-/// itself in (see `cuda_kernels_gpu::fault`). Host memory, because after a
+/// itself in (see `cuda_kernels_device::fault`). Host memory, because after a
 /// trap the context can no longer copy from the device.
 struct FaultBuffer {
     words: LockedBuffer<u32>,

@@ -1,9 +1,10 @@
 //! GPU kernels in plain Rust, compiled to PTX by the workspace's `build.rs`.
 //!
-//! On `nvptx64-nvidia-cuda` this crate is `#![no_std]`: the `device` layer
-//! (our stand-in for `cuda_std`) wraps thread indices, barriers, shared memory,
-//! warp shuffles, atomics and `vprintf`, and each kernel family lives in its own
-//! module with its `extern "ptx-kernel"` entry points.
+//! On `nvptx64-nvidia-cuda` this crate is `#![no_std]`: the device layer
+//! (the crate `cuda-kernels-device`, our stand-in for `cuda_std`, re-exported
+//! as [`device`]) wraps thread indices, barriers, shared memory, warp
+//! shuffles, atomics and `vprintf`, and gives the panic handler; each kernel
+//! family lives in its own module with its `extern "ptx-kernel"` entry points.
 //!
 //! On the host the same crate compiles as an ordinary library without the entry
 //! points: what remains are the *per-element functions* (a Mandelbrot point, a
@@ -19,17 +20,18 @@
 //!   each kernel says what it relies on), so kernels use unchecked accesses.
 #![warn(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", no_std)]
-#![cfg_attr(
-    target_arch = "nvptx64",
-    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
-)]
+// abi_ptx: the entry points; asm_experimental_arch: `shared_array!`, which
+// expands here. No stdarch_nvptx: the kernels reach the hardware only through
+// the device layer, never through `core::arch::nvptx`.
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
+/// The device layer (our `cuda_std`), so that kernels write `crate::device::…`.
+pub use cuda_kernels_device as device;
 #[cfg(target_arch = "nvptx64")]
-pub mod device;
+pub use cuda_kernels_device::{gpu_assert, gpu_printf, shared_array};
 
 pub mod device_checks;
 pub mod elementwise;
-pub mod fault;
 pub mod hello;
 pub mod life;
 pub mod mandelbrot;
@@ -38,16 +40,3 @@ pub mod matmul;
 pub mod multiply;
 pub mod reduce;
 pub mod streams;
-
-/// On panic (an out-of-bounds index, a failed `gpu_assert!`…) records the
-/// source location, block and thread for the host ([`fault`]) and traps: the
-/// kernel stops and the host gets a described error at its next
-/// synchronization. (`loop {}` would hang the GPU instead.)
-#[cfg(target_arch = "nvptx64")]
-#[panic_handler]
-fn panic(info: &core::panic::PanicInfo) -> ! {
-    match info.location() {
-        Some(l) => device::fault::fail(l.file(), l.line(), l.column(), "panic"),
-        None => device::fault::fail("<unknown>", 0, 0, "panic"),
-    }
-}

@@ -321,7 +321,7 @@ mod entry {
         let threads = BM * BN / 64;
         const {
             assert!(BK == 8 || BK == 16);
-            assert!(BM * BN / 64 % BK == 0 && BM * BN / 64 % (BN / 4) == 0);
+            assert!((BM * BN / 64).is_multiple_of(BK) && (BM * BN / 64).is_multiple_of(BN / 4));
             // Every thread's share of a tile fits the 8-float prefetch arrays.
             assert!(BM * BK / (BM * BN / 64) <= 8 && BK * BN / (BM * BN / 64) <= 8);
         }
@@ -366,9 +366,9 @@ mod entry {
         let b_step = threads / b_per_row;
         let b_loads = BK / b_step;
         let mut a_off = [0u32; 8];
-        for i in 0..a_loads {
+        for (i, off) in a_off.iter_mut().enumerate().take(a_loads) {
             let row = (block_row + a_row0 + i * a_step).min(m - 1);
-            a_off[i] = (row * k + a_k) as u32;
+            *off = (row * k + a_k) as u32;
         }
         let b_col = (block_col + b_c).min(n - width) as u32;
         // Shared-window byte addresses of this thread's stores (buffer 0).
@@ -383,10 +383,10 @@ mod entry {
             let mut ra = [0.0f32; 8];
             let mut rb = [0.0f32; 8];
             if k0 + (a_k as u32) < k32 {
-                for i in 0..a_loads {
+                for (i, &off) in a_off.iter().enumerate().take(a_loads) {
                     // SAFETY: the row is clamped into A and column k0 + a_k
                     // (with VEC, k0 + a_k + 3: k % 4 == 0) is below k.
-                    unsafe { load_part::<VEC>(&mut ra, i, a, a_off[i] + k0) };
+                    unsafe { load_part::<VEC>(&mut ra, i, a, off + k0) };
                 }
             }
             for i in 0..b_loads {

@@ -2,7 +2,7 @@
 //! (what `printf` in CUDA C compiles to).
 //!
 //! ```ignore
-//! use cuda_kernels_gpu::gpu_printf;
+//! use cuda_kernels_device::{gpu_printf, thread::{block_idx_x, thread_idx_x}};
 //! gpu_printf!("thread %u of block %u: x = %f\n", thread_idx_x(), block_idx_x(), x);
 //! ```
 //! The format string follows C `printf`. Arguments are laid out as `vprintf`
@@ -102,10 +102,10 @@ pub unsafe fn vprintf(format: *const u8, args: &PrintfArgs) -> i32 {
 macro_rules! gpu_printf {
     ($fmt:literal $(, $arg:expr)* $(,)?) => {{
         #[allow(unused_mut)]
-        let mut args = $crate::device::print::PrintfArgs::new();
-        $( $crate::device::print::PrintfArg::push_to($arg, &mut args); )*
+        let mut args = $crate::print::PrintfArgs::new();
+        $( $crate::print::PrintfArg::push_to($arg, &mut args); )*
         // SAFETY: the format is a NUL-terminated literal; each argument was
         // laid out at its natural alignment, as vprintf reads it.
-        unsafe { $crate::device::print::vprintf(concat!($fmt, "\0").as_ptr(), &args) }
+        unsafe { $crate::print::vprintf(concat!($fmt, "\0").as_ptr(), &args) }
     }};
 }

@@ -8,7 +8,7 @@
 //!
 //! Static arrays:
 //! ```ignore
-//! use cuda_kernels_gpu::shared_array;
+//! use cuda_kernels_device::{shared_array, sync::sync_threads};
 //! let tile = shared_array!(matmul_tile_a: [f32; 32 * 32]);
 //! // SAFETY: i < 32 * 32.
 //! unsafe { tile.store(i, x) };
@@ -160,7 +160,7 @@ macro_rules! shared_array {
             );
         }
         // SAFETY: `base` addresses the array declared just above, N * size_of::<T>() bytes.
-        unsafe { $crate::device::shared::SharedArray::<$t, { $n }>::from_shared_address(base) }
+        unsafe { $crate::shared::SharedArray::<$t, { $n }>::from_shared_address(base) }
     }};
 }
 

@@ -8,7 +8,7 @@
 //! host launchers that use them enforce block sizes that are multiples of 32.
 //!
 //! ```ignore
-//! use cuda_kernels_gpu::device::warp;
+//! use cuda_kernels_device::warp;
 //! // Sum over the warp: lane 0 gets the total.
 //! let total = warp::reduce(x, |a, b| a + b);
 //! // Everyone gets lane 0's value.

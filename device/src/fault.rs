@@ -1,4 +1,5 @@
-//! The device-fault record shared by the GPU and the host.
+//! Located faults: the device-fault record shared by the GPU and the host,
+//! and (on nvptx64) `gpu_assert!`, `fail` and the panic handler that fill it.
 //!
 //! When a kernel panics (an out-of-bounds slice index, an overflow check, an
 //! explicit `gpu_assert!`), the device layer writes where it happened into a
@@ -8,6 +9,14 @@
 //! synchronization and reports the kernel, file, line, block and thread.
 //!
 //! Only the first faulting thread of a module's lifetime writes the record.
+//!
+//! The record and its constants compile on every target: the host side reads
+//! the record with this very type. The writing side exists on nvptx64 only.
+
+#[cfg(target_arch = "nvptx64")]
+mod trap;
+#[cfg(target_arch = "nvptx64")]
+pub use trap::fail;
 
 /// Bytes of the file name kept (the end of the path when longer).
 pub const FAULT_FILE_BYTES: usize = 96;

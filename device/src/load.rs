@@ -10,7 +10,7 @@
 //!   the other blocks' partial results this way).
 //!
 //! ```ignore
-//! use cuda_kernels_gpu::device::load;
+//! use cuda_kernels_device::load;
 //! // SAFETY: `v` is 16-byte aligned and points to 16 readable bytes that no
 //! // thread writes during this launch.
 //! let [a, b, c, d] = unsafe { load::load_nc_v4(v) };

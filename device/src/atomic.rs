@@ -13,7 +13,7 @@
 //! last-block-done step does.
 //!
 //! ```ignore
-//! use cuda_kernels_gpu::device::atomic;
+//! use cuda_kernels_device::atomic;
 //! // SAFETY: `counter` points to a live, aligned u32 in global memory.
 //! let ticket = unsafe { atomic::fetch_add_u32(counter, 1) };
 //! ```

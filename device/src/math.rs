@@ -2,9 +2,11 @@
 //!
 //! Each function is a thin `#[inline(always)]` wrapper over libdevice's
 //! `__nv_*` function of the same name (`sin_f32` → `__nv_sinf`, `sin_f64` →
-//! `__nv_sin`), the implementation CUDA C++'s `sinf`/`sin` use. `build.rs`
-//! links `libdevice.10.bc` into the kernel build (the bitcode linker pulls in
-//! only the functions a kernel references, and LLVM inlines them), so the PTX
+//! `__nv_sin`), the implementation CUDA C++'s `sinf`/`sin` use. The kernel
+//! crate's nvptx64 build links `libdevice.10.bc`, as this repository's
+//! `build.rs` does (the bitcode linker pulls in only the functions a kernel
+//! references, and LLVM inlines them; a kernel crate that never calls this
+//! module needs no libdevice), so the PTX
 //! is self-contained: no `.extern .func`, nothing for the driver to resolve.
 //! libdevice runs with IEEE behaviour here, as under `nvcc` without
 //! `--use_fast_math`: subnormals are kept (no flush-to-zero), divisions are
@@ -13,7 +15,7 @@
 //! Accuracy: each function's maximum error, in ulps, is the bound the CUDA
 //! C++ Programming Guide documents for it (its appendix on mathematical
 //! functions); the table, and the worst error measured on a GPU, are in
-//! `crate::math_checks::MATH_FUNCTIONS` and `docs/device-layer.md`.
+//! `cuda_kernels_gpu::math_checks::MATH_FUNCTIONS` and `docs/device-layer.md`.
 //!
 //! Names follow the device layer's `fma_f32`: `<function>_<type>`.
 //!

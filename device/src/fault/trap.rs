@@ -3,11 +3,11 @@
 use core::arch::{asm, nvptx};
 use core::ptr::{addr_of_mut, write_volatile};
 
-use super::thread;
-use crate::fault::{FAULT_FILE_BYTES, FAULT_MESSAGE_BYTES, FaultRecord};
+use super::{FAULT_FILE_BYTES, FAULT_MESSAGE_BYTES, FaultRecord};
+use crate::thread;
 
 /// The record's device address, written by the host when it loads the
-/// module (see [`crate::fault::FAULT_POINTER_SYMBOL`]); null when unset.
+/// module (see [`FAULT_POINTER_SYMBOL`](super::FAULT_POINTER_SYMBOL)); null when unset.
 #[unsafe(no_mangle)]
 pub static mut CUDA_KERNELS_FAULT_RECORD: *mut FaultRecord = core::ptr::null_mut();
 
@@ -109,10 +109,24 @@ unsafe fn write_record(
 macro_rules! gpu_assert {
     ($cond:expr, $msg:literal $(,)?) => {
         if !$cond {
-            $crate::device::fault::fail(file!(), line!(), column!(), $msg)
+            $crate::fault::fail(file!(), line!(), column!(), $msg)
         }
     };
     ($cond:expr $(,)?) => {
         $crate::gpu_assert!($cond, concat!("assertion failed: ", stringify!($cond)))
     };
+}
+
+/// The nvptx64 build's panic handler (the default feature `panic-handler`):
+/// on panic (an out-of-bounds index, an overflow check…) records the source
+/// location, block and thread for the host ([`crate::fault`]) and traps: the
+/// kernel stops and the host gets a described error at its next
+/// synchronization. (`loop {}` would hang the GPU instead.)
+#[cfg(feature = "panic-handler")]
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    match info.location() {
+        Some(l) => fail(l.file(), l.line(), l.column(), "panic"),
+        None => fail("<unknown>", 0, 0, "panic"),
+    }
 }

@@ -1,0 +1,103 @@
+//! The device layer for GPU kernels in plain Rust (our `cuda_std`): what
+//! Rust-CUDA's `cuda_std` gives a kernel author, for kernels that rustc's own
+//! NVPTX backend compiles on a stable toolchain, written on top of
+//! `core::arch::nvptx` and inline PTX.
+//!
+//! # A kernel crate
+//! A kernel crate depends on `cuda-kernels-device`, is a `cdylib` (the
+//! bitcode linker writes its PTX), and on `nvptx64-nvidia-cuda` is `no_std`:
+//! ```ignore
+//! #![cfg_attr(target_arch = "nvptx64", no_std)]
+//! #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
+//!
+//! #[cfg(target_arch = "nvptx64")]
+//! mod entry {
+//!     use cuda_kernels_device::{shared_array, sync::sync_threads, thread};
+//!
+//!     /// `x[i] *= a` for `i < n`.
+//!     ///
+//!     /// # Safety
+//!     /// `x` points to `n` f32.
+//!     #[unsafe(no_mangle)]
+//!     pub unsafe extern "ptx-kernel" fn scale(x: *mut f32, n: usize, a: f32) {
+//!         for i in thread::grid_stride(n) {
+//!             // SAFETY: i < n, the length of `x`.
+//!             unsafe { *x.add(i) *= a };
+//!         }
+//!     }
+//! }
+//! ```
+//! - `abi_ptx` is for `extern "ptx-kernel"`. `asm_experimental_arch` is
+//!   needed by a crate that uses `shared_array!` (nvptx64 only): the
+//!   array's PTX declaration and the `mov` of its address expand in the
+//!   kernel crate, where its name is known. The nvptx64 build sets
+//!   `RUSTC_BOOTSTRAP=1` for these (this repository's `build.rs` does).
+//! - [`math`](math/index.html) calls NVIDIA's libdevice: the kernel crate's
+//!   nvptx64 build links `libdevice.10.bc` (`-Clink-arg=<path>` in its
+//!   rustflags, as `build.rs` does); the bitcode linker keeps only the
+//!   functions a kernel calls. A crate that never calls `math` needs nothing.
+//! - The panic handler comes from here (the default feature `panic-handler`,
+//!   below).
+//!
+//! # Modules
+//! Every module but [`fault`] exists on `nvptx64` only. The last column names
+//! what Rust-CUDA's `cuda_std` calls the same thing.
+//!
+//! | module | CUDA C | what it wraps | cuda_std |
+//! |---|---|---|---|
+//! | [`thread`](thread/index.html) | `threadIdx`, `blockIdx`, `blockDim`, `gridDim` | `thread_idx_x()` … `grid_dim_z()`, the global index (`index_1d`, `index_2d`), grid-stride loops | `thread::thread_idx_x()`, `thread::index_1d()`: the same |
+//! | [`sync`](sync/index.html) | `__syncthreads`, `__threadfence` | `sync_threads()`, `thread_fence()`, `thread_fence_block()` | `thread::sync_threads()`, `thread::device_fence()` |
+//! | [`shared`](shared/index.html) | `__shared__`, `extern __shared__` | static (`shared_array!`) and dynamic block-shared memory, accessed with `ld.shared`/`st.shared` | `shared_array!`, `shared::dynamic_shared_mem()` |
+//! | [`vector`](vector/index.html) | `float4` from `__shared__` | 128-bit shared loads and stores (`ld.shared.v4.f32`) | — |
+//! | [`warp`](warp/index.html) | `__shfl_*_sync`, `__ballot_sync`, `__any_sync`, `__all_sync` | lane index, shuffles (down/up/xor/idx, 32 and 64 bits), votes, warp reductions | `warp::lane_id()`, `warp::warp_shuffle_down(mask, …)`, `warp::warp_vote_ballot(mask, …)` |
+//! | [`atomic`](atomic/index.html) | `atomicAdd`, `atomicMin`, `atomicMax`, `atomicExch`, `atomicCAS` | relaxed `atom.global.*` on global memory | its `atomic` module |
+//! | [`load`](load/index.html) | `__ldg` on a `uint4`, `__ldcg` | 128-bit read-only loads (`ld.global.nc.v4`), L2-only loads (`ld.global.cg`) | — |
+//! | [`arith`](arith/index.html) | `fmaf` | `fma_f32` (`fma.rn.f32`: rustc never contracts `a * b + c`) | `GpuFloat::mul_add` |
+//! | [`math`](math/index.html) | `sinf`, `exp`, `powf`, `erfc`, … | f32 and f64 `<function>_<type>` from libdevice (`sin_f32` is `__nv_sinf`) | `GpuFloat::sin`, … |
+//! | [`print`](print/index.html) | `printf` | `gpu_printf!` through the `vprintf` system call | `println!` |
+//! | [`fault`] | `assert` | `gpu_assert!`, the panic handler, and the [`FaultRecord`](fault::FaultRecord) they fill for the host | — |
+//!
+//! # Faults and the panic handler
+//! With the default feature `panic-handler`, this crate is the nvptx64
+//! build's `#[panic_handler]`: a panic (an out-of-bounds index, an overflow
+//! check) records its file, line, block and thread like a failed
+//! `gpu_assert!` and traps, so a user's kernel crate gets located faults with
+//! no code of its own (`loop {}`, the usual `no_std` handler, would hang the
+//! GPU instead). A crate that wants its own handler turns the default
+//! features off (`default-features = false`); it can still call
+//! [`fault::fail`](fault/fn.fail.html). The kernel crate must use this crate
+//! (any `use`), or rustc does not link it and finds no handler.
+//!
+//! # On the host
+//! On every other target the crate is the fault record alone
+//! ([`fault::FaultRecord`], [`fault::FAULT_POINTER_SYMBOL`]): the host reads
+//! what a faulting kernel wrote with the very same type. Kernels reach the
+//! hardware only through this crate: each special register, barrier, shuffle,
+//! atomic, shared-memory access and system call is one small function here,
+//! so that a host implementation of the same functions can later run kernel
+//! bodies on the CPU, the way Numba's CUDA simulator does.
+#![no_std]
+#![warn(missing_docs)]
+#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
+
+#[cfg(target_arch = "nvptx64")]
+pub mod arith;
+#[cfg(target_arch = "nvptx64")]
+pub mod atomic;
+pub mod fault;
+#[cfg(target_arch = "nvptx64")]
+pub mod load;
+#[cfg(target_arch = "nvptx64")]
+pub mod math;
+#[cfg(target_arch = "nvptx64")]
+pub mod print;
+#[cfg(target_arch = "nvptx64")]
+pub mod shared;
+#[cfg(target_arch = "nvptx64")]
+pub mod sync;
+#[cfg(target_arch = "nvptx64")]
+pub mod thread;
+#[cfg(target_arch = "nvptx64")]
+pub mod vector;
+#[cfg(target_arch = "nvptx64")]
+pub mod warp;
