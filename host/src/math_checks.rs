@@ -2,7 +2,7 @@
 //! (f32 and f64) run on the GPU over at least 10^6 arguments, edge values
 //! included, and its worst error measured in ulps against a CPU reference,
 //! next to the bound CUDA documents for it
-//! ([`MATH_FUNCTIONS`](cuda_kernels_gpu::math_checks::MATH_FUNCTIONS)).
+//! ([`MATH_FUNCTIONS`]).
 //!
 //! # Arguments
 //! For each function: the edge values (±0, ±∞, NaN, the smallest and
