@@ -3,8 +3,12 @@
 pub use cuda_kernels_gpu as kernels;
 pub use cuda_kernels_host::*;
 
+/// The embedded kernels: [`PTX`] and [`CUBINS`], as `build.rs` built them
+/// from `kernels-gpu` with `cuda-kernels-builder`.
+pub const IMAGES: Images<'static> = embedded_images!("kernels");
+
 /// The PTX of every kernel, built from `kernels-gpu` at compile time.
-pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+pub const PTX: &str = IMAGES.ptx;
 
 /// The GPU architecture the embedded PTX targets (`CUDA_KERNELS_ARCH` at build
 /// time, default `sm_70`).
@@ -13,13 +17,7 @@ pub const PTX_ARCH: &str = env!("CUDA_KERNELS_ARCH_BUILT");
 /// Cubins assembled from [`PTX`] at build time by `ptxas`, for sm_80 and
 /// sm_90 (those at or above [`PTX_ARCH`]); empty when the build found no
 /// `ptxas` (a build warning says so).
-pub const CUBINS: &[Cubin] = include!(concat!(env!("OUT_DIR"), "/cubins.rs"));
-
-/// The embedded kernels: [`PTX`] and [`CUBINS`].
-pub const IMAGES: Images<'static> = Images {
-    ptx: PTX,
-    cubins: CUBINS,
-};
+pub const CUBINS: &[Cubin] = IMAGES.cubins;
 
 /// Opens device 0 and loads the embedded kernels: the cubin of [`CUBINS`]
 /// that matches the device, else the [`PTX`] (JIT-compiled by the driver);

@@ -3,9 +3,10 @@
 //! without register spills in any kernel, and the library embeds the sm_80
 //! and sm_90 cubins.
 //!
-//! `ptxas` is the one `build.rs` found and used for the cubins (`$PTXAS`,
-//! then `PATH`, then `.tools/ptxas`, where `scripts/setup.sh` installs the
-//! PyPI wheel `nvidia-cuda-nvcc-cu12`). When there is none, or it cannot
+//! `ptxas` is the one `build.rs` (`cuda-kernels-builder`) found and used for
+//! the cubins (`$PTXAS`, then `PATH`, then `.tools/ptxas`, where
+//! `scripts/setup.sh` installs the PyPI wheel `nvidia-cuda-nvcc-cu12`, then
+//! `/usr/local/cuda/bin`, then that wheel in `python3`'s environment). When there is none, or it cannot
 //! target an architecture, the check is ignored with the reason, or fails in
 //! CI ([`common::missing_prerequisite`]). Not part of the packed GPU run:
 //! the GPU machine has only CUDA 13's `ptxas`, which dropped sm_70.

@@ -23,6 +23,33 @@ use crate::gpu::load_module;
 /// when a cubin matches.
 pub const FORCE_PTX_VAR: &str = "CUDA_KERNELS_FORCE_PTX";
 
+/// The [`Images`] a build script wrote with `cuda-kernels-builder` under
+/// `name` (`KernelBuild::name`, default the kernel crate's library name),
+/// embedded in the binary: `$OUT_DIR/<name>.ptx` and the cubins listed in
+/// `$OUT_DIR/<name>.cubins.rs`. An `Images<'static>` constant expression.
+///
+/// With, in `build.rs`,
+/// `cuda_kernels_builder::KernelBuild::new("kernels").name("kernels").cubins(&["sm_80", "sm_90"]).build()`:
+///
+/// ```ignore
+/// // (needs the build script's `OUT_DIR`, so not compiled here)
+/// const IMAGES: cuda_kernels::Images<'static> = cuda_kernels::embedded_images!("kernels");
+/// let gpu = cuda_kernels::Gpu::from_images(&IMAGES)?;
+/// ```
+#[macro_export]
+macro_rules! embedded_images {
+    ($name:literal) => {{
+        // The cubin list names `Cubin` unqualified.
+        #[allow(unused_imports)]
+        use $crate::Cubin;
+        const IMAGES: $crate::Images<'static> = $crate::Images {
+            ptx: include_str!(concat!(env!("OUT_DIR"), "/", $name, ".ptx")),
+            cubins: include!(concat!(env!("OUT_DIR"), "/", $name, ".cubins.rs")),
+        };
+        IMAGES
+    }};
+}
+
 /// Machine code for one GPU architecture, assembled from the PTX by `ptxas`.
 #[derive(Debug, Clone, Copy)]
 pub struct Cubin {

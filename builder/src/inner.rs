@@ -1,0 +1,330 @@
+//! The inner `cargo build` for nvptx64 and what is read from its output.
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The target triple the kernels are built for.
+pub const TARGET: &str = "nvptx64-nvidia-cuda";
+
+/// Variables of the outer build that must not reach the inner one: its
+/// flags, target, target directory and compiler wrappers.
+pub const STRIPPED_VARS: [&str; 10] = [
+    "RUSTFLAGS",
+    "CARGO_BUILD_RUSTFLAGS",
+    "CARGO_BUILD_TARGET",
+    "CARGO_TARGET_DIR",
+    "CARGO_BUILD_TARGET_DIR",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "CARGO_BUILD_RUSTC_WRAPPER",
+    "CARGO_BUILD_RUSTC_WORKSPACE_WRAPPER",
+    "CARGO_PRIMARY_PACKAGE",
+];
+
+/// The kernels' own release profile (the outer workspace's is the host's).
+pub const PROFILE: [(&str, &str); 7] = [
+    ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "3"),
+    ("CARGO_PROFILE_RELEASE_LTO", "fat"),
+    ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1"),
+    ("CARGO_PROFILE_RELEASE_PANIC", "abort"),
+    ("CARGO_PROFILE_RELEASE_DEBUG", "false"),
+    ("CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS", "false"),
+    ("CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS", "false"),
+];
+
+/// `CARGO_ENCODED_RUSTFLAGS` for the inner build: the PTX target and, when
+/// given, libdevice for the bitcode linker (which keeps only what the kernels
+/// call).
+pub fn rustflags(arch: &str, libdevice: Option<&Path>) -> String {
+    let mut flags = format!("-Ctarget-cpu={arch}");
+    if let Some(path) = libdevice {
+        flags.push_str(&format!("\x1f-Clink-arg={}", path.display()));
+    }
+    flags
+}
+
+/// The inner build: `cargo build --release --target nvptx64-nvidia-cuda
+/// -Zbuild-std=core` of the crate in `crate_dir` into `target_dir`, with
+/// `RUSTC_BOOTSTRAP=1` for it alone, its own flags and profile, and the
+/// outer build's flags, target and wrappers stripped.
+pub fn command(
+    cargo: &OsStr,
+    crate_dir: &Path,
+    target_dir: &Path,
+    arch: &str,
+    libdevice: Option<&Path>,
+) -> Command {
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(crate_dir)
+        .args(["build", "--release", "--target", TARGET, "-Zbuild-std=core"])
+        .arg("--message-format=json-render-diagnostics")
+        .arg("--manifest-path")
+        .arg(crate_dir.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(target_dir)
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("CARGO_ENCODED_RUSTFLAGS", rustflags(arch, libdevice))
+        .envs(PROFILE);
+    for var in STRIPPED_VARS {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// The `.ptx` file among the artifacts cargo reported on stdout (JSON
+/// messages, one a line). `None` when the crate made none (it is not a
+/// `cdylib`).
+pub fn ptx_artifact(stdout: &str) -> Option<PathBuf> {
+    stdout
+        .lines()
+        .filter(|l| l.contains(r#""reason":"compiler-artifact""#))
+        .filter_map(|l| l.split_once(r#""filenames":["#).map(|(_, rest)| rest))
+        .filter_map(|rest| rest.split_once(']').map(|(list, _)| list))
+        .flat_map(|list| list.split(','))
+        .map(|quoted| quoted.trim().trim_matches('"'))
+        .filter(|f| f.ends_with(".ptx"))
+        // JSON escapes: only `\\` and `\"` can occur in a Unix path.
+        .map(|f| PathBuf::from(f.replace(r"\\", r"\").replace(r#"\""#, "\"")))
+        .next_back()
+}
+
+/// The source files a dep-info file (`<artifact>.d`: `target: file file …`,
+/// spaces in names escaped as `\ `) lists.
+pub fn dep_info_files(text: &str) -> Vec<PathBuf> {
+    let Some((_, files)) = text.lines().next().and_then(|l| l.split_once(": ")) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut chars = files.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&' ') => {
+                current.push(' ');
+                chars.next();
+            }
+            ' ' => {
+                if !current.is_empty() {
+                    out.push(PathBuf::from(std::mem::take(&mut current)));
+                }
+            }
+            c => current.push(c),
+        }
+    }
+    if !current.is_empty() {
+        out.push(PathBuf::from(current));
+    }
+    out
+}
+
+/// Each warning block of the inner build's stderr (from a `warning` line to
+/// the next blank line, `error` line or cargo status line), line by line.
+pub fn warnings(stderr: &str) -> Vec<&str> {
+    let mut in_warning = false;
+    let mut out = Vec::new();
+    for line in stderr.lines() {
+        // Cargo's status lines: an indented capitalised verb ("    Finished …").
+        let status = line.starts_with(' ')
+            && line.split_whitespace().next().is_some_and(|w| {
+                w.starts_with(|c: char| c.is_ascii_uppercase())
+                    && w.chars().all(|c| c.is_ascii_alphabetic())
+            });
+        if line.starts_with("warning") {
+            in_warning = true;
+        } else if line.trim().is_empty() || status || line.starts_with("error") {
+            in_warning = false;
+        }
+        if in_warning {
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// `<target>/nvptx-kernels`, found from `out_dir`
+/// (`<target>/[<triple>/]<profile>/build/<pkg>/out`): shared by the debug
+/// and release outer builds, never the outer build's own directory (whose
+/// lock the outer build holds).
+pub fn kernel_target_dir(out_dir: &Path) -> PathBuf {
+    out_dir
+        .ancestors()
+        .find(|p| p.file_name().is_some_and(|n| n == "build"))
+        .and_then(|build| build.parent())
+        .and_then(|profile| profile.parent())
+        .map(|target| target.join("nvptx-kernels"))
+        .unwrap_or_else(|| out_dir.join("nvptx-kernels"))
+}
+
+/// The number of an architecture name: 80 for `sm_80`; `None` for anything
+/// that is not `sm_<number>` with a number of at least 50.
+pub fn sm(arch: &str) -> Option<u32> {
+    arch.strip_prefix("sm_")
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|&n| n >= 50)
+}
+
+/// The Rust expression (of type `&[Cubin]`) that lists `cubins`
+/// (architecture number, file) for `include!`.
+pub fn cubins_rs(cubins: &[(u32, PathBuf)]) -> String {
+    let entries: Vec<_> = cubins
+        .iter()
+        .map(|(sm, path)| {
+            format!(
+                "Cubin {{ sm: {sm}, image: include_bytes!({:?}) }},",
+                path.display().to_string()
+            )
+        })
+        .collect();
+    format!("&[\n{}\n]\n", entries.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_inner_build_is_nvptx_release_with_build_std_and_bootstrap_for_it_alone() {
+        let libdevice = Path::new("/cuda/libdevice.10.bc");
+        let cmd = command(
+            OsStr::new("cargo"),
+            Path::new("/ws/kernels"),
+            Path::new("/ws/target/nvptx-kernels"),
+            "sm_80",
+            Some(libdevice),
+        );
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_str().unwrap()).collect();
+        assert_eq!(
+            args,
+            [
+                "build",
+                "--release",
+                "--target",
+                "nvptx64-nvidia-cuda",
+                "-Zbuild-std=core",
+                "--message-format=json-render-diagnostics",
+                "--manifest-path",
+                "/ws/kernels/Cargo.toml",
+                "--target-dir",
+                "/ws/target/nvptx-kernels",
+            ]
+        );
+        assert_eq!(cmd.get_current_dir(), Some(Path::new("/ws/kernels")));
+        let env = |name: &str| {
+            cmd.get_envs()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.map(|v| v.to_str().unwrap().to_string()))
+        };
+        assert_eq!(env("RUSTC_BOOTSTRAP"), Some(Some("1".into())));
+        assert_eq!(
+            env("CARGO_ENCODED_RUSTFLAGS"),
+            Some(Some(
+                "-Ctarget-cpu=sm_80\x1f-Clink-arg=/cuda/libdevice.10.bc".into()
+            ))
+        );
+        assert_eq!(env("CARGO_PROFILE_RELEASE_LTO"), Some(Some("fat".into())));
+        assert_eq!(
+            env("CARGO_PROFILE_RELEASE_PANIC"),
+            Some(Some("abort".into()))
+        );
+        for var in [
+            "RUSTFLAGS",
+            "CARGO_TARGET_DIR",
+            "RUSTC_WRAPPER",
+            "CARGO_BUILD_TARGET",
+        ] {
+            assert_eq!(env(var), Some(None), "{var} is removed");
+        }
+    }
+
+    #[test]
+    fn without_libdevice_only_the_target_cpu_is_passed() {
+        assert_eq!(rustflags("sm_70", None), "-Ctarget-cpu=sm_70");
+    }
+
+    #[test]
+    fn the_ptx_is_read_from_cargos_artifact_messages() {
+        let stdout = concat!(
+            r#"{"reason":"compiler-artifact","package_id":"core","filenames":["/t/nvptx64-nvidia-cuda/release/deps/libcore-1.rlib"],"fresh":true}"#,
+            "\n",
+            r#"{"reason":"compiler-artifact","package_id":"k","target":{"crate_types":["cdylib","rlib"]},"filenames":["/t/nvptx64-nvidia-cuda/release/my_kernels.ptx","/t/nvptx64-nvidia-cuda/release/libmy_kernels.rlib"],"executable":null,"fresh":false}"#,
+            "\n",
+            r#"{"reason":"build-finished","success":true}"#,
+            "\n"
+        );
+        assert_eq!(
+            ptx_artifact(stdout),
+            Some(PathBuf::from(
+                "/t/nvptx64-nvidia-cuda/release/my_kernels.ptx"
+            ))
+        );
+        assert_eq!(
+            ptx_artifact(r#"{"reason":"build-finished","success":true}"#),
+            None
+        );
+    }
+
+    #[test]
+    fn dep_info_lists_the_sources() {
+        let text = "/t/k.ptx: /ws/k/src/lib.rs /ws/my\\ dir/a.rs /ws/device/src/lib.rs\n\n/ws/k/src/lib.rs:\n";
+        assert_eq!(
+            dep_info_files(text),
+            [
+                PathBuf::from("/ws/k/src/lib.rs"),
+                PathBuf::from("/ws/my dir/a.rs"),
+                PathBuf::from("/ws/device/src/lib.rs"),
+            ]
+        );
+        assert!(dep_info_files("").is_empty());
+    }
+
+    #[test]
+    fn warning_blocks_are_kept_and_the_rest_dropped() {
+        let stderr = "   Compiling k v0.1.0 (/ws/k)\nwarning: unused variable: `x`\n --> src/lib.rs:3:9\n  |\n3 |     let x = 1;\n\nerror: aborting\n    Finished `release` profile\n";
+        assert_eq!(
+            warnings(stderr),
+            [
+                "warning: unused variable: `x`",
+                " --> src/lib.rs:3:9",
+                "  |",
+                "3 |     let x = 1;"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_kernel_target_dir_sits_beside_the_profiles() {
+        assert_eq!(
+            kernel_target_dir(Path::new("/ws/target/debug/build/pkg-abc/out")),
+            Path::new("/ws/target/nvptx-kernels")
+        );
+        assert_eq!(
+            kernel_target_dir(Path::new(
+                "/ws/target/x86_64-unknown-linux-gnu/release/build/pkg-abc/out"
+            )),
+            Path::new("/ws/target/x86_64-unknown-linux-gnu/nvptx-kernels")
+        );
+        assert_eq!(
+            kernel_target_dir(Path::new("/tmp/out")),
+            Path::new("/tmp/out/nvptx-kernels")
+        );
+    }
+
+    #[test]
+    fn architectures_are_sm_numbers() {
+        assert_eq!(sm("sm_70"), Some(70));
+        assert_eq!(sm("sm_90"), Some(90));
+        assert_eq!(sm("sm_35"), None);
+        assert_eq!(sm("compute_70"), None);
+        assert_eq!(sm("sm_9x"), None);
+        assert_eq!(sm("70"), None);
+    }
+
+    #[test]
+    fn the_cubin_list_is_an_include_expression() {
+        assert_eq!(cubins_rs(&[]), "&[\n\n]\n");
+        assert_eq!(
+            cubins_rs(&[(80, PathBuf::from("/o/k.sm_80.cubin"))]),
+            "&[\nCubin { sm: 80, image: include_bytes!(\"/o/k.sm_80.cubin\") },\n]\n"
+        );
+    }
+}

@@ -1,0 +1,647 @@
+//! Our `cuda_builder`: builds a `no_std` Rust kernel crate to PTX (and
+//! cubins) from a `build.rs`, with rustc's own NVPTX backend on a stable
+//! toolchain.
+//!
+//! ```no_run
+//! // the `main` of the build.rs of a crate that has a kernel crate in `kernels/`
+//! cuda_kernels_builder::KernelBuild::new("kernels")
+//!     .name("kernels")
+//!     .arch_from_env("CUDA_KERNELS_ARCH", "sm_70")
+//!     .cubins(&["sm_80", "sm_90"])
+//!     .build()
+//!     .unwrap_or_else(|e| e.fail());
+//! ```
+//! and in the crate, `cuda_kernels::embedded_images!("kernels")` is the
+//! `Images` (PTX and cubins) to load.
+//!
+//! What [`KernelBuild::build`] does:
+//! - runs `cargo build --release --target nvptx64-nvidia-cuda
+//!   -Zbuild-std=core` on the kernel crate (a `cdylib`, whose link step the
+//!   `llvm-bitcode-linker` turns into `<lib name>.ptx`), on the active
+//!   toolchain, with `RUSTC_BOOTSTRAP=1` set for that inner build only (the
+//!   unstable `-Zbuild-std` and the nvptx features `abi_ptx`,
+//!   `stdarch_nvptx`, `asm_experimental_arch` need it; the outer build never
+//!   sees it);
+//! - in its own target directory (`<target>/nvptx-kernels`), so it never
+//!   waits on the outer build's lock; the outer `RUSTFLAGS`, target, target
+//!   directory and compiler wrappers are stripped, and the kernels get their
+//!   own release profile (`opt-level = 3`, fat LTO, one codegen unit,
+//!   `panic = "abort"`);
+//! - links NVIDIA's libdevice (`libdevice.10.bc`) when it is found, for the
+//!   kernels' math (`__nv_sinf` and the like: the bitcode linker keeps only
+//!   what they call); when it is not found and the kernels call it, the
+//!   error says where it was looked for and how to name it
+//!   (`CUDA_KERNELS_LIBDEVICE`);
+//! - writes `$OUT_DIR/<name>.ptx`, and with [`KernelBuild::cubins`] the
+//!   cubins `ptxas` assembles from it, `$OUT_DIR/<name>.<arch>.cubin`, listed
+//!   in `$OUT_DIR/<name>.cubins.rs` (empty, with a cargo warning, without
+//!   `ptxas`);
+//! - prints `cargo::rerun-if-changed` for every source file of the kernel
+//!   crate and its path dependencies, and forwards the inner build's
+//!   warnings as cargo warnings.
+//!
+//! Its errors say what to do: a toolchain without `rust-src`,
+//! `llvm-tools` or `llvm-bitcode-linker` gets the `rustup component add …
+//! --toolchain <active toolchain>` line for the missing ones; a kernel crate
+//! that does not compile shows rustc's messages with file and line.
+//!
+//! Where the tools are looked for ([`find_ptxas`], [`find_libdevice`]):
+//! `$PTXAS` / `$CUDA_KERNELS_LIBDEVICE`, then (`ptxas`) the `PATH`, then the
+//! `nvidia-cuda-nvcc-cu12` wheel in a `.tools/ptxas` folder at or above the
+//! calling crate, then `/usr/local/cuda`, then that wheel in `python3`'s
+//! environment (`pip install nvidia-cuda-nvcc-cu12`).
+#![warn(missing_docs)]
+
+mod inner;
+mod toolchain;
+mod tools;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub use inner::TARGET;
+pub use toolchain::COMPONENTS;
+pub use tools::{LIBDEVICE_VAR, PTXAS_VAR, find_libdevice, find_ptxas};
+
+/// One kernel crate to build to PTX: set it up with the methods, then
+/// [`build`](Self::build).
+///
+/// ```no_run
+/// let built = cuda_kernels_builder::KernelBuild::new("kernels-gpu")
+///     .arch("sm_80")
+///     .build()
+///     .unwrap_or_else(|e| e.fail());
+/// println!("cargo::warning=PTX at {}", built.ptx.display());
+/// ```
+#[derive(Debug, Clone)]
+pub struct KernelBuild {
+    crate_dir: PathBuf,
+    name: Option<String>,
+    arch: String,
+    arch_var: Option<String>,
+    cubins: Vec<String>,
+    out_dir: Option<PathBuf>,
+    target_dir: Option<PathBuf>,
+}
+
+/// What [`KernelBuild::build`] wrote.
+#[derive(Debug, Clone)]
+pub struct Built {
+    /// The name the files are written under (`<name>.ptx`).
+    pub name: String,
+    /// The PTX: `<out dir>/<name>.ptx`.
+    pub ptx: PathBuf,
+    /// The architecture the PTX targets (`sm_70`).
+    pub arch: String,
+    /// The cubins assembled: architecture number (80 for `sm_80`) and file.
+    pub cubins: Vec<(u32, PathBuf)>,
+    /// The `include!` file listing [`cubins`](Self::cubins):
+    /// `<out dir>/<name>.cubins.rs`.
+    pub cubins_rs: PathBuf,
+    /// The `ptxas` that assembled them (`None` when none was found, or no
+    /// cubins were asked for).
+    pub ptxas: Option<PathBuf>,
+    /// The libdevice linked (`None` when none was found: then the kernels
+    /// call none of its functions).
+    pub libdevice: Option<PathBuf>,
+}
+
+/// Why a kernel build failed. Its [`Display`](fmt::Display) says what to do;
+/// [`fail`](Self::fail) prints it for cargo and ends the build script.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// A variable cargo sets for build scripts is missing (not run from a
+    /// `build.rs`, and no [`KernelBuild::out_dir`] given).
+    NotInBuildScript {
+        /// The variable (`OUT_DIR`, `CARGO_MANIFEST_DIR`).
+        var: &'static str,
+    },
+    /// The architecture is not `sm_<number>` (at least `sm_50`).
+    BadArch {
+        /// What was given.
+        arch: String,
+        /// The environment variable it came from, if any.
+        var: Option<String>,
+    },
+    /// A program could not be started.
+    Spawn {
+        /// The program.
+        program: String,
+        /// The operating system's reason.
+        reason: String,
+    },
+    /// The active toolchain lacks components the nvptx64 build needs.
+    MissingComponents {
+        /// The toolchain's name (`None` when rustup could not say).
+        toolchain: Option<String>,
+        /// The missing components, of [`COMPONENTS`].
+        missing: Vec<&'static str>,
+        /// The inner build's stderr.
+        stderr: String,
+    },
+    /// The kernel crate did not compile for nvptx64.
+    Compile {
+        /// The kernel crate's folder.
+        crate_dir: PathBuf,
+        /// The inner build's stderr: rustc's messages with file and line.
+        stderr: String,
+    },
+    /// The build succeeded but made no PTX.
+    NoPtx {
+        /// The kernel crate's folder.
+        crate_dir: PathBuf,
+    },
+    /// The kernels call libdevice (`__nv_…` functions) and none was found.
+    NoLibdevice {
+        /// Every place looked at.
+        searched: Vec<PathBuf>,
+    },
+    /// A file could not be read or written.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's reason.
+        reason: String,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotInBuildScript { var } => write!(
+                f,
+                "`{var}` is not set: KernelBuild::build runs in a build script (or give it an out_dir)"
+            ),
+            Self::BadArch { arch, var } => {
+                write!(
+                    f,
+                    "{arch:?} is not a GPU architecture like sm_70, sm_80, sm_90"
+                )?;
+                match var {
+                    Some(var) => write!(f, " (from ${var})"),
+                    None => Ok(()),
+                }
+            }
+            Self::Spawn { program, reason } => write!(f, "could not run `{program}`: {reason}"),
+            Self::MissingComponents {
+                toolchain,
+                missing,
+                stderr,
+            } => {
+                let which = toolchain
+                    .as_deref()
+                    .map_or("the active toolchain".to_string(), |t| {
+                        format!("the toolchain `{t}`")
+                    });
+                write!(
+                    f,
+                    "{which} lacks {} for the nvptx64 kernel build: run `{}`\n\n--- the kernel build's output ---\n{stderr}",
+                    missing.join(", "),
+                    toolchain::component_add_line(toolchain.as_deref(), missing)
+                )
+            }
+            Self::Compile { crate_dir, stderr } => write!(
+                f,
+                "the kernel crate {} does not compile for nvptx64: rustc's messages follow (paths \
+                 relative to its workspace's root)\n\n{stderr}",
+                crate_dir.display()
+            ),
+            Self::NoPtx { crate_dir } => write!(
+                f,
+                "the kernel crate {} built no PTX: it needs `crate-type = [\"cdylib\"]` (or \
+                 [\"cdylib\", \"rlib\"]) in its [lib] section",
+                crate_dir.display()
+            ),
+            Self::NoLibdevice { searched } => {
+                write!(
+                    f,
+                    "the kernels call NVIDIA's libdevice (`__nv_…` math functions) and no \
+                     libdevice.10.bc was found; set {LIBDEVICE_VAR} to one (CUDA has it in \
+                     nvvm/libdevice/; so has the PyPI wheel nvidia-cuda-nvcc-cu12). Looked at:"
+                )?;
+                for path in searched {
+                    write!(f, "\n  {}", path.display())?;
+                }
+                Ok(())
+            }
+            Self::Io { path, reason } => write!(f, "{}: {reason}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl Error {
+    /// Ends the build script with this error: the whole message on stderr
+    /// (which cargo shows), its first line as a `cargo::error`, exit status 1.
+    ///
+    /// ```no_run
+    /// cuda_kernels_builder::KernelBuild::new("kernels")
+    ///     .build()
+    ///     .unwrap_or_else(|e| e.fail());
+    /// ```
+    pub fn fail(self) -> ! {
+        let text = self.to_string();
+        eprintln!("\n{text}\n");
+        let first = text.lines().next().unwrap_or_default();
+        let more = if text.contains('\n') {
+            " (the build script's stderr below has the details)"
+        } else {
+            ""
+        };
+        println!("cargo::error=cuda-kernels-builder: {first}{more}");
+        std::process::exit(1)
+    }
+}
+
+/// A cargo directive on stdout (`cargo::<directive>=<value>`).
+fn cargo(directive: &str, value: impl fmt::Display) {
+    println!("cargo::{directive}={value}");
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |e| Error::Io {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    }
+}
+
+impl KernelBuild {
+    /// The kernel crate in `crate_dir` (relative to the calling crate's
+    /// `CARGO_MANIFEST_DIR`, or absolute), for `sm_70` by default, PTX
+    /// only.
+    ///
+    /// ```no_run
+    /// let build = cuda_kernels_builder::KernelBuild::new("kernels-gpu");
+    /// ```
+    pub fn new(crate_dir: impl AsRef<Path>) -> Self {
+        Self {
+            crate_dir: crate_dir.as_ref().to_path_buf(),
+            name: None,
+            arch: "sm_70".into(),
+            arch_var: None,
+            cubins: Vec::new(),
+            out_dir: None,
+            target_dir: None,
+        }
+    }
+
+    /// The name the files are written under: `<name>.ptx`,
+    /// `<name>.<arch>.cubin`, `<name>.cubins.rs` (default: the kernel
+    /// crate's library name, as in `<lib name>.ptx`).
+    ///
+    /// ```no_run
+    /// let build = cuda_kernels_builder::KernelBuild::new("kernels-gpu").name("kernels");
+    /// ```
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The architecture the PTX targets (`sm_70`, `sm_80`, …). The driver
+    /// JIT-compiles PTX for any newer GPU, so the oldest one the kernels must
+    /// run on is the one to give (default `sm_70`, Rust's nvptx baseline from
+    /// 1.97).
+    ///
+    /// ```no_run
+    /// let build = cuda_kernels_builder::KernelBuild::new("kernels").arch("sm_80");
+    /// ```
+    pub fn arch(mut self, arch: &str) -> Self {
+        self.arch = arch.into();
+        self.arch_var = None;
+        self
+    }
+
+    /// The architecture from the environment variable `var` (rebuilding when
+    /// it changes), `default` when it is unset.
+    ///
+    /// ```no_run
+    /// let build = cuda_kernels_builder::KernelBuild::new("kernels")
+    ///     .arch_from_env("MY_KERNELS_ARCH", "sm_70");
+    /// ```
+    pub fn arch_from_env(mut self, var: &str, default: &str) -> Self {
+        cargo("rerun-if-env-changed", var);
+        self.arch = std::env::var(var).unwrap_or_else(|_| default.into());
+        self.arch_var = Some(var.into());
+        self
+    }
+
+    /// Also assemble the PTX into cubins for these architectures (those at
+    /// or above the PTX's), with `ptxas`, so that a GPU of one of them loads
+    /// machine code instead of JIT-compiling the PTX. Without `ptxas` the
+    /// build goes on with the PTX alone and a cargo warning says so.
+    ///
+    /// ```no_run
+    /// let build = cuda_kernels_builder::KernelBuild::new("kernels").cubins(&["sm_80", "sm_90"]);
+    /// ```
+    pub fn cubins(mut self, archs: &[&str]) -> Self {
+        self.cubins = archs.iter().map(|a| a.to_string()).collect();
+        self
+    }
+
+    /// Write into `dir` instead of `$OUT_DIR` (tests and tools outside a
+    /// build script).
+    ///
+    /// ```no_run
+    /// let build = cuda_kernels_builder::KernelBuild::new("/src/kernels").out_dir("/tmp/ptx");
+    /// ```
+    pub fn out_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.out_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// The inner build's target directory (default: `nvptx-kernels` in the
+    /// outer build's target directory, found from `$OUT_DIR`). Never the
+    /// outer build's own: it holds that directory's lock.
+    ///
+    /// ```no_run
+    /// let build = cuda_kernels_builder::KernelBuild::new("kernels").target_dir("/tmp/nvptx");
+    /// ```
+    pub fn target_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.target_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Builds the kernel crate to PTX (and the cubins asked for), writes them
+    /// to the out directory and prints the cargo directives (rerun triggers,
+    /// forwarded warnings). See the [crate] documentation for the steps.
+    ///
+    /// ```no_run
+    /// let built = cuda_kernels_builder::KernelBuild::new("kernels")
+    ///     .build()
+    ///     .unwrap_or_else(|e| e.fail());
+    /// assert!(built.ptx.ends_with("kernels.ptx") || built.ptx.extension().is_some());
+    /// ```
+    pub fn build(&self) -> Result<Built, Error> {
+        let sm = inner::sm(&self.arch).ok_or_else(|| Error::BadArch {
+            arch: self.arch.clone(),
+            var: self.arch_var.clone(),
+        })?;
+        let env_dir = |var: &'static str| {
+            std::env::var_os(var)
+                .map(PathBuf::from)
+                .ok_or(Error::NotInBuildScript { var })
+        };
+        let out_dir = match &self.out_dir {
+            Some(dir) => dir.clone(),
+            None => env_dir("OUT_DIR")?,
+        };
+        let manifest_dir =
+            env_dir("CARGO_MANIFEST_DIR").or_else(|e| std::env::current_dir().map_err(|_| e))?;
+        let crate_dir = manifest_dir.join(&self.crate_dir);
+        // Rebuild triggers that hold even when this build fails.
+        cargo("rerun-if-changed", crate_dir.join("src").display());
+        cargo("rerun-if-changed", crate_dir.join("Cargo.toml").display());
+        cargo("rerun-if-env-changed", LIBDEVICE_VAR);
+        cargo("rerun-if-env-changed", PTXAS_VAR);
+
+        let (libdevice, searched) = find_libdevice(&manifest_dir);
+        if let Some(path) = &libdevice {
+            cargo("rerun-if-changed", path.display());
+        } else if std::env::var_os(LIBDEVICE_VAR).is_some_and(|v| !v.is_empty()) {
+            // A set variable that names no file is a mistake, math or not.
+            return Err(Error::NoLibdevice { searched });
+        }
+        let target_dir = self
+            .target_dir
+            .clone()
+            .unwrap_or_else(|| inner::kernel_target_dir(&out_dir));
+        let cargo_bin = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let output = inner::command(
+            &cargo_bin,
+            &crate_dir,
+            &target_dir,
+            &self.arch,
+            libdevice.as_deref(),
+        )
+        .output()
+        .map_err(|e| Error::Spawn {
+            program: cargo_bin.to_string_lossy().into_owned(),
+            reason: e.to_string(),
+        })?;
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        if !output.status.success() {
+            return Err(failure(&crate_dir, libdevice.is_none(), searched, stderr));
+        }
+        for line in inner::warnings(&stderr) {
+            cargo(
+                "warning",
+                format_args!("{} (nvptx64): {line}", crate_dir.display()),
+            );
+        }
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let artifact = inner::ptx_artifact(&stdout).ok_or_else(|| Error::NoPtx {
+            crate_dir: crate_dir.clone(),
+        })?;
+        let text = std::fs::read_to_string(&artifact).map_err(io(&artifact))?;
+        if libdevice.is_none() && text.contains("__nv_") {
+            return Err(Error::NoLibdevice { searched });
+        }
+        // Every source of the kernel crate and its path dependencies.
+        if let Ok(dep_info) = std::fs::read_to_string(artifact.with_extension("d")) {
+            for file in inner::dep_info_files(&dep_info) {
+                cargo("rerun-if-changed", file.display());
+            }
+        }
+        let name = self.name.clone().unwrap_or_else(|| {
+            artifact
+                .file_stem()
+                .map_or("kernels".into(), |s| s.to_string_lossy().into_owned())
+        });
+        std::fs::create_dir_all(&out_dir).map_err(io(&out_dir))?;
+        let ptx = out_dir.join(format!("{name}.ptx"));
+        std::fs::write(&ptx, &text).map_err(io(&ptx))?;
+        let archs: Vec<_> = self
+            .cubins
+            .iter()
+            .filter_map(|a| match inner::sm(a) {
+                Some(n) if n >= sm => Some(Ok((a.as_str(), n))),
+                Some(_) => None,
+                None => Some(Err(Error::BadArch {
+                    arch: a.clone(),
+                    var: None,
+                })),
+            })
+            .collect::<Result<_, _>>()?;
+        let (ptxas, cubins) = if archs.is_empty() {
+            (None, Vec::new())
+        } else {
+            assemble(&manifest_dir, &out_dir, &name, &ptx, &archs)
+        };
+        let cubins_rs = out_dir.join(format!("{name}.cubins.rs"));
+        std::fs::write(&cubins_rs, inner::cubins_rs(&cubins)).map_err(io(&cubins_rs))?;
+        Ok(Built {
+            name,
+            ptx,
+            arch: self.arch.clone(),
+            cubins,
+            cubins_rs,
+            ptxas,
+            libdevice,
+        })
+    }
+}
+
+/// Classifies a failed inner build: missing toolchain components first
+/// (asked of rustup, else read from the output), then libdevice missing for
+/// math, else rustc's compile errors.
+fn failure(crate_dir: &Path, no_libdevice: bool, searched: Vec<PathBuf>, stderr: String) -> Error {
+    let toolchain = toolchain::active_toolchain(crate_dir);
+    let missing = toolchain
+        .as_deref()
+        .and_then(toolchain::query_missing)
+        .unwrap_or_else(|| toolchain::components_named_in(&stderr));
+    if !missing.is_empty() {
+        return Error::MissingComponents {
+            toolchain,
+            missing,
+            stderr,
+        };
+    }
+    if no_libdevice && stderr.contains("__nv_") {
+        return Error::NoLibdevice { searched };
+    }
+    Error::Compile {
+        crate_dir: crate_dir.to_path_buf(),
+        stderr,
+    }
+}
+
+/// Assembles `ptx` for each of `archs` with `ptxas`, in parallel, into
+/// `<out_dir>/<name>.<arch>.cubin`. Without `ptxas`, or where it fails, a
+/// cargo warning says so and that cubin is left out.
+fn assemble(
+    manifest_dir: &Path,
+    out_dir: &Path,
+    name: &str,
+    ptx: &Path,
+    archs: &[(&str, u32)],
+) -> (Option<PathBuf>, Vec<(u32, PathBuf)>) {
+    let Some(ptxas) = find_ptxas(manifest_dir) else {
+        cargo(
+            "warning",
+            format_args!(
+                "no ptxas found (${PTXAS_VAR}, PATH, .tools/ptxas, /usr/local/cuda/bin, \
+                 python3's nvidia-cuda-nvcc-cu12): {name} embeds PTX only, and the driver \
+                 JIT-compiles it at the first start; set {PTXAS_VAR} or install CUDA's ptxas"
+            ),
+        );
+        return (None, Vec::new());
+    };
+    let jobs: Vec<_> = archs
+        .iter()
+        .map(|&(arch, sm)| {
+            let cubin = out_dir.join(format!("{name}.{arch}.cubin"));
+            // A previous build's cubin must not pass for this one's.
+            let _ = std::fs::remove_file(&cubin);
+            let child = Command::new(&ptxas)
+                .arg(format!("-arch={arch}"))
+                .arg("-o")
+                .arg(&cubin)
+                .arg(ptx)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn();
+            (arch, sm, cubin, child)
+        })
+        .collect();
+    let mut cubins = Vec::new();
+    for (arch, sm, cubin, child) in jobs {
+        match child.and_then(|c| c.wait_with_output()) {
+            Ok(o) if o.status.success() && cubin.metadata().is_ok_and(|m| m.len() > 0) => {
+                cubins.push((sm, cubin))
+            }
+            Ok(o) => cargo(
+                "warning",
+                format_args!(
+                    "`{} -arch={arch}` wrote no cubin: no {arch} cubin embedded: {}",
+                    ptxas.display(),
+                    String::from_utf8_lossy(&o.stderr).replace('\n', " ")
+                ),
+            ),
+            Err(e) => cargo(
+                "warning",
+                format_args!(
+                    "could not run {}: no {arch} cubin embedded: {e}",
+                    ptxas.display()
+                ),
+            ),
+        }
+    }
+    (Some(ptxas), cubins)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_architecture_names_its_variable() {
+        let e = Error::BadArch {
+            arch: "80".into(),
+            var: Some("CUDA_KERNELS_ARCH".into()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "\"80\" is not a GPU architecture like sm_70, sm_80, sm_90 (from $CUDA_KERNELS_ARCH)"
+        );
+        let err = KernelBuild::new("k")
+            .arch("compute_80")
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            err,
+            Error::BadArch {
+                arch: "compute_80".into(),
+                var: None
+            }
+        );
+    }
+
+    #[test]
+    fn a_missing_component_gives_the_command_for_the_toolchain() {
+        let e = Error::MissingComponents {
+            toolchain: Some("1.95.0-x86_64-unknown-linux-gnu".into()),
+            missing: vec!["rust-src"],
+            stderr: "error: …".into(),
+        };
+        let text = e.to_string();
+        assert_eq!(
+            text.lines().next(),
+            Some(
+                "the toolchain `1.95.0-x86_64-unknown-linux-gnu` lacks rust-src for the nvptx64 \
+                 kernel build: run `rustup component add rust-src --toolchain \
+                 1.95.0-x86_64-unknown-linux-gnu`"
+            ),
+            "{text}"
+        );
+        assert!(text.ends_with("error: …"), "{text}");
+    }
+
+    #[test]
+    fn no_libdevice_lists_where_it_looked() {
+        let e = Error::NoLibdevice {
+            searched: vec![PathBuf::from(
+                "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
+            )],
+        };
+        let text = e.to_string();
+        assert!(text.contains("set CUDA_KERNELS_LIBDEVICE"), "{text}");
+        assert!(
+            text.ends_with("\n  /usr/local/cuda/nvvm/libdevice/libdevice.10.bc"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_build_without_cargos_variables_says_so() {
+        // Tests run without OUT_DIR (no build script in this crate).
+        if std::env::var_os("OUT_DIR").is_none() {
+            assert_eq!(
+                KernelBuild::new("k").build().unwrap_err(),
+                Error::NotInBuildScript { var: "OUT_DIR" }
+            );
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The builder run on small kernel crates (`tests/fixtures/`): the inner
+//! nvptx64 build happens for real (CPU only, no GPU), in a target directory
+//! of its own under cargo's test scratch folder.
+use std::path::{Path, PathBuf};
+
+use cuda_kernels_builder::{Error, KernelBuild};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// A fresh out directory for one test, and the shared inner target directory.
+fn dirs(test: &str) -> (PathBuf, PathBuf) {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let out = tmp.join("builder-tests").join(test);
+    let _ = std::fs::remove_dir_all(&out);
+    (out, tmp.join("builder-tests/nvptx"))
+}
+
+#[test]
+fn a_kernel_crate_builds_to_ptx_with_libdevice_linked() {
+    let (out, target) = dirs("tiny");
+    let built = KernelBuild::new(fixture("tiny"))
+        .arch("sm_70")
+        .cubins(&["sm_80"])
+        .out_dir(&out)
+        .target_dir(&target)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(built.name, "tiny_kernels");
+    assert_eq!(built.ptx, out.join("tiny_kernels.ptx"));
+    let ptx = std::fs::read_to_string(&built.ptx).unwrap();
+    assert!(ptx.contains(".visible .entry scale_sin("), "{ptx}");
+    assert!(ptx.lines().any(|l| l.trim() == ".target sm_70"), "{ptx}");
+    let list = std::fs::read_to_string(&built.cubins_rs).unwrap();
+    // Linked: `__nv_sinf` is inlined, not left as an extern call.
+    assert!(
+        built.libdevice.is_some(),
+        "libdevice not found: the build should have failed"
+    );
+    assert!(!ptx.contains(".extern .func"), "{ptx}");
+    match &built.ptxas {
+        Some(_) => {
+            assert_eq!(built.cubins, [(80, out.join("tiny_kernels.sm_80.cubin"))]);
+            let elf = std::fs::read(&built.cubins[0].1).unwrap();
+            assert_eq!(&elf[..4], b"\x7fELF");
+            assert!(
+                list.contains("Cubin { sm: 80, image: include_bytes!("),
+                "{list}"
+            );
+        }
+        None => assert_eq!(list, "&[\n\n]\n"),
+    }
+}
+
+#[test]
+fn rustcs_errors_reach_the_builders_error_with_file_and_line() {
+    let (out, target) = dirs("broken");
+    let err = KernelBuild::new(fixture("broken"))
+        .out_dir(&out)
+        .target_dir(&target)
+        .build()
+        .unwrap_err();
+    let text = err.to_string();
+    println!("{text}");
+    assert!(matches!(err, Error::Compile { .. }), "{text}");
+    assert!(text.contains("error[E0308]: mismatched types"), "{text}");
+    assert!(text.contains("src/lib.rs:7:"), "{text}");
+    assert!(text.contains("does not compile for nvptx64"), "{text}");
+}
