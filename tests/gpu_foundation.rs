@@ -33,6 +33,10 @@ fn main() -> ExitCode {
         gpu_test("multiply_strided_views", multiply_strided_views),
         gpu_test("multiply_refuses_bad_input", multiply_refuses_bad_input),
         gpu_test("vector_sum_i32_matches_cpu", vector_sum_i32_matches_cpu),
+        gpu_test(
+            "vectorized_heads_and_tails_on_sub_slices",
+            vectorized_heads_and_tails_on_sub_slices,
+        ),
         gpu_test("hello_prints_three_lines", hello_prints_three_lines),
         gpu_test("hello_refuses_bad_shapes", hello_refuses_bad_shapes),
         gpu_test("empty_kernel_launch_rates", empty_kernel_launch_rates),
@@ -117,6 +121,84 @@ fn vector_sum_i32_matches_cpu(gpu: &Gpu) -> Result<(), Failed> {
             r == vector_sum_i32_cpu(a.view(), b.view()).map_err(fail)?,
             || format!("n = {n}"),
         )?;
+    }
+    Ok(())
+}
+
+/// `multiply` and `vector_sum_i32` on device sub-slices that start 0..=3
+/// elements into their buffers (the same offset for every array: vector
+/// body with a head; different offsets: the element path), at lengths
+/// 1..=33 and 2^k ± 1: exactly the CPU's results, and nothing outside the
+/// output slice is written.
+fn vectorized_heads_and_tails_on_sub_slices(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
+    let lengths = (1..=33usize).chain([1023, 1025, 65_535, 65_537, (1 << 20) - 1, (1 << 20) + 1]);
+    for n in lengths {
+        for (oa, ob, oc) in [
+            (0, 0, 0),
+            (1, 1, 1),
+            (2, 2, 2),
+            (3, 3, 3),
+            (1, 2, 0),
+            (0, 3, 1),
+        ] {
+            let what = || format!("n = {n}, offsets ({oa}, {ob}, {oc})");
+            let (a, b) = multiply_inputs(n, (n + oa) as u64);
+            let pad = |v: &[f32], o: usize| -> Vec<f32> {
+                let mut p = vec![-7.0f32; o];
+                p.extend_from_slice(v);
+                p.extend_from_slice(&[-9.0; 3]);
+                p
+            };
+            let da =
+                DeviceBuffer::from_slice(&pad(a.as_slice().unwrap_or(&[]), oa)).map_err(fail)?;
+            let db =
+                DeviceBuffer::from_slice(&pad(b.as_slice().unwrap_or(&[]), ob)).map_err(fail)?;
+            let dc = DeviceBuffer::from_slice(&pad(&vec![0.0; n], oc)).map_err(fail)?;
+            let mut sc = dc.index(oc..oc + n);
+            gpu.multiply_on_device(&da.index(oa..oa + n), &db.index(ob..ob + n), &mut sc)
+                .map_err(fail)?;
+            gpu.synchronize("test").map_err(fail)?;
+            let mut host = vec![0.0f32; dc.len()];
+            dc.copy_to(&mut host[..]).map_err(fail)?;
+            let expected = multiply_cpu(a.view(), b.view()).map_err(fail)?;
+            ensure(
+                host[oc..oc + n] == expected.as_slice().unwrap_or(&[])[..],
+                || format!("multiply, {}: GPU and CPU differ", what()),
+            )?;
+            ensure(
+                host[..oc].iter().all(|&v| v == -7.0) && host[oc + n..].iter().all(|&v| v == -9.0),
+                || format!("multiply, {}: wrote outside the slice", what()),
+            )?;
+
+            let ai: Vec<i32> = (0..n as i32).map(|i| i.wrapping_mul(7919)).collect();
+            let bi: Vec<i32> = (0..n as i32).map(|i| i32::MAX - i).collect();
+            let padi = |v: &[i32], o: usize| -> Vec<i32> {
+                let mut p = vec![-7; o];
+                p.extend_from_slice(v);
+                p.extend_from_slice(&[-9; 3]);
+                p
+            };
+            let da = DeviceBuffer::from_slice(&padi(&ai, oa)).map_err(fail)?;
+            let db = DeviceBuffer::from_slice(&padi(&bi, ob)).map_err(fail)?;
+            let dr = DeviceBuffer::from_slice(&padi(&vec![0; n], oc)).map_err(fail)?;
+            let mut sr = dr.index(oc..oc + n);
+            gpu.vector_sum_i32_on_device(&da.index(oa..oa + n), &db.index(ob..ob + n), &mut sr)
+                .map_err(fail)?;
+            gpu.synchronize("test").map_err(fail)?;
+            let mut host = vec![0i32; dr.len()];
+            dr.copy_to(&mut host[..]).map_err(fail)?;
+            let expected = vector_sum_i32_cpu(Array1::from(ai).view(), Array1::from(bi).view())
+                .map_err(fail)?;
+            ensure(
+                host[oc..oc + n] == expected.as_slice().unwrap_or(&[])[..],
+                || format!("vector_sum_i32, {}: GPU and CPU differ", what()),
+            )?;
+            ensure(
+                host[..oc].iter().all(|&v| v == -7) && host[oc + n..].iter().all(|&v| v == -9),
+                || format!("vector_sum_i32, {}: wrote outside the slice", what()),
+            )?;
+        }
     }
     Ok(())
 }

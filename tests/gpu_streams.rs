@@ -12,7 +12,9 @@ use std::sync::mpsc;
 use common::{AWKWARD_LENGTHS, cpu_test, ensure, fail, gpu_test, run};
 use cuda_kernels::async_mem::Lane;
 use cuda_kernels::contexts::{ThreadContext, manual_context_roundtrip, threads_mult_ker};
-use cuda_kernels::life::{LifeSims, check_lattice, life_cpu, random_lattice};
+use cuda_kernels::life::{
+    LifeKernel, LifeSims, check_lattice, life_cpu, life_step_cpu, random_lattice,
+};
 use cuda_kernels::ndarray::{Array1, Array2, array};
 use cuda_kernels::streams::{
     IssueOrder, SEED_BLOCK, SEED_GRID, SerialBatch, StreamBatch, first_difference, mult_ker_cpu,
@@ -22,8 +24,52 @@ use cuda_kernels::util::Rng;
 use cuda_kernels::{Error, Gpu};
 use libtest_mimic::Failed;
 
+/// `conway_fast` (the default) and `conway_ker` on lattices of 1, 2, 3, 4,
+/// 5, 8, 31, 32, 33, 64, 127, 129 and 4097 cells a side (random, and a
+/// glider across the wrap-around corner): three steps, each exactly the CPU
+/// reference's lattice, for both kernels.
+fn life_fast_kernel_edges(gpu: &Gpu) -> Result<(), Failed> {
+    let mut rng = Rng::new(4097);
+    for n in [1usize, 2, 3, 4, 5, 8, 31, 32, 33, 64, 127, 129, 4097] {
+        let mut corner = Array2::<i32>::zeros((n, n));
+        for (r, c) in [(0, 1), (1, 2), (2, 0), (2, 1), (2, 2)] {
+            corner[[(r + n - 1) % n, (c + n - 1) % n]] = 1;
+        }
+        for start in [random_lattice(n, 0.3, &mut rng), corner] {
+            let steps = if n > 1000 { 2 } else { 3 };
+            let mut expected = start.clone();
+            let mut sims = [LifeKernel::Fast, LifeKernel::Seed]
+                .into_iter()
+                .map(|k| LifeSims::with_kernel(gpu, std::slice::from_ref(&start), k))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(fail)?;
+            for step in 1..=steps {
+                expected = life_step_cpu(expected.view()).map_err(fail)?;
+                for sim in &mut sims {
+                    sim.frame().map_err(fail)?;
+                    let got = sim.lattice(0).map_err(fail)?;
+                    ensure(got == expected.view(), || {
+                        format!(
+                            "{:?}, n = {n}, step {step}: GPU and CPU differ",
+                            sim.kernel()
+                        )
+                    })?;
+                }
+            }
+        }
+    }
+    ensure(
+        LifeSims::new(gpu, &[Array2::zeros((2, 2))])
+            .map_err(fail)?
+            .kernel()
+            == LifeKernel::Fast,
+        || "LifeSims::new runs conway_fast".into(),
+    )
+}
+
 fn main() -> ExitCode {
     run(vec![
+        gpu_test("life_fast_kernel_edges", life_fast_kernel_edges),
         cpu_test(
             "mult_ker_ptx_keeps_all_operations",
             mult_ker_ptx_keeps_all_operations,

@@ -27,6 +27,7 @@
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
 
+pub mod bandwidth;
 pub mod device_checks;
 pub mod elementwise;
 pub mod fault;

@@ -2,15 +2,14 @@
 //! `hello_kernel`, K19 launch overhead.
 use std::path::Path;
 
-use crate::cust::memory::DeviceBuffer;
 use ndarray::Array1;
 
 use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, no_gpu};
-use crate::bench::{device_copy_gbps, gb_per_s};
+use crate::bench::gb_per_s;
 use crate::multiply::{MemoryMode, multiply_cpu, vector_sum_i32_cpu};
-use crate::timing::{GpuTimer, median};
+use crate::timing::GpuTimer;
 use crate::util::Rng;
-use crate::{CudaResultExt, Gpu, Result};
+use crate::{Gpu, Result};
 
 /// The foundation subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -208,42 +207,7 @@ fn overhead(gpu: Option<&Gpu>, launches: usize, report: &mut Report) -> Result<(
 /// The foundation part of `cuda-kernels bench`: `multiply` at 2^26 against a
 /// device-to-device copy of the same bytes, and the launch rates.
 pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
-    const K: &str = "multiply";
-    let n = 1usize << 26;
-    let reps = 20;
     gpu.bind()?;
-    let (a, b) = multiply_inputs(n, 1);
-    let da = DeviceBuffer::from_slice(a.as_slice().unwrap_or(&[])).during(K, "copy a")?;
-    let db = DeviceBuffer::from_slice(b.as_slice().unwrap_or(&[])).during(K, "copy b")?;
-    let mut dc = DeviceBuffer::<f32>::zeroed(n).during(K, "allocate c")?;
-    let copy = device_copy_gbps(gpu, 12 * n / 2, reps)?;
-    let mut times = Vec::new();
-    for rep in 0..=reps {
-        let ((), ms) = GpuTimer::time(gpu.stream(), || gpu.multiply_on_device(&da, &db, &mut dc))?;
-        if rep > 0 {
-            times.push(ms);
-        }
-    }
-    let ms = median(&mut times);
-    let bw = gb_per_s(12 * n, ms);
-    records.push(BenchRecord {
-        kernel: "device copy".into(),
-        size: format!("{} MB", 12 * n / 2 / 1_000_000),
-        median_ms: gb_ms(12 * n, copy),
-        metric: "GB/s".into(),
-        value: copy,
-        reference: None,
-        ratio: None,
-    });
-    records.push(BenchRecord {
-        kernel: K.into(),
-        size: "2^26 f32".into(),
-        median_ms: ms as f64,
-        metric: "GB/s".into(),
-        value: bw,
-        reference: Some("device copy".into()),
-        ratio: Some(bw / copy),
-    });
     let rates = gpu.launch_overhead(20_000)?;
     for (label, rate) in [
         ("synchronous", rates.synchronous_per_s),
@@ -261,10 +225,6 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     }
     c_abi_call_overhead(records);
     Ok(())
-}
-
-fn gb_ms(bytes: usize, gbps: f64) -> f64 {
-    bytes as f64 / (gbps * 1e9) * 1e3
 }
 
 /// "2^20" for powers of two, the number otherwise.

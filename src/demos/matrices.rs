@@ -6,7 +6,7 @@ use std::path::Path;
 use ndarray::{Array1, Array2, ArrayD, IxDyn};
 
 use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, no_gpu};
-use crate::bench::{device_copy_gbps, gb_per_s};
+
 use crate::cust::memory::DeviceBuffer;
 use crate::matrices::kernels::{lerp, saxpy, sum};
 use crate::matrices::{
@@ -340,9 +340,8 @@ fn median_ms(gpu: &Gpu, reps: usize, mut work: impl FnMut() -> Result<()>) -> Re
 pub const CUBLAS_SGEMM_ENV: &str = "CUDA_KERNELS_CUBLAS_SGEMM_4096_GFLOPS";
 
 /// The matrices part of `cuda-kernels bench`: the naive and tiled products
-/// at 1024³ and 4096³ (and 4000³, not a multiple of the tile), saxpy and the
-/// f32 sum at 2^26 and `doubles_matrix` at 8192² against a device-to-device
-/// copy of the same bytes, the gufunc on a batch of 10×10 matrices, and
+/// at 1024³ and 4096³ (and 4000³, not a multiple of the tile), the gufunc on
+/// a batch of 10×10 matrices, and
 /// `vector_sum_repeat` at the seed's size.
 pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     gpu.bind()?;
@@ -389,60 +388,8 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         }
     }
 
-    // Bandwidth-bound kernels against a device copy of the same traffic.
-    let n = 1usize << 26;
-    let x: Vec<f32> = (0..n).map(|_| rng.normal() as f32).collect();
-    let dx = DeviceBuffer::from_slice(&x).during("bench", "copy x")?;
-    let mut dy = DeviceBuffer::from_slice(&x).during("bench", "copy y")?;
-    let copy = device_copy_gbps(gpu, 12 * n / 2, 20)?;
-    let ms = median_ms(gpu, 20, || {
-        gpu.elementwise_on_device::<saxpy, f32>(&[&dx], &mut [&mut dy], &[1.0001])
-    })?;
-    let bw = gb_per_s(12 * n, ms as f32);
-    records.push(BenchRecord {
-        kernel: "elementwise_saxpy_f32".into(),
-        size: "2^26 f32".into(),
-        median_ms: ms,
-        metric: "GB/s".into(),
-        value: bw,
-        reference: Some("device copy".into()),
-        ratio: Some(bw / copy),
-    });
-    let mut dz = DeviceBuffer::<f32>::zeroed(n).during("bench", "allocate z")?;
-    let ms = median_ms(gpu, 20, || {
-        gpu.elementwise_on_device::<sum, f32>(&[&dx, &dy], &mut [&mut dz], &[])
-    })?;
-    let bw = gb_per_s(12 * n, ms as f32);
-    records.push(BenchRecord {
-        kernel: "elementwise_sum_f32".into(),
-        size: "2^26 f32".into(),
-        median_ms: ms,
-        metric: "GB/s".into(),
-        value: bw,
-        reference: Some("device copy".into()),
-        ratio: Some(bw / copy),
-    });
-    drop((dx, dy, dz));
-
-    // doubles_matrix, 8192² in place on the device (8 bytes per element
-    // moved), against a copy of the same traffic.
-    let side = 8192usize;
-    let mut dm = DeviceBuffer::<f32>::zeroed(side * side).during("bench", "allocate m")?;
-    let copy = device_copy_gbps(gpu, 4 * side * side, 20)?;
-    let ms = median_ms(gpu, 20, || {
-        gpu.doubles_matrix_on_device(&mut dm, side, side)
-    })?;
-    let bw = gb_per_s(8 * side * side, ms as f32);
-    records.push(BenchRecord {
-        kernel: "doubles_matrix".into(),
-        size: format!("{side}² f32"),
-        median_ms: ms,
-        metric: "GB/s".into(),
-        value: bw,
-        reference: Some("device copy".into()),
-        ratio: Some(bw / copy),
-    });
-    drop(dm);
+    // The bandwidth-bound kernels (saxpy, sum, doubles_matrix, …) are in
+    // the bandwidth module's rows.
 
     // The gufunc on 4096 matrices of 10×10 (including transfers).
     let a = ArrayD::from_shape_simple_fn(IxDyn(&[4096, 10, 10]), || rng.below(10) as i64);

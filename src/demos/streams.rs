@@ -9,11 +9,11 @@ use std::time::Instant;
 use ndarray::{Array1, Array2, ArrayView2};
 
 use super::foundation::size_label;
-use super::{BenchRecord, Check, Report, Row, cpu_time, no_gpu};
+use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, no_gpu};
 use crate::async_mem::Lane;
 use crate::bench::{device_copy_gbps, gb_per_s};
 use crate::contexts::{manual_context_roundtrip, threads_mult_ker};
-use crate::life::{LifeSims, life_cpu, life_step_cpu, random_lattice};
+use crate::life::{LifeKernel, LifeSims, life_cpu, life_step_cpu, random_lattice};
 use crate::streams::{
     BatchTiming, IssueOrder, SEED_BLOCK, SEED_GRID, SerialBatch, StreamBatch, first_difference,
     hardware_queues, mult_ker_cpu, randn_arrays,
@@ -83,7 +83,28 @@ pub enum Command {
         /// The GIF to write.
         #[arg(long, default_value = "life.gif")]
         out: PathBuf,
+        /// The step kernel (both give the same lattices).
+        #[arg(long, value_enum, default_value_t = LifeKernelName::Fast)]
+        kernel: LifeKernelName,
     },
+}
+
+/// A Life step kernel, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LifeKernelName {
+    /// `conway_fast`: four cells of a row by a strip of rows per thread.
+    Fast,
+    /// `conway_ker`: the seed's one thread per cell.
+    Seed,
+}
+
+impl From<LifeKernelName> for LifeKernel {
+    fn from(k: LifeKernelName) -> Self {
+        match k {
+            LifeKernelName::Fast => LifeKernel::Fast,
+            LifeKernelName::Seed => LifeKernel::Seed,
+        }
+    }
 }
 
 /// Runs one streams subcommand.
@@ -110,7 +131,8 @@ pub fn run(cmd: &Command, gpu: Option<&Gpu>, report: &mut Report) -> Result<()> 
             steps,
             scale,
             ref out,
-        } => life(gpu, n, sims, steps, scale, out, report),
+            kernel,
+        } => life(gpu, n, sims, steps, scale, out, kernel.into(), report),
     }
 }
 
@@ -122,7 +144,16 @@ pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result
     streams(gpu, 200, 1 << 20, IssueOrder::BreadthFirst, report)?;
     events(gpu, 100 << 20, report)?;
     contexts(gpu, 10, 1 << 20, report)?;
-    life(gpu, 128, 4, 200, 1, &out_dir.join("life.gif"), report)
+    life(
+        gpu,
+        128,
+        4,
+        200,
+        1,
+        &out_dir.join("life.gif"),
+        LifeKernel::default(),
+        report,
+    )
 }
 
 fn exact(got: &[f32], expected: &[f32]) -> Check {
@@ -385,6 +416,7 @@ impl LifeGif {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn life(
     gpu: Option<&Gpu>,
     n: usize,
@@ -392,9 +424,11 @@ fn life(
     steps: usize,
     scale: usize,
     out: &Path,
+    kernel: LifeKernel,
     report: &mut Report,
 ) -> Result<()> {
     const K: &str = "conway_ker";
+    let label = format!("{}, one stream per simulation", kernel.entry());
     if sims == 0 {
         return Err(Error::invalid(K, "0 simulations: nothing to run"));
     }
@@ -420,7 +454,7 @@ fn life(
         });
         frames?;
         println!("wrote {} (CPU reference frames)", out.display());
-        let mut row = Row::new("conway_ker, one stream per simulation", size, no_gpu());
+        let mut row = Row::new(label, size, no_gpu());
         row.cpu_ms = Some(cpu_ms);
         report.push(row);
         return Ok(());
@@ -432,7 +466,7 @@ fn life(
             .collect::<Result<Vec<_>>>()
     });
     let expected = expected?;
-    let mut sim = LifeSims::new(gpu, &starts)?;
+    let mut sim = LifeSims::with_kernel(gpu, &starts, kernel)?;
     let mut ms = 0.0;
     for _ in 0..steps {
         let t = Instant::now();
@@ -453,7 +487,7 @@ fn life(
         out.display(),
         steps + 1
     );
-    let mut row = Row::new("conway_ker, one stream per simulation", size, check);
+    let mut row = Row::new(label, size, check);
     row.gpu_ms = Some(ms);
     row.cpu_ms = Some(cpu_ms);
     row.throughput = Some(format!(
@@ -466,11 +500,16 @@ fn life(
 
 /// The streams part of `cuda-kernels bench`: the 200-array demo (default
 /// stream against one stream per array, CUDA-event spans, median of 3 after
-/// a warm-up) and `conway_ker` at N = 4096 against a device-to-device copy
-/// of the lattice.
+/// a warm-up) and both Life kernels at N = 4096 against a device-to-device
+/// copy of the lattice.
 pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
-    bench_streams(gpu, records)?;
-    bench_life(gpu, 4096, records)
+    if super::bench_selected("streams") {
+        bench_streams(gpu, records)?;
+    }
+    if super::bench_selected("life") {
+        bench_life(gpu, 4096, records)?;
+    }
+    Ok(())
 }
 
 fn bench_streams(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
@@ -555,26 +594,8 @@ fn bench_streams(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
 fn bench_life(gpu: &Gpu, n: usize, records: &mut Vec<BenchRecord>) -> Result<()> {
     let reps = 20;
     let start = random_lattice(n, 0.25, &mut Rng::new(17));
-    let mut lane = Lane::<i32, 2>::from_host(gpu, start.as_slice().unwrap_or(&[]))?;
-    lane.upload(0)?;
-    let mut times = Vec::with_capacity(reps);
-    for rep in 0..=reps {
-        let (src, dst) = if rep % 2 == 0 { (0, 1) } else { (1, 0) };
-        gpu.bind()?;
-        let timer = GpuTimer::new()?;
-        timer.start(lane.stream())?;
-        lane.conway_step(n, src, dst)?;
-        timer.stop(lane.stream())?;
-        let ms = timer.elapsed_ms()?;
-        if rep > 0 {
-            times.push(ms);
-        }
-    }
-    let ms = median(&mut times);
     let bytes = 2 * 4 * n * n;
-    let gbps = gb_per_s(bytes, ms);
     let copy = device_copy_gbps(gpu, 4 * n * n, reps)?;
-    let cells = (n * n) as f64 / (ms as f64 * 1e-3);
     records.push(BenchRecord {
         kernel: "device copy (Life lattice)".into(),
         size: format!("{n}² i32"),
@@ -584,23 +605,59 @@ fn bench_life(gpu: &Gpu, n: usize, records: &mut Vec<BenchRecord>) -> Result<()>
         reference: None,
         ratio: None,
     });
-    records.push(BenchRecord {
-        kernel: "conway_ker (one step)".into(),
-        size: format!("{n}² i32"),
-        median_ms: ms as f64,
-        metric: "GB/s".into(),
-        value: gbps,
-        reference: Some("device copy".into()),
-        ratio: Some(gbps / copy),
-    });
-    records.push(BenchRecord {
-        kernel: "conway_ker cell updates".into(),
-        size: format!("{n}² i32"),
-        median_ms: ms as f64,
-        metric: "Gcells/s".into(),
-        value: cells / 1e9,
-        reference: None,
-        ratio: None,
-    });
+    let expected = life_step_cpu(start.view())?;
+    for kernel in [LifeKernel::Fast, LifeKernel::Seed] {
+        let name = kernel.entry();
+        let mut lane = Lane::<i32, 2>::from_host(gpu, start.as_slice().unwrap_or(&[]))?;
+        lane.upload(0)?;
+        let mut times = Vec::with_capacity(reps);
+        for rep in 0..=reps {
+            let (src, dst) = if rep % 2 == 0 { (0, 1) } else { (1, 0) };
+            gpu.bind()?;
+            let timer = GpuTimer::new()?;
+            timer.start(lane.stream())?;
+            lane.life_step(kernel, n, src, dst)?;
+            timer.stop(lane.stream())?;
+            let ms = timer.elapsed_ms()?;
+            if rep > 0 {
+                times.push(ms);
+            }
+        }
+        // The check: one step from the start lattice, exactly the CPU's.
+        lane.upload(0)?;
+        lane.life_step(kernel, n, 0, 1)?;
+        lane.download(1)?;
+        let got = ArrayView2::from_shape((n, n), lane.host()?)
+            .map_err(|e| Error::invalid(K_BENCH, e.to_string()))?;
+        if let Check::Fail(why) = exact_check(&got, &expected) {
+            return Err(Error::invalid(
+                K_BENCH,
+                format!("{name} at {n}² differs from the CPU: {why}"),
+            ));
+        }
+        let ms = median(&mut times);
+        let gbps = gb_per_s(bytes, ms);
+        let cells = (n * n) as f64 / (ms as f64 * 1e-3);
+        records.push(BenchRecord {
+            kernel: format!("{name} (one step)"),
+            size: format!("{n}² i32"),
+            median_ms: ms as f64,
+            metric: "GB/s".into(),
+            value: gbps,
+            reference: Some("device copy".into()),
+            ratio: Some(gbps / copy),
+        });
+        records.push(BenchRecord {
+            kernel: format!("{name} cell updates"),
+            size: format!("{n}² i32"),
+            median_ms: ms as f64,
+            metric: "Gcells/s".into(),
+            value: cells / 1e9,
+            reference: None,
+            ratio: None,
+        });
+    }
     Ok(())
 }
+
+const K_BENCH: &str = "bench";

@@ -1,0 +1,287 @@
+//! The bandwidth-bound kernels in `cuda-kernels bench`: `multiply`,
+//! `vector_sum_i32`, every `elementwise_*` kernel and `doubles_matrix`, at
+//! 2^26 elements (8192² for `doubles_matrix`) and at an odd size (2^26 + 3,
+//! 8191 × 8193) whose arrays start one element into their buffers, so that
+//! the vectorized kernels run their element-wise head and tail. Each row is
+//! the kernel's bandwidth (bytes read + written) against a device-to-device
+//! copy of the same bytes measured just before it, and each result is then
+//! checked exactly against the CPU reference after one fresh launch: a
+//! mismatch fails the bench.
+use std::fmt::Debug;
+
+use crate::cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
+use ndarray::{Array1, ArrayView1, ArrayView2, ArrayViewMut1};
+
+use super::foundation::size_label;
+use super::{BenchRecord, Check, exact_check};
+use crate::bench::{device_copy_gbps, gb_per_s};
+use crate::matrices::kernels::{lerp, saxpy, sum};
+use crate::matrices::{Elementwise, ElementwiseElement, doubles_matrix_cpu, elementwise_cpu};
+use crate::multiply::{multiply_cpu, vector_sum_i32_cpu};
+use crate::timing::{GpuTimer, median};
+use crate::util::Rng;
+use crate::{CudaResultExt, Error, Gpu, Result};
+
+const K: &str = "bench";
+const REPS: usize = 20;
+
+/// The sizes: `(elements, offset of the arrays into their buffers)`.
+const SIZES: [(usize, usize); 2] = [(1 << 26, 0), ((1 << 26) + 3, 1)];
+
+/// Every bandwidth row (see the [module documentation](self)).
+pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
+    gpu.bind()?;
+    let bytes = 6usize << 26;
+    let copy = device_copy_gbps(gpu, bytes, REPS)?;
+    records.push(BenchRecord {
+        kernel: "device copy".into(),
+        size: format!("{} MB", bytes / 1_000_000),
+        median_ms: 2.0 * bytes as f64 / (copy * 1e9) * 1e3,
+        metric: "GB/s".into(),
+        value: copy,
+        reference: None,
+        ratio: None,
+    });
+    let mut rng = Rng::new(26);
+    for (n, offset) in SIZES {
+        pair(gpu, records, &mut rng, n, offset)?;
+        let f32s = |r: &mut Rng| (r.uniform() * 2.0 - 1.0) as f32;
+        let f64s = |r: &mut Rng| r.uniform() * 2.0 - 1.0;
+        elementwise::<sum, i32>(
+            gpu,
+            records,
+            &mut rng,
+            n,
+            offset,
+            |r| r.below(1 << 20) as i32,
+            &[],
+        )?;
+        elementwise::<sum, i64>(
+            gpu,
+            records,
+            &mut rng,
+            n,
+            offset,
+            |r| r.below(1 << 40) as i64,
+            &[],
+        )?;
+        elementwise::<sum, f32>(gpu, records, &mut rng, n, offset, f32s, &[])?;
+        elementwise::<sum, f64>(gpu, records, &mut rng, n, offset, f64s, &[])?;
+        elementwise::<saxpy, f32>(gpu, records, &mut rng, n, offset, f32s, &[1.0001])?;
+        elementwise::<saxpy, f64>(gpu, records, &mut rng, n, offset, f64s, &[1.0001])?;
+        elementwise::<lerp, f32>(gpu, records, &mut rng, n, offset, f32s, &[])?;
+        elementwise::<lerp, f64>(gpu, records, &mut rng, n, offset, f64s, &[])?;
+    }
+    for (rows, cols, offset) in [(8192usize, 8192usize, 0usize), (8191, 8193, 1)] {
+        doubles(gpu, records, &mut rng, rows, cols, offset)?;
+    }
+    Ok(())
+}
+
+/// Times `launch` (median of [`REPS`] after a warm-up) moving `bytes`, and
+/// records it against a device copy of the same bytes.
+fn row(
+    gpu: &Gpu,
+    records: &mut Vec<BenchRecord>,
+    kernel: &str,
+    size: String,
+    bytes: usize,
+    mut launch: impl FnMut() -> Result<()>,
+) -> Result<()> {
+    let copy = device_copy_gbps(gpu, bytes / 2, REPS)?;
+    let mut times = Vec::with_capacity(REPS);
+    for rep in 0..=REPS {
+        let ((), ms) = GpuTimer::time(gpu.stream(), &mut launch)?;
+        if rep > 0 {
+            times.push(ms);
+        }
+    }
+    let ms = median(&mut times);
+    let bw = gb_per_s(bytes, ms);
+    records.push(BenchRecord {
+        kernel: kernel.into(),
+        size,
+        median_ms: ms as f64,
+        metric: "GB/s".into(),
+        value: bw,
+        reference: Some("device copy".into()),
+        ratio: Some(bw / copy),
+    });
+    Ok(())
+}
+
+/// An error unless `check` passed.
+fn require(kernel: &str, size: &str, check: Check) -> Result<()> {
+    match check {
+        Check::Pass(_) => Ok(()),
+        Check::Fail(why) | Check::Skipped(why) => Err(Error::invalid(
+            K,
+            format!("{kernel} at {size} differs from the CPU: {why}"),
+        )),
+    }
+}
+
+/// `host` on the device, `offset` elements into a buffer (zeros before).
+fn upload<T: ElementwiseElement>(host: &[T], offset: usize) -> Result<DeviceBuffer<T>> {
+    let mut padded = vec![T::default(); offset];
+    padded.extend_from_slice(host);
+    DeviceBuffer::from_slice(&padded).during(K, "copy an array to the device")
+}
+
+/// The `n` elements from `offset` of a device buffer, on the host.
+fn download<T: ElementwiseElement>(d: &DeviceSlice<T>, n: usize) -> Result<Array1<T>> {
+    let mut host = vec![T::default(); d.len()];
+    d.copy_to(&mut host[..])
+        .during(K, "copy a result to the host")?;
+    Ok(Array1::from(host.split_off(host.len() - n)))
+}
+
+/// ", from element 1" for an offset run, nothing otherwise.
+fn from_element(offset: usize) -> String {
+    if offset > 0 {
+        format!(", from element {offset}")
+    } else {
+        String::new()
+    }
+}
+
+/// `multiply` (f32) and `vector_sum_i32`: two inputs, one output.
+fn pair(
+    gpu: &Gpu,
+    records: &mut Vec<BenchRecord>,
+    rng: &mut Rng,
+    n: usize,
+    offset: usize,
+) -> Result<()> {
+    let size = format!("{}{}", size_label(n), from_element(offset));
+    let a: Array1<f32> = (0..n).map(|_| rng.uniform() as f32).collect();
+    let b: Array1<f32> = (0..n).map(|_| rng.uniform() as f32).collect();
+    let (da, db) = (upload(&a.to_vec(), offset)?, upload(&b.to_vec(), offset)?);
+    let dc = upload(&vec![0.0f32; n], offset)?;
+    let (sa, sb, mut sc) = (da.index(offset..), db.index(offset..), dc.index(offset..));
+    row(
+        gpu,
+        records,
+        "multiply",
+        format!("{size} f32"),
+        12 * n,
+        || gpu.multiply_on_device(&sa, &sb, &mut sc),
+    )?;
+    gpu.synchronize(K)?;
+    let check = exact_check(&download(&dc, n)?, &multiply_cpu(a.view(), b.view())?);
+    require("multiply", &size, check)?;
+    drop((da, db, dc));
+
+    let a: Array1<i32> = (0..n).map(|_| rng.below(1 << 30) as i32).collect();
+    let b: Array1<i32> = (0..n).map(|_| rng.below(1 << 30) as i32).collect();
+    let (da, db) = (upload(&a.to_vec(), offset)?, upload(&b.to_vec(), offset)?);
+    let dc = upload(&vec![0i32; n], offset)?;
+    let (sa, sb, mut sc) = (da.index(offset..), db.index(offset..), dc.index(offset..));
+    row(
+        gpu,
+        records,
+        "vector_sum_i32",
+        format!("{size} i32"),
+        12 * n,
+        || gpu.vector_sum_i32_on_device(&sa, &sb, &mut sc),
+    )?;
+    gpu.synchronize(K)?;
+    let check = exact_check(&download(&dc, n)?, &vector_sum_i32_cpu(a.view(), b.view())?);
+    require("vector_sum_i32", &size, check)
+}
+
+/// Elementwise kernel `Op` on `T`: inputs and in-out arrays from `value`.
+fn elementwise<Op: Elementwise<T>, T: ElementwiseElement + PartialEq + Debug>(
+    gpu: &Gpu,
+    records: &mut Vec<BenchRecord>,
+    rng: &mut Rng,
+    n: usize,
+    offset: usize,
+    value: impl Fn(&mut Rng) -> T,
+    scalars: &[T],
+) -> Result<()> {
+    let size = format!("{}{}", size_label(n), from_element(offset));
+    let (ni, no, nio) = (Op::INPUTS.len(), Op::OUTPUTS.len(), Op::INOUTS.len());
+    let host: Vec<Vec<T>> = (0..ni + no + nio)
+        .map(|_| (0..n).map(|_| value(rng)).collect())
+        .collect();
+    let mut bufs = host
+        .iter()
+        .map(|h| upload(h, offset))
+        .collect::<Result<Vec<_>>>()?;
+    let ins: Vec<DeviceSlice<T>> = bufs[..ni].iter().map(|b| b.index(offset..)).collect();
+    let mut outs: Vec<DeviceSlice<T>> = bufs[ni..].iter().map(|b| b.index(offset..)).collect();
+    let bytes = (ni + no + 2 * nio) * n * std::mem::size_of::<T>();
+    {
+        let in_refs: Vec<&DeviceSlice<T>> = ins.iter().collect();
+        let mut launch = || {
+            let mut out_refs: Vec<&mut DeviceSlice<T>> = outs.iter_mut().collect();
+            gpu.elementwise_on_device::<Op, T>(&in_refs, &mut out_refs, scalars)
+        };
+        row(
+            gpu,
+            records,
+            Op::ENTRY,
+            format!("{size} {}", std::any::type_name::<T>()),
+            bytes,
+            &mut launch,
+        )?;
+        // The check: fresh in-out arrays, one launch.
+        gpu.synchronize(K)?;
+        for (buf, h) in bufs[ni..].iter_mut().zip(&host[ni..]) {
+            *buf = upload(h, offset)?;
+        }
+    }
+    let ins: Vec<DeviceSlice<T>> = bufs[..ni].iter().map(|b| b.index(offset..)).collect();
+    let mut outs: Vec<DeviceSlice<T>> = bufs[ni..].iter().map(|b| b.index(offset..)).collect();
+    {
+        let in_refs: Vec<&DeviceSlice<T>> = ins.iter().collect();
+        let mut out_refs: Vec<&mut DeviceSlice<T>> = outs.iter_mut().collect();
+        gpu.elementwise_on_device::<Op, T>(&in_refs, &mut out_refs, scalars)?;
+    }
+    gpu.synchronize(K)?;
+    let inputs: Vec<ArrayView1<T>> = host[..ni]
+        .iter()
+        .map(|h| ArrayView1::from(&h[..]))
+        .collect();
+    let mut expected: Vec<Array1<T>> = host[ni..].iter().map(|h| Array1::from(h.clone())).collect();
+    let mut views: Vec<ArrayViewMut1<T>> = expected.iter_mut().map(|e| e.view_mut()).collect();
+    elementwise_cpu::<Op, T>(&inputs, &mut views, scalars)?;
+    for (buf, want) in bufs[ni..].iter().zip(&expected) {
+        require(Op::ENTRY, &size, exact_check(&download(buf, n)?, want))?;
+    }
+    Ok(())
+}
+
+/// `doubles_matrix` in place on a `rows × cols` matrix, `offset` elements
+/// into its buffer (8 bytes moved per element).
+fn doubles(
+    gpu: &Gpu,
+    records: &mut Vec<BenchRecord>,
+    rng: &mut Rng,
+    rows: usize,
+    cols: usize,
+    offset: usize,
+) -> Result<()> {
+    let n = rows * cols;
+    let size = format!("{rows}×{cols} f32{}", from_element(offset));
+    let host: Vec<f32> = (0..n).map(|_| rng.uniform() as f32).collect();
+    let mut dm = upload(&host, offset)?;
+    let mut sm = dm.index(offset..);
+    row(gpu, records, "doubles_matrix", size.clone(), 8 * n, || {
+        gpu.doubles_matrix_on_device(&mut sm, rows, cols)
+    })?;
+    gpu.synchronize(K)?;
+    dm = upload(&host, offset)?;
+    let mut sm = dm.index(offset..);
+    gpu.doubles_matrix_on_device(&mut sm, rows, cols)?;
+    gpu.synchronize(K)?;
+    let want = doubles_matrix_cpu(
+        ArrayView2::from_shape((rows, cols), &host[..])
+            .map_err(|e| Error::invalid(K, e.to_string()))?,
+    );
+    let got = download(&dm, n)?
+        .into_shape_with_order((rows, cols))
+        .map_err(|e| Error::invalid(K, e.to_string()))?;
+    require("doubles_matrix", &size, exact_check(&got, &want))
+}
