@@ -6,9 +6,11 @@
 //!
 //! Device buffers may be sub-slices that start at any element, so the
 //! arrays of one call are split into
-//! - a **head** of up to 15 bytes' worth of elements, up to the first 16-byte
-//!   boundary (handled one element per thread),
-//! - a **body** of whole 16-byte vectors,
+//! - a **head** of the elements before the first 128-byte boundary (a cache
+//!   line: then every warp's vectors fill whole lines and 32-byte sectors),
+//!   or before the first 16-byte boundary when the arrays agree only modulo
+//!   16, handled one element per thread;
+//! - a **body** of whole 16-byte vectors;
 //! - a **tail** of the last elements that fill no whole vector;
 //!
 //! which works when every array of the call has the same address modulo
@@ -20,6 +22,9 @@
 
 /// Bytes of one vector access (`ld.global.v4.b32`).
 pub const VECTOR_BYTES: usize = 16;
+/// Bytes of a cache line, the alignment the body starts at when every array
+/// of a call agrees modulo it.
+pub const LINE_BYTES: usize = 128;
 /// Vectors (or, on the element path, elements) a thread loads before it
 /// stores the first result of a grid-stride step.
 pub const UNROLL: usize = 4;
@@ -27,7 +32,8 @@ pub const UNROLL: usize = 4;
 /// How [`split`] cuts `n` elements for vector access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Split {
-    /// Elements before the first 16-byte boundary (one per thread).
+    /// Elements before the body's first boundary (one per thread: at most
+    /// 127 bytes' worth, fewer than 32 elements of 4 bytes).
     pub head: usize,
     /// Whole 16-byte vectors after the head.
     pub vectors: usize,
@@ -39,17 +45,24 @@ pub struct Split {
 /// byte addresses `addrs` (one per array of the call) into head, vectors and
 /// tail, or `None` when the arrays' addresses differ modulo 16 (or one is not
 /// aligned to its element), so that no element path can be aligned for all.
-pub fn split(addrs: &[usize], size: usize, n: usize) -> Option<Split> {
+/// The body starts at a 128-byte boundary of every array when they all agree
+/// modulo 128, else at a 16-byte one.
+pub fn split(addrs: impl Iterator<Item = usize> + Clone, size: usize, n: usize) -> Option<Split> {
     if size == 0 || !VECTOR_BYTES.is_multiple_of(size) {
         return None;
     }
-    let first = *addrs.first()?;
-    let offset = first % VECTOR_BYTES;
-    if offset % size != 0 || addrs.iter().any(|&a| a % VECTOR_BYTES != offset) {
+    let first = addrs.clone().next()?;
+    let agree = |m: usize| addrs.clone().all(|a| a % m == first % m);
+    if !(first % size == 0 && agree(VECTOR_BYTES)) {
         return None;
     }
+    let align = if agree(LINE_BYTES) {
+        LINE_BYTES
+    } else {
+        VECTOR_BYTES
+    };
     let per_vector = VECTOR_BYTES / size;
-    let head = ((VECTOR_BYTES - offset) % VECTOR_BYTES / size).min(n);
+    let head = ((align - first % align) % align / size).min(n);
     let rest = n - head;
     Some(Split {
         head,
@@ -61,7 +74,7 @@ pub fn split(addrs: &[usize], size: usize, n: usize) -> Option<Split> {
 /// The vectorized map itself (nvptx64 only).
 #[cfg(target_arch = "nvptx64")]
 pub mod device {
-    use super::{Split, UNROLL, VECTOR_BYTES, split};
+    use super::{Split, UNROLL, split};
     use crate::device::thread;
     use core::array::from_fn;
 
@@ -161,6 +174,26 @@ pub mod device {
             }
         }
 
+        /// Elements `base .. base + count`, one per thread (grid-stride: the
+        /// head and the tail, a few elements).
+        ///
+        /// # Safety
+        /// `base + count <= n`.
+        #[inline(always)]
+        unsafe fn each_element(
+            &self,
+            base: usize,
+            count: usize,
+            f: &impl Fn(&[T; NI], &mut [T; NO]),
+        ) {
+            let mut i = thread::index_1d();
+            while i < count {
+                // SAFETY: base + i < base + count <= n; element i is this thread's.
+                unsafe { self.store::<1>(base + i, self.load::<1>(base + i), f) };
+                i += thread::grid_size_1d();
+            }
+        }
+
         /// Grid-stride over `units` units of `W` elements starting at element
         /// `base`: [`UNROLL`] units loaded before the first is stored.
         ///
@@ -202,8 +235,8 @@ pub mod device {
     /// its `outs` are stored back. `L` is the elements per 16-byte vector
     /// (`16 / size_of::<T>()`).
     ///
-    /// Thread mapping: any 1-D grid; threads `0..head` and `0..tail` take
-    /// the head and the tail, the body is a grid-stride loop over vectors.
+    /// Thread mapping: any 1-D grid; the first threads take the head and the
+    /// tail, the body is a grid-stride loop over vectors.
     ///
     /// # Safety
     /// Every array holds `n` elements of `T` on the device, each aligned to
@@ -222,20 +255,11 @@ pub mod device {
             outs,
             first_inout,
         };
-        // Every array's address modulo 16 must agree for a common vector body.
-        let addrs = || {
-            ins.iter()
-                .map(|&p| p as usize)
-                .chain(outs.iter().map(|&p| p as usize))
-        };
-        let first = addrs().next().unwrap_or(0);
-        let agree = addrs().all(|a| a % VECTOR_BYTES == first % VECTOR_BYTES);
-        let t = thread::index_1d();
-        let parts = if agree {
-            split(&[first], core::mem::size_of::<T>(), n)
-        } else {
-            None
-        };
+        let addrs = ins
+            .iter()
+            .map(|&p| p as usize)
+            .chain(outs.iter().map(|&p| p as usize));
+        let parts = split(addrs, core::mem::size_of::<T>(), n);
         match parts {
             Some(Split {
                 head,
@@ -245,14 +269,9 @@ pub mod device {
                 // SAFETY (all three): head + vectors * L + tail == n; the body
                 // starts at a 16-byte boundary of every array (split); each
                 // element belongs to one thread.
-                if t < head {
-                    unsafe { arrays.store::<1>(t, arrays.load::<1>(t), &f) };
-                }
+                unsafe { arrays.each_element(0, head, &f) };
                 unsafe { arrays.grid_stride::<L>(head, vectors, &f) };
-                if t < tail {
-                    let e = head + vectors * L + t;
-                    unsafe { arrays.store::<1>(e, arrays.load::<1>(e), &f) };
-                }
+                unsafe { arrays.each_element(head + vectors * L, tail, &f) };
             }
             // SAFETY: n elements, one thread each.
             _ => unsafe { arrays.grid_stride::<1>(0, n, &f) },
@@ -264,43 +283,53 @@ pub mod device {
 mod tests {
     use super::*;
 
-    #[test]
-    fn aligned_arrays_have_no_head() {
-        let s = split(&[0x1000, 0x2000], 4, 10).unwrap();
-        assert_eq!((s.head, s.vectors, s.tail), (0, 2, 2));
-        let s = split(&[0x1000], 8, 5).unwrap();
-        assert_eq!((s.head, s.vectors, s.tail), (0, 2, 1));
+    fn cut(addrs: &[usize], size: usize, n: usize) -> Option<(usize, usize, usize)> {
+        split(addrs.iter().copied(), size, n).map(|s| (s.head, s.vectors, s.tail))
     }
 
     #[test]
-    fn misaligned_heads_reach_the_next_boundary() {
-        for (offset, head) in [(4, 3), (8, 2), (12, 1)] {
-            let s = split(&[0x1000 + offset, 0x3000 + offset], 4, 100).unwrap();
-            assert_eq!(s.head, head, "offset {offset}");
-            assert_eq!(s.head + 4 * s.vectors + s.tail, 100);
+    fn aligned_arrays_have_no_head() {
+        assert_eq!(cut(&[0x1000, 0x2000], 4, 10), Some((0, 2, 2)));
+        assert_eq!(cut(&[0x1000], 8, 5), Some((0, 2, 1)));
+    }
+
+    #[test]
+    fn heads_reach_the_next_line_when_every_array_agrees_modulo_128() {
+        for (offset, head) in [(4, 31), (8, 30), (12, 29), (16, 28), (124, 1)] {
+            let s = cut(&[0x1000 + offset, 0x3000 + offset], 4, 1000).unwrap();
+            assert_eq!(s.0, head, "offset {offset}");
+            assert_eq!(s.0 + 4 * s.1 + s.2, 1000);
         }
-        let s = split(&[0x1008], 8, 7).unwrap();
-        assert_eq!((s.head, s.vectors, s.tail), (1, 3, 0));
+        assert_eq!(cut(&[0x1008], 8, 100), Some((15, 42, 1)));
+    }
+
+    #[test]
+    fn heads_reach_the_next_vector_when_arrays_agree_only_modulo_16() {
+        for (offset, head) in [(4, 3), (8, 2), (12, 1)] {
+            let s = cut(&[0x1000 + offset, 0x3010 + offset], 4, 100).unwrap();
+            assert_eq!(s.0, head, "offset {offset}");
+            assert_eq!(s.0 + 4 * s.1 + s.2, 100);
+        }
     }
 
     #[test]
     fn short_ranges_are_all_head_or_tail() {
         for n in 0..=33usize {
-            for offset in [0usize, 4, 8, 12] {
-                let s = split(&[0x100 + offset], 4, n).unwrap();
-                assert_eq!(s.head + 4 * s.vectors + s.tail, n, "n {n} offset {offset}");
-                assert!(s.head <= 3 && s.tail <= 3);
+            for offset in [0usize, 4, 8, 12, 64, 124] {
+                let s = cut(&[0x100 + offset], 4, n).unwrap();
+                assert_eq!(s.0 + 4 * s.1 + s.2, n, "n {n} offset {offset}");
+                assert!(s.0 < 32 && s.2 <= 3);
             }
         }
-        assert_eq!(split(&[0x104], 4, 2).unwrap().head, 2);
+        assert_eq!(cut(&[0x104], 4, 2).unwrap().0, 2);
     }
 
     #[test]
     fn disagreeing_or_unaligned_arrays_take_the_element_path() {
-        assert_eq!(split(&[0x1000, 0x2004], 4, 100), None);
-        assert_eq!(split(&[0x1002], 4, 100), None);
-        assert_eq!(split(&[0x1000], 3, 100), None);
-        assert_eq!(split(&[0x1000], 0, 100), None);
-        assert_eq!(split(&[], 4, 100), None);
+        assert_eq!(cut(&[0x1000, 0x2004], 4, 100), None);
+        assert_eq!(cut(&[0x1002], 4, 100), None);
+        assert_eq!(cut(&[0x1000], 3, 100), None);
+        assert_eq!(cut(&[0x1000], 0, 100), None);
+        assert_eq!(cut(&[], 4, 100), None);
     }
 }

@@ -42,38 +42,23 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         reference: None,
         ratio: None,
     });
-    let mut rng = Rng::new(26);
     for (n, offset) in SIZES {
-        pair(gpu, records, &mut rng, n, offset)?;
-        let f32s = |r: &mut Rng| (r.uniform() * 2.0 - 1.0) as f32;
-        let f64s = |r: &mut Rng| r.uniform() * 2.0 - 1.0;
-        elementwise::<sum, i32>(
-            gpu,
-            records,
-            &mut rng,
-            n,
-            offset,
-            |r| r.below(1 << 20) as i32,
-            &[],
-        )?;
-        elementwise::<sum, i64>(
-            gpu,
-            records,
-            &mut rng,
-            n,
-            offset,
-            |r| r.below(1 << 40) as i64,
-            &[],
-        )?;
-        elementwise::<sum, f32>(gpu, records, &mut rng, n, offset, f32s, &[])?;
-        elementwise::<sum, f64>(gpu, records, &mut rng, n, offset, f64s, &[])?;
-        elementwise::<saxpy, f32>(gpu, records, &mut rng, n, offset, f32s, &[1.0001])?;
-        elementwise::<saxpy, f64>(gpu, records, &mut rng, n, offset, f64s, &[1.0001])?;
-        elementwise::<lerp, f32>(gpu, records, &mut rng, n, offset, f32s, &[])?;
-        elementwise::<lerp, f64>(gpu, records, &mut rng, n, offset, f64s, &[])?;
+        pair(gpu, records, n, offset)?;
+        let f32s = |r: u64| (r >> 40) as f32 / (1u64 << 23) as f32 - 1.0;
+        let f64s = |r: u64| (r >> 11) as f64 / (1u64 << 52) as f64 - 1.0;
+        let ints = |r: u64| (r >> 44) as i32;
+        let longs = |r: u64| (r >> 24) as i64;
+        elementwise::<sum, i32>(gpu, records, n, offset, ints, &[])?;
+        elementwise::<sum, i64>(gpu, records, n, offset, longs, &[])?;
+        elementwise::<sum, f32>(gpu, records, n, offset, f32s, &[])?;
+        elementwise::<sum, f64>(gpu, records, n, offset, f64s, &[])?;
+        elementwise::<saxpy, f32>(gpu, records, n, offset, f32s, &[1.0001])?;
+        elementwise::<saxpy, f64>(gpu, records, n, offset, f64s, &[1.0001])?;
+        elementwise::<lerp, f32>(gpu, records, n, offset, f32s, &[])?;
+        elementwise::<lerp, f64>(gpu, records, n, offset, f64s, &[])?;
     }
     for (rows, cols, offset) in [(8192usize, 8192usize, 0usize), (8191, 8193, 1)] {
-        doubles(gpu, records, &mut rng, rows, cols, offset)?;
+        doubles(gpu, records, rows, cols, offset)?;
     }
     Ok(())
 }
@@ -121,6 +106,69 @@ fn require(kernel: &str, size: &str, check: Check) -> Result<()> {
     }
 }
 
+/// Host threads for the data and the CPU references (the bench's arrays
+/// have 2^26 elements).
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(4, |n| n.get())
+}
+
+/// `n` values `value(r)` of 64 pseudo-random bits `r` (a hash of `seed`
+/// and the index), filled by [`threads`] host threads.
+fn fill<T: Copy + Default + Send>(n: usize, seed: u64, value: impl Fn(u64) -> T + Sync) -> Vec<T> {
+    let mut v = vec![T::default(); n];
+    let chunk = n.div_ceil(threads()).max(1);
+    std::thread::scope(|s| {
+        for (c, part) in v.chunks_mut(chunk).enumerate() {
+            let value = &value;
+            s.spawn(move || {
+                for (j, x) in part.iter_mut().enumerate() {
+                    *x = value(Rng::new(seed ^ ((c * chunk + j) as u64) << 8).next_u64());
+                }
+            });
+        }
+    });
+    v
+}
+
+/// [`elementwise_cpu`] on [`threads`] host threads, each over one chunk of
+/// every array.
+fn elementwise_cpu_parallel<Op: Elementwise<T>, T: ElementwiseElement + Send + Sync>(
+    inputs: &[Vec<T>],
+    outputs: &mut [Vec<T>],
+    scalars: &[T],
+) -> Result<()> {
+    let n = outputs.first().map_or(0, Vec::len);
+    let chunk = n.div_ceil(threads()).max(1);
+    let mut parts: Vec<Vec<&mut [T]>> = (0..n.div_ceil(chunk)).map(|_| Vec::new()).collect();
+    for out in outputs.iter_mut() {
+        for (c, part) in out.chunks_mut(chunk).enumerate() {
+            parts[c].push(part);
+        }
+    }
+    std::thread::scope(|s| {
+        let workers: Vec<_> = parts
+            .into_iter()
+            .enumerate()
+            .map(|(c, outs)| {
+                s.spawn(move || {
+                    let range = c * chunk..((c + 1) * chunk).min(n);
+                    let ins: Vec<ArrayView1<T>> = inputs
+                        .iter()
+                        .map(|v| ArrayView1::from(&v[range.clone()]))
+                        .collect();
+                    let mut outs: Vec<ArrayViewMut1<T>> =
+                        outs.into_iter().map(ArrayViewMut1::from).collect();
+                    elementwise_cpu::<Op, T>(&ins, &mut outs, scalars)
+                })
+            })
+            .collect();
+        workers.into_iter().try_for_each(|w| {
+            w.join()
+                .map_err(|_| Error::invalid(K, "a CPU reference thread panicked"))?
+        })
+    })
+}
+
 /// `host` on the device, `offset` elements into a buffer (zeros before).
 fn upload<T: ElementwiseElement>(host: &[T], offset: usize) -> Result<DeviceBuffer<T>> {
     let mut padded = vec![T::default(); offset];
@@ -146,16 +194,11 @@ fn from_element(offset: usize) -> String {
 }
 
 /// `multiply` (f32) and `vector_sum_i32`: two inputs, one output.
-fn pair(
-    gpu: &Gpu,
-    records: &mut Vec<BenchRecord>,
-    rng: &mut Rng,
-    n: usize,
-    offset: usize,
-) -> Result<()> {
+fn pair(gpu: &Gpu, records: &mut Vec<BenchRecord>, n: usize, offset: usize) -> Result<()> {
     let size = format!("{}{}", size_label(n), from_element(offset));
-    let a: Array1<f32> = (0..n).map(|_| rng.uniform() as f32).collect();
-    let b: Array1<f32> = (0..n).map(|_| rng.uniform() as f32).collect();
+    let floats = |r: u64| (r >> 40) as f32 / (1u64 << 23) as f32 - 1.0;
+    let a = Array1::from(fill(n, 1, floats));
+    let b = Array1::from(fill(n, 2, floats));
     let (da, db) = (upload(&a.to_vec(), offset)?, upload(&b.to_vec(), offset)?);
     let dc = upload(&vec![0.0f32; n], offset)?;
     let (sa, sb, mut sc) = (da.index(offset..), db.index(offset..), dc.index(offset..));
@@ -172,8 +215,9 @@ fn pair(
     require("multiply", &size, check)?;
     drop((da, db, dc));
 
-    let a: Array1<i32> = (0..n).map(|_| rng.below(1 << 30) as i32).collect();
-    let b: Array1<i32> = (0..n).map(|_| rng.below(1 << 30) as i32).collect();
+    let ints = |r: u64| r as i32;
+    let a = Array1::from(fill(n, 3, ints));
+    let b = Array1::from(fill(n, 4, ints));
     let (da, db) = (upload(&a.to_vec(), offset)?, upload(&b.to_vec(), offset)?);
     let dc = upload(&vec![0i32; n], offset)?;
     let (sa, sb, mut sc) = (da.index(offset..), db.index(offset..), dc.index(offset..));
@@ -190,65 +234,51 @@ fn pair(
     require("vector_sum_i32", &size, check)
 }
 
-/// Elementwise kernel `Op` on `T`: inputs and in-out arrays from `value`.
-fn elementwise<Op: Elementwise<T>, T: ElementwiseElement + PartialEq + Debug>(
+/// Elementwise kernel `Op` on `T`: every array filled with `value` of
+/// random bits; the in-out arrays reset before the checked launch.
+fn elementwise<Op, T>(
     gpu: &Gpu,
     records: &mut Vec<BenchRecord>,
-    rng: &mut Rng,
     n: usize,
     offset: usize,
-    value: impl Fn(&mut Rng) -> T,
+    value: impl Fn(u64) -> T + Sync,
     scalars: &[T],
-) -> Result<()> {
+) -> Result<()>
+where
+    Op: Elementwise<T>,
+    T: ElementwiseElement + PartialEq + Debug + Send + Sync,
+{
     let size = format!("{}{}", size_label(n), from_element(offset));
     let (ni, no, nio) = (Op::INPUTS.len(), Op::OUTPUTS.len(), Op::INOUTS.len());
     let host: Vec<Vec<T>> = (0..ni + no + nio)
-        .map(|_| (0..n).map(|_| value(rng)).collect())
+        .map(|k| fill(n, 10 + k as u64, &value))
         .collect();
     let mut bufs = host
         .iter()
         .map(|h| upload(h, offset))
         .collect::<Result<Vec<_>>>()?;
-    let ins: Vec<DeviceSlice<T>> = bufs[..ni].iter().map(|b| b.index(offset..)).collect();
-    let mut outs: Vec<DeviceSlice<T>> = bufs[ni..].iter().map(|b| b.index(offset..)).collect();
     let bytes = (ni + no + 2 * nio) * n * std::mem::size_of::<T>();
-    {
-        let in_refs: Vec<&DeviceSlice<T>> = ins.iter().collect();
-        let mut launch = || {
-            let mut out_refs: Vec<&mut DeviceSlice<T>> = outs.iter_mut().collect();
-            gpu.elementwise_on_device::<Op, T>(&in_refs, &mut out_refs, scalars)
-        };
-        row(
-            gpu,
-            records,
-            Op::ENTRY,
-            format!("{size} {}", std::any::type_name::<T>()),
-            bytes,
-            &mut launch,
-        )?;
-        // The check: fresh in-out arrays, one launch.
-        gpu.synchronize(K)?;
-        for (buf, h) in bufs[ni..].iter_mut().zip(&host[ni..]) {
-            *buf = upload(h, offset)?;
-        }
-    }
-    let ins: Vec<DeviceSlice<T>> = bufs[..ni].iter().map(|b| b.index(offset..)).collect();
-    let mut outs: Vec<DeviceSlice<T>> = bufs[ni..].iter().map(|b| b.index(offset..)).collect();
-    {
+    let run = |bufs: &[DeviceBuffer<T>]| {
+        let ins: Vec<DeviceSlice<T>> = bufs[..ni].iter().map(|b| b.index(offset..)).collect();
+        let mut outs: Vec<DeviceSlice<T>> = bufs[ni..].iter().map(|b| b.index(offset..)).collect();
         let in_refs: Vec<&DeviceSlice<T>> = ins.iter().collect();
         let mut out_refs: Vec<&mut DeviceSlice<T>> = outs.iter_mut().collect();
-        gpu.elementwise_on_device::<Op, T>(&in_refs, &mut out_refs, scalars)?;
-    }
+        gpu.elementwise_on_device::<Op, T>(&in_refs, &mut out_refs, scalars)
+    };
+    let kind = format!("{size} {}", std::any::type_name::<T>());
+    row(gpu, records, Op::ENTRY, kind, bytes, || run(&bufs))?;
+    // The check: fresh in-out arrays, one launch, against the CPU.
     gpu.synchronize(K)?;
-    let inputs: Vec<ArrayView1<T>> = host[..ni]
-        .iter()
-        .map(|h| ArrayView1::from(&h[..]))
-        .collect();
-    let mut expected: Vec<Array1<T>> = host[ni..].iter().map(|h| Array1::from(h.clone())).collect();
-    let mut views: Vec<ArrayViewMut1<T>> = expected.iter_mut().map(|e| e.view_mut()).collect();
-    elementwise_cpu::<Op, T>(&inputs, &mut views, scalars)?;
-    for (buf, want) in bufs[ni..].iter().zip(&expected) {
-        require(Op::ENTRY, &size, exact_check(&download(buf, n)?, want))?;
+    for (buf, h) in bufs[ni..].iter_mut().zip(&host[ni..]) {
+        *buf = upload(h, offset)?;
+    }
+    run(&bufs)?;
+    gpu.synchronize(K)?;
+    let mut expected: Vec<Vec<T>> = host[ni..].to_vec();
+    elementwise_cpu_parallel::<Op, T>(&host[..ni], &mut expected, scalars)?;
+    for (buf, want) in bufs[ni..].iter().zip(expected) {
+        let check = exact_check(&download(buf, n)?, &Array1::from(want));
+        require(Op::ENTRY, &size, check)?;
     }
     Ok(())
 }
@@ -258,14 +288,13 @@ fn elementwise<Op: Elementwise<T>, T: ElementwiseElement + PartialEq + Debug>(
 fn doubles(
     gpu: &Gpu,
     records: &mut Vec<BenchRecord>,
-    rng: &mut Rng,
     rows: usize,
     cols: usize,
     offset: usize,
 ) -> Result<()> {
     let n = rows * cols;
     let size = format!("{rows}×{cols} f32{}", from_element(offset));
-    let host: Vec<f32> = (0..n).map(|_| rng.uniform() as f32).collect();
+    let host = fill(n, 5, |r: u64| (r >> 40) as f32 / (1u64 << 23) as f32 - 1.0);
     let mut dm = upload(&host, offset)?;
     let mut sm = dm.index(offset..);
     row(gpu, records, "doubles_matrix", size.clone(), 8 * n, || {

@@ -126,16 +126,27 @@ pub fn matmul_launch(
     })
 }
 
+/// The block `(columns, rows)` of the seed-shaped 2-D `doubles_matrix`,
+/// whose grid limits [`doubles_matrix_launch`] keeps.
+const SEED_DOUBLES_BLOCK: (u32, u32) = (32, 8);
+
 /// The launch shape `(grid, block)` of `doubles_matrix` over `rows × cols`
 /// with the default grid sizing: a 1-D vectorized map over the `rows * cols`
 /// elements ([`vectorized_grid`], blocks of [`VECTORIZED_BLOCK`]). Errors on
-/// an empty matrix or an element count whose bytes overflow.
+/// an empty matrix, an element count whose bytes overflow, or a shape past
+/// the seed's 2-D grid (more than 65,535 × 8 rows, or 2^31 − 1 blocks of 32
+/// columns).
 pub fn doubles_matrix_launch(rows: usize, cols: usize) -> Result<(u32, u32)> {
     const K: &str = "doubles_matrix";
     if rows == 0 || cols == 0 {
         return Err(Error::invalid(K, format!("empty matrix: {rows}×{cols}")));
     }
     checked_elements(K, &[rows, cols, 4])?;
+    // The limits of the seed-shaped 2-D launch (blocks of 32 columns × 8
+    // rows), kept so that the 1-D kernel refuses exactly the shapes it
+    // refused (a 1 × 2^36 broadcast view would otherwise be copied in full).
+    grid_exact(K, cols, SEED_DOUBLES_BLOCK.0, "x")?;
+    grid_exact(K, rows, SEED_DOUBLES_BLOCK.1, "y")?;
     let grid = vectorized_grid(
         K,
         rows * cols,
@@ -155,8 +166,8 @@ impl Gpu {
     /// standard layout (transposed, strided) is copied to a contiguous
     /// buffer, doubled there and copied back into the view.
     ///
-    /// Errors (no launch) on an empty matrix or one whose size in bytes
-    /// overflows.
+    /// Errors (no launch) on an empty matrix or one past the limits of
+    /// [`doubles_matrix_launch`] (more than 65,535 × 8 rows).
     pub fn doubles_matrix_in_place(&self, mut a: ArrayViewMut2<f32>) -> Result<()> {
         const K: &str = "doubles_matrix";
         let (rows, cols) = a.dim();
@@ -476,7 +487,8 @@ mod tests {
         assert_eq!(doubles_matrix_launch(8192, 8192).unwrap(), (1 << 14, 256));
         assert_eq!(doubles_matrix_launch(8191, 8193).unwrap(), (1 << 14, 256));
         assert!(doubles_matrix_launch(0, 5).is_err());
-        assert!(doubles_matrix_launch(2_000_000, 1).is_ok());
+        assert!(doubles_matrix_launch(2_000_000, 1).is_err());
+        assert!(doubles_matrix_launch(65_535 * 8, 1).is_ok());
         assert!(doubles_matrix_launch(usize::MAX, 2).is_err());
     }
 
