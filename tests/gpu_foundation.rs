@@ -126,8 +126,9 @@ fn vector_sum_i32_matches_cpu(gpu: &Gpu) -> Result<(), Failed> {
 }
 
 /// `multiply` and `vector_sum_i32` on device sub-slices that start 0..=3
-/// elements into their buffers (the same offset for every array: vector
-/// body with a head; different offsets: the element path), at lengths
+/// elements into their buffers (the same offset for every array: a head up
+/// to the next 128-byte line; offsets 1, 5, 9: a head up to the next
+/// 16-byte boundary; disagreeing offsets: the element path), at lengths
 /// 1..=33 and 2^k ± 1: exactly the CPU's results, and nothing outside the
 /// output slice is written.
 fn vectorized_heads_and_tails_on_sub_slices(gpu: &Gpu) -> Result<(), Failed> {
@@ -139,6 +140,7 @@ fn vectorized_heads_and_tails_on_sub_slices(gpu: &Gpu) -> Result<(), Failed> {
             (1, 1, 1),
             (2, 2, 2),
             (3, 3, 3),
+            (1, 5, 9),
             (1, 2, 0),
             (0, 3, 1),
         ] {

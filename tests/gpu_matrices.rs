@@ -237,8 +237,10 @@ fn elementwise_sum_all_types(gpu: &Gpu) -> Result<(), Failed> {
 }
 
 /// The lengths and sub-slice offsets of the vectorized kernels' boundary
-/// tests: 1..=33, 2^k ± 1; every array at offset 0..=3, or at different
-/// offsets (the element path).
+/// tests: 1..=33, 2^k ± 1; every array at offset 0..=3 (the body starts at
+/// a 128-byte line), at offsets that agree modulo 16 bytes only (the body
+/// starts at a 16-byte boundary), or at disagreeing offsets (the element
+/// path).
 fn boundary_cases() -> Vec<(usize, [usize; 4])> {
     let lengths = (1..=33usize).chain([1023, 1025, 65_535, 65_537, (1 << 20) - 1, (1 << 20) + 1]);
     lengths
@@ -248,6 +250,7 @@ fn boundary_cases() -> Vec<(usize, [usize; 4])> {
                 [1, 1, 1, 1],
                 [2, 2, 2, 2],
                 [3, 3, 3, 3],
+                [1, 5, 9, 1],
                 [1, 0, 2, 3],
             ]
             .into_iter()
