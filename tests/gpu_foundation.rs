@@ -133,7 +133,9 @@ fn vector_sum_i32_matches_cpu(gpu: &Gpu) -> Result<(), Failed> {
 /// output slice is written.
 fn vectorized_heads_and_tails_on_sub_slices(gpu: &Gpu) -> Result<(), Failed> {
     use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
-    let lengths = (1..=33usize).chain([1023, 1025, 65_535, 65_537, (1 << 20) - 1, (1 << 20) + 1]);
+    // Lengths up to 2^16 + 1 only: this test shares the GPU's stream with the
+    // launch-rate test (gpu_matrices covers 2^20 ± 1 on the same map).
+    let lengths = (1..=33usize).chain([1023, 1025, 65_535, 65_537]);
     for n in lengths {
         for (oa, ob, oc) in [
             (0, 0, 0),

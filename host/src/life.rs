@@ -87,20 +87,30 @@ pub fn fast_shape() -> (usize, u32) {
     })
 }
 
-/// The launch of one Life step on an `n`×`n` lattice:
-/// `(grid, block, rows per thread)`. The seed's kernel takes 32×32 blocks
+/// The launch of one Life step (see [`life_launch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LifeLaunch {
+    /// Blocks along x and y.
+    pub grid: (u32, u32),
+    /// Threads per block along x and y.
+    pub block: (u32, u32),
+    /// Rows per thread (`conway_fast`; 1 for the seed's kernel).
+    pub rows: usize,
+}
+
+/// The launch of one Life step on an `n`×`n` lattice. The seed's kernel takes 32×32 blocks
 /// covering the lattice (`rows` is unused: 1); `conway_fast` with `(rows,
 /// by)` takes blocks of 32 × `by` threads, each thread 4 columns × `rows`
 /// rows. Errors past the grid limits (the seed's limits for both kernels, so
 /// that both refuse the same lattices).
-pub fn life_launch(
-    kernel: LifeKernel,
-    n: usize,
-    (rows, by): (usize, u32),
-) -> Result<((u32, u32), (u32, u32), usize)> {
+pub fn life_launch(kernel: LifeKernel, n: usize, (rows, by): (usize, u32)) -> Result<LifeLaunch> {
     let seed = life_grid(n)?;
     match kernel {
-        LifeKernel::Seed => Ok((seed, (LIFE_BLOCK, LIFE_BLOCK), 1)),
+        LifeKernel::Seed => Ok(LifeLaunch {
+            grid: seed,
+            block: (LIFE_BLOCK, LIFE_BLOCK),
+            rows: 1,
+        }),
         LifeKernel::Fast => {
             if rows == 0 || by == 0 || by > LIFE_BLOCK {
                 return Err(Error::invalid(
@@ -110,7 +120,11 @@ pub fn life_launch(
             }
             let x = grid_exact("conway_fast", n.div_ceil(FAST_CELLS_X), LIFE_BLOCK, "x")?;
             let y = grid_exact("conway_fast", n.div_ceil(rows), by, "y")?;
-            Ok(((x, y), (LIFE_BLOCK, by), rows))
+            Ok(LifeLaunch {
+                grid: (x, y),
+                block: (LIFE_BLOCK, by),
+                rows,
+            })
         }
     }
 }
@@ -190,7 +204,11 @@ impl<const D: usize> Lane<'_, i32, D> {
         src: usize,
         dst: usize,
     ) -> Result<()> {
-        let ((gx, gy), block, rows) = life_launch(kernel, n, fast_shape())?;
+        let LifeLaunch {
+            grid: (gx, gy),
+            block,
+            rows,
+        } = life_launch(kernel, n, fast_shape())?;
         if n.checked_mul(n) != Some(self.len()) {
             return Err(Error::invalid(
                 K,
@@ -365,14 +383,21 @@ mod tests {
         // 4096: 1024 column groups of 4 in blocks of 32; 512 strips of 8 rows in blocks of 8.
         assert_eq!(
             life_launch(LifeKernel::Fast, 4096, shape).unwrap(),
-            ((32, 64), (32, 8), 8)
+            LifeLaunch {
+                grid: (32, 64),
+                block: (32, 8),
+                rows: 8
+            }
         );
         for n in [1usize, 2, 31, 32, 33, 4097] {
-            let ((gx, gy), (bx, by), rows) = life_launch(LifeKernel::Fast, n, shape).unwrap();
-            assert!(gx as usize * bx as usize * FAST_CELLS_X >= n, "{n}");
-            assert!(gy as usize * by as usize * rows >= n, "{n}");
+            let l = life_launch(LifeKernel::Fast, n, FAST_SHAPE).unwrap();
+            assert!(
+                l.grid.0 as usize * l.block.0 as usize * FAST_CELLS_X >= n,
+                "{n}"
+            );
+            assert!(l.grid.1 as usize * l.block.1 as usize * l.rows >= n, "{n}");
             assert_eq!(
-                life_launch(LifeKernel::Seed, n, shape).unwrap().0,
+                life_launch(LifeKernel::Seed, n, shape).unwrap().grid,
                 life_grid(n).unwrap()
             );
         }
