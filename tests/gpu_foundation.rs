@@ -5,9 +5,10 @@ mod common;
 use std::process::ExitCode;
 
 use common::{AWKWARD_LENGTHS, ensure, fail, gpu_test, run};
+use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice};
 use cuda_kernels::demos::foundation::multiply_inputs;
 use cuda_kernels::multiply::{MemoryMode, multiply_cpu, vector_sum_i32_cpu};
-use cuda_kernels::ndarray::{Array1, s};
+use cuda_kernels::ndarray::{Array1, ArrayView1, s};
 use cuda_kernels::{Error, Gpu};
 use libtest_mimic::Failed;
 
@@ -132,79 +133,87 @@ fn vector_sum_i32_matches_cpu(gpu: &Gpu) -> Result<(), Failed> {
 /// 1..=33 and 2^k ± 1: exactly the CPU's results, and nothing outside the
 /// output slice is written.
 fn vectorized_heads_and_tails_on_sub_slices(gpu: &Gpu) -> Result<(), Failed> {
-    use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
     // Lengths up to 2^16 + 1 only: this test shares the GPU's stream with the
     // launch-rate test (gpu_matrices covers 2^20 ± 1 on the same map).
     let lengths = (1..=33usize).chain([1023, 1025, 65_535, 65_537]);
     for n in lengths {
-        for (oa, ob, oc) in [
-            (0, 0, 0),
-            (1, 1, 1),
-            (2, 2, 2),
-            (3, 3, 3),
-            (1, 5, 9),
-            (1, 2, 0),
-            (0, 3, 1),
+        for offsets in [
+            [0, 0, 0],
+            [1, 1, 1],
+            [2, 2, 2],
+            [3, 3, 3],
+            [1, 5, 9],
+            [1, 2, 0],
+            [0, 3, 1],
         ] {
-            let what = || format!("n = {n}, offsets ({oa}, {ob}, {oc})");
-            let (a, b) = multiply_inputs(n, (n + oa) as u64);
-            let pad = |v: &[f32], o: usize| -> Vec<f32> {
-                let mut p = vec![-7.0f32; o];
-                p.extend_from_slice(v);
-                p.extend_from_slice(&[-9.0; 3]);
-                p
-            };
-            let da =
-                DeviceBuffer::from_slice(&pad(a.as_slice().unwrap_or(&[]), oa)).map_err(fail)?;
-            let db =
-                DeviceBuffer::from_slice(&pad(b.as_slice().unwrap_or(&[]), ob)).map_err(fail)?;
-            let dc = DeviceBuffer::from_slice(&pad(&vec![0.0; n], oc)).map_err(fail)?;
-            let mut sc = dc.index(oc..oc + n);
-            gpu.multiply_on_device(&da.index(oa..oa + n), &db.index(ob..ob + n), &mut sc)
-                .map_err(fail)?;
-            gpu.synchronize("test").map_err(fail)?;
-            let mut host = vec![0.0f32; dc.len()];
-            dc.copy_to(&mut host[..]).map_err(fail)?;
-            let expected = multiply_cpu(a.view(), b.view()).map_err(fail)?;
-            ensure(
-                host[oc..oc + n] == expected.as_slice().unwrap_or(&[])[..],
-                || format!("multiply, {}: GPU and CPU differ", what()),
+            let (a, b) = multiply_inputs(n, (n + offsets[0]) as u64);
+            let (a, b) = (a.to_vec(), b.to_vec());
+            sub_slice_pair(
+                gpu,
+                "multiply",
+                [&a, &b],
+                offsets,
+                [-7.0, -9.0],
+                |a, b, c| gpu.multiply_on_device(a, b, c),
+                multiply_cpu,
             )?;
-            ensure(
-                host[..oc].iter().all(|&v| v == -7.0) && host[oc + n..].iter().all(|&v| v == -9.0),
-                || format!("multiply, {}: wrote outside the slice", what()),
-            )?;
-
             let ai: Vec<i32> = (0..n as i32).map(|i| i.wrapping_mul(7919)).collect();
             let bi: Vec<i32> = (0..n as i32).map(|i| i32::MAX - i).collect();
-            let padi = |v: &[i32], o: usize| -> Vec<i32> {
-                let mut p = vec![-7; o];
-                p.extend_from_slice(v);
-                p.extend_from_slice(&[-9; 3]);
-                p
-            };
-            let da = DeviceBuffer::from_slice(&padi(&ai, oa)).map_err(fail)?;
-            let db = DeviceBuffer::from_slice(&padi(&bi, ob)).map_err(fail)?;
-            let dr = DeviceBuffer::from_slice(&padi(&vec![0; n], oc)).map_err(fail)?;
-            let mut sr = dr.index(oc..oc + n);
-            gpu.vector_sum_i32_on_device(&da.index(oa..oa + n), &db.index(ob..ob + n), &mut sr)
-                .map_err(fail)?;
-            gpu.synchronize("test").map_err(fail)?;
-            let mut host = vec![0i32; dr.len()];
-            dr.copy_to(&mut host[..]).map_err(fail)?;
-            let expected = vector_sum_i32_cpu(Array1::from(ai).view(), Array1::from(bi).view())
-                .map_err(fail)?;
-            ensure(
-                host[oc..oc + n] == expected.as_slice().unwrap_or(&[])[..],
-                || format!("vector_sum_i32, {}: GPU and CPU differ", what()),
-            )?;
-            ensure(
-                host[..oc].iter().all(|&v| v == -7) && host[oc + n..].iter().all(|&v| v == -9),
-                || format!("vector_sum_i32, {}: wrote outside the slice", what()),
+            sub_slice_pair(
+                gpu,
+                "vector_sum_i32",
+                [&ai, &bi],
+                offsets,
+                [-7, -9],
+                |a, b, c| gpu.vector_sum_i32_on_device(a, b, c),
+                vector_sum_i32_cpu,
             )?;
         }
     }
     Ok(())
+}
+
+/// `launch(a, b, c)` with the inputs `host` and the output `c` as device
+/// sub-slices at `offsets` into buffers padded with `pad[0]` before and
+/// `pad[1]` after: `c` must equal `cpu(a, b)` exactly, and the padding stay.
+fn sub_slice_pair<T>(
+    gpu: &Gpu,
+    kernel: &str,
+    host: [&[T]; 2],
+    offsets: [usize; 3],
+    pad: [T; 2],
+    launch: impl Fn(&DeviceSlice<T>, &DeviceSlice<T>, &mut DeviceSlice<T>) -> cuda_kernels::Result<()>,
+    cpu: impl Fn(ArrayView1<T>, ArrayView1<T>) -> cuda_kernels::Result<Array1<T>>,
+) -> Result<(), Failed>
+where
+    T: DeviceCopy + Copy + Default + PartialEq + std::fmt::Debug,
+{
+    let n = host[0].len();
+    let what = || format!("{kernel}, n = {n}, offsets {offsets:?}");
+    let padded = |v: &[T], o: usize| -> Vec<T> {
+        let mut p = vec![pad[0]; o];
+        p.extend_from_slice(v);
+        p.extend_from_slice(&[pad[1]; 3]);
+        p
+    };
+    let [oa, ob, oc] = offsets;
+    let da = DeviceBuffer::from_slice(&padded(host[0], oa)).map_err(fail)?;
+    let db = DeviceBuffer::from_slice(&padded(host[1], ob)).map_err(fail)?;
+    let dc = DeviceBuffer::from_slice(&padded(&vec![T::default(); n], oc)).map_err(fail)?;
+    let mut sc = dc.index(oc..oc + n);
+    launch(&da.index(oa..oa + n), &db.index(ob..ob + n), &mut sc).map_err(fail)?;
+    gpu.synchronize("test").map_err(fail)?;
+    let mut got = vec![T::default(); dc.len()];
+    dc.copy_to(&mut got[..]).map_err(fail)?;
+    let expected = cpu(ArrayView1::from(host[0]), ArrayView1::from(host[1])).map_err(fail)?;
+    ensure(
+        got[oc..oc + n] == expected.as_slice().unwrap_or(&[])[..],
+        || format!("{}: GPU and CPU differ", what()),
+    )?;
+    ensure(
+        got[..oc].iter().all(|&v| v == pad[0]) && got[oc + n..].iter().all(|&v| v == pad[1]),
+        || format!("{}: wrote outside the slice", what()),
+    )
 }
 
 fn hello_prints_three_lines(_gpu: &Gpu) -> Result<(), Failed> {

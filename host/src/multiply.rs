@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use cust::launch;
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice, UnifiedBuffer};
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice, UnifiedBuffer};
 use ndarray::{Array1, ArrayView1, Zip};
 
 use cuda_kernels_gpu::multiply::{multiply_element, vector_sum_element};
@@ -112,14 +112,27 @@ impl Gpu {
         b: &DeviceSlice<f32>,
         c: &mut DeviceSlice<f32>,
     ) -> Result<()> {
-        const K: &str = "multiply";
-        same_len(K, "a and c", a.len(), c.len())?;
-        let (f, grid, block, n) = self.prepare_pair_vectorized(K, a.len(), b.len(), 4)?;
+        self.pair_on_device("multiply", a, b, c)
+    }
+
+    /// Queues the two-input kernel `k` (`multiply`, `vector_sum_i32`:
+    /// `(a, b, c, n)` with 4-byte elements) over `c.len()` elements.
+    fn pair_on_device<T: DeviceCopy>(
+        &self,
+        k: &'static str,
+        a: &DeviceSlice<T>,
+        b: &DeviceSlice<T>,
+        c: &mut DeviceSlice<T>,
+    ) -> Result<()> {
+        same_len(k, "a and the output", a.len(), c.len())?;
+        let size = std::mem::size_of::<T>();
+        let (f, grid, block, n) = self.prepare_pair_vectorized(k, a.len(), b.len(), size)?;
         let stream = self.stream();
-        // SAFETY: a, b, c hold n f32 each (checked above); `c` is borrowed mutably, so it
-        // aliases neither input.
+        // SAFETY: a, b, c hold n elements each (checked above) of the kernel's type
+        // (both callers pass 4-byte f32/i32 as their kernels take); `c` is borrowed
+        // mutably, so it aliases neither input.
         unsafe { launch!(f<<<grid, block, 0, stream>>>(a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), n)) }
-            .during(K, "launch")
+            .during(k, "launch")
     }
 
     /// Queues `vector_sum_i32` on [`Gpu::stream`] over data already on the
@@ -131,14 +144,7 @@ impl Gpu {
         b: &DeviceSlice<i32>,
         res: &mut DeviceSlice<i32>,
     ) -> Result<()> {
-        const K: &str = "vector_sum_i32";
-        same_len(K, "a and res", a.len(), res.len())?;
-        let (f, grid, block, n) = self.prepare_pair_vectorized(K, a.len(), b.len(), 4)?;
-        let stream = self.stream();
-        // SAFETY: a, b, res hold n i32 each (checked above); `res` is borrowed mutably,
-        // so it aliases neither input.
-        unsafe { launch!(f<<<grid, block, 0, stream>>>(a.as_device_ptr(), b.as_device_ptr(), res.as_device_ptr(), n)) }
-            .during(K, "launch")
+        self.pair_on_device("vector_sum_i32", a, b, res)
     }
 
     /// `res = a + b` elementwise on i32 (K6, PyOpenCL's `vectorSum`),

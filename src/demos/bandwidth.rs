@@ -199,43 +199,61 @@ fn from_element(offset: usize) -> String {
 
 /// `multiply` (f32) and `vector_sum_i32`: two inputs, one output.
 fn pair(gpu: &Gpu, records: &mut Vec<BenchRecord>, n: usize, offset: usize) -> Result<()> {
-    let size = format!("{}{}", size_label(n), from_element(offset));
     let floats = |r: u64| (r >> 40) as f32 / (1u64 << 23) as f32 - 1.0;
-    let a = Array1::from(fill(n, 1, floats));
-    let b = Array1::from(fill(n, 2, floats));
-    let (da, db) = (upload(&a.to_vec(), offset)?, upload(&b.to_vec(), offset)?);
-    let dc = upload(&vec![0.0f32; n], offset)?;
-    let (sa, sb, mut sc) = (da.index(offset..), db.index(offset..), dc.index(offset..));
-    row(
+    let multiply = |a: &DeviceSlice<f32>, b: &DeviceSlice<f32>, c: &mut DeviceSlice<f32>| {
+        gpu.multiply_on_device(a, b, c)
+    };
+    two_inputs(
         gpu,
         records,
         "multiply",
-        format!("{size} f32"),
-        12 * n,
-        || gpu.multiply_on_device(&sa, &sb, &mut sc),
+        n,
+        offset,
+        floats,
+        multiply,
+        multiply_cpu,
     )?;
-    gpu.synchronize(K)?;
-    let check = exact_check(&download(&dc, n)?, &multiply_cpu(a.view(), b.view())?);
-    require("multiply", &size, check)?;
-    drop((da, db, dc));
-
-    let ints = |r: u64| r as i32;
-    let a = Array1::from(fill(n, 3, ints));
-    let b = Array1::from(fill(n, 4, ints));
-    let (da, db) = (upload(&a.to_vec(), offset)?, upload(&b.to_vec(), offset)?);
-    let dc = upload(&vec![0i32; n], offset)?;
-    let (sa, sb, mut sc) = (da.index(offset..), db.index(offset..), dc.index(offset..));
-    row(
+    let vector_sum = |a: &DeviceSlice<i32>, b: &DeviceSlice<i32>, c: &mut DeviceSlice<i32>| {
+        gpu.vector_sum_i32_on_device(a, b, c)
+    };
+    two_inputs(
         gpu,
         records,
         "vector_sum_i32",
-        format!("{size} i32"),
-        12 * n,
-        || gpu.vector_sum_i32_on_device(&sa, &sb, &mut sc),
-    )?;
+        n,
+        offset,
+        |r| r as i32,
+        vector_sum,
+        vector_sum_i32_cpu,
+    )
+}
+
+/// One row of a kernel `c = f(a, b)` queued by `launch`, checked against
+/// `cpu`; the arrays are filled with `value` of random bits.
+#[allow(clippy::too_many_arguments)]
+fn two_inputs<T: ElementwiseElement + PartialEq + Debug + Send>(
+    gpu: &Gpu,
+    records: &mut Vec<BenchRecord>,
+    kernel: &str,
+    n: usize,
+    offset: usize,
+    value: impl Fn(u64) -> T + Sync,
+    launch: impl Fn(&DeviceSlice<T>, &DeviceSlice<T>, &mut DeviceSlice<T>) -> Result<()>,
+    cpu: impl Fn(ArrayView1<T>, ArrayView1<T>) -> Result<Array1<T>>,
+) -> Result<()> {
+    let size = format!("{}{}", size_label(n), from_element(offset));
+    let a = Array1::from(fill(n, 1, &value));
+    let b = Array1::from(fill(n, 2, &value));
+    let (da, db) = (upload(&a.to_vec(), offset)?, upload(&b.to_vec(), offset)?);
+    let dc = upload(&vec![T::default(); n], offset)?;
+    let (sa, sb, mut sc) = (da.index(offset..), db.index(offset..), dc.index(offset..));
+    let kind = format!("{size} {}", std::any::type_name::<T>());
+    row(gpu, records, kernel, kind, 12 * n, || {
+        launch(&sa, &sb, &mut sc)
+    })?;
     gpu.synchronize(K)?;
-    let check = exact_check(&download(&dc, n)?, &vector_sum_i32_cpu(a.view(), b.view())?);
-    require("vector_sum_i32", &size, check)
+    let check = exact_check(&download(&dc, n)?, &cpu(a.view(), b.view())?);
+    require(kernel, &size, check)
 }
 
 /// Elementwise kernel `Op` on `T`: every array filled with `value` of
