@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use cust::launch;
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice, UnifiedBuffer};
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice, UnifiedBuffer};
 use ndarray::{Array1, ArrayView1, Zip};
 
 use cuda_kernels_gpu::multiply::{multiply_element, vector_sum_element};
@@ -16,9 +16,6 @@ use crate::util::contiguous;
 
 /// The PTX entry points this module launches.
 pub const ENTRY_POINTS: &[&str] = &["multiply", "vector_sum_i32", "empty_kernel"];
-
-/// Threads per block for the 1-D elementwise kernels (the seed's 256).
-pub const BLOCK: u32 = 256;
 
 /// Times of one `multiply` run.
 #[derive(Debug, Clone, Copy)]
@@ -55,7 +52,7 @@ impl Gpu {
         mode: MemoryMode,
     ) -> Result<(Array1<f32>, MultiplyTiming)> {
         const K: &str = "multiply";
-        let (f, grid, n) = self.prepare_pair_1d(K, a.len(), b.len(), BLOCK)?;
+        let (f, grid, block, n) = self.prepare_pair_vectorized(K, a.len(), b.len(), 4)?;
         let stream = self.stream();
         let (a, b) = (contiguous(&a), contiguous(&b));
         let total = GpuTimer::new()?;
@@ -71,7 +68,7 @@ impl Gpu {
                 kernel.start(stream)?;
                 // SAFETY: da, db, dc hold n f32 each (lengths checked above); dc overlaps neither.
                 unsafe {
-                    launch!(f<<<grid, BLOCK, 0, stream>>>(da.as_device_ptr(), db.as_device_ptr(), dc.as_device_ptr(), n))
+                    launch!(f<<<grid, block, 0, stream>>>(da.as_device_ptr(), db.as_device_ptr(), dc.as_device_ptr(), n))
                 }
                 .during(K, "launch")?;
                 kernel.stop(stream)?;
@@ -88,7 +85,7 @@ impl Gpu {
                 // SAFETY: ua, ub, uc hold n f32 each in managed memory; uc overlaps neither;
                 // the host touches none of them until the stream is synchronized.
                 unsafe {
-                    launch!(f<<<grid, BLOCK, 0, stream>>>(
+                    launch!(f<<<grid, block, 0, stream>>>(
                         ua.as_unified_ptr(), ub.as_unified_ptr(), uc.as_unified_ptr(), n))
                 }
                 .during(K, "launch")?;
@@ -116,29 +113,56 @@ impl Gpu {
         b: &DeviceSlice<f32>,
         c: &mut DeviceSlice<f32>,
     ) -> Result<()> {
-        const K: &str = "multiply";
-        same_len(K, "a and c", a.len(), c.len())?;
-        let (f, grid, n) = self.prepare_pair_1d(K, a.len(), b.len(), BLOCK)?;
+        self.pair_on_device("multiply", a, b, c)
+    }
+
+    /// Queues the two-input kernel `k` (`multiply`, `vector_sum_i32`:
+    /// `(a, b, c, n)` with 4-byte elements) over `c.len()` elements.
+    fn pair_on_device<T: DeviceCopy>(
+        &self,
+        k: &'static str,
+        a: &DeviceSlice<T>,
+        b: &DeviceSlice<T>,
+        c: &mut DeviceSlice<T>,
+    ) -> Result<()> {
+        same_len(k, "a and the output", a.len(), c.len())?;
+        let size = std::mem::size_of::<T>();
+        let (f, grid, block, n) = self.prepare_pair_vectorized(k, a.len(), b.len(), size)?;
         let stream = self.stream();
-        // SAFETY: a, b, c hold n f32 each (checked above); `c` is borrowed mutably, so it
-        // aliases neither input.
-        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), n)) }
-            .during(K, "launch")
+        // SAFETY: a, b, c hold n elements each (checked above) of the kernel's type
+        // (both callers pass 4-byte f32/i32 as their kernels take); `c` is borrowed
+        // mutably, so it aliases neither input.
+        unsafe { launch!(f<<<grid, block, 0, stream>>>(a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), n)) }
+            .during(k, "launch")
+    }
+
+    /// Queues `vector_sum_i32` on [`Gpu::stream`] over data already on the
+    /// device: `res = a + b` (wrapping), without copies or synchronization.
+    /// Lengths are checked; the caller synchronizes before reading `res`.
+    pub fn vector_sum_i32_on_device(
+        &self,
+        a: &DeviceSlice<i32>,
+        b: &DeviceSlice<i32>,
+        res: &mut DeviceSlice<i32>,
+    ) -> Result<()> {
+        self.pair_on_device("vector_sum_i32", a, b, res)
     }
 
     /// `res = a + b` elementwise on i32 (K6, PyOpenCL's `vectorSum`),
     /// wrapping on overflow like the CPU reference.
     pub fn vector_sum_i32(&self, a: ArrayView1<i32>, b: ArrayView1<i32>) -> Result<Array1<i32>> {
         const K: &str = "vector_sum_i32";
-        let (f, grid, n) = self.prepare_pair_1d(K, a.len(), b.len(), BLOCK)?;
-        let stream = self.stream();
+        same_len(K, "a and b", a.len(), b.len())?;
+        let n = a.len();
+        if n == 0 {
+            return Err(Error::invalid(K, "empty input: nothing to launch"));
+        }
+        self.bind()?;
         let da = DeviceBuffer::from_slice(&contiguous(&a)).during(K, "copy a to the device")?;
         let db = DeviceBuffer::from_slice(&contiguous(&b)).during(K, "copy b to the device")?;
         // SAFETY: written in full by the kernel before it is read.
-        let dr = unsafe { DeviceBuffer::<i32>::uninitialized(n) }.during(K, "allocate res")?;
-        // SAFETY: da, db, dr hold n i32 each (checked above); dr overlaps neither.
-        unsafe { launch!(f<<<grid, BLOCK, 0, stream>>>(da.as_device_ptr(), db.as_device_ptr(), dr.as_device_ptr(), n)) }
-            .during(K, "launch")?;
+        let mut dr = unsafe { DeviceBuffer::<i32>::uninitialized(n) }.during(K, "allocate res")?;
+        self.vector_sum_i32_on_device(&da, &db, &mut dr)?;
         self.synchronize(K)?;
         let mut res = vec![0i32; n];
         dr.copy_to(&mut res[..]).during(K, "copy res to the host")?;

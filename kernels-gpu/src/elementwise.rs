@@ -35,9 +35,10 @@
 //! [`Elementwise::element`] (the single source that both the GPU kernel
 //! and the host's CPU reference call), and, on nvptx64 only, the entry point
 //! `elementwise_<name>_<T>(in…: *const T, out…: *mut T, inout…: *mut T,
-//! scalar…: T, n: usize)`, a grid-stride loop over `i < n` that loads the
-//! `in`/`inout` elements, calls `element` and stores the `out`/`inout`
-//! elements.
+//! scalar…: T, n: usize)`, the vectorized grid-stride map of
+//! [`bandwidth`](crate::bandwidth) over `i < n` (16-byte vectors with an
+//! element-wise head and tail): it loads the `in`/`inout` elements, calls
+//! `element` and stores the `out`/`inout` elements.
 //!
 //! # Adding your own
 //! 1. Add an entry to the list in [`elementwise_kernels!`](crate::elementwise_kernels)
@@ -182,15 +183,15 @@ macro_rules! __elementwise_one {
 
         #[cfg(target_arch = "nvptx64")]
         const _: () = {
-            /// The generated entry point: a grid-stride loop over `i < n`
-            /// calling the per-element function.
+            /// The generated entry point: the vectorized grid-stride map of
+            /// [`bandwidth`](crate::bandwidth) over `i < n`, calling the
+            /// per-element function.
             ///
             /// # Safety
             /// Every array pointer holds at least `n` elements on the
             /// device; `out`/`inout` arrays overlap no other array
             /// (host-checked).
             #[unsafe(export_name = concat!("elementwise_", stringify!($name), "_", stringify!($ty)))]
-            #[allow(unused_assignments, unused_mut, unused_variables)]
             pub unsafe extern "ptx-kernel" fn kernel(
                 $($i: *const $ty,)*
                 $($o: *mut $ty,)*
@@ -198,25 +199,38 @@ macro_rules! __elementwise_one {
                 $($s: $ty,)*
                 n: usize,
             ) {
-                for idx in $crate::device::thread::grid_stride(n) {
-                    // SAFETY: idx < n, the length of every array (host-checked);
-                    // outputs overlap no input.
-                    unsafe {
-                        let ins: &[$ty] = &[$(*$i.add(idx)),*];
-                        let outs: &mut [$ty] = &mut [
-                            $({ let _ = $o; <$ty as ::core::default::Default>::default() },)*
-                            $(*$io.add(idx),)*
-                        ];
-                        <$name as $crate::elementwise::Elementwise<$ty>>::element(
-                            ins, outs, &[$($s),*],
-                        );
-                        let mut slot = 0usize;
-                        $( *$o.add(idx) = outs[slot]; slot += 1; )*
-                        $( *$io.add(idx) = outs[slot]; slot += 1; )*
-                    }
+                // SAFETY: every array holds n elements (host-checked); outputs
+                // overlap no other array.
+                unsafe {
+                    $crate::bandwidth::device::map::<
+                        $ty,
+                        { 16 / ::core::mem::size_of::<$ty>() },
+                        { 0usize $(+ $crate::__elementwise_one_for!($i))* },
+                        { 0usize $(+ $crate::__elementwise_one_for!($o))* $(+ $crate::__elementwise_one_for!($io))* },
+                    >(
+                        [$($i),*],
+                        [$($o,)* $($io,)*],
+                        0usize $(+ $crate::__elementwise_one_for!($o))*,
+                        n,
+                        |ins, outs| {
+                            <$name as $crate::elementwise::Elementwise<$ty>>::element(
+                                ins, outs, &[$($s),*],
+                            )
+                        },
+                    )
                 }
             }
         };
+    };
+}
+
+/// `1` for any identifier: counts the arrays of one kind in
+/// [`__elementwise_one!`](crate::__elementwise_one).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __elementwise_one_for {
+    ($x:ident) => {
+        1usize
     };
 }
 

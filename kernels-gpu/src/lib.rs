@@ -30,6 +30,7 @@ pub use cuda_kernels_device as device;
 #[cfg(target_arch = "nvptx64")]
 pub use cuda_kernels_device::{gpu_assert, gpu_printf, shared_array};
 
+pub mod bandwidth;
 pub mod device_checks;
 pub mod elementwise;
 pub mod hello;

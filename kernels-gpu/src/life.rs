@@ -82,10 +82,173 @@ pub fn life_cell<I: CellIndex>(n: I, x: I, y: I, read: impl Fn(I) -> i32) -> i32
 /// Block edge of the seed's 32×32 blocks.
 pub const LIFE_BLOCK: u32 = 32;
 
+/// Cells of one row that one thread of `conway_fast` computes: four
+/// consecutive `i32`, one 16-byte load and store per row.
+pub const FAST_CELLS_X: usize = 4;
+
+/// The horizontal three-cell sums of one row segment `[left, c0, c1, c2,
+/// c3, right]`: entry `j` is the sum of `c_j` and its two horizontal
+/// neighbours.
+#[inline(always)]
+pub fn row_sums(r: [i32; 6]) -> [i32; FAST_CELLS_X] {
+    [
+        r[0] + r[1] + r[2],
+        r[1] + r[2] + r[3],
+        r[2] + r[3] + r[4],
+        r[3] + r[4] + r[5],
+    ]
+}
+
+/// The next states of the four middle cells of row segment `mid` (see
+/// [`row_sums`]), from the horizontal sums of the rows above and below:
+/// the neighbour count of cell `j` is the 3×3 sum less the cell itself.
+/// For 0/1 cells this is [`life_cell`]'s result, bit for bit.
+#[inline(always)]
+pub fn next_four(up: [i32; FAST_CELLS_X], mid: [i32; 6], down: [i32; FAST_CELLS_X]) -> [i32; 4] {
+    let h = row_sums(mid);
+    core::array::from_fn(|j| next_state(mid[j + 1], up[j] + h[j] + down[j] - mid[j + 1]))
+}
+
 #[cfg(target_arch = "nvptx64")]
 mod entry {
     use super::*;
     use crate::device::thread;
+
+    /// A 16-byte aligned row segment of four cells.
+    #[repr(C, align(16))]
+    #[derive(Clone, Copy)]
+    struct Four([i32; 4]);
+
+    /// One Life step on an `n`×`n` torus, [`FAST_CELLS_X`] cells of a row
+    /// by `rows` rows per thread: for each row it reads the four cells (one
+    /// 16-byte load when `n` is a multiple of 4 and both lattices are
+    /// 16-byte aligned, else four loads) and the two horizontal neighbours,
+    /// keeps the horizontal sums of the rows above and below in registers
+    /// (a sliding window down the column strip, with the next row's loads
+    /// issued one row ahead) and writes the four next states. Cells are read about `(rows + 2) / rows` times (the strip's
+    /// top and bottom halo rows come from L2), written once.
+    ///
+    /// Thread mapping: 2-D blocks of 32 × `blockDim.y`; thread `(tx, ty)` of
+    /// block `(bx, by)` computes columns `4 (32 bx + tx) ..+ 4` of rows
+    /// `rows (blockDim.y by + ty) ..+ rows`, clipped to the lattice.
+    ///
+    /// # Safety
+    /// As [`conway_ker`]; also `rows >= 1`.
+    #[unsafe(no_mangle)]
+    pub unsafe extern "ptx-kernel" fn conway_fast(
+        lattice: *const i32,
+        lattice_out: *mut i32,
+        n: usize,
+        rows: usize,
+    ) {
+        let (gx, gy) = thread::index_2d();
+        let x0 = gx * FAST_CELLS_X;
+        let y0 = gy * rows;
+        if x0 >= n || y0 >= n {
+            return;
+        }
+        let y_end = if n - y0 < rows { n } else { y0 + rows };
+        // Two separate loops, so that the vector path keeps its 16-byte
+        // accesses (one loop with a per-row choice gets merged into scalar
+        // loads by the optimizer).
+        let vector = n.is_multiple_of(FAST_CELLS_X)
+            && (lattice as usize | lattice_out as usize).is_multiple_of(16);
+        // SAFETY: the caller's contract; x0, y0 < n; vector only when n is a
+        // multiple of 4 and both lattices are 16-byte aligned.
+        unsafe {
+            if vector {
+                strip::<true>(lattice, lattice_out, n, x0, y0, y_end);
+            } else {
+                strip::<false>(lattice, lattice_out, n, x0, y0, y_end);
+            }
+        }
+    }
+
+    /// Rows `y0..y_end` of the four columns from `x0` (see [`conway_fast`]).
+    ///
+    /// # Safety
+    /// As [`conway_fast`]; `x0 < n`, `y0 < y_end <= n`; when `VECTOR`, `n`
+    /// is a multiple of 4 and both lattices are 16-byte aligned.
+    #[inline(always)]
+    unsafe fn strip<const VECTOR: bool>(
+        lattice: *const i32,
+        lattice_out: *mut i32,
+        n: usize,
+        x0: usize,
+        y0: usize,
+        y_end: usize,
+    ) {
+        // Columns x0 - 1 ..= x0 + 4, wrapped. The element path computes them
+        // with `%` once per thread (lattices may be narrower than six
+        // columns); the vector path needs only the two outer ones.
+        let cols: [usize; 6] = if VECTOR {
+            let left = if x0 == 0 { n - 1 } else { x0 - 1 };
+            let right = if x0 + FAST_CELLS_X == n {
+                0
+            } else {
+                x0 + FAST_CELLS_X
+            };
+            [left, x0, x0 + 1, x0 + 2, x0 + 3, right]
+        } else {
+            core::array::from_fn(|k| (x0 + k + n - 1) % n)
+        };
+        // SAFETY (read): every row index is < n and every column < n, so the
+        // index is < n * n, the input's length; nothing writes the input;
+        // VECTOR: row * n + x0 is a multiple of 4 from an aligned base.
+        let read = |row: usize| -> [i32; 6] {
+            let base = row * n;
+            unsafe {
+                if VECTOR {
+                    let Four(c) = *(lattice.add(base + x0) as *const Four);
+                    [
+                        *lattice.add(base + cols[0]),
+                        c[0],
+                        c[1],
+                        c[2],
+                        c[3],
+                        *lattice.add(base + cols[5]),
+                    ]
+                } else {
+                    core::array::from_fn(|k| *lattice.add(base + cols[k]))
+                }
+            }
+        };
+        let below = |y: usize| if y + 1 == n { 0 } else { y + 1 };
+        let mut up = row_sums(read(if y0 == 0 { n - 1 } else { y0 - 1 }));
+        let mut mid = read(y0);
+        let mut down = read(below(y0));
+        let mut y = y0;
+        while y < y_end {
+            // The row after `down`, loaded one iteration ahead so that two
+            // rows of loads are in flight while this row is computed.
+            let ahead = if y + 1 < y_end {
+                read(below(y + 1))
+            } else {
+                down
+            };
+            let down_sums = row_sums(down);
+            let next = next_four(up, mid, down_sums);
+            let base = y * n + x0;
+            // SAFETY: y < n and x0 + j < n for every cell written, so the
+            // index is < n * n, the output's length; each cell has one thread;
+            // the output overlaps no input; VECTOR: aligned as the input.
+            unsafe {
+                if VECTOR {
+                    *(lattice_out.add(base) as *mut Four) = Four(next);
+                } else {
+                    for (j, &v) in next.iter().enumerate() {
+                        if x0 + j < n {
+                            *lattice_out.add(base + j) = v;
+                        }
+                    }
+                }
+            }
+            up = row_sums(mid);
+            mid = down;
+            down = ahead;
+            y += 1;
+        }
+    }
 
     /// One Life step: `lattice_out = step(lattice)` on an `n`×`n` torus.
     ///

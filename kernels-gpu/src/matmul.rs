@@ -11,8 +11,11 @@
 //! `(0, y+1)` both double element `4 + 4y` (elements 4, 8, 12 and 16 are
 //! quadrupled), and the largest index is `4 + 4·4 = 20`: elements 21..24 are
 //! never touched. The row stride must be the column count:
-//! `row * cols + col`, which is what `doubles_matrix` does, with a
-//! 2-D grid of 2-D blocks and a bounds check so that any rows × cols works.
+//! `row * cols + col`. Since the matrix is contiguous, `doubles_matrix`
+//! visits its `rows * cols` elements as one 1-D range with the vectorized
+//! map of [`crate::bandwidth`] (a 2-D grid of 32 × 8 blocks, one element per
+//! thread, reached 0.77 of a device copy on an H100), so any rows × cols
+//! works.
 
 /// The per-element function of `doubles_matrix`, shared with the CPU
 /// reference: `x * 2`, exact in f32.
@@ -32,10 +35,6 @@ pub fn mul_add_i64(acc: i64, x: i64, y: i64) -> i64 {
 
 /// Threads per block side of `matrix_mul_naive` (blocks of 16 × 16).
 pub const BLOCK_2D: u32 = 16;
-/// Block shape `(x, y)` of `doubles_matrix`: 32 × 8, so that each warp
-/// touches one 128-byte row segment (16 × 16 blocks split a warp over two
-/// rows of 64 bytes, measured at 0.64 of a device copy on an H100).
-pub const DOUBLES_BLOCK: (u32, u32) = (32, 8);
 
 /// The tile shape of one tiled SGEMM entry point (`matrix_mul_tiled*`):
 /// each block computes a `bm × bn` tile of C with `bm·bn/64` threads (an
@@ -152,25 +151,24 @@ mod entry {
     use crate::device::vector::{load_shared_f32x4, store_shared_f32, store_shared_f32x4};
 
     /// K3: `a[r][c] *= 2` in place for every element of a `rows × cols`
-    /// matrix; one thread per element, 2-D grid of 2-D blocks
-    /// (x = column, y = row), threads outside the matrix do nothing.
+    /// matrix. The matrix is contiguous, so this is a 1-D map over its
+    /// `rows * cols` elements (16-byte vectors, element-wise head and tail:
+    /// [`crate::bandwidth`]), launched on a 1-D grid.
     ///
     /// Fixes the seed's index `threadIdx.x + threadIdx.y*4` (see the
-    /// module documentation): the row stride is `cols`.
+    /// module documentation): every element is visited once.
     ///
     /// # Safety
     /// `a` points to `rows * cols` f32 on the device, row-major, and
     /// `rows * cols` does not overflow (host-checked).
     #[unsafe(no_mangle)]
     pub unsafe extern "ptx-kernel" fn doubles_matrix(a: *mut f32, rows: usize, cols: usize) {
-        let (col, row) = thread::index_2d();
-        if row < rows && col < cols {
-            // SAFETY: row < rows and col < cols, so the index is < rows * cols.
-            unsafe {
-                let p = a.add(row * cols + col);
-                *p = double_element(*p);
-            }
-        }
+        // SAFETY: a holds rows * cols f32 (host-checked), only this launch touches it.
+        unsafe {
+            crate::bandwidth::device::map::<f32, 4, 0, 1>([], [a], 0, rows * cols, |_, [x]| {
+                *x = double_element(*x)
+            })
+        };
     }
 
     /// K4: `C = A · B`, one thread per element of C (x = column of C,

@@ -1,4 +1,5 @@
-//! K1 `multiply` (seed 000): `c[i] = a[i] * b[i]` on f32, grid-stride.
+//! K1 `multiply` (seed 000): `c[i] = a[i] * b[i]` on f32, on the
+//! vectorized grid-stride map of [`crate::bandwidth`].
 //!
 //! Seed 000 computes its index as `threadIdx.x * blockDim.x + threadIdx.x`,
 //! which hands every block the same elements; here the index is the correct
@@ -24,9 +25,10 @@ pub fn vector_sum_element(a: i32, b: i32) -> i32 {
 #[cfg(target_arch = "nvptx64")]
 mod entry {
     use super::*;
-    use crate::device::thread;
+    use crate::bandwidth::device::map;
 
-    /// `c[i] = a[i] * b[i]` for `i < n`, grid-stride (any grid covers any n).
+    /// `c[i] = a[i] * b[i]` for `i < n`: 16-byte vectors, with an
+    /// element-wise head and tail (any 1-D grid covers any n).
     ///
     /// # Safety
     /// `a`, `b` and `c` point to at least `n` f32 each on the device; `c`
@@ -38,13 +40,16 @@ mod entry {
         c: *mut f32,
         n: usize,
     ) {
-        for i in thread::grid_stride(n) {
-            // SAFETY: i < n, the length of all three buffers (host-checked).
-            unsafe { *c.add(i) = multiply_element(*a.add(i), *b.add(i)) };
-        }
+        // SAFETY: all three hold n f32 (host-checked); c overlaps neither input.
+        unsafe {
+            map::<f32, 4, 2, 1>([a, b], [c], 1, n, |&[x, y], [z]| {
+                *z = multiply_element(x, y)
+            })
+        };
     }
 
-    /// `res[i] = a[i] + b[i]` (wrapping) for `i < n`, grid-stride.
+    /// `res[i] = a[i] + b[i]` (wrapping) for `i < n`, on the same
+    /// vectorized map as `multiply`.
     ///
     /// # Safety
     /// `a`, `b` and `res` point to at least `n` i32 each; `res` overlaps
@@ -56,10 +61,12 @@ mod entry {
         res: *mut i32,
         n: usize,
     ) {
-        for i in thread::grid_stride(n) {
-            // SAFETY: i < n, the length of all three buffers (host-checked).
-            unsafe { *res.add(i) = vector_sum_element(*a.add(i), *b.add(i)) };
-        }
+        // SAFETY: all three hold n i32 (host-checked); res overlaps neither input.
+        unsafe {
+            map::<i32, 4, 2, 1>([a, b], [res], 1, n, |&[x, y], [z]| {
+                *z = vector_sum_element(x, y)
+            })
+        };
     }
 
     /// Does nothing: K19 measures what a launch itself costs.

@@ -14,7 +14,7 @@ use cuda_kernels::contexts::{ThreadContext, manual_context_roundtrip, threads_mu
 use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
 use cuda_kernels::launch::MAX_GRID_X;
 use cuda_kernels::life::{
-    LifeSims, check_lattice, life_cpu, life_grid, life_step_cpu, random_lattice,
+    LifeKernel, LifeSims, check_lattice, life_cpu, life_grid, life_step_cpu, random_lattice,
 };
 use cuda_kernels::ndarray::{Array1, Array2, ArrayView1, array, s};
 use cuda_kernels::streams::{
@@ -43,6 +43,7 @@ pub fn trials() -> Vec<Trial> {
         gpu_alone!(lane_overlaps_the_legacy_default_stream),
         gpu!(life_equals_cpu_after_200_steps),
         gpu!(life_any_size_equals_cpu),
+        gpu!(life_fast_kernel_edges),
         gpu!(manual_context_round_trip),
         gpu!(ten_threads_with_own_contexts),
         gpu!(wrong_thread_is_a_typed_error),
@@ -444,6 +445,49 @@ fn life_any_size_equals_cpu(gpu: &Gpu) -> Result<(), Failed> {
         run_life(gpu, &starts(2, n, n as u64), steps)?;
     }
     Ok(())
+}
+
+/// `conway_fast` (the default) and `conway_ker` on lattices of 1, 2, 3, 4,
+/// 5, 8, 31, 32, 33, 64, 127, 129 and 4097 cells a side (random, and a
+/// glider across the wrap-around corner): three steps, each exactly the CPU
+/// reference's lattice, for both kernels.
+fn life_fast_kernel_edges(gpu: &Gpu) -> Result<(), Failed> {
+    let mut rng = Rng::new(4097);
+    for n in [1usize, 2, 3, 4, 5, 8, 31, 32, 33, 64, 127, 129, 4097] {
+        let mut corner = Array2::<i32>::zeros((n, n));
+        for (r, c) in [(0, 1), (1, 2), (2, 0), (2, 1), (2, 2)] {
+            corner[[(r + n - 1) % n, (c + n - 1) % n]] = 1;
+        }
+        for start in [random_lattice(n, 0.3, &mut rng), corner] {
+            let steps = if n > 1000 { 2 } else { 3 };
+            let mut expected = start.clone();
+            let mut sims = [LifeKernel::Fast, LifeKernel::Seed]
+                .into_iter()
+                .map(|k| LifeSims::with_kernel(gpu, std::slice::from_ref(&start), k))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(fail)?;
+            for step in 1..=steps {
+                expected = life_step_cpu(expected.view()).map_err(fail)?;
+                for sim in &mut sims {
+                    sim.frame().map_err(fail)?;
+                    let got = sim.lattice(0).map_err(fail)?;
+                    ensure(got == expected.view(), || {
+                        format!(
+                            "{:?}, n = {n}, step {step}: GPU and CPU differ",
+                            sim.kernel()
+                        )
+                    })?;
+                }
+            }
+        }
+    }
+    ensure(
+        LifeSims::new(gpu, &[Array2::zeros((2, 2))])
+            .map_err(fail)?
+            .kernel()
+            == LifeKernel::Fast,
+        || "LifeSims::new runs conway_fast".into(),
+    )
 }
 
 fn manual_context_round_trip(_gpu: &Gpu) -> Result<(), Failed> {

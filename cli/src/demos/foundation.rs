@@ -2,15 +2,14 @@
 //! `hello_kernel`, K19 launch overhead.
 use std::path::Path;
 
-use crate::cust::memory::{CopyDestination, DeviceBuffer};
 use ndarray::Array1;
 
 use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, no_gpu};
-use crate::bench::{device_copy_gbps, gb_per_s};
+use crate::bench::gb_per_s;
 use crate::multiply::{MemoryMode, multiply_cpu, multiply_inputs, vector_sum_i32_cpu};
-use crate::timing::{GpuTimer, median};
+use crate::timing::GpuTimer;
 use crate::util::Rng;
-use crate::{CudaResultExt, Gpu, Result};
+use crate::{Gpu, Result};
 
 /// The foundation subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -200,40 +199,7 @@ fn overhead(gpu: Option<&Gpu>, launches: usize, report: &mut Report) -> Result<(
 /// The foundation part of `cuda-kernels bench`: `multiply` at 2^26 against a
 /// device-to-device copy of the same bytes, and the launch rates.
 pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
-    const K: &str = "multiply";
-    let n = 1usize << 26;
-    let reps = 20;
     gpu.bind()?;
-    let (a, b) = multiply_inputs(n, 1);
-    let da = DeviceBuffer::from_slice(a.as_slice().unwrap_or(&[])).during(K, "copy a")?;
-    let db = DeviceBuffer::from_slice(b.as_slice().unwrap_or(&[])).during(K, "copy b")?;
-    let mut dc = DeviceBuffer::<f32>::zeroed(n).during(K, "allocate c")?;
-    let copy = device_copy_gbps(gpu, 12 * n / 2, reps)?;
-    let mut times = Vec::new();
-    for rep in 0..=reps {
-        let ((), ms) = GpuTimer::time(gpu.stream(), || gpu.multiply_on_device(&da, &db, &mut dc))?;
-        if rep > 0 {
-            times.push(ms);
-        }
-    }
-    let ms = median(&mut times);
-    let bw = gb_per_s(12 * n, ms);
-    let mut c = Array1::<f32>::zeros(n);
-    dc.copy_to(c.as_slice_mut().unwrap_or(&mut []))
-        .during(K, "copy c back")?;
-    let check = exact_check(&c, &multiply_cpu(a.view(), b.view())?);
-    records.push(BenchRecord::new(
-        "device copy",
-        format!("{} MB", 12 * n / 2 / 1_000_000),
-        gb_ms(12 * n, copy),
-        "GB/s",
-        copy,
-        Check::Pass(COPY_CHECKED.into()),
-    ));
-    records.push(
-        BenchRecord::new(K, "2^26 f32", ms as f64, "GB/s", bw, check)
-            .against("device copy", bw / copy),
-    );
     let rates = gpu.launch_overhead(20_000)?;
     for (label, rate) in [
         ("synchronous", rates.synchronous_per_s),
@@ -350,10 +316,6 @@ fn cold_start(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
 /// The check of every device-copy reference row ([`device_copy_gbps`]
 /// fails the run when a copy is wrong).
 pub const COPY_CHECKED: &str = "every word copied back equals the source";
-
-fn gb_ms(bytes: usize, gbps: f64) -> f64 {
-    bytes as f64 / (gbps * 1e9) * 1e3
-}
 
 /// "2^20" for powers of two, the number otherwise.
 pub fn size_label(n: usize) -> String {

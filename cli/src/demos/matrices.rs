@@ -6,7 +6,6 @@ use std::path::Path;
 use ndarray::{Array1, Array2, ArrayD, IxDyn};
 
 use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, no_gpu};
-use crate::bench::{device_copy_gbps, gb_per_s};
 use crate::cublas::Cublas;
 use crate::cust::memory::{CopyDestination, DeviceBuffer};
 use crate::matrices::kernels::{lerp, saxpy, sum};
@@ -490,71 +489,8 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     let mut rng = Rng::new(5);
     bench_sgemm(gpu, &mut rng, records)?;
 
-    // Bandwidth-bound kernels against a device copy of the same traffic.
-    // saxpy updates y in place, so its check runs once more from known y.
-    let n = 1usize << 26;
-    let x: Array1<f32> = (0..n).map(|_| rng.normal() as f32).collect();
-    let xs = x.as_slice().unwrap_or(&[]);
-    let dx = DeviceBuffer::from_slice(xs).during("bench", "copy x")?;
-    let mut dy = DeviceBuffer::from_slice(xs).during("bench", "copy y")?;
-    let copy = device_copy_gbps(gpu, 12 * n / 2, 20)?;
-    let ms = median_ms(gpu, 20, || {
-        gpu.elementwise_on_device::<saxpy, f32>(&[&dx], &mut [&mut dy], &[1.0001])
-    })?;
-    dy.copy_from(xs).during("bench", "reset y")?;
-    gpu.elementwise_on_device::<saxpy, f32>(&[&dx], &mut [&mut dy], &[1.0001])?;
-    let mut y = x.clone();
-    elementwise_cpu::<saxpy, f32>(&[x.view()], &mut [y.view_mut()], &[1.0001])?;
-    let check = exact_check(&download(&dy)?, &y);
-    let bw = gb_per_s(12 * n, ms as f32);
-    records.push(
-        BenchRecord::new("elementwise_saxpy_f32", "2^26 f32", ms, "GB/s", bw, check)
-            .against("device copy", bw / copy),
-    );
-    let mut dz = DeviceBuffer::<f32>::zeroed(n).during("bench", "allocate z")?;
-    let ms = median_ms(gpu, 20, || {
-        gpu.elementwise_on_device::<sum, f32>(&[&dx, &dy], &mut [&mut dz], &[])
-    })?;
-    let mut z = Array1::<f32>::zeros(n);
-    elementwise_cpu::<sum, f32>(&[x.view(), y.view()], &mut [z.view_mut()], &[])?;
-    let check = exact_check(&download(&dz)?, &z);
-    let bw = gb_per_s(12 * n, ms as f32);
-    records.push(
-        BenchRecord::new("elementwise_sum_f32", "2^26 f32", ms, "GB/s", bw, check)
-            .against("device copy", bw / copy),
-    );
-    drop((dx, dy, dz, x, y, z));
-
-    // doubles_matrix, 8192² in place on the device (8 bytes per element
-    // moved), against a copy of the same traffic; checked on one more run
-    // from known values.
-    let side = 8192usize;
-    let mut dm = DeviceBuffer::<f32>::zeroed(side * side).during("bench", "allocate m")?;
-    let copy = device_copy_gbps(gpu, 4 * side * side, 20)?;
-    let ms = median_ms(gpu, 20, || {
-        gpu.doubles_matrix_on_device(&mut dm, side, side)
-    })?;
-    let m0 = randn2(side, side, &mut rng);
-    dm.copy_from(m0.as_slice().unwrap_or(&[]))
-        .during("bench", "copy m")?;
-    gpu.doubles_matrix_on_device(&mut dm, side, side)?;
-    let got = download(&dm)?
-        .into_shape_with_order((side, side))
-        .map_err(|e| crate::Error::invalid("doubles_matrix", format!("result shape: {e}")))?;
-    let check = exact_check(&got, &doubles_matrix_cpu(m0.view()));
-    let bw = gb_per_s(8 * side * side, ms as f32);
-    records.push(
-        BenchRecord::new(
-            "doubles_matrix",
-            format!("{side}² f32"),
-            ms,
-            "GB/s",
-            bw,
-            check,
-        )
-        .against("device copy", bw / copy),
-    );
-    drop((dm, m0, got));
+    // The bandwidth-bound kernels (saxpy, sum, doubles_matrix, …) are in
+    // the bandwidth module's rows.
 
     // The gufunc on 4096 matrices of 10×10 (including transfers).
     let a = ArrayD::from_shape_simple_fn(IxDyn(&[4096, 10, 10]), || rng.below(10) as i64);
@@ -604,16 +540,6 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         check,
     ));
     Ok(())
-}
-
-/// A device buffer copied back into an array.
-fn download<T: crate::cust::memory::DeviceCopy + Default + Clone>(
-    d: &DeviceBuffer<T>,
-) -> Result<Array1<T>> {
-    let mut host = Array1::from_elem(d.len(), T::default());
-    d.copy_to(host.as_slice_mut().unwrap_or(&mut []))
-        .during("bench", "copy back")?;
-    Ok(host)
 }
 
 /// The seed's check of `vector_sum_repeat`: ‖cpu − gpu‖₂ < 1e-5.

@@ -14,6 +14,7 @@ use ndarray::{ArrayBase, Data, Dimension};
 
 use crate::{Gpu, Result};
 
+pub mod bandwidth;
 pub mod bench_table;
 pub mod foundation;
 pub mod mandelbrot;
@@ -305,14 +306,18 @@ pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result
 /// no failed record keeps a ratio.
 pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     type Family = fn(&Gpu, &mut Vec<BenchRecord>) -> Result<()>;
-    let families: [(&str, Family); 5] = [
+    let families: [(&str, Family); 6] = [
         ("foundation", foundation::bench),
+        ("bandwidth", bandwidth::bench),
         ("matrices", matrices::bench),
         ("reduce", reduce::bench),
         ("mandelbrot", mandelbrot::bench),
         ("streams", streams::bench),
     ];
     for (name, bench) in families {
+        if !(bench_selected(name) || (name == "streams" && bench_selected("life"))) {
+            continue;
+        }
         let (result, ms) = cpu_time(|| bench(gpu, records));
         result?;
         eprintln!("bench {name}: done in {:.1} s", ms / 1e3);
@@ -321,4 +326,14 @@ pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         r.ratio = None;
     }
     Ok(())
+}
+
+/// The environment variable that limits `bench` to some parts, as a
+/// comma-separated list of `foundation`, `bandwidth`, `matrices`, `reduce`,
+/// `mandelbrot`, `streams`, `life` (for tuning runs; unset: all).
+pub const BENCH_ONLY_ENV: &str = "CUDA_KERNELS_BENCH_ONLY";
+
+/// Whether [`BENCH_ONLY_ENV`] selects the bench part `name`.
+pub fn bench_selected(name: &str) -> bool {
+    std::env::var(BENCH_ONLY_ENV).map_or(true, |only| only.split(',').any(|p| p.trim() == name))
 }

@@ -9,11 +9,11 @@ use std::time::Instant;
 use ndarray::{Array1, Array2, ArrayView2};
 
 use super::foundation::size_label;
-use super::{BenchRecord, Check, Report, Row, cpu_time, no_gpu};
+use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, no_gpu};
 use crate::async_mem::Lane;
 use crate::bench::{device_copy_gbps, gb_per_s};
 use crate::contexts::{manual_context_roundtrip, threads_mult_ker};
-use crate::life::{LifeSims, life_cpu, life_step_cpu, random_lattice};
+use crate::life::{LifeKernel, LifeSims, life_cpu, life_step_cpu, random_lattice};
 use crate::streams::{
     BatchTiming, IssueOrder, SEED_BLOCK, SEED_GRID, SerialBatch, StreamBatch,
     check_mult_ker_output, first_difference, hardware_queues, mult_ker_cpu, randn_arrays,
@@ -83,7 +83,28 @@ pub enum Command {
         /// The GIF to write.
         #[arg(long, default_value = "life.gif")]
         out: PathBuf,
+        /// The step kernel (both give the same lattices).
+        #[arg(long, value_enum, default_value_t = LifeKernelName::Fast)]
+        kernel: LifeKernelName,
     },
+}
+
+/// A Life step kernel, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LifeKernelName {
+    /// `conway_fast`: four cells of a row by a strip of rows per thread.
+    Fast,
+    /// `conway_ker`: the seed's one thread per cell.
+    Seed,
+}
+
+impl From<LifeKernelName> for LifeKernel {
+    fn from(k: LifeKernelName) -> Self {
+        match k {
+            LifeKernelName::Fast => LifeKernel::Fast,
+            LifeKernelName::Seed => LifeKernel::Seed,
+        }
+    }
 }
 
 /// Runs one streams subcommand.
@@ -110,7 +131,8 @@ pub fn run(cmd: &Command, gpu: Option<&Gpu>, report: &mut Report) -> Result<()> 
             steps,
             scale,
             ref out,
-        } => life(gpu, n, sims, steps, scale, out, report),
+            kernel,
+        } => life(gpu, n, sims, steps, scale, out, kernel.into(), report),
     }
 }
 
@@ -122,7 +144,16 @@ pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result
     streams(gpu, 200, 1 << 20, IssueOrder::BreadthFirst, report)?;
     events(gpu, 100 << 20, report)?;
     contexts(gpu, 10, 1 << 20, report)?;
-    life(gpu, 128, 4, 200, 1, &out_dir.join("life.gif"), report)
+    life(
+        gpu,
+        128,
+        4,
+        200,
+        1,
+        &out_dir.join("life.gif"),
+        LifeKernel::default(),
+        report,
+    )
 }
 
 /// The verdict on a first differing element, if any (the inputs of
@@ -394,6 +425,7 @@ impl LifeGif {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn life(
     gpu: Option<&Gpu>,
     n: usize,
@@ -401,9 +433,11 @@ fn life(
     steps: usize,
     scale: usize,
     out: &Path,
+    kernel: LifeKernel,
     report: &mut Report,
 ) -> Result<()> {
     const K: &str = "conway_ker";
+    let label = format!("{}, one stream per simulation", kernel.entry());
     if sims == 0 {
         return Err(Error::invalid(K, "0 simulations: nothing to run"));
     }
@@ -429,7 +463,7 @@ fn life(
         });
         frames?;
         println!("wrote {} (CPU reference frames)", out.display());
-        let mut row = Row::new("conway_ker, one stream per simulation", size, no_gpu());
+        let mut row = Row::new(label, size, no_gpu());
         row.cpu_ms = Some(cpu_ms);
         report.push(row);
         return Ok(());
@@ -441,7 +475,7 @@ fn life(
             .collect::<Result<Vec<_>>>()
     });
     let expected = expected?;
-    let mut sim = LifeSims::new(gpu, &starts)?;
+    let mut sim = LifeSims::with_kernel(gpu, &starts, kernel)?;
     let mut ms = 0.0;
     for _ in 0..steps {
         let t = Instant::now();
@@ -462,7 +496,7 @@ fn life(
         out.display(),
         steps + 1
     );
-    let mut row = Row::new("conway_ker, one stream per simulation", size, check);
+    let mut row = Row::new(label, size, check);
     row.gpu_ms = Some(ms);
     row.cpu_ms = Some(cpu_ms);
     row.throughput = Some(format!(
@@ -475,11 +509,16 @@ fn life(
 
 /// The streams part of `cuda-kernels bench`: the 200-array demo (default
 /// stream against one stream per array, CUDA-event spans, median of 3 after
-/// a warm-up) and `conway_ker` at N = 4096 against a device-to-device copy
-/// of the lattice.
+/// a warm-up) and both Life kernels at N = 4096 against a device-to-device
+/// copy of the lattice.
 pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
-    bench_streams(gpu, records)?;
-    bench_life(gpu, 4096, records)
+    if super::bench_selected("streams") {
+        bench_streams(gpu, records)?;
+    }
+    if super::bench_selected("life") {
+        bench_life(gpu, 4096, records)?;
+    }
+    Ok(())
 }
 
 fn bench_streams(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
@@ -570,36 +609,8 @@ fn bench_streams(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
 fn bench_life(gpu: &Gpu, n: usize, records: &mut Vec<BenchRecord>) -> Result<()> {
     let reps = 20;
     let start = random_lattice(n, 0.25, &mut Rng::new(17));
-    let mut lane = Lane::<i32, 2>::from_host(gpu, start.as_slice().unwrap_or(&[]))?;
-    lane.upload(0)?;
-    let mut times = Vec::with_capacity(reps);
-    for rep in 0..=reps {
-        let (src, dst) = if rep % 2 == 0 { (0, 1) } else { (1, 0) };
-        gpu.bind()?;
-        let timer = GpuTimer::new()?;
-        timer.start(lane.stream())?;
-        lane.conway_step(n, src, dst)?;
-        timer.stop(lane.stream())?;
-        let ms = timer.elapsed_ms()?;
-        if rep > 0 {
-            times.push(ms);
-        }
-    }
-    // reps + 1 steps, the last (an even rep) into buffer 1.
-    lane.download(1)?;
-    let expected = life_cpu(start.view(), reps + 1)?;
-    let check = match first_difference_i32(lane.host()?, expected.as_slice().unwrap_or(&[])) {
-        None => Check::Pass(format!("equals the CPU after {} steps", reps + 1)),
-        Some(i) => Check::Fail(format!(
-            "cell {i} differs from the CPU after {} steps",
-            reps + 1
-        )),
-    };
-    let ms = median(&mut times);
     let bytes = 2 * 4 * n * n;
-    let gbps = gb_per_s(bytes, ms);
     let copy = device_copy_gbps(gpu, 4 * n * n, reps)?;
-    let cells = (n * n) as f64 / (ms as f64 * 1e-3);
     let size = format!("{n}² i32");
     records.push(BenchRecord::new(
         "device copy (Life lattice)",
@@ -609,31 +620,53 @@ fn bench_life(gpu: &Gpu, n: usize, records: &mut Vec<BenchRecord>) -> Result<()>
         copy,
         Check::Pass(super::foundation::COPY_CHECKED.into()),
     ));
-    records.push(
-        BenchRecord::new(
-            "conway_ker (one step)",
+    let expected = life_step_cpu(start.view())?;
+    for kernel in [LifeKernel::Fast, LifeKernel::Seed] {
+        let name = kernel.entry();
+        let mut lane = Lane::<i32, 2>::from_host(gpu, start.as_slice().unwrap_or(&[]))?;
+        lane.upload(0)?;
+        let mut times = Vec::with_capacity(reps);
+        for rep in 0..=reps {
+            let (src, dst) = if rep % 2 == 0 { (0, 1) } else { (1, 0) };
+            gpu.bind()?;
+            let timer = GpuTimer::new()?;
+            timer.start(lane.stream())?;
+            lane.life_step(kernel, n, src, dst)?;
+            timer.stop(lane.stream())?;
+            let ms = timer.elapsed_ms()?;
+            if rep > 0 {
+                times.push(ms);
+            }
+        }
+        // The check: one step from the start lattice, exactly the CPU's.
+        lane.upload(0)?;
+        lane.life_step(kernel, n, 0, 1)?;
+        lane.download(1)?;
+        let got = ArrayView2::from_shape((n, n), lane.host()?)
+            .map_err(|e| Error::invalid(name, e.to_string()))?;
+        let check = exact_check(&got, &expected);
+        let ms = median(&mut times);
+        let gbps = gb_per_s(bytes, ms);
+        let cells = (n * n) as f64 / (ms as f64 * 1e-3);
+        records.push(
+            BenchRecord::new(
+                format!("{name} (one step)"),
+                &size,
+                ms as f64,
+                "GB/s",
+                gbps,
+                check.clone(),
+            )
+            .against("device copy", gbps / copy),
+        );
+        records.push(BenchRecord::new(
+            format!("{name} cell updates"),
             &size,
             ms as f64,
-            "GB/s",
-            gbps,
-            check.clone(),
-        )
-        .against("device copy", gbps / copy),
-    );
-    records.push(BenchRecord::new(
-        "conway_ker cell updates",
-        &size,
-        ms as f64,
-        "Gcells/s",
-        cells / 1e9,
-        check,
-    ));
-    Ok(())
-}
-
-fn first_difference_i32(got: &[i32], expected: &[i32]) -> Option<usize> {
-    if got.len() != expected.len() {
-        return Some(got.len().min(expected.len()));
+            "Gcells/s",
+            cells / 1e9,
+            check,
+        ));
     }
-    got.iter().zip(expected).position(|(g, e)| g != e)
+    Ok(())
 }

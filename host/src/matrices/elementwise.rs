@@ -40,7 +40,7 @@ use cuda_kernels_gpu::elementwise::{REPEAT_THREADS, vector_sum_repeat_element};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
-use crate::launch::{grid_1d_capped, same_len};
+use crate::launch::same_len;
 use crate::timing::GpuTimer;
 use crate::util::contiguous;
 
@@ -49,14 +49,6 @@ use crate::util::contiguous;
 pub mod kernels {
     pub use cuda_kernels_gpu::elementwise::*;
 }
-
-/// Threads per block of the elementwise kernels.
-pub const ELEMENTWISE_BLOCK: u32 = 128;
-/// Elements per thread the launchers size the grid for (the kernels
-/// grid-stride, so any grid is correct). Blocks of 128 with 2 elements per
-/// thread measured best for saxpy at 2^26 on an H100 (0.94 of a device
-/// copy, against 0.90 for blocks of 256 with one element per thread).
-pub const ELEMENTWISE_PER_THREAD: usize = 2;
 
 /// An element type the elementwise kernels can be instantiated for: plain
 /// data the device can copy, with a zero (`Default`).
@@ -171,7 +163,7 @@ impl Gpu {
         let in_lens: Vec<usize> = inputs.iter().map(|a| a.len()).collect();
         let out_lens: Vec<usize> = outputs.iter().map(|a| a.len()).collect();
         let mut n = check_call::<K, T>(&in_lens, &out_lens, scalars.len())?;
-        let grid = grid_1d_capped(name, n.div_ceil(ELEMENTWISE_PER_THREAD), ELEMENTWISE_BLOCK)?;
+        let (grid, block) = self.vectorized_launch(name, n, std::mem::size_of::<T>())?;
         self.bind()?;
         let f = self.function(name)?;
         let stream = self.stream();
@@ -194,7 +186,7 @@ impl Gpu {
         // then n: usize; the arity is checked above), every array holds n elements
         // (checked), outputs are distinct `&mut` borrows, and the values `params`
         // points to outlive the call (cuLaunchKernel copies them).
-        unsafe { stream.launch(&f, grid, ELEMENTWISE_BLOCK, 0, &params) }.during(name, "launch")
+        unsafe { stream.launch(&f, grid, block, 0, &params) }.during(name, "launch")
     }
 
     /// K8: the seed's CPU-vs-GPU evaluation kernel: for each `i`, `repeats`

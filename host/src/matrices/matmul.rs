@@ -5,13 +5,15 @@ use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Zip};
 
 use cuda_kernels_gpu::matmul::{
-    BLOCK_2D, DOUBLES_BLOCK, SGEMM_64, SGEMM_64_V4, SGEMM_128, SGEMM_128_V4, SgemmTile,
-    TILED_MAX_OPERAND, double_element,
+    BLOCK_2D, SGEMM_64, SGEMM_64_V4, SGEMM_128, SGEMM_128_V4, SgemmTile, TILED_MAX_OPERAND,
+    double_element,
 };
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
-use crate::launch::{checked_elements, grid_exact};
+use crate::launch::{
+    VECTORIZED_BLOCK, VectorizedGrid, checked_elements, grid_exact, vectorized_grid,
+};
 use crate::timing::GpuTimer;
 
 /// Which matrix-product kernel to run.
@@ -201,34 +203,48 @@ pub fn matmul_launch_for(
     })
 }
 
-/// The launch shape of `doubles_matrix` over `rows × cols`: 32 × 8 blocks,
-/// a grid that covers the matrix (errors past 65,535 blocks along y), and
-/// errors on an empty matrix or an element count that overflows.
-pub fn doubles_matrix_launch(rows: usize, cols: usize) -> Result<((u32, u32), (u32, u32))> {
+/// The block `(columns, rows)` of the seed-shaped 2-D `doubles_matrix`,
+/// whose grid limits [`doubles_matrix_launch`] keeps.
+const SEED_DOUBLES_BLOCK: (u32, u32) = (32, 8);
+
+/// The launch shape `(grid, block)` of `doubles_matrix` over `rows × cols`
+/// with the default grid sizing: a 1-D vectorized map over the `rows * cols`
+/// elements ([`vectorized_grid`], blocks of [`VECTORIZED_BLOCK`]). Errors on
+/// an empty matrix, an element count whose bytes overflow, or a shape past
+/// the seed's 2-D grid (more than 65,535 × 8 rows, or 2^31 − 1 blocks of 32
+/// columns).
+pub fn doubles_matrix_launch(rows: usize, cols: usize) -> Result<(u32, u32)> {
     const K: &str = "doubles_matrix";
     if rows == 0 || cols == 0 {
         return Err(Error::invalid(K, format!("empty matrix: {rows}×{cols}")));
     }
     checked_elements(K, &[rows, cols, 4])?;
-    Ok((
-        (
-            grid_exact(K, cols, DOUBLES_BLOCK.0, "x")?,
-            grid_exact(K, rows, DOUBLES_BLOCK.1, "y")?,
-        ),
-        DOUBLES_BLOCK,
-    ))
+    // The limits of the seed-shaped 2-D launch (blocks of 32 columns × 8
+    // rows), kept so that the 1-D kernel refuses exactly the shapes it
+    // refused (a 1 × 2^36 broadcast view would otherwise be copied in full).
+    grid_exact(K, cols, SEED_DOUBLES_BLOCK.0, "x")?;
+    grid_exact(K, rows, SEED_DOUBLES_BLOCK.1, "y")?;
+    let grid = vectorized_grid(
+        K,
+        rows * cols,
+        4,
+        VECTORIZED_BLOCK,
+        1,
+        VectorizedGrid::Cover,
+    )?;
+    Ok((grid, VECTORIZED_BLOCK))
 }
 
 impl Gpu {
     /// K3: doubles every element of `a` in place on the GPU (any rows ×
-    /// cols; a 2-D grid of 32 × 8 blocks). Exact.
+    /// cols; a 1-D vectorized map over the elements). Exact.
     ///
     /// Pass `array.view_mut()` for an owned `Array2`. A view that is not in
     /// standard layout (transposed, strided) is copied to a contiguous
     /// buffer, doubled there and copied back into the view.
     ///
-    /// Errors (no launch) on an empty matrix or one whose grid would exceed
-    /// the hardware limits (more than 65,535 × 16 rows).
+    /// Errors (no launch) on an empty matrix or one past the limits of
+    /// [`doubles_matrix_launch`] (more than 65,535 × 8 rows).
     pub fn doubles_matrix_in_place(&self, mut a: ArrayViewMut2<f32>) -> Result<()> {
         const K: &str = "doubles_matrix";
         let (rows, cols) = a.dim();
@@ -271,7 +287,8 @@ impl Gpu {
         cols: usize,
     ) -> Result<()> {
         const K: &str = "doubles_matrix";
-        let (grid, block) = doubles_matrix_launch(rows, cols)?;
+        doubles_matrix_launch(rows, cols)?;
+        let (grid, block) = self.vectorized_launch(K, rows * cols, 4)?;
         if a.len() != rows * cols {
             return Err(Error::invalid(
                 K,
@@ -285,8 +302,8 @@ impl Gpu {
         self.bind()?;
         let f = self.function(K)?;
         let stream = self.stream();
-        // SAFETY: a holds rows * cols f32 (checked above, no overflow); the grid covers
-        // rows × cols with 32 × 8 blocks and the kernel bounds-checks the edges.
+        // SAFETY: a holds rows * cols f32 (checked above, no overflow); the kernel's
+        // grid-stride map covers exactly those elements with any 1-D grid.
         unsafe { launch!(f<<<grid, block, 0, stream>>>(a.as_device_ptr(), rows, cols)) }
             .during(K, "launch")
     }
@@ -898,10 +915,13 @@ mod tests {
 
     #[test]
     fn doubles_matrix_shapes() {
-        assert_eq!(doubles_matrix_launch(5, 5).unwrap(), ((1, 1), (32, 8)));
-        assert_eq!(doubles_matrix_launch(17, 40).unwrap(), ((2, 3), (32, 8)));
+        assert_eq!(doubles_matrix_launch(5, 5).unwrap(), (1, 256));
+        // 8192²: 2^24 vectors of 4, 1024 per block of 256 threads.
+        assert_eq!(doubles_matrix_launch(8192, 8192).unwrap(), (1 << 14, 256));
+        assert_eq!(doubles_matrix_launch(8191, 8193).unwrap(), (1 << 14, 256));
         assert!(doubles_matrix_launch(0, 5).is_err());
         assert!(doubles_matrix_launch(2_000_000, 1).is_err());
+        assert!(doubles_matrix_launch(65_535 * 8, 1).is_ok());
         assert!(doubles_matrix_launch(usize::MAX, 2).is_err());
     }
 
