@@ -51,6 +51,7 @@ if [ -x gpu ]; then
   # racecheck is the slowest tool: the tests whose kernels share memory, one by one.
   for name in foundation::shared_array_block_reverse matrices::matmul_small_matches_dot \
               matrices::matmul_views reduce::block_reduce_tree reduce::scratch_reuse_resets_the_counter \
+              matrices::matmul_tile_selection matrices::matmul_split_k \
               reduce::warp_shuffles_and_votes reduce::seed_sum_of_1_to_10000_is_50005000; do
     add "gpu $name racecheck" "$san --tool racecheck --error-exitcode 99 ./gpu --exact $name"
   done

@@ -313,7 +313,7 @@ fn cold_start(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     Ok(())
 }
 
-/// The check of every device-copy reference row ([`device_copy_gbps`]
+/// The check of every device-copy reference row ([`device_copy_gbps`](crate::bench::device_copy_gbps)
 /// fails the run when a copy is wrong).
 pub const COPY_CHECKED: &str = "every word copied back equals the source";
 
