@@ -1,5 +1,8 @@
 //! Builds `kernels-gpu` for nvptx64 with our builder (`builder/`,
-//! `cuda-kernels-builder`): `$OUT_DIR/kernels.ptx` for `CUDA_KERNELS_ARCH`
+//! `cuda-kernels-builder`), from the folder its build script names
+//! (`DEP_CUDA_KERNELS_GPU_MANIFEST_DIR`, through its `links` key): `kernels-gpu/`
+//! here, the unpacked crate when this one comes from a registry or from
+//! `cargo package`. Writes `$OUT_DIR/kernels.ptx` for `CUDA_KERNELS_ARCH`
 //! (default `sm_70`), and the sm_80/sm_90 cubins when `ptxas` is found
 //! (`src/lib.rs` embeds them with `embedded_images!("kernels")`).
 //!
@@ -7,7 +10,14 @@
 //! `CUDA_KERNELS_PTXAS` (the `ptxas` used, empty when none; `tests/ptx.rs`
 //! checks the PTX with it).
 fn main() {
-    let built = cuda_kernels_builder::KernelBuild::new("kernels-gpu")
+    const KERNELS_DIR: &str = "DEP_CUDA_KERNELS_GPU_MANIFEST_DIR";
+    let Some(kernels) = std::env::var_os(KERNELS_DIR) else {
+        println!(
+            "cargo::error={KERNELS_DIR} is not set: cuda-kernels-gpu's build script names its folder"
+        );
+        std::process::exit(1)
+    };
+    let built = cuda_kernels_builder::KernelBuild::new(kernels)
         .name("kernels")
         .arch_from_env("CUDA_KERNELS_ARCH", "sm_70")
         .cubins(&["sm_80", "sm_90"])

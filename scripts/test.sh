@@ -21,3 +21,6 @@ nvptx() {
 nvptx clippy --quiet -p cuda-kernels-gpu -p cuda-kernels-device -- -D warnings
 RUSTDOCFLAGS="-D warnings" nvptx doc --no-deps --quiet -p cuda-kernels-gpu -p cuda-kernels-device
 cargo test --workspace "$@"
+# The library crates packaged as crates.io would hold them, and built from the
+# packages (issue 12, "Publishable"; nothing is published): scripts/package.sh.
+bash scripts/package.sh
