@@ -19,6 +19,9 @@ dir="${1:?usage: sanitize.sh PACKED_DIR}"
 cd "$dir"
 san="$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)"
 export CUDA_KERNELS_SANITIZE=1
+# A test that cannot reach the GPU fails instead of reporting ignored: a
+# clean summary must mean the kernels ran.
+export CUDA_KERNELS_REQUIRE_GPU=1
 logs="$(mktemp -d)"
 
 # The GPU tests are one binary, `gpu`, with a module per family; each family
@@ -85,6 +88,9 @@ run_job() { # one line of the job list: label|command
   local rc=$?
   local line; line="$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
   [ -z "$line" ] && line="(no summary)"
+  # What the test binary ran, where it is one.
+  local tests; tests="$(grep -E '^test result:' "$log" | tail -1 | sed 's/; finished.*//')"
+  [ -n "$tests" ] && line="$line; $tests"
   if [ $rc -ne 0 ] || ! grep -qE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$log"; then
     echo "FAIL $label: exit $rc, $line"
     grep -E 'Invalid|Race|race|hazard|Barrier|Uninitialized|Leaked|ERROR|FAILED' "$log" | head -12 | sed 's/^/    /'
