@@ -6,7 +6,7 @@
 //! # A kernel crate
 //! A kernel crate depends on `cuda-kernels-device`, is a `cdylib` (the
 //! bitcode linker writes its PTX), and on `nvptx64-nvidia-cuda` is `no_std`:
-//! ```ignore
+//! ```text
 //! #![cfg_attr(target_arch = "nvptx64", no_std)]
 //! #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 //!

@@ -31,7 +31,7 @@ pub const FORCE_PTX_VAR: &str = "CUDA_KERNELS_FORCE_PTX";
 /// With, in `build.rs`,
 /// `cuda_kernels_builder::KernelBuild::new("kernels").name("kernels").cubins(&["sm_80", "sm_90"]).build()`:
 ///
-/// ```ignore
+/// ```text
 /// // (needs the build script's `OUT_DIR`, so not compiled here)
 /// const IMAGES: cuda_kernels::Images<'static> = cuda_kernels::embedded_images!("kernels");
 /// let gpu = cuda_kernels::Gpu::from_images(&IMAGES)?;
