@@ -120,10 +120,14 @@ macro_rules! kernel_list {
         const LISTS: &[&[&str]] = &[$($list),*];
         const N: usize = $crate::kernel::total_len(LISTS);
         const ALL: [&str; N] = $crate::kernel::concat::<N>(LISTS);
-        const _: () = assert!(
-            $crate::kernel::all_distinct(&ALL),
-            "two kernels have the same entry name (see the crate's kernel list)"
-        );
+        // A second kernel under an existing entry name fails here, the
+        // panic message being that name.
+        const TWO_KERNELS_SHARE_THE_ENTRY_NAME: () =
+            if let Some(name) = $crate::kernel::first_duplicate(&ALL) {
+                panic!("{}", name)
+            };
+        #[allow(clippy::let_unit_value)]
+        let () = TWO_KERNELS_SHARE_THE_ENTRY_NAME;
         &ALL
     }};
 }
@@ -154,20 +158,20 @@ pub const fn concat<const N: usize>(lists: &[&[&'static str]]) -> [&'static str;
     out
 }
 
-/// Whether no two names in `names` are equal.
-pub const fn all_distinct(names: &[&str]) -> bool {
+/// The first name of `names` that appears again later, if any.
+pub const fn first_duplicate<'a>(names: &[&'a str]) -> Option<&'a str> {
     let mut i = 0;
     while i < names.len() {
         let mut j = i + 1;
         while j < names.len() {
             if str_eq(names[i], names[j]) {
-                return false;
+                return Some(names[i]);
             }
             j += 1;
         }
         i += 1;
     }
-    true
+    None
 }
 
 const fn str_eq(a: &str, b: &str) -> bool {

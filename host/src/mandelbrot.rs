@@ -118,6 +118,14 @@ pub struct MandelbrotLaunch {
     pub block: u32,
 }
 
+impl MandelbrotLaunch {
+    /// The launch configuration: [`Self::grid`] blocks of [`Self::block`]
+    /// threads.
+    pub fn config(&self) -> LaunchConfig {
+        LaunchConfig::linear(self.grid, self.block)
+    }
+}
+
 /// Checks a lattice size, an iteration count and a block size, and returns
 /// the launch. Errors ([`Error::InvalidInput`] for `kernel`): an empty
 /// lattice, a lattice whose square overflows i32 (more than
@@ -332,7 +340,7 @@ impl Gpu {
     ) -> Result<()> {
         debug_assert_eq!(lattice.len(), shape.lattice_size as usize);
         debug_assert_eq!(graph.len(), shape.points);
-        let cfg = LaunchConfig::linear(shape.grid, shape.block);
+        let cfg = shape.config();
         // SAFETY: `shape` comes from check_launch: 0 < lattice_size, lattice_size² ≤ i32::MAX,
         // grid × block < 2^32; `lattice` holds lattice_size f32 and `graph` lattice_size² f32
         // (checked by every caller); `graph` is borrowed mutably, so it overlaps nothing.

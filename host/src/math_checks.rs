@@ -39,14 +39,14 @@
 use std::fmt::Debug;
 
 use cust::memory::bytemuck::Zeroable;
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy};
+use cust::memory::{CopyDestination, DeviceBuffer};
 
 use cuda_kernels_gpu::math_checks::{MATH_CHECK_BLOCK, MATH_F32_TEST, MATH_F64_TEST};
 pub use cuda_kernels_gpu::math_checks::{MATH_FUNCTIONS, MathFn, MathFnInfo};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
-use crate::kernel::{Kernel, KernelParam, LaunchConfig};
+use crate::kernel::{Kernel, LaunchConfig};
 use crate::launch::grid_1d_capped;
 use crate::util::Rng;
 
@@ -61,21 +61,7 @@ mod sealed {
 
 /// `f32` or `f64`: the types `device::math` has functions for (sealed: its
 /// `KERNEL` is the kernel that the launch trusts).
-pub trait MathFloat:
-    sealed::Sealed
-    + DeviceCopy
-    + Zeroable
-    + Copy
-    + Default
-    + PartialEq
-    + Debug
-    + Send
-    + Sync
-    + 'static
-    + KernelParam<Self>
-{
-    /// `"f32"` or `"f64"`.
-    const NAME: &'static str;
+pub trait MathFloat: sealed::Sealed + Zeroable + crate::reduce::Element {
     /// The check kernel for this type.
     const KERNEL: Kernel<(*const Self, *const Self, *mut Self, usize, u32)>;
     /// Ulps the check allows beyond CUDA's documented bound: the reference's
@@ -152,7 +138,6 @@ fn with_signs<T: MathFloat>(values: impl IntoIterator<Item = T>) -> Vec<T> {
 }
 
 impl MathFloat for f32 {
-    const NAME: &'static str = "f32";
     const KERNEL: Kernel<(*const f32, *const f32, *mut f32, usize, u32)> = MATH_F32_TEST;
     const REFERENCE_SLACK: u32 = 0;
     fn documented_ulp(info: &MathFnInfo) -> u32 {
@@ -200,7 +185,6 @@ impl MathFloat for f32 {
 }
 
 impl MathFloat for f64 {
-    const NAME: &'static str = "f64";
     const KERNEL: Kernel<(*const f64, *const f64, *mut f64, usize, u32)> = MATH_F64_TEST;
     const REFERENCE_SLACK: u32 = 2;
     fn documented_ulp(info: &MathFnInfo) -> u32 {

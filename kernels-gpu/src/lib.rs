@@ -55,6 +55,7 @@ pub const KERNELS: &[&str] = device::kernel_list!(
     elementwise::KERNELS,
     elementwise::REPEAT_KERNELS,
     matmul::KERNELS,
+    matmul::SGEMM_KERNELS,
     reduce::KERNELS,
     reduce::primitive_tests::KERNELS,
     mandelbrot::KERNELS,

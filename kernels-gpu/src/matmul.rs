@@ -476,73 +476,6 @@ crate::device::kernels! {
         }
     }
 
-    /// K5: `C = A · B` with shared-memory tiles and register blocking,
-    /// for any shape and alignment: 128 × 128 tiles of C, 4-byte loads
-    /// (see [`sgemm_tile`]). The launcher picks this entry or another
-    /// `matrix_mul_tiled*` by shape and alignment.
-    ///
-    /// # Safety
-    /// As [`sgemm_tile`] with the shape of [`SGEMM_128`].
-    pub fn matrix_mul_tiled(
-        a: *const f32,
-        b: *const f32,
-        c: *mut f32,
-        m: usize,
-        k: usize,
-        n: usize,
-    ) as MATRIX_MUL_TILED {
-        // SAFETY: forwarded from this kernel's contract.
-        unsafe { sgemm_tile::<{ SGEMM_128.bm }, { SGEMM_128.bn }, { SGEMM_128.bk }, { SGEMM_128.vec }>(a, b, c, m, k, n) }
-    }
-
-    /// K5 with 16-byte loads and k-tiles of 16 (128 × 128 tiles).
-    ///
-    /// # Safety
-    /// As [`sgemm_tile`] with the shape of [`SGEMM_128_V4`].
-    pub fn matrix_mul_tiled_v4(
-        a: *const f32,
-        b: *const f32,
-        c: *mut f32,
-        m: usize,
-        k: usize,
-        n: usize,
-    ) as MATRIX_MUL_TILED_V4 {
-        // SAFETY: forwarded from this kernel's contract.
-        unsafe { sgemm_tile::<{ SGEMM_128_V4.bm }, { SGEMM_128_V4.bn }, { SGEMM_128_V4.bk }, { SGEMM_128_V4.vec }>(a, b, c, m, k, n) }
-    }
-
-    /// K5 with 64 × 64 tiles (64 threads), 4-byte loads.
-    ///
-    /// # Safety
-    /// As [`sgemm_tile`] with the shape of [`SGEMM_64`].
-    pub fn matrix_mul_tiled_64(
-        a: *const f32,
-        b: *const f32,
-        c: *mut f32,
-        m: usize,
-        k: usize,
-        n: usize,
-    ) as MATRIX_MUL_TILED_64 {
-        // SAFETY: forwarded from this kernel's contract.
-        unsafe { sgemm_tile::<{ SGEMM_64.bm }, { SGEMM_64.bn }, { SGEMM_64.bk }, { SGEMM_64.vec }>(a, b, c, m, k, n) }
-    }
-
-    /// K5 with 64 × 64 tiles (64 threads), 16-byte loads.
-    ///
-    /// # Safety
-    /// As [`sgemm_tile`] with the shape of [`SGEMM_64_V4`].
-    pub fn matrix_mul_tiled_64_v4(
-        a: *const f32,
-        b: *const f32,
-        c: *mut f32,
-        m: usize,
-        k: usize,
-        n: usize,
-    ) as MATRIX_MUL_TILED_64_V4 {
-        // SAFETY: forwarded from this kernel's contract.
-        unsafe { sgemm_tile::<{ SGEMM_64_V4.bm }, { SGEMM_64_V4.bn }, { SGEMM_64_V4.bk }, { SGEMM_64_V4.vec }>(a, b, c, m, k, n) }
-    }
-
     /// K9: batched int64 matrix product with NumPy gufunc semantics
     /// `(m,n),(n,p)->(m,p)`: for every batch index `z < batch`,
     /// `C[z] = A[a_offsets[z] ..] · B[b_offsets[z] ..]`, where the offsets
@@ -587,4 +520,53 @@ crate::device::kernels! {
             unsafe { *c.add(idx) = acc };
         }
     }
+}
+
+/// Declares the tiled SGEMM entry points, each instantiating [`sgemm_tile`]
+/// with the shape of one [`SgemmTile`] constant, in one `kernels!` block
+/// (their list is `SGEMM_KERNELS`).
+macro_rules! sgemm_kernels {
+    ($($(#[$doc:meta])* $name:ident as $handle:ident = $tile:ident;)*) => {
+        crate::device::kernels! {
+            list SGEMM_KERNELS;
+            $(
+                $(#[$doc])*
+                ///
+                /// # Safety
+                #[doc = concat!("As [`sgemm_tile`] with the shape of [`", stringify!($tile), "`].")]
+                pub fn $name(
+                    a: *const f32,
+                    b: *const f32,
+                    c: *mut f32,
+                    m: usize,
+                    k: usize,
+                    n: usize,
+                ) as $handle {
+                    // SAFETY: forwarded from this kernel's contract.
+                    unsafe {
+                        sgemm_tile::<{ $tile.bm }, { $tile.bn }, { $tile.bk }, { $tile.vec }>(
+                            a, b, c, m, k, n,
+                        )
+                    }
+                }
+            )*
+        }
+    };
+}
+
+sgemm_kernels! {
+    /// K5: `C = A · B` with shared-memory tiles and register blocking,
+    /// for any shape and alignment: 128 × 128 tiles of C, 4-byte loads
+    /// (see [`sgemm_tile`]). The launcher picks this entry or another
+    /// `matrix_mul_tiled*` by shape and alignment.
+    matrix_mul_tiled as MATRIX_MUL_TILED = SGEMM_128;
+
+    /// K5 with 16-byte loads and k-tiles of 16 (128 × 128 tiles).
+    matrix_mul_tiled_v4 as MATRIX_MUL_TILED_V4 = SGEMM_128_V4;
+
+    /// K5 with 64 × 64 tiles (64 threads), 4-byte loads.
+    matrix_mul_tiled_64 as MATRIX_MUL_TILED_64 = SGEMM_64;
+
+    /// K5 with 64 × 64 tiles (64 threads), 16-byte loads.
+    matrix_mul_tiled_64_v4 as MATRIX_MUL_TILED_64_V4 = SGEMM_64_V4;
 }

@@ -256,7 +256,10 @@ fn matmul_tile_selection(gpu: &Gpu) -> Result<(), Failed> {
             seen.insert(plan.entry.name());
             let chk = check_matmul(c.view(), a.view(), b.view()).map_err(fail)?;
             ensure(chk.passed(), || {
-                format!("{} {m}×{k}·{k}×{n} offset {offset}: {chk:?}", plan.entry.name())
+                format!(
+                    "{} {m}×{k}·{k}×{n} offset {offset}: {chk:?}",
+                    plan.entry.name()
+                )
             })?;
         }
     }
@@ -661,7 +664,8 @@ fn ptx_tiled_v4_uses_global_vector_loads() -> Result<(), Failed> {
         ensure(v4 == tile.vec, || {
             format!(
                 "{}: ld.global.nc.v4 present: {v4}, expected {}",
-                tile.entry.name(), tile.vec
+                tile.entry.name(),
+                tile.vec
             )
         })?;
     }

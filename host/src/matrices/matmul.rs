@@ -78,6 +78,18 @@ pub struct MatmulLaunch {
     pub smem: u32,
 }
 
+impl MatmulLaunch {
+    /// The launch configuration: grid `(grid.0, grid.1, splits)`, block
+    /// `(block.0, block.1, 1)`, [`Self::smem`] bytes of shared memory.
+    pub fn config(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid: (self.grid.0, self.grid.1, self.splits),
+            block: (self.block.0, self.block.1, 1),
+            shared_mem_bytes: self.smem,
+        }
+    }
+}
+
 /// The multiprocessor count [`matmul_launch`] plans for (an H100 SXM's);
 /// [`Gpu::matmul_on_device`] plans for the GPU's own count.
 pub const PLAN_SMS: u32 = 132;
@@ -402,11 +414,7 @@ impl Gpu {
         check_product_buffers(name, (a.len(), b.len(), c.len()), (m, k, n))?;
         self.bind()?;
         let stream = self.stream();
-        let cfg = LaunchConfig {
-            grid: (shape.grid.0, shape.grid.1, shape.splits),
-            block: (shape.block.0, shape.block.1, 1),
-            shared_mem_bytes: shape.smem,
-        };
+        let cfg = shape.config();
         if shape.splits > 1 {
             // Split-k blocks add their partial products onto C.
             // SAFETY: `c` is borrowed mutably and the memset is queued on the same
