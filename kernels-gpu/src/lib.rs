@@ -25,7 +25,7 @@
 //! feature `builtin-kernels` compiles this crate's own entry points for
 //! nvptx64, which a `cdylib` would export next to the user's (its PTX would
 //! hold every kernel below). Without it, on nvptx64 this crate is the
-//! macros' support code ([`bandwidth`], [`elementwise`], [`reduce`]) alone;
+//! macros' support code ([`bandwidth`], [`elementwise`](mod@elementwise), [`reduce`]) alone;
 //! on the host the feature changes nothing.
 #![warn(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", no_std)]

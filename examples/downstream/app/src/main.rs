@@ -3,12 +3,14 @@
 //! prints each result next to its CPU reference, computed with the same
 //! per-element functions. Exits 1 on a mismatch; without a GPU it says so
 //! and exits 0.
+use std::fmt::Display;
 use std::process::ExitCode;
 
 use cuda_kernels::cust::launch;
 use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
-use cuda_kernels::matrices::elementwise_cpu;
-use cuda_kernels::ndarray::{Array1, Array2, ArrayView2, array};
+use cuda_kernels::kernels::elementwise::Elementwise;
+use cuda_kernels::matrices::{ElementwiseElement, elementwise_cpu};
+use cuda_kernels::ndarray::{Array1, Array2, ArrayView1, ArrayView2, LinalgScalar, array};
 use cuda_kernels::reduce::reduce_cpu;
 use cuda_kernels::{CudaResultExt, Error, Gpu, Images, Result};
 use downstream_kernels::{MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, leaky_relu, softmax_term};
@@ -58,13 +60,7 @@ fn main() -> ExitCode {
 
 /// One line of the table: what ran, the GPU's result, the CPU reference's,
 /// and how they were compared. Returns whether they agree.
-fn row(
-    what: &str,
-    gpu: impl std::fmt::Display,
-    cpu: impl std::fmt::Display,
-    check: &str,
-    ok: bool,
-) -> bool {
+fn row(what: &str, gpu: impl Display, cpu: impl Display, check: &str, ok: bool) -> bool {
     let verdict = if ok { "ok" } else { "MISMATCH" };
     println!("{what:<34} {gpu:>16} {cpu:>16}  {check} {verdict}");
     ok
@@ -120,39 +116,8 @@ fn run(gpu: &Gpu) -> Result<bool> {
     ok &= row("reduce_max_abs_f64 (2^20)", g, c, "exact", g == c);
 
     // elementwise_leaky_relu: exact (one rounding, the same on both sides).
-    let alpha = 0.01f32;
-    let mut g = Array1::<f32>::zeros(N);
-    let mut c = Array1::<f32>::zeros(N);
-    gpu.elementwise::<leaky_relu, f32>(&[x.view()], &mut [g.view_mut()], &[alpha])?;
-    elementwise_cpu::<leaky_relu, f32>(&[x.view()], &mut [c.view_mut()], &[alpha])?;
-    let differ = g
-        .iter()
-        .zip(&c)
-        .filter(|(a, b)| a.to_bits() != b.to_bits())
-        .count();
-    ok &= row(
-        "elementwise_leaky_relu_f32 (2^20)",
-        format!("Σ {:.4}", g.sum()),
-        format!("Σ {:.4}", c.sum()),
-        &format!("exact: {differ} of {N} differ"),
-        differ == 0,
-    );
-    let mut g = Array1::<f64>::zeros(N);
-    let mut c = Array1::<f64>::zeros(N);
-    gpu.elementwise::<leaky_relu, f64>(&[x64.view()], &mut [g.view_mut()], &[0.2])?;
-    elementwise_cpu::<leaky_relu, f64>(&[x64.view()], &mut [c.view_mut()], &[0.2])?;
-    let differ = g
-        .iter()
-        .zip(&c)
-        .filter(|(a, b)| a.to_bits() != b.to_bits())
-        .count();
-    ok &= row(
-        "elementwise_leaky_relu_f64 (2^20)",
-        format!("Σ {:.4}", g.sum()),
-        format!("Σ {:.4}", c.sum()),
-        &format!("exact: {differ} of {N} differ"),
-        differ == 0,
-    );
+    ok &= check_leaky_relu(gpu, x.view(), 0.01)?;
+    ok &= check_leaky_relu(gpu, x64.view(), 0.2)?;
 
     // softmax_rows: bounded. Both sides compute the same arguments x − max
     // (max is exact); the terms differ by libdevice's expf (≤ 2 ulps) against
@@ -178,6 +143,28 @@ fn run(gpu: &Gpu) -> Result<bool> {
         worst <= bound,
     );
     Ok(ok)
+}
+
+/// Runs `leaky_relu` for `T` on the GPU and in its CPU reference, and
+/// compares every element's bits (f32 and f64 convert to f64 exactly).
+fn check_leaky_relu<T>(gpu: &Gpu, x: ArrayView1<T>, alpha: T) -> Result<bool>
+where
+    T: ElementwiseElement + LinalgScalar + Display + Into<f64>,
+    leaky_relu: Elementwise<T>,
+{
+    let mut g = Array1::<T>::zeros(x.len());
+    let mut c = Array1::<T>::zeros(x.len());
+    gpu.elementwise::<leaky_relu, T>(&[x.view()], &mut [g.view_mut()], &[alpha])?;
+    elementwise_cpu::<leaky_relu, T>(&[x.view()], &mut [c.view_mut()], &[alpha])?;
+    let bits = |v: &T| Into::<f64>::into(*v).to_bits();
+    let differ = g.iter().zip(&c).filter(|(a, b)| bits(a) != bits(b)).count();
+    Ok(row(
+        &format!("{} (2^20)", <leaky_relu as Elementwise<T>>::ENTRY),
+        format!("Σ {:.4}", g.sum()),
+        format!("Σ {:.4}", c.sum()),
+        &format!("exact: {differ} of {} differ", x.len()),
+        differ == 0,
+    ))
 }
 
 /// The CPU reference of `softmax_rows`: the same terms, summed left to right.
