@@ -56,6 +56,14 @@
 //! (the CPU reference stages one element of each on the stack); every
 //! array of one call has the same length.
 //!
+//! # In a kernel crate of your own
+//! Invoke [`elementwise!`](macro@crate::elementwise) itself, with the same
+//! entry syntax, in your kernel crate (which depends on this one with
+//! `default-features = false`, see the [crate docs](crate)), and launch the
+//! marker type from your host crate with `Gpu::elementwise::<name, T>` on the
+//! module your build script made (`examples/downstream` does it).
+//! `elementwise_kernels!` is this crate's own list, not a declaration macro.
+//!
 //! # `vector_sum_repeat` (K8)
 //! The seed's deliberately heavy kernel: every thread repeats
 //! `c[i] = a[i] + b[i]` 10,000 times. The loads and the store are volatile
@@ -142,7 +150,8 @@ macro_rules! elementwise {
         $(#[$meta])*
         ///
         /// (An elementwise kernel marker: see
-        /// [`Elementwise`](crate::elementwise::Elementwise).)
+        /// `cuda_kernels_gpu::elementwise::Elementwise`. Plain text: a link
+        /// here would resolve in the crate that invokes the macro.)
         #[allow(non_camel_case_types)]
         #[derive(Debug, Clone, Copy, Default)]
         pub struct $name;
@@ -262,6 +271,8 @@ macro_rules! elementwise_kernels {
     };
 }
 
+// The built-in kernels (their entry points only with `builtin-kernels`).
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 elementwise_kernels!(crate::elementwise);
 
 /// The per-element function of `vector_sum_repeat` (K8), shared with the
@@ -274,7 +285,7 @@ pub fn vector_sum_repeat_element(a: f32, b: f32) -> f32 {
 /// Threads per block of `vector_sum_repeat`.
 pub const REPEAT_THREADS: u32 = 256;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", feature = "builtin-kernels"))]
 mod entry {
     use super::vector_sum_repeat_element;
     use crate::device::thread;

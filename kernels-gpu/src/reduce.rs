@@ -39,7 +39,11 @@
 //! ```
 //! and add the new entry names to the host's `reduce::ENTRY_POINTS` (the
 //! offline PTX test then checks that they were built). [`Xor`] below is
-//! declared exactly this way.
+//! declared exactly this way. A kernel crate of your own does the same with
+//! its own types (`examples/downstream`'s `MaxAbs`), and its host crate
+//! launches them with `Gpu::reduce::<Op, T>` on its own module. An entry name
+//! used twice in one kernel crate is a build error (rustc: "symbol
+//! `reduce_…` is already defined").
 //!
 //! # The algorithm (one launch)
 //! 1. Each thread combines its share of the input in registers: a grid-stride
@@ -313,11 +317,18 @@ macro_rules! reduce_kernels {
     )+};
 }
 
-reduce_kernels!(Sum, "sum": i32, i64, f32, f64);
-reduce_kernels!(Product, "product": i32, i64, f32, f64);
-reduce_kernels!(Min, "min": i32, i64, f32, f64);
-reduce_kernels!(Max, "max": i32, i64, f32, f64);
-reduce_kernels!(Xor, "xor": i32, i64);
+/// The built-in reductions: `ReduceKernel` everywhere, the entry points on
+/// nvptx64 with the feature `builtin-kernels` (see the crate docs).
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+mod built_in {
+    use super::{Max, Min, Product, Sum, Xor};
+
+    reduce_kernels!(Sum, "sum": i32, i64, f32, f64);
+    reduce_kernels!(Product, "product": i32, i64, f32, f64);
+    reduce_kernels!(Min, "min": i32, i64, f32, f64);
+    reduce_kernels!(Max, "max": i32, i64, f32, f64);
+    reduce_kernels!(Xor, "xor": i32, i64);
+}
 
 /// The CPU side of the single source: a sequential left fold, from `init`
 /// or else from the identity (as the GPU's accumulators start), with the
@@ -340,7 +351,7 @@ pub fn fold<T: Copy, Op: ReduceOp<T>>(
 #[cfg(target_arch = "nvptx64")]
 pub mod body;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", feature = "builtin-kernels"))]
 mod primitive_tests;
 
 #[cfg(test)]
