@@ -16,10 +16,30 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 nvptx() {
   RUSTC_BOOTSTRAP=1 CARGO_ENCODED_RUSTFLAGS="-Ctarget-cpu=${CUDA_KERNELS_ARCH:-sm_70}" \
     cargo "$1" --release --target nvptx64-nvidia-cuda -Zbuild-std=core \
-    --manifest-path kernels-gpu/Cargo.toml --target-dir target/nvptx-lint "${@:2}"
+    --manifest-path "${MANIFEST:-kernels-gpu/Cargo.toml}" --target-dir target/nvptx-lint "${@:2}"
 }
 nvptx clippy --quiet -p cuda-kernels-gpu -p cuda-kernels-device -- -D warnings
+# As a user's kernel crate sees it: without the built-in kernels.
+nvptx clippy --quiet -p cuda-kernels-gpu --no-default-features -- -D warnings
 RUSTDOCFLAGS="-D warnings" nvptx doc --no-deps --quiet -p cuda-kernels-gpu -p cuda-kernels-device
+# The downstream workspace (examples/downstream, outside this workspace): a
+# user's kernel crate and program on this library, built the way a user
+# builds them; CUDA_LIBRARY_PATH as a user sets it (cargo never applies our
+# .cargo/config.toml to a dependent). It shares our target folder (the
+# nvptx64 core build and the dependencies are reused). Its app must say
+# there is no GPU and exit 0 here (on a GPU it checks every kernel against
+# its CPU reference); its tests/ptx.rs assembles its PTX with ptxas for
+# sm_70, sm_80 and sm_90 and refuses spills.
+downstream() {
+  CUDA_LIBRARY_PATH="$PWD/.tools/cuda" cargo "$1" --manifest-path examples/downstream/Cargo.toml \
+    "${@:2}"
+}
+downstream fmt --all -- --check
+downstream clippy --release --target-dir target --all-targets -- -D warnings
+MANIFEST=examples/downstream/Cargo.toml nvptx clippy --quiet -p downstream-kernels -- -D warnings
+downstream build --release --target-dir target
+target/release/downstream-app
+downstream test --release --target-dir target
 cargo test --workspace "$@"
 # The library crates packaged as crates.io would hold them, and built from the
 # packages (issue 12, "Publishable"; nothing is published): scripts/package.sh.

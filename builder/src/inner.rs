@@ -141,18 +141,39 @@ pub fn warnings(stderr: &str) -> Vec<&str> {
     out
 }
 
-/// `<target>/nvptx-kernels`, found from `out_dir`
-/// (`<target>/[<triple>/]<profile>/build/<pkg>/out`): shared by the debug
-/// and release outer builds, never the outer build's own directory (whose
-/// lock the outer build holds).
-pub fn kernel_target_dir(out_dir: &Path) -> PathBuf {
-    out_dir
+/// `<target>/nvptx-kernels/<crate folder>-<hash of its path>`, `<target>`
+/// found from `out_dir` (`<target>/[<triple>/]<profile>/build/<pkg>/out`):
+/// shared by the debug and release outer builds, never the outer build's own
+/// directory (whose lock the outer build holds), and one per kernel crate.
+/// One per kernel crate because cargo writes a `cdylib`'s PTX under its
+/// library name alone (`release/<lib>.ptx`, no hash): a kernel crate that
+/// depends on another kernel crate (a user's on `cuda-kernels-gpu` without
+/// its built-in kernels) builds that crate's `cdylib` too, and would
+/// overwrite the PTX that crate's own build reads.
+pub fn kernel_target_dir(out_dir: &Path, crate_dir: &Path) -> PathBuf {
+    let target = out_dir
         .ancestors()
         .find(|p| p.file_name().is_some_and(|n| n == "build"))
         .and_then(|build| build.parent())
         .and_then(|profile| profile.parent())
-        .map(|target| target.join("nvptx-kernels"))
-        .unwrap_or_else(|| out_dir.join("nvptx-kernels"))
+        .unwrap_or(out_dir);
+    let crate_dir = crate_dir
+        .canonicalize()
+        .unwrap_or_else(|_| crate_dir.to_path_buf());
+    let name = crate_dir
+        .file_name()
+        .map_or("kernels".into(), |n| n.to_string_lossy());
+    // FNV-1a: a stable hash of the path, with no dependency.
+    let hash = crate_dir
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    target
+        .join("nvptx-kernels")
+        .join(format!("{name}-{hash:016x}"))
 }
 
 /// The number of an architecture name: 80 for `sm_80`; `None` for anything
@@ -292,20 +313,38 @@ mod tests {
     }
 
     #[test]
-    fn the_kernel_target_dir_sits_beside_the_profiles() {
+    fn the_kernel_target_dir_sits_beside_the_profiles_one_per_kernel_crate() {
+        let kernels = Path::new("/ws/kernels");
+        let dir = kernel_target_dir(Path::new("/ws/target/debug/build/pkg-abc/out"), kernels);
+        assert_eq!(dir.parent(), Some(Path::new("/ws/target/nvptx-kernels")));
+        let name = dir.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with("kernels-") && name.len() == 8 + 16,
+            "{name}"
+        );
+        // The release build shares it; another triple's folder has its own.
         assert_eq!(
-            kernel_target_dir(Path::new("/ws/target/debug/build/pkg-abc/out")),
-            Path::new("/ws/target/nvptx-kernels")
+            kernel_target_dir(Path::new("/ws/target/release/build/pkg-def/out"), kernels),
+            dir
         );
         assert_eq!(
-            kernel_target_dir(Path::new(
-                "/ws/target/x86_64-unknown-linux-gnu/release/build/pkg-abc/out"
-            )),
-            Path::new("/ws/target/x86_64-unknown-linux-gnu/nvptx-kernels")
+            kernel_target_dir(
+                Path::new("/ws/target/x86_64-unknown-linux-gnu/release/build/pkg-abc/out"),
+                kernels
+            )
+            .parent(),
+            Some(Path::new(
+                "/ws/target/x86_64-unknown-linux-gnu/nvptx-kernels"
+            ))
         );
         assert_eq!(
-            kernel_target_dir(Path::new("/tmp/out")),
-            Path::new("/tmp/out/nvptx-kernels")
+            kernel_target_dir(Path::new("/tmp/out"), kernels).parent(),
+            Some(Path::new("/tmp/out/nvptx-kernels"))
+        );
+        // Two kernel crates of one name in different places never share one.
+        assert_ne!(
+            kernel_target_dir(Path::new("/tmp/out"), Path::new("/other/kernels")),
+            kernel_target_dir(Path::new("/tmp/out"), kernels)
         );
     }
 

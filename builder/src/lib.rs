@@ -22,7 +22,8 @@
 //!   unstable `-Zbuild-std` and the nvptx features `abi_ptx`,
 //!   `stdarch_nvptx`, `asm_experimental_arch` need it; the outer build never
 //!   sees it);
-//! - in its own target directory (`<target>/nvptx-kernels`), so it never
+//! - in its own target directory (`<target>/nvptx-kernels/<crate>-<hash>`,
+//!   one per kernel crate: see [`KernelBuild::target_dir`]), so it never
 //!   waits on the outer build's lock; the outer `RUSTFLAGS`, target, target
 //!   directory and compiler wrappers are stripped, and the kernels get their
 //!   own release profile (`opt-level = 3`, fat LTO, one codegen unit,
@@ -351,9 +352,13 @@ impl KernelBuild {
         self
     }
 
-    /// The inner build's target directory (default: `nvptx-kernels` in the
-    /// outer build's target directory, found from `$OUT_DIR`). Never the
-    /// outer build's own: it holds that directory's lock.
+    /// The inner build's target directory (default:
+    /// `nvptx-kernels/<crate folder>-<hash of its path>` in the outer build's
+    /// target directory, found from `$OUT_DIR`). Never the outer build's own:
+    /// it holds that directory's lock. Never one that another kernel crate
+    /// builds in either: cargo writes a `cdylib`'s PTX under its library name
+    /// alone, and a kernel crate that depends on another one (on
+    /// `cuda-kernels-gpu`) builds that one's `cdylib` too.
     ///
     /// ```no_run
     /// let build = cuda_kernels_builder::KernelBuild::new("kernels").target_dir("/tmp/nvptx");
@@ -406,7 +411,7 @@ impl KernelBuild {
         let target_dir = self
             .target_dir
             .clone()
-            .unwrap_or_else(|| inner::kernel_target_dir(&out_dir));
+            .unwrap_or_else(|| inner::kernel_target_dir(&out_dir, &crate_dir));
         let cargo_bin = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let output = inner::command(
             &cargo_bin,

@@ -56,6 +56,14 @@
 //! (the CPU reference stages one element of each on the stack); every
 //! array of one call has the same length.
 //!
+//! # In a kernel crate of your own
+//! Invoke [`elementwise!`](macro@crate::elementwise) itself, with the same
+//! entry syntax, in your kernel crate (which depends on this one with
+//! `default-features = false`, see the [crate docs](crate)), and launch the
+//! marker type from your host crate with `Gpu::elementwise::<name, T>` on the
+//! module your build script made (`examples/downstream` does it).
+//! `elementwise_kernels!` is this crate's own list, not a declaration macro.
+//!
 //! # `vector_sum_repeat` (K8)
 //! The seed's deliberately heavy kernel: every thread repeats
 //! `c[i] = a[i] + b[i]` 10,000 times. The loads and the store are volatile
@@ -153,7 +161,8 @@ macro_rules! elementwise {
         $(#[$meta])*
         ///
         /// (An elementwise kernel marker: see
-        /// [`Elementwise`](crate::elementwise::Elementwise).)
+        /// `cuda_kernels_gpu::elementwise::Elementwise`. Plain text: a link
+        /// here would resolve in the crate that invokes the macro.)
         #[allow(non_camel_case_types)]
         #[derive(Debug, Clone, Copy, Default)]
         pub struct $name;
@@ -161,7 +170,7 @@ macro_rules! elementwise {
     )*
         /// The PTX entry points of these elementwise kernels, in declaration
         /// order.
-        pub const KERNELS: &[&str] = &[$($(
+        pub const ELEMENTWISE_KERNELS: &[&str] = &[$($(
             concat!("elementwise_", stringify!($name), "_", stringify!($ty)),
         )+)*];
     };
@@ -279,6 +288,8 @@ macro_rules! elementwise_kernels {
     };
 }
 
+// The built-in kernels (their entry points only with `builtin-kernels`).
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 elementwise_kernels!(crate::elementwise);
 
 /// The per-element function of `vector_sum_repeat` (K8), shared with the
@@ -291,9 +302,11 @@ pub fn vector_sum_repeat_element(a: f32, b: f32) -> f32 {
 /// Threads per block of `vector_sum_repeat`.
 pub const REPEAT_THREADS: u32 = 256;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", feature = "builtin-kernels"))]
 use crate::device::thread;
 
+// The entry point only with `builtin-kernels` (see the crate docs).
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 crate::device::kernels! {
     list REPEAT_KERNELS;
     /// K8: for each `i < n`, `repeats` times: `c[i] = a[i] + b[i]`, with

@@ -21,6 +21,15 @@
 //!   inputs, outputs, scalars; no slices or structs by value;
 //! - sizes are validated once by the host launcher (the `# Safety` section of
 //!   each kernel says what it relies on), so kernels use unchecked accesses.
+//!
+//! # In a user's kernel crate
+//! A kernel crate of its own uses [`elementwise!`], [`reduce_kernels!`] and
+//! their traits from here, with `default-features = false`: the default
+//! feature `builtin-kernels` compiles this crate's own entry points for
+//! nvptx64, which a `cdylib` would export next to the user's (its PTX would
+//! hold every kernel below). Without it, on nvptx64 this crate is the
+//! macros' support code ([`bandwidth`], [`elementwise`](mod@elementwise), [`reduce`]) alone;
+//! on the host the feature changes nothing.
 #![warn(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 // abi_ptx: the entry points; asm_experimental_arch: `shared_array!`, which
@@ -34,29 +43,39 @@ pub use cuda_kernels_device as device;
 pub use cuda_kernels_device::{gpu_assert, gpu_printf, shared_array};
 
 pub mod bandwidth;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod device_checks;
 pub mod elementwise;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod hello;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod life;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod mandelbrot;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod math_checks;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod matmul;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod multiply;
 pub mod reduce;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod streams;
 
 /// Every PTX entry point of this crate, each family's generated list joined
 /// once here; the build fails if two kernels share an entry name. The host's
-/// tests check this list against the built PTX.
+/// tests check this list against the built PTX. (On nvptx64 it exists with
+/// the feature `builtin-kernels` only, as the kernels do.)
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub const KERNELS: &[&str] = device::kernel_list!(
     multiply::KERNELS,
     device_checks::KERNELS,
     hello::KERNELS,
-    elementwise::KERNELS,
+    elementwise::ELEMENTWISE_KERNELS,
     elementwise::REPEAT_KERNELS,
     matmul::KERNELS,
     matmul::SGEMM_KERNELS,
-    reduce::KERNELS,
+    reduce::built_in::REDUCE_KERNELS,
     reduce::primitive_tests::KERNELS,
     mandelbrot::KERNELS,
     streams::KERNELS,

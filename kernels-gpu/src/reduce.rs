@@ -37,9 +37,14 @@
 //! # use cuda_kernels_gpu::reduce::ReduceKernel;
 //! # assert_eq!(<BitOr as ReduceKernel<i32>>::ENTRY, "reduce_bit_or_i32");
 //! ```
-//! and add the new entry names to the host's `reduce::ENTRY_POINTS` (the
-//! offline PTX test then checks that they were built). [`Xor`] below is
-//! declared exactly this way.
+//! The invocation also lists the entry names (`REDUCE_KERNELS`), which join
+//! the crate's generated list (the offline PTX test then checks that they
+//! were built). [`Xor`] below is
+//! declared exactly this way. A kernel crate of your own does the same with
+//! its own types (`examples/downstream`'s `MaxAbs`), and its host crate
+//! launches them with `Gpu::reduce::<Op, T>` on its own module. An entry name
+//! used twice in one kernel crate is a build error (rustc: "symbol
+//! `reduce_…` is already defined").
 //!
 //! # The algorithm (one launch)
 //! 1. Each thread combines its share of the input in registers: a grid-stride
@@ -268,7 +273,8 @@ pub unsafe trait ReduceKernel<T>: ReduceOp<T> {
 /// `reduce_kernels! { Op, "name": i32, f64, …; … }` emits, for each type
 /// `t`, the entry point `reduce_<name>_<t>` (on nvptx64) and
 /// `impl ReduceKernel<t> for Op` (everywhere, with its handle
-/// [`ReduceKernel::KERNEL`]), and once the list `KERNELS` of the entry names. `Op` must implement
+/// [`ReduceKernel::KERNEL`]), and once the list `REDUCE_KERNELS` of the entry
+/// names. `Op` must implement
 /// [`ReduceOp<t>`](ReduceOp) for each type, and each type must be one of the
 /// element types the host launches (`i32`, `i64`, `f32`, `f64`: the host
 /// crate's sealed `reduce::Element`).
@@ -287,7 +293,7 @@ pub unsafe trait ReduceKernel<T>: ReduceOp<T> {
 macro_rules! reduce_kernels {
     ($($op:ty, $name:literal: $($t:ident),+);+ $(;)?) => {
         /// The PTX entry points of the reductions, in declaration order.
-        pub const KERNELS: &[&str] = &[$($(concat!("reduce_", $name, "_", stringify!($t)),)+)+];
+        pub const REDUCE_KERNELS: &[&str] = &[$($(concat!("reduce_", $name, "_", stringify!($t)),)+)+];
         $($crate::reduce_kernels!(@one $op, $name: $($t),+);)+
     };
     (@one $op:ty, $name:literal: $($t:ident),+) => {$(
@@ -323,12 +329,20 @@ macro_rules! reduce_kernels {
     )+};
 }
 
-reduce_kernels! {
-    Sum, "sum": i32, i64, f32, f64;
-    Product, "product": i32, i64, f32, f64;
-    Min, "min": i32, i64, f32, f64;
-    Max, "max": i32, i64, f32, f64;
-    Xor, "xor": i32, i64;
+/// The built-in reductions: `ReduceKernel` everywhere, the entry points on
+/// nvptx64 with the feature `builtin-kernels` (see the crate docs), and their
+/// list `REDUCE_KERNELS`.
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub mod built_in {
+    use super::{Max, Min, Product, Sum, Xor};
+
+    reduce_kernels! {
+        Sum, "sum": i32, i64, f32, f64;
+        Product, "product": i32, i64, f32, f64;
+        Min, "min": i32, i64, f32, f64;
+        Max, "max": i32, i64, f32, f64;
+        Xor, "xor": i32, i64;
+    }
 }
 
 /// The CPU side of the single source: a sequential left fold, from `init`
@@ -352,6 +366,7 @@ pub fn fold<T: Copy, Op: ReduceOp<T>>(
 #[cfg(target_arch = "nvptx64")]
 pub mod body;
 
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod primitive_tests;
 
 #[cfg(test)]

@@ -1,0 +1,209 @@
+//! A user's program on cuda-kernels: it launches the kernels of its own
+//! kernel crate (`../kernels`, built to PTX and cubins by `build.rs`) and
+//! prints each result next to its CPU reference, computed with the same
+//! per-element functions. Exits 1 on a mismatch; without a GPU it says so
+//! and exits 0.
+use std::fmt::Display;
+use std::process::ExitCode;
+
+use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
+use cuda_kernels::kernels::elementwise::Elementwise;
+use cuda_kernels::matrices::{ElementwiseElement, elementwise_cpu};
+use cuda_kernels::ndarray::{Array1, Array2, ArrayView1, ArrayView2, LinalgScalar, array};
+use cuda_kernels::reduce::reduce_cpu;
+use cuda_kernels::{CudaResultExt, Error, Gpu, Images, LaunchConfig, Result};
+use downstream_kernels::{
+    MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, SOFTMAX_ROWS, leaky_relu, softmax_term,
+};
+
+/// This program's kernels: the PTX and cubins `build.rs` wrote.
+const IMAGES: Images<'static> = cuda_kernels::embedded_images!("downstream");
+
+/// Elements of the elementwise and reduction inputs.
+const N: usize = 1 << 20;
+/// The softmax input's shape: a row length that is not a multiple of the
+/// block, so every thread's last stride is partial.
+const ROWS: usize = 512;
+const COLS: usize = 1000;
+
+fn main() -> ExitCode {
+    let gpu = match Gpu::from_images(&IMAGES) {
+        Ok(gpu) => gpu,
+        Err(e) if e.is_no_gpu() => {
+            println!(
+                "{e}: nothing to run (the simulator will run these kernels on the CPU later)."
+            );
+            println!(
+                "Built: {} bytes of PTX with the entry points {}, and {} cubin(s).",
+                IMAGES.ptx.len(),
+                cuda_kernels::ptx_entry_points(IMAGES.ptx).join(", "),
+                IMAGES.cubins.len()
+            );
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match run(&gpu) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("MISMATCH: a GPU result differs from its CPU reference");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One line of the table: what ran, the GPU's result, the CPU reference's,
+/// and how they were compared. Returns whether they agree.
+fn row(what: &str, gpu: impl Display, cpu: impl Display, check: &str, ok: bool) -> bool {
+    let verdict = if ok { "ok" } else { "MISMATCH" };
+    println!("{what:<34} {gpu:>16} {cpu:>16}  {check} {verdict}");
+    ok
+}
+
+/// `n` values in `[-8, 8)` from a fixed xorshift sequence.
+fn inputs(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32 * 16.0 - 8.0
+        })
+        .collect()
+}
+
+/// Runs every kernel and compares it with its CPU reference.
+fn run(gpu: &Gpu) -> Result<bool> {
+    println!("{} ({})", gpu.name()?, gpu.image());
+    println!(
+        "{:<34} {:>16} {:>16}  check",
+        "kernel", "GPU", "CPU reference"
+    );
+    let mut ok = true;
+
+    // reduce_max_abs: exact (no rounding anywhere). The first input is
+    // issue 12's: the built-in `max` gave 3 for it.
+    let small = array![-9.0f32, 2.0, 3.0];
+    let (g, c) = (
+        gpu.reduce::<MaxAbs, f32>(small.view(), None)?,
+        reduce_cpu::<MaxAbs, f32>(small.view(), None)?,
+    );
+    ok &= row(
+        "reduce_max_abs_f32 [-9, 2, 3]",
+        g,
+        c,
+        "exact",
+        g == c && g == 9.0,
+    );
+    let x = Array1::from(inputs(N, 1));
+    let (g, c) = (
+        gpu.reduce::<MaxAbs, f32>(x.view(), None)?,
+        reduce_cpu::<MaxAbs, f32>(x.view(), None)?,
+    );
+    ok &= row("reduce_max_abs_f32 (2^20)", g, c, "exact", g == c);
+    let x64 = x.mapv(|v| f64::from(v) * -1.5);
+    let (g, c) = (
+        gpu.reduce::<MaxAbs, f64>(x64.view(), None)?,
+        reduce_cpu::<MaxAbs, f64>(x64.view(), None)?,
+    );
+    ok &= row("reduce_max_abs_f64 (2^20)", g, c, "exact", g == c);
+
+    // elementwise_leaky_relu: exact (one rounding, the same on both sides).
+    ok &= check_leaky_relu(gpu, x.view(), 0.01)?;
+    ok &= check_leaky_relu(gpu, x64.view(), 0.2)?;
+
+    // softmax_rows: bounded. Both sides compute the same arguments x − max
+    // (max is exact); the terms differ by libdevice's expf (≤ 2 ulps) against
+    // the host's (≤ 1 ulp), and the sums by their order: sequential on the
+    // CPU (≤ (COLS − 1)·u relative), strided then a tree on the GPU
+    // (≤ (COLS/BLOCK + 8)·u), then one division each; u = 2^-24.
+    let x = Array2::from_shape_vec((ROWS, COLS), inputs(ROWS * COLS, 2))
+        .map_err(|e| Error::invalid(SOFTMAX_ENTRY, e.to_string()))?;
+    let g = softmax_gpu(gpu, x.view())?;
+    let c = softmax_cpu(x.view());
+    let u = f64::from(f32::EPSILON) / 2.0;
+    let bound = (COLS + COLS.div_ceil(SOFTMAX_BLOCK as usize) + 16) as f64 * u;
+    let worst = g
+        .iter()
+        .zip(&c)
+        .map(|(&a, &b)| ((f64::from(a) - f64::from(b)) / f64::from(b)).abs())
+        .fold(0.0, f64::max);
+    ok &= row(
+        &format!("softmax_rows {ROWS}×{COLS}, y[7][123]"),
+        g[[7, 123]],
+        c[[7, 123]],
+        &format!("worst relative error {worst:.2e} ≤ {bound:.2e}:"),
+        worst <= bound,
+    );
+    Ok(ok)
+}
+
+/// Runs `leaky_relu` for `T` on the GPU and in its CPU reference, and
+/// compares every element's bits (f32 and f64 convert to f64 exactly).
+fn check_leaky_relu<T>(gpu: &Gpu, x: ArrayView1<T>, alpha: T) -> Result<bool>
+where
+    T: ElementwiseElement + LinalgScalar + Display + Into<f64>,
+    leaky_relu: Elementwise<T>,
+{
+    let mut g = Array1::<T>::zeros(x.len());
+    let mut c = Array1::<T>::zeros(x.len());
+    gpu.elementwise::<leaky_relu, T>(&[x.view()], &mut [g.view_mut()], &[alpha])?;
+    elementwise_cpu::<leaky_relu, T>(&[x.view()], &mut [c.view_mut()], &[alpha])?;
+    let bits = |v: &T| Into::<f64>::into(*v).to_bits();
+    let differ = g.iter().zip(&c).filter(|(a, b)| bits(a) != bits(b)).count();
+    Ok(row(
+        &format!("{} (2^20)", <leaky_relu as Elementwise<T>>::ENTRY),
+        format!("Σ {:.4}", g.sum()),
+        format!("Σ {:.4}", c.sum()),
+        &format!("exact: {differ} of {} differ", x.len()),
+        differ == 0,
+    ))
+}
+
+/// The CPU reference of `softmax_rows`: the same terms, summed left to right.
+fn softmax_cpu(x: ArrayView2<f32>) -> Array2<f32> {
+    let mut y = x.to_owned();
+    for mut row in y.rows_mut() {
+        let max = row.fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+        row.mapv_inplace(|v| softmax_term(v, max));
+        let sum: f32 = row.iter().sum();
+        row.mapv_inplace(|t| t / sum);
+    }
+    y
+}
+
+/// Row-wise softmax of `x` with the kernel crate's `softmax_rows`, launched
+/// with the typed `Gpu::launch` through its handle `SOFTMAX_ROWS`.
+fn softmax_gpu(gpu: &Gpu, x: ArrayView2<f32>) -> Result<Array2<f32>> {
+    const K: &str = SOFTMAX_ENTRY;
+    let (rows, cols) = x.dim();
+    if rows == 0 || cols == 0 {
+        return Err(Error::invalid(K, format!("empty matrix {rows}×{cols}")));
+    }
+    gpu.bind()?;
+    let host: Vec<f32> = x.iter().copied().collect();
+    let input = DeviceBuffer::from_slice(&host).during(K, "copy the input")?;
+    let output = DeviceBuffer::<f32>::zeroed(rows * cols).during(K, "allocate the output")?;
+    // One block per row, grid-stride beyond the grid's limit.
+    let cfg = LaunchConfig::linear(rows.min(65_535) as u32, SOFTMAX_BLOCK);
+    // SAFETY: both buffers hold rows·cols f32 (the handle checks the
+    // parameter types, x: *const f32, y: *mut f32, rows, cols) and are
+    // distinct allocations, and the block is (SOFTMAX_BLOCK, 1, 1), as its
+    // `# Safety` asks.
+    unsafe {
+        let args = (input.as_device_ptr(), output.as_device_ptr(), rows, cols);
+        gpu.launch(SOFTMAX_ROWS, cfg, gpu.stream(), args)
+    }?;
+    gpu.synchronize(K)?;
+    let mut y = vec![0.0f32; rows * cols];
+    output.copy_to(&mut y[..]).during(K, "copy the output")?;
+    Array2::from_shape_vec((rows, cols), y).map_err(|e| Error::invalid(K, e.to_string()))
+}
