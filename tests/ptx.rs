@@ -38,16 +38,20 @@ fn main() -> ExitCode {
     libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
 }
 
+/// The kernel crate's generated list (one `kernels!` declaration per
+/// kernel) and the built PTX's entry points are the same set.
 fn every_entry_point_is_in_the_ptx() -> Result<(), Failed> {
     let found = cuda_kernels::ptx_entry_points(cuda_kernels::PTX);
-    let missing: Vec<_> = cuda_kernels::entry_points()
-        .into_iter()
-        .filter(|e| !found.contains(e))
-        .collect();
-    if missing.is_empty() {
+    let listed = cuda_kernels::entry_points();
+    let missing: Vec<_> = listed.iter().filter(|e| !found.contains(e)).collect();
+    let unlisted: Vec<_> = found.iter().filter(|e| !listed.contains(e)).collect();
+    if missing.is_empty() && unlisted.is_empty() {
         Ok(())
     } else {
-        Err(format!("missing from the PTX: {missing:?}").into())
+        Err(
+            format!("missing from the PTX: {missing:?}; in the PTX but not declared: {unlisted:?}")
+                .into(),
+        )
     }
 }
 

@@ -85,6 +85,7 @@ pub mod arith;
 #[cfg(target_arch = "nvptx64")]
 pub mod atomic;
 pub mod fault;
+pub mod kernel;
 #[cfg(target_arch = "nvptx64")]
 pub mod load;
 #[cfg(target_arch = "nvptx64")]

@@ -45,16 +45,18 @@ use std::thread::{self, ThreadId};
 use cust::context::CurrentContext;
 use cust::context::legacy::{Context, ContextFlags, UnownedContext};
 use cust::device::Device;
-use cust::launch;
 use cust::link::Linker;
 use cust::memory::{CopyDestination, DeviceBuffer};
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 
+use cuda_kernels_gpu::streams::MULT_KER;
+
 use crate::error::{CudaResultExt, Error, Result};
 use crate::gpu::{init, load_module};
 use crate::image::Images;
-use crate::streams::{SEED_BLOCK, SEED_GRID, check_mult_ker};
+use crate::kernel::launch_function;
+use crate::streams::{SEED_BLOCK, SEED_GRID, SEED_LAUNCH, check_mult_ker};
 
 const K: &str = "context";
 
@@ -148,7 +150,7 @@ impl ThreadContext {
     /// K16 (c): runs `mult_ker<<<1, 64>>>` on `data` in this context (copy in,
     /// kernel on a stream of this context, copy out).
     pub fn mult_ker(&self, data: &[f32]) -> Result<Vec<f32>> {
-        const KER: &str = "mult_ker";
+        const KER: &str = MULT_KER.name();
         check_mult_ker(data.len(), SEED_GRID, SEED_BLOCK)?;
         self.bind()?;
         let module = self.module.as_ref().ok_or_else(|| {
@@ -166,9 +168,9 @@ impl ThreadContext {
         // SAFETY: `buf` holds data.len() f32, is used by nothing else, and is freed only
         // after the stream is synchronized below (or leaked if that fails).
         let launched = unsafe {
-            launch!(f<<<SEED_GRID, SEED_BLOCK, 0, stream>>>(buf.as_device_ptr(), buf.len()))
-        }
-        .during(KER, "launch");
+            let args = (buf.as_device_ptr(), buf.len());
+            launch_function(f.to_raw(), MULT_KER, SEED_LAUNCH, stream, args)
+        };
         if let Err(e) = stream.synchronize().during(KER, "synchronize") {
             std::mem::forget(buf);
             return Err(launched.err().unwrap_or(e));

@@ -1,23 +1,20 @@
 //! Launchers of the device-layer check kernels (`kernels-gpu/src/device_checks.rs`).
-use cust::launch;
 use cust::memory::{CopyDestination, DeviceBuffer};
 use ndarray::{Array1, ArrayView1};
 
-use cuda_kernels_gpu::device_checks::{REVERSE_BLOCK, reversed_index};
+use cuda_kernels_gpu::device_checks::{BLOCK_REVERSE_I32, REVERSE_BLOCK, reversed_index};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Result};
+use crate::kernel::LaunchConfig;
 use crate::launch::grid_1d_capped;
 use crate::util::contiguous;
-
-/// The PTX entry points this module launches.
-pub const ENTRY_POINTS: &[&str] = &["block_reverse_i32"];
 
 impl Gpu {
     /// Reverses each 256-element chunk of `input` through static shared memory
     /// (`shared_array!` and a block barrier); the last chunk may be shorter.
     pub fn block_reverse_i32(&self, input: ArrayView1<i32>) -> Result<Array1<i32>> {
-        const K: &str = "block_reverse_i32";
+        const K: &str = BLOCK_REVERSE_I32.name();
         let n = input.len();
         let grid = grid_1d_capped(K, n, REVERSE_BLOCK as u32)?;
         if (grid as usize) * REVERSE_BLOCK < n {
@@ -27,16 +24,20 @@ impl Gpu {
             ));
         }
         self.bind()?;
-        let f = self.function(K)?;
         let stream = self.stream();
         let din = DeviceBuffer::from_slice(&contiguous(&input)).during(K, "copy input")?;
         let dout = DeviceBuffer::<i32>::zeroed(n).during(K, "allocate output")?;
         // SAFETY: din and dout hold n i32 each and are distinct; blocks of REVERSE_BLOCK threads
         // and enough blocks to cover n (checked above).
         unsafe {
-            launch!(f<<<grid, REVERSE_BLOCK as u32, 0, stream>>>(din.as_device_ptr(), dout.as_device_ptr(), n))
-        }
-        .during(K, "launch")?;
+            let cfg = LaunchConfig::linear(grid, REVERSE_BLOCK as u32);
+            self.launch(
+                BLOCK_REVERSE_I32,
+                cfg,
+                stream,
+                (din.as_device_ptr(), dout.as_device_ptr(), n),
+            )
+        }?;
         self.synchronize(K)?;
         let mut out = vec![0i32; n];
         dout.copy_to(&mut out[..]).during(K, "copy output")?;

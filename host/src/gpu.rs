@@ -1,7 +1,9 @@
 //! The context-owning handle: device, primary context, the loaded PTX module
 //! and a stream. Every launcher is a method on [`Gpu`].
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::Path;
+use std::sync::Mutex;
 
 use cust::context::{Context, CurrentContext};
 use cust::device::Device;
@@ -80,7 +82,7 @@ pub fn classify_init_error(e: CudaError) -> Error {
 ///   0.3.2's safe API).
 ///
 /// Queueing other work over that memory on another stream takes `unsafe`
-/// code (`cust`'s asynchronous copies and `launch!` are `unsafe`), whose
+/// code (`cust`'s asynchronous copies and [`Gpu::launch`] are `unsafe`), whose
 /// author takes on the ordering. So a launcher must be `unsafe` only if the
 /// work it leaves in flight touches memory that safe code can reach without
 /// waiting: host memory (an asynchronous copy from or into a caller's
@@ -107,6 +109,9 @@ pub struct Gpu {
     image: LoadedImage,
     device: Device,
     context: Context,
+    /// The functions [`Gpu::launch`] has looked up, by entry name (the
+    /// `CUfunction` as an address, so that `Gpu` stays `Send` and `Sync`).
+    functions: Mutex<HashMap<&'static str, usize>>,
 }
 
 impl Gpu {
@@ -130,6 +135,7 @@ impl Gpu {
             image,
             device,
             context,
+            functions: Mutex::default(),
         })
     }
 
@@ -198,6 +204,19 @@ impl Gpu {
             .map_err(|_| Error::KernelNotFound {
                 name: name.to_string(),
             })
+    }
+
+    /// The raw function of entry point `name`, looked up once and cached
+    /// for [`Gpu::launch`]; [`Error::KernelNotFound`] names it when the
+    /// module lacks it.
+    pub(crate) fn raw_function(&self, name: &'static str) -> Result<cust::sys::CUfunction> {
+        let mut cache = self.functions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&f) = cache.get(name) {
+            return Ok(f as cust::sys::CUfunction);
+        }
+        let f = self.function(name)?.to_raw();
+        cache.insert(name, f as usize);
+        Ok(f)
     }
 
     /// Waits for everything queued on [`Gpu::stream`]. A kernel fault shows

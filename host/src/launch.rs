@@ -4,6 +4,7 @@ use std::sync::OnceLock;
 use cuda_kernels_gpu::bandwidth::{UNROLL, VECTOR_BYTES};
 
 use crate::error::{Error, Result};
+use crate::kernel::LaunchConfig;
 
 /// Largest `gridDim.x` (2^31 − 1).
 pub const MAX_GRID_X: u32 = i32::MAX as u32;
@@ -158,19 +159,19 @@ pub fn same_len(kernel: &'static str, what: &str, a: usize, b: usize) -> Result<
 impl crate::Gpu {
     /// The prelude of every 1-D launch over two inputs of one length: the
     /// lengths agree and are not 0, the grid that covers them with blocks of
-    /// `block`, the context current, the entry point `kernel`. Returns the
-    /// function, the grid and the length.
+    /// `block`, the context current. Returns the launch configuration and
+    /// the length.
     pub(crate) fn prepare_pair_1d(
         &self,
         kernel: &'static str,
         a_len: usize,
         b_len: usize,
         block: u32,
-    ) -> Result<(cust::function::Function<'_>, u32, usize)> {
+    ) -> Result<(LaunchConfig, usize)> {
         same_len(kernel, "a and b", a_len, b_len)?;
         let grid = grid_1d_capped(kernel, a_len, block)?;
         self.bind()?;
-        Ok((self.function(kernel)?, grid, a_len))
+        Ok((LaunchConfig::linear(grid, block), a_len))
     }
 
     /// The `(grid, block)` of a vectorized bandwidth kernel over `n`
@@ -191,18 +192,18 @@ impl crate::Gpu {
     }
 
     /// [`Gpu::prepare_pair_1d`] for a vectorized kernel over elements of
-    /// `size` bytes: returns the function, the grid, the block and the length.
+    /// `size` bytes: returns the launch configuration and the length.
     pub(crate) fn prepare_pair_vectorized(
         &self,
         kernel: &'static str,
         a_len: usize,
         b_len: usize,
         size: usize,
-    ) -> Result<(cust::function::Function<'_>, u32, u32, usize)> {
+    ) -> Result<(LaunchConfig, usize)> {
         same_len(kernel, "a and b", a_len, b_len)?;
         let (grid, block) = self.vectorized_launch(kernel, a_len, size)?;
         self.bind()?;
-        Ok((self.function(kernel)?, grid, block, a_len))
+        Ok((LaunchConfig::linear(grid, block), a_len))
     }
 }
 

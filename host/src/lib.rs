@@ -25,6 +25,7 @@ pub mod error;
 pub mod gpu;
 pub mod hello;
 pub mod image;
+pub mod kernel;
 pub mod launch;
 pub mod life;
 pub mod mandelbrot;
@@ -39,25 +40,16 @@ pub mod util;
 pub use error::{CudaResultExt, Error, Result};
 pub use gpu::{Gpu, init};
 pub use image::{Cubin, Images, LoadedImage};
+pub use kernel::{ElementwiseArgs, Kernel, KernelArgs, KernelParam, LaunchConfig};
 
 /// Re-export of `cust`, for users who go beyond the launchers.
 pub use cust;
 /// Re-export of `ndarray`, the array type of every launcher.
 pub use ndarray;
 
-/// Every PTX entry point the host asks for, family by family. The offline
-/// PTX check asserts that each one is in the built PTX.
-pub fn entry_points() -> Vec<&'static str> {
-    [
-        multiply::ENTRY_POINTS,
-        device_checks::ENTRY_POINTS,
-        hello::ENTRY_POINTS,
-        matrices::ENTRY_POINTS,
-        reduce::ENTRY_POINTS,
-        mandelbrot::ENTRY_POINTS,
-        streams::ENTRY_POINTS,
-        life::ENTRY_POINTS,
-        math_checks::ENTRY_POINTS,
-    ]
-    .concat()
+/// Every PTX entry point of the kernel crate: its generated list
+/// ([`cuda_kernels_gpu::KERNELS`], one `kernels!` declaration per kernel).
+/// The offline PTX check asserts that each one is in the built PTX.
+pub fn entry_points() -> &'static [&'static str] {
+    cuda_kernels_gpu::KERNELS
 }

@@ -24,21 +24,18 @@
 //!   ms a step, 315 Gcells/s, 0.957 of a device copy of the lattice.
 use std::sync::OnceLock;
 
-use cust::launch;
 use ndarray::{Array2, ArrayView2};
 
-use cuda_kernels_gpu::life::{FAST_CELLS_X, LIFE_BLOCK, life_cell};
+use cuda_kernels_gpu::life::{CONWAY_FAST, CONWAY_KER, FAST_CELLS_X, LIFE_BLOCK, life_cell};
 
 use crate::Gpu;
 use crate::async_mem::Lane;
-use crate::error::{CudaResultExt, Error, Result};
+use crate::error::{Error, Result};
+use crate::kernel::LaunchConfig;
 use crate::launch::{checked_elements, grid_exact};
 use crate::util::Rng;
 
-/// The PTX entry points this module launches.
-pub const ENTRY_POINTS: &[&str] = &["conway_ker", "conway_fast"];
-
-const K: &str = "conway_ker";
+const K: &str = CONWAY_KER.name();
 
 /// Which kernel computes a Life step (both give the same lattices).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -54,8 +51,8 @@ impl LifeKernel {
     /// The PTX entry point.
     pub fn entry(self) -> &'static str {
         match self {
-            LifeKernel::Seed => "conway_ker",
-            LifeKernel::Fast => "conway_fast",
+            LifeKernel::Seed => CONWAY_KER.name(),
+            LifeKernel::Fast => CONWAY_FAST.name(),
         }
     }
 }
@@ -228,22 +225,21 @@ impl<const D: usize> Lane<'_, i32, D> {
         let missing = |i: usize| Error::invalid(K, format!("device buffer {i} does not exist"));
         let input = *ptrs.get(src).ok_or_else(|| missing(src))?;
         let output = *ptrs.get(dst).ok_or_else(|| missing(dst))?;
-        let e = kernel.entry();
-        let f = gpu.function(e)?;
-        let block = (block.0, block.1, 1);
+        let cfg = LaunchConfig {
+            grid: (gx, gy, 1),
+            block: (block.0, block.1, 1),
+            shared_mem_bytes: 0,
+        };
         // SAFETY: both buffers hold n * n i32 (checked above), are distinct, and are
         // used only by the lane's stream, which is synchronized before they are freed
         // (async_mem, points 1-4); the grid covers the lattice (life_launch) and the
         // kernels skip threads outside it; rows >= 1.
         match kernel {
-            LifeKernel::Seed => unsafe {
-                launch!(f<<<(gx, gy, 1), block, 0, stream>>>(input, output, n))
-            },
+            LifeKernel::Seed => unsafe { gpu.launch(CONWAY_KER, cfg, stream, (input, output, n)) },
             LifeKernel::Fast => unsafe {
-                launch!(f<<<(gx, gy, 1), block, 0, stream>>>(input, output, n, rows))
+                gpu.launch(CONWAY_FAST, cfg, stream, (input, output, n, rows))
             },
         }
-        .during(e, "launch")
     }
 }
 

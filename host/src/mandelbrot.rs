@@ -18,14 +18,14 @@
 use std::num::NonZeroU32;
 
 use cust::context::CurrentContext;
-use cust::launch;
 use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer, DeviceSlice};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 
-use cuda_kernels_gpu::mandelbrot::{lattice_indices, mandelbrot_point};
+use cuda_kernels_gpu::mandelbrot::{MANDELBROT_KER, lattice_indices, mandelbrot_point};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
+use crate::kernel::LaunchConfig;
 use crate::launch::{MAX_GRID_X, check_block};
 use crate::timing::GpuTimer;
 use crate::util::contiguous;
@@ -33,11 +33,8 @@ use crate::util::contiguous;
 pub mod c_abi;
 pub mod driver_api;
 
-/// The kernel's PTX entry point.
-pub const KERNEL: &str = "mandelbrot_ker";
-
-/// The PTX entry points this module launches.
-pub const ENTRY_POINTS: &[&str] = &[KERNEL];
+/// The kernel's PTX entry point (its handle's name).
+pub const KERNEL: &str = MANDELBROT_KER.name();
 
 /// Threads per block (seed 002 launches blocks of 32).
 pub const BLOCK: u32 = 32;
@@ -119,6 +116,14 @@ pub struct MandelbrotLaunch {
     pub grid: u32,
     /// Threads per block.
     pub block: u32,
+}
+
+impl MandelbrotLaunch {
+    /// The launch configuration: [`Self::grid`] blocks of [`Self::block`]
+    /// threads.
+    pub fn config(&self) -> LaunchConfig {
+        LaunchConfig::linear(self.grid, self.block)
+    }
 }
 
 /// Checks a lattice size, an iteration count and a block size, and returns
@@ -335,22 +340,20 @@ impl Gpu {
     ) -> Result<()> {
         debug_assert_eq!(lattice.len(), shape.lattice_size as usize);
         debug_assert_eq!(graph.len(), shape.points);
-        let f = self.function(KERNEL)?;
-        let stream = self.stream();
-        let (grid, block) = (shape.grid, shape.block);
+        let cfg = shape.config();
         // SAFETY: `shape` comes from check_launch: 0 < lattice_size, lattice_size² ≤ i32::MAX,
         // grid × block < 2^32; `lattice` holds lattice_size f32 and `graph` lattice_size² f32
         // (checked by every caller); `graph` is borrowed mutably, so it overlaps nothing.
         unsafe {
-            launch!(f<<<grid, block, 0, stream>>>(
+            let args = (
                 lattice.as_device_ptr(),
                 graph.as_device_ptr(),
                 shape.max_iters,
                 shape.upper_bound_squared,
-                shape.lattice_size
-            ))
+                shape.lattice_size,
+            );
+            self.launch(MANDELBROT_KER, cfg, self.stream(), args)
         }
-        .during(KERNEL, "launch")
     }
 }
 

@@ -38,20 +38,17 @@
 //! value is 1 ulp).
 use std::fmt::Debug;
 
-use cust::launch;
 use cust::memory::bytemuck::Zeroable;
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy};
+use cust::memory::{CopyDestination, DeviceBuffer};
 
-use cuda_kernels_gpu::math_checks::MATH_CHECK_BLOCK;
+use cuda_kernels_gpu::math_checks::{MATH_CHECK_BLOCK, MATH_F32_TEST, MATH_F64_TEST};
 pub use cuda_kernels_gpu::math_checks::{MATH_FUNCTIONS, MathFn, MathFnInfo};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
+use crate::kernel::{Kernel, LaunchConfig};
 use crate::launch::grid_1d_capped;
 use crate::util::Rng;
-
-/// The PTX entry points this module launches.
-pub const ENTRY_POINTS: &[&str] = &["math_f32_test", "math_f64_test"];
 
 /// Random arguments per function, on top of the edge values.
 pub const RANDOM_ARGUMENTS: usize = 1 << 20;
@@ -63,14 +60,10 @@ mod sealed {
 }
 
 /// `f32` or `f64`: the types `device::math` has functions for (sealed: its
-/// `ENTRY` names the kernel that the launch trusts).
-pub trait MathFloat:
-    sealed::Sealed + DeviceCopy + Zeroable + Copy + Default + PartialEq + Debug + Send + Sync + 'static
-{
-    /// `"f32"` or `"f64"`.
-    const NAME: &'static str;
+/// `KERNEL` is the kernel that the launch trusts).
+pub trait MathFloat: sealed::Sealed + Zeroable + crate::reduce::Element {
     /// The check kernel for this type.
-    const ENTRY: &'static str;
+    const KERNEL: Kernel<(*const Self, *const Self, *mut Self, usize, u32)>;
     /// Ulps the check allows beyond CUDA's documented bound: the reference's
     /// own error (module docs).
     const REFERENCE_SLACK: u32;
@@ -145,8 +138,7 @@ fn with_signs<T: MathFloat>(values: impl IntoIterator<Item = T>) -> Vec<T> {
 }
 
 impl MathFloat for f32 {
-    const NAME: &'static str = "f32";
-    const ENTRY: &'static str = "math_f32_test";
+    const KERNEL: Kernel<(*const f32, *const f32, *mut f32, usize, u32)> = MATH_F32_TEST;
     const REFERENCE_SLACK: u32 = 0;
     fn documented_ulp(info: &MathFnInfo) -> u32 {
         info.max_ulp_f32
@@ -193,8 +185,7 @@ impl MathFloat for f32 {
 }
 
 impl MathFloat for f64 {
-    const NAME: &'static str = "f64";
-    const ENTRY: &'static str = "math_f64_test";
+    const KERNEL: Kernel<(*const f64, *const f64, *mut f64, usize, u32)> = MATH_F64_TEST;
     const REFERENCE_SLACK: u32 = 2;
     fn documented_ulp(info: &MathFnInfo) -> u32 {
         info.max_ulp_f64
@@ -434,7 +425,7 @@ impl Gpu {
     /// check kernel `math_f32_test` or `math_f64_test`). `y` is ignored by
     /// one-argument functions but must have `x`'s length.
     pub fn math_eval<T: MathFloat>(&self, function: MathFn, x: &[T], y: &[T]) -> Result<Vec<T>> {
-        let k = T::ENTRY;
+        let k = T::KERNEL.name();
         if x.len() != y.len() {
             return Err(Error::invalid(
                 k,
@@ -444,7 +435,6 @@ impl Gpu {
         let n = x.len();
         let grid = grid_1d_capped(k, n, MATH_CHECK_BLOCK)?;
         self.bind()?;
-        let f = self.function(k)?;
         let stream = self.stream();
         let dx = DeviceBuffer::from_slice(x).during(k, "copy x")?;
         let dy = DeviceBuffer::from_slice(y).during(k, "copy y")?;
@@ -455,15 +445,20 @@ impl Gpu {
         // of the table the kernel was built from (MathFn). The buffers live until
         // the synchronization below.
         unsafe {
-            launch!(f<<<grid, MATH_CHECK_BLOCK, 0, stream>>>(
+            let args = (
                 dx.as_device_ptr(),
                 dy.as_device_ptr(),
                 dout.as_device_ptr(),
                 n,
-                index
-            ))
-        }
-        .during(k, "launch")?;
+                index,
+            );
+            self.launch(
+                T::KERNEL,
+                LaunchConfig::linear(grid, MATH_CHECK_BLOCK),
+                stream,
+                args,
+            )
+        }?;
         self.synchronize(k)?;
         let mut out = vec![T::default(); n];
         dout.copy_to(&mut out[..]).during(k, "copy the output")?;

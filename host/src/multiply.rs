@@ -2,20 +2,19 @@
 //! `vector_sum_i32` and K19 `empty_kernel` (launch overhead).
 use std::time::Instant;
 
-use cust::launch;
 use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice, UnifiedBuffer};
 use ndarray::{Array1, ArrayView1, Zip};
 
-use cuda_kernels_gpu::multiply::{multiply_element, vector_sum_element};
+use cuda_kernels_gpu::multiply::{
+    EMPTY_KERNEL, MULTIPLY, VECTOR_SUM_I32, multiply_element, vector_sum_element,
+};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
+use crate::kernel::{Kernel, LaunchConfig};
 use crate::launch::same_len;
 use crate::timing::GpuTimer;
 use crate::util::contiguous;
-
-/// The PTX entry points this module launches.
-pub const ENTRY_POINTS: &[&str] = &["multiply", "vector_sum_i32", "empty_kernel"];
 
 /// Times of one `multiply` run.
 #[derive(Debug, Clone, Copy)]
@@ -51,8 +50,8 @@ impl Gpu {
         b: ArrayView1<f32>,
         mode: MemoryMode,
     ) -> Result<(Array1<f32>, MultiplyTiming)> {
-        const K: &str = "multiply";
-        let (f, grid, block, n) = self.prepare_pair_vectorized(K, a.len(), b.len(), 4)?;
+        const K: &str = MULTIPLY.name();
+        let (cfg, n) = self.prepare_pair_vectorized(K, a.len(), b.len(), 4)?;
         let stream = self.stream();
         let (a, b) = (contiguous(&a), contiguous(&b));
         let total = GpuTimer::new()?;
@@ -68,9 +67,14 @@ impl Gpu {
                 kernel.start(stream)?;
                 // SAFETY: da, db, dc hold n f32 each (lengths checked above); dc overlaps neither.
                 unsafe {
-                    launch!(f<<<grid, block, 0, stream>>>(da.as_device_ptr(), db.as_device_ptr(), dc.as_device_ptr(), n))
-                }
-                .during(K, "launch")?;
+                    let args = (
+                        da.as_device_ptr(),
+                        db.as_device_ptr(),
+                        dc.as_device_ptr(),
+                        n,
+                    );
+                    self.launch(MULTIPLY, cfg, stream, args)
+                }?;
                 kernel.stop(stream)?;
                 self.synchronize(K)?;
                 let mut c = vec![0.0f32; n];
@@ -85,10 +89,14 @@ impl Gpu {
                 // SAFETY: ua, ub, uc hold n f32 each in managed memory; uc overlaps neither;
                 // the host touches none of them until the stream is synchronized.
                 unsafe {
-                    launch!(f<<<grid, block, 0, stream>>>(
-                        ua.as_unified_ptr(), ub.as_unified_ptr(), uc.as_unified_ptr(), n))
-                }
-                .during(K, "launch")?;
+                    let args = (
+                        ua.as_unified_ptr(),
+                        ub.as_unified_ptr(),
+                        uc.as_unified_ptr(),
+                        n,
+                    );
+                    self.launch(MULTIPLY, cfg, stream, args)
+                }?;
                 kernel.stop(stream)?;
                 self.synchronize(K)?;
                 uc.as_slice().to_vec()
@@ -113,27 +121,27 @@ impl Gpu {
         b: &DeviceSlice<f32>,
         c: &mut DeviceSlice<f32>,
     ) -> Result<()> {
-        self.pair_on_device("multiply", a, b, c)
+        self.pair_on_device(MULTIPLY, a, b, c)
     }
 
-    /// Queues the two-input kernel `k` (`multiply`, `vector_sum_i32`:
+    /// Queues the two-input kernel `kernel` (`multiply`, `vector_sum_i32`:
     /// `(a, b, c, n)` with 4-byte elements) over `c.len()` elements.
     fn pair_on_device<T: DeviceCopy>(
         &self,
-        k: &'static str,
+        kernel: Kernel<(*const T, *const T, *mut T, usize)>,
         a: &DeviceSlice<T>,
         b: &DeviceSlice<T>,
         c: &mut DeviceSlice<T>,
     ) -> Result<()> {
+        let k = kernel.name();
         same_len(k, "a and the output", a.len(), c.len())?;
         let size = std::mem::size_of::<T>();
-        let (f, grid, block, n) = self.prepare_pair_vectorized(k, a.len(), b.len(), size)?;
+        let (cfg, n) = self.prepare_pair_vectorized(k, a.len(), b.len(), size)?;
         let stream = self.stream();
-        // SAFETY: a, b, c hold n elements each (checked above) of the kernel's type
-        // (both callers pass 4-byte f32/i32 as their kernels take); `c` is borrowed
-        // mutably, so it aliases neither input.
-        unsafe { launch!(f<<<grid, block, 0, stream>>>(a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), n)) }
-            .during(k, "launch")
+        let args = (a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), n);
+        // SAFETY: a, b, c hold n elements each (checked above) of the kernel's
+        // type; `c` is borrowed mutably, so it aliases neither input.
+        unsafe { self.launch(kernel, cfg, stream, args) }
     }
 
     /// Queues `vector_sum_i32` on [`Gpu::stream`] over data already on the
@@ -145,13 +153,13 @@ impl Gpu {
         b: &DeviceSlice<i32>,
         res: &mut DeviceSlice<i32>,
     ) -> Result<()> {
-        self.pair_on_device("vector_sum_i32", a, b, res)
+        self.pair_on_device(VECTOR_SUM_I32, a, b, res)
     }
 
     /// `res = a + b` elementwise on i32 (K6, PyOpenCL's `vectorSum`),
     /// wrapping on overflow like the CPU reference.
     pub fn vector_sum_i32(&self, a: ArrayView1<i32>, b: ArrayView1<i32>) -> Result<Array1<i32>> {
-        const K: &str = "vector_sum_i32";
+        const K: &str = VECTOR_SUM_I32.name();
         same_len(K, "a and b", a.len(), b.len())?;
         let n = a.len();
         if n == 0 {
@@ -173,34 +181,118 @@ impl Gpu {
     /// (launch, synchronize, repeat) and once pipelined (all launches, then
     /// one synchronize), and returns the launch rates.
     pub fn launch_overhead(&self, launches: usize) -> Result<LaunchRates> {
-        const K: &str = "empty_kernel";
+        const K: &str = EMPTY_KERNEL.name();
         if launches == 0 {
             return Err(Error::invalid(K, "launch count 0"));
         }
         self.bind()?;
-        let f = self.function(K)?;
         let stream = self.stream();
+        let cfg = LaunchConfig::linear(1, 1);
         // Warm-up: the first launch pays for module JIT and lazy loading.
         // SAFETY: empty_kernel takes no arguments and touches no memory.
-        unsafe { launch!(f<<<1, 1, 0, stream>>>()) }.during(K, "launch")?;
+        unsafe { self.launch(EMPTY_KERNEL, cfg, stream, ()) }?;
         self.synchronize(K)?;
         let t = Instant::now();
         for _ in 0..launches {
             // SAFETY: as above.
-            unsafe { launch!(f<<<1, 1, 0, stream>>>()) }.during(K, "launch")?;
+            unsafe { self.launch(EMPTY_KERNEL, cfg, stream, ()) }?;
             self.synchronize(K)?;
         }
         let synchronous = launches as f64 / t.elapsed().as_secs_f64();
         let t = Instant::now();
         for _ in 0..launches {
             // SAFETY: as above.
-            unsafe { launch!(f<<<1, 1, 0, stream>>>()) }.during(K, "launch")?;
+            unsafe { self.launch(EMPTY_KERNEL, cfg, stream, ()) }?;
         }
         self.synchronize(K)?;
         let pipelined = launches as f64 / t.elapsed().as_secs_f64();
         Ok(LaunchRates {
             synchronous_per_s: synchronous,
             pipelined_per_s: pipelined,
+        })
+    }
+}
+
+/// Pipelined launches per second of `empty_kernel` through [`Gpu::launch`]
+/// and through a bare `cuLaunchKernel` on the same function and stream.
+#[derive(Debug, Clone, Copy)]
+pub struct TypedVsBare {
+    /// Through [`Gpu::launch`] (handle lookup, argument packing, launch).
+    pub typed_per_s: f64,
+    /// A bare `cuLaunchKernel` with the function looked up beforehand.
+    pub bare_per_s: f64,
+}
+
+impl TypedVsBare {
+    /// How much longer a typed launch takes than a bare one (0.03 = 3%).
+    pub fn overhead(&self) -> f64 {
+        self.bare_per_s / self.typed_per_s - 1.0
+    }
+}
+
+impl Gpu {
+    /// The cost of the typed launch path: `launches` pipelined launches of
+    /// `empty_kernel` through [`Gpu::launch`] and as many through a bare
+    /// `cuLaunchKernel`, alternating in `rounds` rounds (each side's best
+    /// round counts, so that a disturbance hits neither side alone).
+    pub fn typed_launch_overhead(&self, launches: usize, rounds: usize) -> Result<TypedVsBare> {
+        const K: &str = EMPTY_KERNEL.name();
+        if launches == 0 || rounds == 0 {
+            return Err(Error::invalid(K, "launch or round count 0"));
+        }
+        self.bind()?;
+        let stream = self.stream();
+        let cfg = LaunchConfig::linear(1, 1);
+        let function = self.function(K)?.to_raw();
+        let bare = || -> Result<()> {
+            // SAFETY: `function` is empty_kernel of this GPU's module, which
+            // takes no parameters (an empty list) and touches no memory.
+            let r = unsafe {
+                cust::sys::cuLaunchKernel(
+                    function,
+                    1,
+                    1,
+                    1,
+                    1,
+                    1,
+                    1,
+                    0,
+                    stream.as_inner(),
+                    [].as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            };
+            match r {
+                cust::sys::CUresult::CUDA_SUCCESS => Ok(()),
+                r => Err(Error::Cuda {
+                    kernel: K,
+                    operation: "launch",
+                    source: crate::mandelbrot::driver_api::cuda_error(r),
+                }),
+            }
+        };
+        // SAFETY: empty_kernel takes no arguments and touches no memory.
+        let typed = || unsafe { self.launch(EMPTY_KERNEL, cfg, stream, ()) };
+        // Warm-up: both paths once (the typed one fills its cache).
+        typed()?;
+        bare()?;
+        self.synchronize(K)?;
+        let rate = |launch: &dyn Fn() -> Result<()>| -> Result<f64> {
+            let t = Instant::now();
+            for _ in 0..launches {
+                launch()?;
+            }
+            self.synchronize(K)?;
+            Ok(launches as f64 / t.elapsed().as_secs_f64())
+        };
+        let (mut typed_per_s, mut bare_per_s) = (0.0f64, 0.0f64);
+        for _ in 0..rounds {
+            typed_per_s = typed_per_s.max(rate(&typed)?);
+            bare_per_s = bare_per_s.max(rate(&bare)?);
+        }
+        Ok(TypedVsBare {
+            typed_per_s,
+            bare_per_s,
         })
     }
 }

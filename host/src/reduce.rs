@@ -45,7 +45,6 @@
 use std::fmt::Debug;
 
 use cust::device::DeviceAttribute;
-use cust::launch;
 use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice};
 use ndarray::ArrayView1;
 
@@ -55,34 +54,8 @@ pub use cuda_kernels_gpu::reduce::{
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
+use crate::kernel::LaunchConfig;
 use crate::util::contiguous;
-
-/// The PTX entry points this module launches: every built-in reduction and
-/// the device-primitive test kernels of [`primitives`].
-pub const ENTRY_POINTS: &[&str] = &[
-    "reduce_sum_i32",
-    "reduce_sum_i64",
-    "reduce_sum_f32",
-    "reduce_sum_f64",
-    "reduce_product_i32",
-    "reduce_product_i64",
-    "reduce_product_f32",
-    "reduce_product_f64",
-    "reduce_min_i32",
-    "reduce_min_i64",
-    "reduce_min_f32",
-    "reduce_min_f64",
-    "reduce_max_i32",
-    "reduce_max_i64",
-    "reduce_max_f32",
-    "reduce_max_f64",
-    "reduce_xor_i32",
-    "reduce_xor_i64",
-    "warp_shuffle_test",
-    "atomic_test",
-    "load_test",
-    "block_reduce_test_i64",
-];
 
 /// Threads per block of the reduction kernels (a multiple of 32). Measured
 /// on an H100 (2^28 f32 sum, one run): blocks of 1024 (2 resident per SM,
@@ -102,7 +75,16 @@ mod sealed {
 /// An element type the reduction kernels are built for: `i32`, `i64`,
 /// `f32`, `f64` (sealed: the kernels exist only for these).
 pub trait Element:
-    DeviceCopy + Copy + Default + PartialEq + Debug + Send + Sync + 'static + sealed::Sealed
+    DeviceCopy
+    + Copy
+    + Default
+    + PartialEq
+    + Debug
+    + Send
+    + Sync
+    + 'static
+    + sealed::Sealed
+    + crate::kernel::KernelParam<Self>
 {
     /// The type's name as in entry points (`"f32"`).
     const NAME: &'static str;
@@ -297,8 +279,8 @@ impl Gpu {
             ));
         }
         self.bind()?;
-        let f = self.function(k)?;
         let stream = self.stream();
+        let cfg = LaunchConfig::linear(grid, block).with_shared(SHARED_BYTES);
         // SAFETY: `input` holds n elements and is only read; `partials` holds
         // at least `grid` elements (checked above); the counter is 0 (fresh
         // from `reduce_scratch`, reset by every completed launch) and this
@@ -308,16 +290,16 @@ impl Gpu {
         // nothing overlaps; the block is a multiple of 32 (checked) and
         // SHARED_BYTES is the kernel's dynamic shared memory.
         unsafe {
-            launch!(f<<<grid, block, SHARED_BYTES, stream>>>(
+            let args = (
                 input.as_device_ptr(),
                 scratch.partials.as_device_ptr(),
                 scratch.counter.as_device_ptr(),
                 scratch.result.as_device_ptr(),
                 n,
-                init
-            ))
+                init,
+            );
+            self.launch(Op::KERNEL, cfg, stream, args)
         }
-        .during(k, "launch")
     }
 
     /// Allocates the device memory for [`Gpu::reduce_on_device`]: room for
@@ -622,11 +604,14 @@ pub fn float_sum_tolerance(n: usize, threads: usize, sum_abs: f64, unit_roundoff
 /// wide loads, the block tree step), launched on their own so that a broken
 /// primitive is named by its own test.
 pub mod primitives {
-    use cust::launch;
+    use cuda_kernels_gpu::reduce::primitive_tests::{
+        ATOMIC_TEST, BLOCK_REDUCE_TEST_I64, LOAD_TEST, WARP_SHUFFLE_TEST,
+    };
     use cust::memory::{CopyDestination, DeviceBuffer};
 
     use crate::Gpu;
     use crate::error::{CudaResultExt, Error, Result};
+    use crate::kernel::LaunchConfig;
 
     /// What `warp_shuffle_test` wrote: 8 rows of one value per thread each.
     #[derive(Debug, Clone)]
@@ -666,7 +651,7 @@ pub mod primitives {
             blocks: u32,
             threads_per_block: u32,
         ) -> Result<WarpResults> {
-            const K: &str = "warp_shuffle_test";
+            const K: &str = WARP_SHUFFLE_TEST.name();
             crate::launch::check_block(K, (threads_per_block, 1, 1))?;
             if !threads_per_block.is_multiple_of(32) || blocks == 0 {
                 return Err(Error::invalid(K, "blocks ≥ 1 of a multiple of 32 threads"));
@@ -683,15 +668,15 @@ pub mod primitives {
             }
             let threads = blocks as usize * threads_per_block as usize;
             self.bind()?;
-            let f = self.function(K)?;
             let stream = self.stream();
             let o32 = DeviceBuffer::from_slice(&vec![0u32; 8 * threads]).during(K, "allocate")?;
             let o64 = DeviceBuffer::from_slice(&vec![0u64; 8 * threads]).during(K, "allocate")?;
             // SAFETY: both outputs hold 8 · threads elements; the block size is a multiple of 32.
             unsafe {
-                launch!(f<<<blocks, threads_per_block, 0, stream>>>(o32.as_device_ptr(), o64.as_device_ptr(), threads))
-            }
-            .during(K, "launch")?;
+                let cfg = LaunchConfig::linear(blocks, threads_per_block);
+                let args = (o32.as_device_ptr(), o64.as_device_ptr(), threads);
+                self.launch(WARP_SHUFFLE_TEST, cfg, stream, args)
+            }?;
             self.synchronize(K)?;
             let mut h32 = vec![0u32; 8 * threads];
             let mut h64 = vec![0u64; 8 * threads];
@@ -705,7 +690,7 @@ pub mod primitives {
 
         /// Runs `atomic_test` with `n` threads (1 ≤ n < 2^31).
         pub fn atomic_primitives_test(&self, n: usize) -> Result<AtomicResults> {
-            const K: &str = "atomic_test";
+            const K: &str = ATOMIC_TEST.name();
             if n == 0 || n >= i32::MAX as usize {
                 return Err(Error::invalid(K, format!("{n} threads: need 1 ≤ n < 2^31")));
             }
@@ -714,7 +699,6 @@ pub mod primitives {
                 return Err(Error::invalid(K, "too many threads for one launch"));
             }
             self.bind()?;
-            let f = self.function(K)?;
             let stream = self.stream();
             let tickets = DeviceBuffer::from_slice(&vec![u32::MAX; n]).during(K, "allocate")?;
             let counters = DeviceBuffer::from_slice(&[0, 0, u32::MAX, u32::MAX, 0, 0u32])
@@ -725,11 +709,17 @@ pub mod primitives {
             let su64 = DeviceBuffer::from_slice(&[0u64]).during(K, "allocate")?;
             // SAFETY: buffers sized and initialised as atomic_test's # Safety says; n < 2^31.
             unsafe {
-                launch!(f<<<grid, 256, 0, stream>>>(
-                    tickets.as_device_ptr(), counters.as_device_ptr(), signed.as_device_ptr(),
-                    s32.as_device_ptr(), s64.as_device_ptr(), su64.as_device_ptr(), n))
-            }
-            .during(K, "launch")?;
+                let args = (
+                    tickets.as_device_ptr(),
+                    counters.as_device_ptr(),
+                    signed.as_device_ptr(),
+                    s32.as_device_ptr(),
+                    s64.as_device_ptr(),
+                    su64.as_device_ptr(),
+                    n,
+                );
+                self.launch(ATOMIC_TEST, LaunchConfig::linear(grid, 256), stream, args)
+            }?;
             self.synchronize(K)?;
             let mut r = AtomicResults {
                 tickets: vec![0; n],
@@ -756,7 +746,7 @@ pub mod primitives {
         /// returns what the `ld.global.nc.v4` copy and the `ld.global.cg`
         /// copy wrote (both must equal the input).
         pub fn load_primitives_test(&self, input: &[u32]) -> Result<(Vec<u32>, Vec<u32>)> {
-            const K: &str = "load_test";
+            const K: &str = LOAD_TEST.name();
             if input.is_empty() || !input.len().is_multiple_of(4) {
                 return Err(Error::invalid(
                     K,
@@ -766,7 +756,6 @@ pub mod primitives {
             let vectors = input.len() / 4;
             let grid = crate::launch::grid_1d_capped(K, vectors, 128)?;
             self.bind()?;
-            let f = self.function(K)?;
             let stream = self.stream();
             // cuMemAlloc returns 256-byte-aligned memory: the 16-byte alignment holds.
             let din = DeviceBuffer::from_slice(input).during(K, "copy in")?;
@@ -776,9 +765,14 @@ pub mod primitives {
             // SAFETY: din is 16-byte aligned with 4 · vectors words, only read; the outputs
             // hold as many and are separate allocations.
             unsafe {
-                launch!(f<<<grid, 128, 0, stream>>>(din.as_device_ptr(), out.as_device_ptr(), out_cg.as_device_ptr(), vectors))
-            }
-            .during(K, "launch")?;
+                let args = (
+                    din.as_device_ptr(),
+                    out.as_device_ptr(),
+                    out_cg.as_device_ptr(),
+                    vectors,
+                );
+                self.launch(LOAD_TEST, LaunchConfig::linear(grid, 128), stream, args)
+            }?;
             self.synchronize(K)?;
             let mut a = vec![0u32; input.len()];
             let mut b = vec![0u32; input.len()];
@@ -791,7 +785,7 @@ pub mod primitives {
         /// `threads_per_block` consecutive values of `input` (whose length
         /// must be a multiple of `threads_per_block`, itself a multiple of 32).
         pub fn block_reduce_test(&self, input: &[i64], threads_per_block: u32) -> Result<Vec<i64>> {
-            const K: &str = "block_reduce_test_i64";
+            const K: &str = BLOCK_REDUCE_TEST_I64.name();
             crate::launch::check_block(K, (threads_per_block, 1, 1))?;
             let tpb = threads_per_block as usize;
             if !tpb.is_multiple_of(32) || input.is_empty() || !input.len().is_multiple_of(tpb) {
@@ -802,7 +796,6 @@ pub mod primitives {
             }
             let blocks = crate::launch::grid_exact(K, input.len(), threads_per_block, "x")?;
             self.bind()?;
-            let f = self.function(K)?;
             let stream = self.stream();
             let din = DeviceBuffer::from_slice(input).during(K, "copy in")?;
             let out =
@@ -810,9 +803,11 @@ pub mod primitives {
             // SAFETY: input holds blocks · tpb values, out one per block; the dynamic shared
             // memory (SHARED_BYTES ≥ 256) is what block_reduce needs.
             unsafe {
-                launch!(f<<<blocks, threads_per_block, super::SHARED_BYTES, stream>>>(din.as_device_ptr(), out.as_device_ptr()))
-            }
-            .during(K, "launch")?;
+                let cfg = LaunchConfig::linear(blocks, threads_per_block)
+                    .with_shared(super::SHARED_BYTES);
+                let args = (din.as_device_ptr(), out.as_device_ptr());
+                self.launch(BLOCK_REDUCE_TEST_I64, cfg, stream, args)
+            }?;
             self.synchronize(K)?;
             let mut h = vec![0i64; blocks as usize];
             out.copy_to(&mut h[..]).during(K, "copy out")?;
@@ -904,7 +899,10 @@ mod tests {
             <Xor as ReduceKernel<i64>>::ENTRY,
         ];
         for e in entries {
-            assert!(ENTRY_POINTS.contains(&e), "{e} missing from ENTRY_POINTS");
+            assert!(
+                cuda_kernels_gpu::KERNELS.contains(&e),
+                "{e} missing from the kernel list"
+            );
         }
     }
 

@@ -34,28 +34,27 @@
 use std::time::Instant;
 
 use cust::event::{Event, EventFlags, EventStatus};
-use cust::launch;
 use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
 use ndarray::{Array1, ArrayView1};
 
-use cuda_kernels_gpu::streams::mult_ker_element;
+use cuda_kernels_gpu::streams::{MULT_KER, mult_ker_element};
 
 use crate::Gpu;
 use crate::async_mem::{Lane, mean_std};
 use crate::error::{CudaResultExt, Error, Result};
+use crate::kernel::LaunchConfig;
 use crate::launch::{MAX_GRID_X, check_block};
 use crate::util::contiguous;
 
-/// The PTX entry points this module launches.
-pub const ENTRY_POINTS: &[&str] = &["mult_ker"];
-
-const K: &str = "mult_ker";
+const K: &str = MULT_KER.name();
 
 /// The seed's launch shape for `mult_ker`: one block…
 pub const SEED_GRID: u32 = 1;
 /// …of 64 threads (few threads per kernel, so that kernels of different
 /// streams can run side by side).
 pub const SEED_BLOCK: u32 = 64;
+/// The seed's launch of `mult_ker`: [`SEED_GRID`] × [`SEED_BLOCK`].
+pub const SEED_LAUNCH: LaunchConfig = LaunchConfig::linear(SEED_GRID, SEED_BLOCK);
 
 /// Checks a `mult_ker` launch: a non-empty array, 1 ≤ grid ≤ 2^31 − 1 blocks,
 /// a legal block.
@@ -146,13 +145,11 @@ impl Gpu {
     ) -> Result<()> {
         check_mult_ker(data.len(), grid, block)?;
         self.bind()?;
-        let f = self.function(K)?;
-        let stream = self.stream();
+        let (cfg, stream) = (LaunchConfig::linear(grid, block), self.stream());
         // SAFETY: `data` holds data.len() f32 (its own length) and is exclusively
         // borrowed; once the borrow ends, safe code can neither read nor free it
         // before the kernel is done (the `_on_device` rule in `Gpu`'s docs).
-        unsafe { launch!(f<<<grid, block, 0, stream>>>(data.as_device_ptr(), data.len())) }
-            .during(K, "launch")
+        unsafe { self.launch(MULT_KER, cfg, stream, (data.as_device_ptr(), data.len())) }
     }
 
     /// K14 (a): one `mult_ker<<<1, 64>>>` over `data` between a start and an
@@ -161,7 +158,6 @@ impl Gpu {
     pub fn mult_ker_events(&self, data: ArrayView1<f32>) -> Result<(Array1<f32>, EventsReport)> {
         check_mult_ker(data.len(), SEED_GRID, SEED_BLOCK)?;
         self.bind()?;
-        let f = self.function(K)?;
         let stream = self.stream();
         let buf = DeviceBuffer::from_slice(&contiguous(&data)).during(K, "copy to the device")?;
         let (ptr, len) = (buf.as_device_ptr(), buf.len());
@@ -171,8 +167,7 @@ impl Gpu {
             start.record(stream).during(K, "cuEventRecord")?;
             // SAFETY: `buf` holds len f32 and is used by nothing else; `settle` below
             // synchronizes the stream before it is read or freed.
-            unsafe { launch!(f<<<SEED_GRID, SEED_BLOCK, 0, stream>>>(ptr, len)) }
-                .during(K, "launch")?;
+            unsafe { self.launch(MULT_KER, SEED_LAUNCH, stream, (ptr, len)) }?;
             end.record(stream).during(K, "cuEventRecord")?;
             let done = |e: &Event| {
                 e.query()
@@ -246,10 +241,10 @@ impl<const D: usize> Lane<'_, f32, D> {
                 format!("device buffer {dev} does not exist (the lane has {D})"),
             )
         })?;
-        let f = gpu.function(K)?;
+        let cfg = LaunchConfig::linear(grid, block);
         // SAFETY: the lane's buffers hold `len` f32 each and are used only by the lane's
         // stream, which the lane synchronizes before freeing them (async_mem, points 1-4).
-        unsafe { launch!(f<<<grid, block, 0, stream>>>(ptr, len)) }.during(K, "launch")
+        unsafe { gpu.launch(MULT_KER, cfg, stream, (ptr, len)) }
     }
 }
 

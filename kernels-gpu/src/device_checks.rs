@@ -12,12 +12,13 @@ pub fn reversed_index(i: usize, len: usize) -> usize {
 }
 
 #[cfg(target_arch = "nvptx64")]
-mod entry {
-    use super::*;
-    use crate::device::sync::sync_threads;
-    use crate::device::thread;
-    use crate::shared_array;
+use crate::device::sync::sync_threads;
+#[cfg(target_arch = "nvptx64")]
+use crate::device::thread;
+#[cfg(target_arch = "nvptx64")]
+use crate::shared_array;
 
+crate::device::kernels! {
     /// Reverses each block-sized chunk of `input` into `output` through a
     /// static shared tile: every thread stores its element, the block waits at
     /// the barrier, then every thread loads its mirror element. The last chunk
@@ -26,12 +27,11 @@ mod entry {
     /// # Safety
     /// `input` and `output` hold `n` i32 each and do not overlap; the block
     /// has [`REVERSE_BLOCK`] threads.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn block_reverse_i32(
+    pub fn block_reverse_i32(
         input: *const i32,
         output: *mut i32,
         n: usize,
-    ) {
+    ) as BLOCK_REVERSE_I32 {
         let tile = shared_array!(block_reverse_tile: [i32; REVERSE_BLOCK]);
         let t = thread::thread_idx_x() as usize;
         let start = thread::block_idx_x() as usize * REVERSE_BLOCK;

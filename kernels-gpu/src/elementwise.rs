@@ -121,7 +121,18 @@ pub unsafe trait Elementwise<T: Copy> {
     /// followed by one of each `inout` array (its current value), `scalars`
     /// the scalars. Slices of the wrong length leave `outs` unchanged.
     fn element(ins: &[T], outs: &mut [T], scalars: &[T]);
+
+    /// The entry point's handle. The family is variadic (its arrays and
+    /// scalars are counted at run time against [`Self::INPUTS`] …), so the
+    /// handle's parameters are [`Params<T>`]: arrays and scalars of `T`.
+    const KERNEL: crate::device::kernel::Kernel<Params<T>> =
+        crate::device::kernel::Kernel::new(Self::ENTRY);
 }
+
+/// The parameters of an elementwise entry point of element type `T`: the
+/// `in`, `out` and `inout` arrays (pointers to `T`), the scalars (`T`), then
+/// `n: usize`, in that order (see [`Elementwise`]).
+pub struct Params<T>(core::marker::PhantomData<T>);
 
 /// Most arrays of one kind (in, or out + inout) and most scalars an
 /// elementwise kernel may have.
@@ -156,7 +167,13 @@ macro_rules! elementwise {
         #[derive(Debug, Clone, Copy, Default)]
         pub struct $name;
         $( $crate::__elementwise_one!($name, $ty, $sig, $body); )+
-    )*};
+    )*
+        /// The PTX entry points of these elementwise kernels, in declaration
+        /// order.
+        pub const ELEMENTWISE_KERNELS: &[&str] = &[$($(
+            concat!("elementwise_", stringify!($name), "_", stringify!($ty)),
+        )+)*];
+    };
 }
 
 /// One kernel for one type (used by [`elementwise!`](macro@crate::elementwise)).
@@ -286,10 +303,12 @@ pub fn vector_sum_repeat_element(a: f32, b: f32) -> f32 {
 pub const REPEAT_THREADS: u32 = 256;
 
 #[cfg(all(target_arch = "nvptx64", feature = "builtin-kernels"))]
-mod entry {
-    use super::vector_sum_repeat_element;
-    use crate::device::thread;
+use crate::device::thread;
 
+// The entry point only with `builtin-kernels` (see the crate docs).
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+crate::device::kernels! {
+    list REPEAT_KERNELS;
     /// K8: for each `i < n`, `repeats` times: `c[i] = a[i] + b[i]`, with
     /// volatile loads and store so that the loop survives optimization (the
     /// seed's deliberately heavy kernel). Grid-stride.
@@ -297,14 +316,13 @@ mod entry {
     /// # Safety
     /// `a`, `b` and `c` hold at least `n` f32 on the device; `c` overlaps
     /// neither input (host-checked).
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn vector_sum_repeat(
+    pub fn vector_sum_repeat(
         a: *const f32,
         b: *const f32,
         c: *mut f32,
         n: usize,
         repeats: u32,
-    ) {
+    ) as VECTOR_SUM_REPEAT {
         for i in thread::grid_stride(n) {
             for _ in 0..repeats {
                 // SAFETY: i < n, the length of all three buffers.

@@ -1,17 +1,17 @@
 //! K17 `hello_kernel` (seed 004): every thread prints a line with `vprintf`.
 
 #[cfg(target_arch = "nvptx64")]
-mod entry {
-    use crate::device::thread;
-    use crate::gpu_printf;
+use crate::device::thread;
+#[cfg(target_arch = "nvptx64")]
+use crate::gpu_printf;
 
+crate::device::kernels! {
     /// Prints `Hello World From GPU!` once per thread (seed 004 launches
     /// <<<1, 3>>>: three lines).
     ///
     /// # Safety
     /// None; `unsafe` only because every entry point is.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn hello_kernel() {
+    pub fn hello_kernel() as HELLO_KERNEL {
         gpu_printf!("Hello World From GPU!\n");
     }
 
@@ -20,8 +20,7 @@ mod entry {
     ///
     /// # Safety
     /// None; `unsafe` only because every entry point is.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn fault_test_kernel(block: u32, thread: u32) {
+    pub fn fault_test_kernel(block: u32, thread: u32) as FAULT_TEST_KERNEL {
         crate::gpu_assert!(
             !(thread::block_idx_x() == block && thread::thread_idx_x() == thread),
             "fault_test_kernel fails here on purpose"
@@ -33,8 +32,7 @@ mod entry {
     ///
     /// # Safety
     /// None; `unsafe` only because every entry point is.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn hello_indexed() {
+    pub fn hello_indexed() as HELLO_INDEXED {
         gpu_printf!(
             "Hello from thread %u of block %u (global index %lu)\n",
             thread::thread_idx_x(),

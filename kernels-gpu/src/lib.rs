@@ -12,8 +12,11 @@
 //! reference share, so both sides compute with the very same Rust code.
 //!
 //! Conventions for entry points:
-//! - `#[unsafe(no_mangle)] pub unsafe extern "ptx-kernel" fn name(...)`, the
-//!   name being the PTX entry point the host asks for;
+//! - each is declared once, in a [`device::kernels!`] block (or by a family
+//!   macro, `elementwise!`, `reduce_kernels!`): that declaration is the
+//!   `#[unsafe(no_mangle)] pub unsafe extern "ptx-kernel" fn name(...)` on
+//!   nvptx64, the typed host handle (`NAME: Kernel<(params…)>`) everywhere,
+//!   and the name's place in [`KERNELS`];
 //! - parameters are raw pointers, lengths and scalars, in the order
 //!   inputs, outputs, scalars; no slices or structs by value;
 //! - sizes are validated once by the host launcher (the `# Safety` section of
@@ -58,3 +61,24 @@ pub mod multiply;
 pub mod reduce;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod streams;
+
+/// Every PTX entry point of this crate, each family's generated list joined
+/// once here; the build fails if two kernels share an entry name. The host's
+/// tests check this list against the built PTX. (On nvptx64 it exists with
+/// the feature `builtin-kernels` only, as the kernels do.)
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub const KERNELS: &[&str] = device::kernel_list!(
+    multiply::KERNELS,
+    device_checks::KERNELS,
+    hello::KERNELS,
+    elementwise::ELEMENTWISE_KERNELS,
+    elementwise::REPEAT_KERNELS,
+    matmul::KERNELS,
+    matmul::SGEMM_KERNELS,
+    reduce::built_in::REDUCE_KERNELS,
+    reduce::primitive_tests::KERNELS,
+    mandelbrot::KERNELS,
+    streams::KERNELS,
+    life::KERNELS,
+    math_checks::KERNELS,
+);

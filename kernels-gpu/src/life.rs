@@ -110,59 +110,17 @@ pub fn next_four(up: [i32; FAST_CELLS_X], mid: [i32; 6], down: [i32; FAST_CELLS_
 }
 
 #[cfg(target_arch = "nvptx64")]
+use entry::*;
+
+#[cfg(target_arch = "nvptx64")]
 mod entry {
     use super::*;
-    use crate::device::thread;
+    pub(super) use crate::device::thread;
 
     /// A 16-byte aligned row segment of four cells.
     #[repr(C, align(16))]
     #[derive(Clone, Copy)]
-    struct Four([i32; 4]);
-
-    /// One Life step on an `n`×`n` torus, [`FAST_CELLS_X`] cells of a row
-    /// by `rows` rows per thread: for each row it reads the four cells (one
-    /// 16-byte load when `n` is a multiple of 4 and both lattices are
-    /// 16-byte aligned, else four loads) and the two horizontal neighbours,
-    /// keeps the horizontal sums of the rows above and below in registers
-    /// (a sliding window down the column strip, with the next row's loads
-    /// issued one row ahead) and writes the four next states. Cells are read about `(rows + 2) / rows` times (the strip's
-    /// top and bottom halo rows come from L2), written once.
-    ///
-    /// Thread mapping: 2-D blocks of 32 × `blockDim.y`; thread `(tx, ty)` of
-    /// block `(bx, by)` computes columns `4 (32 bx + tx) ..+ 4` of rows
-    /// `rows (blockDim.y by + ty) ..+ rows`, clipped to the lattice.
-    ///
-    /// # Safety
-    /// As [`conway_ker`]; also `rows >= 1`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn conway_fast(
-        lattice: *const i32,
-        lattice_out: *mut i32,
-        n: usize,
-        rows: usize,
-    ) {
-        let (gx, gy) = thread::index_2d();
-        let x0 = gx * FAST_CELLS_X;
-        let y0 = gy * rows;
-        if x0 >= n || y0 >= n {
-            return;
-        }
-        let y_end = if n - y0 < rows { n } else { y0 + rows };
-        // Two separate loops, so that the vector path keeps its 16-byte
-        // accesses (one loop with a per-row choice gets merged into scalar
-        // loads by the optimizer).
-        let vector = n.is_multiple_of(FAST_CELLS_X)
-            && (lattice as usize | lattice_out as usize).is_multiple_of(16);
-        // SAFETY: the caller's contract; x0, y0 < n; vector only when n is a
-        // multiple of 4 and both lattices are 16-byte aligned.
-        unsafe {
-            if vector {
-                strip::<true>(lattice, lattice_out, n, x0, y0, y_end);
-            } else {
-                strip::<false>(lattice, lattice_out, n, x0, y0, y_end);
-            }
-        }
-    }
+    pub(super) struct Four([i32; 4]);
 
     /// Rows `y0..y_end` of the four columns from `x0` (see [`conway_fast`]).
     ///
@@ -170,7 +128,7 @@ mod entry {
     /// As [`conway_fast`]; `x0 < n`, `y0 < y_end <= n`; when `VECTOR`, `n`
     /// is a multiple of 4 and both lattices are 16-byte aligned.
     #[inline(always)]
-    unsafe fn strip<const VECTOR: bool>(
+    pub(super) unsafe fn strip<const VECTOR: bool>(
         lattice: *const i32,
         lattice_out: *mut i32,
         n: usize,
@@ -249,6 +207,52 @@ mod entry {
             y += 1;
         }
     }
+}
+
+crate::device::kernels! {
+    /// One Life step on an `n`×`n` torus, [`FAST_CELLS_X`] cells of a row
+    /// by `rows` rows per thread: for each row it reads the four cells (one
+    /// 16-byte load when `n` is a multiple of 4 and both lattices are
+    /// 16-byte aligned, else four loads) and the two horizontal neighbours,
+    /// keeps the horizontal sums of the rows above and below in registers
+    /// (a sliding window down the column strip, with the next row's loads
+    /// issued one row ahead) and writes the four next states. Cells are read about `(rows + 2) / rows` times (the strip's
+    /// top and bottom halo rows come from L2), written once.
+    ///
+    /// Thread mapping: 2-D blocks of 32 × `blockDim.y`; thread `(tx, ty)` of
+    /// block `(bx, by)` computes columns `4 (32 bx + tx) ..+ 4` of rows
+    /// `rows (blockDim.y by + ty) ..+ rows`, clipped to the lattice.
+    ///
+    /// # Safety
+    /// As [`conway_ker`]; also `rows >= 1`.
+    pub fn conway_fast(
+        lattice: *const i32,
+        lattice_out: *mut i32,
+        n: usize,
+        rows: usize,
+    ) as CONWAY_FAST {
+        let (gx, gy) = thread::index_2d();
+        let x0 = gx * FAST_CELLS_X;
+        let y0 = gy * rows;
+        if x0 >= n || y0 >= n {
+            return;
+        }
+        let y_end = if n - y0 < rows { n } else { y0 + rows };
+        // Two separate loops, so that the vector path keeps its 16-byte
+        // accesses (one loop with a per-row choice gets merged into scalar
+        // loads by the optimizer).
+        let vector = n.is_multiple_of(FAST_CELLS_X)
+            && (lattice as usize | lattice_out as usize).is_multiple_of(16);
+        // SAFETY: the caller's contract; x0, y0 < n; vector only when n is a
+        // multiple of 4 and both lattices are 16-byte aligned.
+        unsafe {
+            if vector {
+                strip::<true>(lattice, lattice_out, n, x0, y0, y_end);
+            } else {
+                strip::<false>(lattice, lattice_out, n, x0, y0, y_end);
+            }
+        }
+    }
 
     /// One Life step: `lattice_out = step(lattice)` on an `n`×`n` torus.
     ///
@@ -262,12 +266,11 @@ mod entry {
     /// `lattice` and `lattice_out` point to at least `n * n` i32 each on the
     /// device (`n * n` does not overflow), they do not overlap, and nothing
     /// writes `lattice` while the kernel runs.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn conway_ker(
+    pub fn conway_ker(
         lattice: *const i32,
         lattice_out: *mut i32,
         n: usize,
-    ) {
+    ) as CONWAY_KER {
         let (x, y) = thread::index_2d();
         if x >= n || y >= n {
             return;

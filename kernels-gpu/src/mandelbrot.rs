@@ -86,10 +86,9 @@ pub fn lattice_indices(tid: u32, size: NonZeroU32) -> (u32, u32) {
 }
 
 #[cfg(target_arch = "nvptx64")]
-mod entry {
-    use super::*;
-    use crate::device::thread;
+use crate::device::thread;
 
+crate::device::kernels! {
     /// Seed 002's kernel: `graph[tid]` = [`mandelbrot_point`] of
     /// `lattice[i] + i·lattice[j]` with `(i, j)` = [`lattice_indices`]`(tid,
     /// lattice_size)`, for every `tid < lattice_size²`; threads beyond that do
@@ -104,14 +103,13 @@ mod entry {
     /// `lattice_size` f32 on the device; `graph` points to `lattice_size²`
     /// f32 on the device, overlapping `lattice` nowhere; the launch has fewer
     /// than 2³² threads.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn mandelbrot_ker(
+    pub fn mandelbrot_ker(
         lattice: *const f32,
         graph: *mut f32,
         max_iters: i32,
         upper_bound_squared: f32,
         lattice_size: i32,
-    ) {
+    ) as MANDELBROT_KER {
         let Some(size) = NonZeroU32::new(lattice_size as u32) else {
             return;
         };

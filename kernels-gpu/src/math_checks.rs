@@ -159,45 +159,57 @@ impl MathFn {
 pub const MATH_CHECK_BLOCK: u32 = 256;
 
 #[cfg(target_arch = "nvptx64")]
-mod entry {
-    use super::MathFn;
-    use super::eval::{eval_f32, eval_f64};
-    use crate::device::thread;
+use entry::*;
 
-    macro_rules! check_kernel {
-        ($(#[$doc:meta])* $name:ident, $t:ty, $eval:ident) => {
-            $(#[$doc])*
-            ///
-            /// # Safety
-            /// `x`, `y` and `out` hold `n` elements each on the device; `out`
-            /// overlaps neither input. An unknown `function` writes nothing.
-            #[unsafe(no_mangle)]
-            pub unsafe extern "ptx-kernel" fn $name(
-                x: *const $t,
-                y: *const $t,
-                out: *mut $t,
-                n: usize,
-                function: u32,
-            ) {
-                let Some(f) = MathFn::from_index(function) else {
-                    return;
-                };
-                for i in thread::grid_stride(n) {
-                    // SAFETY: i < n, the length of all three arrays.
-                    unsafe { *out.add(i) = $eval(f, *x.add(i), *y.add(i)) };
-                }
-            }
+#[cfg(target_arch = "nvptx64")]
+mod entry {
+    pub(super) use super::MathFn;
+    pub(super) use super::eval::{eval_f32, eval_f64};
+    pub(super) use crate::device::thread;
+
+    /// The body of `math_f32_test` and `math_f64_test`: `out[i] = eval(f,
+    /// x[i], y[i])` for the function numbered `function`, grid-stride.
+    ///
+    /// # Safety
+    /// As those kernels.
+    #[inline(always)]
+    pub(super) unsafe fn check<T: Copy>(
+        x: *const T,
+        y: *const T,
+        out: *mut T,
+        n: usize,
+        function: u32,
+        eval: impl Fn(MathFn, T, T) -> T,
+    ) {
+        let Some(f) = MathFn::from_index(function) else {
+            return;
         };
+        for i in thread::grid_stride(n) {
+            // SAFETY: i < n, the length of all three arrays.
+            unsafe { *out.add(i) = eval(f, *x.add(i), *y.add(i)) };
+        }
+    }
+}
+
+crate::device::kernels! {
+    /// `out[i] = f(x[i])` or `f(x[i], y[i])` in f32 for the `device::math`
+    /// function numbered `function` ([`MathFn`]); grid-stride.
+    ///
+    /// # Safety
+    /// `x`, `y` and `out` hold `n` elements each on the device; `out`
+    /// overlaps neither input. An unknown `function` writes nothing.
+    pub fn math_f32_test(x: *const f32, y: *const f32, out: *mut f32, n: usize, function: u32) as MATH_F32_TEST {
+        // SAFETY: this kernel's contract.
+        unsafe { check(x, y, out, n, function, eval_f32) }
     }
 
-    check_kernel!(
-        /// `out[i] = f(x[i])` or `f(x[i], y[i])` in f32 for the `device::math`
-        /// function numbered `function` ([`MathFn`]); grid-stride.
-        math_f32_test, f32, eval_f32
-    );
-    check_kernel!(
-        /// `out[i] = f(x[i])` or `f(x[i], y[i])` in f64 for the `device::math`
-        /// function numbered `function` ([`MathFn`]); grid-stride.
-        math_f64_test, f64, eval_f64
-    );
+    /// `out[i] = f(x[i])` or `f(x[i], y[i])` in f64 for the `device::math`
+    /// function numbered `function` ([`MathFn`]); grid-stride.
+    ///
+    /// # Safety
+    /// As `math_f32_test`, on f64.
+    pub fn math_f64_test(x: *const f64, y: *const f64, out: *mut f64, n: usize, function: u32) as MATH_F64_TEST {
+        // SAFETY: this kernel's contract.
+        unsafe { check(x, y, out, n, function, eval_f64) }
+    }
 }

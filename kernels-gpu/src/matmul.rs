@@ -16,6 +16,7 @@
 //! map of [`crate::bandwidth`] (a 2-D grid of 32 × 8 blocks, one element per
 //! thread, reached 0.77 of a device copy on an H100), so any rows × cols
 //! works.
+use crate::device::kernel::Kernel;
 
 /// The per-element function of `doubles_matrix`, shared with the CPU
 /// reference: `x * 2`, exact in f32.
@@ -36,6 +37,10 @@ pub fn mul_add_i64(acc: i64, x: i64, y: i64) -> i64 {
 /// Threads per block side of `matrix_mul_naive` (blocks of 16 × 16).
 pub const BLOCK_2D: u32 = 16;
 
+/// The parameters of the matrix-product kernels (`matrix_mul_naive` and the
+/// `matrix_mul_tiled*` entries): `(a, b, c, m, k, n)`.
+pub type MatmulParams = (*const f32, *const f32, *mut f32, usize, usize, usize);
+
 /// The tile shape of one tiled SGEMM entry point (`matrix_mul_tiled*`):
 /// each block computes a `bm × bn` tile of C with `bm·bn/64` threads (an
 /// 8 × 8 micro-tile each), staging k-tiles of `bk` in shared memory, with
@@ -43,7 +48,7 @@ pub const BLOCK_2D: u32 = 16;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SgemmTile {
     /// The PTX entry point.
-    pub entry: &'static str,
+    pub entry: Kernel<MatmulParams>,
     /// Rows of C per block.
     pub bm: usize,
     /// Columns of C per block.
@@ -72,7 +77,7 @@ impl SgemmTile {
 /// `matrix_mul_tiled`: 128 × 128 tiles, k-tiles of 8, 4-byte loads (any
 /// shape and alignment).
 pub const SGEMM_128: SgemmTile = SgemmTile {
-    entry: "matrix_mul_tiled",
+    entry: MATRIX_MUL_TILED,
     bm: 128,
     bn: 128,
     bk: 8,
@@ -80,7 +85,7 @@ pub const SGEMM_128: SgemmTile = SgemmTile {
 };
 /// `matrix_mul_tiled_v4`: 128 × 128 tiles, k-tiles of 16, 16-byte loads.
 pub const SGEMM_128_V4: SgemmTile = SgemmTile {
-    entry: "matrix_mul_tiled_v4",
+    entry: MATRIX_MUL_TILED_V4,
     bm: 128,
     bn: 128,
     bk: 16,
@@ -90,7 +95,7 @@ pub const SGEMM_128_V4: SgemmTile = SgemmTile {
 /// loads: four times the blocks of [`SGEMM_128`], for products too small to
 /// fill the GPU with 128 × 128 tiles.
 pub const SGEMM_64: SgemmTile = SgemmTile {
-    entry: "matrix_mul_tiled_64",
+    entry: MATRIX_MUL_TILED_64,
     bm: 64,
     bn: 64,
     bk: 8,
@@ -98,7 +103,7 @@ pub const SGEMM_64: SgemmTile = SgemmTile {
 };
 /// `matrix_mul_tiled_64_v4`: [`SGEMM_64`] with 16-byte loads.
 pub const SGEMM_64_V4: SgemmTile = SgemmTile {
-    entry: "matrix_mul_tiled_64_v4",
+    entry: MATRIX_MUL_TILED_64_V4,
     bm: 64,
     bn: 64,
     bk: 8,
@@ -140,113 +145,19 @@ macro_rules! unroll {
 }
 
 #[cfg(target_arch = "nvptx64")]
+use entry::*;
+
+#[cfg(target_arch = "nvptx64")]
 mod entry {
-    use super::*;
-    use crate::device::arith::fma_f32;
-    use crate::device::atomic::fetch_add_f32;
-    use crate::device::load::load_nc_v4;
-    use crate::device::shared::dynamic_shared_address;
-    use crate::device::sync::sync_threads;
-    use crate::device::thread;
-    use crate::device::vector::{load_shared_f32x4, store_shared_f32, store_shared_f32x4};
-
-    /// K3: `a[r][c] *= 2` in place for every element of a `rows × cols`
-    /// matrix. The matrix is contiguous, so this is a 1-D map over its
-    /// `rows * cols` elements (16-byte vectors, element-wise head and tail:
-    /// [`crate::bandwidth`]), launched on a 1-D grid.
-    ///
-    /// Fixes the seed's index `threadIdx.x + threadIdx.y*4` (see the
-    /// module documentation): every element is visited once.
-    ///
-    /// # Safety
-    /// `a` points to `rows * cols` f32 on the device, row-major, and
-    /// `rows * cols` does not overflow (host-checked).
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn doubles_matrix(a: *mut f32, rows: usize, cols: usize) {
-        // SAFETY: a holds rows * cols f32 (host-checked), only this launch touches it.
-        unsafe {
-            crate::bandwidth::device::map::<f32, 4, 0, 1>([], [a], 0, rows * cols, |_, [x]| {
-                *x = double_element(*x)
-            })
-        };
-    }
-
-    /// K4: `C = A · B`, one thread per element of C (x = column of C,
-    /// y = row), each a dot product of length `k` read straight from global
-    /// memory (the seed's `MatrixMulKernel`, generalized from one 5×5 block
-    /// to any `m × k · k × n` with a 2-D grid and bounds checks).
-    ///
-    /// # Safety
-    /// `a` holds `m * k`, `b` holds `k * n` and `c` holds `m * n` f32 on the
-    /// device, row-major; `c` overlaps neither input; the products do not
-    /// overflow (host-checked).
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn matrix_mul_naive(
-        a: *const f32,
-        b: *const f32,
-        c: *mut f32,
-        m: usize,
-        k: usize,
-        n: usize,
-    ) {
-        let (col, row) = thread::index_2d();
-        if row < m && col < n {
-            let mut acc = 0.0f32;
-            for p in 0..k {
-                // SAFETY: row < m, p < k and col < n: both indices are in bounds.
-                acc = unsafe { fma_f32(*a.add(row * k + p), *b.add(p * n + col), acc) };
-            }
-            // SAFETY: row < m and col < n.
-            unsafe { *c.add(row * n + col) = acc };
-        }
-    }
-
-    /// Declares a tiled SGEMM entry point instantiating [`sgemm_tile`]
-    /// with the shape of one [`SgemmTile`] constant.
-    macro_rules! sgemm_entry {
-        ($(#[$doc:meta])* $name:ident = $tile:ident) => {
-            $(#[$doc])*
-            ///
-            /// # Safety
-            #[doc = concat!("As [`sgemm_tile`] with the shape of [`", stringify!($tile), "`].")]
-            #[unsafe(no_mangle)]
-            pub unsafe extern "ptx-kernel" fn $name(
-                a: *const f32,
-                b: *const f32,
-                c: *mut f32,
-                m: usize,
-                k: usize,
-                n: usize,
-            ) {
-                // SAFETY: forwarded from this kernel's contract.
-                unsafe {
-                    sgemm_tile::<{ $tile.bm }, { $tile.bn }, { $tile.bk }, { $tile.vec }>(
-                        a, b, c, m, k, n,
-                    )
-                }
-            }
-        };
-    }
-
-    sgemm_entry!(
-        /// K5: `C = A · B` with shared-memory tiles and register blocking,
-        /// for any shape and alignment: 128 × 128 tiles of C, 4-byte loads
-        /// (see [`sgemm_tile`]). The launcher picks this entry or another
-        /// `matrix_mul_tiled*` by shape and alignment.
-        matrix_mul_tiled = SGEMM_128
-    );
-    sgemm_entry!(
-        /// K5 with 16-byte loads and k-tiles of 16 (128 × 128 tiles).
-        matrix_mul_tiled_v4 = SGEMM_128_V4
-    );
-    sgemm_entry!(
-        /// K5 with 64 × 64 tiles (64 threads), 4-byte loads.
-        matrix_mul_tiled_64 = SGEMM_64
-    );
-    sgemm_entry!(
-        /// K5 with 64 × 64 tiles (64 threads), 16-byte loads.
-        matrix_mul_tiled_64_v4 = SGEMM_64_V4
-    );
+    pub(super) use crate::device::arith::fma_f32;
+    pub(super) use crate::device::atomic::fetch_add_f32;
+    pub(super) use crate::device::load::load_nc_v4;
+    pub(super) use crate::device::shared::dynamic_shared_address;
+    pub(super) use crate::device::sync::sync_threads;
+    pub(super) use crate::device::thread;
+    pub(super) use crate::device::vector::{
+        load_shared_f32x4, store_shared_f32, store_shared_f32x4,
+    };
 
     /// Loads part `i` of a thread's share of a tile: with `VEC`, the 4
     /// floats `src[p .. p + 4]` (one `ld.global.nc.v4`) into `dst[4 i ..
@@ -256,7 +167,12 @@ mod entry {
     /// Those elements are inside the operand `src` points to, which nothing
     /// writes during the launch; with `VEC`, `src + p` is 16-byte aligned.
     #[inline(always)]
-    unsafe fn load_part<const VEC: bool>(dst: &mut [f32; 8], i: usize, src: *const f32, p: u32) {
+    pub(super) unsafe fn load_part<const VEC: bool>(
+        dst: &mut [f32; 8],
+        i: usize,
+        src: *const f32,
+        p: u32,
+    ) {
         if VEC {
             // SAFETY: 16 readable, aligned, read-only bytes (the caller).
             let v = unsafe { load_nc_v4(src.add(p as usize) as *const [u32; 4]) };
@@ -308,7 +224,12 @@ mod entry {
     /// dynamic shared memory; with `s > 1`, C is zeroed before the
     /// launch (host-checked).
     #[inline(always)]
-    unsafe fn sgemm_tile<const BM: usize, const BN: usize, const BK: usize, const VEC: bool>(
+    pub(super) unsafe fn sgemm_tile<
+        const BM: usize,
+        const BN: usize,
+        const BK: usize,
+        const VEC: bool,
+    >(
         a: *const f32,
         b: *const f32,
         c: *mut f32,
@@ -503,6 +424,57 @@ mod entry {
             }
         });
     }
+}
+
+crate::device::kernels! {
+    /// K3: `a[r][c] *= 2` in place for every element of a `rows × cols`
+    /// matrix. The matrix is contiguous, so this is a 1-D map over its
+    /// `rows * cols` elements (16-byte vectors, element-wise head and tail:
+    /// [`crate::bandwidth`]), launched on a 1-D grid.
+    ///
+    /// Fixes the seed's index `threadIdx.x + threadIdx.y*4` (see the
+    /// module documentation): every element is visited once.
+    ///
+    /// # Safety
+    /// `a` points to `rows * cols` f32 on the device, row-major, and
+    /// `rows * cols` does not overflow (host-checked).
+    pub fn doubles_matrix(a: *mut f32, rows: usize, cols: usize) as DOUBLES_MATRIX {
+        // SAFETY: a holds rows * cols f32 (host-checked), only this launch touches it.
+        unsafe {
+            crate::bandwidth::device::map::<f32, 4, 0, 1>([], [a], 0, rows * cols, |_, [x]| {
+                *x = double_element(*x)
+            })
+        };
+    }
+
+    /// K4: `C = A · B`, one thread per element of C (x = column of C,
+    /// y = row), each a dot product of length `k` read straight from global
+    /// memory (the seed's `MatrixMulKernel`, generalized from one 5×5 block
+    /// to any `m × k · k × n` with a 2-D grid and bounds checks).
+    ///
+    /// # Safety
+    /// `a` holds `m * k`, `b` holds `k * n` and `c` holds `m * n` f32 on the
+    /// device, row-major; `c` overlaps neither input; the products do not
+    /// overflow (host-checked).
+    pub fn matrix_mul_naive(
+        a: *const f32,
+        b: *const f32,
+        c: *mut f32,
+        m: usize,
+        k: usize,
+        n: usize,
+    ) as MATRIX_MUL_NAIVE {
+        let (col, row) = thread::index_2d();
+        if row < m && col < n {
+            let mut acc = 0.0f32;
+            for p in 0..k {
+                // SAFETY: row < m, p < k and col < n: both indices are in bounds.
+                acc = unsafe { fma_f32(*a.add(row * k + p), *b.add(p * n + col), acc) };
+            }
+            // SAFETY: row < m and col < n.
+            unsafe { *c.add(row * n + col) = acc };
+        }
+    }
 
     /// K9: batched int64 matrix product with NumPy gufunc semantics
     /// `(m,n),(n,p)->(m,p)`: for every batch index `z < batch`,
@@ -521,8 +493,7 @@ mod entry {
     /// `a_offsets[z] + m * n` and `b_offsets[z] + n * p` are within `a` and
     /// `b`; `c` holds `batch * m * p` i64 and overlaps nothing else; no
     /// product overflows and `m * p > 0` (host-checked).
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn gufunc_matmul_i64(
+    pub fn gufunc_matmul_i64(
         a: *const i64,
         b: *const i64,
         a_offsets: *const usize,
@@ -532,7 +503,7 @@ mod entry {
         m: usize,
         n: usize,
         p: usize,
-    ) {
+    ) as GUFUNC_MATMUL_I64 {
         let per_batch = m * p;
         for idx in thread::grid_stride(batch * per_batch) {
             let z = idx / per_batch;
@@ -549,4 +520,53 @@ mod entry {
             unsafe { *c.add(idx) = acc };
         }
     }
+}
+
+/// Declares the tiled SGEMM entry points, each instantiating [`sgemm_tile`]
+/// with the shape of one [`SgemmTile`] constant, in one `kernels!` block
+/// (their list is `SGEMM_KERNELS`).
+macro_rules! sgemm_kernels {
+    ($($(#[$doc:meta])* $name:ident as $handle:ident = $tile:ident;)*) => {
+        crate::device::kernels! {
+            list SGEMM_KERNELS;
+            $(
+                $(#[$doc])*
+                ///
+                /// # Safety
+                #[doc = concat!("As [`sgemm_tile`] with the shape of [`", stringify!($tile), "`].")]
+                pub fn $name(
+                    a: *const f32,
+                    b: *const f32,
+                    c: *mut f32,
+                    m: usize,
+                    k: usize,
+                    n: usize,
+                ) as $handle {
+                    // SAFETY: forwarded from this kernel's contract.
+                    unsafe {
+                        sgemm_tile::<{ $tile.bm }, { $tile.bn }, { $tile.bk }, { $tile.vec }>(
+                            a, b, c, m, k, n,
+                        )
+                    }
+                }
+            )*
+        }
+    };
+}
+
+sgemm_kernels! {
+    /// K5: `C = A · B` with shared-memory tiles and register blocking,
+    /// for any shape and alignment: 128 × 128 tiles of C, 4-byte loads
+    /// (see [`sgemm_tile`]). The launcher picks this entry or another
+    /// `matrix_mul_tiled*` by shape and alignment.
+    matrix_mul_tiled as MATRIX_MUL_TILED = SGEMM_128;
+
+    /// K5 with 16-byte loads and k-tiles of 16 (128 × 128 tiles).
+    matrix_mul_tiled_v4 as MATRIX_MUL_TILED_V4 = SGEMM_128_V4;
+
+    /// K5 with 64 × 64 tiles (64 threads), 4-byte loads.
+    matrix_mul_tiled_64 as MATRIX_MUL_TILED_64 = SGEMM_64;
+
+    /// K5 with 64 × 64 tiles (64 threads), 16-byte loads.
+    matrix_mul_tiled_64_v4 as MATRIX_MUL_TILED_64_V4 = SGEMM_64_V4;
 }

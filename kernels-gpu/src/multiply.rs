@@ -23,23 +23,21 @@ pub fn vector_sum_element(a: i32, b: i32) -> i32 {
 }
 
 #[cfg(target_arch = "nvptx64")]
-mod entry {
-    use super::*;
-    use crate::bandwidth::device::map;
+use crate::bandwidth::device::map;
 
+crate::device::kernels! {
     /// `c[i] = a[i] * b[i]` for `i < n`: 16-byte vectors, with an
     /// element-wise head and tail (any 1-D grid covers any n).
     ///
     /// # Safety
     /// `a`, `b` and `c` point to at least `n` f32 each on the device; `c`
     /// does not overlap `a` or `b`.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn multiply(
+    pub fn multiply(
         a: *const f32,
         b: *const f32,
         c: *mut f32,
         n: usize,
-    ) {
+    ) as MULTIPLY {
         // SAFETY: all three hold n f32 (host-checked); c overlaps neither input.
         unsafe {
             map::<f32, 4, 2, 1>([a, b], [c], 1, n, |&[x, y], [z]| {
@@ -54,13 +52,12 @@ mod entry {
     /// # Safety
     /// `a`, `b` and `res` point to at least `n` i32 each; `res` overlaps
     /// neither input.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn vector_sum_i32(
+    pub fn vector_sum_i32(
         a: *const i32,
         b: *const i32,
         res: *mut i32,
         n: usize,
-    ) {
+    ) as VECTOR_SUM_I32 {
         // SAFETY: all three hold n i32 (host-checked); res overlaps neither input.
         unsafe {
             map::<i32, 4, 2, 1>([a, b], [res], 1, n, |&[x, y], [z]| {
@@ -73,6 +70,5 @@ mod entry {
     ///
     /// # Safety
     /// None; `unsafe` only because every entry point is.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn empty_kernel() {}
+    pub fn empty_kernel() as EMPTY_KERNEL {}
 }

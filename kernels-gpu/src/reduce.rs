@@ -37,8 +37,9 @@
 //! # use cuda_kernels_gpu::reduce::ReduceKernel;
 //! # assert_eq!(<BitOr as ReduceKernel<i32>>::ENTRY, "reduce_bit_or_i32");
 //! ```
-//! and add the new entry names to the host's `reduce::ENTRY_POINTS` (the
-//! offline PTX test then checks that they were built). [`Xor`] below is
+//! The invocation also lists the entry names (`REDUCE_KERNELS`), which join
+//! the crate's generated list (the offline PTX test then checks that they
+//! were built). [`Xor`] below is
 //! declared exactly this way. A kernel crate of your own does the same with
 //! its own types (`examples/downstream`'s `MaxAbs`), and its host crate
 //! launches them with `Gpu::reduce::<Op, T>` on its own module. An entry name
@@ -262,12 +263,18 @@ pub const UNROLL: usize = 4;
 pub unsafe trait ReduceKernel<T>: ReduceOp<T> {
     /// The entry point's name, `reduce_<op>_<type>`.
     const ENTRY: &'static str;
+    /// The entry point's handle, with its parameters `(input, partials,
+    /// counter, out, n, init)`.
+    const KERNEL: crate::device::kernel::Kernel<(*const T, *mut T, *mut u32, *mut T, usize, T)> =
+        crate::device::kernel::Kernel::new(Self::ENTRY);
 }
 
 /// Instantiates the reduction kernel for an operation and element types:
-/// `reduce_kernels!(Op, "name": i32, f64, …)` emits, for each type `t`, the
-/// entry point `reduce_<name>_<t>` (on nvptx64) and
-/// `impl ReduceKernel<t> for Op` (everywhere). `Op` must implement
+/// `reduce_kernels! { Op, "name": i32, f64, …; … }` emits, for each type
+/// `t`, the entry point `reduce_<name>_<t>` (on nvptx64) and
+/// `impl ReduceKernel<t> for Op` (everywhere, with its handle
+/// [`ReduceKernel::KERNEL`]), and once the list `REDUCE_KERNELS` of the entry
+/// names. `Op` must implement
 /// [`ReduceOp<t>`](ReduceOp) for each type, and each type must be one of the
 /// element types the host launches (`i32`, `i64`, `f32`, `f64`: the host
 /// crate's sealed `reduce::Element`).
@@ -284,7 +291,12 @@ pub unsafe trait ReduceKernel<T>: ReduceOp<T> {
 /// - the launch has [`SHARED_BYTES`] bytes of dynamic shared memory.
 #[macro_export]
 macro_rules! reduce_kernels {
-    ($op:ty, $name:literal: $($t:ident),+ $(,)?) => {$(
+    ($($op:ty, $name:literal: $($t:ident),+);+ $(;)?) => {
+        /// The PTX entry points of the reductions, in declaration order.
+        pub const REDUCE_KERNELS: &[&str] = &[$($(concat!("reduce_", $name, "_", stringify!($t)),)+)+];
+        $($crate::reduce_kernels!(@one $op, $name: $($t),+);)+
+    };
+    (@one $op:ty, $name:literal: $($t:ident),+) => {$(
         // SAFETY: the entry point of this name is emitted just below, for
         // exactly ($op, $t), with the documented parameters.
         unsafe impl $crate::reduce::ReduceKernel<$t> for $op {
@@ -318,16 +330,19 @@ macro_rules! reduce_kernels {
 }
 
 /// The built-in reductions: `ReduceKernel` everywhere, the entry points on
-/// nvptx64 with the feature `builtin-kernels` (see the crate docs).
+/// nvptx64 with the feature `builtin-kernels` (see the crate docs), and their
+/// list `REDUCE_KERNELS`.
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
-mod built_in {
+pub mod built_in {
     use super::{Max, Min, Product, Sum, Xor};
 
-    reduce_kernels!(Sum, "sum": i32, i64, f32, f64);
-    reduce_kernels!(Product, "product": i32, i64, f32, f64);
-    reduce_kernels!(Min, "min": i32, i64, f32, f64);
-    reduce_kernels!(Max, "max": i32, i64, f32, f64);
-    reduce_kernels!(Xor, "xor": i32, i64);
+    reduce_kernels! {
+        Sum, "sum": i32, i64, f32, f64;
+        Product, "product": i32, i64, f32, f64;
+        Min, "min": i32, i64, f32, f64;
+        Max, "max": i32, i64, f32, f64;
+        Xor, "xor": i32, i64;
+    }
 }
 
 /// The CPU side of the single source: a sequential left fold, from `init`
@@ -351,8 +366,8 @@ pub fn fold<T: Copy, Op: ReduceOp<T>>(
 #[cfg(target_arch = "nvptx64")]
 pub mod body;
 
-#[cfg(all(target_arch = "nvptx64", feature = "builtin-kernels"))]
-mod primitive_tests;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub mod primitive_tests;
 
 #[cfg(test)]
 mod tests {

@@ -37,10 +37,9 @@ pub fn mult_ker_element(x: f32) -> f32 {
 }
 
 #[cfg(target_arch = "nvptx64")]
-mod entry {
-    use super::*;
-    use crate::device::thread;
+use crate::device::thread;
 
+crate::device::kernels! {
     /// `array[i] = mult_ker_element(array[i])` for every `i < array_len`, in
     /// place, grid-stride (the seed's `<<<1, 64>>>` works, as does any other
     /// 1-D launch).
@@ -51,8 +50,7 @@ mod entry {
     /// # Safety
     /// `array` points to at least `array_len` f32 on the device that no other
     /// work touches while the kernel runs.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn mult_ker(array: *mut f32, array_len: usize) {
+    pub fn mult_ker(array: *mut f32, array_len: usize) as MULT_KER {
         for i in thread::grid_stride(array_len) {
             // SAFETY: i < array_len, the buffer's length (host-checked); each i is
             // visited by exactly one thread, so the read-modify-write does not race.

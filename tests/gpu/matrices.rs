@@ -246,17 +246,20 @@ fn matmul_tile_selection(gpu: &Gpu) -> Result<(), Failed> {
         let b = randn2(k, n, (k * 7 + n) as u64);
         for offset in [0, 1] {
             let (c, plan) = tiled_at_offset(gpu, &a, &b, offset)?;
-            let vec = plan.entry.ends_with("_v4");
+            let vec = plan.entry.name().ends_with("_v4");
             ensure(!(vec && (offset != 0 || k % 4 != 0 || n % 4 != 0)), || {
                 format!(
                     "{m}×{k}·{k}×{n} offset {offset}: {} needs alignment",
-                    plan.entry
+                    plan.entry.name()
                 )
             })?;
-            seen.insert(plan.entry);
+            seen.insert(plan.entry.name());
             let chk = check_matmul(c.view(), a.view(), b.view()).map_err(fail)?;
             ensure(chk.passed(), || {
-                format!("{} {m}×{k}·{k}×{n} offset {offset}: {chk:?}", plan.entry)
+                format!(
+                    "{} {m}×{k}·{k}×{n} offset {offset}: {chk:?}",
+                    plan.entry.name()
+                )
             })?;
         }
     }
@@ -292,7 +295,7 @@ fn matmul_split_k(gpu: &Gpu) -> Result<(), Failed> {
             ensure(chk.passed(), || {
                 format!(
                     "{} split {m}×{k}·{k}×{n} offset {offset}: {chk:?}",
-                    plan.entry
+                    plan.entry.name()
                 )
             })?;
             let (again, _) = tiled_at_offset(gpu, &a, &b, offset)?;
@@ -636,7 +639,7 @@ fn ptx_keeps_the_repeat_loop() -> Result<(), Failed> {
 
 fn ptx_tiled_uses_shared_vector_loads() -> Result<(), Failed> {
     for tile in cuda_kernels::kernels::matmul::SGEMM_TILES {
-        let body = ptx_entry(tile.entry)?;
+        let body = ptx_entry(tile.entry.name())?;
         let v4 = body.matches("ld.shared.v4.f32").count();
         let fma = body.matches("fma.rn.f32").count();
         let (want_v4, want_fma) = (4 * tile.bk, 64 * tile.bk);
@@ -644,11 +647,11 @@ fn ptx_tiled_uses_shared_vector_loads() -> Result<(), Failed> {
             format!(
                 "{}: expected ≥ {want_v4} ld.shared.v4.f32 and ≥ {want_fma} fma.rn.f32, \
                  got {v4} and {fma}",
-                tile.entry
+                tile.entry.name()
             )
         })?;
         ensure(!body.contains(".local"), || {
-            format!("local memory in {}", tile.entry)
+            format!("local memory in {}", tile.entry.name())
         })?;
     }
     Ok(())
@@ -656,12 +659,13 @@ fn ptx_tiled_uses_shared_vector_loads() -> Result<(), Failed> {
 
 fn ptx_tiled_v4_uses_global_vector_loads() -> Result<(), Failed> {
     for tile in cuda_kernels::kernels::matmul::SGEMM_TILES {
-        let body = ptx_entry(tile.entry)?;
+        let body = ptx_entry(tile.entry.name())?;
         let v4 = body.contains("ld.global.nc.v4");
         ensure(v4 == tile.vec, || {
             format!(
                 "{}: ld.global.nc.v4 present: {v4}, expected {}",
-                tile.entry, tile.vec
+                tile.entry.name(),
+                tile.vec
             )
         })?;
     }

@@ -12,6 +12,7 @@ use std::sync::mpsc;
 use cuda_kernels::async_mem::Lane;
 use cuda_kernels::contexts::{ThreadContext, manual_context_roundtrip, threads_mult_ker};
 use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
+use cuda_kernels::kernels::streams::MULT_KER;
 use cuda_kernels::launch::MAX_GRID_X;
 use cuda_kernels::life::{
     LifeKernel, LifeSims, check_lattice, life_cpu, life_grid, life_step_cpu, random_lattice,
@@ -374,7 +375,7 @@ fn lane_overlaps_the_legacy_default_stream(gpu: &Gpu) -> Result<(), Failed> {
     }
 
     let legacy: CUstream = std::ptr::null_mut();
-    let f = gpu.function("mult_ker").map_err(fail)?;
+    let f = gpu.function(MULT_KER.name()).map_err(fail)?;
     // One block walking 2^24 elements: about 100 ms on an H100.
     let mut long = DeviceBuffer::<f32>::zeroed(1 << 24).map_err(fail)?;
     let data: Vec<f32> = (0..1000).map(|i| i as f32).collect();

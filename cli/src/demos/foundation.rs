@@ -214,6 +214,23 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
             Check::Skipped("no output: a launch rate".into()),
         ));
     }
+    let t = gpu.typed_launch_overhead(20_000, 5)?;
+    for (label, rate) in [
+        ("typed Gpu::launch", t.typed_per_s),
+        ("bare cuLaunchKernel", t.bare_per_s),
+    ] {
+        records.push(BenchRecord::new(
+            format!("empty_kernel pipelined, {label}"),
+            "20000 launches, best of 5 alternating rounds",
+            1e3 / rate,
+            "launches/s",
+            rate,
+            Check::Skipped(format!(
+                "typed launch vs bare cuLaunchKernel: typed costs {:+.1}% (target ≤ 5%)",
+                100.0 * t.overhead()
+            )),
+        ));
+    }
     c_abi_call_overhead(records);
     cold_start(gpu, records)
 }

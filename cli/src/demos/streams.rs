@@ -436,10 +436,10 @@ fn life(
     kernel: LifeKernel,
     report: &mut Report,
 ) -> Result<()> {
-    const K: &str = "conway_ker";
-    let label = format!("{}, one stream per simulation", kernel.entry());
+    let k = kernel.entry();
+    let label = format!("{k}, one stream per simulation");
     if sims == 0 {
-        return Err(Error::invalid(K, "0 simulations: nothing to run"));
+        return Err(Error::invalid(k, "0 simulations: nothing to run"));
     }
     let mut rng = Rng::new(15);
     let starts: Vec<Array2<i32>> = (0..sims)

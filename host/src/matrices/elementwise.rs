@@ -27,19 +27,18 @@
 //! `gpu.elementwise_norm2(x.view(), y.view(), z.view_mut())` (this module
 //! expands the same list), its CPU reference
 //! `elementwise_cpu::<norm2, f32>(&[x.view(), y.view()], &mut [z.view_mut()], &[])`,
-//! and an entry in [`ENTRY_POINTS`](super::ENTRY_POINTS), which the offline
-//! PTX test checks.
-use std::ffi::c_void;
+//! and an entry in the kernel crate's generated list
+//! ([`cuda_kernels_gpu::KERNELS`]), which the offline PTX test checks.
 
-use cust::launch;
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy, DevicePointer, DeviceSlice};
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice};
 use ndarray::{Array1, ArrayView1, ArrayViewMut1};
 
 pub use cuda_kernels_gpu::elementwise::{Elementwise, MAX_ELEMENTWISE_ARGS};
-use cuda_kernels_gpu::elementwise::{REPEAT_THREADS, vector_sum_repeat_element};
+use cuda_kernels_gpu::elementwise::{REPEAT_THREADS, VECTOR_SUM_REPEAT, vector_sum_repeat_element};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
+use crate::kernel::{ElementwiseArgs, LaunchConfig};
 use crate::launch::same_len;
 use crate::timing::GpuTimer;
 use crate::util::contiguous;
@@ -162,31 +161,30 @@ impl Gpu {
         let name = K::ENTRY;
         let in_lens: Vec<usize> = inputs.iter().map(|a| a.len()).collect();
         let out_lens: Vec<usize> = outputs.iter().map(|a| a.len()).collect();
-        let mut n = check_call::<K, T>(&in_lens, &out_lens, scalars.len())?;
+        let n = check_call::<K, T>(&in_lens, &out_lens, scalars.len())?;
         let (grid, block) = self.vectorized_launch(name, n, std::mem::size_of::<T>())?;
         self.bind()?;
-        let f = self.function(name)?;
-        let stream = self.stream();
-        // The kernel's parameters, in order: in pointers, out/inout pointers,
-        // scalars, n. `launch` takes a pointer to each parameter's value.
-        let mut pointers: Vec<DevicePointer<T>> = inputs
-            .iter()
-            .map(|s| s.as_device_ptr())
-            .chain(outputs.iter().map(|s| s.as_device_ptr()))
-            .collect();
-        let mut scalars: Vec<T> = scalars.to_vec();
-        let mut params: Vec<*mut c_void> = pointers
-            .iter_mut()
-            .map(|p| p as *mut DevicePointer<T> as *mut c_void)
-            .chain(scalars.iter_mut().map(|s| s as *mut T as *mut c_void))
-            .collect();
-        params.push(&mut n as *mut usize as *mut c_void);
-        // SAFETY: `params` matches the generated entry point's signature
-        // (K::INPUTS + K::OUTPUTS + K::INOUTS pointers to T, K::SCALARS values of T,
-        // then n: usize; the arity is checked above), every array holds n elements
-        // (checked), outputs are distinct `&mut` borrows, and the values `params`
-        // points to outlive the call (cuLaunchKernel copies them).
-        unsafe { stream.launch(&f, grid, block, 0, &params) }.during(name, "launch")
+        let args = ElementwiseArgs {
+            arrays: inputs
+                .iter()
+                .map(|s| s.as_device_ptr())
+                .chain(outputs.iter().map(|s| s.as_device_ptr()))
+                .collect(),
+            scalars: scalars.to_vec(),
+            n,
+        };
+        // SAFETY: `args` matches the generated entry point's signature
+        // (K::INPUTS + K::OUTPUTS + K::INOUTS pointers to T, K::SCALARS values
+        // of T, then n: usize; the counts are checked above), every array holds
+        // n elements (checked), and outputs are distinct `&mut` borrows.
+        unsafe {
+            self.launch(
+                K::KERNEL,
+                LaunchConfig::linear(grid, block),
+                self.stream(),
+                args,
+            )
+        }
     }
 
     /// K8: the seed's CPU-vs-GPU evaluation kernel: for each `i`, `repeats`
@@ -199,8 +197,8 @@ impl Gpu {
         b: ArrayView1<f32>,
         repeats: u32,
     ) -> Result<(Array1<f32>, RepeatTiming)> {
-        const K: &str = "vector_sum_repeat";
-        let (f, grid, n) = self.prepare_pair_1d(K, a.len(), b.len(), REPEAT_THREADS)?;
+        const K: &str = VECTOR_SUM_REPEAT.name();
+        let (cfg, n) = self.prepare_pair_1d(K, a.len(), b.len(), REPEAT_THREADS)?;
         let stream = self.stream();
         let (a, b) = (contiguous(&a), contiguous(&b));
         let total = GpuTimer::new()?;
@@ -212,10 +210,15 @@ impl Gpu {
         kernel.start(stream)?;
         // SAFETY: da, db, dc hold n f32 each (checked above); dc overlaps neither.
         unsafe {
-            launch!(f<<<grid, REPEAT_THREADS, 0, stream>>>(
-                da.as_device_ptr(), db.as_device_ptr(), dc.as_device_ptr(), n, repeats))
-        }
-        .during(K, "launch")?;
+            let args = (
+                da.as_device_ptr(),
+                db.as_device_ptr(),
+                dc.as_device_ptr(),
+                n,
+                repeats,
+            );
+            self.launch(VECTOR_SUM_REPEAT, cfg, stream, args)
+        }?;
         kernel.stop(stream)?;
         self.synchronize(K)?;
         let mut c = vec![0.0f32; n];

@@ -14,17 +14,17 @@
 //! does in practice and as the GPU's 64-bit multiply-add does; the CPU
 //! reference uses the same per-step function
 //! ([`cuda_kernels_gpu::matmul::mul_add_i64`]).
-use cust::launch;
 use cust::memory::{CopyDestination, DeviceBuffer};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 
-use cuda_kernels_gpu::matmul::{GUFUNC_THREADS, mul_add_i64};
+use cuda_kernels_gpu::matmul::{GUFUNC_MATMUL_I64, GUFUNC_THREADS, mul_add_i64};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
+use crate::kernel::LaunchConfig;
 use crate::launch::{checked_elements, grid_1d_capped};
 
-const K: &str = "gufunc_matmul_i64";
+const K: &str = GUFUNC_MATMUL_I64.name();
 
 /// The checked plan of one gufunc call: output shape, core sizes, and for
 /// each output matrix the element offsets of the A and B matrices it uses
@@ -163,7 +163,6 @@ impl Gpu {
         let total = plan.batch() * plan.m * plan.p;
         let grid = grid_1d_capped(K, total, GUFUNC_THREADS)?;
         self.bind()?;
-        let f = self.function(K)?;
         let stream = self.stream();
         let (a, b) = (a.as_standard_layout(), b.as_standard_layout());
         let (a, b) = match (a.as_slice(), b.as_slice()) {
@@ -181,11 +180,25 @@ impl Gpu {
         // layout; dc holds batch·m·p i64 and overlaps nothing; sizes were checked for
         // overflow; the kernel grid-strides, so any grid covers it.
         unsafe {
-            launch!(f<<<grid, GUFUNC_THREADS, 0, stream>>>(
-                da.as_device_ptr(), db.as_device_ptr(), dao.as_device_ptr(), dbo.as_device_ptr(),
-                dc.as_device_ptr(), batch, m, n, p))
-        }
-        .during(K, "launch")?;
+            let (offsets_a, offsets_b) = (dao.as_device_ptr(), dbo.as_device_ptr());
+            let args = (
+                da.as_device_ptr(),
+                db.as_device_ptr(),
+                offsets_a,
+                offsets_b,
+                dc.as_device_ptr(),
+                batch,
+                m,
+                n,
+                p,
+            );
+            self.launch(
+                GUFUNC_MATMUL_I64,
+                LaunchConfig::linear(grid, GUFUNC_THREADS),
+                stream,
+                args,
+            )
+        }?;
         self.synchronize(K)?;
         let mut c = vec![0i64; total];
         dc.copy_to(&mut c[..]).during(K, "copy C to the host")?;

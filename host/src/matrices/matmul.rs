@@ -1,16 +1,16 @@
 //! K3 `doubles_matrix`, K4 `matrix_mul_naive`, K5 `matrix_mul_tiled`:
 //! launchers over `ndarray` 2-D views, and their CPU references.
-use cust::launch;
 use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Zip};
 
 use cuda_kernels_gpu::matmul::{
-    BLOCK_2D, SGEMM_64, SGEMM_64_V4, SGEMM_128, SGEMM_128_V4, SgemmTile, TILED_MAX_OPERAND,
-    double_element,
+    BLOCK_2D, DOUBLES_MATRIX, MATRIX_MUL_NAIVE, MATRIX_MUL_TILED, MatmulParams, SGEMM_64,
+    SGEMM_64_V4, SGEMM_128, SGEMM_128_V4, SgemmTile, TILED_MAX_OPERAND, double_element,
 };
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
+use crate::kernel::{Kernel, LaunchConfig};
 use crate::launch::{
     VECTORIZED_BLOCK, VectorizedGrid, checked_elements, grid_exact, vectorized_grid,
 };
@@ -34,9 +34,14 @@ impl MatmulKernel {
     /// the kernel in errors: the launch may use another `matrix_mul_tiled*`
     /// entry, see [`MatmulLaunch::entry`]).
     pub fn entry(self) -> &'static str {
+        self.kernel().name()
+    }
+
+    /// The handle of [`MatmulKernel::entry`].
+    pub fn kernel(self) -> Kernel<MatmulParams> {
         match self {
-            MatmulKernel::Naive => "matrix_mul_naive",
-            MatmulKernel::Tiled => "matrix_mul_tiled",
+            MatmulKernel::Naive => MATRIX_MUL_NAIVE,
+            MatmulKernel::Tiled => MATRIX_MUL_TILED,
         }
     }
 }
@@ -61,7 +66,7 @@ pub struct MatmulLaunch {
     /// Columns of B and C.
     pub n: usize,
     /// The PTX entry point launched.
-    pub entry: &'static str,
+    pub entry: Kernel<MatmulParams>,
     /// `(gridDim.x, gridDim.y)`.
     pub grid: (u32, u32),
     /// `gridDim.z`: the k-range splits (1, or 2 for split-k, which needs C
@@ -71,6 +76,18 @@ pub struct MatmulLaunch {
     pub block: (u32, u32),
     /// Dynamic shared memory in bytes.
     pub smem: u32,
+}
+
+impl MatmulLaunch {
+    /// The launch configuration: grid `(grid.0, grid.1, splits)`, block
+    /// `(block.0, block.1, 1)`, [`Self::smem`] bytes of shared memory.
+    pub fn config(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid: (self.grid.0, self.grid.1, self.splits),
+            block: (self.block.0, self.block.1, 1),
+            shared_mem_bytes: self.smem,
+        }
+    }
 }
 
 /// The multiprocessor count [`matmul_launch`] plans for (an H100 SXM's);
@@ -166,7 +183,7 @@ pub fn matmul_launch_for(
             m,
             k,
             n,
-            entry: name,
+            entry: kernel.kernel(),
             grid: (
                 grid_exact(name, n, BLOCK_2D, "x")?,
                 grid_exact(name, m, BLOCK_2D, "y")?,
@@ -214,7 +231,7 @@ const SEED_DOUBLES_BLOCK: (u32, u32) = (32, 8);
 /// the seed's 2-D grid (more than 65,535 × 8 rows, or 2^31 − 1 blocks of 32
 /// columns).
 pub fn doubles_matrix_launch(rows: usize, cols: usize) -> Result<(u32, u32)> {
-    const K: &str = "doubles_matrix";
+    const K: &str = DOUBLES_MATRIX.name();
     if rows == 0 || cols == 0 {
         return Err(Error::invalid(K, format!("empty matrix: {rows}×{cols}")));
     }
@@ -246,7 +263,7 @@ impl Gpu {
     /// Errors (no launch) on an empty matrix or one past the limits of
     /// [`doubles_matrix_launch`] (more than 65,535 × 8 rows).
     pub fn doubles_matrix_in_place(&self, mut a: ArrayViewMut2<f32>) -> Result<()> {
-        const K: &str = "doubles_matrix";
+        const K: &str = DOUBLES_MATRIX.name();
         let (rows, cols) = a.dim();
         doubles_matrix_launch(rows, cols)?;
         self.bind()?;
@@ -286,7 +303,7 @@ impl Gpu {
         rows: usize,
         cols: usize,
     ) -> Result<()> {
-        const K: &str = "doubles_matrix";
+        const K: &str = DOUBLES_MATRIX.name();
         doubles_matrix_launch(rows, cols)?;
         let (grid, block) = self.vectorized_launch(K, rows * cols, 4)?;
         if a.len() != rows * cols {
@@ -300,12 +317,10 @@ impl Gpu {
             ));
         }
         self.bind()?;
-        let f = self.function(K)?;
-        let stream = self.stream();
+        let (cfg, stream) = (LaunchConfig::linear(grid, block), self.stream());
         // SAFETY: a holds rows * cols f32 (checked above, no overflow); the kernel's
         // grid-stride map covers exactly those elements with any 1-D grid.
-        unsafe { launch!(f<<<grid, block, 0, stream>>>(a.as_device_ptr(), rows, cols)) }
-            .during(K, "launch")
+        unsafe { self.launch(DOUBLES_MATRIX, cfg, stream, (a.as_device_ptr(), rows, cols)) }
     }
 
     /// K3 on a copy: returns `2 * a`, leaving `a` alone.
@@ -398,10 +413,8 @@ impl Gpu {
         let shape = matmul_launch_for(kernel, (m, k), (k, n), sms, aligned)?;
         check_product_buffers(name, (a.len(), b.len(), c.len()), (m, k, n))?;
         self.bind()?;
-        let f = self.function(shape.entry)?;
         let stream = self.stream();
-        let grid = (shape.grid.0, shape.grid.1, shape.splits);
-        let (block, smem) = (shape.block, shape.smem);
+        let cfg = shape.config();
         if shape.splits > 1 {
             // Split-k blocks add their partial products onto C.
             // SAFETY: `c` is borrowed mutably and the memset is queued on the same
@@ -413,10 +426,16 @@ impl Gpu {
         // (with splits) the zeroed C are what the entry's Safety section asks for
         // (matmul_launch_for); 16-byte entries only when a and b are aligned.
         unsafe {
-            launch!(f<<<grid, block, smem, stream>>>(
-                a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), m, k, n))
+            let args = (
+                a.as_device_ptr(),
+                b.as_device_ptr(),
+                c.as_device_ptr(),
+                m,
+                k,
+                n,
+            );
+            self.launch(shape.entry, cfg, stream, args)
         }
-        .during(name, "launch")
     }
 }
 
@@ -657,7 +676,7 @@ mod tests {
         // 4-byte loads.
         let l = matmul_launch(MatmulKernel::Tiled, (129, 7), (7, 300)).unwrap();
         assert_eq!(
-            (l.entry, l.grid, l.splits, l.block, l.smem),
+            (l.entry.name(), l.grid, l.splits, l.block, l.smem),
             (
                 "matrix_mul_tiled_64",
                 (5, 3),
@@ -669,7 +688,7 @@ mod tests {
         // 256 tiles of 128², aligned and k, n multiples of 4.
         let l = matmul_launch(MatmulKernel::Tiled, (2048, 64), (64, 2048)).unwrap();
         assert_eq!(
-            (l.entry, l.grid, l.splits, l.block, l.smem),
+            (l.entry.name(), l.grid, l.splits, l.block, l.smem),
             (
                 "matrix_mul_tiled_v4",
                 (16, 16),
@@ -680,11 +699,11 @@ mod tests {
         );
         // The same, misaligned: 4-byte loads.
         let l = matmul_launch_for(MatmulKernel::Tiled, (2048, 64), (64, 2048), 132, false);
-        assert_eq!(l.unwrap().entry, "matrix_mul_tiled");
+        assert_eq!(l.unwrap().entry.name(), "matrix_mul_tiled");
         // Split-k.
         let l = matmul_launch(MatmulKernel::Tiled, (65, 4097), (4097, 3)).unwrap();
         assert_eq!(
-            (l.entry, l.grid, l.splits),
+            (l.entry.name(), l.grid, l.splits),
             ("matrix_mul_tiled_64", (1, 2), 2)
         );
         let l = matmul_launch(MatmulKernel::Naive, (17, 7), (7, 16)).unwrap();
@@ -843,7 +862,7 @@ mod tests {
     fn sgemm_tile_selection() {
         let pick = |m, k, n, sms, aligned| {
             let (t, s) = sgemm_choice(m, k, n, sms, aligned);
-            (t.entry, s)
+            (t.entry.name(), s)
         };
         // 4096³ and 4000³: 1024 tiles of 128², 8 per SM (64²: 32 per SM, no gain).
         assert_eq!(

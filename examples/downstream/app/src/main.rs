@@ -6,14 +6,15 @@
 use std::fmt::Display;
 use std::process::ExitCode;
 
-use cuda_kernels::cust::launch;
 use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
 use cuda_kernels::kernels::elementwise::Elementwise;
 use cuda_kernels::matrices::{ElementwiseElement, elementwise_cpu};
 use cuda_kernels::ndarray::{Array1, Array2, ArrayView1, ArrayView2, LinalgScalar, array};
 use cuda_kernels::reduce::reduce_cpu;
-use cuda_kernels::{CudaResultExt, Error, Gpu, Images, Result};
-use downstream_kernels::{MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, leaky_relu, softmax_term};
+use cuda_kernels::{CudaResultExt, Error, Gpu, Images, LaunchConfig, Result};
+use downstream_kernels::{
+    MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, SOFTMAX_ROWS, leaky_relu, softmax_term,
+};
 
 /// This program's kernels: the PTX and cubins `build.rs` wrote.
 const IMAGES: Images<'static> = cuda_kernels::embedded_images!("downstream");
@@ -180,7 +181,7 @@ fn softmax_cpu(x: ArrayView2<f32>) -> Array2<f32> {
 }
 
 /// Row-wise softmax of `x` with the kernel crate's `softmax_rows`, launched
-/// with `cust::launch!` (no typed launch API yet).
+/// with the typed `Gpu::launch` through its handle `SOFTMAX_ROWS`.
 fn softmax_gpu(gpu: &Gpu, x: ArrayView2<f32>) -> Result<Array2<f32>> {
     const K: &str = SOFTMAX_ENTRY;
     let (rows, cols) = x.dim();
@@ -191,23 +192,16 @@ fn softmax_gpu(gpu: &Gpu, x: ArrayView2<f32>) -> Result<Array2<f32>> {
     let host: Vec<f32> = x.iter().copied().collect();
     let input = DeviceBuffer::from_slice(&host).during(K, "copy the input")?;
     let output = DeviceBuffer::<f32>::zeroed(rows * cols).during(K, "allocate the output")?;
-    let function = gpu.function(K)?;
-    let stream = gpu.stream();
     // One block per row, grid-stride beyond the grid's limit.
-    let grid = rows.min(65_535) as u32;
-    // SAFETY: the parameters are softmax_rows's (x: *const f32, y: *mut f32,
-    // rows: usize, cols: usize); both buffers hold rows·cols f32 and are
+    let cfg = LaunchConfig::linear(rows.min(65_535) as u32, SOFTMAX_BLOCK);
+    // SAFETY: both buffers hold rows·cols f32 (the handle checks the
+    // parameter types, x: *const f32, y: *mut f32, rows, cols) and are
     // distinct allocations, and the block is (SOFTMAX_BLOCK, 1, 1), as its
     // `# Safety` asks.
     unsafe {
-        launch!(function<<<grid, SOFTMAX_BLOCK, 0, stream>>>(
-            input.as_device_ptr(),
-            output.as_device_ptr(),
-            rows,
-            cols
-        ))
-    }
-    .during(K, "launch")?;
+        let args = (input.as_device_ptr(), output.as_device_ptr(), rows, cols);
+        gpu.launch(SOFTMAX_ROWS, cfg, gpu.stream(), args)
+    }?;
     gpu.synchronize(K)?;
     let mut y = vec![0.0f32; rows * cols];
     output.copy_to(&mut y[..]).during(K, "copy the output")?;

@@ -25,8 +25,8 @@ use cuda_kernels_gpu::reduce::ReduceOp;
 /// Threads per block of `softmax_rows`: the host launches exactly this many.
 pub const SOFTMAX_BLOCK: u32 = 256;
 
-/// The PTX entry point of the softmax kernel.
-pub const SOFTMAX_ENTRY: &str = "softmax_rows";
+/// The PTX entry point of the softmax kernel (its handle's name).
+pub const SOFTMAX_ENTRY: &str = SOFTMAX_ROWS.name();
 
 /// `e^x`: libdevice's `__nv_expf` on the device (at most 2 ulps from the
 /// exact value, CUDA's documented bound), the standard library's on the host.
@@ -80,14 +80,17 @@ max_abs!(f32, f64);
 // `MaxAbs: ReduceKernel<f32>`/`<f64>` for the host's `Gpu::reduce`.
 cuda_kernels_gpu::reduce_kernels!(MaxAbs, "max_abs": f32, f64);
 
-/// The hand-written kernel (nvptx64 only).
+#[cfg(target_arch = "nvptx64")]
+use entry::*;
+
+/// The hand-written kernel's helpers (nvptx64 only).
 #[cfg(target_arch = "nvptx64")]
 pub mod entry {
-    use super::{SOFTMAX_BLOCK, softmax_term};
+    use super::SOFTMAX_BLOCK;
     use cuda_kernels_device::shared::SharedArray;
-    use cuda_kernels_device::{shared_array, sync::sync_threads, thread};
+    pub(super) use cuda_kernels_device::{shared_array, sync::sync_threads, thread};
 
-    const BLOCK: usize = SOFTMAX_BLOCK as usize;
+    pub(super) const BLOCK: usize = SOFTMAX_BLOCK as usize;
 
     /// Combines every thread's `value` with `op` in a shared-memory tree;
     /// every thread gets the block's result.
@@ -96,7 +99,7 @@ pub mod entry {
     /// `blockDim.x == BLOCK`, `t` is the thread's index, and every thread of
     /// the block calls it (it has barriers).
     #[inline(always)]
-    unsafe fn block_reduce(
+    pub(super) unsafe fn block_reduce(
         scratch: SharedArray<f32, BLOCK>,
         t: usize,
         value: f32,
@@ -122,7 +125,11 @@ pub mod entry {
         sync_threads();
         result
     }
+}
 
+// The hand-written kernel: the entry point on nvptx64, its handle
+// `SOFTMAX_ROWS` and the list `KERNELS` everywhere.
+cuda_kernels_device::kernels! {
     /// Row-wise softmax of a `rows × cols` row-major matrix:
     /// `y[r][c] = e^(x[r][c] − m) / Σ_c' e^(x[r][c'] − m)`, `m` the row's
     /// maximum. One block per row (grid-stride over rows); each thread
@@ -132,13 +139,12 @@ pub mod entry {
     /// # Safety
     /// `x` and `y` hold `rows · cols` f32 on the device, `y` overlaps no
     /// part of `x`, and `blockDim = (SOFTMAX_BLOCK, 1, 1)` (host-checked).
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn softmax_rows(
+    pub fn softmax_rows(
         x: *const f32,
         y: *mut f32,
         rows: usize,
         cols: usize,
-    ) {
+    ) as SOFTMAX_ROWS {
         let scratch = shared_array!(softmax_scratch: [f32; BLOCK]);
         let t = thread::thread_idx_x() as usize;
         // The row depends on the block only: every thread of a block runs the

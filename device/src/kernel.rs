@@ -1,0 +1,190 @@
+//! One declaration per kernel: [`kernels!`](crate::kernels) turns each
+//! kernel written in it into the PTX entry point (on nvptx64), a typed
+//! host-side [`Kernel`] handle (everywhere) and the module's list of entry
+//! names, `KERNELS`; [`kernel_list!`](crate::kernel_list) joins such lists
+//! into the crate's one list and refuses, at compile time, two kernels with
+//! one entry name.
+use core::marker::PhantomData;
+
+/// A kernel's host-side handle: its PTX entry name, and its parameter types
+/// `P` (a tuple) so that a launcher can refuse, at compile time, arguments of
+/// the wrong number or types.
+pub struct Kernel<P> {
+    name: &'static str,
+    _params: PhantomData<fn(P)>,
+}
+
+impl<P> Kernel<P> {
+    /// The handle of the entry point `name` with the parameters `P`. Written
+    /// by [`kernels!`](crate::kernels) (or by a kernel family's macro, from
+    /// the same tokens as the entry point).
+    pub const fn new(name: &'static str) -> Self {
+        Self {
+            name,
+            _params: PhantomData,
+        }
+    }
+
+    /// The PTX entry point's name.
+    pub const fn name(&self) -> &'static str {
+        self.name
+    }
+}
+
+impl<P> Clone for Kernel<P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for Kernel<P> {}
+
+/// Two handles are equal when they name the same entry point.
+impl<P> PartialEq for Kernel<P> {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl<P> Eq for Kernel<P> {}
+
+/// The entry point's name.
+impl<P> core::fmt::Display for Kernel<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl<P> core::fmt::Debug for Kernel<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "Kernel({})", self.name)
+    }
+}
+
+/// Declares kernels once. Each
+/// ```text
+/// kernels! {
+///     /// docs, with a `# Safety` section
+///     pub fn multiply(a: *const f32, b: *const f32, c: *mut f32, n: usize) as MULTIPLY {
+///         body
+///     }
+///     …
+/// }
+/// ```
+/// gives, on nvptx64, the entry point `#[unsafe(no_mangle)] pub unsafe
+/// extern "ptx-kernel" fn multiply(…)` with these docs and body; everywhere,
+/// the handle `pub const MULTIPLY: Kernel<(*const f32, *const f32, *mut f32,
+/// usize)>`; and once per invocation `pub const KERNELS: &[&str]`, the entry
+/// names in declaration order (join the modules' lists with
+/// [`kernel_list!`](crate::kernel_list)); `kernels! { list NAME; … }` names
+/// that list `NAME` instead (for a module with two such lists). The body is compiled on nvptx64
+/// only: it may use what exists there alone.
+#[macro_export]
+macro_rules! kernels {
+    (list $list:ident; $(
+        $(#[$attr:meta])*
+        pub fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) as $handle:ident $body:block
+    )*) => {
+        $(
+            $(#[$attr])*
+            #[cfg(target_arch = "nvptx64")]
+            #[unsafe(no_mangle)]
+            pub unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) $body
+
+            #[doc = concat!(
+                "The handle of the entry point `", stringify!($name),
+                "`: its name and parameters `(", stringify!($($ty),*), ")`."
+            )]
+            pub const $handle: $crate::kernel::Kernel<($($ty,)*)> =
+                $crate::kernel::Kernel::new(stringify!($name));
+        )*
+
+        /// The PTX entry points this invocation declares, in declaration order.
+        pub const $list: &[&str] = &[$(stringify!($name)),*];
+    };
+    ($($rest:tt)*) => {
+        $crate::kernels! { list KERNELS; $($rest)* }
+    };
+}
+
+/// Joins kernel lists (each a `const` `&[&str]`) into one `&'static [&str]`
+/// at compile time, and fails the build when an entry name appears twice:
+/// ```compile_fail
+/// mod a { pub const KERNELS: &[&str] = &["scale"]; }
+/// mod b { pub const KERNELS: &[&str] = &["scale"]; }
+/// const ALL: &[&str] = cuda_kernels_device::kernel_list!(a::KERNELS, b::KERNELS);
+/// ```
+#[macro_export]
+macro_rules! kernel_list {
+    ($($list:expr),* $(,)?) => {{
+        const LISTS: &[&[&str]] = &[$($list),*];
+        const N: usize = $crate::kernel::total_len(LISTS);
+        const ALL: [&str; N] = $crate::kernel::concat::<N>(LISTS);
+        // A second kernel under an existing entry name fails here, the
+        // panic message being that name.
+        const TWO_KERNELS_SHARE_THE_ENTRY_NAME: () =
+            if let Some(name) = $crate::kernel::first_duplicate(&ALL) {
+                panic!("{}", name)
+            };
+        #[allow(clippy::let_unit_value)]
+        let () = TWO_KERNELS_SHARE_THE_ENTRY_NAME;
+        &ALL
+    }};
+}
+
+/// The total length of `lists` (for [`kernel_list!`](crate::kernel_list)).
+pub const fn total_len(lists: &[&[&str]]) -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < lists.len() {
+        n += lists[i].len();
+        i += 1;
+    }
+    n
+}
+
+/// `lists` end to end; `N` is their [`total_len`].
+pub const fn concat<const N: usize>(lists: &[&[&'static str]]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let (mut i, mut k) = (0, 0);
+    while i < lists.len() {
+        let mut j = 0;
+        while j < lists[i].len() {
+            out[k] = lists[i][j];
+            k += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The first name of `names` that appears again later, if any.
+pub const fn first_duplicate<'a>(names: &[&'a str]) -> Option<&'a str> {
+    let mut i = 0;
+    while i < names.len() {
+        let mut j = i + 1;
+        while j < names.len() {
+            if str_eq(names[i], names[j]) {
+                return Some(names[i]);
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    None
+}
+
+const fn str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}

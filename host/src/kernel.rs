@@ -1,0 +1,257 @@
+//! The one typed launch path: a kernel's [`Kernel`] handle (declared once in
+//! the kernel crate with `kernels!`), a [`LaunchConfig`], and arguments
+//! whose types the handle checks at compile time ([`KernelArgs`]).
+//!
+//! ```no_run
+//! use cuda_kernels_gpu::multiply::MULTIPLY;
+//! use cuda_kernels_host::{Gpu, LaunchConfig, Result};
+//! use cust::memory::DeviceBuffer;
+//!
+//! fn run(gpu: &Gpu, a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>) -> Result<()> {
+//!     let (args, n) = ((a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), a.len()), a.len());
+//!     let cfg = LaunchConfig::linear(n.div_ceil(256) as u32, 256);
+//!     // SAFETY: a, b and c hold n f32 each and c overlaps neither input.
+//!     unsafe { gpu.launch(MULTIPLY, cfg, gpu.stream(), args) }
+//! }
+//! ```
+//! Arguments of the wrong types or number do not compile:
+//! ```compile_fail
+//! # use cuda_kernels_gpu::multiply::MULTIPLY;
+//! # use cuda_kernels_host::{Gpu, LaunchConfig, Result};
+//! # use cust::memory::DeviceBuffer;
+//! # fn run(gpu: &Gpu, a: &DeviceBuffer<i32>, n: usize) -> Result<()> {
+//! let p = a.as_device_ptr(); // i32, where multiply takes f32
+//! unsafe { gpu.launch(MULTIPLY, LaunchConfig::linear(1, 256), gpu.stream(), (p, p, p, n)) }
+//! # }
+//! ```
+//! ```compile_fail
+//! # use cuda_kernels_gpu::multiply::MULTIPLY;
+//! # use cuda_kernels_host::{Gpu, LaunchConfig, Result};
+//! # use cust::memory::DeviceBuffer;
+//! # fn run(gpu: &Gpu, a: &DeviceBuffer<f32>) -> Result<()> {
+//! let p = a.as_device_ptr(); // three arguments, where multiply takes four
+//! unsafe { gpu.launch(MULTIPLY, LaunchConfig::linear(1, 256), gpu.stream(), (p, p, p)) }
+//! # }
+//! ```
+use std::ffi::c_void;
+
+use cust::memory::{DeviceCopy, DevicePointer, UnifiedPointer};
+use cust::stream::Stream;
+use cust::sys::{self as cu, CUresult};
+
+pub use cuda_kernels_device::kernel::Kernel;
+use cuda_kernels_gpu::elementwise::Params;
+
+use crate::Gpu;
+use crate::error::{Error, Result};
+use crate::mandelbrot::driver_api::cuda_error;
+
+/// How a kernel is launched: grid and block dimensions and the bytes of
+/// dynamic shared memory (the `<<<grid, block, smem>>>` of CUDA C).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks in x, y, z.
+    pub grid: (u32, u32, u32),
+    /// Threads per block in x, y, z.
+    pub block: (u32, u32, u32),
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_mem_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A 1-D grid of `grid` blocks of `block` threads, no dynamic shared memory.
+    pub const fn linear(grid: u32, block: u32) -> Self {
+        Self {
+            grid: (grid, 1, 1),
+            block: (block, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// This configuration with `bytes` of dynamic shared memory.
+    pub const fn with_shared(self, bytes: u32) -> Self {
+        Self {
+            shared_mem_bytes: bytes,
+            ..self
+        }
+    }
+}
+
+/// A value that can be passed for a kernel parameter of type `P`: a
+/// [`DevicePointer<T>`] for `*const T` or `*mut T` (a raw device address
+/// enters as `DevicePointer::from_raw`), a scalar for itself.
+pub trait KernelParam<P> {
+    /// The parameter's value.
+    fn param(self) -> P;
+}
+
+impl<T: DeviceCopy> KernelParam<*const T> for DevicePointer<T> {
+    fn param(self) -> *const T {
+        self.as_raw() as *const T
+    }
+}
+
+impl<T: DeviceCopy> KernelParam<*mut T> for DevicePointer<T> {
+    fn param(self) -> *mut T {
+        self.as_raw() as *mut T
+    }
+}
+
+impl<T: DeviceCopy> KernelParam<*const T> for UnifiedPointer<T> {
+    fn param(self) -> *const T {
+        self.as_raw()
+    }
+}
+
+impl<T: DeviceCopy> KernelParam<*mut T> for UnifiedPointer<T> {
+    fn param(mut self) -> *mut T {
+        self.as_raw_mut()
+    }
+}
+
+macro_rules! scalar_params {
+    ($($t:ty),*) => {$(
+        impl KernelParam<$t> for $t {
+            fn param(self) -> $t {
+                self
+            }
+        }
+    )*};
+}
+scalar_params!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
+
+/// Arguments for a kernel of parameters `P`: implemented for tuples whose
+/// elements are [`KernelParam`]s of the parameters, one for one, so that a
+/// launch with arguments of the wrong number or types does not compile.
+pub trait KernelArgs<P> {
+    /// Calls `f` with a pointer to each parameter's value, in order (what
+    /// `cuLaunchKernel` takes).
+    fn with_params<R>(self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R;
+}
+
+macro_rules! tuple_args {
+    ($($a:ident $p:ident $i:tt),*) => {
+        impl<$($a: KernelParam<$p>, $p,)*> KernelArgs<($($p,)*)> for ($($a,)*) {
+            #[allow(unused_mut, unused_variables, clippy::unused_unit)]
+            fn with_params<R>(self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
+                let mut values = ($(self.$i.param(),)*);
+                f(&mut [$(&mut values.$i as *mut $p as *mut c_void),*])
+            }
+        }
+    };
+}
+tuple_args!();
+tuple_args!(A0 P0 0);
+tuple_args!(A0 P0 0, A1 P1 1);
+tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2);
+tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3);
+tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4);
+tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5);
+tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6);
+tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7);
+tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8);
+tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9);
+
+/// The arguments of an elementwise kernel (a variadic family: its handle's
+/// parameters are [`Params<T>`]): the `in`, then `out` and `inout` arrays,
+/// the scalars and `n`. The element type is checked at compile time, the
+/// counts by the launcher against the declaration.
+#[derive(Debug)]
+pub struct ElementwiseArgs<T: DeviceCopy> {
+    /// The arrays, in declaration order.
+    pub arrays: Vec<DevicePointer<T>>,
+    /// The scalars, in declaration order.
+    pub scalars: Vec<T>,
+    /// The element count.
+    pub n: usize,
+}
+
+impl<T: DeviceCopy> KernelArgs<Params<T>> for ElementwiseArgs<T> {
+    fn with_params<R>(mut self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
+        let mut params: Vec<*mut c_void> = self
+            .arrays
+            .iter_mut()
+            .map(|p| p as *mut DevicePointer<T> as *mut c_void)
+            .chain(self.scalars.iter_mut().map(|s| s as *mut T as *mut c_void))
+            .collect();
+        params.push(&mut self.n as *mut usize as *mut c_void);
+        f(&mut params)
+    }
+}
+
+impl Gpu {
+    /// Queues `kernel` on `stream` with `cfg` and `args` (the one launch
+    /// path of this crate). The function is looked up by the handle's name
+    /// once per [`Gpu`] and cached; a module without it is
+    /// [`Error::KernelNotFound`] naming the handle's entry point, a failing
+    /// `cuLaunchKernel` [`Error::Cuda`] with the kernel's name.
+    ///
+    /// # Safety
+    /// The arguments must satisfy the kernel's `# Safety` contract (every
+    /// pointer valid for what the kernel reads and writes, for as long as the
+    /// launch runs), and `stream` must belong to this GPU's context.
+    pub unsafe fn launch<P, A: KernelArgs<P>>(
+        &self,
+        kernel: Kernel<P>,
+        cfg: LaunchConfig,
+        stream: &Stream,
+        args: A,
+    ) -> Result<()> {
+        let function = self.raw_function(kernel.name())?;
+        // SAFETY: `function` is this module's entry point of the handle's
+        // name; the rest is the caller's contract.
+        unsafe { launch_function(function, kernel, cfg, stream, args) }
+    }
+}
+
+/// Queues `function`, the loaded entry point of `kernel`, on `stream`: the
+/// core of [`Gpu::launch`], for a module other than a [`Gpu`]'s (one
+/// `cuLaunchKernel`; a failure is [`Error::Cuda`] naming the kernel).
+///
+/// # Safety
+/// As [`Gpu::launch`]; also `function` is the entry point `kernel` names,
+/// from a module loaded in the context `stream` belongs to.
+pub(crate) unsafe fn launch_function<P, A: KernelArgs<P>>(
+    function: cu::CUfunction,
+    kernel: Kernel<P>,
+    cfg: LaunchConfig,
+    stream: &Stream,
+    args: A,
+) -> Result<()> {
+    let LaunchConfig {
+        grid: (gx, gy, gz),
+        block: (bx, by, bz),
+        shared_mem_bytes,
+    } = cfg;
+    let r = args.with_params(|params| {
+        // SAFETY: `function` is a live function of the stream's context;
+        // `params` holds one pointer per kernel parameter, to a value of
+        // its type (the handle's `P` and `KernelArgs<P>`), alive for the
+        // call (cuLaunchKernel copies them); the pointers' validity is the
+        // caller's contract.
+        unsafe {
+            cu::cuLaunchKernel(
+                function,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                shared_mem_bytes,
+                stream.as_inner(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+    });
+    if r == CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::Cuda {
+            kernel: kernel.name(),
+            operation: "launch",
+            source: cuda_error(r),
+        })
+    }
+}
