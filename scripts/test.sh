@@ -25,8 +25,11 @@ RUSTDOCFLAGS="-D warnings" nvptx doc --no-deps --quiet -p cuda-kernels-gpu -p cu
 # The downstream workspace (examples/downstream, outside this workspace): a
 # user's kernel crate and program on this library, built the way a user
 # builds them; CUDA_LIBRARY_PATH as a user sets it (cargo never applies our
-# .cargo/config.toml to a dependent). It shares our target folder (the
-# nvptx64 core build and the dependencies are reused). Its app must say
+# .cargo/config.toml to a dependent). It has a target folder of its own
+# (target/downstream): built into ours, its copies of our crates (other
+# features, other dependency graph) replaced ours under the same file names,
+# and a later `cargo run --release` here failed with "multiple different
+# versions of crate cuda_kernels_device". Its app must say
 # there is no GPU and exit 0 here (on a GPU it checks every kernel against
 # its CPU reference); its tests/ptx.rs assembles its PTX with ptxas for
 # sm_70, sm_80 and sm_90 and refuses spills.
@@ -35,11 +38,11 @@ downstream() {
     "${@:2}"
 }
 downstream fmt --all -- --check
-downstream clippy --release --target-dir target --all-targets -- -D warnings
+downstream clippy --release --target-dir target/downstream --all-targets -- -D warnings
 MANIFEST=examples/downstream/Cargo.toml nvptx clippy --quiet -p downstream-kernels -- -D warnings
-downstream build --release --target-dir target
-target/release/downstream-app
-downstream test --release --target-dir target
+downstream build --release --target-dir target/downstream
+target/downstream/release/downstream-app
+downstream test --release --target-dir target/downstream
 cargo test --workspace "$@"
 # The library crates packaged as crates.io would hold them, and built from the
 # packages (issue 12, "Publishable"; nothing is published): scripts/package.sh.
