@@ -31,6 +31,14 @@ repo=$PWD
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}"
 crates=(cuda-kernels cuda-kernels-host cuda-kernels-gpu cuda-kernels-device cuda-kernels-builder cuda-kernels-capi)
 
+# `cargo package --workspace` verifies each crate against the others'
+# .crate files, which it unpacks into the registry's source folder; it reuses
+# a copy unpacked there before, so an earlier run's copies of these
+# unpublished crates would be verified instead of today's sources (seen:
+# "could not find `kernel` in `device`"). Remove them first.
+for name in "${crates[@]}"; do
+  rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$name"-[0-9]*
+done
 cargo package --quiet --allow-dirty --workspace --exclude cuda-kernels-cli \
   --exclude cuda-kernels --exclude cuda-kernels-capi
 cargo package --quiet --allow-dirty --workspace --exclude cuda-kernels-cli --no-verify
