@@ -23,12 +23,15 @@
 # --allow-dirty: the crates as they are in the working tree (uncommitted edits
 # included), as the rest of scripts/test.sh checks them.
 #
-# The builds share this repository's target folder (CARGO_TARGET_DIR), so only
-# the packaged crates are compiled again.
+# The packaged crates build in a target folder of their own
+# (target/package-check): built into the repository's, cargo gave the
+# unpacked crates the same file names as the repository's own (the same
+# crates and versions from other paths), and the next `cargo test` here
+# failed with "multiple different versions of crate cuda_kernels_device".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}"
+export CARGO_TARGET_DIR="$repo/target/package-check"
 crates=(cuda-kernels cuda-kernels-host cuda-kernels-gpu cuda-kernels-device cuda-kernels-builder cuda-kernels-capi)
 
 # `cargo package --workspace` verifies each crate against the others'
