@@ -13,12 +13,12 @@ use crate::cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
 use ndarray::{Array1, ArrayView1, ArrayView2, ArrayViewMut1};
 
 use super::foundation::size_label;
-use super::{BenchRecord, Check, exact_check};
+use super::{BenchRecord, Check, exact_check, median_gpu_ms};
 use crate::bench::{device_copy_gbps, gb_per_s};
 use crate::matrices::kernels::{lerp, saxpy, sum};
 use crate::matrices::{Elementwise, ElementwiseElement, doubles_matrix_cpu, elementwise_cpu};
 use crate::multiply::{multiply_cpu, vector_sum_i32_cpu};
-use crate::timing::{GpuTimer, median};
+
 use crate::util::Rng;
 use crate::{CudaResultExt, Error, Gpu, Result};
 
@@ -90,17 +90,10 @@ fn time_row(
     kernel: &str,
     size: String,
     bytes: usize,
-    mut launch: impl FnMut() -> Result<()>,
+    launch: impl FnMut() -> Result<()>,
 ) -> Result<Timed> {
     let copy = device_copy_gbps(gpu, bytes / 2, REPS)?;
-    let mut times = Vec::with_capacity(REPS);
-    for rep in 0..WARM_UP + REPS {
-        let ((), ms) = GpuTimer::time(gpu.stream(), &mut launch)?;
-        if rep >= WARM_UP {
-            times.push(ms);
-        }
-    }
-    let ms = median(&mut times);
+    let ms = median_gpu_ms(gpu, WARM_UP, REPS, launch)?;
     Ok(Timed {
         kernel: kernel.into(),
         size,

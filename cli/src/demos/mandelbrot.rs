@@ -7,14 +7,14 @@ use std::time::Instant;
 
 use ndarray::{Array1, Array2, ArrayView2};
 
-use super::{BenchRecord, Check, Report, Row, cpu_time, no_gpu};
+use super::{BenchRecord, Check, Report, Row, cpu_time, median_gpu_ms, no_gpu};
 use crate::cust::memory::{CopyDestination, DeviceBuffer};
 use crate::mandelbrot::c_abi::{CAbiLibrary, LIBRARY_NAME};
 use crate::mandelbrot::driver_api::{PtxSource, mandelbrot_driver_api_timed};
 use crate::mandelbrot::{
     BLOCK, KERNEL, MandelbrotParams, count_inside, first_difference, graph_crc32, mandelbrot_cpu,
 };
-use crate::timing::{GpuTimer, median};
+use crate::timing::median;
 use crate::{CudaResultExt, Error, Gpu, Result};
 
 /// The mandelbrot subcommands.
@@ -442,21 +442,15 @@ pub fn kernel_median_ms(
     let d_lattice = DeviceBuffer::from_slice(lattice.as_slice().unwrap_or(&[]))
         .during(KERNEL, "copy lattice in")?;
     let mut d_graph = DeviceBuffer::<f32>::zeroed(n * n).during(KERNEL, "allocate graph")?;
-    let mut times = Vec::with_capacity(reps);
-    for rep in 0..reps + 2 {
-        let ((), ms) = GpuTimer::time(gpu.stream(), || {
-            gpu.mandelbrot_on_device(&d_lattice, &mut d_graph, p.max_iters, p.upper_bound, block)
-        })?;
-        if rep >= 2 {
-            times.push(ms);
-        }
-    }
+    let ms = median_gpu_ms(gpu, 2, reps, || {
+        gpu.mandelbrot_on_device(&d_lattice, &mut d_graph, p.max_iters, p.upper_bound, block)
+    })?;
     gpu.synchronize(KERNEL)?;
     let mut graph = Array2::<f32>::zeros((n, n));
     d_graph
         .copy_to(graph.as_slice_mut().unwrap_or(&mut []))
         .during(KERNEL, "copy graph out")?;
-    Ok((median(&mut times) as f64, graph))
+    Ok((ms as f64, graph))
 }
 
 /// Median wall-clock ms per call of each launch path at `p`.

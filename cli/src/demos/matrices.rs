@@ -5,7 +5,7 @@ use std::path::Path;
 
 use ndarray::{Array1, Array2, ArrayD, IxDyn};
 
-use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, no_gpu};
+use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, median_gpu_ms, no_gpu};
 use crate::cublas::Cublas;
 use crate::cust::memory::{CopyDestination, DeviceBuffer};
 use crate::matrices::kernels::{lerp, saxpy, sum};
@@ -317,18 +317,6 @@ fn gufunc(gpu: Option<&Gpu>, dim: usize, batch: &[usize], report: &mut Report) -
     Ok(())
 }
 
-/// Median kernel time of `reps` runs of `work` after one warm-up.
-fn median_ms(gpu: &Gpu, reps: usize, mut work: impl FnMut() -> Result<()>) -> Result<f64> {
-    let mut times = Vec::with_capacity(reps);
-    for rep in 0..=reps {
-        let ((), ms) = GpuTimer::time(gpu.stream(), &mut work)?;
-        if rep > 0 {
-            times.push(ms);
-        }
-    }
-    Ok(median(&mut times) as f64)
-}
-
 /// One SGEMM size `bench` measures: C (m × n) = A (m × k) · B (k × n) on
 /// f32, with the kernels to time (each against cuBLAS at the same size when
 /// the library is there) and the repetitions (the tiled kernel gets 4×).
@@ -438,9 +426,9 @@ fn bench_sgemm(gpu: &Gpu, rng: &mut Rng, records: &mut Vec<BenchRecord>) -> Resu
         };
         let cublas_gflops = match &cublas {
             Some(cb) => {
-                let ms = median_ms(gpu, reps * 4, || {
+                let ms = median_gpu_ms(gpu, 1, reps * 4, || {
                     cb.sgemm_row_major(&da, &db, &mut dc, m, k, n)
-                })?;
+                })? as f64;
                 let check = checked(&mut dc)?;
                 let record =
                     BenchRecord::new(CUBLAS_SGEMM, &size, ms, "GFLOP/s", gflops(ms), check);
@@ -457,9 +445,9 @@ fn bench_sgemm(gpu: &Gpu, rng: &mut Rng, records: &mut Vec<BenchRecord>) -> Resu
             } else {
                 reps
             };
-            let ms = median_ms(gpu, reps, || {
+            let ms = median_gpu_ms(gpu, 1, reps, || {
                 gpu.matmul_on_device(kernel, &da, &db, &mut dc, m, k, n)
-            })?;
+            })? as f64;
             let check = checked(&mut dc)?;
             let record = BenchRecord::new(kernel.entry(), &size, ms, "GFLOP/s", gflops(ms), check);
             records.push(match (&cublas, cublas_gflops) {
@@ -496,10 +484,10 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     let a = ArrayD::from_shape_simple_fn(IxDyn(&[4096, 10, 10]), || rng.below(10) as i64);
     let b = ArrayD::from_shape_simple_fn(IxDyn(&[10, 10]), || rng.below(10) as i64);
     let mut last = None;
-    let ms = median_ms(gpu, 10, || {
+    let ms = median_gpu_ms(gpu, 1, 10, || {
         last = Some(gpu.gufunc_matmul_i64(a.view(), b.view())?);
         Ok(())
-    })?;
+    })? as f64;
     let expected = gufunc_matmul_i64_cpu(a.view(), b.view())?;
     let check = match last {
         Some(c) => exact_check(&c, &expected),

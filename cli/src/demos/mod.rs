@@ -227,6 +227,24 @@ pub fn bench_failures(records: &[BenchRecord]) -> Option<String> {
     (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
+/// The median GPU time in ms (CUDA events on [`Gpu::stream`]) of `reps`
+/// runs of `work`, after `warm_up` untimed ones: every bench's timing loop.
+pub fn median_gpu_ms(
+    gpu: &Gpu,
+    warm_up: usize,
+    reps: usize,
+    mut work: impl FnMut() -> Result<()>,
+) -> Result<f32> {
+    let mut times = Vec::with_capacity(reps);
+    for rep in 0..warm_up + reps {
+        let ((), ms) = crate::timing::GpuTimer::time(gpu.stream(), &mut work)?;
+        if rep >= warm_up {
+            times.push(ms);
+        }
+    }
+    Ok(crate::timing::median(&mut times))
+}
+
 /// Milliseconds a closure takes on the CPU, with its result.
 pub fn cpu_time<T>(f: impl FnOnce() -> T) -> (T, f64) {
     let t = std::time::Instant::now();

@@ -10,7 +10,7 @@ use std::str::FromStr;
 use ndarray::Array1;
 
 use super::foundation::size_label;
-use super::{BenchRecord, Check, Report, Row, cpu_time, no_gpu};
+use super::{BenchRecord, Check, Report, Row, cpu_time, median_gpu_ms, no_gpu};
 use crate::bench::{device_copy_gbps, gb_per_s};
 use crate::cust::memory::DeviceBuffer;
 use crate::reduce::{
@@ -290,19 +290,14 @@ pub fn time_reduce<Op: ReduceKernel<T>, T: Element>(
     batch: usize,
 ) -> Result<f64> {
     let batch = batch.max(1);
-    let mut times = Vec::with_capacity(reps);
-    for rep in 0..=reps {
-        let ((), ms) = GpuTimer::time(gpu.stream(), || {
-            for _ in 0..batch {
-                gpu.reduce_on_device::<Op, T>(input, None, scratch)?;
-            }
-            Ok(())
-        })?;
-        if rep > 0 {
-            times.push(ms / batch as f32);
+    let ms = median_gpu_ms(gpu, 1, reps, || {
+        for _ in 0..batch {
+            gpu.reduce_on_device::<Op, T>(input, None, scratch)?;
         }
-    }
-    Ok(median(&mut times) as f64)
+        Ok(())
+    })?;
+    // Division by the batch keeps the order, so this is the median per launch.
+    Ok((ms / batch as f32) as f64)
 }
 
 /// The reduce part of `cuda-kernels demo`: the seed, a few operations and
