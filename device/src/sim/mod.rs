@@ -254,6 +254,8 @@ fn run_grid(
                             .push((b, e));
                     }
                 }
+                drop(w);
+                scheduler::release_stacks();
             });
         }
     });
