@@ -359,7 +359,6 @@ fn matrix_kernels() {
 
 /// The tiled SGEMM entry points (shared memory, barriers, split-k atomics).
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers): simcore's next milestone"]
 fn sgemm_tiles() {
     let (m, k, n) = (37, 29, 45);
     let (a, b) = (values(m * k, 11), values(k * n, 12));
@@ -477,7 +476,6 @@ fn check_int<Op: ReduceKernel<i32>>(input: &[i32]) {
 }
 
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
 fn reductions() {
     let n = 10_007;
     let xs = ints(n, 16);
@@ -512,7 +510,6 @@ fn reductions() {
 }
 
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
 fn reduction_primitives() {
     // Warp shuffles and votes: 2 blocks of 64.
     let threads = 128usize;
@@ -766,7 +763,6 @@ fn small_kernels() {
 
 /// Static shared memory and barriers.
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
 fn shared_memory_and_barriers() {
     let n = 2 * device_checks::REVERSE_BLOCK + 77;
     let xs = ints(n, 19);
@@ -837,7 +833,6 @@ fn multiply_timing() {
 /// The reference launch: the tiled SGEMM at 256³, timed (printed;
 /// `--nocapture` shows it).
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
 fn sgemm_timing() {
     let s = 256;
     let (a, b) = (values(s * s, 24), values(s * s, 25));
