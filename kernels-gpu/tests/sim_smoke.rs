@@ -683,7 +683,7 @@ fn reduction_primitives() {
     assert_eq!(su.to_vec()[0], (n * (n - 1) / 2) as u64);
 
     // Wide and L2 loads.
-    let input: Vec<u32> = (0..4 * 19).map(|v| v * 2654435761u32).collect();
+    let input: Vec<u32> = (0..4 * 19u32).map(|v| v.wrapping_mul(2654435761)).collect();
     let din = Buf::from(&input);
     let (out, out_cg) = (
         Buf::<u32>::zeroed(input.len()),
