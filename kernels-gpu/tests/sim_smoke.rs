@@ -928,3 +928,17 @@ fn sgemm_timing() {
     assert_close(&c, &matmul_cpu(&a, &b, s, s, s), s, "matrix_mul_tiled 256³");
     eprintln!("simulator: matrix_mul_tiled at 256³ in {seconds:.3} s");
 }
+
+/// This tier launches every entry point of the crate's list: a kernel added
+/// to (or removed from) `KERNELS` fails here until the tier launches it.
+#[test]
+fn the_tier_covers_every_kernel() {
+    // multiply 3, device_checks 1, hello 3, elementwise 8 + 1, matmul 3 + 4,
+    // reduce 18 + primitive_tests 4, mandelbrot 1, streams 1, life 2,
+    // math_checks 2.
+    assert_eq!(
+        cuda_kernels_gpu::KERNELS.len(),
+        51,
+        "the crate's kernels changed: launch the new ones in this tier and update the count"
+    );
+}
