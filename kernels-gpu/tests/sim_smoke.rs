@@ -563,7 +563,7 @@ fn check_int<Op: ReduceKernel<i32>>(input: &[i32]) {
     }
 }
 
-/// Every built-in reduction (`reduce_built_in!`'s 18 entry points).
+/// Every built-in reduction (the 18 entry points of `reduce::built_in`).
 #[test]
 fn every_reduction() {
     fn ops<T: Sample>()
