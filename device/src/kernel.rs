@@ -148,13 +148,21 @@ macro_rules! kernels {
 /// `*(params.add(i) as *const *const T)`, the `cuLaunchKernel` layout. The
 /// body may use the items of the enclosing module. For kernel families'
 /// macros; [`kernels!`](crate::kernels) uses it.
+///
+/// `kernel_handle!(entry => name(…) { body })` names the entry point with
+/// the expression `entry` (a `&'static str`, e.g. a `concat!`) instead,
+/// for families whose entry names are built from several tokens
+/// (`elementwise_sum_f32`); `name` is then only the host function's name.
 #[macro_export]
 macro_rules! kernel_handle {
-    ($name:ident ( $($arg:ident : $ty:ty),* $(,)? ) $body:block) => {{
+    ($name:ident ( $($arg:ident : $ty:ty),* $(,)? ) $body:block) => {
+        $crate::kernel_handle!(stringify!($name) => $name($($arg: $ty),*) $body)
+    };
+    ($entry:expr => $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) $body:block) => {{
         #[cfg(target_arch = "nvptx64")]
-        let handle = $crate::kernel::Kernel::new(stringify!($name));
+        let handle = $crate::kernel::Kernel::new($entry);
         #[cfg(not(target_arch = "nvptx64"))]
-        let handle = $crate::kernel::Kernel::with_sim_entry(stringify!($name), {
+        let handle = $crate::kernel::Kernel::with_sim_entry($entry, {
             /// The kernel body on the host: the simulator's entry.
             ///
             /// # Safety
