@@ -166,6 +166,7 @@ impl<'g, T: DeviceCopy + Default + Zeroable, const D: usize> Lane<'g, T, D> {
     /// concurrently with every other stream, the legacy default stream
     /// included), a page-locked host buffer and `D` device buffers, all
     /// zeroed (the device buffers by a memset queued on the lane's stream).
+    /// On the simulator: an empty stream and ordinary host memory.
     ///
     /// Errors if `len` or `D` is 0, or on allocation failure.
     pub fn new(gpu: &'g Gpu, len: usize) -> Result<Self> {

@@ -16,7 +16,8 @@ pub fn device_copy_gbps(gpu: &Gpu, bytes: usize, reps: usize) -> Result<f64> {
     gpu.require_cuda("bandwidth timing")?;
     gpu.bind()?;
     let n = bytes / 4;
-    let src = gpu.to_device(&vec![PATTERN; n])?;
+    let mut src = gpu.zeroed::<u32>(n)?;
+    src.set_32(PATTERN)?;
     let mut dst = gpu.zeroed::<u32>(n)?;
     let stream = gpu.stream();
     let mut times = Vec::with_capacity(reps);

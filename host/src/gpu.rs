@@ -92,10 +92,12 @@ pub fn sim_requested() -> bool {
 /// leaves in flight touches only the device memory it was lent, never host
 /// memory, and the two ways safe code can reach that memory afterwards both
 /// wait for the kernel:
-/// - *host access*: the safe copies of [`DeviceSlice`](crate::memory::DeviceSlice)
-///   (`copy_from`, `copy_to`, [`Gpu::to_device`], …) are synchronous `cust`
-///   copies on the legacy default stream, and [`Gpu::stream`] is a
-///   *blocking* stream, ordered with it: they start after the kernel ends;
+/// - *access*: the safe copies and memsets of
+///   [`DeviceSlice`](crate::memory::DeviceSlice) (`copy_from`, `copy_to`,
+///   `copy_from_device`, `set_zero`, [`Gpu::to_device`], [`Gpu::zeroed`])
+///   are `cust` calls on the legacy default stream (those with host memory
+///   synchronous), and [`Gpu::stream`] is a *blocking* stream, ordered with
+///   it: they start after the kernel ends;
 /// - *freeing*: a CUDA buffer's `Drop` calls `cuMemFree`, which waits for
 ///   the device's outstanding work (the driver documents it as synchronous;
 ///   the stream-ordered `cuMemFreeAsync`, the exception, is not in `cust`
@@ -278,6 +280,20 @@ impl Gpu {
     /// stream; on the simulator, an empty stream).
     pub fn stream(&self) -> &Stream {
         &self.stream
+    }
+
+    /// A new stream of this device: on a GPU created with default flags
+    /// (blocking, like [`Gpu::stream`]); on the simulator, an empty one.
+    pub fn new_stream(&self) -> Result<Stream> {
+        match &self.backend {
+            Backend::Cuda(_) => {
+                self.bind()?;
+                let s = cust::stream::Stream::new(StreamFlags::DEFAULT, None)
+                    .during("context", "cuStreamCreate")?;
+                Ok(Stream::new(self.id, Some(s)))
+            }
+            Backend::Simulator => Ok(Stream::new(self.id, None)),
+        }
     }
 
     /// The CUDA device ([`Error::NotOnSimulator`] on the simulator).

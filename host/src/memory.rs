@@ -38,7 +38,7 @@
 use std::fmt;
 use std::ops::{Bound, Deref, DerefMut, RangeBounds};
 
-use cust::memory::bytemuck::Zeroable;
+use cust::memory::bytemuck::{Pod, Zeroable};
 use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceCopy, DevicePointer};
 
 use crate::Gpu;
@@ -365,6 +365,36 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     }
 }
 
+impl<T: DeviceCopy + Pod> DeviceSlice<T> {
+    /// Sets the slice's memory to copies of the 32-bit word `value`
+    /// (`cuMemsetD32`), waiting for it. The slice's bytes must be a whole
+    /// number of 4-byte words starting on a 4-byte boundary (an error
+    /// otherwise).
+    pub fn set_32(&mut self, value: u32) -> Result<()> {
+        let bytes = self.len * size_of::<T>();
+        if !bytes.is_multiple_of(4) || !self.ptr.as_raw().is_multiple_of(4) {
+            return Err(Error::invalid(
+                MEMORY,
+                format!(
+                    "set_32: {bytes} bytes at {:#x} are not whole aligned 4-byte words",
+                    self.ptr.as_raw()
+                ),
+            ));
+        }
+        if self.device.is_simulated() {
+            let words = self.sim_ptr().cast::<u32>();
+            for i in 0..bytes / 4 {
+                // SAFETY: `words` is the 4-aligned start (checked) of `bytes`
+                // bytes of a live simulator allocation (the slice's invariant),
+                // and any bit pattern is a valid T (Pod).
+                unsafe { words.add(i).write(value) };
+            }
+            return Ok(());
+        }
+        self.as_cust().set_32(value).during(MEMORY, "cuMemsetD32")
+    }
+}
+
 impl<T: DeviceCopy + Zeroable> DeviceSlice<T> {
     /// Sets every byte of the slice to 0, waiting for it.
     pub fn set_zero(&mut self) -> Result<()> {
@@ -567,6 +597,11 @@ mod tests {
         z.copy_from_device(&buf).unwrap();
         z.copy_to(&mut out).unwrap();
         assert_eq!(out, [1, 20, 30, 4, 5]);
+        z.set_32(7).unwrap();
+        z.copy_to(&mut out).unwrap();
+        assert_eq!(out, [7; 5]);
+        assert!(z.index(..1).set_32(1).is_ok());
+        assert!(gpu.zeroed::<u8>(3).unwrap().set_32(1).is_err());
         z.set_zero().unwrap();
         z.index(..1).copy_to(&mut out[..1]).unwrap();
         assert_eq!(out[0], 0);
@@ -683,6 +718,8 @@ mod tests {
         ));
         assert!(gpu.synchronize("k").is_ok() && gpu.synchronize_context("k").is_ok());
         assert!(gpu.bind().is_ok());
+        let s = gpu.new_stream().unwrap();
+        assert!(s.is_simulated() && s.device() == gpu.device_id() && s.synchronize().is_ok());
     }
 
     #[test]
