@@ -247,9 +247,7 @@ fn pad(out: &mut String, spec: &Spec, body: String, zero: bool) {
         out.push_str(&body);
         out.extend(std::iter::repeat_n(' ', spec.width - len));
     } else if zero {
-        let split = body
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(0);
+        let split = body.find(|c: char| c.is_ascii_digit()).unwrap_or(0);
         let split = if body[split..].starts_with("0x") || body[split..].starts_with("0X") {
             split + 2
         } else {
