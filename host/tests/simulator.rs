@@ -319,3 +319,67 @@ fn an_access_past_a_buffer_is_reported() -> Result<()> {
     );
     Ok(())
 }
+
+/// Deliberately broken kernels, for the simulator's findings.
+mod broken {
+    use cuda_kernels_device::sync::sync_threads;
+    use cuda_kernels_device::{shared_array, thread};
+
+    cuda_kernels_device::kernels! {
+        /// Broken: every thread writes shared word 3 with no barrier.
+        ///
+        /// # Safety
+        /// None needed.
+        pub fn host_racy_write() as RACY_WRITE {
+            let s = shared_array!(host_racy_write_tile: [u32; 8]);
+            // SAFETY: 3 < 8.
+            unsafe { s.store(3, thread::thread_idx_x()) };
+        }
+
+        /// Broken: only threads below 16 reach the barrier.
+        ///
+        /// # Safety
+        /// None needed.
+        pub fn host_half_barrier() as HALF_BARRIER {
+            if thread::thread_idx_x() < 16 {
+                sync_threads();
+            }
+        }
+    }
+}
+
+#[test]
+fn races_and_divergent_barriers_are_typed_errors() {
+    let gpu = sim();
+    let cfg = LaunchConfig::linear(1, 64);
+    // SAFETY: the kernels take no parameters.
+    let e = unsafe { gpu.launch(broken::RACY_WRITE, cfg, gpu.stream(), ()) };
+    assert!(
+        matches!(
+            &e,
+            Err(Error::SharedRace {
+                kernel: "host_racy_write",
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    // SAFETY: as above.
+    let e = unsafe { gpu.launch(broken::HALF_BARRIER, cfg, gpu.stream(), ()) };
+    assert!(
+        matches!(
+            &e,
+            Err(Error::BarrierDivergence {
+                kernel: "host_half_barrier",
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    // The simulator stays usable.
+    let x = Array1::from(vec![2.0f32]);
+    assert_eq!(
+        gpu.multiply(x.view(), x.view()).unwrap().to_vec(),
+        vec![4.0]
+    );
+}
