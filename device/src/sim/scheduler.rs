@@ -42,6 +42,13 @@ pub(crate) enum ThreadEnd {
     /// A fault or a finding.
     Error(Box<SimError>),
     /// It touched memory it may not (a guard page): the faulting address.
+    #[cfg_attr(
+        not(all(
+            target_os = "linux",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        )),
+        allow(dead_code)
+    )]
     Trap { addr: usize },
 }
 
@@ -241,19 +248,31 @@ impl Worker {
                 Ok(()) => ThreadEnd::Done,
                 Err(payload) => match payload.downcast::<Finding>() {
                     Ok(f) => ThreadEnd::Error(Box::new(f.0)),
-                    Err(payload) => match trap::take_panic() {
-                        Some(p) => ThreadEnd::Error(Box::new(SimError::Fault {
-                            kernel: ctx.block_state().kernel,
-                            file: p.file,
-                            line: p.line,
-                            column: p.column,
-                            at: ctx.id(),
-                            message: p.message,
-                        })),
-                        // Not a panic of the kernel (the coroutine being
-                        // unwound by its drop): let it go on to the root.
-                        None => std::panic::resume_unwind(payload),
-                    },
+                    Err(payload) => {
+                        let message = payload
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| payload.downcast_ref::<String>().cloned());
+                        let fault = |file, line, column, message| {
+                            ThreadEnd::Error(Box::new(SimError::Fault {
+                                kernel: ctx.block_state().kernel,
+                                file,
+                                line,
+                                column,
+                                at: ctx.id(),
+                                message,
+                            }))
+                        };
+                        match (trap::take_panic(), message) {
+                            (Some(p), _) => fault(p.file, p.line, p.column, p.message),
+                            // A panic whose hook was replaced after ours:
+                            // no location, still a fault.
+                            (None, Some(m)) => fault("<unknown>".to_string(), 0, 0, m),
+                            // Not a panic of the kernel (the coroutine being
+                            // unwound by its drop): let it go on to the root.
+                            (None, None) => std::panic::resume_unwind(payload),
+                        }
+                    }
                 },
             }
         })
