@@ -117,7 +117,7 @@ impl<'s> PhaseTimers<'s> {
         let timers = if timed {
             let total = GpuTimer::on(gpu)?;
             total.start(gpu.stream())?;
-            Some((total, GpuTimer::new()?))
+            Some((total, GpuTimer::on(gpu)?))
         } else {
             None
         };
