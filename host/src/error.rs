@@ -4,6 +4,10 @@ use std::path::PathBuf;
 
 use cust::error::CudaError;
 
+use cuda_kernels_device::sim::SimError;
+
+use crate::memory::DeviceId;
+
 /// What went wrong, and where.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -54,12 +58,14 @@ pub enum Error {
         source: CudaError,
     },
     /// A kernel failed on the device (a panic or a failed `gpu_assert!`), and
-    /// the device layer recorded where. After this the CUDA context is
+    /// the device layer recorded where. On a CUDA GPU the context is then
     /// unusable: every later call fails; restart the process to use the GPU
-    /// again (the driver's rule for sticky launch errors).
+    /// again (the driver's rule for sticky launch errors). On the simulator
+    /// (`source` is `None`: no driver was involved) nothing needs a restart.
     #[error(
         "{kernel}: the kernel failed at {file}:{line}:{column} in block {block:?}, thread {thread:?}: \
-         {message} ({source}); the CUDA context is now unusable: restart the process to use the GPU again"
+         {message}{}",
+        fault_consequence(source)
     )]
     DeviceFault {
         /// The kernel (as named by the host call that synchronized).
@@ -76,9 +82,88 @@ pub enum Error {
         thread: [u32; 3],
         /// The assertion's message, or "panic".
         message: String,
-        /// What the driver reported.
+        /// What the driver reported (on a GPU: `LaunchFailed` for the trap
+        /// that ends a faulting kernel); `None` on the simulator.
+        #[source]
+        source: Option<CudaError>,
+    },
+    /// Memory or a stream of one device was passed to another device's
+    /// launcher or copy.
+    #[error("{kernel}: given memory or a stream of {found}, but this is {expected}")]
+    WrongDevice {
+        /// The kernel or operation that refused it.
+        kernel: &'static str,
+        /// The device the call runs on.
+        expected: DeviceId,
+        /// The device the memory or stream belongs to.
+        found: DeviceId,
+    },
+    /// A feature of the hardware itself was asked of the simulator.
+    #[error("{what} needs a CUDA GPU: the simulator does not have it")]
+    NotOnSimulator {
+        /// The feature (`CUDA-event timing`, `a CUDA context`, …).
+        what: &'static str,
+    },
+    /// The simulator was asked to launch a kernel handle that carries no
+    /// host entry (one made from a bare name with `Kernel::new`).
+    #[error(
+        "{kernel}: this kernel handle has no host entry (made from a bare name with \
+         Kernel::new?), so the simulator cannot run it; declare the kernel with kernels!"
+    )]
+    NoSimEntry {
+        /// The kernel's entry name.
+        kernel: &'static str,
+    },
+    /// The simulator refused a launch whose shape exceeds the simulated
+    /// device's limits (more than 1024 threads per block, a grid past its
+    /// limits, more shared memory than a block may have), as a GPU refuses
+    /// it: `source` is the driver error the GPU gives for it.
+    #[error("{kernel}: launch refused: {reason}")]
+    LaunchRefused {
+        /// The kernel.
+        kernel: &'static str,
+        /// Which limit the shape exceeds.
+        reason: String,
+        /// What a GPU's `cuLaunchKernel` returns for it (`InvalidValue`).
         #[source]
         source: CudaError,
+    },
+    /// The simulator saw two threads of one block touch the same
+    /// shared-memory word between two barriers, at least one of them writing
+    /// (`detail` names the offset, both threads and the barrier interval).
+    #[error("{kernel}: {detail}")]
+    SharedRace {
+        /// The kernel.
+        kernel: &'static str,
+        /// The simulator's report.
+        detail: SimError,
+    },
+    /// The simulator saw threads of a block wait at a barrier (or a warp
+    /// collective) that the others never reach: reported instead of a hang.
+    #[error("{kernel}: {detail}")]
+    BarrierDivergence {
+        /// The kernel.
+        kernel: &'static str,
+        /// The simulator's report: which threads wait where.
+        detail: SimError,
+    },
+    /// The simulator saw a thread read or write past a simulated device
+    /// buffer (the buffer, the element index and the thread are in `detail`).
+    #[error("{kernel}: {detail}")]
+    OutOfBounds {
+        /// The kernel.
+        kernel: &'static str,
+        /// The simulator's report.
+        detail: SimError,
+    },
+    /// Any other failure the simulator reported (a warp collective misused,
+    /// its own memory failing).
+    #[error("{kernel}: {detail}")]
+    Simulator {
+        /// The kernel or operation.
+        kernel: &'static str,
+        /// The simulator's report.
+        detail: SimError,
     },
     /// A PTX file could not be read.
     #[error("PTX file {path}: {source}")]
@@ -115,6 +200,17 @@ pub enum Error {
     },
 }
 
+/// The end of a [`Error::DeviceFault`] message: the driver's error and the
+/// restart a GPU needs, or that the simulator needs none.
+fn fault_consequence(source: &Option<CudaError>) -> String {
+    match source {
+        Some(e) => format!(
+            " ({e}); the CUDA context is now unusable: restart the process to use the GPU again"
+        ),
+        None => " (on the simulator, which stays usable)".into(),
+    }
+}
+
 /// `Result` with the crate's [`enum@Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -147,5 +243,66 @@ impl<T> CudaResultExt<T> for Result<T, CudaError> {
             operation,
             source,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(source: Option<CudaError>) -> Error {
+        Error::DeviceFault {
+            kernel: "k",
+            file: "kernels-gpu/src/hello.rs".into(),
+            line: 22,
+            column: 9,
+            block: [1, 0, 0],
+            thread: [2, 0, 0],
+            message: "boom".into(),
+            source,
+        }
+    }
+
+    #[test]
+    fn a_fault_says_whether_a_restart_is_needed() {
+        let gpu = fault(Some(CudaError::LaunchFailed)).to_string();
+        assert!(gpu.contains("hello.rs:22:9 in block [1, 0, 0], thread [2, 0, 0]: boom ("));
+        assert!(gpu.contains("restart the process"), "{gpu}");
+        let sim = fault(None).to_string();
+        assert!(
+            sim.ends_with("boom (on the simulator, which stays usable)"),
+            "{sim}"
+        );
+        assert!(std::error::Error::source(&fault(None)).is_none());
+        assert!(std::error::Error::source(&fault(Some(CudaError::LaunchFailed))).is_some());
+    }
+
+    #[test]
+    fn new_variants_name_the_kernel_or_feature() {
+        let (a, b) = (
+            DeviceId::Simulator { ordinal: 0 },
+            DeviceId::Cuda {
+                ordinal: 1,
+                context: 0x10,
+            },
+        );
+        let e = Error::WrongDevice {
+            kernel: "multiply",
+            expected: a,
+            found: b,
+        };
+        assert_eq!(
+            e.to_string(),
+            "multiply: given memory or a stream of CUDA device 1 (context 0x10), \
+             but this is simulated device 0"
+        );
+        let e = Error::NotOnSimulator { what: "cuBLAS" };
+        assert!(e.to_string().starts_with("cuBLAS needs a CUDA GPU"));
+        let e = Error::NoSimEntry { kernel: "multiply" };
+        assert!(
+            e.to_string()
+                .starts_with("multiply: this kernel handle has no host entry")
+        );
+        assert!(!e.is_no_gpu());
     }
 }
