@@ -21,6 +21,12 @@ mod demos;
     about = "CUDA kernels written in Rust: demos, benchmarks, device query"
 )]
 struct Cli {
+    /// Run the kernels on the CPU simulator (as `CUDA_KERNELS_SIM=1` does):
+    /// the kernels' own code, checked against the CPU references, at sizes
+    /// that finish in seconds, with no GPU timings. Without a GPU the demos
+    /// use the simulator anyway.
+    #[arg(long, global = true)]
+    sim: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -46,7 +52,8 @@ enum Command {
     },
     /// Runs the benchmarks (GPU only): a table, and JSON with --json.
     /// Every row's result is checked; exits 1, naming the failed rows, when
-    /// a check failed.
+    /// a check failed. On the simulator (`--sim`, `CUDA_KERNELS_SIM=1`) it
+    /// says that timings need a GPU and exits 0, measuring nothing.
     Bench {
         /// Write the run (device, records) as JSON here.
         #[arg(long)]
@@ -80,7 +87,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command) {
+    match run(cli.command, cli.sim || cuda_kernels::sim_requested()) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
@@ -94,25 +101,38 @@ fn main() -> ExitCode {
     }
 }
 
-/// Opens the GPU for a demo: `None`, with a notice, when there is none.
-fn open_gpu() -> Result<Option<Gpu>, Error> {
-    match cuda_kernels::gpu() {
+/// What a simulated run says, at its start and under its table.
+const SIMULATED: &str = "SIMULATED: every kernel ran on the CPU simulator (the kernels' own Rust \
+code, at small sizes), each result checked against its CPU reference; no GPU timings";
+
+/// Opens the GPU for a demo, or the simulator when `sim` is asked for or
+/// there is no GPU, with a notice saying so; `None` (the CPU references
+/// alone) only if the simulator does not open either.
+fn open_gpu(sim: bool) -> Result<Option<Gpu>, Error> {
+    if !sim {
+        match cuda_kernels::gpu() {
+            Ok(gpu) => {
+                eprintln!("GPU: {}", gpu.name()?);
+                return Ok(Some(gpu));
+            }
+            Err(e) if e.is_no_gpu() => eprintln!("notice: {e}"),
+            Err(e) => return Err(e),
+        }
+    }
+    match cuda_kernels::simulator() {
         Ok(gpu) => {
-            eprintln!("GPU: {}", gpu.name()?);
+            eprintln!("notice: {SIMULATED}");
             Ok(Some(gpu))
         }
-        Err(e) if e.is_no_gpu() => {
-            eprintln!(
-                "notice: {e}\nnotice: running the CPU references only; GPU results are skipped"
-            );
+        Err(e) => {
+            eprintln!("notice: the simulator did not open ({e}): CPU references only");
             Ok(None)
         }
-        Err(e) => Err(e),
     }
 }
 
-fn run(command: Command) -> Result<ExitCode, Error> {
-    let mut report = Report::default();
+fn run(command: Command, sim: bool) -> Result<ExitCode, Error> {
+    let mut report;
     match command {
         Command::Info => {
             let (driver, devices) = cuda_kernels::device_info::query_devices()?;
@@ -154,6 +174,10 @@ fn run(command: Command) -> Result<ExitCode, Error> {
             } else {
                 print!("{}", cuda_kernels::PTX);
             }
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Bench { .. } if sim => {
+            eprintln!("bench needs a GPU: no timings on the simulator (nothing measured)");
             return Ok(ExitCode::SUCCESS);
         }
         Command::Bench { json } => {
@@ -209,9 +233,10 @@ fn run(command: Command) -> Result<ExitCode, Error> {
                 what: format!("creating {}", out_dir.display()),
                 source,
             })?;
-            let gpu = open_gpu()?;
-            if gpu.is_none() {
-                println!("{}", ptx_summary_line());
+            let gpu = open_gpu(sim)?;
+            report = Report::for_gpu(gpu.as_ref());
+            if report.simulated {
+                println!("{SIMULATED}\n{}", ptx_summary_line());
             }
             demos::run_all(gpu.as_ref(), &out_dir, &mut report)?;
         }
@@ -220,16 +245,35 @@ fn run(command: Command) -> Result<ExitCode, Error> {
             return Ok(ExitCode::SUCCESS);
         }
         Command::Foundation(cmd) => {
-            demos::foundation::run(&cmd, open_gpu()?.as_ref(), &mut report)?
+            let gpu = open_gpu(sim)?;
+            report = Report::for_gpu(gpu.as_ref());
+            demos::foundation::run(&cmd, gpu.as_ref(), &mut report)?
         }
-        Command::Matrices(cmd) => demos::matrices::run(&cmd, open_gpu()?.as_ref(), &mut report)?,
-        Command::Reduce(cmd) => demos::reduce::run(&cmd, open_gpu()?.as_ref(), &mut report)?,
+        Command::Matrices(cmd) => {
+            let gpu = open_gpu(sim)?;
+            report = Report::for_gpu(gpu.as_ref());
+            demos::matrices::run(&cmd, gpu.as_ref(), &mut report)?
+        }
+        Command::Reduce(cmd) => {
+            let gpu = open_gpu(sim)?;
+            report = Report::for_gpu(gpu.as_ref());
+            demos::reduce::run(&cmd, gpu.as_ref(), &mut report)?
+        }
         Command::Mandelbrot(cmd) => {
-            demos::mandelbrot::run(&cmd, open_gpu()?.as_ref(), &mut report)?
+            let gpu = open_gpu(sim)?;
+            report = Report::for_gpu(gpu.as_ref());
+            demos::mandelbrot::run(&cmd, gpu.as_ref(), &mut report)?
         }
-        Command::Streams(cmd) => demos::streams::run(&cmd, open_gpu()?.as_ref(), &mut report)?,
+        Command::Streams(cmd) => {
+            let gpu = open_gpu(sim)?;
+            report = Report::for_gpu(gpu.as_ref());
+            demos::streams::run(&cmd, gpu.as_ref(), &mut report)?
+        }
     }
     print!("\n{}", report.to_table());
+    if report.simulated {
+        println!("{SIMULATED}");
+    }
     Ok(if report.any_failed() {
         ExitCode::FAILURE
     } else {
