@@ -13,7 +13,7 @@ use std::time::Instant;
 use cuda_kernels_gpu::device::kernel::Kernel;
 use cuda_kernels_gpu::device::sim::{self, LaunchShape, SimError, memory::Allocation};
 use cuda_kernels_gpu::elementwise::{self as ew, Elementwise};
-use cuda_kernels_gpu::reduce::{self, Max, Min, ReduceKernel, ReduceOp, Sum, Xor};
+use cuda_kernels_gpu::reduce::{self, Max, Min, Product, ReduceKernel, Sum, Xor};
 use cuda_kernels_gpu::{
     device_checks, elementwise, hello, life, mandelbrot, math_checks, matmul, multiply, streams,
 };
@@ -192,31 +192,51 @@ fn elementwise_launch<K: Elementwise<T>, T: Copy>(arrays: &[&Buf<T>], scalars: &
     unsafe { sim::launch(kernel.name(), linear(2, 64), entry, &params) }.unwrap();
 }
 
+/// Elementwise kernel `K` on `T` at several lengths (vector body, head and
+/// tail), against its per-element function.
+fn check_elementwise<K: Elementwise<T>, T: Sample>() {
+    let (ni, no) = (K::INPUTS.len(), K::OUTPUTS.len());
+    let arrays = ni + no + K::INOUTS.len();
+    for n in [1usize, 37, 531] {
+        let data: Vec<Vec<T>> = (0..arrays)
+            .map(|a| (0..n).map(|i| T::small(i * 3 + a * 101)).collect())
+            .collect();
+        let scalars: Vec<T> = (0..K::SCALARS.len()).map(|s| T::small(s + 7)).collect();
+        let bufs: Vec<Buf<T>> = data.iter().map(|d| Buf::from(d)).collect();
+        elementwise_launch::<K, T>(&bufs.iter().collect::<Vec<_>>(), &scalars, n);
+        let got: Vec<Vec<T>> = bufs[ni..].iter().map(Buf::to_vec).collect();
+        for i in 0..n {
+            let ins: Vec<T> = data[..ni].iter().map(|d| d[i]).collect();
+            let mut outs: Vec<T> = (ni..arrays)
+                .map(|a| {
+                    if a < ni + no {
+                        T::default()
+                    } else {
+                        data[a][i]
+                    }
+                })
+                .collect();
+            K::element(&ins, &mut outs, &scalars);
+            for (j, out) in outs.iter().enumerate() {
+                assert_eq!(got[j][i], *out, "{} n = {n}, element {i}", K::ENTRY);
+            }
+        }
+    }
+}
+
 #[test]
 fn elementwise_kernels() {
+    // Every kernel of the crate's list, for every type it is declared for.
+    check_elementwise::<ew::sum, i32>();
+    check_elementwise::<ew::sum, i64>();
+    check_elementwise::<ew::sum, f32>();
+    check_elementwise::<ew::sum, f64>();
+    check_elementwise::<ew::saxpy, f32>();
+    check_elementwise::<ew::saxpy, f64>();
+    check_elementwise::<ew::lerp, f32>();
+    check_elementwise::<ew::lerp, f64>();
+
     let n = 531;
-    let (x, y0) = (values(n, 5), values(n, 6));
-    let (dx, dy) = (Buf::from(&x), Buf::from(&y0));
-    elementwise_launch::<ew::saxpy, f32>(&[&dx, &dy], &[1.5], n);
-    let want: Vec<f32> = x
-        .iter()
-        .zip(&y0)
-        .map(|(&x, &y)| {
-            let mut out = [y];
-            <ew::saxpy as Elementwise<f32>>::element(&[x], &mut out, &[1.5]);
-            out[0]
-        })
-        .collect();
-    assert_eq!(dy.to_vec(), want, "saxpy");
-
-    let (a, b) = (ints(n, 7), ints(n, 8));
-    let a: Vec<i64> = a.iter().map(|&v| v as i64).collect();
-    let b: Vec<i64> = b.iter().map(|&v| v as i64).collect();
-    let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<i64>::zeroed(n));
-    elementwise_launch::<ew::sum, i64>(&[&da, &db, &dc], &[], n);
-    let want: Vec<i64> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
-    assert_eq!(dc.to_vec(), want, "sum i64");
-
     // K8.
     let (a, b) = (values(n, 9), values(n, 10));
     let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<f32>::zeroed(n));
@@ -359,7 +379,6 @@ fn matrix_kernels() {
 
 /// The tiled SGEMM entry points (shared memory, barriers, split-k atomics).
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers): simcore's next milestone"]
 fn sgemm_tiles() {
     let (m, k, n) = (37, 29, 45);
     let (a, b) = (values(m * k, 11), values(k * n, 12));
@@ -427,7 +446,7 @@ fn sgemm_tiles() {
 
 /// Reduces `input` with `Op` on a grid of `grid` blocks of `block` threads,
 /// twice (the kernel leaves its counter at 0 for the next launch).
-fn reduce_sim<Op: ReduceKernel<T>, T: Copy + Default>(
+fn reduce_sim<Op: ReduceKernel<T>, T: Copy + Default + PartialEq + std::fmt::Debug>(
     input: &[T],
     init: T,
     grid: u32,
@@ -461,7 +480,66 @@ fn reduce_sim<Op: ReduceKernel<T>, T: Copy + Default>(
         assert_eq!(counter.to_vec(), [0], "{}: the counter is reset", Op::ENTRY);
         results.push(out.to_vec()[0]);
     }
+    assert_eq!(
+        results[0],
+        results[1],
+        "{}: the same result twice",
+        Op::ENTRY
+    );
     results[0]
+}
+
+/// Element types of the kernel families, with sample values for which
+/// every built-in operation is exact whatever the order of combination
+/// (wrapping integers; floats of ±2^k with bounded exponents, whose sums
+/// are small multiples of 1/2).
+trait Sample: Copy + Default + PartialEq + std::fmt::Debug {
+    fn sample(i: usize) -> Self;
+    /// A small value (an integer in −50..=50, a float a quarter of one),
+    /// which no elementwise expression of the crate overflows with.
+    fn small(i: usize) -> Self;
+}
+
+macro_rules! sample_ints {
+    ($($t:ty),*) => {$(
+        impl Sample for $t {
+            fn sample(i: usize) -> Self {
+                (i as $t).wrapping_mul(0x9E37_79B9_u32 as $t).wrapping_add(i as $t >> 3)
+            }
+            fn small(i: usize) -> Self {
+                (i * 37 % 101) as $t - 50
+            }
+        }
+    )*};
+}
+sample_ints!(i32, i64);
+
+macro_rules! sample_floats {
+    ($($t:ty),*) => {$(
+        impl Sample for $t {
+            fn sample(i: usize) -> Self {
+                [1.0, -1.0, 2.0, 0.5, -1.0, 1.0, -2.0, -0.5, 4.0][i % 9] * if i % 7 == 3 { 0.25 } else { 1.0 }
+            }
+            fn small(i: usize) -> Self {
+                ((i * 37 % 101) as $t - 50.0) * 0.25
+            }
+        }
+    )*};
+}
+sample_floats!(f32, f64);
+
+/// `Op` on `T` at several shapes (one block, several blocks: the
+/// last-block-done path), against the CPU fold with the same operation.
+fn check_reduce<Op: ReduceKernel<T>, T: Sample>() {
+    for n in [1usize, 37, 4099] {
+        let xs: Vec<T> = (0..n).map(T::sample).collect();
+        let init = T::sample(n + 5);
+        for (grid, block) in [(1, 32), (5, 64), (3, 256)] {
+            let got = reduce_sim::<Op, T>(&xs, init, grid, block);
+            let want = reduce::fold::<T, Op>(xs.iter().copied(), Some(init));
+            assert_eq!(Some(got), want, "{} n = {n}, {grid}×{block}", Op::ENTRY);
+        }
+    }
 }
 
 fn check_int<Op: ReduceKernel<i32>>(input: &[i32]) {
@@ -476,8 +554,30 @@ fn check_int<Op: ReduceKernel<i32>>(input: &[i32]) {
     }
 }
 
+/// Every built-in reduction (`reduce_built_in!`'s 18 entry points).
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
+fn every_reduction() {
+    fn ops<T: Sample>()
+    where
+        Sum: ReduceKernel<T>,
+        Product: ReduceKernel<T>,
+        Min: ReduceKernel<T>,
+        Max: ReduceKernel<T>,
+    {
+        check_reduce::<Sum, T>();
+        check_reduce::<Product, T>();
+        check_reduce::<Min, T>();
+        check_reduce::<Max, T>();
+    }
+    ops::<i32>();
+    ops::<i64>();
+    ops::<f32>();
+    ops::<f64>();
+    check_reduce::<Xor, i32>();
+    check_reduce::<Xor, i64>();
+}
+
+#[test]
 fn reductions() {
     let n = 10_007;
     let xs = ints(n, 16);
@@ -485,8 +585,9 @@ fn reductions() {
     check_int::<Min>(&xs);
     check_int::<Max>(&xs);
     check_int::<Xor>(&xs);
-    check_int::<Sum>(&xs[1..]); // another alignment: a head of 3 elements
+    check_int::<Sum>(&xs[1..]); // another length, another alignment
 
+    // Random floats: the sum is rounded in the kernel's order.
     let fs = values(n, 17);
     for (grid, block) in [(1, 32), (6, 128)] {
         let got = reduce_sim::<Sum, f32>(&fs, 0.5, grid, block);
@@ -495,24 +596,10 @@ fn reductions() {
             (got as f64 - want).abs() < 1e-3,
             "reduce_sum_f32: {got} vs {want}"
         );
-        for (got, want) in [
-            (
-                reduce_sim::<Min, f32>(&fs, f32::INFINITY, grid, block),
-                reduce::fold::<f32, Min>(fs.iter().copied(), None),
-            ),
-            (
-                reduce_sim::<Max, f32>(&fs, f32::NEG_INFINITY, grid, block),
-                reduce::fold::<f32, Max>(fs.iter().copied(), None),
-            ),
-        ] {
-            assert_eq!(Some(got), want, "min/max f32 {grid}×{block}");
-        }
     }
-    let _ = <Sum as ReduceOp<f32>>::identity();
 }
 
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
 fn reduction_primitives() {
     // Warp shuffles and votes: 2 blocks of 64.
     let threads = 128usize;
@@ -766,7 +853,6 @@ fn small_kernels() {
 
 /// Static shared memory and barriers.
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
 fn shared_memory_and_barriers() {
     let n = 2 * device_checks::REVERSE_BLOCK + 77;
     let xs = ints(n, 19);
@@ -837,7 +923,6 @@ fn multiply_timing() {
 /// The reference launch: the tiled SGEMM at 256³, timed (printed;
 /// `--nocapture` shows it).
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
 fn sgemm_timing() {
     let s = 256;
     let (a, b) = (values(s * s, 24), values(s * s, 25));

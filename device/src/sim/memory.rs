@@ -10,8 +10,11 @@
 //! pointers are. The simulator's 16-byte vector loads
 //! ([`load_nc_v4`](crate::load::load_nc_v4)) therefore read unaligned; a
 //! kernel whose *result* depends on its pointers' alignment would differ
-//! (none of ours does). A guard page before the start catches
-//! `ptr.sub(1)`-style underflows the same way. The guard after the end is
+//! (none of ours does). A guard page before the data pages catches accesses
+//! before the start from the page boundary on: the up to one page of slack
+//! between that boundary and the start (when the length is not a whole
+//! number of pages) is readable, so a small underflow such as `ptr.sub(1)`
+//! goes unnoticed; the end, where overruns happen, is exact. The guard after the end is
 //! [`GUARD_AFTER_BYTES`] long (address space only), so that an index far past
 //! the end traps too rather than landing in the next buffer.
 //!
@@ -39,7 +42,6 @@ unsafe impl Sync for Allocation {}
 
 /// What the registry keeps of a live allocation, for reports.
 #[derive(Clone, Debug)]
-#[allow(dead_code)] // read by the fault handler (next commit)
 pub(crate) struct BufferInfo {
     /// Start of the usable bytes.
     pub base: usize,
@@ -175,12 +177,12 @@ impl Drop for Allocation {
     }
 }
 
-/// The live buffer whose mapping (guard pages included) holds `addr`, or
-/// else the nearest one below it; `None` when no buffer starts below `addr`.
-/// Reading the registry may block: call it outside a signal handler.
-#[allow(dead_code)] // used by the fault handler (next commit)
-pub(crate) fn find(addr: usize) -> Option<BufferInfo> {
+/// The live buffer whose mapping starts nearest below `addr`, and whether
+/// that mapping (guard pages included) holds `addr`; `None` when no buffer
+/// starts below it. Reading the registry may block: call it outside a
+/// signal handler.
+pub(crate) fn find(addr: usize) -> Option<(BufferInfo, bool)> {
     let reg = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
-    let (_, (_, info)) = reg.range(..=addr).next_back()?;
-    Some(info.clone())
+    let (&start, (len, info)) = reg.range(..=addr).next_back()?;
+    Some((info.clone(), addr < start + len))
 }
