@@ -90,7 +90,11 @@ fn inputs(n: usize, seed: u64) -> Vec<f32> {
 /// Runs every kernel and compares it with its CPU reference.
 fn run(gpu: &Gpu) -> Result<bool> {
     println!("{} ({})", gpu.name()?, gpu.image());
-    let backend = if gpu.is_simulated() { "simulator" } else { "GPU" };
+    let backend = if gpu.is_simulated() {
+        "simulator"
+    } else {
+        "GPU"
+    };
     println!(
         "{:<34} {:>16} {:>16}  check",
         "kernel", backend, "CPU reference"
@@ -205,7 +209,14 @@ fn softmax_gpu(gpu: &Gpu, x: ArrayView2<f32>) -> Result<Array2<f32>> {
     // parameter types, x: *const f32, y: *mut f32, rows, cols) and are
     // distinct allocations, and the block is (SOFTMAX_BLOCK, 1, 1), as its
     // `# Safety` asks.
-    unsafe { gpu.launch(SOFTMAX_ROWS, cfg, gpu.stream(), (&input, &mut output, rows, cols)) }?;
+    unsafe {
+        gpu.launch(
+            SOFTMAX_ROWS,
+            cfg,
+            gpu.stream(),
+            (&input, &mut output, rows, cols),
+        )
+    }?;
     gpu.synchronize(K)?;
     let mut y = vec![0.0f32; rows * cols];
     output.copy_to(&mut y[..])?;
