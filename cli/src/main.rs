@@ -33,7 +33,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// K2: the device query (exits non-zero when there is no CUDA device).
+    /// K2: the device query (exits non-zero when there is no CUDA device;
+    /// with `--sim`, the simulated device's limits).
     Info,
     /// Prints the embedded PTX, or writes it to a file.
     Ptx {
@@ -134,6 +135,11 @@ fn open_gpu(sim: bool) -> Result<Option<Gpu>, Error> {
 fn run(command: Command, sim: bool) -> Result<ExitCode, Error> {
     let mut report;
     match command {
+        Command::Info if sim => {
+            println!("{}", cuda_kernels::simulator::device_info());
+            println!("SIMULATED: the CPU simulator's device (an H100's limits); no GPU was used");
+            return Ok(ExitCode::SUCCESS);
+        }
         Command::Info => {
             let (driver, devices) = cuda_kernels::device_info::query_devices()?;
             println!("CUDA driver version {driver}; {} device(s)", devices.len());
