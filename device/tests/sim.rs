@@ -308,6 +308,22 @@ mod k {
             unsafe { *out.add(lane as usize) = warp::shfl_down_b32(lane, 1) };
         }
 
+        /// Broken: recursion past the simulated thread's stack.
+        ///
+        /// # Safety
+        /// None needed.
+        pub fn overflow(n: u64) as OVERFLOW {
+            fn f(n: u64) -> u64 {
+                let a = [n; 64];
+                if n == 0 {
+                    0
+                } else {
+                    core::hint::black_box(a)[3] + f(n - 1)
+                }
+            }
+            core::hint::black_box(f(n));
+        }
+
         /// Broken: reads shared memory past a 16-byte array.
         ///
         /// # Safety
@@ -597,6 +613,7 @@ fn a_panic_is_a_located_fault() {
 #[test]
 fn a_shared_memory_race_is_reported() {
     let e = run(k::RACY_WRITE, line(2, 32), &[]).unwrap_err();
+    println!("{e}");
     match &e {
         SimError::SharedRace {
             kernel,
@@ -618,6 +635,7 @@ fn a_shared_memory_race_is_reported() {
     let out = buffer(&vec![0u32; k::TILE], "out");
     let mut op = out.ptr();
     let e = run(k::RACY_NEIGHBOUR, line(1, k::TILE as u32), &[p(&mut op)]).unwrap_err();
+    println!("{e}");
     match &e {
         SimError::SharedRace { first, second, .. } => {
             // Thread 0 read word 1 before thread 1 wrote it.
@@ -657,6 +675,7 @@ fn a_correct_barrier_kernel_has_no_race() {
 #[test]
 fn a_barrier_only_some_threads_reach_is_reported() {
     let e = run(k::HALF_BARRIER, line(1, 64), &[]).unwrap_err();
+    println!("{e}");
     match &e {
         SimError::BarrierDivergence { kernel, stuck, .. } => {
             assert_eq!(*kernel, "half_barrier");
@@ -670,6 +689,7 @@ fn a_barrier_only_some_threads_reach_is_reported() {
         other => panic!("not a divergence: {other}"),
     }
     let e = run(k::SPLIT_BARRIER, line(1, 32), &[]).unwrap_err();
+    println!("{e}");
     match &e {
         SimError::BarrierDivergence { stuck, .. } => {
             assert_eq!(stuck.len(), 2, "{e}");
@@ -695,6 +715,7 @@ fn read_past(past: usize) -> Result<(), SimError> {
 fn reads_past_the_end_are_reported() {
     for past in [1, 5000] {
         let e = read_past(past).unwrap_err();
+        println!("{e}");
         match &e {
             SimError::OutOfBounds {
                 kernel,
@@ -721,6 +742,7 @@ fn reads_past_the_end_are_reported() {
     let y = buffer(&[0.0f32; 4], "y");
     let (mut yp, mut back) = (y.ptr(), 1024usize);
     let e = run(k::WRITE_BEFORE, line(1, 4), &[p(&mut yp), p(&mut back)]).unwrap_err();
+    println!("{e}");
     assert!(
         matches!(&e, SimError::OutOfBounds { index: -1024, at, .. } if at.thread == [2, 0, 0]),
         "{e}"
@@ -734,6 +756,7 @@ fn warp_misuse_and_shared_overflow_are_reported() {
     let out = buffer(&[0u32; 32], "out");
     let mut op = out.ptr();
     let e = run(k::SHUFFLE_AFTER_EXIT, line(1, 32), &[p(&mut op)]).unwrap_err();
+    println!("{e}");
     assert!(
         matches!(&e, SimError::WarpCollective { reason, .. } if reason.contains("lane 3")),
         "{e}"
@@ -744,6 +767,19 @@ fn warp_misuse_and_shared_overflow_are_reported() {
         matches!(&e, SimError::Fault { message, .. } if message.contains("past the block's")),
         "{e}"
     );
+}
+
+#[test]
+fn a_stack_overflow_is_a_fault() {
+    let mut n = 1_000_000u64;
+    let e = run(k::OVERFLOW, line(1, 2), &[p(&mut n)]).unwrap_err();
+    assert!(
+        matches!(&e, SimError::Fault { message, at, .. }
+            if message.contains("stack overflow") && at.thread == [0, 0, 0]),
+        "{e}"
+    );
+    let mut n = 10u64;
+    run(k::OVERFLOW, line(1, 2), &[p(&mut n)]).expect("the next launch works");
 }
 
 #[test]

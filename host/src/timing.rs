@@ -1,12 +1,12 @@
 //! CUDA-event timing (what the seeds do with `cuda.Event()` and OpenCL's
 //! profiling events). GPU only: on the simulator a timer is
-//! [`Error::NotOnSimulator`](crate::Error::NotOnSimulator) (the simulator's
+//! [`Error::NotOnSimulator`] (the simulator's
 //! times would say nothing about a GPU's).
 use cust::event::{Event, EventFlags};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
-use crate::memory::Stream;
+use crate::memory::{DeviceId, Stream};
 
 /// What a timer on the simulator is refused as.
 const TIMING: &str = "CUDA-event timing";
@@ -15,6 +15,9 @@ const TIMING: &str = "CUDA-event timing";
 pub struct GpuTimer {
     start: Event,
     stop: Event,
+    /// The device whose context the events were made in, when known
+    /// ([`GpuTimer::on`]): a stream of another device is refused.
+    device: Option<DeviceId>,
 }
 
 /// The `cust` stream of `stream`, or [`Error::NotOnSimulator`].
@@ -30,6 +33,7 @@ impl GpuTimer {
         Ok(Self {
             start: Event::new(EventFlags::DEFAULT).during("timer", "cuEventCreate")?,
             stop: Event::new(EventFlags::DEFAULT).during("timer", "cuEventCreate")?,
+            device: None,
         })
     }
 
@@ -38,20 +42,36 @@ impl GpuTimer {
     pub fn on(gpu: &Gpu) -> Result<Self> {
         gpu.require_cuda(TIMING)?;
         gpu.bind()?;
-        Self::new()
+        Ok(Self {
+            device: Some(gpu.device_id()),
+            ..Self::new()?
+        })
+    }
+
+    /// The `cust` stream of `stream`, refused when it belongs to another
+    /// device than the timer's events ([`Error::WrongDevice`]).
+    fn stream<'s>(&self, stream: &'s Stream) -> Result<&'s cust::stream::Stream> {
+        match self.device {
+            Some(expected) if stream.device() != expected => Err(Error::WrongDevice {
+                kernel: "timer",
+                expected,
+                found: stream.device(),
+            }),
+            _ => cuda_stream(stream),
+        }
     }
 
     /// Records the start event on `stream`.
     pub fn start(&self, stream: &Stream) -> Result<()> {
         self.start
-            .record(cuda_stream(stream)?)
+            .record(self.stream(stream)?)
             .during("timer", "cuEventRecord")
     }
 
     /// Records the stop event on `stream`.
     pub fn stop(&self, stream: &Stream) -> Result<()> {
         self.stop
-            .record(cuda_stream(stream)?)
+            .record(self.stream(stream)?)
             .during("timer", "cuEventRecord")
     }
 
@@ -97,7 +117,7 @@ impl<'s> PhaseTimers<'s> {
         let timers = if timed {
             let total = GpuTimer::on(gpu)?;
             total.start(gpu.stream())?;
-            Some((total, GpuTimer::new()?))
+            Some((total, GpuTimer::on(gpu)?))
         } else {
             None
         };

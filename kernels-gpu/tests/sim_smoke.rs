@@ -130,44 +130,56 @@ fn ints(n: usize, seed: u64) -> Vec<i32> {
         .collect()
 }
 
+/// The parameters of the binary maps `multiply` and `vector_sum_i32`.
+type BinaryMap<T> = (*const T, *const T, *mut T, usize);
+
+/// Launches the binary map `kernel` on copies of `a` and `b` with `shape`:
+/// the result and the launch's time in seconds.
+fn binary_map<T: Copy>(
+    kernel: Kernel<BinaryMap<T>>,
+    shape: LaunchShape,
+    a: &[T],
+    b: &[T],
+) -> (Vec<T>, f64) {
+    let n = a.len();
+    let (da, db, dc) = (Buf::from(a), Buf::from(b), Buf::<T>::zeroed(n));
+    let t = Instant::now();
+    // SAFETY: three buffers of n elements, c apart from a and b.
+    unsafe {
+        launch(
+            kernel,
+            shape,
+            (da.ptr().cast_const(), db.ptr().cast_const(), dc.ptr(), n),
+        )
+    }
+    .unwrap();
+    let seconds = t.elapsed().as_secs_f64();
+    (dc.to_vec(), seconds)
+}
+
+/// `f` at every index of `a` and `b`.
+fn zip_map<T: Copy, R>(a: &[T], b: &[T], f: impl Fn(T, T) -> R) -> Vec<R> {
+    a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
+}
+
 #[test]
 fn multiply_and_vector_sum() {
     for n in [1, 3, 37, 1037] {
         let (a, b) = (values(n, 1), values(n, 2));
-        let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<f32>::zeroed(n));
-        // SAFETY: three buffers of n f32, c apart from a and b.
-        unsafe {
-            launch(
-                multiply::MULTIPLY,
-                linear(3, 64),
-                (da.ptr().cast_const(), db.ptr().cast_const(), dc.ptr(), n),
-            )
-        }
-        .unwrap();
-        let want: Vec<f32> = a
-            .iter()
-            .zip(&b)
-            .map(|(&x, &y)| multiply::multiply_element(x, y))
-            .collect();
-        assert_eq!(dc.to_vec(), want, "multiply, n = {n}");
+        let (c, _) = binary_map(multiply::MULTIPLY, linear(3, 64), &a, &b);
+        assert_eq!(
+            c,
+            zip_map(&a, &b, multiply::multiply_element),
+            "multiply, n = {n}"
+        );
 
         let (a, b) = (ints(n, 3), ints(n, 4));
-        let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<i32>::zeroed(n));
-        // SAFETY: as above, on i32.
-        unsafe {
-            launch(
-                multiply::VECTOR_SUM_I32,
-                linear(2, 32),
-                (da.ptr().cast_const(), db.ptr().cast_const(), dc.ptr(), n),
-            )
-        }
-        .unwrap();
-        let want: Vec<i32> = a
-            .iter()
-            .zip(&b)
-            .map(|(&x, &y)| multiply::vector_sum_element(x, y))
-            .collect();
-        assert_eq!(dc.to_vec(), want, "vector_sum_i32, n = {n}");
+        let (c, _) = binary_map(multiply::VECTOR_SUM_I32, linear(2, 32), &a, &b);
+        assert_eq!(
+            c,
+            zip_map(&a, &b, multiply::vector_sum_element),
+            "vector_sum_i32, n = {n}"
+        );
     }
     // SAFETY: no parameters.
     unsafe { launch(multiply::EMPTY_KERNEL, linear(2, 64), ()) }.unwrap();
@@ -255,11 +267,7 @@ fn elementwise_kernels() {
         )
     }
     .unwrap();
-    let want: Vec<f32> = a
-        .iter()
-        .zip(&b)
-        .map(|(&x, &y)| elementwise::vector_sum_repeat_element(x, y))
-        .collect();
+    let want = zip_map(&a, &b, elementwise::vector_sum_repeat_element);
     assert_eq!(dc.to_vec(), want, "vector_sum_repeat");
 }
 
@@ -290,41 +298,73 @@ fn assert_close(got: &[f32], want: &[f64], k: usize, what: &str) {
     }
 }
 
+/// Launches the matrix product `kernel` on copies of the `m × k` matrix
+/// `a` and the `k × n` matrix `b` with `shape`, into a zeroed C: C and the
+/// launch's time in seconds.
+fn matmul_sim(
+    kernel: Kernel<matmul::MatmulParams>,
+    shape: LaunchShape,
+    a: &[f32],
+    b: &[f32],
+    (m, k, n): (usize, usize, usize),
+) -> (Vec<f32>, f64) {
+    let (da, db, dc) = (Buf::from(a), Buf::from(b), Buf::<f32>::zeroed(m * n));
+    if kernel == matmul::SGEMM_128_V4.entry || kernel == matmul::SGEMM_64_V4.entry {
+        // 16-byte loads: their byte lengths are multiples of 16 and a buffer
+        // ends at a page.
+        assert!((da.ptr() as usize | db.ptr() as usize).is_multiple_of(16));
+    }
+    let t = Instant::now();
+    // SAFETY: A m×k, B k×n, C m×n (zeroed, for split-k), C apart from both;
+    // the callers' shapes satisfy the tiles' conditions.
+    unsafe {
+        launch(
+            kernel,
+            shape,
+            (
+                da.ptr().cast_const(),
+                db.ptr().cast_const(),
+                dc.ptr(),
+                m,
+                k,
+                n,
+            ),
+        )
+    }
+    .unwrap();
+    let seconds = t.elapsed().as_secs_f64();
+    (dc.to_vec(), seconds)
+}
+
+/// The launch of `tile` for an `m × n` C with `splits` k-splits.
+fn tile_shape(tile: matmul::SgemmTile, m: usize, n: usize, splits: u32) -> LaunchShape {
+    let grid = [
+        n.div_ceil(tile.bn) as u32,
+        m.div_ceil(tile.bm) as u32,
+        splits,
+    ];
+    shape(grid, [tile.threads(), 1, 1], tile.smem_bytes())
+}
+
 #[test]
 fn matrix_kernels() {
-    // Non-vector shapes: odd everywhere.
+    // Odd shapes everywhere.
     let (m, k, n) = (37, 29, 45);
     let (a, b) = (values(m * k, 11), values(k * n, 12));
-    let want = matmul_cpu(&a, &b, m, k, n);
-    let (da, db) = (Buf::from(&a), Buf::from(&b));
-    let args = |c: &Buf<f32>| {
-        (
-            da.ptr().cast_const(),
-            db.ptr().cast_const(),
-            c.ptr(),
-            m,
-            k,
-            n,
-        )
-    };
-
-    let dc = Buf::<f32>::zeroed(m * n);
     let b2 = matmul::BLOCK_2D;
     let grid = [
         n.div_ceil(b2 as usize) as u32,
         m.div_ceil(b2 as usize) as u32,
         1,
     ];
-    // SAFETY: A m×k, B k×n, C m×n, C apart from both.
-    unsafe {
-        launch(
-            matmul::MATRIX_MUL_NAIVE,
-            shape(grid, [b2, b2, 1], 0),
-            args(&dc),
-        )
-    }
-    .unwrap();
-    assert_close(&dc.to_vec(), &want, k, "matrix_mul_naive");
+    let (c, _) = matmul_sim(
+        matmul::MATRIX_MUL_NAIVE,
+        shape(grid, [b2, b2, 1], 0),
+        &a,
+        &b,
+        (m, k, n),
+    );
+    assert_close(&c, &matmul_cpu(&a, &b, m, k, n), k, "matrix_mul_naive");
 
     // K3, in place.
     let x = values(m * n, 15);
@@ -380,67 +420,36 @@ fn matrix_kernels() {
 /// The tiled SGEMM entry points (shared memory, barriers, split-k atomics).
 #[test]
 fn sgemm_tiles() {
-    let (m, k, n) = (37, 29, 45);
-    let (a, b) = (values(m * k, 11), values(k * n, 12));
-    let want = matmul_cpu(&a, &b, m, k, n);
-    let (da, db) = (Buf::from(&a), Buf::from(&b));
-    let args = |c: &Buf<f32>| {
-        (
-            da.ptr().cast_const(),
-            db.ptr().cast_const(),
-            c.ptr(),
-            m,
-            k,
-            n,
-        )
-    };
-    for tile in [matmul::SGEMM_128, matmul::SGEMM_64] {
-        for splits in [1, 2] {
-            let dc = Buf::<f32>::zeroed(m * n);
-            let grid = [
-                n.div_ceil(tile.bn) as u32,
-                m.div_ceil(tile.bm) as u32,
-                splits,
-            ];
-            let s = shape(grid, [tile.threads(), 1, 1], tile.smem_bytes());
-            // SAFETY: as above; C zeroed for split-k.
-            unsafe { launch(tile.entry, s, args(&dc)) }.unwrap();
-            assert_close(
-                &dc.to_vec(),
-                &want,
-                k,
-                &format!("{} split {splits}", tile.entry),
-            );
-        }
-    }
-
-    // Vector shapes: k and n multiples of 4, A and B 16-byte aligned (their
-    // byte lengths are multiples of 16, and a buffer ends at a page).
-    let (m, k, n) = (37, 28, 44);
-    let (a, b) = (values(m * k, 13), values(k * n, 14));
-    let want = matmul_cpu(&a, &b, m, k, n);
-    let (da, db) = (Buf::from(&a), Buf::from(&b));
-    assert!((da.ptr() as usize | db.ptr() as usize).is_multiple_of(16));
-    for tile in [
-        matmul::SGEMM_128_V4,
-        matmul::SGEMM_64_V4,
+    let tiles = [
         matmul::SGEMM_128,
         matmul::SGEMM_64,
-    ] {
-        let dc = Buf::<f32>::zeroed(m * n);
-        let grid = [n.div_ceil(tile.bn) as u32, m.div_ceil(tile.bm) as u32, 1];
-        let s = shape(grid, [tile.threads(), 1, 1], tile.smem_bytes());
-        let args = (
-            da.ptr().cast_const(),
-            db.ptr().cast_const(),
-            dc.ptr(),
-            m,
-            k,
-            n,
-        );
-        // SAFETY: as above; k, n multiples of 4 and A, B aligned for the v4 tiles.
-        unsafe { launch(tile.entry, s, args) }.unwrap();
-        assert_close(&dc.to_vec(), &want, k, tile.entry.name());
+        matmul::SGEMM_128_V4,
+        matmul::SGEMM_64_V4,
+    ];
+    // Odd shapes for the 4-byte tiles; for all four, k and n multiples of 4.
+    for (m, k, n) in [(37, 29, 45), (37, 28, 44)] {
+        let (a, b) = (values(m * k, 11), values(k * n, 12));
+        let want = matmul_cpu(&a, &b, m, k, n);
+        for tile in tiles
+            .into_iter()
+            .filter(|t| !t.vec || (k % 4 == 0 && n % 4 == 0))
+        {
+            for splits in [1, 2] {
+                let (c, _) = matmul_sim(
+                    tile.entry,
+                    tile_shape(tile, m, n, splits),
+                    &a,
+                    &b,
+                    (m, k, n),
+                );
+                assert_close(
+                    &c,
+                    &want,
+                    k,
+                    &format!("{} {m}×{k}×{n}, split {splits}", tile.entry),
+                );
+            }
+        }
     }
 }
 
@@ -554,7 +563,7 @@ fn check_int<Op: ReduceKernel<i32>>(input: &[i32]) {
     }
 }
 
-/// Every built-in reduction (`reduce_built_in!`'s 18 entry points).
+/// Every built-in reduction (the 18 entry points of `reduce::built_in`).
 #[test]
 fn every_reduction() {
     fn ops<T: Sample>()
@@ -674,7 +683,7 @@ fn reduction_primitives() {
     assert_eq!(su.to_vec()[0], (n * (n - 1) / 2) as u64);
 
     // Wide and L2 loads.
-    let input: Vec<u32> = (0..4 * 19).map(|v| v * 2654435761u32).collect();
+    let input: Vec<u32> = (0..4 * 19u32).map(|v| v.wrapping_mul(2654435761)).collect();
     let din = Buf::from(&input);
     let (out, out_cg) = (
         Buf::<u32>::zeroed(input.len()),
@@ -901,23 +910,11 @@ fn printf_and_faults() {
 fn multiply_timing() {
     let n = 1 << 20;
     let (a, b) = (values(n, 22), values(n, 23));
-    let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<f32>::zeroed(n));
     // The host's launch: 256 threads, each one pass of 4 vectors.
     let grid = (n / 4).div_ceil(256 * 4) as u32;
-    let t = Instant::now();
-    // SAFETY: three buffers of n f32.
-    unsafe {
-        launch(
-            multiply::MULTIPLY,
-            linear(grid, 256),
-            (da.ptr().cast_const(), db.ptr().cast_const(), dc.ptr(), n),
-        )
-    }
-    .unwrap();
-    let multiply_s = t.elapsed().as_secs_f64();
-    let c = dc.to_vec();
-    assert!((0..n).all(|i| c[i] == a[i] * b[i]));
-    eprintln!("simulator: multiply of 2^20 f32 in {multiply_s:.3} s");
+    let (c, seconds) = binary_map(multiply::MULTIPLY, linear(grid, 256), &a, &b);
+    assert!(c == zip_map(&a, &b, multiply::multiply_element));
+    eprintln!("simulator: multiply of 2^20 f32 in {seconds:.3} s");
 }
 
 /// The reference launch: the tiled SGEMM at 256³, timed (printed;
@@ -926,27 +923,22 @@ fn multiply_timing() {
 fn sgemm_timing() {
     let s = 256;
     let (a, b) = (values(s * s, 24), values(s * s, 25));
-    let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<f32>::zeroed(s * s));
     let tile = matmul::SGEMM_128;
-    let grid = [(s / tile.bn) as u32, (s / tile.bm) as u32, 1];
-    let t = Instant::now();
-    // SAFETY: three 256×256 matrices.
-    unsafe {
-        launch(
-            tile.entry,
-            shape(grid, [tile.threads(), 1, 1], tile.smem_bytes()),
-            (
-                da.ptr().cast_const(),
-                db.ptr().cast_const(),
-                dc.ptr(),
-                s,
-                s,
-                s,
-            ),
-        )
-    }
-    .unwrap();
-    let sgemm_s = t.elapsed().as_secs_f64();
-    assert_close(&dc.to_vec(), &matmul_cpu(&a, &b, s, s, s), s, "sgemm 256³");
-    eprintln!("simulator: matrix_mul_tiled at 256³ in {sgemm_s:.3} s");
+    let (c, seconds) = matmul_sim(tile.entry, tile_shape(tile, s, s, 1), &a, &b, (s, s, s));
+    assert_close(&c, &matmul_cpu(&a, &b, s, s, s), s, "matrix_mul_tiled 256³");
+    eprintln!("simulator: matrix_mul_tiled at 256³ in {seconds:.3} s");
+}
+
+/// This tier launches every entry point of the crate's list: a kernel added
+/// to (or removed from) `KERNELS` fails here until the tier launches it.
+#[test]
+fn the_tier_covers_every_kernel() {
+    // multiply 3, device_checks 1, hello 3, elementwise 8 + 1, matmul 3 + 4,
+    // reduce 18 + primitive_tests 4, mandelbrot 1, streams 1, life 2,
+    // math_checks 2.
+    assert_eq!(
+        cuda_kernels_gpu::KERNELS.len(),
+        51,
+        "the crate's kernels changed: launch the new ones in this tier and update the count"
+    );
 }

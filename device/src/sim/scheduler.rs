@@ -6,6 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::panic::AssertUnwindSafe;
+use std::sync::Mutex;
 
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -42,6 +43,13 @@ pub(crate) enum ThreadEnd {
     /// A fault or a finding.
     Error(Box<SimError>),
     /// It touched memory it may not (a guard page): the faulting address.
+    #[cfg_attr(
+        not(all(
+            target_os = "linux",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        )),
+        allow(dead_code)
+    )]
     Trap { addr: usize },
 }
 
@@ -58,6 +66,20 @@ enum State {
 thread_local! {
     /// Stacks of finished coroutines, reused by the next ones.
     static POOL: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Stacks left by the OS threads of parallel launches (which end with their
+/// launch), for the next launch's threads.
+static SPARE: Mutex<Vec<DefaultStack>> = Mutex::new(Vec::new());
+
+/// Gives this OS thread's pooled stacks to [`SPARE`] (a parallel launch's
+/// worker thread, before it ends).
+pub(crate) fn release_stacks() {
+    let mut stacks = POOL.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    SPARE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .append(&mut stacks);
 }
 
 /// A small, seedable generator (SplitMix64) for shuffled schedules.
@@ -226,6 +248,7 @@ impl Worker {
     fn coroutine(&self, i: usize) -> Co {
         let stack = POOL
             .with(|p| p.borrow_mut().pop())
+            .or_else(|| SPARE.lock().unwrap_or_else(|e| e.into_inner()).pop())
             .map_or_else(|| DefaultStack::new(STACK_BYTES), Ok)
             .unwrap_or_else(|e| panic!("simulator: cannot map a thread stack: {e}"));
         let ctx: *const ThreadCtx = &self.ctxs[i];
@@ -241,19 +264,31 @@ impl Worker {
                 Ok(()) => ThreadEnd::Done,
                 Err(payload) => match payload.downcast::<Finding>() {
                     Ok(f) => ThreadEnd::Error(Box::new(f.0)),
-                    Err(payload) => match trap::take_panic() {
-                        Some(p) => ThreadEnd::Error(Box::new(SimError::Fault {
-                            kernel: ctx.block_state().kernel,
-                            file: p.file,
-                            line: p.line,
-                            column: p.column,
-                            at: ctx.id(),
-                            message: p.message,
-                        })),
-                        // Not a panic of the kernel (the coroutine being
-                        // unwound by its drop): let it go on to the root.
-                        None => std::panic::resume_unwind(payload),
-                    },
+                    Err(payload) => {
+                        let message = payload
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| payload.downcast_ref::<String>().cloned());
+                        let fault = |file, line, column, message| {
+                            ThreadEnd::Error(Box::new(SimError::Fault {
+                                kernel: ctx.block_state().kernel,
+                                file,
+                                line,
+                                column,
+                                at: ctx.id(),
+                                message,
+                            }))
+                        };
+                        match (trap::take_panic(), message) {
+                            (Some(p), _) => fault(p.file, p.line, p.column, p.message),
+                            // A panic whose hook was replaced after ours:
+                            // no location, still a fault.
+                            (None, Some(m)) => fault("<unknown>".to_string(), 0, 0, m),
+                            // Not a panic of the kernel (the coroutine being
+                            // unwound by its drop): let it go on to the root.
+                            (None, None) => std::panic::resume_unwind(payload),
+                        }
+                    }
                 },
             }
         })
