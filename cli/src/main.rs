@@ -104,7 +104,7 @@ fn main() -> ExitCode {
 
 /// What a simulated run says, at its start and under its table.
 const SIMULATED: &str = "SIMULATED: every kernel ran on the CPU simulator (the kernels' own Rust \
-code, at small sizes), each result checked against its CPU reference; no GPU timings";
+code), each result checked against its CPU reference; no GPU timings";
 
 /// Opens the GPU for a demo, or the simulator when `sim` is asked for or
 /// there is no GPU, with a notice saying so; `None` (the CPU references
@@ -122,7 +122,10 @@ fn open_gpu(sim: bool) -> Result<Option<Gpu>, Error> {
     }
     match cuda_kernels::simulator() {
         Ok(gpu) => {
-            eprintln!("notice: {SIMULATED}");
+            eprintln!(
+                "notice: SIMULATED: the kernels run on the CPU simulator (their own Rust code), \
+                 each result checked against its CPU reference; no GPU timings"
+            );
             Ok(Some(gpu))
         }
         Err(e) => {
@@ -242,7 +245,11 @@ fn run(command: Command, sim: bool) -> Result<ExitCode, Error> {
             let gpu = open_gpu(sim)?;
             report = Report::for_gpu(gpu.as_ref());
             if report.simulated {
-                println!("{SIMULATED}\n{}", ptx_summary_line());
+                println!(
+                    "SIMULATED: every demo runs on the CPU simulator, at sizes that finish in \
+                     seconds; no GPU timings\n{}",
+                    ptx_summary_line()
+                );
             }
             demos::run_all(gpu.as_ref(), &out_dir, &mut report)?;
         }
