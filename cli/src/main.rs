@@ -135,9 +135,12 @@ fn open_gpu(sim: bool) -> Result<Option<Gpu>, Error> {
     }
 }
 
+/// A demo command: runs on the GPU or the simulator (`None`: the CPU
+/// references alone) and adds its rows to the report.
+type Demo = Box<dyn FnOnce(Option<&Gpu>, &mut Report) -> Result<(), Error>>;
+
 fn run(command: Command, sim: bool) -> Result<ExitCode, Error> {
-    let mut report;
-    match command {
+    let demo: Demo = match command {
         Command::Info if sim => {
             println!("{}", cuda_kernels::simulator::device_info());
             println!("SIMULATED: the CPU simulator's device (an H100's limits); no GPU was used");
@@ -242,47 +245,30 @@ fn run(command: Command, sim: bool) -> Result<ExitCode, Error> {
                 what: format!("creating {}", out_dir.display()),
                 source,
             })?;
-            let gpu = open_gpu(sim)?;
-            report = Report::for_gpu(gpu.as_ref());
-            if report.simulated {
-                println!(
-                    "SIMULATED: every demo runs on the CPU simulator, at sizes that finish in \
-                     seconds; no GPU timings\n{}",
-                    ptx_summary_line()
-                );
-            }
-            demos::run_all(gpu.as_ref(), &out_dir, &mut report)?;
+            Box::new(move |gpu, report| {
+                if report.simulated {
+                    println!(
+                        "SIMULATED: every demo runs on the CPU simulator, at sizes that finish \
+                         in seconds; no GPU timings\n{}",
+                        ptx_summary_line()
+                    );
+                }
+                demos::run_all(gpu, &out_dir, report)
+            })
         }
         Command::ColdStart => {
             demos::foundation::cold_start_probe()?;
             return Ok(ExitCode::SUCCESS);
         }
-        Command::Foundation(cmd) => {
-            let gpu = open_gpu(sim)?;
-            report = Report::for_gpu(gpu.as_ref());
-            demos::foundation::run(&cmd, gpu.as_ref(), &mut report)?
-        }
-        Command::Matrices(cmd) => {
-            let gpu = open_gpu(sim)?;
-            report = Report::for_gpu(gpu.as_ref());
-            demos::matrices::run(&cmd, gpu.as_ref(), &mut report)?
-        }
-        Command::Reduce(cmd) => {
-            let gpu = open_gpu(sim)?;
-            report = Report::for_gpu(gpu.as_ref());
-            demos::reduce::run(&cmd, gpu.as_ref(), &mut report)?
-        }
-        Command::Mandelbrot(cmd) => {
-            let gpu = open_gpu(sim)?;
-            report = Report::for_gpu(gpu.as_ref());
-            demos::mandelbrot::run(&cmd, gpu.as_ref(), &mut report)?
-        }
-        Command::Streams(cmd) => {
-            let gpu = open_gpu(sim)?;
-            report = Report::for_gpu(gpu.as_ref());
-            demos::streams::run(&cmd, gpu.as_ref(), &mut report)?
-        }
-    }
+        Command::Foundation(cmd) => Box::new(move |gpu, r| demos::foundation::run(&cmd, gpu, r)),
+        Command::Matrices(cmd) => Box::new(move |gpu, r| demos::matrices::run(&cmd, gpu, r)),
+        Command::Reduce(cmd) => Box::new(move |gpu, r| demos::reduce::run(&cmd, gpu, r)),
+        Command::Mandelbrot(cmd) => Box::new(move |gpu, r| demos::mandelbrot::run(&cmd, gpu, r)),
+        Command::Streams(cmd) => Box::new(move |gpu, r| demos::streams::run(&cmd, gpu, r)),
+    };
+    let gpu = open_gpu(sim)?;
+    let mut report = Report::for_gpu(gpu.as_ref());
+    demo(gpu.as_ref(), &mut report)?;
     print!("\n{}", report.to_table());
     if report.simulated {
         println!("{SIMULATED}");

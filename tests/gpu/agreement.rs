@@ -29,8 +29,8 @@ use cuda_kernels::util::Rng;
 use libtest_mimic::{Failed, Trial};
 
 use crate::common::{fail, shared_simulator};
-use crate::support::Elem;
 use crate::support::props::Draw;
+use crate::support::{Elem, first_unlike_as};
 
 /// What every trial here is about (the reason it gives without a GPU).
 macro_rules! agree {
@@ -71,26 +71,7 @@ fn identical<'a, T: Elem + 'a>(
     on_gpu: impl IntoIterator<Item = &'a T>,
     on_sim: impl IntoIterator<Item = &'a T>,
 ) -> Result<(), Failed> {
-    let (g, s): (Vec<T>, Vec<T>) = (
-        on_gpu.into_iter().copied().collect(),
-        on_sim.into_iter().copied().collect(),
-    );
-    if g.len() != s.len() {
-        return Err(format!(
-            "{what}: lengths differ: GPU {}, simulator {}",
-            g.len(),
-            s.len()
-        )
-        .into());
-    }
-    match (0..g.len()).find(|&i| !g[i].same(s[i])) {
-        None => Ok(()),
-        Some(i) => Err(format!(
-            "{what}: element {i} differs: GPU {:?}, simulator {:?}",
-            g[i], s[i]
-        )
-        .into()),
-    }
+    first_unlike_as(["GPU", "simulator"], on_gpu, on_sim).map_err(|e| format!("{what}: {e}").into())
 }
 
 /// `Err` naming `what` unless the two values are equal.

@@ -5,7 +5,8 @@ use std::path::Path;
 use ndarray::Array1;
 
 use super::{
-    BenchRecord, Check, Report, Row, cpu_time, exact_check, gpu_time, hardware_only, no_gpu, sized,
+    BenchRecord, Check, Report, Row, cpu_time, exact_check, gpu_time, hardware_gpu, hardware_only,
+    no_gpu, sized,
 };
 use crate::bench::gb_per_s;
 use crate::multiply::{MemoryMode, multiply_cpu, multiply_inputs, vector_sum_i32_cpu};
@@ -72,17 +73,9 @@ pub fn run_all(gpu: Option<&Gpu>, _out_dir: &Path, report: &mut Report) -> Resul
 
 /// K2: the device query, as `cuda-kernels info` prints it.
 fn device_query(gpu: Option<&Gpu>, report: &mut Report) -> Result<()> {
-    match gpu {
-        None => {
-            report.push(Row::new("device query", "-", no_gpu()));
-            return Ok(());
-        }
-        Some(gpu) if gpu.is_simulated() => {
-            let check = hardware_only("the CUDA devices");
-            report.push(Row::new("device query", "-", check));
-            return Ok(());
-        }
-        Some(_) => {}
+    if let Err(check) = hardware_gpu(gpu, "the CUDA devices") {
+        report.push(Row::new("device query", "-", check));
+        return Ok(());
     }
     let (driver, devices) = crate::device_info::query_devices()?;
     println!("CUDA driver {driver}, {} device(s)", devices.len());
@@ -190,17 +183,12 @@ fn hello(
 
 fn overhead(gpu: Option<&Gpu>, launches: usize, report: &mut Report) -> Result<()> {
     let size = format!("{launches} launches");
-    let gpu = match gpu {
-        None => {
-            report.push(Row::new("empty_kernel launch rate", size, no_gpu()));
-            return Ok(());
-        }
-        Some(gpu) if gpu.is_simulated() => {
-            let check = hardware_only("launch timings");
+    let gpu = match hardware_gpu(gpu, "launch timings") {
+        Ok(gpu) => gpu,
+        Err(check) => {
             report.push(Row::new("empty_kernel launch rate", size, check));
             return Ok(());
         }
-        Some(gpu) => gpu,
     };
     let rates = gpu.launch_overhead(launches)?;
     for (label, rate) in [

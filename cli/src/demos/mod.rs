@@ -301,6 +301,16 @@ pub fn hardware_only(what: &str) -> Check {
     Check::Skipped(format!("hardware-only ({what}): not run on the simulator"))
 }
 
+/// The CUDA GPU for a demo about the hardware itself (`what`), or the check
+/// its rows get instead: [`no_gpu`], or [`hardware_only`] on the simulator.
+pub fn hardware_gpu<'g>(gpu: Option<&'g Gpu>, what: &str) -> std::result::Result<&'g Gpu, Check> {
+    match gpu {
+        None => Err(no_gpu()),
+        Some(gpu) if gpu.is_simulated() => Err(hardware_only(what)),
+        Some(gpu) => Ok(gpu),
+    }
+}
+
 /// Milliseconds a closure takes on the CPU, with its result.
 pub fn cpu_time<T>(f: impl FnOnce() -> T) -> (T, f64) {
     let t = std::time::Instant::now();

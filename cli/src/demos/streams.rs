@@ -10,7 +10,7 @@ use ndarray::{Array1, Array2, ArrayView2};
 
 use super::foundation::size_label;
 use super::{
-    BenchRecord, Check, Report, Row, cpu_time, exact_check, gpu_time, hardware_only, no_gpu, sized,
+    BenchRecord, Check, Report, Row, cpu_time, exact_check, gpu_time, hardware_gpu, no_gpu, sized,
 };
 use crate::async_mem::Lane;
 use crate::bench::{device_copy_gbps, gb_per_s};
@@ -205,14 +205,9 @@ fn streams(
     report: &mut Report,
 ) -> Result<()> {
     let size = format!("{arrays} × {}", size_label(len));
-    let gpu = match gpu {
-        Some(gpu) if !gpu.is_simulated() => gpu,
-        _ => {
-            let check = if gpu.is_some() {
-                hardware_only("streams' concurrency")
-            } else {
-                no_gpu()
-            };
+    let gpu = match hardware_gpu(gpu, "streams' concurrency") {
+        Ok(gpu) => gpu,
+        Err(check) => {
             for name in ["mult_ker, default stream", "mult_ker, one stream per array"] {
                 report.push(Row::new(name, size.clone(), check.clone()));
             }
@@ -281,14 +276,9 @@ fn streams(
 
 fn events(gpu: Option<&Gpu>, len: usize, report: &mut Report) -> Result<()> {
     let size = size_label(len);
-    let gpu = match gpu {
-        Some(gpu) if !gpu.is_simulated() => gpu,
-        _ => {
-            let check = if gpu.is_some() {
-                hardware_only("events")
-            } else {
-                no_gpu()
-            };
+    let gpu = match hardware_gpu(gpu, "events") {
+        Ok(gpu) => gpu,
+        Err(check) => {
             report.push(Row::new("mult_ker <<<1, 64>>> between events", size, check));
             return Ok(());
         }
@@ -323,12 +313,7 @@ fn events(gpu: Option<&Gpu>, len: usize, report: &mut Report) -> Result<()> {
 
 fn contexts(gpu: Option<&Gpu>, threads: usize, len: usize, report: &mut Report) -> Result<()> {
     let size = format!("{threads} threads × {}", size_label(len));
-    if gpu.is_none_or(Gpu::is_simulated) {
-        let check = if gpu.is_some() {
-            hardware_only("contexts")
-        } else {
-            no_gpu()
-        };
+    if let Err(check) = hardware_gpu(gpu, "contexts") {
         report.push(Row::new(
             "manual context: [1, 2, 3] round trip",
             "3",

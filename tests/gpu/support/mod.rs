@@ -142,9 +142,18 @@ macro_rules! elem_float {
 }
 elem_float!(f32: f32_no_nan, f64: f64_no_nan);
 
-/// `Err` naming the first index where `got` and `want` differ ([`Elem::same`])
-/// or their lengths do.
+/// `Err` naming the first index where `got` (the GPU's) and `want` (the
+/// CPU's) differ ([`Elem::same`]) or their lengths do.
 pub fn first_unlike<'a, T: Elem + 'a>(
+    got: impl IntoIterator<Item = &'a T>,
+    want: impl IntoIterator<Item = &'a T>,
+) -> Result<(), String> {
+    first_unlike_as(["GPU", "CPU"], got, want)
+}
+
+/// [`first_unlike`] with the names of the two sides.
+pub fn first_unlike_as<'a, T: Elem + 'a>(
+    names: [&str; 2],
     got: impl IntoIterator<Item = &'a T>,
     want: impl IntoIterator<Item = &'a T>,
 ) -> Result<(), String> {
@@ -158,8 +167,8 @@ pub fn first_unlike<'a, T: Elem + 'a>(
     match (0..got.len()).find(|&i| !got[i].same(want[i])) {
         None => Ok(()),
         Some(i) => Err(format!(
-            "element {i} differs: GPU {:?}, CPU {:?}",
-            got[i], want[i]
+            "element {i} differs: {} {:?}, {} {:?}",
+            names[0], got[i], names[1], want[i]
         )),
     }
 }
