@@ -8,7 +8,7 @@ use std::panic::Location;
 
 use corosensei::Yielder;
 
-use super::scheduler::Event;
+use super::scheduler::{Event, Yield};
 use super::{Access, SimError, SimThread};
 
 /// A call site in kernel code (`#[track_caller]`).
@@ -28,8 +28,8 @@ pub(crate) struct ThreadCtx {
     pub linear: u32,
     /// The block's shared memory and bookkeeping.
     pub block_state: *const BlockState,
-    /// The coroutine's yielder while the thread runs.
-    pub yielder: Cell<*const Yielder<u32, Event>>,
+    /// The yielder of the coroutine running the thread.
+    pub yielder: Cell<*const Yielder<u32, Yield>>,
 }
 
 impl ThreadCtx {
@@ -56,8 +56,8 @@ impl ThreadCtx {
             "a simulated thread suspended outside its coroutine"
         );
         // SAFETY: the yielder belongs to the coroutine running this thread,
-        // which is the caller (the pointer is set when the coroutine starts).
-        unsafe { (*y).suspend(event) }
+        // which is the caller (the pointer is set when the thread starts).
+        unsafe { (*y).suspend((self.linear as usize, event)) }
     }
 }
 
@@ -219,6 +219,14 @@ thread_local! {
 /// Makes `ctx` (or none) the simulated thread running on this OS thread.
 pub(crate) fn set_current(ctx: *const ThreadCtx) {
     CURRENT.with(|c| c.set(ctx));
+}
+
+/// The linear index of the simulated thread running on this OS thread, if
+/// any (a plain thread-local read: usable in a signal handler).
+pub(crate) fn current_linear() -> Option<usize> {
+    let p = CURRENT.with(Cell::get);
+    // SAFETY: a non-null pointer is a live ThreadCtx (see `current`).
+    (!p.is_null()).then(|| unsafe { (*p).linear as usize })
 }
 
 /// Whether a simulated thread runs on this OS thread.

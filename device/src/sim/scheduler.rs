@@ -1,7 +1,14 @@
-//! The scheduler: one stackful coroutine per simulated thread of a block,
-//! run until it finishes, waits at a barrier or joins a warp collective;
+//! The scheduler: simulated threads of a block run on stackful coroutines,
+//! each until it finishes, waits at a barrier or joins a warp collective;
 //! barriers and collectives are resolved when every thread they wait for has
 //! arrived, and a block in which no thread can go on is reported.
+//!
+//! A coroutine is a *runner*: it starts the block's next unstarted thread,
+//! and when that thread finishes without having waited, the next one, on the
+//! same stack. Only a thread that waits keeps a coroutine (its runner) to
+//! itself; the scheduler starts a new runner for the threads still
+//! unstarted. So a block whose threads never wait costs one coroutine, and a
+//! thread that never waits costs a function call.
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;
@@ -36,10 +43,8 @@ pub(crate) struct Pending {
     pub site: Site,
 }
 
-/// How a simulated thread ended.
+/// How a simulated thread ended other than by returning.
 pub(crate) enum ThreadEnd {
-    /// It returned from the kernel.
-    Done,
     /// A fault or a finding.
     Error(Box<SimError>),
     /// It touched memory it may not (a guard page): the faulting address.
@@ -53,10 +58,30 @@ pub(crate) enum ThreadEnd {
     Trap { addr: usize },
 }
 
-type Co = Coroutine<u32, Event, ThreadEnd, DefaultStack>;
+/// What a runner yields: the thread it runs, and why that thread waits.
+pub(crate) type Yield = (usize, Event);
+
+/// What a runner returns: `None` when no unstarted thread was left after its
+/// last one returned; else the thread that ended otherwise, and how.
+pub(crate) type RunnerEnd = Option<(usize, ThreadEnd)>;
+
+type Co = Coroutine<u32, Yield, RunnerEnd, DefaultStack>;
+
+/// What the scheduler and its runners share for one block.
+struct Shared {
+    /// The unstarted threads, in the order they are to start.
+    fresh: RefCell<VecDeque<usize>>,
+    /// Threads that returned since the scheduler last looked.
+    finished: RefCell<Vec<usize>>,
+    /// The block's thread contexts (the worker's `ctxs`).
+    ctxs: Cell<*const ThreadCtx>,
+    entry: Entry,
+    params: Params,
+}
 
 #[derive(Clone, Copy, PartialEq)]
 enum State {
+    /// Not started, or ready to resume.
     Ready,
     Barrier(Site),
     Warp,
@@ -112,14 +137,17 @@ unsafe impl Sync for Params {}
 /// Runs blocks of one launch on the calling OS thread.
 pub(crate) struct Worker {
     shape: LaunchShape,
-    entry: Entry,
-    params: Params,
+    shared: Box<Shared>,
     seed: Option<u64>,
     state: Box<BlockState>,
     ctxs: Vec<ThreadCtx>,
     states: Vec<State>,
     pending: Vec<Option<Pending>>,
+    /// Lanes of each warp that wait in a collective.
+    waiting: Vec<u32>,
     ready: VecDeque<(usize, u32)>,
+    /// Each waiting thread's runner (none between blocks).
+    cos: Vec<Option<Co>>,
 }
 
 impl Worker {
@@ -134,8 +162,13 @@ impl Worker {
         trap::install();
         Worker {
             shape,
-            entry,
-            params,
+            shared: Box::new(Shared {
+                fresh: RefCell::new(VecDeque::new()),
+                finished: RefCell::new(Vec::new()),
+                ctxs: Cell::new(std::ptr::null()),
+                entry,
+                params,
+            }),
             seed,
             state: Box::new(BlockState::new(
                 kernel,
@@ -146,7 +179,9 @@ impl Worker {
             ctxs: Vec::new(),
             states: Vec::new(),
             pending: Vec::new(),
+            waiting: Vec::new(),
             ready: VecDeque::new(),
+            cos: Vec::new(),
         }
     }
 
@@ -167,129 +202,171 @@ impl Worker {
         self.state.start_block(block);
         let [bx, by, bz] = self.shape.block;
         let n = (bx * by * bz) as usize;
-        self.ctxs.clear();
-        for t in 0..n as u32 {
-            self.ctxs.push(ThreadCtx {
-                thread: self.state.thread_idx(t),
-                block,
-                block_dim: self.shape.block,
-                grid_dim: self.shape.grid,
-                linear: t,
-                block_state: &*self.state,
-                yielder: Cell::new(std::ptr::null()),
-            });
+        if self.ctxs.len() != n {
+            // Once per launch: the index registers of every thread of a block.
+            self.ctxs.clear();
+            let [mut tx, mut ty, mut tz] = [0u32; 3];
+            for t in 0..n as u32 {
+                self.ctxs.push(ThreadCtx {
+                    thread: [tx, ty, tz],
+                    block,
+                    block_dim: self.shape.block,
+                    grid_dim: self.shape.grid,
+                    linear: t,
+                    block_state: &*self.state,
+                    yielder: Cell::new(std::ptr::null()),
+                });
+                tx += 1;
+                if tx == bx {
+                    tx = 0;
+                    ty += 1;
+                    if ty == by {
+                        ty = 0;
+                        tz += 1;
+                    }
+                }
+            }
+        }
+        for c in &mut self.ctxs {
+            c.block = block;
         }
         self.states.clear();
         self.states.resize(n, State::Ready);
         self.pending.clear();
         self.pending.resize(n, None);
+        self.waiting.clear();
+        self.waiting.resize(n.div_ceil(32), 0);
         self.ready.clear();
-        self.ready.extend((0..n).map(|i| (i, 0)));
         let mut rng = self
             .seed
             .map(|s| Rng(s ^ linear.wrapping_mul(0x2545_f491_4f6c_dd1d)));
-        let mut cos: Vec<Option<Co>> = (0..n).map(|_| None).collect();
+        self.shared.ctxs.set(self.ctxs.as_ptr());
+        self.shared.finished.borrow_mut().clear();
+        let mut fresh = self.shared.fresh.borrow_mut();
+        fresh.clear();
+        fresh.extend(0..n);
+        if let Some(r) = &mut rng {
+            // A random permutation (Fisher-Yates) of the start order.
+            for k in (1..n).rev() {
+                fresh.swap(k, r.below(k + 1));
+            }
+        }
+        drop(fresh);
+        let mut cos = std::mem::take(&mut self.cos);
+        cos.resize_with(n, || None);
         let result = self.schedule(&mut cos, &mut rng);
         // Suspended coroutines (after a finding) are unwound before the
         // contexts they point to change.
-        drop(cos);
+        for co in &mut cos {
+            *co = None;
+        }
+        self.cos = cos;
         result
     }
 
     fn schedule(&mut self, cos: &mut [Option<Co>], rng: &mut Option<Rng>) -> Result<(), SimError> {
         let mut done = 0;
         loop {
-            while let Some((i, value)) = match rng {
-                Some(r) if !self.ready.is_empty() => {
-                    let k = r.below(self.ready.len());
-                    self.ready.swap_remove_back(k)
+            // Unstarted threads first (the GPU's order, roughly: every thread
+            // runs up to its first wait), then the ready ones; with a seed,
+            // any of them at random.
+            let fresh = self.shared.fresh.borrow().len();
+            let pick = match rng {
+                Some(r) if fresh + self.ready.len() > 0 => {
+                    let k = r.below(fresh + self.ready.len());
+                    if k < fresh {
+                        None
+                    } else {
+                        self.ready.swap_remove_back(k - fresh)
+                    }
                 }
-                _ => self.ready.pop_front(),
-            } {
-                let co = cos[i].get_or_insert_with(|| self.coroutine(i));
-                context::set_current(&self.ctxs[i]);
-                trap::set_handler(Some(co.trap_handler()));
-                let r = co.resume(value);
-                trap::set_handler(None);
-                context::set_current(std::ptr::null());
-                match r {
-                    CoroutineResult::Yield(Event::Barrier(site)) => {
-                        self.states[i] = State::Barrier(site)
+                _ if fresh > 0 => None,
+                _ => match self.ready.pop_front() {
+                    Some(x) => Some(x),
+                    None if done == self.states.len() => return Ok(()),
+                    None => {
+                        self.release_barrier()?;
+                        continue;
                     }
-                    CoroutineResult::Yield(Event::Warp(p)) => {
-                        self.states[i] = State::Warp;
-                        self.pending[i] = Some(p);
-                        self.try_resolve(i)?;
-                    }
-                    CoroutineResult::Return(end) => {
-                        self.states[i] = State::Done;
-                        done += 1;
-                        let co = cos[i].take().expect("the coroutine just ran");
-                        let handler = co.trap_handler();
-                        POOL.with(|p| p.borrow_mut().push(co.into_stack()));
-                        match end {
-                            ThreadEnd::Done => self.check_exit(i)?,
-                            ThreadEnd::Error(e) => return Err(*e),
-                            ThreadEnd::Trap { addr } => {
-                                let on_stack = handler.stack_ptr_in_bounds(addr);
-                                return Err(trap::report(&self.ctxs[i], addr, on_stack));
-                            }
+                },
+            };
+            let (mut co, value) = match pick {
+                Some((i, value)) => {
+                    context::set_current(&self.ctxs[i]);
+                    (cos[i].take().expect("a waiting thread's runner"), value)
+                }
+                // One thread per runner under a seed, so that the scheduler
+                // picks every next thread.
+                None => (self.runner(rng.is_none()), 0),
+            };
+            trap::set_handler(Some(co.trap_handler()));
+            let r = co.resume(value);
+            trap::set_handler(None);
+            context::set_current(std::ptr::null());
+            let mut finished = std::mem::take(&mut *self.shared.finished.borrow_mut());
+            for &t in &finished {
+                self.states[t] = State::Done;
+                done += 1;
+                self.check_exit(t)?;
+            }
+            // The list's allocation goes back for the next runs.
+            finished.clear();
+            *self.shared.finished.borrow_mut() = finished;
+            match r {
+                CoroutineResult::Yield((t, Event::Barrier(site))) => {
+                    self.states[t] = State::Barrier(site);
+                    cos[t] = Some(co);
+                }
+                CoroutineResult::Yield((t, Event::Warp(p))) => {
+                    self.states[t] = State::Warp;
+                    self.pending[t] = Some(p);
+                    self.waiting[t / 32] += 1;
+                    cos[t] = Some(co);
+                    self.try_resolve(t)?;
+                }
+                CoroutineResult::Return(end) => {
+                    let handler = co.trap_handler();
+                    POOL.with(|p| p.borrow_mut().push(co.into_stack()));
+                    match end {
+                        None => {}
+                        Some((_, ThreadEnd::Error(e))) => return Err(*e),
+                        Some((t, ThreadEnd::Trap { addr })) => {
+                            let on_stack = handler.stack_ptr_in_bounds(addr);
+                            return Err(trap::report(&self.ctxs[t], addr, on_stack));
                         }
                     }
                 }
             }
-            if done == self.states.len() {
-                return Ok(());
-            }
-            self.release_barrier()?;
         }
     }
 
-    fn coroutine(&self, i: usize) -> Co {
+    /// A runner: starts the next unstarted thread, and (when `many`) the next
+    /// ones after each that returns, until one waits, ends otherwise, or none
+    /// is left.
+    fn runner(&self, many: bool) -> Co {
         let stack = POOL
             .with(|p| p.borrow_mut().pop())
             .or_else(|| SPARE.lock().unwrap_or_else(|e| e.into_inner()).pop())
             .map_or_else(|| DefaultStack::new(STACK_BYTES), Ok)
             .unwrap_or_else(|e| panic!("simulator: cannot map a thread stack: {e}"));
-        let ctx: *const ThreadCtx = &self.ctxs[i];
-        let (entry, params) = (self.entry, self.params);
-        Coroutine::with_stack(stack, move |y: &Yielder<u32, Event>, _: u32| {
-            // SAFETY: the worker keeps the context alive, unchanged, until this
-            // coroutine has finished or been dropped.
-            let ctx = unsafe { &*ctx };
-            ctx.yielder.set(y);
-            let params = params;
-            // SAFETY: `launch`'s caller guarantees the parameters match the entry.
-            match std::panic::catch_unwind(AssertUnwindSafe(|| unsafe { entry(params.0) })) {
-                Ok(()) => ThreadEnd::Done,
-                Err(payload) => match payload.downcast::<Finding>() {
-                    Ok(f) => ThreadEnd::Error(Box::new(f.0)),
-                    Err(payload) => {
-                        let message = payload
-                            .downcast_ref::<&str>()
-                            .map(|s| s.to_string())
-                            .or_else(|| payload.downcast_ref::<String>().cloned());
-                        let fault = |file, line, column, message| {
-                            ThreadEnd::Error(Box::new(SimError::Fault {
-                                kernel: ctx.block_state().kernel,
-                                file,
-                                line,
-                                column,
-                                at: ctx.id(),
-                                message,
-                            }))
-                        };
-                        match (trap::take_panic(), message) {
-                            (Some(p), _) => fault(p.file, p.line, p.column, p.message),
-                            // A panic whose hook was replaced after ours:
-                            // no location, still a fault.
-                            (None, Some(m)) => fault("<unknown>".to_string(), 0, 0, m),
-                            // Not a panic of the kernel (the coroutine being
-                            // unwound by its drop): let it go on to the root.
-                            (None, None) => std::panic::resume_unwind(payload),
-                        }
-                    }
-                },
+        let shared: *const Shared = &*self.shared;
+        Coroutine::with_stack(stack, move |y: &Yielder<u32, Yield>, _: u32| {
+            // SAFETY: the worker keeps `shared` and the contexts it points to
+            // alive, unchanged, until this coroutine has finished or been dropped.
+            let shared = unsafe { &*shared };
+            loop {
+                let i = shared.fresh.borrow_mut().pop_front()?;
+                // SAFETY: i < the block's threads, the length of `ctxs`.
+                let ctx = unsafe { &*shared.ctxs.get().add(i) };
+                ctx.yielder.set(y);
+                context::set_current(ctx);
+                if let Err(end) = run_thread(ctx, shared.entry, shared.params) {
+                    return Some((i, end));
+                }
+                shared.finished.borrow_mut().push(i);
+                if !many {
+                    return None;
+                }
             }
         })
     }
@@ -398,6 +475,7 @@ impl Worker {
             if mask & (1 << l) != 0 {
                 let t = first + l;
                 self.pending[t] = None;
+                self.waiting[t / 32] -= 1;
                 self.states[t] = State::Ready;
                 self.ready.push_back((t, result));
             }
@@ -407,6 +485,9 @@ impl Worker {
 
     /// Thread `i` exited: a lane of its warp waiting for it is an error.
     fn check_exit(&self, i: usize) -> Result<(), SimError> {
+        if self.waiting[i / 32] == 0 {
+            return Ok(());
+        }
         let (first, present) = self.warp_lanes(i);
         let lane = i - first;
         for l in 0..32 {
@@ -489,6 +570,42 @@ impl Worker {
             block: self.state.block.get(),
             stuck,
         })
+    }
+}
+
+/// Runs the kernel body as the simulated thread `ctx`, catching what ends it
+/// early: a finding, a fault, or a panic (located by the panic hook).
+fn run_thread(ctx: &ThreadCtx, entry: Entry, params: Params) -> Result<(), ThreadEnd> {
+    // SAFETY: `launch`'s caller guarantees the parameters match the entry.
+    let payload = match std::panic::catch_unwind(AssertUnwindSafe(|| unsafe { entry(params.0) })) {
+        Ok(()) => return Ok(()),
+        Err(payload) => payload,
+    };
+    let payload = match payload.downcast::<Finding>() {
+        Ok(f) => return Err(ThreadEnd::Error(Box::new(f.0))),
+        Err(payload) => payload,
+    };
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned());
+    let fault = |file, line, column, message| {
+        Err(ThreadEnd::Error(Box::new(SimError::Fault {
+            kernel: ctx.block_state().kernel,
+            file,
+            line,
+            column,
+            at: ctx.id(),
+            message,
+        })))
+    };
+    match (trap::take_panic(), message) {
+        (Some(p), _) => fault(p.file, p.line, p.column, p.message),
+        // A panic whose hook was replaced after ours: no location, still a fault.
+        (None, Some(m)) => fault("<unknown>".to_string(), 0, 0, m),
+        // Not a panic of the kernel (the coroutine being unwound by its
+        // drop): let it go on to the coroutine's root.
+        (None, None) => std::panic::resume_unwind(payload),
     }
 }
 

@@ -17,12 +17,12 @@ use std::sync::Once;
 use corosensei::trap::CoroutineTrapHandler;
 
 use super::context::{self, ThreadCtx};
-use super::scheduler::ThreadEnd;
+use super::scheduler::RunnerEnd;
 use super::{SimError, memory};
 
 thread_local! {
     /// The running coroutine's trap handler, while a simulated thread runs.
-    static HANDLER: Cell<Option<CoroutineTrapHandler<ThreadEnd>>> = const { Cell::new(None) };
+    static HANDLER: Cell<Option<CoroutineTrapHandler<RunnerEnd>>> = const { Cell::new(None) };
     /// The last panic of a simulated thread on this OS thread.
     static PANIC: RefCell<Option<PanicRecord>> = const { RefCell::new(None) };
 }
@@ -36,7 +36,7 @@ pub(crate) struct PanicRecord {
 }
 
 /// Sets (or clears) the trap handler of the coroutine about to run.
-pub(crate) fn set_handler(h: Option<CoroutineTrapHandler<ThreadEnd>>) {
+pub(crate) fn set_handler(h: Option<CoroutineTrapHandler<RunnerEnd>>) {
     HANDLER.with(|c| c.set(h));
 }
 
@@ -92,6 +92,7 @@ mod signals {
     use corosensei::trap::TrapHandlerRegs;
 
     use super::HANDLER;
+    use crate::sim::context;
     use crate::sim::scheduler::ThreadEnd;
 
     static PREVIOUS: OnceLock<[libc::sigaction; 2]> = OnceLock::new();
@@ -184,9 +185,10 @@ mod signals {
                 && h.stack_ptr_in_bounds(stack_pointer(ctx))
             {
                 let addr = (*info).si_addr() as usize;
+                let thread = context::current_linear().unwrap_or(0);
                 // The simulated thread's coroutine returns `Trap` once the handler
                 // returns: its stack is discarded, nothing of it runs again.
-                let regs = h.setup_trap_handler(move || ThreadEnd::Trap { addr });
+                let regs = h.setup_trap_handler(move || Some((thread, ThreadEnd::Trap { addr })));
                 redirect(ctx, regs);
                 return;
             }
