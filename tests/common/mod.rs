@@ -11,10 +11,14 @@
 //!   same body: the body gets a [`Gpu`] of either backend;
 //! - a *hardware-only* test ([`hardware_test`]): its subject is the hardware
 //!   itself (timings, stream concurrency, contexts, the raw driver-API path,
-//!   the driver's module loader, the C ABI, unified and page-locked memory,
-//!   the device-wide free memory, the sanitizer). It runs on the GPU only;
-//!   without one it is reported as `ignored (hardware-only: needs a CUDA GPU
-//!   (…))`.
+//!   the driver's module loader, the C ABI, unified memory, the device-wide
+//!   free memory, the sanitizer, and the simulator's agreement with the GPU).
+//!   It runs on the GPU only; without one it is reported as `ignored
+//!   (hardware-only: needs a CUDA GPU (…))`.
+//!
+//! On the simulator the largest sizes of a test shrink ([`sized`],
+//! [`simulated`]) so that the simulated suite stays within minutes on two
+//! cores; the hidden odd sizes stay.
 //!
 //! Where a test runs is decided once, before the trials are listed
 //! ([`place`]), from the GPU ([`shared_gpu`]) and three environment
