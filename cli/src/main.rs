@@ -193,7 +193,14 @@ fn run(command: Command, sim: bool) -> Result<ExitCode, Error> {
             return Ok(ExitCode::SUCCESS);
         }
         Command::Bench { json } => {
-            let gpu = cuda_kernels::gpu()?;
+            let gpu = cuda_kernels::gpu().inspect_err(|e| {
+                if e.is_no_gpu() {
+                    eprintln!(
+                        "note: bench needs a GPU (the simulator has no timings); \
+                         `cuda-kernels demo` runs every kernel on the simulator"
+                    );
+                }
+            })?;
             let device = gpu.name()?;
             eprintln!("GPU: {device}");
             let mut records = Vec::new();
