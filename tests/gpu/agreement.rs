@@ -5,9 +5,9 @@
 //! Life, `mult_ker`, the elementwise kernels, the warp, atomic, load and
 //! block-tree primitives, and the float reductions (the simulator keeps the
 //! GPU's summation order: the same grid, the same tree). Within their
-//! documented bounds on both (and how far apart, printed): SGEMM (the
-//! GPU's tiles may fuse multiply-adds differently) and the math functions
-//! (libdevice on the GPU, the host's implementation on the simulator).
+//! documented bounds on both (and how many elements differ, printed): the
+//! matrix products, naive and tiled, and the math functions (libdevice on
+//! the GPU, the host's implementation on the simulator).
 //!
 //! These are hardware-only tests (they need both): ignored without a GPU.
 //! The GPU is the trial's; the simulator is the harness's shared one, which
@@ -116,12 +116,9 @@ const SHAPES: &[(usize, usize, usize)] = &[
 fn matrix_kernels_agree(gpu: &Gpu) -> Result<(), Failed> {
     let mut rng = Rng::new(13);
     for &(m, k, n) in SHAPES {
-        let a = random_matrix(m, k, &mut rng);
+        let a = random_matrix(m, k.max(n), &mut rng);
         let (g, s) = both(gpu, |d| d.doubles_matrix(a.view()))?;
-        identical(&format!("doubles_matrix {m}×{k}"), &g, &s)?;
-        let b = random_matrix(k, n, &mut rng);
-        let (g, s) = both(gpu, |d| d.matrix_mul_naive(a.view(), b.view()))?;
-        identical(&format!("matrix_mul_naive {m}×{k}·{k}×{n}"), &g, &s)?;
+        identical(&format!("doubles_matrix {m}×{}", k.max(n)), &g, &s)?;
     }
     for &n in LENGTHS {
         let x: Array1<f32> = (0..n).map(|_| rng.normal() as f32).collect();
