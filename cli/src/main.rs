@@ -21,13 +21,20 @@ mod demos;
     about = "CUDA kernels written in Rust: demos, benchmarks, device query"
 )]
 struct Cli {
+    /// Run the kernels on the CPU simulator (as `CUDA_KERNELS_SIM=1` does):
+    /// the kernels' own code, checked against the CPU references, at sizes
+    /// that finish in seconds, with no GPU timings. Without a GPU the demos
+    /// use the simulator anyway.
+    #[arg(long, global = true)]
+    sim: bool,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// K2: the device query (exits non-zero when there is no CUDA device).
+    /// K2: the device query (exits non-zero when there is no CUDA device;
+    /// with `--sim`, the simulated device's limits).
     Info,
     /// Prints the embedded PTX, or writes it to a file.
     Ptx {
@@ -46,7 +53,8 @@ enum Command {
     },
     /// Runs the benchmarks (GPU only): a table, and JSON with --json.
     /// Every row's result is checked; exits 1, naming the failed rows, when
-    /// a check failed.
+    /// a check failed. On the simulator (`--sim`, `CUDA_KERNELS_SIM=1`) it
+    /// says that timings need a GPU and exits 0, measuring nothing.
     Bench {
         /// Write the run (device, records) as JSON here.
         #[arg(long)]
@@ -80,7 +88,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command) {
+    match run(cli.command, cli.sim || cuda_kernels::sim_requested()) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
@@ -94,26 +102,50 @@ fn main() -> ExitCode {
     }
 }
 
-/// Opens the GPU for a demo: `None`, with a notice, when there is none.
-fn open_gpu() -> Result<Option<Gpu>, Error> {
-    match cuda_kernels::gpu() {
+/// What a simulated run says, at its start and under its table.
+const SIMULATED: &str = "SIMULATED: every kernel ran on the CPU simulator (the kernels' own Rust \
+code), each result checked against its CPU reference; no GPU timings";
+
+/// Opens the GPU for a demo, or the simulator when `sim` is asked for or
+/// there is no GPU, with a notice saying so; `None` (the CPU references
+/// alone) only if the simulator does not open either.
+fn open_gpu(sim: bool) -> Result<Option<Gpu>, Error> {
+    if !sim {
+        match cuda_kernels::gpu() {
+            Ok(gpu) => {
+                eprintln!("GPU: {}", gpu.name()?);
+                return Ok(Some(gpu));
+            }
+            Err(e) if e.is_no_gpu() => eprintln!("notice: {e}"),
+            Err(e) => return Err(e),
+        }
+    }
+    match cuda_kernels::simulator() {
         Ok(gpu) => {
-            eprintln!("GPU: {}", gpu.name()?);
+            eprintln!(
+                "notice: SIMULATED: the kernels run on the CPU simulator (their own Rust code), \
+                 each result checked against its CPU reference; no GPU timings"
+            );
             Ok(Some(gpu))
         }
-        Err(e) if e.is_no_gpu() => {
-            eprintln!(
-                "notice: {e}\nnotice: running the CPU references only; GPU results are skipped"
-            );
+        Err(e) => {
+            eprintln!("notice: the simulator did not open ({e}): CPU references only");
             Ok(None)
         }
-        Err(e) => Err(e),
     }
 }
 
-fn run(command: Command) -> Result<ExitCode, Error> {
-    let mut report = Report::default();
-    match command {
+/// A demo command: runs on the GPU or the simulator (`None`: the CPU
+/// references alone) and adds its rows to the report.
+type Demo = Box<dyn FnOnce(Option<&Gpu>, &mut Report) -> Result<(), Error>>;
+
+fn run(command: Command, sim: bool) -> Result<ExitCode, Error> {
+    let demo: Demo = match command {
+        Command::Info if sim => {
+            println!("{}", cuda_kernels::simulator::device_info());
+            println!("SIMULATED: the CPU simulator's device (an H100's limits); no GPU was used");
+            return Ok(ExitCode::SUCCESS);
+        }
         Command::Info => {
             let (driver, devices) = cuda_kernels::device_info::query_devices()?;
             println!("CUDA driver version {driver}; {} device(s)", devices.len());
@@ -156,8 +188,19 @@ fn run(command: Command) -> Result<ExitCode, Error> {
             }
             return Ok(ExitCode::SUCCESS);
         }
+        Command::Bench { .. } if sim => {
+            eprintln!("bench needs a GPU: no timings on the simulator (nothing measured)");
+            return Ok(ExitCode::SUCCESS);
+        }
         Command::Bench { json } => {
-            let gpu = cuda_kernels::gpu()?;
+            let gpu = cuda_kernels::gpu().inspect_err(|e| {
+                if e.is_no_gpu() {
+                    eprintln!(
+                        "note: bench needs a GPU (the simulator has no timings); \
+                         `cuda-kernels demo` runs every kernel on the simulator"
+                    );
+                }
+            })?;
             let device = gpu.name()?;
             eprintln!("GPU: {device}");
             let mut records = Vec::new();
@@ -209,27 +252,34 @@ fn run(command: Command) -> Result<ExitCode, Error> {
                 what: format!("creating {}", out_dir.display()),
                 source,
             })?;
-            let gpu = open_gpu()?;
-            if gpu.is_none() {
-                println!("{}", ptx_summary_line());
-            }
-            demos::run_all(gpu.as_ref(), &out_dir, &mut report)?;
+            Box::new(move |gpu, report| {
+                if report.simulated {
+                    println!(
+                        "SIMULATED: every demo runs on the CPU simulator, at sizes that finish \
+                         in seconds; no GPU timings\n{}",
+                        ptx_summary_line()
+                    );
+                }
+                demos::run_all(gpu, &out_dir, report)
+            })
         }
         Command::ColdStart => {
             demos::foundation::cold_start_probe()?;
             return Ok(ExitCode::SUCCESS);
         }
-        Command::Foundation(cmd) => {
-            demos::foundation::run(&cmd, open_gpu()?.as_ref(), &mut report)?
-        }
-        Command::Matrices(cmd) => demos::matrices::run(&cmd, open_gpu()?.as_ref(), &mut report)?,
-        Command::Reduce(cmd) => demos::reduce::run(&cmd, open_gpu()?.as_ref(), &mut report)?,
-        Command::Mandelbrot(cmd) => {
-            demos::mandelbrot::run(&cmd, open_gpu()?.as_ref(), &mut report)?
-        }
-        Command::Streams(cmd) => demos::streams::run(&cmd, open_gpu()?.as_ref(), &mut report)?,
-    }
+        Command::Foundation(cmd) => Box::new(move |gpu, r| demos::foundation::run(&cmd, gpu, r)),
+        Command::Matrices(cmd) => Box::new(move |gpu, r| demos::matrices::run(&cmd, gpu, r)),
+        Command::Reduce(cmd) => Box::new(move |gpu, r| demos::reduce::run(&cmd, gpu, r)),
+        Command::Mandelbrot(cmd) => Box::new(move |gpu, r| demos::mandelbrot::run(&cmd, gpu, r)),
+        Command::Streams(cmd) => Box::new(move |gpu, r| demos::streams::run(&cmd, gpu, r)),
+    };
+    let gpu = open_gpu(sim)?;
+    let mut report = Report::for_gpu(gpu.as_ref());
+    demo(gpu.as_ref(), &mut report)?;
     print!("\n{}", report.to_table());
+    if report.simulated {
+        println!("{SIMULATED}");
+    }
     Ok(if report.any_failed() {
         ExitCode::FAILURE
     } else {
