@@ -1,0 +1,360 @@
+//! Game of Life on several GPUs: the `n`×`n` torus split in bands of rows,
+//! one per device, with the halo rows exchanged after every step (peer
+//! copies where the devices reach each other, else staged through pinned
+//! host memory). The result is identical to one GPU's.
+//!
+//! Layout: each device keeps an `n`×`n` buffer (two, for the ping-pong)
+//! whose row `j` holds the lattice's row `(r0 + j) mod n`, where `r0` is
+//! the band's first row: rows `0..h` are the band, row `h` the halo below
+//! it (the next band's first row) and row `n − 1` the halo above it (the
+//! previous band's last row). On that buffer the one-GPU kernel
+//! `conway_fast`, launched over the band's rows only, computes exactly the
+//! band's next rows: the torus wrap it applies at row 0 reads row `n − 1`,
+//! the halo above. Other rows may be overwritten with scratch values; the
+//! next exchange rewrites both halos before they are read.
+//!
+//! Each device's thread queues its steps without waiting for the GPU:
+//! kernel, then (after the neighbours' kernels, through events waited on by
+//! its stream) the copies of the neighbours' boundary rows into its halos.
+//! The threads only wait for each other's *queueing* (a step apart at
+//! most), so every device's queue stays full.
+use std::ops::Range;
+
+use cust::memory::{CopyDestination, DeviceBuffer};
+use cust::sys as cu;
+use ndarray::{Array2, ArrayView2};
+
+use cuda_kernels_gpu::life::CONWAY_FAST;
+
+use super::{Crew, bands, labels, run_each};
+use crate::Gpu;
+use crate::error::{CudaResultExt, Error, Result};
+use crate::kernel::LaunchConfig;
+use crate::life::{LifeKernel, check_lattice, fast_shape, life_launch};
+use crate::peer::{
+    CopyPath, PinnedBytes, SyncEvent, best_path, check, queue_peer_copy, record, require_peer,
+    stream_wait, sync_event,
+};
+
+const K: &str = "life (multi-GPU)";
+const CELL: usize = std::mem::size_of::<i32>();
+
+/// One device's band: its rows, the two lattice buffers, the events its
+/// neighbours wait on, and (staged exchange) its boundary rows in pinned
+/// memory.
+struct Band {
+    rows: Range<usize>,
+    lattice: [DeviceBuffer<i32>; 2],
+    /// Recorded after step `g`'s kernel (and staging copies), slot `g % 2`.
+    done: [SyncEvent; 2],
+    /// Recorded after step `g`'s halo copies into this band, slot `g % 2`.
+    pulled: [SyncEvent; 2],
+    /// Staged exchange: slot `g % 2` holds the band's first and last rows
+    /// after step `g`.
+    staging: Option<[PinnedBytes; 2]>,
+}
+
+impl Band {
+    /// The device address of row `row` of buffer `b`.
+    fn row(&self, b: usize, row: usize, n: usize) -> cu::CUdeviceptr {
+        self.lattice[b].as_device_ptr().as_raw() + (row * n * CELL) as u64
+    }
+}
+
+/// Life on `gpus`: `steps` steps of `lattice` (square, cells 0 or 1),
+/// its rows split in bands, each device on its own host thread, halos
+/// exchanged every step. Identical to one GPU's result.
+///
+/// Errors: as [`check_lattice`], no devices, more devices than rows or
+/// bands too thin for their halos (before anything runs), a failure on a
+/// device ([`Error::OnDevice`]).
+pub fn life(gpus: &[&Gpu], lattice: ArrayView2<i32>, steps: usize) -> Result<Array2<i32>> {
+    let mut bands = LifeBands::upload(gpus, lattice, None)?;
+    bands.run(steps)?;
+    bands.download()
+}
+
+/// A lattice split over several GPUs, resident between runs (the bench's
+/// scaling rows time [`LifeBands::run`]).
+pub struct LifeBands<'g> {
+    gpus: Vec<&'g Gpu>,
+    bands: Vec<Band>,
+    n: usize,
+    /// Steps run so far: the current lattice is in buffer `steps % 2`.
+    steps: usize,
+    path: Option<CopyPath>,
+}
+
+impl<'g> LifeBands<'g> {
+    /// Splits `lattice` over `gpus` and copies each band (with its halos) in.
+    /// `path` forces the halo exchange's path (`None`: peer copies when
+    /// every neighbouring pair supports them, else staged).
+    pub fn upload(
+        gpus: &[&'g Gpu],
+        lattice: ArrayView2<i32>,
+        path: Option<CopyPath>,
+    ) -> Result<Self> {
+        let n = check_lattice(lattice)?;
+        let rows = bands(K, gpus, n)?;
+        let p = rows.len();
+        let tallest = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+        if p > 1 && tallest + 3 > n {
+            return Err(Error::invalid(
+                K,
+                format!(
+                    "a {n}×{n} lattice is too small for {p} bands: a band of {tallest} rows and its \
+                     two halo rows need a lattice of at least {} rows",
+                    tallest + 3
+                ),
+            ));
+        }
+        let path = if p > 1 {
+            Some(match path {
+                Some(path) => path,
+                None => {
+                    let mut path = CopyPath::Peer;
+                    for i in 0..p {
+                        if best_path(gpus[i], gpus[(i + 1) % p])? == CopyPath::Staged {
+                            path = CopyPath::Staged;
+                        }
+                    }
+                    path
+                }
+            })
+        } else {
+            None
+        };
+        if path == Some(CopyPath::Peer) {
+            for i in 0..p {
+                let (a, b) = (gpus[i], gpus[(i + 1) % p]);
+                require_peer(a, b)?;
+            }
+        }
+        let cells = lattice.as_standard_layout();
+        let flat = cells
+            .as_slice()
+            .ok_or_else(|| Error::invalid(K, "lattice not contiguous"))?;
+        let items: Vec<_> = gpus.iter().zip(rows).collect();
+        let bands = run_each(K, &labels(gpus), items, |_, (gpu, rows), _| {
+            // Row j of the buffer holds the lattice's row (r0 + j) mod n.
+            let mut host = vec![0i32; n * n];
+            let r0 = rows.start;
+            let mut wanted: Vec<usize> = (0..rows.len()).collect();
+            if p > 1 {
+                wanted.extend([rows.len(), n - 1]);
+            }
+            for j in wanted {
+                let src = (r0 + j) % n;
+                host[j * n..(j + 1) * n].copy_from_slice(&flat[src * n..(src + 1) * n]);
+            }
+            gpu.bind()?;
+            let lattice = [
+                DeviceBuffer::from_slice(&host).during(K, "copy the band in")?,
+                DeviceBuffer::zeroed(n * n).during(K, "allocate the second lattice")?,
+            ];
+            let staging = match path {
+                Some(CopyPath::Staged) => Some([
+                    PinnedBytes::new(2 * n * CELL)?,
+                    PinnedBytes::new(2 * n * CELL)?,
+                ]),
+                _ => None,
+            };
+            Ok(Band {
+                rows,
+                lattice,
+                done: [sync_event()?, sync_event()?],
+                pulled: [sync_event()?, sync_event()?],
+                staging,
+            })
+        })?;
+        Ok(Self {
+            gpus: gpus.to_vec(),
+            bands,
+            n,
+            steps: 0,
+            path,
+        })
+    }
+
+    /// How the halos travel: `None` with one band (no exchange).
+    pub fn path(&self) -> Option<CopyPath> {
+        self.path
+    }
+
+    /// Runs `steps` steps on every device at once (each on its own thread),
+    /// exchanging halos after each, and waits for all of them.
+    pub fn run(&mut self, steps: usize) -> Result<()> {
+        let (n, base, path) = (self.n, self.steps, self.path);
+        let bands = &self.bands;
+        let gpus = &self.gpus;
+        let items: Vec<usize> = (0..bands.len()).collect();
+        let result = run_each(K, &labels(gpus), items, |i, _, crew| {
+            run_band(gpus, bands, i, n, base, steps, path, crew)
+        });
+        // Whatever happened, the buffers hold step base + steps only if
+        // every device ran every step.
+        if result.is_ok() {
+            self.steps += steps;
+        }
+        result.map(|_| ())
+    }
+
+    /// Copies every band out and joins them into the lattice.
+    pub fn download(&self) -> Result<Array2<i32>> {
+        let n = self.n;
+        let cur = self.steps % 2;
+        let mut out = vec![0i32; n * n];
+        let mut rest = &mut out[..];
+        let mut parts = Vec::new();
+        for band in &self.bands {
+            let (head, tail) = rest.split_at_mut(band.rows.len() * n);
+            parts.push(head);
+            rest = tail;
+        }
+        let items: Vec<_> = self.gpus.iter().zip(&self.bands).zip(parts).collect();
+        run_each(K, &labels(&self.gpus), items, |_, ((gpu, band), out), _| {
+            gpu.bind()?;
+            let rows = band.lattice[cur].index(..band.rows.len() * n);
+            rows.copy_to(out).during(K, "copy the band out")
+        })?;
+        Array2::from_shape_vec((n, n), out).map_err(|e| Error::invalid(K, e.to_string()))
+    }
+}
+
+/// Device `i`'s thread: queues `steps` steps of its band (see the module
+/// docs for the order and the events).
+#[allow(clippy::too_many_arguments)]
+fn run_band(
+    gpus: &[&Gpu],
+    bands: &[Band],
+    i: usize,
+    n: usize,
+    base: usize,
+    steps: usize,
+    path: Option<CopyPath>,
+    crew: &Crew,
+) -> Result<()> {
+    let (gpu, me) = (gpus[i], &bands[i]);
+    let p = bands.len();
+    let (up, down) = ((i + p - 1) % p, (i + 1) % p);
+    let neighbours = if p > 1 { vec![up, down] } else { vec![] };
+    let h = me.rows.len();
+    let launch = life_launch(LifeKernel::Fast, n, fast_shape())?;
+    let strip_rows = h.div_ceil(launch.rows).div_ceil(launch.block.1 as usize);
+    let cfg = LaunchConfig {
+        grid: (launch.grid.0, strip_rows as u32, 1),
+        block: (launch.block.0, launch.block.1, 1),
+        shared_mem_bytes: 0,
+    };
+    gpu.bind()?;
+    let stream = gpu.stream();
+    let row_bytes = n * CELL;
+    for s in 0..steps {
+        let g = base + s;
+        let (cur, next, slot) = (g % 2, (g + 1) % 2, g % 2);
+        crew.check(K)?;
+        // The kernel overwrites the buffer the neighbours read two steps ago:
+        // wait for those copies.
+        if s >= 2 {
+            for &j in &neighbours {
+                crew.wait_for(K, j, 2 * s as u64 - 2)?;
+                stream_wait(stream, &bands[j].pulled[slot])?;
+            }
+        }
+        // SAFETY: both buffers hold n·n i32 and are distinct; the grid covers
+        // the band's rows (strip_rows) and the kernel clips to the n×n
+        // lattice; rows >= 1 (life_launch); n is the checked lattice size.
+        unsafe {
+            let args = (
+                me.lattice[cur].as_device_ptr(),
+                me.lattice[next].as_device_ptr(),
+                n,
+                launch.rows,
+            );
+            gpu.launch(CONWAY_FAST, cfg, stream, args)
+        }?;
+        if let Some(staging) = &me.staging {
+            // The band's first and last rows, for the neighbours.
+            for (k, row) in [0, h - 1].into_iter().enumerate() {
+                // SAFETY: the pinned buffer holds two rows; the row is inside
+                // the n·n buffer; ordered after the kernel on this stream, and
+                // after the neighbours' reads of this slot (the waits above).
+                let r = unsafe {
+                    cu::cuMemcpyDtoHAsync_v2(
+                        staging[slot]
+                            .as_ptr()
+                            .cast::<u8>()
+                            .add(k * row_bytes)
+                            .cast(),
+                        me.row(next, row, n),
+                        row_bytes,
+                        stream.as_inner(),
+                    )
+                };
+                check(r, K, "cuMemcpyDtoHAsync (halo)")?;
+            }
+        }
+        record(&me.done[slot], stream)?;
+        crew.advance(i, 2 * s as u64 + 1);
+        if p == 1 {
+            continue;
+        }
+        // The halos of the new lattice: the band above's last row, the band
+        // below's first row, after their kernels of this step.
+        for &j in &neighbours {
+            crew.wait_for(K, j, 2 * s as u64 + 1)?;
+            stream_wait(stream, &bands[j].done[slot])?;
+        }
+        let above = &bands[up];
+        let copies = [
+            (up, above.rows.len() - 1, 1usize, n - 1),
+            (down, 0usize, 0usize, h),
+        ];
+        for (j, src_row, staged_row, dst_row) in copies {
+            let dst = me.row(next, dst_row, n);
+            match path {
+                Some(CopyPath::Staged) => {
+                    let staging = bands[j]
+                        .staging
+                        .as_ref()
+                        .ok_or_else(|| Error::invalid(K, "staged exchange without staging"))?;
+                    // SAFETY: the neighbour's pinned slot holds its rows of
+                    // this step (its `done` event, waited above) and is not
+                    // rewritten before our `pulled` event (its waits); the
+                    // halo row is inside our buffer.
+                    let r = unsafe {
+                        cu::cuMemcpyHtoDAsync_v2(
+                            dst,
+                            staging[slot]
+                                .as_ptr()
+                                .cast::<u8>()
+                                .add(staged_row * row_bytes)
+                                .cast(),
+                            row_bytes,
+                            stream.as_inner(),
+                        )
+                    };
+                    check(r, K, "cuMemcpyHtoDAsync (halo)")?;
+                }
+                _ => {
+                    // SAFETY: both rows are inside their n·n buffers; the
+                    // source is final for this step (the neighbour's `done`
+                    // event) and not rewritten before our `pulled` event.
+                    unsafe {
+                        queue_peer_copy(
+                            gpus[j],
+                            bands[j].row(next, src_row, n),
+                            gpu,
+                            dst,
+                            row_bytes,
+                            stream,
+                        )
+                    }?;
+                }
+            }
+        }
+        record(&me.pulled[slot], stream)?;
+        crew.advance(i, 2 * s as u64 + 2);
+    }
+    gpu.synchronize(CONWAY_FAST.name())
+}
