@@ -21,6 +21,9 @@ mod demos;
     about = "CUDA kernels written in Rust: demos, benchmarks, device query"
 )]
 struct Cli {
+    /// The CUDA device to run on (its ordinal; `info` lists them).
+    #[arg(long, global = true, value_name = "N")]
+    device: Option<u32>,
     #[command(subcommand)]
     command: Command,
 }
@@ -51,6 +54,14 @@ enum Command {
         /// Write the run (device, records) as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Only the multi-device rows: scaling from 1 to N devices (SGEMM,
+        /// Mandelbrot, Life, reduce) and copies between devices.
+        #[arg(long)]
+        multi: bool,
+        /// The devices of --multi, as ordinals (default: every usable one;
+        /// one listed twice runs two bands on it).
+        #[arg(long, value_delimiter = ',', requires = "multi")]
+        devices: Option<Vec<u32>>,
     },
     /// Renders the README's performance table (Markdown) from a bench JSON.
     BenchTable {
@@ -80,7 +91,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command) {
+    match run(cli.command, cli.device) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
@@ -94,11 +105,20 @@ fn main() -> ExitCode {
     }
 }
 
-/// Opens the GPU for a demo: `None`, with a notice, when there is none.
-fn open_gpu() -> Result<Option<Gpu>, Error> {
-    match cuda_kernels::gpu() {
+/// The GPU of `--device N` (device 0 without it).
+fn chosen_gpu(device: Option<u32>) -> Result<Gpu, Error> {
+    match device {
+        None => cuda_kernels::gpu(),
+        Some(n) => cuda_kernels::gpu_on(n),
+    }
+}
+
+/// Opens the GPU for a demo (`--device N`, else device 0): `None`, with a
+/// notice, when there is none.
+fn open_gpu(device: Option<u32>) -> Result<Option<Gpu>, Error> {
+    match chosen_gpu(device) {
         Ok(gpu) => {
-            eprintln!("GPU: {}", gpu.name()?);
+            eprintln!("GPU: {}", gpu.label());
             Ok(Some(gpu))
         }
         Err(e) if e.is_no_gpu() => {
@@ -111,7 +131,7 @@ fn open_gpu() -> Result<Option<Gpu>, Error> {
     }
 }
 
-fn run(command: Command) -> Result<ExitCode, Error> {
+fn run(command: Command, device: Option<u32>) -> Result<ExitCode, Error> {
     let mut report = Report::default();
     match command {
         Command::Info => {
@@ -120,7 +140,8 @@ fn run(command: Command) -> Result<ExitCode, Error> {
             for d in devices {
                 println!("{d}");
             }
-            println!("kernels loaded from: {}", cuda_kernels::gpu()?.image());
+            let gpu = chosen_gpu(device)?;
+            println!("kernels loaded on {} from: {}", gpu.label(), gpu.image());
             return Ok(ExitCode::SUCCESS);
         }
         Command::Ptx { out, summary } => {
@@ -156,12 +177,32 @@ fn run(command: Command) -> Result<ExitCode, Error> {
             }
             return Ok(ExitCode::SUCCESS);
         }
-        Command::Bench { json } => {
-            let gpu = cuda_kernels::gpu()?;
-            let device = gpu.name()?;
-            eprintln!("GPU: {device}");
+        Command::Bench {
+            json,
+            multi,
+            devices,
+        } => {
             let mut records = Vec::new();
-            demos::bench_all(&gpu, &mut records)?;
+            let device = if multi {
+                let gpus = match devices {
+                    None => cuda_kernels::all_gpus()?,
+                    Some(list) => list
+                        .into_iter()
+                        .map(cuda_kernels::gpu_on)
+                        .collect::<Result<_, _>>()?,
+                };
+                let gpus: Vec<&Gpu> = gpus.iter().collect();
+                let line = demos::multi::device_line(&gpus);
+                eprintln!("GPUs: {line}");
+                demos::multi::bench(&gpus, &demos::multi::Sizes::FULL, &mut records)?;
+                line
+            } else {
+                let gpu = chosen_gpu(device)?;
+                let name = gpu.name()?;
+                eprintln!("GPU: {}", gpu.label());
+                demos::bench_all(&gpu, &mut records)?;
+                name
+            };
             let run = demos::bench_table::BenchRun::new(device, records);
             print!("{}", run.to_text());
             if let Some(path) = json {
@@ -209,7 +250,7 @@ fn run(command: Command) -> Result<ExitCode, Error> {
                 what: format!("creating {}", out_dir.display()),
                 source,
             })?;
-            let gpu = open_gpu()?;
+            let gpu = open_gpu(device)?;
             if gpu.is_none() {
                 println!("{}", ptx_summary_line());
             }
@@ -220,14 +261,18 @@ fn run(command: Command) -> Result<ExitCode, Error> {
             return Ok(ExitCode::SUCCESS);
         }
         Command::Foundation(cmd) => {
-            demos::foundation::run(&cmd, open_gpu()?.as_ref(), &mut report)?
+            demos::foundation::run(&cmd, open_gpu(device)?.as_ref(), &mut report)?
         }
-        Command::Matrices(cmd) => demos::matrices::run(&cmd, open_gpu()?.as_ref(), &mut report)?,
-        Command::Reduce(cmd) => demos::reduce::run(&cmd, open_gpu()?.as_ref(), &mut report)?,
+        Command::Matrices(cmd) => {
+            demos::matrices::run(&cmd, open_gpu(device)?.as_ref(), &mut report)?
+        }
+        Command::Reduce(cmd) => demos::reduce::run(&cmd, open_gpu(device)?.as_ref(), &mut report)?,
         Command::Mandelbrot(cmd) => {
-            demos::mandelbrot::run(&cmd, open_gpu()?.as_ref(), &mut report)?
+            demos::mandelbrot::run(&cmd, open_gpu(device)?.as_ref(), &mut report)?
         }
-        Command::Streams(cmd) => demos::streams::run(&cmd, open_gpu()?.as_ref(), &mut report)?,
+        Command::Streams(cmd) => {
+            demos::streams::run(&cmd, open_gpu(device)?.as_ref(), &mut report)?
+        }
     }
     print!("\n{}", report.to_table());
     Ok(if report.any_failed() {

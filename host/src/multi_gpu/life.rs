@@ -20,13 +20,13 @@
 //! most), so every device's queue stays full.
 use std::ops::Range;
 
-use cust::memory::{CopyDestination, DeviceBuffer};
+use cust::memory::{DeviceBuffer, DeviceSlice};
 use cust::sys as cu;
 use ndarray::{Array2, ArrayView2};
 
 use cuda_kernels_gpu::life::CONWAY_FAST;
 
-use super::{Crew, bands, labels, run_each};
+use super::{Crew, bands, gather, labels, run_each};
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
 use crate::kernel::LaunchConfig;
@@ -201,23 +201,14 @@ impl<'g> LifeBands<'g> {
 
     /// Copies every band out and joins them into the lattice.
     pub fn download(&self) -> Result<Array2<i32>> {
-        let n = self.n;
-        let cur = self.steps % 2;
-        let mut out = vec![0i32; n * n];
-        let mut rest = &mut out[..];
-        let mut parts = Vec::new();
-        for band in &self.bands {
-            let (head, tail) = rest.split_at_mut(band.rows.len() * n);
-            parts.push(head);
-            rest = tail;
-        }
-        let items: Vec<_> = self.gpus.iter().zip(&self.bands).zip(parts).collect();
-        run_each(K, &labels(&self.gpus), items, |_, ((gpu, band), out), _| {
-            gpu.bind()?;
-            let rows = band.lattice[cur].index(..band.rows.len() * n);
-            rows.copy_to(out).during(K, "copy the band out")
-        })?;
-        Array2::from_shape_vec((n, n), out).map_err(|e| Error::invalid(K, e.to_string()))
+        let (n, cur) = (self.n, self.steps % 2);
+        let bands: Vec<DeviceSlice<i32>> = self
+            .bands
+            .iter()
+            .map(|b| b.lattice[cur].index(..b.rows.len() * n))
+            .collect();
+        let cells = gather(K, &self.gpus, &bands.iter().collect::<Vec<_>>())?;
+        Array2::from_shape_vec((n, n), cells).map_err(|e| Error::invalid(K, e.to_string()))
     }
 }
 

@@ -4,12 +4,12 @@
 //! function), so the joined graph is identical to one GPU's.
 use std::ops::Range;
 
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
+use cust::memory::{DeviceBuffer, DeviceSlice};
 use ndarray::{Array2, ArrayView1};
 
 use cuda_kernels_gpu::mandelbrot::MANDELBROT_ROWS;
 
-use super::{bands, labels, run_each};
+use super::{bands, gather, labels, run_each};
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
 use crate::kernel::LaunchConfig;
@@ -166,19 +166,8 @@ impl<'g> MandelbrotBands<'g> {
     /// Copies every band out and joins them into the graph.
     pub fn download(&self) -> Result<Array2<f32>> {
         let n = self.bands.last().map_or(0, |b| b.rows.end);
-        let mut graph = vec![0f32; n * n];
-        let mut rest = &mut graph[..];
-        let mut parts = Vec::new();
-        for band in &self.bands {
-            let (head, tail) = rest.split_at_mut(band.graph.len());
-            parts.push(head);
-            rest = tail;
-        }
-        let items: Vec<_> = self.gpus.iter().zip(&self.bands).zip(parts).collect();
-        run_each(K, &labels(&self.gpus), items, |_, ((gpu, band), out), _| {
-            gpu.bind()?;
-            band.graph.copy_to(out).during(K, "copy the band out")
-        })?;
+        let parts: Vec<&DeviceSlice<f32>> = self.bands.iter().map(|b| &*b.graph).collect();
+        let graph = gather(K, &self.gpus, &parts)?;
         Array2::from_shape_vec((n, n), graph).map_err(|e| Error::invalid(K, e.to_string()))
     }
 }

@@ -4,10 +4,10 @@
 //! the same error bound as one GPU's.
 use std::ops::Range;
 
-use cust::memory::{CopyDestination, DeviceBuffer};
+use cust::memory::{DeviceBuffer, DeviceSlice};
 use ndarray::{Array2, ArrayView2, Axis, s};
 
-use super::{bands, labels, run_each};
+use super::{bands, gather, labels, run_each};
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
 use crate::matrices::MatmulKernel;
@@ -114,19 +114,8 @@ impl<'g> MatmulBands<'g> {
     /// Copies every band of C out and joins them.
     pub fn download(&self) -> Result<Array2<f32>> {
         let m = self.bands.last().map_or(0, |b| b.rows.end);
-        let mut c = vec![0f32; m * self.n];
-        let mut rest = &mut c[..];
-        let mut parts = Vec::new();
-        for band in &self.bands {
-            let (head, tail) = rest.split_at_mut(band.rows.len() * self.n);
-            parts.push(head);
-            rest = tail;
-        }
-        let items: Vec<_> = self.gpus.iter().zip(&self.bands).zip(parts).collect();
-        run_each(K, &labels(&self.gpus), items, |_, ((gpu, band), out), _| {
-            gpu.bind()?;
-            band.c.copy_to(out).during(K, "copy C's band out")
-        })?;
+        let parts: Vec<&DeviceSlice<f32>> = self.bands.iter().map(|b| &*b.c).collect();
+        let c = gather(K, &self.gpus, &parts)?;
         Array2::from_shape_vec((m, self.n), c).map_err(|e| Error::invalid(K, e.to_string()))
     }
 }

@@ -21,8 +21,10 @@
 use std::ops::Range;
 use std::sync::{Condvar, Mutex};
 
+use cust::memory::{CopyDestination, DeviceCopy, DeviceSlice};
+
 use crate::Gpu;
-use crate::error::{Error, Result};
+use crate::error::{CudaResultExt, Error, Result};
 
 pub mod life;
 pub mod mandelbrot;
@@ -203,6 +205,31 @@ pub fn run_each<I: Send, R: Send>(
 /// The labels of `gpus` ([`Gpu::label`]), for [`run_each`].
 pub fn labels(gpus: &[&Gpu]) -> Vec<String> {
     gpus.iter().map(|g| g.label()).collect()
+}
+
+/// Copies `parts[i]` (memory of `gpus[i]`) out into one host vector, in
+/// order, each device on its own thread: how the launchers gather their
+/// bands.
+pub(crate) fn gather<T: DeviceCopy + Default + Clone + Send + Sync>(
+    job: &'static str,
+    gpus: &[&Gpu],
+    parts: &[&DeviceSlice<T>],
+) -> Result<Vec<T>> {
+    let total = parts.iter().map(|p| p.len()).sum();
+    let mut out = vec![T::default(); total];
+    let mut rest = &mut out[..];
+    let mut outs = Vec::with_capacity(parts.len());
+    for part in parts {
+        let (head, tail) = rest.split_at_mut(part.len());
+        outs.push(head);
+        rest = tail;
+    }
+    let items: Vec<_> = gpus.iter().zip(parts).zip(outs).collect();
+    run_each(job, &labels(gpus), items, |_, ((gpu, part), out), _| {
+        gpu.bind()?;
+        part.copy_to(out).during(job, "copy a band out")
+    })?;
+    Ok(out)
 }
 
 /// The rows of each device's band for a job over `rows` rows.
