@@ -255,6 +255,12 @@ pub(crate) unsafe fn queue_peer_copy(
     stream: &Stream,
 ) -> Result<()> {
     dst_gpu.bind()?;
+    if src_gpu.same_device(dst_gpu) {
+        // One device (one primary context): a device-to-device copy.
+        // SAFETY: the caller's contract.
+        let r = unsafe { cu::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream.as_inner()) };
+        return check(r, K, "cuMemcpyDtoDAsync");
+    }
     // SAFETY: the caller's contract; both contexts are alive (borrowed Gpus).
     let r = unsafe {
         cu::cuMemcpyPeerAsync(

@@ -10,6 +10,7 @@
 //! | `mandelbrot` | mandelbrot_ker on every path: high-level, PTX file, driver API, explicit sync, the C ABI |
 //! | `streams`    | mult_ker, batches on streams, events, lanes, Life, contexts    |
 //! | `stress`     | many host threads × many launches, no leak                     |
+//! | `multi`      | every device, copies between devices, the multi-device launchers |
 //! | `harness`    | this harness: no GPU means ignored, or failed under `CUDA_KERNELS_REQUIRE_GPU=1` |
 //!
 //! Tests are named `family::test` and marked `[gpu]` or `[cpu]`; filter by
@@ -64,6 +65,7 @@ mod foundation;
 mod harness;
 mod mandelbrot;
 mod matrices;
+mod multi;
 mod reduce;
 mod streams;
 mod stress;
@@ -79,6 +81,7 @@ fn main() -> ExitCode {
         reduce::trials(),
         mandelbrot::trials(),
         streams::trials(),
+        multi::trials(),
         stress::trials(),
         harness::trials(),
     ]
