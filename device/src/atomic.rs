@@ -21,6 +21,12 @@
 //! (`core::sync::atomic` types lower to the same instructions, but rustc's
 //! orderings are not fully honoured on nvptx; these functions say exactly
 //! what they do.)
+//!
+//! On the host they are the host's atomics on the same memory
+//! (`AtomicU32::from_ptr`…, relaxed; the float additions a compare-exchange
+//! loop), so they stay correct when the simulator runs blocks on several OS
+//! threads.
+#[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 
 macro_rules! atomic_rmw {
@@ -36,18 +42,24 @@ macro_rules! atomic_rmw {
         /// reaches only through atomics or after a barrier/fence.
         #[inline(always)]
         pub unsafe fn $name(ptr: *mut $t, value: $t) -> $t {
-            let old: $t;
-            // SAFETY: the caller guarantees `ptr` is a valid global address.
-            unsafe {
-                asm!(
-                    concat!($instr, " {o}, [{p}], {v};"),
-                    o = out($reg) old,
-                    p = in(reg64) ptr,
-                    v = in($reg) value,
-                    options(nostack, preserves_flags),
-                );
+            #[cfg(not(target_arch = "nvptx64"))]
+            // SAFETY: the caller guarantees `ptr` is a valid, aligned global address.
+            return unsafe { crate::sim::atomic::$name(ptr, value) };
+            #[cfg(target_arch = "nvptx64")]
+            {
+                let old: $t;
+                // SAFETY: the caller guarantees `ptr` is a valid global address.
+                unsafe {
+                    asm!(
+                        concat!($instr, " {o}, [{p}], {v};"),
+                        o = out($reg) old,
+                        p = in(reg64) ptr,
+                        v = in($reg) value,
+                        options(nostack, preserves_flags),
+                    );
+                }
+                old
             }
-            old
         }
     };
 }
@@ -98,17 +110,23 @@ atomic_rmw!(
 /// As for [`fetch_add_u32`]: `ptr` is a live, aligned `u32` in global memory.
 #[inline(always)]
 pub unsafe fn compare_exchange_u32(ptr: *mut u32, current: u32, new: u32) -> u32 {
-    let old: u32;
-    // SAFETY: the caller guarantees `ptr` is a valid global address.
-    unsafe {
-        asm!(
-            "atom.global.cas.b32 {o}, [{p}], {c}, {n};",
-            o = out(reg32) old,
-            p = in(reg64) ptr,
-            c = in(reg32) current,
-            n = in(reg32) new,
-            options(nostack, preserves_flags),
-        );
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees `ptr` is a valid, aligned global address.
+    return unsafe { crate::sim::atomic::compare_exchange_u32(ptr, current, new) };
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let old: u32;
+        // SAFETY: the caller guarantees `ptr` is a valid global address.
+        unsafe {
+            asm!(
+                "atom.global.cas.b32 {o}, [{p}], {c}, {n};",
+                o = out(reg32) old,
+                p = in(reg64) ptr,
+                c = in(reg32) current,
+                n = in(reg32) new,
+                options(nostack, preserves_flags),
+            );
+        }
+        old
     }
-    old
 }

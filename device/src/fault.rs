@@ -11,12 +11,41 @@
 //! Only the first faulting thread of a module's lifetime writes the record.
 //!
 //! The record and its constants compile on every target: the host side reads
-//! the record with this very type. The writing side exists on nvptx64 only.
+//! the record with this very type. On the host, [`fail`] and `gpu_assert!`
+//! end the simulated thread and the launch returns the fault.
 
 #[cfg(target_arch = "nvptx64")]
 mod trap;
 #[cfg(target_arch = "nvptx64")]
 pub use trap::fail;
+
+/// Records where the current simulated thread failed and ends it: the
+/// launch returns the fault (`sim::SimError::Fault`). Outside a simulated
+/// kernel, a panic with the same text.
+#[cfg(not(target_arch = "nvptx64"))]
+#[cold]
+pub fn fail(file: &str, line: u32, column: u32, message: &str) -> ! {
+    crate::sim::fail(file, line, column, message)
+}
+
+/// `assert!` for kernels: if the condition is false, records the kernel's
+/// file, line, block and thread with the message for the host, and traps
+/// (on the host: the simulated launch returns the fault).
+///
+/// ```ignore
+/// gpu_assert!(i < n, "index past the end");
+/// ```
+#[macro_export]
+macro_rules! gpu_assert {
+    ($cond:expr, $msg:literal $(,)?) => {
+        if !$cond {
+            $crate::fault::fail(file!(), line!(), column!(), $msg)
+        }
+    };
+    ($cond:expr $(,)?) => {
+        $crate::gpu_assert!($cond, concat!("assertion failed: ", stringify!($cond)))
+    };
+}
 
 /// Bytes of the file name kept (the end of the path when longer).
 pub const FAULT_FILE_BYTES: usize = 96;

@@ -9,20 +9,49 @@ use core::marker::PhantomData;
 /// A kernel's host-side handle: its PTX entry name, and its parameter types
 /// `P` (a tuple) so that a launcher can refuse, at compile time, arguments of
 /// the wrong number or types.
+///
+/// On the host, a handle made by [`kernels!`](crate::kernels) (or
+/// [`kernel_handle!`](crate::kernel_handle)) also carries the kernel body
+/// compiled for the host, which the simulator runs
+/// (`sim_entry`).
 pub struct Kernel<P> {
     name: &'static str,
+    #[cfg(not(target_arch = "nvptx64"))]
+    sim_entry: Option<crate::sim::Entry>,
     _params: PhantomData<fn(P)>,
 }
 
 impl<P> Kernel<P> {
-    /// The handle of the entry point `name` with the parameters `P`. Written
-    /// by [`kernels!`](crate::kernels) (or by a kernel family's macro, from
-    /// the same tokens as the entry point).
+    /// The handle of the entry point `name` with the parameters `P`, without
+    /// a host entry (the simulator cannot run it). Written by a kernel
+    /// family's macro, from the same tokens as the entry point; prefer
+    /// [`kernel_handle!`](crate::kernel_handle), which adds the host entry.
     pub const fn new(name: &'static str) -> Self {
         Self {
             name,
+            #[cfg(not(target_arch = "nvptx64"))]
+            sim_entry: None,
             _params: PhantomData,
         }
+    }
+
+    /// The handle of the entry point `name` whose body, compiled for the
+    /// host, is `entry` (reading parameters of the types `P`, in order).
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub const fn with_sim_entry(name: &'static str, entry: crate::sim::Entry) -> Self {
+        Self {
+            name,
+            sim_entry: Some(entry),
+            _params: PhantomData,
+        }
+    }
+
+    /// The kernel body compiled for the host, for
+    /// [`sim::launch`](crate::sim::launch); `None` for a handle made by
+    /// [`Kernel::new`].
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub const fn sim_entry(&self) -> Option<crate::sim::Entry> {
+        self.sim_entry
     }
 
     /// The PTX entry point's name.
@@ -77,8 +106,11 @@ impl<P> core::fmt::Debug for Kernel<P> {
 /// usize)>`; and once per invocation `pub const KERNELS: &[&str]`, the entry
 /// names in declaration order (join the modules' lists with
 /// [`kernel_list!`](crate::kernel_list)); `kernels! { list NAME; … }` names
-/// that list `NAME` instead (for a module with two such lists). The body is compiled on nvptx64
-/// only: it may use what exists there alone.
+/// that list `NAME` instead (for a module with two such lists).
+///
+/// On the host, the body is compiled too, as the handle's host entry
+/// (`Kernel::sim_entry`) that the simulator runs; it may use the items of
+/// the enclosing module. On nvptx64 nothing of it is emitted.
 #[macro_export]
 macro_rules! kernels {
     (list $list:ident; $(
@@ -96,7 +128,7 @@ macro_rules! kernels {
                 "`: its name and parameters `(", stringify!($($ty),*), ")`."
             )]
             pub const $handle: $crate::kernel::Kernel<($($ty,)*)> =
-                $crate::kernel::Kernel::new(stringify!($name));
+                $crate::kernel_handle!($name($($arg: $ty),*) $body);
         )*
 
         /// The PTX entry points this invocation declares, in declaration order.
@@ -105,6 +137,56 @@ macro_rules! kernels {
     ($($rest:tt)*) => {
         $crate::kernels! { list KERNELS; $($rest)* }
     };
+}
+
+/// The [`Kernel`] handle of the entry point `name` with these parameters,
+/// as a constant expression: `kernel_handle!(name(a: *const f32, n: usize) {
+/// body })`. On nvptx64 it is `Kernel::new("name")` (the entry point itself
+/// is declared separately, from the same tokens); on the host it also
+/// carries `body` compiled as the simulator's entry
+/// (`Kernel::with_sim_entry`), which reads parameter `i` from
+/// `*(params.add(i) as *const *const T)`, the `cuLaunchKernel` layout. The
+/// body may use the items of the enclosing module. For kernel families'
+/// macros; [`kernels!`](crate::kernels) uses it.
+///
+/// `kernel_handle!(entry => name(…) { body })` names the entry point with
+/// the expression `entry` (a `&'static str`, e.g. a `concat!`) instead,
+/// for families whose entry names are built from several tokens
+/// (`elementwise_sum_f32`); `name` is then only the host function's name.
+#[macro_export]
+macro_rules! kernel_handle {
+    ($name:ident ( $($arg:ident : $ty:ty),* $(,)? ) $body:block) => {
+        $crate::kernel_handle!(stringify!($name) => $name($($arg: $ty),*) $body)
+    };
+    ($entry:expr => $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) $body:block) => {{
+        #[cfg(target_arch = "nvptx64")]
+        let handle = $crate::kernel::Kernel::new($entry);
+        #[cfg(not(target_arch = "nvptx64"))]
+        let handle = $crate::kernel::Kernel::with_sim_entry($entry, {
+            /// The kernel body on the host: the simulator's entry.
+            ///
+            /// # Safety
+            /// `params` holds a pointer to each parameter value, in order.
+            #[allow(clippy::missing_safety_doc, clippy::too_many_arguments)]
+            unsafe fn $name(params: *const *mut ::core::ffi::c_void) {
+                const N: usize = <[&str]>::len(&[$(stringify!($arg)),*]);
+                // SAFETY: the launch passes N parameter pointers.
+                let params = unsafe { ::core::slice::from_raw_parts(params, N) };
+                #[allow(unused_mut, unused_variables)]
+                let mut params = params.iter();
+                $(
+                    // SAFETY: the launch passes a pointer to a value of the
+                    // parameter's type (the handle's parameter types).
+                    let $arg: $ty = unsafe {
+                        params.next().unwrap_unchecked().cast::<$ty>().read()
+                    };
+                )*
+                $body
+            }
+            $name
+        });
+        handle
+    }};
 }
 
 /// Joins kernel lists (each a `const` `&[&str]`) into one `&'static [&str]`

@@ -40,8 +40,10 @@
 //!   below).
 //!
 //! # Modules
-//! Every module but [`fault`] exists on `nvptx64` only. The last column names
-//! what Rust-CUDA's `cuda_std` calls the same thing.
+//! Every module exists on every target, with the same functions: on
+//! `nvptx64` they are the hardware's instructions, elsewhere the CPU
+//! simulator's (below). The last column names what Rust-CUDA's `cuda_std`
+//! calls the same thing.
 //!
 //! | module | CUDA C | what it wraps | cuda_std |
 //! |---|---|---|---|
@@ -68,37 +70,33 @@
 //! [`fault::fail`](fault/fn.fail.html). The kernel crate must use this crate
 //! (any `use`), or rustc does not link it and finds no handler.
 //!
-//! # On the host
-//! On every other target the crate is the fault record alone
-//! ([`fault::FaultRecord`], [`fault::FAULT_POINTER_SYMBOL`]): the host reads
-//! what a faulting kernel wrote with the very same type. Kernels reach the
-//! hardware only through this crate: each special register, barrier, shuffle,
-//! atomic, shared-memory access and system call is one small function here,
-//! so that a host implementation of the same functions can later run kernel
-//! bodies on the CPU, the way Numba's CUDA simulator does.
-#![no_std]
+//! # On the host: the simulator
+//! On every other target the crate is `std`, and each function above is
+//! implemented by a CPU simulator, [`sim`](sim/index.html): a kernel body
+//! declared with [`kernels!`] is compiled for the host too (its handle
+//! carries it as a [`sim::Entry`](sim/type.Entry.html)), and
+//! [`sim::launch`](sim/fn.launch.html) runs every thread of a grid on the
+//! CPU with CUDA's execution model: index registers, barriers, shared memory,
+//! warp shuffles and votes, atomics, printf and located faults, plus checks a
+//! GPU cannot make (shared-memory races, barrier divergence, out-of-bounds
+//! accesses to device buffers). See `docs/simulator.md`. The fault record
+//! ([`fault::FaultRecord`], [`fault::FAULT_POINTER_SYMBOL`]) is what the
+//! host reads after a fault on the GPU, with this very type.
+#![cfg_attr(target_arch = "nvptx64", no_std)]
 #![warn(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
 
-#[cfg(target_arch = "nvptx64")]
 pub mod arith;
-#[cfg(target_arch = "nvptx64")]
 pub mod atomic;
 pub mod fault;
 pub mod kernel;
-#[cfg(target_arch = "nvptx64")]
 pub mod load;
-#[cfg(target_arch = "nvptx64")]
 pub mod math;
-#[cfg(target_arch = "nvptx64")]
 pub mod print;
-#[cfg(target_arch = "nvptx64")]
 pub mod shared;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod sim;
 pub mod sync;
-#[cfg(target_arch = "nvptx64")]
 pub mod thread;
-#[cfg(target_arch = "nvptx64")]
 pub mod vector;
-#[cfg(target_arch = "nvptx64")]
 pub mod warp;

@@ -15,6 +15,10 @@
 //! // thread writes during this launch.
 //! let [a, b, c, d] = unsafe { load::load_nc_v4(v) };
 //! ```
+//! On the host these are plain reads (the 16-byte one unaligned: simulated
+//! buffers end at a guard page, so their start is only element-aligned; see
+//! `sim::memory`).
+#[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 
 /// Loads 16 bytes as four 32-bit words with `ld.global.nc.v4.b32` (the
@@ -27,20 +31,26 @@ use core::arch::asm;
 /// return stale data for memory written during the launch).
 #[inline(always)]
 pub unsafe fn load_nc_v4(ptr: *const [u32; 4]) -> [u32; 4] {
-    let (a, b, c, d): (u32, u32, u32, u32);
-    // SAFETY: the caller guarantees alignment, extent and read-only-ness.
-    unsafe {
-        asm!(
-            "ld.global.nc.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
-            a = out(reg32) a,
-            b = out(reg32) b,
-            c = out(reg32) c,
-            d = out(reg32) d,
-            p = in(reg64) ptr,
-            options(nostack, readonly, pure, preserves_flags),
-        );
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller's contract, as on the GPU (alignment aside).
+    return unsafe { crate::sim::read_global(ptr) };
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (a, b, c, d): (u32, u32, u32, u32);
+        // SAFETY: the caller guarantees alignment, extent and read-only-ness.
+        unsafe {
+            asm!(
+                "ld.global.nc.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+                a = out(reg32) a,
+                b = out(reg32) b,
+                c = out(reg32) c,
+                d = out(reg32) d,
+                p = in(reg64) ptr,
+                options(nostack, readonly, pure, preserves_flags),
+            );
+        }
+        [a, b, c, d]
     }
-    [a, b, c, d]
 }
 
 /// Loads a 32-bit word with `ld.global.cg` (L2 only, not L1).
@@ -51,17 +61,23 @@ pub unsafe fn load_nc_v4(ptr: *const [u32; 4]) -> [u32; 4] {
 /// (fence, then an atomic this thread observed, then a fence on this side).
 #[inline(always)]
 pub unsafe fn load_cg_b32(ptr: *const u32) -> u32 {
-    let v: u32;
-    // SAFETY: the caller guarantees a valid, aligned global address.
-    unsafe {
-        asm!(
-            "ld.global.cg.b32 {v}, [{p}];",
-            v = out(reg32) v,
-            p = in(reg64) ptr,
-            options(nostack, readonly, preserves_flags),
-        );
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller's contract, as on the GPU (alignment aside).
+    return unsafe { crate::sim::read_global(ptr) };
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let v: u32;
+        // SAFETY: the caller guarantees a valid, aligned global address.
+        unsafe {
+            asm!(
+                "ld.global.cg.b32 {v}, [{p}];",
+                v = out(reg32) v,
+                p = in(reg64) ptr,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        v
     }
-    v
 }
 
 /// Loads a 64-bit word with `ld.global.cg` (L2 only, not L1).
@@ -70,15 +86,21 @@ pub unsafe fn load_cg_b32(ptr: *const u32) -> u32 {
 /// As for [`load_cg_b32`], with 8-byte alignment.
 #[inline(always)]
 pub unsafe fn load_cg_b64(ptr: *const u64) -> u64 {
-    let v: u64;
-    // SAFETY: the caller guarantees a valid, aligned global address.
-    unsafe {
-        asm!(
-            "ld.global.cg.b64 {v}, [{p}];",
-            v = out(reg64) v,
-            p = in(reg64) ptr,
-            options(nostack, readonly, preserves_flags),
-        );
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller's contract, as on the GPU (alignment aside).
+    return unsafe { crate::sim::read_global(ptr) };
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let v: u64;
+        // SAFETY: the caller guarantees a valid, aligned global address.
+        unsafe {
+            asm!(
+                "ld.global.cg.b64 {v}, [{p}];",
+                v = out(reg64) v,
+                p = in(reg64) ptr,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        v
     }
-    v
 }

@@ -19,6 +19,17 @@
 //!
 //! Names follow the device layer's `fma_f32`: `<function>_<type>`.
 //!
+//! # On the host
+//! The simulator computes each function with Rust's `std` (`f32::sin`…,
+//! which call the platform's libm: glibc on Linux) and glibc's `erf`/`erfc`
+//! family; `rsqrt` is `1 / sqrt`. Square roots, `fma`, `floor`, `ceil`,
+//! `round`, `trunc`, `fabs`, `fmin`, `fmax` and `fmod` are exact on both
+//! sides and agree bit for bit; the transcendental functions are each
+//! faithfully rounded or better on both sides, but they are different
+//! implementations: results may differ from libdevice's in the last ulp or
+//! two (within the documented bounds). Compare simulated and GPU results of
+//! kernels that call them with a tolerance.
+//!
 //! One exception: [`sqrt_f32`] is the `sqrt.rn.f32` instruction, not
 //! `__nv_sqrtf`. libdevice picks its f32 square root with
 //! `__nvvm_reflect("__CUDA_PREC_SQRT")`, which `nvcc` sets to 1 (IEEE,
@@ -31,6 +42,7 @@
 // functions of their arguments, defined for every input (NaN, ±∞ and
 // subnormals included), that touch no memory; calling one is safe. The two
 // `sincos` functions write through their pointer arguments and stay unsafe.
+#[cfg(target_arch = "nvptx64")]
 unsafe extern "C" {
     safe fn __nv_rsqrtf(x: f32) -> f32;
     safe fn __nv_cbrtf(x: f32) -> f32;
@@ -99,23 +111,29 @@ unsafe extern "C" {
     fn __nv_sincos(x: f64, sin: *mut f64, cos: *mut f64);
 }
 
+#[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 
 /// Square root, correctly rounded (`sqrt.rn.f32`), f32: the same result as
 /// `f32::sqrt` on the host. (See the module docs for why not `__nv_sqrtf`.)
 #[inline(always)]
 pub fn sqrt_f32(x: f32) -> f32 {
-    let r: u32;
-    // SAFETY: a register-only arithmetic instruction.
-    unsafe {
-        asm!(
-            "sqrt.rn.f32 {r}, {x};",
-            r = out(reg32) r,
-            x = in(reg32) x.to_bits(),
-            options(nostack, nomem, pure, preserves_flags),
-        );
+    #[cfg(not(target_arch = "nvptx64"))]
+    return x.sqrt();
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let r: u32;
+        // SAFETY: a register-only arithmetic instruction.
+        unsafe {
+            asm!(
+                "sqrt.rn.f32 {r}, {x};",
+                r = out(reg32) r,
+                x = in(reg32) x.to_bits(),
+                options(nostack, nomem, pure, preserves_flags),
+            );
+        }
+        f32::from_bits(r)
     }
-    f32::from_bits(r)
 }
 
 macro_rules! unary {
@@ -123,7 +141,10 @@ macro_rules! unary {
         $(#[$doc])*
         #[inline(always)]
         pub fn $name(x: $t) -> $t {
-            $nv(x)
+            #[cfg(not(target_arch = "nvptx64"))]
+            return host::$name(x);
+            #[cfg(target_arch = "nvptx64")]
+            return $nv(x);
         }
     )*};
 }
@@ -133,7 +154,10 @@ macro_rules! binary {
         $(#[$doc])*
         #[inline(always)]
         pub fn $name($a: $t, $b: $t) -> $t {
-            $nv($a, $b)
+            #[cfg(not(target_arch = "nvptx64"))]
+            return host::$name($a, $b);
+            #[cfg(target_arch = "nvptx64")]
+            return $nv($a, $b);
         }
     )*};
 }
@@ -280,18 +304,98 @@ binary! {
 /// `__nv_sincosf`: one argument reduction for both).
 #[inline(always)]
 pub fn sincos_f32(x: f32) -> (f32, f32) {
-    let (mut s, mut c) = (0.0, 0.0);
-    // SAFETY: both pointers are to live locals of the right type, written once.
-    unsafe { __nv_sincosf(x, &mut s, &mut c) };
-    (s, c)
+    #[cfg(not(target_arch = "nvptx64"))]
+    return x.sin_cos();
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (mut s, mut c) = (0.0, 0.0);
+        // SAFETY: both pointers are to live locals of the right type, written once.
+        unsafe { __nv_sincosf(x, &mut s, &mut c) };
+        (s, c)
+    }
 }
 
 /// Sine and cosine of `x` together, `(sin x, cos x)`, f64 (libdevice
 /// `__nv_sincos`: one argument reduction for both).
 #[inline(always)]
 pub fn sincos_f64(x: f64) -> (f64, f64) {
-    let (mut s, mut c) = (0.0, 0.0);
-    // SAFETY: both pointers are to live locals of the right type, written once.
-    unsafe { __nv_sincos(x, &mut s, &mut c) };
-    (s, c)
+    #[cfg(not(target_arch = "nvptx64"))]
+    return x.sin_cos();
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (mut s, mut c) = (0.0, 0.0);
+        // SAFETY: both pointers are to live locals of the right type, written once.
+        unsafe { __nv_sincos(x, &mut s, &mut c) };
+        (s, c)
+    }
+}
+
+/// The host's implementations (see the module docs).
+#[cfg(not(target_arch = "nvptx64"))]
+mod host {
+    // SAFETY (for every `safe fn`): glibc's libm functions are pure functions
+    // of their argument, defined for every input, that touch no memory.
+    unsafe extern "C" {
+        safe fn erff(x: f32) -> f32;
+        safe fn erfcf(x: f32) -> f32;
+        safe fn erf(x: f64) -> f64;
+        safe fn erfc(x: f64) -> f64;
+    }
+
+    macro_rules! std_math {
+        ($t:ty: $($name:ident => $method:ident),* $(,)?) => {$(
+            pub fn $name(x: $t) -> $t {
+                x.$method()
+            }
+        )*};
+    }
+    std_math!(f32: cbrt_f32 => cbrt, exp_f32 => exp, exp2_f32 => exp2, expm1_f32 => exp_m1,
+        log_f32 => ln, log2_f32 => log2, log10_f32 => log10, log1p_f32 => ln_1p,
+        sin_f32 => sin, cos_f32 => cos, tan_f32 => tan, asin_f32 => asin, acos_f32 => acos,
+        atan_f32 => atan, sinh_f32 => sinh, cosh_f32 => cosh, tanh_f32 => tanh,
+        floor_f32 => floor, ceil_f32 => ceil, round_f32 => round, trunc_f32 => trunc,
+        fabs_f32 => abs);
+    std_math!(f64: sqrt_f64 => sqrt, cbrt_f64 => cbrt, exp_f64 => exp, exp2_f64 => exp2,
+        expm1_f64 => exp_m1, log_f64 => ln, log2_f64 => log2, log10_f64 => log10,
+        log1p_f64 => ln_1p, sin_f64 => sin, cos_f64 => cos, tan_f64 => tan, asin_f64 => asin,
+        acos_f64 => acos, atan_f64 => atan, sinh_f64 => sinh, cosh_f64 => cosh,
+        tanh_f64 => tanh, floor_f64 => floor, ceil_f64 => ceil, round_f64 => round,
+        trunc_f64 => trunc, fabs_f64 => abs);
+
+    macro_rules! std_math2 {
+        ($t:ty: $($name:ident => $method:ident),* $(,)?) => {$(
+            pub fn $name(x: $t, y: $t) -> $t {
+                x.$method(y)
+            }
+        )*};
+    }
+    std_math2!(f32: atan2_f32 => atan2, pow_f32 => powf, hypot_f32 => hypot, fmin_f32 => min,
+        fmax_f32 => max);
+    std_math2!(f64: atan2_f64 => atan2, pow_f64 => powf, hypot_f64 => hypot, fmin_f64 => min,
+        fmax_f64 => max);
+
+    pub fn rsqrt_f32(x: f32) -> f32 {
+        1.0 / x.sqrt()
+    }
+    pub fn rsqrt_f64(x: f64) -> f64 {
+        1.0 / x.sqrt()
+    }
+    pub fn erf_f32(x: f32) -> f32 {
+        erff(x)
+    }
+    pub fn erfc_f32(x: f32) -> f32 {
+        erfcf(x)
+    }
+    pub fn erf_f64(x: f64) -> f64 {
+        erf(x)
+    }
+    pub fn erfc_f64(x: f64) -> f64 {
+        erfc(x)
+    }
+    pub fn fmod_f32(x: f32, y: f32) -> f32 {
+        x % y
+    }
+    pub fn fmod_f64(x: f64, y: f64) -> f64 {
+        x % y
+    }
 }

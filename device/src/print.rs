@@ -11,6 +11,12 @@
 //! 64-bit ones and `usize`, `%f`/`%e`/`%g` for floats, `%p` for pointers.
 //! At most 64 bytes of arguments. The output appears on the host's stdout when
 //! the host next synchronizes with the device.
+//!
+//! On the host, the simulator formats the same C format string with the same
+//! packed arguments (`%d %i %u %x %X %o %c %s`-less C conversions with
+//! flags, width, precision and the `l`/`ll`/`h` length modifiers; `%f %e %g`,
+//! `%p`, `%%`) and writes the text to stdout.
+#[cfg(target_arch = "nvptx64")]
 use core::arch::nvptx;
 
 /// The argument buffer handed to `vprintf`.
@@ -92,8 +98,12 @@ impl<T> PrintfArg for *mut T {
 /// `format` is NUL-terminated and its conversions match the buffer's layout.
 #[inline(always)]
 pub unsafe fn vprintf(format: *const u8, args: &PrintfArgs) -> i32 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: forwarded from the caller.
+    return unsafe { crate::sim::printf::vprintf(format, &args.bytes[..args.len]) };
+    #[cfg(target_arch = "nvptx64")]
     // SAFETY: forwarded from the caller; the buffer outlives the call.
-    unsafe { nvptx::vprintf(format, args.as_ptr()) }
+    return unsafe { nvptx::vprintf(format, args.as_ptr()) };
 }
 
 /// C-style `printf` from a kernel: `gpu_printf!("x = %d\n", x)`. See the

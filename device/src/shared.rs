@@ -21,6 +21,14 @@
 //!
 //! Dynamic shared memory, sized by the launch's shared-memory bytes, is
 //! [`dynamic_shared_address`].
+//!
+//! On the host, the simulator gives each block its own shared memory: the
+//! dynamic bytes first, then each static array where it is first declared
+//! (the same address for every thread of the block; the launch's budget
+//! counts them). Addresses are byte offsets into it; every load and store is
+//! bounds-checked (a fault past the end) and checked for races between the
+//! block's threads (see the `sim` module).
+#[cfg(target_arch = "nvptx64")]
 use core::arch::{asm, global_asm};
 use core::marker::PhantomData;
 
@@ -38,6 +46,7 @@ pub trait SharedScalar: Copy {
     unsafe fn store_shared(addr: u32, value: Self);
 }
 
+#[cfg(target_arch = "nvptx64")]
 macro_rules! shared_scalar {
     ($bits:ty, $reg:ident, $ld:literal, $st:literal: $($t:ty),*) => {$(
         impl SharedScalar for $t {
@@ -59,6 +68,23 @@ macro_rules! shared_scalar {
                     asm!(concat!($st, " [{a}], {v};"), a = in(reg32) addr, v = in($reg) bits,
                          options(nostack, preserves_flags));
                 }
+            }
+        }
+    )*};
+}
+#[cfg(not(target_arch = "nvptx64"))]
+macro_rules! shared_scalar {
+    ($bits:ty, $reg:ident, $ld:literal, $st:literal: $($t:ty),*) => {$(
+        impl SharedScalar for $t {
+            #[inline(always)]
+            #[track_caller]
+            unsafe fn load_shared(addr: u32) -> Self {
+                crate::sim::shared_load(addr)
+            }
+            #[inline(always)]
+            #[track_caller]
+            unsafe fn store_shared(addr: u32, value: Self) {
+                crate::sim::shared_store(addr, value)
             }
         }
     )*};
@@ -135,12 +161,16 @@ impl<T: SharedScalar, const N: usize> SharedArray<T, N> {
 /// be unique in the crate. Its contents are undefined at kernel start. `T`
 /// and `N` may name items of the enclosing module (constants, types), not
 /// local variables or generic parameters: the size is fixed in the PTX.
+///
+/// On the host, the simulator places the array in the block's shared memory
+/// where it is first declared in the launch (16-byte aligned).
 #[macro_export]
 macro_rules! shared_array {
     ($name:ident : [$t:ty; $n:expr]) => {{
         // `global_asm!` is only allowed where items are, so it sits in a module
         // of the array's name (which also keeps two arrays of one name apart
         // in Rust; in PTX the name must be unique anyway).
+        #[cfg(target_arch = "nvptx64")]
         #[allow(non_snake_case, dead_code)]
         mod $name {
             #[allow(unused_imports)]
@@ -151,6 +181,7 @@ macro_rules! shared_array {
             );
         }
         let base: u32;
+        #[cfg(target_arch = "nvptx64")]
         // SAFETY: `mov` of a symbol's address has no side effects.
         unsafe {
             ::core::arch::asm!(
@@ -159,11 +190,22 @@ macro_rules! shared_array {
                 options(nostack, nomem, pure, preserves_flags),
             );
         }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            // The array's identity in the launch: the address of a static of its own.
+            static KEY: &str = concat!(module_path!(), "::", stringify!($name));
+            base = $crate::sim::static_shared(
+                &KEY as *const &str as usize,
+                stringify!($name),
+                ::core::mem::size_of::<$t>() * ($n),
+            );
+        }
         // SAFETY: `base` addresses the array declared just above, N * size_of::<T>() bytes.
         unsafe { $crate::shared::SharedArray::<$t, { $n }>::from_shared_address(base) }
     }};
 }
 
+#[cfg(target_arch = "nvptx64")]
 global_asm!(".extern .shared .align 16 .b8 dyn_smem[];");
 
 /// The shared-window address of the launch's dynamic shared memory (the
@@ -173,11 +215,16 @@ global_asm!(".extern .shared .align 16 .b8 dyn_smem[];");
 /// host launcher must pass at least `N * size_of::<T>()` bytes.
 #[inline(always)]
 pub fn dynamic_shared_address() -> u32 {
-    let base: u32;
-    // SAFETY: `mov` of a symbol's address has no side effects.
-    unsafe {
-        asm!("mov.u32 {r}, dyn_smem;", r = out(reg32) base,
-             options(nostack, nomem, pure, preserves_flags));
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::sim::dynamic_shared();
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let base: u32;
+        // SAFETY: `mov` of a symbol's address has no side effects.
+        unsafe {
+            asm!("mov.u32 {r}, dyn_smem;", r = out(reg32) base,
+                 options(nostack, nomem, pure, preserves_flags));
+        }
+        base
     }
-    base
 }

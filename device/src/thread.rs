@@ -4,45 +4,50 @@
 //!
 //! The special registers are always readable on the device; the
 //! `core::arch::nvptx` intrinsics are `unsafe` only because they exist solely
-//! on that target.
+//! on that target. On the host the simulator keeps them per simulated
+//! thread (calling these outside a simulated kernel panics).
+#[cfg(target_arch = "nvptx64")]
 use core::arch::nvptx;
 
 macro_rules! special_registers {
-    ($($(#[$doc:meta])* $name:ident => $intrinsic:ident;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident => $intrinsic:ident, $field:ident[$axis:literal];)*) => {$(
         $(#[$doc])*
         #[inline(always)]
         pub fn $name() -> u32 {
+            #[cfg(target_arch = "nvptx64")]
             // SAFETY: reading a PTX special register has no preconditions.
-            unsafe { nvptx::$intrinsic() as u32 }
+            return unsafe { nvptx::$intrinsic() as u32 };
+            #[cfg(not(target_arch = "nvptx64"))]
+            return crate::sim::current().$field[$axis];
         }
     )*};
 }
 
 special_registers! {
     /// `threadIdx.x`
-    thread_idx_x => _thread_idx_x;
+    thread_idx_x => _thread_idx_x, thread[0];
     /// `threadIdx.y`
-    thread_idx_y => _thread_idx_y;
+    thread_idx_y => _thread_idx_y, thread[1];
     /// `threadIdx.z`
-    thread_idx_z => _thread_idx_z;
+    thread_idx_z => _thread_idx_z, thread[2];
     /// `blockIdx.x`
-    block_idx_x => _block_idx_x;
+    block_idx_x => _block_idx_x, block[0];
     /// `blockIdx.y`
-    block_idx_y => _block_idx_y;
+    block_idx_y => _block_idx_y, block[1];
     /// `blockIdx.z`
-    block_idx_z => _block_idx_z;
+    block_idx_z => _block_idx_z, block[2];
     /// `blockDim.x`
-    block_dim_x => _block_dim_x;
+    block_dim_x => _block_dim_x, block_dim[0];
     /// `blockDim.y`
-    block_dim_y => _block_dim_y;
+    block_dim_y => _block_dim_y, block_dim[1];
     /// `blockDim.z`
-    block_dim_z => _block_dim_z;
+    block_dim_z => _block_dim_z, block_dim[2];
     /// `gridDim.x`
-    grid_dim_x => _grid_dim_x;
+    grid_dim_x => _grid_dim_x, grid_dim[0];
     /// `gridDim.y`
-    grid_dim_y => _grid_dim_y;
+    grid_dim_y => _grid_dim_y, grid_dim[1];
     /// `gridDim.z`
-    grid_dim_z => _grid_dim_z;
+    grid_dim_z => _grid_dim_z, grid_dim[2];
 }
 
 /// The global 1-D thread index, `blockIdx.x * blockDim.x + threadIdx.x`,

@@ -8,6 +8,10 @@
 //! Addresses are shared-window addresses (see [`shared`](super::shared)):
 //! [`SharedArray::address`](super::shared::SharedArray::address) plus a byte
 //! offset.
+//!
+//! On the host they are the simulator's bounds- and race-checked shared
+//! accesses.
+#[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 
 /// Loads four consecutive `f32` from shared memory (`ld.shared.v4.f32`).
@@ -16,23 +20,29 @@ use core::arch::asm;
 /// `addr` is a shared-window address, 16-byte aligned, of four live `f32`
 /// that no other thread writes concurrently.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn load_shared_f32x4(addr: u32) -> [f32; 4] {
-    let (x, y, z, w): (u32, u32, u32, u32);
-    // SAFETY: the caller guarantees an aligned, valid shared address.
-    unsafe {
-        asm!(
-            "ld.shared.v4.f32 {{{x}, {y}, {z}, {w}}}, [{a}];",
-            x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
-            a = in(reg32) addr,
-            options(nostack, readonly, preserves_flags),
-        );
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::sim::shared_load(addr);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (x, y, z, w): (u32, u32, u32, u32);
+        // SAFETY: the caller guarantees an aligned, valid shared address.
+        unsafe {
+            asm!(
+                "ld.shared.v4.f32 {{{x}, {y}, {z}, {w}}}, [{a}];",
+                x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
+                a = in(reg32) addr,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        [
+            f32::from_bits(x),
+            f32::from_bits(y),
+            f32::from_bits(z),
+            f32::from_bits(w),
+        ]
     }
-    [
-        f32::from_bits(x),
-        f32::from_bits(y),
-        f32::from_bits(z),
-        f32::from_bits(w),
-    ]
 }
 
 /// Stores four consecutive `f32` to shared memory (`st.shared.v4.f32`).
@@ -41,16 +51,22 @@ pub unsafe fn load_shared_f32x4(addr: u32) -> [f32; 4] {
 /// `addr` is a shared-window address, 16-byte aligned, of four live `f32`
 /// slots that no other thread reads or writes concurrently.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn store_shared_f32x4(addr: u32, v: [f32; 4]) {
-    // SAFETY: the caller guarantees an aligned, valid shared address.
-    unsafe {
-        asm!(
-            "st.shared.v4.f32 [{a}], {{{x}, {y}, {z}, {w}}};",
-            a = in(reg32) addr,
-            x = in(reg32) v[0].to_bits(), y = in(reg32) v[1].to_bits(),
-            z = in(reg32) v[2].to_bits(), w = in(reg32) v[3].to_bits(),
-            options(nostack, preserves_flags),
-        );
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::sim::shared_store(addr, v);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // SAFETY: the caller guarantees an aligned, valid shared address.
+        unsafe {
+            asm!(
+                "st.shared.v4.f32 [{a}], {{{x}, {y}, {z}, {w}}};",
+                a = in(reg32) addr,
+                x = in(reg32) v[0].to_bits(), y = in(reg32) v[1].to_bits(),
+                z = in(reg32) v[2].to_bits(), w = in(reg32) v[3].to_bits(),
+                options(nostack, preserves_flags),
+            );
+        }
     }
 }
 
@@ -62,13 +78,19 @@ pub unsafe fn store_shared_f32x4(addr: u32, v: [f32; 4]) {
 /// `addr` is a shared-window address, 4-byte aligned, of a live `f32` slot
 /// that no other thread reads or writes concurrently.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn store_shared_f32(addr: u32, v: f32) {
-    // SAFETY: the caller guarantees an aligned, valid shared address.
-    unsafe {
-        asm!(
-            "st.shared.f32 [{a}], {v};",
-            a = in(reg32) addr, v = in(reg32) v.to_bits(),
-            options(nostack, preserves_flags),
-        );
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::sim::shared_store(addr, v);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // SAFETY: the caller guarantees an aligned, valid shared address.
+        unsafe {
+            asm!(
+                "st.shared.f32 [{a}], {v};",
+                a = in(reg32) addr, v = in(reg32) v.to_bits(),
+                options(nostack, preserves_flags),
+            );
+        }
     }
 }

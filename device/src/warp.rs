@@ -17,6 +17,20 @@
 //! 32-bit values are one `shfl.sync.*.b32`; 64-bit values are two (the low
 //! and the high word), as CUDA C's `__shfl_*_sync` does for `long long` and
 //! `double`.
+//!
+//! The `_sync` variants take the member mask, as CUDA C's `__shfl_*_sync`
+//! and `__ballot_sync` do: only the lanes in the mask take part (each of them
+//! must call the same collective with the same mask; a lane reading from a
+//! lane outside the mask gets an undefined value on the GPU). The functions
+//! without a mask are these with [`FULL_MASK`].
+//!
+//! On the host, the simulator suspends each lane at a collective until every
+//! lane of its mask has arrived (lanes are 32 consecutive linear thread
+//! indices of the block, as on the GPU), then resolves it with the same
+//! semantics as the instructions here (the `c` operand of `shfl.sync`: the
+//! clamp `0x1f` for down/xor/idx, `0` for up); a lane of the mask that
+//! exited, or never arrives, is reported.
+#[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 
 /// Threads in a warp.
@@ -28,38 +42,62 @@ pub const FULL_MASK: u32 = 0xffff_ffff;
 /// This thread's lane in its warp, 0..32 (`%laneid`).
 #[inline(always)]
 pub fn lane_id() -> u32 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::sim::current().linear % WARP_SIZE;
+    #[cfg(target_arch = "nvptx64")]
     let lane: u32;
+    #[cfg(target_arch = "nvptx64")]
     // SAFETY: reading a special register has no preconditions.
     unsafe {
         asm!("mov.u32 {l}, %laneid;", l = out(reg32) lane,
              options(nostack, nomem, pure, preserves_flags));
     }
-    lane
+    #[cfg(target_arch = "nvptx64")]
+    return lane;
 }
 
 macro_rules! shfl_b32 {
-    ($(#[$doc:meta])* $name:ident, $mode:literal, $clamp:literal) => {
+    ($(#[$doc:meta])* $name:ident, $sync:ident, $mode:literal, $clamp:literal, $op:ident) => {
         $(#[$doc])*
         ///
         /// A warp collective: all 32 lanes must call it together (see the
         /// [module docs](self)).
         #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
         pub fn $name(value: u32, lane_arg: u32) -> u32 {
-            let out: u32;
-            // SAFETY: shfl.sync reads only registers of the warp's lanes; the
-            // uniform-call rule above is a correctness (not memory-safety)
-            // requirement on the caller.
-            unsafe {
-                asm!(
-                    concat!("shfl.sync.", $mode, ".b32 {d}, {v}, {l}, ", $clamp, ", {m};"),
-                    d = out(reg32) out,
-                    v = in(reg32) value,
-                    l = in(reg32) lane_arg,
-                    m = in(reg32) FULL_MASK,
-                    options(nostack, nomem, preserves_flags),
-                );
+            $sync(FULL_MASK, value, lane_arg)
+        }
+
+        $(#[$doc])*
+        ///
+        /// With the member mask `mask`: a warp collective of the lanes in
+        /// `mask`, each of which must call it with the same mask (see the
+        /// [module docs](self)).
+        #[inline(always)]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        pub fn $sync(mask: u32, value: u32, lane_arg: u32) -> u32 {
+            #[cfg(not(target_arch = "nvptx64"))]
+            return crate::sim::warp_collective(
+                crate::sim::WarpOp::$op, mask, value, lane_arg,
+            );
+            #[cfg(target_arch = "nvptx64")]
+            {
+                let out: u32;
+                // SAFETY: shfl.sync reads only registers of the warp's lanes; the
+                // uniform-call rule above is a correctness (not memory-safety)
+                // requirement on the caller.
+                unsafe {
+                    asm!(
+                        concat!("shfl.sync.", $mode, ".b32 {d}, {v}, {l}, ", $clamp, ", {m};"),
+                        d = out(reg32) out,
+                        v = in(reg32) value,
+                        l = in(reg32) lane_arg,
+                        m = in(reg32) mask,
+                        options(nostack, nomem, preserves_flags),
+                    );
+                }
+                out
             }
-            out
         }
     };
 }
@@ -67,22 +105,22 @@ macro_rules! shfl_b32 {
 shfl_b32!(
     /// `__shfl_down_sync`: the value of lane `lane_id() + delta`; lanes
     /// whose source would be past lane 31 get their own value back.
-    shfl_down_b32, "down", "0x1f"
+    shfl_down_b32, shfl_down_sync_b32, "down", "0x1f", ShflDown
 );
 shfl_b32!(
     /// `__shfl_up_sync`: the value of lane `lane_id() - delta`; lanes whose
     /// source would be below lane 0 get their own value back.
-    shfl_up_b32, "up", "0x0"
+    shfl_up_b32, shfl_up_sync_b32, "up", "0x0", ShflUp
 );
 shfl_b32!(
     /// `__shfl_xor_sync`: the value of lane `lane_id() ^ lane_mask` (the
     /// butterfly step of an all-reduce).
-    shfl_xor_b32, "bfly", "0x1f"
+    shfl_xor_b32, shfl_xor_sync_b32, "bfly", "0x1f", ShflXor
 );
 shfl_b32!(
     /// `__shfl_sync`: the value of lane `src_lane % 32` (broadcast when every
     /// lane names the same source).
-    shfl_idx_b32, "idx", "0x1f"
+    shfl_idx_b32, shfl_idx_sync_b32, "idx", "0x1f", ShflIdx
 );
 
 /// A value that can cross lanes in a shuffle: moved as one 32-bit word or as
@@ -120,26 +158,58 @@ shuffle64!(u64, i64, f64);
 
 /// [`shfl_down_b32`] for any [`Shuffle`] type (64-bit values: two shuffles).
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn shuffle_down<T: Shuffle>(value: T, delta: u32) -> T {
-    value.shuffle_with(|w| shfl_down_b32(w, delta))
+    shuffle_down_sync(FULL_MASK, value, delta)
+}
+
+/// [`shfl_down_sync_b32`] for any [`Shuffle`] type: the lanes in `mask` only.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn shuffle_down_sync<T: Shuffle>(mask: u32, value: T, delta: u32) -> T {
+    value.shuffle_with(|w| shfl_down_sync_b32(mask, w, delta))
 }
 
 /// [`shfl_up_b32`] for any [`Shuffle`] type.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn shuffle_up<T: Shuffle>(value: T, delta: u32) -> T {
-    value.shuffle_with(|w| shfl_up_b32(w, delta))
+    shuffle_up_sync(FULL_MASK, value, delta)
+}
+
+/// [`shfl_up_sync_b32`] for any [`Shuffle`] type: the lanes in `mask` only.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn shuffle_up_sync<T: Shuffle>(mask: u32, value: T, delta: u32) -> T {
+    value.shuffle_with(|w| shfl_up_sync_b32(mask, w, delta))
 }
 
 /// [`shfl_xor_b32`] for any [`Shuffle`] type.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn shuffle_xor<T: Shuffle>(value: T, lane_mask: u32) -> T {
-    value.shuffle_with(|w| shfl_xor_b32(w, lane_mask))
+    shuffle_xor_sync(FULL_MASK, value, lane_mask)
+}
+
+/// [`shfl_xor_sync_b32`] for any [`Shuffle`] type: the lanes in `mask` only.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn shuffle_xor_sync<T: Shuffle>(mask: u32, value: T, lane_mask: u32) -> T {
+    value.shuffle_with(|w| shfl_xor_sync_b32(mask, w, lane_mask))
 }
 
 /// [`shfl_idx_b32`] for any [`Shuffle`] type.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn shuffle_idx<T: Shuffle>(value: T, src_lane: u32) -> T {
-    value.shuffle_with(|w| shfl_idx_b32(w, src_lane))
+    shuffle_idx_sync(FULL_MASK, value, src_lane)
+}
+
+/// [`shfl_idx_sync_b32`] for any [`Shuffle`] type: the lanes in `mask` only.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn shuffle_idx_sync<T: Shuffle>(mask: u32, value: T, src_lane: u32) -> T {
+    value.shuffle_with(|w| shfl_idx_sync_b32(mask, w, src_lane))
 }
 
 /// Tree reduction over the warp with `shfl.sync.down` (offsets 16, 8, 4, 2,
@@ -177,52 +247,97 @@ pub fn all_reduce<T: Shuffle>(value: T, combine: impl Fn(T, T) -> T) -> T {
 /// `__ballot_sync(0xffffffff, pred)`: bit `i` is set when lane `i`'s
 /// predicate is true.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn ballot(pred: bool) -> u32 {
-    let out: u32;
-    // SAFETY: vote.sync reads only the warp's predicates; the uniform-call
-    // rule of the module docs applies.
-    unsafe {
-        asm!(
-            "{{ .reg .pred %p; setp.ne.u32 %p, {x}, 0; vote.sync.ballot.b32 {d}, %p, {m}; }}",
-            d = out(reg32) out,
-            x = in(reg32) pred as u32,
-            m = in(reg32) FULL_MASK,
-            options(nostack, nomem, preserves_flags),
-        );
+    ballot_sync(FULL_MASK, pred)
+}
+
+/// `__ballot_sync(mask, pred)`: bit `i` is set when lane `i` is in `mask`
+/// and its predicate is true.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn ballot_sync(mask: u32, pred: bool) -> u32 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::sim::warp_collective(crate::sim::WarpOp::Ballot, mask, pred as u32, 0);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: u32;
+        // SAFETY: vote.sync reads only the warp's predicates; the uniform-call
+        // rule of the module docs applies.
+        unsafe {
+            asm!(
+                "{{ .reg .pred %p; setp.ne.u32 %p, {x}, 0; vote.sync.ballot.b32 {d}, %p, {m}; }}",
+                d = out(reg32) out,
+                x = in(reg32) pred as u32,
+                m = in(reg32) mask,
+                options(nostack, nomem, preserves_flags),
+            );
+        }
+        out
     }
-    out
 }
 
 /// `__any_sync(0xffffffff, pred)`: whether any lane's predicate is true.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn any(pred: bool) -> bool {
-    vote(pred, false)
+    any_sync(FULL_MASK, pred)
 }
 
 /// `__all_sync(0xffffffff, pred)`: whether every lane's predicate is true.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn all(pred: bool) -> bool {
-    vote(pred, true)
+    all_sync(FULL_MASK, pred)
+}
+
+/// `__any_sync(mask, pred)`: whether any lane of `mask` has a true predicate.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn any_sync(mask: u32, pred: bool) -> bool {
+    vote(mask, pred, false)
+}
+
+/// `__all_sync(mask, pred)`: whether every lane of `mask` has a true predicate.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn all_sync(mask: u32, pred: bool) -> bool {
+    vote(mask, pred, true)
 }
 
 #[inline(always)]
-fn vote(pred: bool, all: bool) -> bool {
-    let out: u32;
-    // SAFETY: as for `ballot`.
-    unsafe {
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+fn vote(mask: u32, pred: bool, all: bool) -> bool {
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::sim::warp_collective(
         if all {
-            asm!(
-                "{{ .reg .pred %p, %q; setp.ne.u32 %p, {x}, 0; vote.sync.all.pred %q, %p, {m}; selp.u32 {d}, 1, 0, %q; }}",
-                d = out(reg32) out, x = in(reg32) pred as u32, m = in(reg32) FULL_MASK,
-                options(nostack, nomem, preserves_flags),
-            );
+            crate::sim::WarpOp::All
         } else {
-            asm!(
-                "{{ .reg .pred %p, %q; setp.ne.u32 %p, {x}, 0; vote.sync.any.pred %q, %p, {m}; selp.u32 {d}, 1, 0, %q; }}",
-                d = out(reg32) out, x = in(reg32) pred as u32, m = in(reg32) FULL_MASK,
-                options(nostack, nomem, preserves_flags),
-            );
+            crate::sim::WarpOp::Any
+        },
+        mask,
+        pred as u32,
+        0,
+    ) != 0;
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: u32;
+        // SAFETY: as for `ballot_sync`.
+        unsafe {
+            if all {
+                asm!(
+                    "{{ .reg .pred %p, %q; setp.ne.u32 %p, {x}, 0; vote.sync.all.pred %q, %p, {m}; selp.u32 {d}, 1, 0, %q; }}",
+                    d = out(reg32) out, x = in(reg32) pred as u32, m = in(reg32) mask,
+                    options(nostack, nomem, preserves_flags),
+                );
+            } else {
+                asm!(
+                    "{{ .reg .pred %p, %q; setp.ne.u32 %p, {x}, 0; vote.sync.any.pred %q, %p, {m}; selp.u32 {d}, 1, 0, %q; }}",
+                    d = out(reg32) out, x = in(reg32) pred as u32, m = in(reg32) mask,
+                    options(nostack, nomem, preserves_flags),
+                );
+            }
         }
+        out != 0
     }
-    out != 0
 }

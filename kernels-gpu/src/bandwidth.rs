@@ -71,8 +71,8 @@ pub fn split(addrs: impl Iterator<Item = usize> + Clone, size: usize, n: usize) 
     })
 }
 
-/// The vectorized map itself (nvptx64 only).
-#[cfg(target_arch = "nvptx64")]
+/// The vectorized map itself: on nvptx64 the kernels' code, on the host the
+/// same code run by the simulator.
 pub mod device {
     use super::{Split, UNROLL, split};
     use crate::device::thread;

@@ -11,11 +11,8 @@ pub fn reversed_index(i: usize, len: usize) -> usize {
     len - 1 - i
 }
 
-#[cfg(target_arch = "nvptx64")]
 use crate::device::sync::sync_threads;
-#[cfg(target_arch = "nvptx64")]
 use crate::device::thread;
-#[cfg(target_arch = "nvptx64")]
 use crate::shared_array;
 
 crate::device::kernels! {

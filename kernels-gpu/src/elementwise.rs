@@ -33,12 +33,14 @@
 //!
 //! What is generated, per type: the per-element function
 //! [`Elementwise::element`] (the single source that both the GPU kernel
-//! and the host's CPU reference call), and, on nvptx64 only, the entry point
+//! and the host's CPU reference call), and the entry point
 //! `elementwise_<name>_<T>(in…: *const T, out…: *mut T, inout…: *mut T,
 //! scalar…: T, n: usize)`, the vectorized grid-stride map of
 //! [`bandwidth`](crate::bandwidth) over `i < n` (16-byte vectors with an
 //! element-wise head and tail): it loads the `in`/`inout` elements, calls
-//! `element` and stores the `out`/`inout` elements.
+//! `element` and stores the `out`/`inout` elements. On nvptx64 that is the
+//! PTX entry point; on the host the same body is the host entry of the
+//! handle [`Elementwise::KERNEL`], which the CPU simulator runs.
 //!
 //! # Adding your own
 //! 1. Add an entry to the list in [`elementwise_kernels!`](crate::elementwise_kernels)
@@ -75,26 +77,31 @@
 /// element type `T`. Implemented by that macro only.
 ///
 /// # Safety
-/// The host launches the entry point named [`ENTRY`](Self::ENTRY) with the
-/// parameters these constants describe, all of element type `T`: one
+/// The host launches the entry point of the handle [`KERNEL`](Self::KERNEL)
+/// (on the GPU by its name, [`ENTRY`](Self::ENTRY); on the simulator its
+/// host entry) with the parameters these constants describe, all of element
+/// type `T`: one
 /// `*const T` per [`INPUTS`](Self::INPUTS) name, one `*mut T` per
 /// [`OUTPUTS`](Self::OUTPUTS) and [`INOUTS`](Self::INOUTS) name, one `T` per
 /// [`SCALARS`](Self::SCALARS) name, then `n: usize`, every array holding `n`
 /// elements. An implementation promises that the PTX has an entry point of
-/// that name with exactly those parameters, which touches no element at or
-/// beyond `n`. [`elementwise!`](macro@crate::elementwise) emits the entry
-/// point and the implementation together from one declaration, so its
+/// that name, and the handle a host entry, with exactly those parameters,
+/// which touch no element at or beyond `n`.
+/// [`elementwise!`](macro@crate::elementwise) emits the entry point, the
+/// host entry and the implementation together from one declaration, so its
 /// promise holds by construction; an implementation written by hand could
 /// name another kernel (the `f64` one for `f32` buffers reads twice the
 /// bytes it was given), which is why a safe one is refused:
 ///
 /// ```compile_fail,E0200
-/// use cuda_kernels_gpu::elementwise::Elementwise;
+/// use cuda_kernels_gpu::device::kernel::Kernel;
+/// use cuda_kernels_gpu::elementwise::{Elementwise, Params};
 ///
 /// struct Mine;
 /// impl Elementwise<f32> for Mine {
+///     // The f64 kernel, on f32 buffers.
+///     const KERNEL: Kernel<Params<f32>> = Kernel::new("elementwise_sum_f64");
 ///     const NAME: &'static str = "sum";
-///     const ENTRY: &'static str = "elementwise_sum_f64"; // the f64 kernel, on f32 buffers
 ///     const INPUTS: &'static [&'static str] = &["a", "b"];
 ///     const OUTPUTS: &'static [&'static str] = &["c"];
 ///     const INOUTS: &'static [&'static str] = &[];
@@ -103,10 +110,16 @@
 /// }
 /// ```
 pub unsafe trait Elementwise<T: Copy> {
+    /// The entry point's handle: its name and, on the host, the kernel body
+    /// compiled for the simulator. The family is variadic (its arrays and
+    /// scalars are counted at run time against [`Self::INPUTS`] …), so the
+    /// handle's parameters are [`Params<T>`]: arrays and scalars of `T`.
+    const KERNEL: crate::device::kernel::Kernel<Params<T>>;
     /// The kernel's name (`"sum"`).
     const NAME: &'static str;
-    /// The PTX entry point for `T` (`"elementwise_sum_i32"`).
-    const ENTRY: &'static str;
+    /// The PTX entry point for `T` (`"elementwise_sum_i32"`), the name of
+    /// [`KERNEL`](Self::KERNEL).
+    const ENTRY: &'static str = Self::KERNEL.name();
     /// Names of the `in` arrays, in parameter order.
     const INPUTS: &'static [&'static str];
     /// Names of the `out` arrays (written only), in parameter order.
@@ -121,12 +134,6 @@ pub unsafe trait Elementwise<T: Copy> {
     /// followed by one of each `inout` array (its current value), `scalars`
     /// the scalars. Slices of the wrong length leave `outs` unchanged.
     fn element(ins: &[T], outs: &mut [T], scalars: &[T]);
-
-    /// The entry point's handle. The family is variadic (its arrays and
-    /// scalars are counted at run time against [`Self::INPUTS`] …), so the
-    /// handle's parameters are [`Params<T>`]: arrays and scalars of `T`.
-    const KERNEL: crate::device::kernel::Kernel<Params<T>> =
-        crate::device::kernel::Kernel::new(Self::ENTRY);
 }
 
 /// The parameters of an elementwise entry point of element type `T`: the
@@ -150,8 +157,10 @@ pub const MAX_ELEMENTWISE_ARGS: usize = 8;
 ///
 /// For each entry: a marker type `name` implementing
 /// [`Elementwise<T>`](crate::elementwise::Elementwise) for every listed
-/// type, and on nvptx64 the entry points `elementwise_<name>_<type>`. The
-/// host method name is used by the host crate only.
+/// type, with its handle [`Elementwise::KERNEL`](crate::elementwise::Elementwise::KERNEL)
+/// (carrying the body compiled for the simulator on the host), and on
+/// nvptx64 the entry points `elementwise_<name>_<type>`. The host method
+/// name is used by the host crate only.
 #[macro_export]
 macro_rules! elementwise {
     ($(
@@ -185,68 +194,93 @@ macro_rules! __elementwise_one {
         (in [$($i:ident),* $(,)?] out [$($o:ident),* $(,)?] inout [$($io:ident),* $(,)?] scalar [$($s:ident),* $(,)?]),
         $body:block
     ) => {
-        // SAFETY: the entry point named ENTRY is emitted just below, from the
-        // same parameter lists, for exactly ($name, $ty): a grid-stride loop
-        // over i < n.
-        unsafe impl $crate::elementwise::Elementwise<$ty> for $name {
-            const NAME: &'static str = stringify!($name);
-            const ENTRY: &'static str = concat!("elementwise_", stringify!($name), "_", stringify!($ty));
-            const INPUTS: &'static [&'static str] = &[$(stringify!($i)),*];
-            const OUTPUTS: &'static [&'static str] = &[$(stringify!($o)),*];
-            const INOUTS: &'static [&'static str] = &[$(stringify!($io)),*];
-            const SCALARS: &'static [&'static str] = &[$(stringify!($s)),*];
-
-            #[inline(always)]
-            #[allow(unused_variables, non_camel_case_types, unused_mut, dead_code, clippy::all)]
-            fn element(ins: &[$ty], outs: &mut [$ty], scalars: &[$ty]) {
-                type T = $ty;
-                let &[$($i),*] = ins else { return };
-                let [$($o,)* $($io,)*] = outs else { return };
-                let &[$($s),*] = scalars else { return };
-                $body
-            }
-        }
-
-        #[cfg(target_arch = "nvptx64")]
         const _: () = {
-            /// The generated entry point: the vectorized grid-stride map of
-            /// [`bandwidth`](crate::bandwidth) over `i < n`, calling the
-            /// per-element function.
-            ///
-            /// # Safety
-            /// Every array pointer holds at least `n` elements on the
-            /// device; `out`/`inout` arrays overlap no other array
-            /// (host-checked).
-            #[unsafe(export_name = concat!("elementwise_", stringify!($name), "_", stringify!($ty)))]
-            pub unsafe extern "ptx-kernel" fn kernel(
-                $($i: *const $ty,)*
-                $($o: *mut $ty,)*
-                $($io: *mut $ty,)*
-                $($s: $ty,)*
-                n: usize,
-            ) {
-                // SAFETY: every array holds n elements (host-checked); outputs
-                // overlap no other array.
-                unsafe {
-                    $crate::bandwidth::device::map::<
-                        $ty,
-                        { 16 / ::core::mem::size_of::<$ty>() },
-                        { 0usize $(+ $crate::__elementwise_one_for!($i))* },
-                        { 0usize $(+ $crate::__elementwise_one_for!($o))* $(+ $crate::__elementwise_one_for!($io))* },
-                    >(
-                        [$($i),*],
-                        [$($o,)* $($io,)*],
-                        0usize $(+ $crate::__elementwise_one_for!($o))*,
-                        n,
-                        |ins, outs| {
-                            <$name as $crate::elementwise::Elementwise<$ty>>::element(
-                                ins, outs, &[$($s),*],
-                            )
-                        },
-                    )
+            $crate::__family_entry! {
+                concat!("elementwise_", stringify!($name), "_", stringify!($ty))
+                    => HANDLE: $crate::elementwise::Params<$ty>,
+                /// The generated entry point: the vectorized grid-stride map of
+                /// [`bandwidth`](crate::bandwidth) over `i < n`, calling the
+                /// per-element function.
+                ///
+                /// # Safety
+                /// Every array pointer holds at least `n` elements on the
+                /// device; `out`/`inout` arrays overlap no other array
+                /// (host-checked).
+                kernel(
+                    $($i: *const $ty,)*
+                    $($o: *mut $ty,)*
+                    $($io: *mut $ty,)*
+                    $($s: $ty,)*
+                    n: usize,
+                ) {
+                    // SAFETY: every array holds n elements (host-checked);
+                    // outputs overlap no other array.
+                    unsafe {
+                        $crate::bandwidth::device::map::<
+                            $ty,
+                            { 16 / ::core::mem::size_of::<$ty>() },
+                            { 0usize $(+ $crate::__elementwise_one_for!($i))* },
+                            { 0usize $(+ $crate::__elementwise_one_for!($o))* $(+ $crate::__elementwise_one_for!($io))* },
+                        >(
+                            [$($i),*],
+                            [$($o,)* $($io,)*],
+                            0usize $(+ $crate::__elementwise_one_for!($o))*,
+                            n,
+                            |ins, outs| {
+                                <$name as $crate::elementwise::Elementwise<$ty>>::element(
+                                    ins, outs, &[$($s),*],
+                                )
+                            },
+                        )
+                    }
+                }
+            }
+
+            // SAFETY: HANDLE is the entry point emitted just above (and its
+            // host entry), from the same parameter lists, for exactly ($name,
+            // $ty): a grid-stride loop over i < n.
+            unsafe impl $crate::elementwise::Elementwise<$ty> for $name {
+                const KERNEL: $crate::device::kernel::Kernel<$crate::elementwise::Params<$ty>> = HANDLE;
+                const NAME: &'static str = stringify!($name);
+                const INPUTS: &'static [&'static str] = &[$(stringify!($i)),*];
+                const OUTPUTS: &'static [&'static str] = &[$(stringify!($o)),*];
+                const INOUTS: &'static [&'static str] = &[$(stringify!($io)),*];
+                const SCALARS: &'static [&'static str] = &[$(stringify!($s)),*];
+
+                #[inline(always)]
+                #[allow(unused_variables, non_camel_case_types, unused_mut, dead_code, clippy::all)]
+                fn element(ins: &[$ty], outs: &mut [$ty], scalars: &[$ty]) {
+                    type T = $ty;
+                    let &[$($i),*] = ins else { return };
+                    let [$($o,)* $($io,)*] = outs else { return };
+                    let &[$($s),*] = scalars else { return };
+                    $body
                 }
             }
         };
+    };
+}
+
+/// One entry point of a kernel family whose entry names are built from
+/// several tokens (`elementwise!`, `reduce_kernels!`): the PTX entry point
+/// `entry` on nvptx64, and everywhere the handle `HANDLE` of the given
+/// parameter type, which carries the same body compiled for the simulator on
+/// the host (`cuda_kernels_device::kernel_handle!`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __family_entry {
+    (
+        $entry:expr => $handle:ident : $params:ty,
+        $(#[$attr:meta])*
+        $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) $body:block
+    ) => {
+        $(#[$attr])*
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(export_name = $entry)]
+        pub unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) $body
+
+        const $handle: $crate::device::kernel::Kernel<$params> =
+            $crate::device::kernel_handle!($entry => $name($($arg: $ty),*) $body);
     };
 }
 
@@ -302,9 +336,6 @@ pub fn vector_sum_repeat_element(a: f32, b: f32) -> f32 {
 /// Threads per block of `vector_sum_repeat`.
 pub const REPEAT_THREADS: u32 = 256;
 
-#[cfg(all(target_arch = "nvptx64", feature = "builtin-kernels"))]
-use crate::device::thread;
-
 // The entry point only with `builtin-kernels` (see the crate docs).
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 crate::device::kernels! {
@@ -323,7 +354,7 @@ crate::device::kernels! {
         n: usize,
         repeats: u32,
     ) as VECTOR_SUM_REPEAT {
-        for i in thread::grid_stride(n) {
+        for i in crate::device::thread::grid_stride(n) {
             for _ in 0..repeats {
                 // SAFETY: i < n, the length of all three buffers.
                 unsafe {

@@ -1,8 +1,6 @@
 //! K17 `hello_kernel` (seed 004): every thread prints a line with `vprintf`.
 
-#[cfg(target_arch = "nvptx64")]
 use crate::device::thread;
-#[cfg(target_arch = "nvptx64")]
 use crate::gpu_printf;
 
 crate::device::kernels! {

@@ -39,7 +39,6 @@
 
 /// The device layer (our `cuda_std`), so that kernels write `crate::device::…`.
 pub use cuda_kernels_device as device;
-#[cfg(target_arch = "nvptx64")]
 pub use cuda_kernels_device::{gpu_assert, gpu_printf, shared_array};
 
 pub mod bandwidth;

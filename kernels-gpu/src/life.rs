@@ -10,6 +10,7 @@
 //! The cell rule and the wrap-around neighbour indexing are the plain
 //! functions [`next_state`] and [`life_cell`], which the CPU reference calls
 //! too.
+use crate::device::thread;
 
 /// B3/S23: the next state of a cell that is `cell` (1 alive, 0 dead) with
 /// `neighbours` live neighbours. A live cell with 2 or 3 neighbours survives,
@@ -109,103 +110,94 @@ pub fn next_four(up: [i32; FAST_CELLS_X], mid: [i32; 6], down: [i32; FAST_CELLS_
     core::array::from_fn(|j| next_state(mid[j + 1], up[j] + h[j] + down[j] - mid[j + 1]))
 }
 
-#[cfg(target_arch = "nvptx64")]
-use entry::*;
+/// A 16-byte aligned row segment of four cells.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct Four([i32; 4]);
 
-#[cfg(target_arch = "nvptx64")]
-mod entry {
-    use super::*;
-    pub(super) use crate::device::thread;
-
-    /// A 16-byte aligned row segment of four cells.
-    #[repr(C, align(16))]
-    #[derive(Clone, Copy)]
-    pub(super) struct Four([i32; 4]);
-
-    /// Rows `y0..y_end` of the four columns from `x0` (see [`conway_fast`]).
-    ///
-    /// # Safety
-    /// As [`conway_fast`]; `x0 < n`, `y0 < y_end <= n`; when `VECTOR`, `n`
-    /// is a multiple of 4 and both lattices are 16-byte aligned.
-    #[inline(always)]
-    pub(super) unsafe fn strip<const VECTOR: bool>(
-        lattice: *const i32,
-        lattice_out: *mut i32,
-        n: usize,
-        x0: usize,
-        y0: usize,
-        y_end: usize,
-    ) {
-        // Columns x0 - 1 ..= x0 + 4, wrapped. The element path computes them
-        // with `%` once per thread (lattices may be narrower than six
-        // columns); the vector path needs only the two outer ones.
-        let cols: [usize; 6] = if VECTOR {
-            let left = if x0 == 0 { n - 1 } else { x0 - 1 };
-            let right = if x0 + FAST_CELLS_X == n {
-                0
-            } else {
-                x0 + FAST_CELLS_X
-            };
-            [left, x0, x0 + 1, x0 + 2, x0 + 3, right]
+/// Rows `y0..y_end` of the four columns from `x0` (see [`conway_fast`]).
+///
+/// # Safety
+/// As [`conway_fast`]; `x0 < n`, `y0 < y_end <= n`; when `VECTOR`, `n`
+/// is a multiple of 4 and both lattices are 16-byte aligned.
+#[inline(always)]
+unsafe fn strip<const VECTOR: bool>(
+    lattice: *const i32,
+    lattice_out: *mut i32,
+    n: usize,
+    x0: usize,
+    y0: usize,
+    y_end: usize,
+) {
+    // Columns x0 - 1 ..= x0 + 4, wrapped. The element path computes them
+    // with `%` once per thread (lattices may be narrower than six
+    // columns); the vector path needs only the two outer ones.
+    let cols: [usize; 6] = if VECTOR {
+        let left = if x0 == 0 { n - 1 } else { x0 - 1 };
+        let right = if x0 + FAST_CELLS_X == n {
+            0
         } else {
-            core::array::from_fn(|k| (x0 + k + n - 1) % n)
+            x0 + FAST_CELLS_X
         };
-        // SAFETY (read): every row index is < n and every column < n, so the
-        // index is < n * n, the input's length; nothing writes the input;
-        // VECTOR: row * n + x0 is a multiple of 4 from an aligned base.
-        let read = |row: usize| -> [i32; 6] {
-            let base = row * n;
-            unsafe {
-                if VECTOR {
-                    let Four(c) = *(lattice.add(base + x0) as *const Four);
-                    [
-                        *lattice.add(base + cols[0]),
-                        c[0],
-                        c[1],
-                        c[2],
-                        c[3],
-                        *lattice.add(base + cols[5]),
-                    ]
-                } else {
-                    core::array::from_fn(|k| *lattice.add(base + cols[k]))
-                }
-            }
-        };
-        let below = |y: usize| if y + 1 == n { 0 } else { y + 1 };
-        let mut up = row_sums(read(if y0 == 0 { n - 1 } else { y0 - 1 }));
-        let mut mid = read(y0);
-        let mut down = read(below(y0));
-        let mut y = y0;
-        while y < y_end {
-            // The row after `down`, loaded one iteration ahead so that two
-            // rows of loads are in flight while this row is computed.
-            let ahead = if y + 1 < y_end {
-                read(below(y + 1))
+        [left, x0, x0 + 1, x0 + 2, x0 + 3, right]
+    } else {
+        core::array::from_fn(|k| (x0 + k + n - 1) % n)
+    };
+    // SAFETY (read): every row index is < n and every column < n, so the
+    // index is < n * n, the input's length; nothing writes the input;
+    // VECTOR: row * n + x0 is a multiple of 4 from an aligned base.
+    let read = |row: usize| -> [i32; 6] {
+        let base = row * n;
+        unsafe {
+            if VECTOR {
+                let Four(c) = *(lattice.add(base + x0) as *const Four);
+                [
+                    *lattice.add(base + cols[0]),
+                    c[0],
+                    c[1],
+                    c[2],
+                    c[3],
+                    *lattice.add(base + cols[5]),
+                ]
             } else {
-                down
-            };
-            let down_sums = row_sums(down);
-            let next = next_four(up, mid, down_sums);
-            let base = y * n + x0;
-            // SAFETY: y < n and x0 + j < n for every cell written, so the
-            // index is < n * n, the output's length; each cell has one thread;
-            // the output overlaps no input; VECTOR: aligned as the input.
-            unsafe {
-                if VECTOR {
-                    *(lattice_out.add(base) as *mut Four) = Four(next);
-                } else {
-                    for (j, &v) in next.iter().enumerate() {
-                        if x0 + j < n {
-                            *lattice_out.add(base + j) = v;
-                        }
+                core::array::from_fn(|k| *lattice.add(base + cols[k]))
+            }
+        }
+    };
+    let below = |y: usize| if y + 1 == n { 0 } else { y + 1 };
+    let mut up = row_sums(read(if y0 == 0 { n - 1 } else { y0 - 1 }));
+    let mut mid = read(y0);
+    let mut down = read(below(y0));
+    let mut y = y0;
+    while y < y_end {
+        // The row after `down`, loaded one iteration ahead so that two
+        // rows of loads are in flight while this row is computed.
+        let ahead = if y + 1 < y_end {
+            read(below(y + 1))
+        } else {
+            down
+        };
+        let down_sums = row_sums(down);
+        let next = next_four(up, mid, down_sums);
+        let base = y * n + x0;
+        // SAFETY: y < n and x0 + j < n for every cell written, so the
+        // index is < n * n, the output's length; each cell has one thread;
+        // the output overlaps no input; VECTOR: aligned as the input.
+        unsafe {
+            if VECTOR {
+                *(lattice_out.add(base) as *mut Four) = Four(next);
+            } else {
+                for (j, &v) in next.iter().enumerate() {
+                    if x0 + j < n {
+                        *lattice_out.add(base + j) = v;
                     }
                 }
             }
-            up = row_sums(mid);
-            mid = down;
-            down = ahead;
-            y += 1;
         }
+        up = row_sums(mid);
+        mid = down;
+        down = ahead;
+        y += 1;
     }
 }
 

@@ -20,14 +20,7 @@ use core::num::NonZeroU32;
 /// on the GPU (`fma.rn.f32`) and on the host (`f32::mul_add`).
 #[inline(always)]
 pub fn fma(a: f32, b: f32, c: f32) -> f32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        crate::device::arith::fma_f32(a, b, c)
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        a.mul_add(b, c)
-    }
+    crate::device::arith::fma_f32(a, b, c)
 }
 
 /// The Mandelbrot test of one point `c = c_re + i·c_im`, as seed 002's
@@ -85,7 +78,6 @@ pub fn lattice_indices(tid: u32, size: NonZeroU32) -> (u32, u32) {
     (tid % size, size.get() - 1 - tid / size)
 }
 
-#[cfg(target_arch = "nvptx64")]
 use crate::device::thread;
 
 crate::device::kernels! {

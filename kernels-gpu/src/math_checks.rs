@@ -1,13 +1,15 @@
 //! The device-math check: the table of the functions of `device::math` with
-//! the maximum error CUDA documents for each, and (on nvptx64) one kernel
-//! per float type that evaluates any of them over an argument array. The
+//! the maximum error CUDA documents for each, and one kernel per float type
+//! that evaluates any of them over an argument array. The
 //! host (`cuda_kernels_host::math_checks`) runs them over at least 10^6
 //! arguments per function and measures the worst error against a CPU
 //! reference.
+use crate::device::thread;
+use eval::{eval_f32, eval_f64};
 
 /// Declares the functions once: the [`MathFn`] variants, the
-/// [`MATH_FUNCTIONS`] table, and on nvptx64 the evaluation the check kernels
-/// dispatch to. Per line: variant, name, arity, the documented maximum ulp
+/// [`MATH_FUNCTIONS`] table, and the evaluation the check kernels dispatch
+/// to. Per line: variant, name, arity, the documented maximum ulp
 /// error `[f32, f64]`, and the `device::math` functions called.
 macro_rules! math_functions {
     ($($variant:ident $name:literal $arity:tt [$ulp32:literal, $ulp64:literal] $f32:ident $f64:ident;)*) => {
@@ -38,7 +40,6 @@ macro_rules! math_functions {
             },)*
         ];
 
-        #[cfg(target_arch = "nvptx64")]
         mod eval {
             use super::MathFn;
             use crate::device::math::*;
@@ -158,36 +159,26 @@ impl MathFn {
 /// Threads per block of the check kernels.
 pub const MATH_CHECK_BLOCK: u32 = 256;
 
-#[cfg(target_arch = "nvptx64")]
-use entry::*;
-
-#[cfg(target_arch = "nvptx64")]
-mod entry {
-    pub(super) use super::MathFn;
-    pub(super) use super::eval::{eval_f32, eval_f64};
-    pub(super) use crate::device::thread;
-
-    /// The body of `math_f32_test` and `math_f64_test`: `out[i] = eval(f,
-    /// x[i], y[i])` for the function numbered `function`, grid-stride.
-    ///
-    /// # Safety
-    /// As those kernels.
-    #[inline(always)]
-    pub(super) unsafe fn check<T: Copy>(
-        x: *const T,
-        y: *const T,
-        out: *mut T,
-        n: usize,
-        function: u32,
-        eval: impl Fn(MathFn, T, T) -> T,
-    ) {
-        let Some(f) = MathFn::from_index(function) else {
-            return;
-        };
-        for i in thread::grid_stride(n) {
-            // SAFETY: i < n, the length of all three arrays.
-            unsafe { *out.add(i) = eval(f, *x.add(i), *y.add(i)) };
-        }
+/// The body of `math_f32_test` and `math_f64_test`: `out[i] = eval(f,
+/// x[i], y[i])` for the function numbered `function`, grid-stride.
+///
+/// # Safety
+/// As those kernels.
+#[inline(always)]
+unsafe fn check<T: Copy>(
+    x: *const T,
+    y: *const T,
+    out: *mut T,
+    n: usize,
+    function: u32,
+    eval: impl Fn(MathFn, T, T) -> T,
+) {
+    let Some(f) = MathFn::from_index(function) else {
+        return;
+    };
+    for i in thread::grid_stride(n) {
+        // SAFETY: i < n, the length of all three arrays.
+        unsafe { *out.add(i) = eval(f, *x.add(i), *y.add(i)) };
     }
 }
 

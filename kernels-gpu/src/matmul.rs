@@ -16,7 +16,14 @@
 //! map of [`crate::bandwidth`] (a 2-D grid of 32 × 8 blocks, one element per
 //! thread, reached 0.77 of a device copy on an H100), so any rows × cols
 //! works.
+use crate::device::arith::fma_f32;
+use crate::device::atomic::fetch_add_f32;
 use crate::device::kernel::Kernel;
+use crate::device::load::load_nc_v4;
+use crate::device::shared::dynamic_shared_address;
+use crate::device::sync::sync_threads;
+use crate::device::thread;
+use crate::device::vector::{load_shared_f32x4, store_shared_f32, store_shared_f32x4};
 
 /// The per-element function of `doubles_matrix`, shared with the CPU
 /// reference: `x * 2`, exact in f32.
@@ -134,7 +141,6 @@ pub const GUFUNC_THREADS: u32 = 256;
 /// `unroll!(I in [0, 1, 2, 3] => { … })`, so that the micro-tile arrays are
 /// indexed by constants only and stay in registers (no reliance on the
 /// optimizer's unrolling heuristics).
-#[cfg(target_arch = "nvptx64")]
 macro_rules! unroll {
     ($i:ident in [$($n:literal),* $(,)?] => $body:block) => {{
         $({
@@ -144,286 +150,260 @@ macro_rules! unroll {
     }};
 }
 
-#[cfg(target_arch = "nvptx64")]
-use entry::*;
-
-#[cfg(target_arch = "nvptx64")]
-mod entry {
-    pub(super) use crate::device::arith::fma_f32;
-    pub(super) use crate::device::atomic::fetch_add_f32;
-    pub(super) use crate::device::load::load_nc_v4;
-    pub(super) use crate::device::shared::dynamic_shared_address;
-    pub(super) use crate::device::sync::sync_threads;
-    pub(super) use crate::device::thread;
-    pub(super) use crate::device::vector::{
-        load_shared_f32x4, store_shared_f32, store_shared_f32x4,
-    };
-
-    /// Loads part `i` of a thread's share of a tile: with `VEC`, the 4
-    /// floats `src[p .. p + 4]` (one `ld.global.nc.v4`) into `dst[4 i ..
-    /// 4 i + 4]`; otherwise `src[p]` into `dst[i]`.
-    ///
-    /// # Safety
-    /// Those elements are inside the operand `src` points to, which nothing
-    /// writes during the launch; with `VEC`, `src + p` is 16-byte aligned.
-    #[inline(always)]
-    pub(super) unsafe fn load_part<const VEC: bool>(
-        dst: &mut [f32; 8],
-        i: usize,
-        src: *const f32,
-        p: u32,
-    ) {
-        if VEC {
-            // SAFETY: 16 readable, aligned, read-only bytes (the caller).
-            let v = unsafe { load_nc_v4(src.add(p as usize) as *const [u32; 4]) };
-            for j in 0..4 {
-                dst[4 * i + j] = f32::from_bits(v[j]);
-            }
-        } else {
-            // SAFETY: inside the operand (the caller).
-            dst[i] = unsafe { *src.add(p as usize) };
+/// Loads part `i` of a thread's share of a tile: with `VEC`, the 4
+/// floats `src[p .. p + 4]` (one `ld.global.nc.v4`) into `dst[4 i ..
+/// 4 i + 4]`; otherwise `src[p]` into `dst[i]`.
+///
+/// # Safety
+/// Those elements are inside the operand `src` points to, which nothing
+/// writes during the launch; with `VEC`, `src + p` is 16-byte aligned.
+#[inline(always)]
+unsafe fn load_part<const VEC: bool>(dst: &mut [f32; 8], i: usize, src: *const f32, p: u32) {
+    if VEC {
+        // SAFETY: 16 readable, aligned, read-only bytes (the caller).
+        let v = unsafe { load_nc_v4(src.add(p as usize) as *const [u32; 4]) };
+        for j in 0..4 {
+            dst[4 * i + j] = f32::from_bits(v[j]);
         }
+    } else {
+        // SAFETY: inside the operand (the caller).
+        dst[i] = unsafe { *src.add(p as usize) };
+    }
+}
+
+/// The tiled SGEMM every `matrix_mul_tiled*` entry instantiates:
+/// `C = A · B` (or `C += A · B[k-range]` with split-k), one `BM × BN`
+/// tile of C per block of `BM·BN/64` threads.
+///
+/// - each thread computes an 8 × 8 micro-tile of C (rows `ty*4 + {0..4}`
+///   and `BM/2 + ty*4 + {0..4}`, the same for columns with `tx`), held in
+///   64 registers;
+/// - k advances in tiles of `BK`: the A tile (`BM × BK`) is stored
+///   *transposed* in shared memory (rows padded by 4 floats, so that the
+///   transposing stores hit distinct banks) and the B tile (`BK × BN`)
+///   as is, so each step of the inner loop reads 4 + 4 consecutive
+///   floats of each with `ld.shared.v4.f32`, for 64 FMAs;
+/// - double buffering: the next k-tile is fetched from global memory
+///   into registers while the current one is multiplied, then stored to
+///   the other shared buffer: one barrier per k-tile;
+/// - `VEC`: the tiles are fetched with 16-byte `ld.global.nc.v4` loads
+///   (needs `k % 4 == 0`, `n % 4 == 0` and 16-byte aligned `a`, `b`);
+///   otherwise with 4-byte loads;
+/// - edges: rows of A and columns of B past the matrix are clamped to
+///   the last one (their products land in rows/columns of C that are
+///   never stored), columns of A and rows of B past `k` read 0, stores
+///   outside C are skipped, so any `m`, `k`, `n` works (up to
+///   [`TILED_MAX_OPERAND`] elements per operand: loads use 32-bit
+///   offsets, which keeps the kernel within 128 registers per thread);
+/// - split-k: with `gridDim.z = s > 1`, block `z` multiplies its share of
+///   the k-tiles and *adds* its partial tile to C with `atom.add.f32`
+///   (the launcher zeroes C first; it uses at most 2 splits, so each
+///   element is `(0 + p) + q` in either order: the same bits every run).
+///
+/// # Safety
+/// `a` holds `m * k`, `b` holds `k * n` and `c` holds `m * n` f32 on the
+/// device, row-major; `c` overlaps neither input; the products do not
+/// overflow; `m * k` and `k * n` are below [`TILED_MAX_OPERAND`]; with
+/// `VEC`, `k` and `n` are multiples of 4 and `a`, `b` 16-byte aligned;
+/// the launch has `BM·BN/64` threads per block (1-D), the grid
+/// `(ceil(n / BN), ceil(m / BM), s)` and [`SgemmTile::smem_bytes`] of
+/// dynamic shared memory; with `s > 1`, C is zeroed before the
+/// launch (host-checked).
+#[inline(always)]
+unsafe fn sgemm_tile<const BM: usize, const BN: usize, const BK: usize, const VEC: bool>(
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    m: usize,
+    k: usize,
+    n: usize,
+) {
+    let threads = BM * BN / 64;
+    const {
+        assert!(BK == 8 || BK == 16);
+        assert!((BM * BN / 64).is_multiple_of(BK) && (BM * BN / 64).is_multiple_of(BN / 4));
+        // Every thread's share of a tile fits the 8-float prefetch arrays.
+        assert!(BM * BK / (BM * BN / 64) <= 8 && BK * BN / (BM * BN / 64) <= 8);
+    }
+    let as_stride = BM + 4;
+    let a_buf = BK * as_stride;
+    let b_buf = BK * BN;
+    // Dynamic shared memory: two A buffers, then two B buffers.
+    let a_base = dynamic_shared_address();
+    let b_base = a_base + (2 * a_buf * 4) as u32;
+
+    let t = thread::thread_idx_x() as usize;
+    let tx = t % (BN / 8);
+    let ty = t / (BN / 8);
+    let block_row = thread::block_idx_y() as usize * BM;
+    let block_col = thread::block_idx_x() as usize * BN;
+    let (k32, n32) = (k as u32, n as u32);
+
+    // This block's k-tiles: [first, last) (all of them without split-k).
+    let tiles = k32.div_ceil(BK as u32);
+    let splits = thread::grid_dim_z();
+    let per_split = tiles.div_ceil(splits);
+    let first = thread::block_idx_z() * per_split;
+    let last = tiles.min(first + per_split);
+    if first >= last {
+        return;
     }
 
-    /// The tiled SGEMM every `matrix_mul_tiled*` entry instantiates:
-    /// `C = A · B` (or `C += A · B[k-range]` with split-k), one `BM × BN`
-    /// tile of C per block of `BM·BN/64` threads.
-    ///
-    /// - each thread computes an 8 × 8 micro-tile of C (rows `ty*4 + {0..4}`
-    ///   and `BM/2 + ty*4 + {0..4}`, the same for columns with `tx`), held in
-    ///   64 registers;
-    /// - k advances in tiles of `BK`: the A tile (`BM × BK`) is stored
-    ///   *transposed* in shared memory (rows padded by 4 floats, so that the
-    ///   transposing stores hit distinct banks) and the B tile (`BK × BN`)
-    ///   as is, so each step of the inner loop reads 4 + 4 consecutive
-    ///   floats of each with `ld.shared.v4.f32`, for 64 FMAs;
-    /// - double buffering: the next k-tile is fetched from global memory
-    ///   into registers while the current one is multiplied, then stored to
-    ///   the other shared buffer: one barrier per k-tile;
-    /// - `VEC`: the tiles are fetched with 16-byte `ld.global.nc.v4` loads
-    ///   (needs `k % 4 == 0`, `n % 4 == 0` and 16-byte aligned `a`, `b`);
-    ///   otherwise with 4-byte loads;
-    /// - edges: rows of A and columns of B past the matrix are clamped to
-    ///   the last one (their products land in rows/columns of C that are
-    ///   never stored), columns of A and rows of B past `k` read 0, stores
-    ///   outside C are skipped, so any `m`, `k`, `n` works (up to
-    ///   [`TILED_MAX_OPERAND`] elements per operand: loads use 32-bit
-    ///   offsets, which keeps the kernel within 128 registers per thread);
-    /// - split-k: with `gridDim.z = s > 1`, block `z` multiplies its share of
-    ///   the k-tiles and *adds* its partial tile to C with `atom.add.f32`
-    ///   (the launcher zeroes C first; it uses at most 2 splits, so each
-    ///   element is `(0 + p) + q` in either order: the same bits every run).
-    ///
-    /// # Safety
-    /// `a` holds `m * k`, `b` holds `k * n` and `c` holds `m * n` f32 on the
-    /// device, row-major; `c` overlaps neither input; the products do not
-    /// overflow; `m * k` and `k * n` are below [`TILED_MAX_OPERAND`]; with
-    /// `VEC`, `k` and `n` are multiples of 4 and `a`, `b` 16-byte aligned;
-    /// the launch has `BM·BN/64` threads per block (1-D), the grid
-    /// `(ceil(n / BN), ceil(m / BM), s)` and [`SgemmTile::smem_bytes`] of
-    /// dynamic shared memory; with `s > 1`, C is zeroed before the
-    /// launch (host-checked).
-    #[inline(always)]
-    pub(super) unsafe fn sgemm_tile<
-        const BM: usize,
-        const BN: usize,
-        const BK: usize,
-        const VEC: bool,
-    >(
-        a: *const f32,
-        b: *const f32,
-        c: *mut f32,
-        m: usize,
-        k: usize,
-        n: usize,
-    ) {
-        let threads = BM * BN / 64;
-        const {
-            assert!(BK == 8 || BK == 16);
-            assert!((BM * BN / 64).is_multiple_of(BK) && (BM * BN / 64).is_multiple_of(BN / 4));
-            // Every thread's share of a tile fits the 8-float prefetch arrays.
-            assert!(BM * BK / (BM * BN / 64) <= 8 && BK * BN / (BM * BN / 64) <= 8);
+    // Loader mapping. Element offsets in 32 bits (the host guarantees
+    // m·k and k·n below TILED_MAX_OPERAND), of k-tile 0; rows of A and
+    // columns of B clamped into the matrix.
+    // VEC: A as float4s along k (BK/4 per row), B as float4s along n.
+    // Scalar: A as single floats along k (BK per row), B along n.
+    let a_per_row = if VEC { BK / 4 } else { BK };
+    let b_per_row = if VEC { BN / 4 } else { BN };
+    let width = if VEC { 4 } else { 1 };
+    let a_k = (t % a_per_row) * width; // column of A within the k-tile
+    let a_row0 = t / a_per_row;
+    let a_step = threads / a_per_row; // rows between this thread's loads
+    let a_loads = BM / a_step;
+    let b_c = (t % b_per_row) * width; // column of B within the tile
+    let b_row0 = t / b_per_row;
+    let b_step = threads / b_per_row;
+    let b_loads = BK / b_step;
+    let mut a_off = [0u32; 8];
+    for (i, off) in a_off.iter_mut().enumerate().take(a_loads) {
+        let row = (block_row + a_row0 + i * a_step).min(m - 1);
+        *off = (row * k + a_k) as u32;
+    }
+    let b_col = (block_col + b_c).min(n - width) as u32;
+    // Shared-window byte addresses of this thread's stores (buffer 0).
+    let a_store = a_base + ((a_k * as_stride + a_row0) * 4) as u32;
+    let b_store = b_base + ((b_row0 * BN + b_c) * 4) as u32;
+    // And of its fragment loads (buffer 0, k-step 0).
+    let a_frag = a_base + (ty * 4 * 4) as u32;
+    let b_frag = b_base + (tx * 4 * 4) as u32;
+
+    // Fetches k-tile `k0` of A and B into registers (zeros past k).
+    let fetch = |k0: u32| -> ([f32; 8], [f32; 8]) {
+        let mut ra = [0.0f32; 8];
+        let mut rb = [0.0f32; 8];
+        if k0 + (a_k as u32) < k32 {
+            for (i, &off) in a_off.iter().enumerate().take(a_loads) {
+                // SAFETY: the row is clamped into A and column k0 + a_k
+                // (with VEC, k0 + a_k + 3: k % 4 == 0) is below k.
+                unsafe { load_part::<VEC>(&mut ra, i, a, off + k0) };
+            }
         }
-        let as_stride = BM + 4;
-        let a_buf = BK * as_stride;
-        let b_buf = BK * BN;
-        // Dynamic shared memory: two A buffers, then two B buffers.
-        let a_base = dynamic_shared_address();
-        let b_base = a_base + (2 * a_buf * 4) as u32;
-
-        let t = thread::thread_idx_x() as usize;
-        let tx = t % (BN / 8);
-        let ty = t / (BN / 8);
-        let block_row = thread::block_idx_y() as usize * BM;
-        let block_col = thread::block_idx_x() as usize * BN;
-        let (k32, n32) = (k as u32, n as u32);
-
-        // This block's k-tiles: [first, last) (all of them without split-k).
-        let tiles = k32.div_ceil(BK as u32);
-        let splits = thread::grid_dim_z();
-        let per_split = tiles.div_ceil(splits);
-        let first = thread::block_idx_z() * per_split;
-        let last = tiles.min(first + per_split);
-        if first >= last {
-            return;
+        for i in 0..b_loads {
+            let row = k0 + (b_row0 + i * b_step) as u32;
+            if row < k32 {
+                // SAFETY: row < k and the column (with VEC, the 4 columns:
+                // n % 4 == 0) is clamped into B.
+                unsafe { load_part::<VEC>(&mut rb, i, b, row * n32 + b_col) };
+            }
         }
-
-        // Loader mapping. Element offsets in 32 bits (the host guarantees
-        // m·k and k·n below TILED_MAX_OPERAND), of k-tile 0; rows of A and
-        // columns of B clamped into the matrix.
-        // VEC: A as float4s along k (BK/4 per row), B as float4s along n.
-        // Scalar: A as single floats along k (BK per row), B along n.
-        let a_per_row = if VEC { BK / 4 } else { BK };
-        let b_per_row = if VEC { BN / 4 } else { BN };
-        let width = if VEC { 4 } else { 1 };
-        let a_k = (t % a_per_row) * width; // column of A within the k-tile
-        let a_row0 = t / a_per_row;
-        let a_step = threads / a_per_row; // rows between this thread's loads
-        let a_loads = BM / a_step;
-        let b_c = (t % b_per_row) * width; // column of B within the tile
-        let b_row0 = t / b_per_row;
-        let b_step = threads / b_per_row;
-        let b_loads = BK / b_step;
-        let mut a_off = [0u32; 8];
-        for (i, off) in a_off.iter_mut().enumerate().take(a_loads) {
-            let row = (block_row + a_row0 + i * a_step).min(m - 1);
-            *off = (row * k + a_k) as u32;
-        }
-        let b_col = (block_col + b_c).min(n - width) as u32;
-        // Shared-window byte addresses of this thread's stores (buffer 0).
-        let a_store = a_base + ((a_k * as_stride + a_row0) * 4) as u32;
-        let b_store = b_base + ((b_row0 * BN + b_c) * 4) as u32;
-        // And of its fragment loads (buffer 0, k-step 0).
-        let a_frag = a_base + (ty * 4 * 4) as u32;
-        let b_frag = b_base + (tx * 4 * 4) as u32;
-
-        // Fetches k-tile `k0` of A and B into registers (zeros past k).
-        let fetch = |k0: u32| -> ([f32; 8], [f32; 8]) {
-            let mut ra = [0.0f32; 8];
-            let mut rb = [0.0f32; 8];
-            if k0 + (a_k as u32) < k32 {
-                for (i, &off) in a_off.iter().enumerate().take(a_loads) {
-                    // SAFETY: the row is clamped into A and column k0 + a_k
-                    // (with VEC, k0 + a_k + 3: k % 4 == 0) is below k.
-                    unsafe { load_part::<VEC>(&mut ra, i, a, off + k0) };
-                }
-            }
-            for i in 0..b_loads {
-                let row = k0 + (b_row0 + i * b_step) as u32;
-                if row < k32 {
-                    // SAFETY: row < k and the column (with VEC, the 4 columns:
-                    // n % 4 == 0) is clamped into B.
-                    unsafe { load_part::<VEC>(&mut rb, i, b, row * n32 + b_col) };
-                }
-            }
-            (ra, rb)
-        };
-        // Stores fetched registers into shared buffer `buf`.
-        let stash = |buf: u32, ra: [f32; 8], rb: [f32; 8]| {
-            let a_at = a_store + buf * (a_buf * 4) as u32;
-            let b_at = b_store + buf * (b_buf * 4) as u32;
-            for i in 0..a_loads {
-                let row = (i * a_step * 4) as u32;
-                if VEC {
-                    for j in 0..4 {
-                        // SAFETY: a_k + j < BK and a_row0 + i * a_step < BM:
-                        // inside buffer `buf` of the A tile; only this thread
-                        // writes this slot, nobody reads the buffer until the
-                        // next barrier.
-                        unsafe {
-                            store_shared_f32(a_at + row + (j * as_stride * 4) as u32, ra[4 * i + j])
-                        };
-                    }
-                } else {
-                    // SAFETY: as above, with j = 0.
-                    unsafe { store_shared_f32(a_at + row, ra[i]) };
-                }
-            }
-            for i in 0..b_loads {
-                let row = (i * b_step * BN * 4) as u32;
-                if VEC {
-                    let v = [rb[4 * i], rb[4 * i + 1], rb[4 * i + 2], rb[4 * i + 3]];
-                    // SAFETY: b_row0 + i * b_step < BK and b_c + 3 < BN,
-                    // 16-byte aligned: inside buffer `buf` of the B tile; as
-                    // above.
-                    unsafe { store_shared_f32x4(b_at + row, v) };
-                } else {
-                    // SAFETY: b_row0 + i * b_step < BK and b_c < BN: inside
-                    // buffer `buf` of the B tile; as above.
-                    unsafe { store_shared_f32(b_at + row, rb[i]) };
-                }
-            }
-        };
-
-        let mut acc = [[0.0f32; 8]; 8];
-        let (ra, rb) = fetch(first * BK as u32);
-        stash(0, ra, rb);
-        sync_threads();
-        let mut tile = first;
-        let mut buf = 0u32;
-        while tile < last {
-            // Prefetch the next k-tile while this one is multiplied. After
-            // the last tile this reads the next split's first tile, or
-            // nothing past k: harmless, and it keeps the loop branch-free
-            // (a conditional fetch gets merged with the conditional stash
-            // below and sunk past the math, which serializes the loads).
-            let (ra, rb) = fetch((tile + 1) * BK as u32);
-            let a_buf_at = a_frag + buf * (a_buf * 4) as u32;
-            let b_buf_at = b_frag + buf * (b_buf * 4) as u32;
-            unroll!(KK in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] => {
-                if KK < BK {
-                    // SAFETY: KK < BK, ty * 4 + BM/2 + 3 < BM and tx * 4 +
-                    // BN/2 + 3 < BN: inside buffer `buf`, 16-byte aligned
-                    // (as_stride and BN are multiples of 4); written before
-                    // the last barrier.
-                    let (a0, a1, b0, b1) = unsafe {
-                        (
-                            load_shared_f32x4(a_buf_at + (KK * as_stride * 4) as u32),
-                            load_shared_f32x4(a_buf_at + ((KK * as_stride + BM / 2) * 4) as u32),
-                            load_shared_f32x4(b_buf_at + (KK * BN * 4) as u32),
-                            load_shared_f32x4(b_buf_at + ((KK * BN + BN / 2) * 4) as u32),
-                        )
+        (ra, rb)
+    };
+    // Stores fetched registers into shared buffer `buf`.
+    let stash = |buf: u32, ra: [f32; 8], rb: [f32; 8]| {
+        let a_at = a_store + buf * (a_buf * 4) as u32;
+        let b_at = b_store + buf * (b_buf * 4) as u32;
+        for i in 0..a_loads {
+            let row = (i * a_step * 4) as u32;
+            if VEC {
+                for j in 0..4 {
+                    // SAFETY: a_k + j < BK and a_row0 + i * a_step < BM:
+                    // inside buffer `buf` of the A tile; only this thread
+                    // writes this slot, nobody reads the buffer until the
+                    // next barrier.
+                    unsafe {
+                        store_shared_f32(a_at + row + (j * as_stride * 4) as u32, ra[4 * i + j])
                     };
-                    let av = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
-                    let bv = [b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]];
-                    unroll!(I in [0, 1, 2, 3, 4, 5, 6, 7] => {
-                        unroll!(J in [0, 1, 2, 3, 4, 5, 6, 7] => {
-                            acc[I][J] = fma_f32(av[I], bv[J], acc[I][J]);
-                        });
-                    });
                 }
-            });
-            // The other buffer was last read before the previous barrier.
-            stash(buf ^ 1, ra, rb);
-            sync_threads();
-            buf ^= 1;
-            tile += 1;
+            } else {
+                // SAFETY: as above, with j = 0.
+                unsafe { store_shared_f32(a_at + row, ra[i]) };
+            }
         }
+        for i in 0..b_loads {
+            let row = (i * b_step * BN * 4) as u32;
+            if VEC {
+                let v = [rb[4 * i], rb[4 * i + 1], rb[4 * i + 2], rb[4 * i + 3]];
+                // SAFETY: b_row0 + i * b_step < BK and b_c + 3 < BN,
+                // 16-byte aligned: inside buffer `buf` of the B tile; as
+                // above.
+                unsafe { store_shared_f32x4(b_at + row, v) };
+            } else {
+                // SAFETY: b_row0 + i * b_step < BK and b_c < BN: inside
+                // buffer `buf` of the B tile; as above.
+                unsafe { store_shared_f32(b_at + row, rb[i]) };
+            }
+        }
+    };
 
-        // Write the micro-tile: rows/columns 0..4 are at ty*4 (tx*4), 4..8
-        // at BM/2 + ty*4 (BN/2 + tx*4).
-        unroll!(I in [0, 1, 2, 3, 4, 5, 6, 7] => {
-            let row = block_row + ty * 4 + (I % 4) + (I / 4) * (BM / 2);
-            if row < m {
-                unroll!(J in [0, 1, 2, 3, 4, 5, 6, 7] => {
-                    let col = block_col + tx * 4 + (J % 4) + (J / 4) * (BN / 2);
-                    if col < n {
-                        // SAFETY: row < m and col < n: inside C; with split-k
-                        // every block adds with an atomic (C zeroed by the
-                        // launcher).
-                        unsafe {
-                            let p = c.add(row * n + col);
-                            if splits > 1 {
-                                fetch_add_f32(p, acc[I][J]);
-                            } else {
-                                *p = acc[I][J];
-                            }
-                        }
-                    }
+    let mut acc = [[0.0f32; 8]; 8];
+    let (ra, rb) = fetch(first * BK as u32);
+    stash(0, ra, rb);
+    sync_threads();
+    let mut tile = first;
+    let mut buf = 0u32;
+    while tile < last {
+        // Prefetch the next k-tile while this one is multiplied. After
+        // the last tile this reads the next split's first tile, or
+        // nothing past k: harmless, and it keeps the loop branch-free
+        // (a conditional fetch gets merged with the conditional stash
+        // below and sunk past the math, which serializes the loads).
+        let (ra, rb) = fetch((tile + 1) * BK as u32);
+        let a_buf_at = a_frag + buf * (a_buf * 4) as u32;
+        let b_buf_at = b_frag + buf * (b_buf * 4) as u32;
+        unroll!(KK in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] => {
+            if KK < BK {
+                // SAFETY: KK < BK, ty * 4 + BM/2 + 3 < BM and tx * 4 +
+                // BN/2 + 3 < BN: inside buffer `buf`, 16-byte aligned
+                // (as_stride and BN are multiples of 4); written before
+                // the last barrier.
+                let (a0, a1, b0, b1) = unsafe {
+                    (
+                        load_shared_f32x4(a_buf_at + (KK * as_stride * 4) as u32),
+                        load_shared_f32x4(a_buf_at + ((KK * as_stride + BM / 2) * 4) as u32),
+                        load_shared_f32x4(b_buf_at + (KK * BN * 4) as u32),
+                        load_shared_f32x4(b_buf_at + ((KK * BN + BN / 2) * 4) as u32),
+                    )
+                };
+                let av = [a0[0], a0[1], a0[2], a0[3], a1[0], a1[1], a1[2], a1[3]];
+                let bv = [b0[0], b0[1], b0[2], b0[3], b1[0], b1[1], b1[2], b1[3]];
+                unroll!(I in [0, 1, 2, 3, 4, 5, 6, 7] => {
+                    unroll!(J in [0, 1, 2, 3, 4, 5, 6, 7] => {
+                        acc[I][J] = fma_f32(av[I], bv[J], acc[I][J]);
+                    });
                 });
             }
         });
+        // The other buffer was last read before the previous barrier.
+        stash(buf ^ 1, ra, rb);
+        sync_threads();
+        buf ^= 1;
+        tile += 1;
     }
+
+    // Write the micro-tile: rows/columns 0..4 are at ty*4 (tx*4), 4..8
+    // at BM/2 + ty*4 (BN/2 + tx*4).
+    unroll!(I in [0, 1, 2, 3, 4, 5, 6, 7] => {
+        let row = block_row + ty * 4 + (I % 4) + (I / 4) * (BM / 2);
+        if row < m {
+            unroll!(J in [0, 1, 2, 3, 4, 5, 6, 7] => {
+                let col = block_col + tx * 4 + (J % 4) + (J / 4) * (BN / 2);
+                if col < n {
+                    // SAFETY: row < m and col < n: inside C; with split-k
+                    // every block adds with an atomic (C zeroed by the
+                    // launcher).
+                    unsafe {
+                        let p = c.add(row * n + col);
+                        if splits > 1 {
+                            fetch_add_f32(p, acc[I][J]);
+                        } else {
+                            *p = acc[I][J];
+                        }
+                    }
+                }
+            });
+        }
+    });
 }
 
 crate::device::kernels! {

@@ -22,7 +22,6 @@ pub fn vector_sum_element(a: i32, b: i32) -> i32 {
     a.wrapping_add(b)
 }
 
-#[cfg(target_arch = "nvptx64")]
 use crate::bandwidth::device::map;
 
 crate::device::kernels! {

@@ -36,7 +36,6 @@ pub fn mult_ker_element(x: f32) -> f32 {
     x
 }
 
-#[cfg(target_arch = "nvptx64")]
 use crate::device::thread;
 
 crate::device::kernels! {

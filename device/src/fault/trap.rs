@@ -99,24 +99,6 @@ unsafe fn write_record(
     }
 }
 
-/// `assert!` for kernels: if the condition is false, records the kernel's
-/// file, line, block and thread with the message for the host, and traps.
-///
-/// ```ignore
-/// gpu_assert!(i < n, "index past the end");
-/// ```
-#[macro_export]
-macro_rules! gpu_assert {
-    ($cond:expr, $msg:literal $(,)?) => {
-        if !$cond {
-            $crate::fault::fail(file!(), line!(), column!(), $msg)
-        }
-    };
-    ($cond:expr $(,)?) => {
-        $crate::gpu_assert!($cond, concat!("assertion failed: ", stringify!($cond)))
-    };
-}
-
 /// The nvptx64 build's panic handler (the default feature `panic-handler`):
 /// on panic (an out-of-bounds index, an overflow check…) records the source
 /// location, block and thread for the host ([`crate::fault`]) and traps: the

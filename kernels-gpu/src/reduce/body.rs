@@ -1,4 +1,4 @@
-//! The generic reduction kernel body (nvptx64 only), instantiated per
+//! The generic reduction kernel body, instantiated per
 //! operation and element type by [`reduce_kernels!`](crate::reduce_kernels),
 //! and the block-level tree step it is built from.
 use crate::device::shared::{SharedArray, SharedScalar, dynamic_shared_address};

@@ -2,14 +2,10 @@
 //! built from on its own (warp shuffles and votes, atomics, wide loads, the
 //! block tree step), so that a failure points at one primitive. The host
 //! launches them from `reduce::primitives` in its tests.
-#[cfg(target_arch = "nvptx64")]
 use crate::device::thread::{block_idx_x, index_1d, thread_idx_x};
-#[cfg(target_arch = "nvptx64")]
 use crate::device::{atomic, load, warp};
 
-#[cfg(target_arch = "nvptx64")]
 use super::Sum;
-#[cfg(target_arch = "nvptx64")]
 use super::body::block_reduce;
 
 crate::device::kernels! {

@@ -1,0 +1,60 @@
+//! The host side of [`crate::atomic`]: the host's atomics on the same
+//! memory, relaxed (as PTX's `atom` without `.sem`).
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering::Relaxed};
+
+macro_rules! rmw {
+    ($($name:ident: $t:ty, $atomic:ty, $method:ident;)*) => {$(
+        /// # Safety
+        /// `ptr` is a live, aligned value only accessed atomically meanwhile.
+        pub(crate) unsafe fn $name(ptr: *mut $t, value: $t) -> $t {
+            // SAFETY: forwarded from the caller.
+            unsafe { <$atomic>::from_ptr(ptr) }.$method(value, Relaxed)
+        }
+    )*};
+}
+
+rmw! {
+    fetch_add_u32: u32, AtomicU32, fetch_add;
+    fetch_add_u64: u64, AtomicU64, fetch_add;
+    fetch_max_u32: u32, AtomicU32, fetch_max;
+    fetch_min_u32: u32, AtomicU32, fetch_min;
+    fetch_max_i32: i32, AtomicI32, fetch_max;
+    fetch_min_i32: i32, AtomicI32, fetch_min;
+    exchange_u32: u32, AtomicU32, swap;
+}
+
+/// # Safety
+/// As for [`fetch_add_u32`].
+pub(crate) unsafe fn compare_exchange_u32(ptr: *mut u32, current: u32, new: u32) -> u32 {
+    // SAFETY: forwarded from the caller.
+    let a = unsafe { AtomicU32::from_ptr(ptr) };
+    match a.compare_exchange(current, new, Relaxed, Relaxed) {
+        Ok(v) | Err(v) => v,
+    }
+}
+
+/// # Safety
+/// As for [`fetch_add_u32`].
+pub(crate) unsafe fn fetch_add_f32(ptr: *mut f32, value: f32) -> f32 {
+    // SAFETY: forwarded from the caller; f32 and u32 have one size and alignment.
+    let a = unsafe { AtomicU32::from_ptr(ptr.cast()) };
+    let old = a.fetch_update(Relaxed, Relaxed, |bits| {
+        Some((f32::from_bits(bits) + value).to_bits())
+    });
+    match old {
+        Ok(v) | Err(v) => f32::from_bits(v),
+    }
+}
+
+/// # Safety
+/// As for [`fetch_add_u32`].
+pub(crate) unsafe fn fetch_add_f64(ptr: *mut f64, value: f64) -> f64 {
+    // SAFETY: forwarded from the caller; f64 and u64 have one size and alignment.
+    let a = unsafe { AtomicU64::from_ptr(ptr.cast()) };
+    let old = a.fetch_update(Relaxed, Relaxed, |bits| {
+        Some((f64::from_bits(bits) + value).to_bits())
+    });
+    match old {
+        Ok(v) | Err(v) => f64::from_bits(v),
+    }
+}

@@ -1,0 +1,258 @@
+//! The CPU simulator (every target but nvptx64): runs kernel bodies on the
+//! host with CUDA's execution model.
+//!
+//! A kernel declared with [`kernels!`](crate::kernels) is compiled for the
+//! host too, as an [`Entry`] that its handle carries
+//! ([`Kernel::sim_entry`](crate::kernel::Kernel::sim_entry)). [`launch`]
+//! runs every thread of a grid with it, synchronously; the device layer's
+//! functions ([`thread`](crate::thread), [`sync`](crate::sync),
+//! [`shared`](crate::shared), [`warp`](crate::warp), …) read and change the
+//! current simulated thread's state. Device buffers are [`memory`]
+//! allocations. The mechanism, and why, is in `docs/simulator.md`.
+use std::ffi::c_void;
+
+pub(crate) mod atomic;
+mod context;
+mod error;
+pub mod memory;
+pub(crate) mod printf;
+
+pub(crate) use context::{current, dynamic_shared, fail};
+pub use error::{Access, SimError, SimThread, Stuck};
+
+/// A kernel's host entry: reads its parameters from an array of pointers to
+/// each parameter value (what `cuLaunchKernel` takes) and runs the kernel
+/// body as the current simulated thread.
+///
+/// # Safety
+/// Called by [`launch`] only, with the kernel's parameters.
+pub type Entry = unsafe fn(params: *const *mut c_void);
+
+/// A launch's shape: grid and block dimensions and dynamic shared bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchShape {
+    /// Blocks in the grid (x, y, z).
+    pub grid: [u32; 3],
+    /// Threads in a block (x, y, z).
+    pub block: [u32; 3],
+    /// Bytes of dynamic shared memory per block.
+    pub dynamic_shared_bytes: u32,
+}
+
+/// The limits of the simulated device, checked before a launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Threads per block.
+    pub max_threads_per_block: u32,
+    /// Block dimensions (x, y, z).
+    pub max_block: [u32; 3],
+    /// Grid dimensions (x, y, z).
+    pub max_grid: [u32; 3],
+    /// Shared memory per block, static plus dynamic, without opt-in.
+    pub shared_per_block: u32,
+    /// Shared memory per block with opt-in (`cudaFuncAttributeMaxDynamicSharedMemorySize`).
+    pub shared_per_block_opt_in: u32,
+}
+
+impl Limits {
+    /// An H100's (compute capability 9.0).
+    pub const H100: Limits = Limits {
+        max_threads_per_block: 1024,
+        max_block: [1024, 1024, 64],
+        max_grid: [(1 << 31) - 1, 65535, 65535],
+        shared_per_block: 48 * 1024,
+        shared_per_block_opt_in: 232_448,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits::H100
+    }
+}
+
+/// How the simulator runs a launch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SimOptions {
+    /// `None`: threads resume in a fixed order (deterministic). `Some(seed)`:
+    /// the order is shuffled by this seed, to expose code that depends on it.
+    pub seed: Option<u64>,
+    /// OS threads that run blocks in parallel (0 or 1: one, the caller's).
+    pub threads: usize,
+    /// The device's limits.
+    pub limits: Limits,
+    /// Whether the kernel opted in to more than 48 KiB of shared memory.
+    pub shared_opt_in: bool,
+}
+
+impl SimOptions {
+    /// The defaults, with `CUDA_KERNELS_SIM_SEED=<u64>` and
+    /// `CUDA_KERNELS_SIM_THREADS=<n>` from the environment when set.
+    pub fn from_env() -> SimOptions {
+        let var = |name| std::env::var(name).ok().and_then(|v| v.trim().parse().ok());
+        SimOptions {
+            seed: var("CUDA_KERNELS_SIM_SEED"),
+            threads: var("CUDA_KERNELS_SIM_THREADS").map_or(1, |n: u64| n as usize),
+            ..SimOptions::default()
+        }
+    }
+}
+
+/// Runs `entry` on every thread of a grid of `shape`, to completion, with
+/// the options of [`SimOptions::from_env`]. See [`launch_with`].
+///
+/// # Safety
+/// `params` are the kernel's parameters as `cuLaunchKernel` takes them (a
+/// pointer to each value, of the entry's parameter types, in order), and
+/// the kernel's own `# Safety` contract holds for them.
+pub unsafe fn launch(
+    kernel: &'static str,
+    shape: LaunchShape,
+    entry: Entry,
+    params: &[*mut c_void],
+) -> Result<(), SimError> {
+    // SAFETY: forwarded from the caller.
+    unsafe { launch_with(kernel, shape, entry, params, &SimOptions::from_env()) }
+}
+
+/// Runs `entry` on every thread of a grid of `shape`, to completion,
+/// synchronously: checks the shape against `options.limits` first, then runs
+/// the blocks. The first fault or finding ends the launch and is returned;
+/// the simulator stays usable.
+///
+/// # Safety
+/// As for [`launch`].
+pub unsafe fn launch_with(
+    kernel: &'static str,
+    shape: LaunchShape,
+    entry: Entry,
+    params: &[*mut c_void],
+    options: &SimOptions,
+) -> Result<(), SimError> {
+    check_shape(kernel, &shape, options)?;
+    // SAFETY: forwarded from the caller.
+    unsafe { context::run_grid(kernel, shape, entry, params, options) }
+}
+
+fn check_shape(kernel: &'static str, s: &LaunchShape, o: &SimOptions) -> Result<(), SimError> {
+    let l = &o.limits;
+    let refuse = |reason: String| {
+        Err(SimError::LaunchRefused {
+            kernel,
+            reason: format!("{reason} (CUDA_ERROR_INVALID_VALUE: invalid argument)"),
+        })
+    };
+    let [bx, by, bz] = s.block;
+    let [gx, gy, gz] = s.grid;
+    if s.block.contains(&0) || s.grid.contains(&0) {
+        return refuse(format!(
+            "a grid of {:?} blocks of {:?} threads has a zero dimension",
+            s.grid, s.block
+        ));
+    }
+    for (axis, (dim, max)) in ["x", "y", "z"].iter().zip(s.block.iter().zip(l.max_block)) {
+        if *dim > max {
+            return refuse(format!("block dimension {axis} = {dim} exceeds {max}"));
+        }
+    }
+    let threads = bx as u64 * by as u64 * bz as u64;
+    if threads > l.max_threads_per_block as u64 {
+        return refuse(format!(
+            "a block of {threads} threads exceeds {} threads per block",
+            l.max_threads_per_block
+        ));
+    }
+    for (axis, (dim, max)) in ["x", "y", "z"]
+        .iter()
+        .zip([gx, gy, gz].iter().zip(l.max_grid))
+    {
+        if *dim > max {
+            return refuse(format!("grid dimension {axis} = {dim} exceeds {max}"));
+        }
+    }
+    let shared_max = if o.shared_opt_in {
+        l.shared_per_block_opt_in
+    } else {
+        l.shared_per_block
+    };
+    if s.dynamic_shared_bytes > shared_max {
+        return refuse(format!(
+            "{} bytes of dynamic shared memory exceed the {shared_max} bytes per block",
+            s.dynamic_shared_bytes
+        ));
+    }
+    Ok(())
+}
+
+/// The shared-memory budget of a launch with `options` (for the static
+/// arrays' check as they are declared).
+pub(crate) fn shared_budget(options: &SimOptions) -> u32 {
+    if options.shared_opt_in {
+        options.limits.shared_per_block_opt_in
+    } else {
+        options.limits.shared_per_block
+    }
+}
+
+/// The current thread's load of a `T` at shared offset `addr`.
+#[track_caller]
+pub(crate) fn shared_load<T: Copy>(addr: u32) -> T {
+    let p = context::shared_ptr(addr, size_of::<T>());
+    // SAFETY: `shared_ptr` checked that the bytes lie in the block's shared memory.
+    unsafe { p.cast::<T>().read_unaligned() }
+}
+
+/// The current thread's store of a `T` at shared offset `addr`.
+#[track_caller]
+pub(crate) fn shared_store<T: Copy>(addr: u32, value: T) {
+    let p = context::shared_ptr(addr, size_of::<T>());
+    // SAFETY: `shared_ptr` checked that the bytes lie in the block's shared memory.
+    unsafe { p.cast::<T>().write_unaligned(value) }
+}
+
+/// A plain read of global memory (no alignment needed).
+///
+/// # Safety
+/// `ptr` points to `size_of::<T>()` readable bytes.
+pub(crate) unsafe fn read_global<T: Copy>(ptr: *const T) -> T {
+    // SAFETY: forwarded from the caller.
+    unsafe { ptr.read_unaligned() }
+}
+
+/// `sync_threads` of the current thread, called at `site`.
+pub(crate) fn sync_threads(site: &'static std::panic::Location<'static>) {
+    context::sync_threads(site)
+}
+
+/// A warp collective.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WarpOp {
+    /// `shfl.sync.down`.
+    ShflDown,
+    /// `shfl.sync.up`.
+    ShflUp,
+    /// `shfl.sync.bfly`.
+    ShflXor,
+    /// `shfl.sync.idx`.
+    ShflIdx,
+    /// `vote.sync.ballot`.
+    Ballot,
+    /// `vote.sync.any`.
+    Any,
+    /// `vote.sync.all`.
+    All,
+}
+
+/// The current thread's part in a warp collective of the lanes in `mask`.
+#[track_caller]
+pub(crate) fn warp_collective(op: WarpOp, mask: u32, value: u32, arg: u32) -> u32 {
+    context::warp_collective(op, mask, value, arg, std::panic::Location::caller())
+}
+
+/// For [`shared_array!`](crate::shared_array) on the host: the shared
+/// offset of the static array identified by `key` (the address of a static
+/// of the invocation), `bytes` long, in the current block.
+#[doc(hidden)]
+pub fn static_shared(key: usize, name: &'static str, bytes: usize) -> u32 {
+    context::static_shared(key, name, bytes)
+}

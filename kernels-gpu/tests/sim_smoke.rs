@@ -1,0 +1,867 @@
+//! The smoke tier of the CPU simulator: every kernel of this crate, launched
+//! from its one declaration (its handle's host entry) on the simulator with
+//! `sim::memory` buffers at small, odd sizes, and checked against the CPU
+//! per-element functions. The host crate's suite covers the launchers; this
+//! tier proves that the kernels themselves run on the host.
+//!
+//! Two tests also time the reference launches (multiply of 2^20 f32
+//! and the tiled SGEMM at 256³) and print the times.
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::time::Instant;
+
+use cuda_kernels_gpu::device::kernel::Kernel;
+use cuda_kernels_gpu::device::sim::{self, LaunchShape, SimError, memory::Allocation};
+use cuda_kernels_gpu::elementwise::{self as ew, Elementwise};
+use cuda_kernels_gpu::reduce::{self, Max, Min, ReduceKernel, ReduceOp, Sum, Xor};
+use cuda_kernels_gpu::{
+    device_checks, elementwise, hello, life, mandelbrot, math_checks, matmul, multiply, streams,
+};
+
+/// A simulated device buffer of `len` elements of `T`.
+struct Buf<T> {
+    alloc: Allocation,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Copy> Buf<T> {
+    /// `len` zeroed elements.
+    fn zeroed(len: usize) -> Self {
+        let size = size_of::<T>();
+        let alloc = Allocation::new(len * size, size, std::any::type_name::<T>())
+            .expect("a simulated device buffer");
+        Buf {
+            alloc,
+            len,
+            _t: PhantomData,
+        }
+    }
+
+    /// A copy of `data`.
+    fn from(data: &[T]) -> Self {
+        let buf = Self::zeroed(data.len());
+        // SAFETY: the allocation holds data.len() elements of T, fresh.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf.ptr(), data.len()) };
+        buf
+    }
+
+    fn ptr(&self) -> *mut T {
+        self.alloc.ptr().cast()
+    }
+
+    fn to_vec(&self) -> Vec<T> {
+        // SAFETY: the allocation holds len elements of T, no launch running.
+        unsafe { std::slice::from_raw_parts(self.ptr(), self.len) }.to_vec()
+    }
+}
+
+/// A kernel's arguments: a tuple of exactly its parameter types.
+trait Args {
+    /// Calls `f` with a pointer to each value, in order.
+    fn with_params<R>(self, f: impl FnOnce(&[*mut c_void]) -> R) -> R;
+}
+
+macro_rules! tuple_args {
+    ($($a:ident $i:tt),*) => {
+        impl<$($a: Copy),*> Args for ($($a,)*) {
+            #[allow(unused_mut, unused_variables, clippy::unused_unit)]
+            fn with_params<R>(self, f: impl FnOnce(&[*mut c_void]) -> R) -> R {
+                let mut values = self;
+                f(&[$(&mut values.$i as *mut $a as *mut c_void),*])
+            }
+        }
+    };
+}
+tuple_args!();
+tuple_args!(A0 0, A1 1);
+tuple_args!(A0 0, A1 1, A2 2);
+tuple_args!(A0 0, A1 1, A2 2, A3 3);
+tuple_args!(A0 0, A1 1, A2 2, A3 3, A4 4);
+tuple_args!(A0 0, A1 1, A2 2, A3 3, A4 4, A5 5);
+tuple_args!(A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6);
+tuple_args!(A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8);
+
+/// A grid of `grid` blocks of `block` threads with `shared` bytes of dynamic
+/// shared memory.
+fn shape(grid: [u32; 3], block: [u32; 3], shared: u32) -> LaunchShape {
+    LaunchShape {
+        grid,
+        block,
+        dynamic_shared_bytes: shared,
+    }
+}
+
+/// Launches `kernel` on the simulator with its handle's host entry.
+///
+/// # Safety
+/// The arguments satisfy the kernel's `# Safety` contract.
+unsafe fn launch<P: Args>(kernel: Kernel<P>, shape: LaunchShape, args: P) -> Result<(), SimError> {
+    let entry = kernel
+        .sim_entry()
+        .expect("every kernel of the crate has a host entry");
+    // SAFETY: the parameters are the handle's types, in order; the contract
+    // is the caller's.
+    args.with_params(|params| unsafe { sim::launch(kernel.name(), shape, entry, params) })
+}
+
+/// A 1-D launch.
+fn linear(grid: u32, block: u32) -> LaunchShape {
+    shape([grid, 1, 1], [block, 1, 1], 0)
+}
+
+/// Deterministic pseudo-random values in `[-1, 1)`.
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+fn ints(n: usize, seed: u64) -> Vec<i32> {
+    values(n, seed)
+        .iter()
+        .map(|&v| (v * 1.0e9) as i32)
+        .collect()
+}
+
+#[test]
+fn multiply_and_vector_sum() {
+    for n in [1, 3, 37, 1037] {
+        let (a, b) = (values(n, 1), values(n, 2));
+        let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<f32>::zeroed(n));
+        // SAFETY: three buffers of n f32, c apart from a and b.
+        unsafe {
+            launch(
+                multiply::MULTIPLY,
+                linear(3, 64),
+                (da.ptr().cast_const(), db.ptr().cast_const(), dc.ptr(), n),
+            )
+        }
+        .unwrap();
+        let want: Vec<f32> = a
+            .iter()
+            .zip(&b)
+            .map(|(&x, &y)| multiply::multiply_element(x, y))
+            .collect();
+        assert_eq!(dc.to_vec(), want, "multiply, n = {n}");
+
+        let (a, b) = (ints(n, 3), ints(n, 4));
+        let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<i32>::zeroed(n));
+        // SAFETY: as above, on i32.
+        unsafe {
+            launch(
+                multiply::VECTOR_SUM_I32,
+                linear(2, 32),
+                (da.ptr().cast_const(), db.ptr().cast_const(), dc.ptr(), n),
+            )
+        }
+        .unwrap();
+        let want: Vec<i32> = a
+            .iter()
+            .zip(&b)
+            .map(|(&x, &y)| multiply::vector_sum_element(x, y))
+            .collect();
+        assert_eq!(dc.to_vec(), want, "vector_sum_i32, n = {n}");
+    }
+    // SAFETY: no parameters.
+    unsafe { launch(multiply::EMPTY_KERNEL, linear(2, 64), ()) }.unwrap();
+}
+
+/// Launches elementwise kernel `K` on `T` with the arrays and scalars given,
+/// as the host's `ElementwiseArgs` lays them out: arrays, scalars, then `n`.
+fn elementwise_launch<K: Elementwise<T>, T: Copy>(arrays: &[&Buf<T>], scalars: &[T], n: usize) {
+    let kernel = K::KERNEL;
+    let entry = kernel.sim_entry().expect("a host entry");
+    let mut ptrs: Vec<*mut T> = arrays.iter().map(|b| b.ptr()).collect();
+    let mut scalars = scalars.to_vec();
+    let mut n = n;
+    let mut params: Vec<*mut c_void> = ptrs
+        .iter_mut()
+        .map(|p| p as *mut *mut T as *mut c_void)
+        .chain(scalars.iter_mut().map(|s| s as *mut T as *mut c_void))
+        .collect();
+    params.push(&mut n as *mut usize as *mut c_void);
+    // SAFETY: every array holds n elements; the outputs are apart from the
+    // inputs; the parameters are the declaration's, in order.
+    unsafe { sim::launch(kernel.name(), linear(2, 64), entry, &params) }.unwrap();
+}
+
+#[test]
+fn elementwise_kernels() {
+    let n = 531;
+    let (x, y0) = (values(n, 5), values(n, 6));
+    let (dx, dy) = (Buf::from(&x), Buf::from(&y0));
+    elementwise_launch::<ew::saxpy, f32>(&[&dx, &dy], &[1.5], n);
+    let want: Vec<f32> = x
+        .iter()
+        .zip(&y0)
+        .map(|(&x, &y)| {
+            let mut out = [y];
+            <ew::saxpy as Elementwise<f32>>::element(&[x], &mut out, &[1.5]);
+            out[0]
+        })
+        .collect();
+    assert_eq!(dy.to_vec(), want, "saxpy");
+
+    let (a, b) = (ints(n, 7), ints(n, 8));
+    let a: Vec<i64> = a.iter().map(|&v| v as i64).collect();
+    let b: Vec<i64> = b.iter().map(|&v| v as i64).collect();
+    let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<i64>::zeroed(n));
+    elementwise_launch::<ew::sum, i64>(&[&da, &db, &dc], &[], n);
+    let want: Vec<i64> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    assert_eq!(dc.to_vec(), want, "sum i64");
+
+    // K8.
+    let (a, b) = (values(n, 9), values(n, 10));
+    let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<f32>::zeroed(n));
+    // SAFETY: three buffers of n f32, c apart from a and b.
+    unsafe {
+        launch(
+            elementwise::VECTOR_SUM_REPEAT,
+            linear(2, elementwise::REPEAT_THREADS),
+            (
+                da.ptr().cast_const(),
+                db.ptr().cast_const(),
+                dc.ptr(),
+                n,
+                3u32,
+            ),
+        )
+    }
+    .unwrap();
+    let want: Vec<f32> = a
+        .iter()
+        .zip(&b)
+        .map(|(&x, &y)| elementwise::vector_sum_repeat_element(x, y))
+        .collect();
+    assert_eq!(dc.to_vec(), want, "vector_sum_repeat");
+}
+
+/// `C = A · B` in f64 from f32 operands.
+fn matmul_cpu(a: &[f32], b: &[f32], m: usize, k: usize, n: usize) -> Vec<f64> {
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let x = a[i * k + p] as f64;
+            for j in 0..n {
+                c[i * n + j] += x * b[p * n + j] as f64;
+            }
+        }
+    }
+    c
+}
+
+fn assert_close(got: &[f32], want: &[f64], k: usize, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    // Operands in [-1, 1): each product and partial sum is below k in
+    // magnitude; f32 rounding of a length-k dot product stays below k·ε·k.
+    let tol = 1e-6 * (k * k) as f64 + 1e-5;
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g as f64 - w).abs() <= tol,
+            "{what}: element {i}: {g} vs {w}"
+        );
+    }
+}
+
+#[test]
+fn matrix_kernels() {
+    // Non-vector shapes: odd everywhere.
+    let (m, k, n) = (37, 29, 45);
+    let (a, b) = (values(m * k, 11), values(k * n, 12));
+    let want = matmul_cpu(&a, &b, m, k, n);
+    let (da, db) = (Buf::from(&a), Buf::from(&b));
+    let args = |c: &Buf<f32>| {
+        (
+            da.ptr().cast_const(),
+            db.ptr().cast_const(),
+            c.ptr(),
+            m,
+            k,
+            n,
+        )
+    };
+
+    let dc = Buf::<f32>::zeroed(m * n);
+    let b2 = matmul::BLOCK_2D;
+    let grid = [
+        n.div_ceil(b2 as usize) as u32,
+        m.div_ceil(b2 as usize) as u32,
+        1,
+    ];
+    // SAFETY: A m×k, B k×n, C m×n, C apart from both.
+    unsafe {
+        launch(
+            matmul::MATRIX_MUL_NAIVE,
+            shape(grid, [b2, b2, 1], 0),
+            args(&dc),
+        )
+    }
+    .unwrap();
+    assert_close(&dc.to_vec(), &want, k, "matrix_mul_naive");
+
+    // K3, in place.
+    let x = values(m * n, 15);
+    let dx = Buf::from(&x);
+    // SAFETY: m × n f32.
+    unsafe { launch(matmul::DOUBLES_MATRIX, linear(3, 64), (dx.ptr(), m, n)) }.unwrap();
+    let want: Vec<f32> = x.iter().map(|&v| matmul::double_element(v)).collect();
+    assert_eq!(dx.to_vec(), want, "doubles_matrix");
+
+    // K9: two batches of 3×5 · 5×4 sharing one B (a broadcast).
+    let (bm, bn, bp) = (3usize, 5usize, 4usize);
+    let a: Vec<i64> = (0..2 * bm * bn).map(|v| v as i64 * 7 - 20).collect();
+    let b: Vec<i64> = (0..bn * bp).map(|v| v as i64 * 3 - 9).collect();
+    let (a_off, b_off) = (vec![0usize, bm * bn], vec![0usize, 0]);
+    let (da, db) = (Buf::from(&a), Buf::from(&b));
+    let (dao, dbo, dc) = (
+        Buf::from(&a_off),
+        Buf::from(&b_off),
+        Buf::<i64>::zeroed(2 * bm * bp),
+    );
+    // SAFETY: the offsets locate each batch's matrices inside A and B.
+    unsafe {
+        launch(
+            matmul::GUFUNC_MATMUL_I64,
+            linear(1, matmul::GUFUNC_THREADS),
+            (
+                da.ptr().cast_const(),
+                db.ptr().cast_const(),
+                dao.ptr().cast_const(),
+                dbo.ptr().cast_const(),
+                dc.ptr(),
+                2usize,
+                bm,
+                bn,
+                bp,
+            ),
+        )
+    }
+    .unwrap();
+    let mut want = vec![0i64; 2 * bm * bp];
+    for z in 0..2 {
+        for i in 0..bm {
+            for j in 0..bp {
+                want[(z * bm + i) * bp + j] = (0..bn).fold(0, |acc, q| {
+                    matmul::mul_add_i64(acc, a[a_off[z] + i * bn + q], b[b_off[z] + q * bp + j])
+                });
+            }
+        }
+    }
+    assert_eq!(dc.to_vec(), want, "gufunc_matmul_i64");
+}
+
+/// The tiled SGEMM entry points (shared memory, barriers, split-k atomics).
+#[test]
+#[ignore = "needs the simulator's scheduler (barriers): simcore's next milestone"]
+fn sgemm_tiles() {
+    let (m, k, n) = (37, 29, 45);
+    let (a, b) = (values(m * k, 11), values(k * n, 12));
+    let want = matmul_cpu(&a, &b, m, k, n);
+    let (da, db) = (Buf::from(&a), Buf::from(&b));
+    let args = |c: &Buf<f32>| {
+        (
+            da.ptr().cast_const(),
+            db.ptr().cast_const(),
+            c.ptr(),
+            m,
+            k,
+            n,
+        )
+    };
+    for tile in [matmul::SGEMM_128, matmul::SGEMM_64] {
+        for splits in [1, 2] {
+            let dc = Buf::<f32>::zeroed(m * n);
+            let grid = [
+                n.div_ceil(tile.bn) as u32,
+                m.div_ceil(tile.bm) as u32,
+                splits,
+            ];
+            let s = shape(grid, [tile.threads(), 1, 1], tile.smem_bytes());
+            // SAFETY: as above; C zeroed for split-k.
+            unsafe { launch(tile.entry, s, args(&dc)) }.unwrap();
+            assert_close(
+                &dc.to_vec(),
+                &want,
+                k,
+                &format!("{} split {splits}", tile.entry),
+            );
+        }
+    }
+
+    // Vector shapes: k and n multiples of 4, A and B 16-byte aligned (their
+    // byte lengths are multiples of 16, and a buffer ends at a page).
+    let (m, k, n) = (37, 28, 44);
+    let (a, b) = (values(m * k, 13), values(k * n, 14));
+    let want = matmul_cpu(&a, &b, m, k, n);
+    let (da, db) = (Buf::from(&a), Buf::from(&b));
+    assert!((da.ptr() as usize | db.ptr() as usize).is_multiple_of(16));
+    for tile in [
+        matmul::SGEMM_128_V4,
+        matmul::SGEMM_64_V4,
+        matmul::SGEMM_128,
+        matmul::SGEMM_64,
+    ] {
+        let dc = Buf::<f32>::zeroed(m * n);
+        let grid = [n.div_ceil(tile.bn) as u32, m.div_ceil(tile.bm) as u32, 1];
+        let s = shape(grid, [tile.threads(), 1, 1], tile.smem_bytes());
+        let args = (
+            da.ptr().cast_const(),
+            db.ptr().cast_const(),
+            dc.ptr(),
+            m,
+            k,
+            n,
+        );
+        // SAFETY: as above; k, n multiples of 4 and A, B aligned for the v4 tiles.
+        unsafe { launch(tile.entry, s, args) }.unwrap();
+        assert_close(&dc.to_vec(), &want, k, tile.entry.name());
+    }
+}
+
+/// Reduces `input` with `Op` on a grid of `grid` blocks of `block` threads,
+/// twice (the kernel leaves its counter at 0 for the next launch).
+fn reduce_sim<Op: ReduceKernel<T>, T: Copy + Default>(
+    input: &[T],
+    init: T,
+    grid: u32,
+    block: u32,
+) -> T {
+    let din = Buf::from(input);
+    let (partials, counter, out) = (
+        Buf::<T>::zeroed(grid as usize),
+        Buf::<u32>::zeroed(1),
+        Buf::<T>::zeroed(1),
+    );
+    let mut results = Vec::new();
+    for _ in 0..2 {
+        // SAFETY: the reduce_kernels! contract: n inputs, grid partials, a
+        // zero counter, one output, block a multiple of 32, SHARED_BYTES.
+        unsafe {
+            launch(
+                Op::KERNEL,
+                shape([grid, 1, 1], [block, 1, 1], reduce::SHARED_BYTES),
+                (
+                    din.ptr().cast_const(),
+                    partials.ptr(),
+                    counter.ptr(),
+                    out.ptr(),
+                    input.len(),
+                    init,
+                ),
+            )
+        }
+        .unwrap();
+        assert_eq!(counter.to_vec(), [0], "{}: the counter is reset", Op::ENTRY);
+        results.push(out.to_vec()[0]);
+    }
+    results[0]
+}
+
+fn check_int<Op: ReduceKernel<i32>>(input: &[i32]) {
+    for (grid, block) in [(1, 32), (5, 64), (7, 256)] {
+        let got = reduce_sim::<Op, i32>(input, 3, grid, block);
+        assert_eq!(
+            Some(got),
+            reduce::fold::<i32, Op>(input.iter().copied(), Some(3)),
+            "{} {grid}×{block}",
+            Op::ENTRY
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
+fn reductions() {
+    let n = 10_007;
+    let xs = ints(n, 16);
+    check_int::<Sum>(&xs);
+    check_int::<Min>(&xs);
+    check_int::<Max>(&xs);
+    check_int::<Xor>(&xs);
+    check_int::<Sum>(&xs[1..]); // another alignment: a head of 3 elements
+
+    let fs = values(n, 17);
+    for (grid, block) in [(1, 32), (6, 128)] {
+        let got = reduce_sim::<Sum, f32>(&fs, 0.5, grid, block);
+        let want: f64 = 0.5 + fs.iter().map(|&v| v as f64).sum::<f64>();
+        assert!(
+            (got as f64 - want).abs() < 1e-3,
+            "reduce_sum_f32: {got} vs {want}"
+        );
+        for (got, want) in [
+            (
+                reduce_sim::<Min, f32>(&fs, f32::INFINITY, grid, block),
+                reduce::fold::<f32, Min>(fs.iter().copied(), None),
+            ),
+            (
+                reduce_sim::<Max, f32>(&fs, f32::NEG_INFINITY, grid, block),
+                reduce::fold::<f32, Max>(fs.iter().copied(), None),
+            ),
+        ] {
+            assert_eq!(Some(got), want, "min/max f32 {grid}×{block}");
+        }
+    }
+    let _ = <Sum as ReduceOp<f32>>::identity();
+}
+
+#[test]
+#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
+fn reduction_primitives() {
+    // Warp shuffles and votes: 2 blocks of 64.
+    let threads = 128usize;
+    let (o32, o64) = (
+        Buf::<u32>::zeroed(8 * threads),
+        Buf::<u64>::zeroed(8 * threads),
+    );
+    // SAFETY: 8 · threads elements each, a 1-D launch of `threads` threads.
+    unsafe {
+        launch(
+            reduce::primitive_tests::WARP_SHUFFLE_TEST,
+            linear(2, 64),
+            (o32.ptr(), o64.ptr(), threads),
+        )
+    }
+    .unwrap();
+    let (r32, r64) = (o32.to_vec(), o64.to_vec());
+    for g in 0..threads {
+        let lane = g % 32;
+        let x = |g: usize| (g as u32).wrapping_mul(3).wrapping_add(1);
+        let warp0 = g - lane;
+        let down = if lane + 1 < 32 { x(g + 1) } else { x(g) };
+        assert_eq!(r32[g], down, "shuffle_down at {g}");
+        assert_eq!(r32[3 * threads + g], x(warp0 + 7), "shuffle_idx at {g}");
+        assert_eq!(r32[4 * threads + g], lane as u32, "lane_id at {g}");
+        let sum = (warp0..warp0 + 32).fold(0u32, |s, t| s.wrapping_add(x(t)));
+        assert_eq!(r32[6 * threads + g], sum, "all_reduce at {g}");
+        assert_eq!(r64[7 * threads + g], 1, "all(lane < 32) at {g}");
+    }
+
+    // Atomics.
+    let n = 300usize;
+    let tickets = Buf::<u32>::zeroed(n);
+    let counters = Buf::from(&[0u32, 0, u32::MAX, u32::MAX, 0, 0]);
+    let signed = Buf::from(&[i32::MIN, i32::MAX]);
+    let (sf, sd, su) = (
+        Buf::<f32>::zeroed(1),
+        Buf::<f64>::zeroed(1),
+        Buf::<u64>::zeroed(1),
+    );
+    // SAFETY: the buffers as atomic_test's contract lists them.
+    unsafe {
+        launch(
+            reduce::primitive_tests::ATOMIC_TEST,
+            linear(3, 128),
+            (
+                tickets.ptr(),
+                counters.ptr(),
+                signed.ptr(),
+                sf.ptr(),
+                sd.ptr(),
+                su.ptr(),
+                n,
+            ),
+        )
+    }
+    .unwrap();
+    let mut t = tickets.to_vec();
+    t.sort_unstable();
+    assert_eq!(t, (0..n as u32).collect::<Vec<_>>(), "tickets");
+    let c = counters.to_vec();
+    assert_eq!(
+        (c[0], c[1], c[2], c[5]),
+        (n as u32, n as u32 - 1, 0, 1),
+        "counters"
+    );
+    assert_eq!(
+        signed.to_vec(),
+        [n as i32 - 1 - (n / 2) as i32, -((n / 2) as i32)]
+    );
+    assert_eq!((sf.to_vec()[0], sd.to_vec()[0]), (n as f32, n as f64 * 0.5));
+    assert_eq!(su.to_vec()[0], (n * (n - 1) / 2) as u64);
+
+    // Wide and L2 loads.
+    let input: Vec<u32> = (0..4 * 19).map(|v| v * 2654435761u32).collect();
+    let din = Buf::from(&input);
+    let (out, out_cg) = (
+        Buf::<u32>::zeroed(input.len()),
+        Buf::<u32>::zeroed(input.len()),
+    );
+    // SAFETY: 4 · 19 u32, 16-byte aligned (304 bytes ending at a page).
+    unsafe {
+        launch(
+            reduce::primitive_tests::LOAD_TEST,
+            linear(1, 32),
+            (din.ptr().cast_const(), out.ptr(), out_cg.ptr(), 19usize),
+        )
+    }
+    .unwrap();
+    assert_eq!(out.to_vec(), input);
+    assert_eq!(out_cg.to_vec(), input);
+
+    // The block tree step.
+    let (grid, block) = (3usize, 96usize);
+    let xs: Vec<i64> = (0..grid * block).map(|v| (v as i64 - 100) << 33).collect();
+    let (din, dout) = (Buf::from(&xs), Buf::<i64>::zeroed(grid));
+    // SAFETY: grid · block inputs, grid outputs, 256 bytes of shared memory.
+    unsafe {
+        launch(
+            reduce::primitive_tests::BLOCK_REDUCE_TEST_I64,
+            shape([grid as u32, 1, 1], [block as u32, 1, 1], 256),
+            (din.ptr().cast_const(), dout.ptr()),
+        )
+    }
+    .unwrap();
+    let want: Vec<i64> = xs.chunks(block).map(|c| c.iter().sum()).collect();
+    assert_eq!(dout.to_vec(), want);
+}
+
+#[test]
+fn mandelbrot_graph() {
+    let size = 33usize;
+    let lattice: Vec<f32> = (0..size)
+        .map(|i| -2.0 + 4.0 * i as f32 / (size - 1) as f32)
+        .collect();
+    let (dl, dg) = (Buf::from(&lattice), Buf::<f32>::zeroed(size * size));
+    let blocks = (size * size).div_ceil(32) as u32;
+    // SAFETY: `size` lattice values, size² graph cells, size² fits in i32.
+    unsafe {
+        launch(
+            mandelbrot::MANDELBROT_KER,
+            linear(blocks, 32),
+            (dl.ptr().cast_const(), dg.ptr(), 40, 4.0f32, size as i32),
+        )
+    }
+    .unwrap();
+    let size_nz = std::num::NonZeroU32::new(size as u32).unwrap();
+    let want: Vec<f32> = (0..(size * size) as u32)
+        .map(|tid| {
+            let (i, j) = mandelbrot::lattice_indices(tid, size_nz);
+            mandelbrot::mandelbrot_point(lattice[i as usize], lattice[j as usize], 40, 4.0)
+        })
+        .collect();
+    assert_eq!(dg.to_vec(), want);
+    assert!(want.contains(&0.0) && want.contains(&1.0));
+}
+
+fn life_cpu(cells: &[i32], n: usize) -> Vec<i32> {
+    (0..n * n)
+        .map(|i| life::life_cell(n, i % n, i / n, |j| cells[j]))
+        .collect()
+}
+
+#[test]
+fn life_steps() {
+    for n in [37usize, 40] {
+        let cells: Vec<i32> = values(n * n, n as u64)
+            .iter()
+            .map(|&v| (v > 0.3) as i32)
+            .collect();
+        let want = life_cpu(&cells, n);
+        let din = Buf::from(&cells);
+
+        let dout = Buf::<i32>::zeroed(n * n);
+        let b = life::LIFE_BLOCK;
+        let g = n.div_ceil(b as usize) as u32;
+        // SAFETY: two n×n lattices, apart.
+        unsafe {
+            launch(
+                life::CONWAY_KER,
+                shape([g, g, 1], [b, b, 1], 0),
+                (din.ptr().cast_const(), dout.ptr(), n),
+            )
+        }
+        .unwrap();
+        assert_eq!(dout.to_vec(), want, "conway_ker n = {n}");
+
+        let dout = Buf::<i32>::zeroed(n * n);
+        let (rows, by) = (3usize, 4u32);
+        let gx = n.div_ceil(life::FAST_CELLS_X * 32) as u32;
+        let gy = n.div_ceil(rows * by as usize) as u32;
+        // SAFETY: as above; rows ≥ 1.
+        unsafe {
+            launch(
+                life::CONWAY_FAST,
+                shape([gx, gy, 1], [32, by, 1], 0),
+                (din.ptr().cast_const(), dout.ptr(), n, rows),
+            )
+        }
+        .unwrap();
+        assert_eq!(dout.to_vec(), want, "conway_fast n = {n}");
+    }
+}
+
+#[test]
+fn small_kernels() {
+    // K12.
+    let x = values(203, 18);
+    let dx = Buf::from(&x);
+    // SAFETY: 203 f32.
+    unsafe { launch(streams::MULT_KER, linear(1, 64), (dx.ptr(), x.len())) }.unwrap();
+    let want: Vec<f32> = x.iter().map(|&v| streams::mult_ker_element(v)).collect();
+    assert_eq!(dx.to_vec(), want, "mult_ker");
+
+    // Device math, one unary and one binary function per type.
+    let xs = values(97, 20);
+    let ys = values(97, 21);
+    let (dx, dy, dout) = (Buf::from(&xs), Buf::from(&ys), Buf::<f32>::zeroed(97));
+    for f in [math_checks::MathFn::Sin, math_checks::MathFn::Atan2] {
+        // SAFETY: 97 f32 each.
+        unsafe {
+            launch(
+                math_checks::MATH_F32_TEST,
+                linear(1, math_checks::MATH_CHECK_BLOCK),
+                (
+                    dx.ptr().cast_const(),
+                    dy.ptr().cast_const(),
+                    dout.ptr(),
+                    97usize,
+                    f as u32,
+                ),
+            )
+        }
+        .unwrap();
+        let got = dout.to_vec();
+        for i in 0..97 {
+            let want = match f {
+                math_checks::MathFn::Sin => (xs[i] as f64).sin(),
+                _ => (xs[i] as f64).atan2(ys[i] as f64),
+            };
+            assert!(
+                (got[i] as f64 - want).abs() < 1e-6,
+                "{f:?}({}) = {}",
+                xs[i],
+                got[i]
+            );
+        }
+    }
+    let xs: Vec<f64> = (0..31).map(|i| i as f64 * 0.37).collect();
+    let (dx, dout) = (Buf::from(&xs), Buf::<f64>::zeroed(31));
+    // SAFETY: 31 f64 each (y unused by sqrt, any valid pointer of 31).
+    unsafe {
+        launch(
+            math_checks::MATH_F64_TEST,
+            linear(1, math_checks::MATH_CHECK_BLOCK),
+            (
+                dx.ptr().cast_const(),
+                dx.ptr().cast_const(),
+                dout.ptr(),
+                31usize,
+                math_checks::MathFn::Sqrt as u32,
+            ),
+        )
+    }
+    .unwrap();
+    assert_eq!(
+        dout.to_vec(),
+        xs.iter().map(|v| v.sqrt()).collect::<Vec<_>>()
+    );
+}
+
+/// Static shared memory and barriers.
+#[test]
+#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
+fn shared_memory_and_barriers() {
+    let n = 2 * device_checks::REVERSE_BLOCK + 77;
+    let xs = ints(n, 19);
+    let (din, dout) = (Buf::from(&xs), Buf::<i32>::zeroed(n));
+    let blocks = n.div_ceil(device_checks::REVERSE_BLOCK) as u32;
+    // SAFETY: n i32 each; blocks of REVERSE_BLOCK.
+    unsafe {
+        launch(
+            device_checks::BLOCK_REVERSE_I32,
+            linear(blocks, device_checks::REVERSE_BLOCK as u32),
+            (din.ptr().cast_const(), dout.ptr(), n),
+        )
+    }
+    .unwrap();
+    let want: Vec<i32> = xs
+        .chunks(device_checks::REVERSE_BLOCK)
+        .flat_map(|c| c.iter().rev().copied())
+        .collect();
+    assert_eq!(dout.to_vec(), want, "block_reverse_i32");
+}
+
+#[test]
+fn printf_and_faults() {
+    // SAFETY: no parameters.
+    unsafe { launch(hello::HELLO_KERNEL, linear(1, 3), ()) }.unwrap();
+    // SAFETY: no parameters.
+    unsafe { launch(hello::HELLO_INDEXED, linear(2, 2), ()) }.unwrap();
+
+    // SAFETY: plain values.
+    let err = unsafe { launch(hello::FAULT_TEST_KERNEL, linear(3, 32), (1u32, 5u32)) }.unwrap_err();
+    match &err {
+        SimError::Fault { at, message, .. } => {
+            assert_eq!((at.block[0], at.thread[0]), (1, 5), "{err}");
+            assert!(message.contains("on purpose"), "{err}");
+        }
+        other => panic!("expected a fault, got {other}"),
+    }
+    // The simulator stays usable.
+    // SAFETY: plain values, and no thread matches.
+    unsafe { launch(hello::FAULT_TEST_KERNEL, linear(3, 32), (9u32, 0u32)) }.unwrap();
+}
+
+/// The reference launch: multiply of 2^20 f32, timed (printed;
+/// `--nocapture` shows it).
+#[test]
+fn multiply_timing() {
+    let n = 1 << 20;
+    let (a, b) = (values(n, 22), values(n, 23));
+    let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<f32>::zeroed(n));
+    // The host's launch: 256 threads, each one pass of 4 vectors.
+    let grid = (n / 4).div_ceil(256 * 4) as u32;
+    let t = Instant::now();
+    // SAFETY: three buffers of n f32.
+    unsafe {
+        launch(
+            multiply::MULTIPLY,
+            linear(grid, 256),
+            (da.ptr().cast_const(), db.ptr().cast_const(), dc.ptr(), n),
+        )
+    }
+    .unwrap();
+    let multiply_s = t.elapsed().as_secs_f64();
+    let c = dc.to_vec();
+    assert!((0..n).all(|i| c[i] == a[i] * b[i]));
+    eprintln!("simulator: multiply of 2^20 f32 in {multiply_s:.3} s");
+}
+
+/// The reference launch: the tiled SGEMM at 256³, timed (printed;
+/// `--nocapture` shows it).
+#[test]
+#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
+fn sgemm_timing() {
+    let s = 256;
+    let (a, b) = (values(s * s, 24), values(s * s, 25));
+    let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<f32>::zeroed(s * s));
+    let tile = matmul::SGEMM_128;
+    let grid = [(s / tile.bn) as u32, (s / tile.bm) as u32, 1];
+    let t = Instant::now();
+    // SAFETY: three 256×256 matrices.
+    unsafe {
+        launch(
+            tile.entry,
+            shape(grid, [tile.threads(), 1, 1], tile.smem_bytes()),
+            (
+                da.ptr().cast_const(),
+                db.ptr().cast_const(),
+                dc.ptr(),
+                s,
+                s,
+                s,
+            ),
+        )
+    }
+    .unwrap();
+    let sgemm_s = t.elapsed().as_secs_f64();
+    assert_close(&dc.to_vec(), &matmul_cpu(&a, &b, s, s, s), s, "sgemm 256³");
+    eprintln!("simulator: matrix_mul_tiled at 256³ in {sgemm_s:.3} s");
+}
