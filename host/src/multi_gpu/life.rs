@@ -22,6 +22,8 @@ use std::ops::Range;
 
 use cust::memory::{DeviceBuffer, DeviceSlice};
 use cust::sys as cu;
+#[cfg(test)]
+use ndarray::Array1;
 use ndarray::{Array2, ArrayView2};
 
 use cuda_kernels_gpu::life::CONWAY_FAST;
@@ -136,17 +138,7 @@ impl<'g> LifeBands<'g> {
             .ok_or_else(|| Error::invalid(K, "lattice not contiguous"))?;
         let items: Vec<_> = gpus.iter().zip(rows).collect();
         let bands = run_each(K, &labels(gpus), items, |_, (gpu, rows), _| {
-            // Row j of the buffer holds the lattice's row (r0 + j) mod n.
-            let mut host = vec![0i32; n * n];
-            let r0 = rows.start;
-            let mut wanted: Vec<usize> = (0..rows.len()).collect();
-            if p > 1 {
-                wanted.extend([rows.len(), n - 1]);
-            }
-            for j in wanted {
-                let src = (r0 + j) % n;
-                host[j * n..(j + 1) * n].copy_from_slice(&flat[src * n..(src + 1) * n]);
-            }
+            let host = band_buffer(flat, n, &rows, p);
             gpu.bind()?;
             let lattice = [
                 DeviceBuffer::from_slice(&host).during(K, "copy the band in")?,
@@ -210,6 +202,56 @@ impl<'g> LifeBands<'g> {
         let cells = gather(K, &self.gpus, &bands.iter().collect::<Vec<_>>())?;
         Array2::from_shape_vec((n, n), cells).map_err(|e| Error::invalid(K, e.to_string()))
     }
+}
+
+/// Device `i`'s buffer at the start, for a lattice split in `p` bands:
+/// row `j` holds the lattice's row `(r0 + j) mod n` for the band's rows
+/// `j < h`, and (with more than one band) its halos, `j = h` and `j = n −
+/// 1`; every other row is 0.
+fn band_buffer(flat: &[i32], n: usize, rows: &Range<usize>, p: usize) -> Vec<i32> {
+    let mut host = vec![0i32; n * n];
+    let mut wanted: Vec<usize> = (0..rows.len()).collect();
+    if p > 1 {
+        wanted.extend([rows.len(), n - 1]);
+    }
+    for j in wanted {
+        let src = (rows.start + j) % n;
+        host[j * n..(j + 1) * n].copy_from_slice(&flat[src * n..(src + 1) * n]);
+    }
+    host
+}
+
+/// One halo row of a band after a step: copied from band `from`'s buffer
+/// row `src_row` (row `staged_row` of its staging slot) into this band's
+/// row `dst_row`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Halo {
+    from: usize,
+    src_row: usize,
+    staged_row: usize,
+    dst_row: usize,
+}
+
+/// The two halos of band `i` of bands of `heights` on an `n`-wide torus:
+/// the band above's last row into row `n − 1`, the band below's first row
+/// into row `h` (the staging slots hold a band's first row, then its last).
+fn halos(heights: &[usize], i: usize, n: usize) -> [Halo; 2] {
+    let p = heights.len();
+    let (up, down) = ((i + p - 1) % p, (i + 1) % p);
+    [
+        Halo {
+            from: up,
+            src_row: heights[up] - 1,
+            staged_row: 1,
+            dst_row: n - 1,
+        },
+        Halo {
+            from: down,
+            src_row: 0,
+            staged_row: 0,
+            dst_row: heights[i],
+        },
+    ]
 }
 
 /// Device `i`'s thread: queues `steps` steps of its band (see the module
@@ -296,12 +338,14 @@ fn run_band(
             crew.wait_for(K, j, 2 * s as u64 + 1)?;
             stream_wait(stream, &bands[j].done[slot])?;
         }
-        let above = &bands[up];
-        let copies = [
-            (up, above.rows.len() - 1, 1usize, n - 1),
-            (down, 0usize, 0usize, h),
-        ];
-        for (j, src_row, staged_row, dst_row) in copies {
+        let heights: Vec<usize> = bands.iter().map(|b| b.rows.len()).collect();
+        for Halo {
+            from: j,
+            src_row,
+            staged_row,
+            dst_row,
+        } in halos(&heights, i, n)
+        {
             let dst = me.row(next, dst_row, n);
             match path {
                 Some(CopyPath::Staged) => {
@@ -348,4 +392,62 @@ fn run_band(
         crew.advance(i, 2 * s as u64 + 2);
     }
     gpu.synchronize(CONWAY_FAST.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::life::{life_cpu, life_step_cpu, random_lattice};
+    use crate::multi_gpu::split_rows;
+    use crate::util::Rng;
+
+    /// The layout and the halo exchange on the CPU: each band's buffer is
+    /// stepped as a whole `n`×`n` torus (a superset of what the kernel
+    /// computes: its band's rows), then its halos are copied in as
+    /// [`halos`] says, from the staging rows too; after every step the
+    /// bands equal the one-lattice result.
+    #[test]
+    fn bands_and_halos_reproduce_the_torus() {
+        for (n, p, steps) in [(16, 2, 9), (17, 3, 7), (40, 5, 6), (9, 2, 5), (12, 1, 4)] {
+            let start = random_lattice(n, 0.35, &mut Rng::new(n as u64));
+            let flat = start.as_slice().unwrap();
+            let rows = split_rows("t", n, p).unwrap();
+            let heights: Vec<usize> = rows.iter().map(|r| r.len()).collect();
+            let mut buffers: Vec<Array2<i32>> = rows
+                .iter()
+                .map(|r| Array2::from_shape_vec((n, n), band_buffer(flat, n, r, p)).unwrap())
+                .collect();
+            for step in 1..=steps {
+                let next: Vec<Array2<i32>> = buffers
+                    .iter()
+                    .map(|b| life_step_cpu(b.view()).unwrap())
+                    .collect();
+                let staged: Vec<[Vec<i32>; 2]> = next
+                    .iter()
+                    .zip(&heights)
+                    .map(|(b, &h)| [b.row(0).to_vec(), b.row(h - 1).to_vec()])
+                    .collect();
+                buffers = next.clone();
+                if p > 1 {
+                    for (i, buffer) in buffers.iter_mut().enumerate() {
+                        for halo in halos(&heights, i, n) {
+                            let peer = next[halo.from].row(halo.src_row).to_vec();
+                            assert_eq!(peer, staged[halo.from][halo.staged_row]);
+                            buffer.row_mut(halo.dst_row).assign(&Array1::from(peer));
+                        }
+                    }
+                }
+                let want = life_cpu(start.view(), step).unwrap();
+                for (r, b) in rows.iter().zip(&buffers) {
+                    for (j, g) in r.clone().enumerate() {
+                        assert_eq!(
+                            b.row(j),
+                            want.row(g),
+                            "n {n}, {p} bands, step {step}, row {g}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
