@@ -23,9 +23,24 @@ pub const CUBINS: &[Cubin] = IMAGES.cubins;
 /// that matches the device, else the [`PTX`] (JIT-compiled by the driver);
 /// [`Gpu::image`] says which.
 ///
+/// With `CUDA_KERNELS_SIM=1` in the environment ([`SIM_ENV`]) it opens the
+/// CPU simulator instead ([`simulator`]), as `NUMBA_ENABLE_CUDASIM=1` makes
+/// Numba's `cuda` module its simulator: the same program then runs its
+/// kernels' Rust code on the CPU, with no GPU.
+///
 /// Errors with [`Error::NoDriver`] or [`Error::NoDevice`] on a machine
-/// without a usable GPU.
+/// without a usable GPU (and without `CUDA_KERNELS_SIM=1`).
 pub fn gpu() -> Result<Gpu> {
+    if sim_requested() {
+        simulator()
+    } else {
+        cuda_gpu()
+    }
+}
+
+/// Opens device 0 with the embedded kernels, whatever `CUDA_KERNELS_SIM`
+/// says (for what only a GPU has: the C ABI library uses it).
+pub fn cuda_gpu() -> Result<Gpu> {
     Gpu::from_images(&IMAGES)
 }
 
@@ -58,6 +73,13 @@ pub fn all_gpus() -> Result<Vec<Gpu>> {
         });
     }
     usable.into_iter().map(gpu_on).collect()
+}
+
+/// The CPU simulator ([`Gpu::simulator`]): runs the kernels' own Rust code
+/// on the host with CUDA's execution model, standing in for an H100's
+/// limits. Needs no GPU and no driver.
+pub fn simulator() -> Result<Gpu> {
+    Gpu::simulator()
 }
 
 /// The `.entry` names in a PTX text, in order.

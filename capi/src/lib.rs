@@ -180,7 +180,7 @@ fn with_gpu<T>(f: impl FnOnce(&Gpu) -> cuda_kernels::Result<T>) -> Result<T, Fai
     let mut slot = GPU.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let gpu = match slot.take() {
         Some(gpu) => gpu,
-        None => cuda_kernels::gpu().map_err(failure)?,
+        None => cuda_kernels::cuda_gpu().map_err(failure)?,
     };
     let result = f(&gpu);
     // A CUDA failure may leave the context unusable: open a fresh one next time.

@@ -1,5 +1,7 @@
 //! Streams, events and page-locked buffers made sound: [`Lane`], a CUDA
-//! stream that *owns* the memory its queued work touches.
+//! stream that *owns* the memory its queued work touches. On the simulator a
+//! lane works too (an empty stream, ordinary host memory, every operation
+//! done at once), so the kernels run through lanes give their results there.
 //!
 //! # The problem
 //! An asynchronous copy (`cuMemcpyHtoDAsync`, `cuMemcpyDtoHAsync`) returns
@@ -64,22 +66,20 @@ use std::mem::ManuallyDrop;
 use cust::error::CudaResult;
 use cust::event::Event;
 use cust::memory::bytemuck::Zeroable;
-use cust::memory::{
-    AsyncCopyDestination, DeviceBuffer, DeviceCopy, DevicePointer, DeviceSlice, LockedBuffer,
-};
-use cust::stream::Stream;
+use cust::memory::{DeviceCopy, DevicePointer, LockedBuffer};
 use cust::sys::{self as cu, CUresult, CUstream, CUstream_flags};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
 use crate::mandelbrot::driver_api::cuda_error;
+use crate::memory::{DeviceBuffer, DeviceSlice, Stream};
 
 const K: &str = "lane";
 
 /// A new stream, in the current context, that is *not* ordered with the
 /// legacy default stream (`cuStreamCreate` with `CU_STREAM_NON_BLOCKING`),
-/// returned as a `cust` [`Stream`] so that everything `cust` does with
-/// streams (`launch!`, events, asynchronous copies, `Drop` →
+/// returned as a `cust` [`Stream`](cust::stream::Stream) so that everything
+/// `cust` does with streams (events, asynchronous copies, `Drop` →
 /// `cuStreamDestroy`) works on it.
 ///
 /// Why not `Stream::new(StreamFlags::NON_BLOCKING, None)`: `cust` 0.3.2
@@ -87,9 +87,9 @@ const K: &str = "lane";
 /// It also has no constructor from a raw handle, so the handle is moved into
 /// a `Stream` by value: `Stream` is a struct whose only field is the
 /// `CUstream` handle, which `transmute` checks by size at compile time and
-/// this function checks by value at run time ([`Stream::as_inner`] must give
+/// this function checks by value at run time (`Stream::as_inner` must give
 /// the handle back) before the stream is used.
-pub fn non_blocking_stream() -> CudaResult<Stream> {
+pub fn non_blocking_stream() -> CudaResult<cust::stream::Stream> {
     let mut raw: CUstream = std::ptr::null_mut();
     // SAFETY: `raw` is a valid place for the new handle; the flag is one the
     // driver documents for cuStreamCreate.
@@ -102,7 +102,7 @@ pub fn non_blocking_stream() -> CudaResult<Stream> {
     // otherwise), so its bytes are the handle's; any pointer value is a valid
     // `CUstream`, and the Stream now owns the stream we just created (its Drop
     // calls cuStreamDestroy_v2 on it exactly once).
-    let stream: Stream = unsafe { std::mem::transmute::<CUstream, Stream>(raw) };
+    let stream = unsafe { std::mem::transmute::<CUstream, cust::stream::Stream>(raw) };
     if stream.as_inner() != raw {
         // Not the layout described above: do not let this value drop or be used.
         std::mem::forget(stream);
@@ -113,25 +113,51 @@ pub fn non_blocking_stream() -> CudaResult<Stream> {
     Ok(stream)
 }
 
-/// A CUDA stream with the page-locked host buffer and the `D` device buffers
-/// its work uses (all of `len` elements). See the [module docs](self) for the
-/// soundness argument.
+/// A lane's host buffer: page-locked on a GPU (so that copies are truly
+/// asynchronous), ordinary memory on the simulator (whose copies are
+/// synchronous).
+enum HostBuffer<T: DeviceCopy> {
+    Locked(LockedBuffer<T>),
+    Plain(Vec<T>),
+}
+
+impl<T: DeviceCopy> HostBuffer<T> {
+    fn as_slice(&self) -> &[T] {
+        match self {
+            HostBuffer::Locked(b) => b.as_slice(),
+            HostBuffer::Plain(v) => v,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        match self {
+            HostBuffer::Locked(b) => b.as_mut_slice(),
+            HostBuffer::Plain(v) => v,
+        }
+    }
+}
+
+/// A stream with the host buffer and the `D` device buffers its work uses
+/// (all of `len` elements). See the [module docs](self) for the soundness
+/// argument. On the simulator the stream is empty and every operation runs
+/// at once (the results are the same; recording events is
+/// [`Error::NotOnSimulator`]).
 ///
-/// ```no_run
+/// ```
 /// # fn main() -> cuda_kernels_host::Result<()> {
 /// use cuda_kernels_host::{Gpu, async_mem::Lane};
-/// # let gpu: Gpu = todo!();
+/// let gpu = Gpu::simulator()?; // or cuda_kernels::gpu()?
 /// let mut lane = Lane::<f32, 1>::from_host(&gpu, &[1.0, 2.0, 3.0])?;
-/// lane.upload(0)?; // pinned host -> device, asynchronous, in the lane's stream
+/// lane.upload(0)?; // host -> device, asynchronous, in the lane's stream
 /// lane.mult_ker(0, 1, 64)?; // the kernel, in the same stream
-/// lane.download(0)?; // device -> pinned host, asynchronous
+/// lane.download(0)?; // device -> host, asynchronous
 /// assert_eq!(lane.host()?, &[1.0, 2.0, 3.0]); // waits for the stream first
 /// # Ok(()) }
 /// ```
 pub struct Lane<'g, T: DeviceCopy, const D: usize> {
     gpu: &'g Gpu,
     stream: Stream,
-    host: ManuallyDrop<LockedBuffer<T>>,
+    host: ManuallyDrop<HostBuffer<T>>,
     device: ManuallyDrop<[DeviceBuffer<T>; D]>,
 }
 
@@ -140,6 +166,7 @@ impl<'g, T: DeviceCopy + Default + Zeroable, const D: usize> Lane<'g, T, D> {
     /// concurrently with every other stream, the legacy default stream
     /// included), a page-locked host buffer and `D` device buffers, all
     /// zeroed (the device buffers by a memset queued on the lane's stream).
+    /// On the simulator: an empty stream and ordinary host memory.
     ///
     /// Errors if `len` or `D` is 0, or on allocation failure.
     pub fn new(gpu: &'g Gpu, len: usize) -> Result<Self> {
@@ -150,22 +177,30 @@ impl<'g, T: DeviceCopy + Default + Zeroable, const D: usize> Lane<'g, T, D> {
             return Err(Error::invalid(K, "a lane needs at least one device buffer"));
         }
         gpu.bind()?;
-        let stream = non_blocking_stream().during(K, "cuStreamCreate")?;
-        let host = LockedBuffer::new(&T::default(), len).during(K, "cuMemAllocHost")?;
+        let (stream, host) = if gpu.is_simulated() {
+            let host = HostBuffer::Plain(vec![T::default(); len]);
+            (Stream::new(gpu.device_id(), None), host)
+        } else {
+            let stream = non_blocking_stream().during(K, "cuStreamCreate")?;
+            let host = LockedBuffer::new(&T::default(), len).during(K, "cuMemAllocHost")?;
+            (
+                Stream::new(gpu.device_id(), Some(stream)),
+                HostBuffer::Locked(host),
+            )
+        };
         let mut buffers = Vec::with_capacity(D);
         let zeroed = (|| -> Result<()> {
             for _ in 0..D {
                 // SAFETY: nothing reads the buffer before the memset queued next, and
                 // everything that reads it is queued after it on the same stream.
-                let buf = unsafe { DeviceBuffer::<T>::uninitialized(len) };
-                let mut buf = buf.during(K, "cuMemAlloc")?;
-                // Zeroed on the lane's own stream: `DeviceBuffer::zeroed` memsets on the
-                // legacy default stream, asynchronously, and a non-blocking stream is not
-                // ordered after that, so a later upload could race with the memset.
+                let mut buf = unsafe { gpu.uninitialized::<T>(len) }?;
+                // Zeroed on the lane's own stream: a memset on the legacy default stream
+                // is asynchronous, and a non-blocking stream is not ordered after it, so a
+                // later upload could race with it.
                 // SAFETY: the buffer holds `len` elements and is used only by this stream.
                 let queued = unsafe { buf.set_zero_async(&stream) };
                 buffers.push(buf);
-                queued.during(K, "cuMemsetD8Async")?;
+                queued?;
             }
             Ok(())
         })();
@@ -195,7 +230,7 @@ impl<'g, T: DeviceCopy + Default + Zeroable, const D: usize> Lane<'g, T, D> {
     /// the device buffers is queued).
     pub fn from_host(gpu: &'g Gpu, data: &[T]) -> Result<Self> {
         let mut lane = Self::new(gpu, data.len())?;
-        lane.host.copy_from_slice(data);
+        lane.host.as_mut_slice().copy_from_slice(data);
         Ok(lane)
     }
 }
@@ -203,12 +238,12 @@ impl<'g, T: DeviceCopy + Default + Zeroable, const D: usize> Lane<'g, T, D> {
 impl<'g, T: DeviceCopy, const D: usize> Lane<'g, T, D> {
     /// Elements in each buffer.
     pub fn len(&self) -> usize {
-        self.host.len()
+        self.host.as_slice().len()
     }
 
     /// Always false: a lane holds at least one element.
     pub fn is_empty(&self) -> bool {
-        self.host.is_empty()
+        self.host.as_slice().is_empty()
     }
 
     /// The GPU the lane belongs to.
@@ -216,8 +251,9 @@ impl<'g, T: DeviceCopy, const D: usize> Lane<'g, T, D> {
         self.gpu
     }
 
-    /// The lane's stream, non-blocking (made by [`non_blocking_stream`]): to
-    /// record events on it, to synchronize it, or for unsafe code of your own.
+    /// The lane's stream: on a GPU non-blocking (made by
+    /// [`non_blocking_stream`]), to record events on, to synchronize, or for
+    /// unsafe code of your own; empty on the simulator.
     pub fn stream(&self) -> &Stream {
         &self.stream
     }
@@ -242,7 +278,7 @@ impl<'g, T: DeviceCopy, const D: usize> Lane<'g, T, D> {
         // SAFETY: same lengths (one `len` for every buffer of the lane); the host
         // buffer cannot be freed, moved or written until the stream is synchronized
         // (module docs, points 2-5), and only this stream uses the device buffer.
-        unsafe { device.async_copy_from(host.as_slice(), stream) }.during(K, "cuMemcpyHtoDAsync")
+        unsafe { device.async_copy_from(host.as_slice(), stream) }
     }
 
     /// Queues an asynchronous copy of device buffer `dev` into the host
@@ -253,7 +289,7 @@ impl<'g, T: DeviceCopy, const D: usize> Lane<'g, T, D> {
         let (host, device, stream) = (&mut *self.host, &self.device[dev], &self.stream);
         // SAFETY: as in `upload`; the host buffer is not read or written until the
         // stream is synchronized (Lane::host / host_mut / Drop wait first).
-        unsafe { device.async_copy_to(host.as_mut_slice(), stream) }.during(K, "cuMemcpyDtoHAsync")
+        unsafe { device.async_copy_to(host.as_mut_slice(), stream) }
     }
 
     /// Queues a device-to-device copy `device[dst] = device[src]` on the
@@ -277,19 +313,26 @@ impl<'g, T: DeviceCopy, const D: usize> Lane<'g, T, D> {
         };
         let src_slice: &DeviceSlice<T> = src_buf;
         // SAFETY: distinct buffers of equal length, used only by this stream.
-        unsafe { dst_buf.async_copy_from(src_slice, &self.stream) }.during(K, "cuMemcpyDtoDAsync")
+        unsafe { dst_buf.async_copy_from_device(src_slice, &self.stream) }
     }
 
-    /// Records `event` on the lane's stream.
+    /// Records `event` on the lane's stream ([`Error::NotOnSimulator`] on
+    /// the simulator).
     pub fn record(&self, event: &Event) -> Result<()> {
+        let stream = self.stream.as_cust().map_err(|_| Error::NotOnSimulator {
+            what: "CUDA events",
+        })?;
         self.gpu.bind()?;
-        event.record(&self.stream).during(K, "cuEventRecord")
+        event.record(stream).during(K, "cuEventRecord")
     }
 
     /// Waits for everything queued on the lane's stream.
     pub fn synchronize(&self) -> Result<()> {
         self.gpu.bind()?;
-        self.stream.synchronize().during(K, "cuStreamSynchronize")
+        match self.stream.as_cust() {
+            Ok(s) => s.synchronize().during(K, "cuStreamSynchronize"),
+            Err(_) => Ok(()),
+        }
     }
 
     /// The host buffer, after waiting for the lane's stream (so every queued
@@ -312,7 +355,8 @@ impl<'g, T: DeviceCopy, const D: usize> Lane<'g, T, D> {
     ///
     /// For launchers of this crate (`Lane::mult_ker`, `Lane::conway_step`):
     /// the pointers stay valid until the stream is synchronized (module
-    /// docs), and the launcher queues its kernel on the returned stream only.
+    /// docs), belong to the lane's GPU, and the launcher queues its kernel on
+    /// the returned stream only.
     pub(crate) fn launch_target(&mut self) -> Result<(&'g Gpu, &Stream, [DevicePointer<T>; D])> {
         self.gpu.bind()?;
         let ptrs = std::array::from_fn(|i| self.device[i].as_device_ptr());
@@ -322,7 +366,7 @@ impl<'g, T: DeviceCopy, const D: usize> Lane<'g, T, D> {
 
 impl<T: DeviceCopy, const D: usize> Drop for Lane<'_, T, D> {
     fn drop(&mut self) {
-        let idle = self.gpu.bind().is_ok() && self.stream.synchronize().is_ok();
+        let idle = self.synchronize().is_ok();
         if idle {
             // SAFETY: the stream is idle, so no queued work uses the buffers any more;
             // each ManuallyDrop is dropped once, here, and never used again.

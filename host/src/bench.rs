@@ -1,29 +1,30 @@
 //! Reference measurements that benchmarks report ratios against.
-use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer};
 
 use crate::Gpu;
-use crate::error::{CudaResultExt, Error, Result};
+use crate::error::{Error, Result};
 use crate::timing::{GpuTimer, median};
 
 /// Bandwidth of a device-to-device copy of `bytes` bytes, in GB/s counting
 /// bytes read plus bytes written (the way kernel bandwidths here are
 /// counted): median of `reps` copies after one warm-up. The copy is checked:
 /// the source holds a non-zero pattern, the destination starts zeroed, and
-/// every word copied back must be the pattern (an error otherwise).
+/// every word copied back must be the pattern (an error otherwise). GPU
+/// only ([`Error::NotOnSimulator`] on the simulator: a timing).
 pub fn device_copy_gbps(gpu: &Gpu, bytes: usize, reps: usize) -> Result<f64> {
     const K: &str = "device copy";
     const PATTERN: u32 = 0x5EED_C0DE;
+    gpu.require_cuda("bandwidth timing")?;
     gpu.bind()?;
     let n = bytes / 4;
-    let mut src = DeviceBuffer::<u32>::zeroed(n).during(K, "allocate")?;
-    src.set_32(PATTERN).during(K, "cuMemsetD32")?;
-    let mut dst = DeviceBuffer::<u32>::zeroed(n).during(K, "allocate")?;
+    let mut src = gpu.zeroed::<u32>(n)?;
+    src.set_32(PATTERN)?;
+    let mut dst = gpu.zeroed::<u32>(n)?;
     let stream = gpu.stream();
     let mut times = Vec::with_capacity(reps);
     for rep in 0..=reps {
         let ((), ms) = GpuTimer::time(stream, || {
             // SAFETY: both buffers live until the stream is synchronized below (elapsed_ms waits).
-            unsafe { dst.async_copy_from(&src, stream) }.during(K, "cuMemcpyDtoDAsync")
+            unsafe { dst.async_copy_from_device(&src, stream) }
         })?;
         if rep > 0 {
             times.push(ms);
@@ -31,7 +32,7 @@ pub fn device_copy_gbps(gpu: &Gpu, bytes: usize, reps: usize) -> Result<f64> {
     }
     gpu.synchronize(K)?;
     let mut copied = vec![0u32; n];
-    dst.copy_to(&mut copied[..]).during(K, "copy back")?;
+    dst.copy_to(&mut copied[..])?;
     if let Some(i) = copied.iter().position(|&w| w != PATTERN) {
         return Err(Error::invalid(
             K,

@@ -9,12 +9,13 @@
 use std::ffi::{c_int, c_void};
 use std::path::{Path, PathBuf};
 
-use cust::memory::{DevicePointer, DeviceSlice};
+use cust::memory::DevicePointer;
 
 use crate::Gpu;
 use crate::dynlib::DynLib;
 use crate::error::{Error, Result};
 use crate::matrices::check_product_buffers;
+use crate::memory::{DeviceId, DeviceSlice};
 
 type Handle = *mut c_void;
 type Create = unsafe extern "C" fn(*mut Handle) -> c_int;
@@ -77,6 +78,7 @@ fn status(function: &'static str, code: c_int) -> Result<()> {
 /// A cuBLAS handle bound to a [`Gpu`]'s stream, with the library it came
 /// from.
 pub struct Cublas {
+    device: DeviceId,
     handle: Handle,
     destroy: Destroy,
     sgemm: Sgemm,
@@ -130,7 +132,12 @@ impl Cublas {
     /// A handle on `gpu`'s context (cuBLAS uses the current context, the
     /// primary one the [`Gpu`] holds) computing on [`Gpu::stream`], in
     /// `CUBLAS_DEFAULT_MATH` (TF32 off).
+    /// GPU only ([`Error::NotOnSimulator`] on the simulator).
     pub fn new(gpu: &Gpu, lib: DynLib) -> Result<Self> {
+        let stream = gpu
+            .stream()
+            .as_cust()
+            .map_err(|_| Error::NotOnSimulator { what: "cuBLAS" })?;
         let sym = |name: &'static str| {
             lib.symbol(name)
                 .map_err(|e| Error::invalid("cuBLAS", e.to_string()))
@@ -159,6 +166,7 @@ impl Cublas {
         // context is current on this thread (bind above).
         status("cublasCreate_v2", unsafe { create(&mut handle) })?;
         let cublas = Self {
+            device: gpu.device_id(),
             handle,
             destroy,
             sgemm,
@@ -167,7 +175,7 @@ impl Cublas {
         // SAFETY: a live handle and the Gpu's live stream, which outlives
         // every call made through this handle (the caller holds the Gpu).
         status("cublasSetStream_v2", unsafe {
-            set_stream(handle, gpu.stream().as_inner())
+            set_stream(handle, stream.as_inner())
         })?;
         // SAFETY: a live handle and a valid cublasMath_t.
         status("cublasSetMathMode", unsafe {
@@ -211,6 +219,15 @@ impl Cublas {
         };
         let (mi, ki, ni) = (int(m, "m")?, int(k, "k")?, int(n, "n")?);
         check_product_buffers(F, (a.len(), b.len(), c.len()), (m, k, n))?;
+        for found in [a.device(), b.device(), c.device()] {
+            if found != self.device {
+                return Err(Error::WrongDevice {
+                    kernel: F,
+                    expected: self.device,
+                    found,
+                });
+            }
+        }
         let ptr = |p: DevicePointer<f32>| p.as_raw() as *const f32;
         let (alpha, beta) = (1.0f32, 0.0f32);
         // SAFETY: a live handle on the current context; B (ld n), A (ld k)

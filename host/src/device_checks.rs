@@ -1,11 +1,10 @@
 //! Launchers of the device-layer check kernels (`kernels-gpu/src/device_checks.rs`).
-use cust::memory::{CopyDestination, DeviceBuffer};
 use ndarray::{Array1, ArrayView1};
 
 use cuda_kernels_gpu::device_checks::{BLOCK_REVERSE_I32, REVERSE_BLOCK, reversed_index};
 
 use crate::Gpu;
-use crate::error::{CudaResultExt, Result};
+use crate::error::Result;
 use crate::kernel::LaunchConfig;
 use crate::launch::grid_1d_capped;
 use crate::util::contiguous;
@@ -25,22 +24,17 @@ impl Gpu {
         }
         self.bind()?;
         let stream = self.stream();
-        let din = DeviceBuffer::from_slice(&contiguous(&input)).during(K, "copy input")?;
-        let dout = DeviceBuffer::<i32>::zeroed(n).during(K, "allocate output")?;
+        let din = self.to_device(&contiguous(&input))?;
+        let mut dout = self.zeroed::<i32>(n)?;
         // SAFETY: din and dout hold n i32 each and are distinct; blocks of REVERSE_BLOCK threads
         // and enough blocks to cover n (checked above).
         unsafe {
             let cfg = LaunchConfig::linear(grid, REVERSE_BLOCK as u32);
-            self.launch(
-                BLOCK_REVERSE_I32,
-                cfg,
-                stream,
-                (din.as_device_ptr(), dout.as_device_ptr(), n),
-            )
+            self.launch(BLOCK_REVERSE_I32, cfg, stream, (&din, &mut dout, n))
         }?;
         self.synchronize(K)?;
         let mut out = vec![0i32; n];
-        dout.copy_to(&mut out[..]).during(K, "copy output")?;
+        dout.copy_to(&mut out[..])?;
         Ok(Array1::from(out))
     }
 }

@@ -47,42 +47,65 @@ pub fn query_devices() -> Result<(String, Vec<DeviceInfo>)> {
     crate::gpu::init()?;
     let driver = CudaApiVersion::get().during("device query", "cuDriverGetVersion")?;
     let count = Device::num_devices().during("device query", "cuDeviceGetCount")?;
-    let mut devices = Vec::new();
-    for ordinal in 0..count {
-        let d = Device::get_device(ordinal).during("device query", "cuDeviceGet")?;
-        let attr = |a: DeviceAttribute| {
-            d.get_attribute(a)
-                .during("device query", "cuDeviceGetAttribute")
-        };
-        devices.push(DeviceInfo {
-            ordinal,
-            name: d.name().during("device query", "cuDeviceGetName")?,
-            compute_capability: (
-                attr(DeviceAttribute::ComputeCapabilityMajor)?,
-                attr(DeviceAttribute::ComputeCapabilityMinor)?,
-            ),
-            total_memory: d
-                .total_memory()
-                .during("device query", "cuDeviceTotalMem")?,
-            clock_rate_khz: attr(DeviceAttribute::ClockRate)?,
-            multiprocessors: attr(DeviceAttribute::MultiprocessorCount)?,
-            shared_memory_per_block: attr(DeviceAttribute::MaxSharedMemoryPerBlock)?,
-            total_constant_memory: attr(DeviceAttribute::TotalConstantMemory)?,
-            max_threads_per_block: attr(DeviceAttribute::MaxThreadsPerBlock)?,
-            warp_size: attr(DeviceAttribute::WarpSize)?,
-            l2_cache_bytes: attr(DeviceAttribute::L2CacheSize)?,
-            memory_bus_width: attr(DeviceAttribute::GlobalMemoryBusWidth)?,
-            memory_clock_khz: attr(DeviceAttribute::MemoryClockRate)?,
-            pci_bus_id: crate::devices::pci_bus_id(d)?,
-            unusable: crate::devices::unusable_reason(d)?,
-        });
-    }
+    let devices = (0..count)
+        .map(|ordinal| {
+            let d = Device::get_device(ordinal).during("device query", "cuDeviceGet")?;
+            device_info(ordinal, d)
+        })
+        .collect::<Result<Vec<_>>>()?;
     if devices.is_empty() {
         return Err(Error::NoDevice {
             reason: "the driver reports 0 devices".into(),
         });
     }
     Ok((format!("{}.{}", driver.major(), driver.minor()), devices))
+}
+
+/// The properties of CUDA device `d` (ordinal `ordinal`).
+fn device_info(ordinal: u32, d: Device) -> Result<DeviceInfo> {
+    let attr = |a: DeviceAttribute| {
+        d.get_attribute(a)
+            .during("device query", "cuDeviceGetAttribute")
+    };
+    Ok(DeviceInfo {
+        ordinal,
+        name: d.name().during("device query", "cuDeviceGetName")?,
+        compute_capability: (
+            attr(DeviceAttribute::ComputeCapabilityMajor)?,
+            attr(DeviceAttribute::ComputeCapabilityMinor)?,
+        ),
+        total_memory: d
+            .total_memory()
+            .during("device query", "cuDeviceTotalMem")?,
+        clock_rate_khz: attr(DeviceAttribute::ClockRate)?,
+        multiprocessors: attr(DeviceAttribute::MultiprocessorCount)?,
+        shared_memory_per_block: attr(DeviceAttribute::MaxSharedMemoryPerBlock)?,
+        total_constant_memory: attr(DeviceAttribute::TotalConstantMemory)?,
+        max_threads_per_block: attr(DeviceAttribute::MaxThreadsPerBlock)?,
+        warp_size: attr(DeviceAttribute::WarpSize)?,
+        l2_cache_bytes: attr(DeviceAttribute::L2CacheSize)?,
+        memory_bus_width: attr(DeviceAttribute::GlobalMemoryBusWidth)?,
+        memory_clock_khz: attr(DeviceAttribute::MemoryClockRate)?,
+        pci_bus_id: crate::devices::pci_bus_id(d)?,
+        unusable: crate::devices::unusable_reason(d)?,
+    })
+}
+
+impl crate::Gpu {
+    /// This device's properties: the GPU's, or on the simulator the
+    /// simulated H100's limits ([`simulator::device_info`](crate::simulator::device_info)).
+    pub fn device_info(&self) -> Result<DeviceInfo> {
+        match self.device_id() {
+            crate::DeviceId::Simulator { ordinal } => Ok(DeviceInfo {
+                ordinal,
+                ..crate::simulator::device_info()
+            }),
+            crate::DeviceId::Cuda { ordinal, .. } => {
+                self.bind()?;
+                device_info(ordinal, self.device()?)
+            }
+        }
+    }
 }
 
 impl std::fmt::Display for DeviceInfo {

@@ -10,6 +10,7 @@ use crate::Gpu;
 use crate::device_info::{DeviceInfo, query_devices};
 use crate::error::{CudaResultExt, Error, Result};
 use crate::image::Images;
+use crate::memory::DeviceId;
 
 /// The lowest compute capability the kernels run on: the PTX targets sm_70
 /// (rustc's nvptx baseline).
@@ -136,24 +137,28 @@ impl Gpu {
         Self::open(cuda_device(ordinal)?, images)
     }
 
-    /// The device's ordinal (the `N` of [`Gpu::on_device`]).
+    /// The device's ordinal: the `N` of [`Gpu::on_device`], or of
+    /// [`Gpu::simulated_device`].
     pub fn ordinal(&self) -> u32 {
-        // A CUdevice handle is the device's ordinal (cuDeviceGet returns it).
-        self.device().as_raw().max(0) as u32
-    }
-
-    /// How errors name this GPU: `device 1 (NVIDIA H200)`.
-    pub fn label(&self) -> String {
-        match self.name() {
-            Ok(name) => format!("device {} ({name})", self.ordinal()),
-            Err(_) => format!("device {}", self.ordinal()),
+        match self.device_id() {
+            DeviceId::Cuda { ordinal, .. } | DeviceId::Simulator { ordinal } => ordinal,
         }
     }
 
-    /// Whether `other` runs on the same device (and so shares its primary
-    /// context and memory).
+    /// How errors name this GPU: `device 1 (NVIDIA H200)`, or `simulated
+    /// device 0`.
+    pub fn label(&self) -> String {
+        match (self.device_id(), self.name()) {
+            (DeviceId::Simulator { ordinal }, _) => format!("simulated device {ordinal}"),
+            (DeviceId::Cuda { ordinal, .. }, Ok(name)) => format!("device {ordinal} ({name})"),
+            (DeviceId::Cuda { ordinal, .. }, Err(_)) => format!("device {ordinal}"),
+        }
+    }
+
+    /// Whether `other` is the same device (and so shares its memory: on a
+    /// CUDA device, its primary context).
     pub fn same_device(&self, other: &Gpu) -> bool {
-        self.device().as_raw() == other.device().as_raw()
+        self.device_id() == other.device_id()
     }
 }
 

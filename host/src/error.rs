@@ -4,6 +4,10 @@ use std::path::PathBuf;
 
 use cust::error::CudaError;
 
+use cuda_kernels_device::sim::SimError;
+
+use crate::memory::DeviceId;
+
 /// What went wrong, and where.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -54,12 +58,14 @@ pub enum Error {
         source: CudaError,
     },
     /// A kernel failed on the device (a panic or a failed `gpu_assert!`), and
-    /// the device layer recorded where. After this the CUDA context is
+    /// the device layer recorded where. On a CUDA GPU the context is then
     /// unusable: every later call fails; restart the process to use the GPU
-    /// again (the driver's rule for sticky launch errors).
+    /// again (the driver's rule for sticky launch errors). On the simulator
+    /// (`source` is `None`: no driver was involved) nothing needs a restart.
     #[error(
         "{kernel}: the kernel failed at {file}:{line}:{column} in block {block:?}, thread {thread:?}: \
-         {message} ({source}); the CUDA context is now unusable: restart the process to use the GPU again"
+         {message}{}",
+        fault_consequence(source)
     )]
     DeviceFault {
         /// The kernel (as named by the host call that synchronized).
@@ -76,9 +82,88 @@ pub enum Error {
         thread: [u32; 3],
         /// The assertion's message, or "panic".
         message: String,
-        /// What the driver reported.
+        /// What the driver reported (on a GPU: `LaunchFailed` for the trap
+        /// that ends a faulting kernel); `None` on the simulator.
+        #[source]
+        source: Option<CudaError>,
+    },
+    /// Memory or a stream of one device was passed to another device's
+    /// launcher or copy.
+    #[error("{kernel}: given memory or a stream of {found}, but this is {expected}")]
+    WrongDevice {
+        /// The kernel or operation that refused it.
+        kernel: &'static str,
+        /// The device the call runs on.
+        expected: DeviceId,
+        /// The device the memory or stream belongs to.
+        found: DeviceId,
+    },
+    /// A feature of the hardware itself was asked of the simulator.
+    #[error("{what} needs a CUDA GPU: the simulator does not have it")]
+    NotOnSimulator {
+        /// The feature (`CUDA-event timing`, `a CUDA context`, …).
+        what: &'static str,
+    },
+    /// The simulator was asked to launch a kernel handle that carries no
+    /// host entry (one made from a bare name with `Kernel::new`).
+    #[error(
+        "{kernel}: this kernel handle has no host entry (made from a bare name with \
+         Kernel::new?), so the simulator cannot run it; declare the kernel with kernels!"
+    )]
+    NoSimEntry {
+        /// The kernel's entry name.
+        kernel: &'static str,
+    },
+    /// The simulator refused a launch whose shape exceeds the simulated
+    /// device's limits (more than 1024 threads per block, a grid past its
+    /// limits, more shared memory than a block may have), as a GPU refuses
+    /// it: `source` is the driver error the GPU gives for it.
+    #[error("{kernel}: launch refused: {reason}")]
+    LaunchRefused {
+        /// The kernel.
+        kernel: &'static str,
+        /// Which limit the shape exceeds.
+        reason: String,
+        /// What a GPU's `cuLaunchKernel` returns for it (`InvalidValue`).
         #[source]
         source: CudaError,
+    },
+    /// The simulator saw two threads of one block touch the same
+    /// shared-memory word between two barriers, at least one of them writing
+    /// (`detail` names the offset, both threads and the barrier interval).
+    #[error("{kernel}: {detail}")]
+    SharedRace {
+        /// The kernel.
+        kernel: &'static str,
+        /// The simulator's report.
+        detail: SimError,
+    },
+    /// The simulator saw threads of a block wait at a barrier (or a warp
+    /// collective) that the others never reach: reported instead of a hang.
+    #[error("{kernel}: {detail}")]
+    BarrierDivergence {
+        /// The kernel.
+        kernel: &'static str,
+        /// The simulator's report: which threads wait where.
+        detail: SimError,
+    },
+    /// The simulator saw a thread read or write past a simulated device
+    /// buffer (the buffer, the element index and the thread are in `detail`).
+    #[error("{kernel}: {detail}")]
+    OutOfBounds {
+        /// The kernel.
+        kernel: &'static str,
+        /// The simulator's report.
+        detail: SimError,
+    },
+    /// Any other failure the simulator reported (a warp collective misused,
+    /// its own memory failing).
+    #[error("{kernel}: {detail}")]
+    Simulator {
+        /// The kernel or operation.
+        kernel: &'static str,
+        /// The simulator's report.
+        detail: SimError,
     },
     /// A PTX file could not be read.
     #[error("PTX file {path}: {source}")]
@@ -119,19 +204,6 @@ pub enum Error {
         /// Every device of the machine, `ordinal: name`, and whether usable.
         devices: String,
     },
-    /// Memory, a stream or an event of one device used with another device's
-    /// [`Gpu`](crate::Gpu): refused before any driver call.
-    #[error("{kernel}: {what} belongs to {belongs_to}, but was used with {used_with}")]
-    WrongDevice {
-        /// The launcher or copy that refused it.
-        kernel: &'static str,
-        /// What was passed (`input buffer`, `stream`, …).
-        what: String,
-        /// The device it belongs to.
-        belongs_to: String,
-        /// The device it was used with.
-        used_with: String,
-    },
     /// One device of a multi-device job failed; the job stopped on every
     /// device, joined all its threads and reports the first failure.
     #[error("{job} on {device}: {source}")]
@@ -150,6 +222,17 @@ pub enum Error {
         /// The entry point asked for.
         name: String,
     },
+}
+
+/// The end of a [`Error::DeviceFault`] message: the driver's error and the
+/// restart a GPU needs, or that the simulator needs none.
+fn fault_consequence(source: &Option<CudaError>) -> String {
+    match source {
+        Some(e) => format!(
+            " ({e}); the CUDA context is now unusable: restart the process to use the GPU again"
+        ),
+        None => " (on the simulator, which stays usable)".into(),
+    }
 }
 
 /// `Result` with the crate's [`enum@Error`].

@@ -1,5 +1,5 @@
-//! The context-owning handle: device, primary context, the loaded PTX module
-//! and a stream. Every launcher is a method on [`Gpu`].
+//! The device handle: a CUDA device (primary context, the loaded PTX module,
+//! a stream) or the CPU simulator. Every launcher is a method on [`Gpu`].
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::Path;
@@ -11,13 +11,15 @@ use cust::error::CudaError;
 use cust::function::Function;
 use cust::memory::{CopyDestination, LockedBuffer};
 use cust::module::Module;
-use cust::stream::{Stream, StreamFlags};
+use cust::stream::StreamFlags;
 use cust::{CudaApiVersion, CudaFlags};
 
 use cuda_kernels_device::fault::{FAULT_POINTER_SYMBOL, FaultRecord};
 
 use crate::error::{CudaResultExt, Error, Result};
 use crate::image::{Images, LoadedImage};
+use crate::memory::{DeviceId, Stream};
+use crate::simulator;
 
 /// Initialises the CUDA driver and returns device 0.
 ///
@@ -52,37 +54,57 @@ pub fn classify_init_error(e: CudaError) -> Error {
     }
 }
 
-/// A GPU ready to run this crate's kernels: the device, its primary context,
-/// the loaded module (from a cubin or the PTX) and a stream.
+/// The environment variable that makes `cuda_kernels::gpu()` open the
+/// simulator instead of device 0 when set to `1` (as Numba's
+/// `NUMBA_ENABLE_CUDASIM=1` does for its CUDA simulator).
+pub const SIM_ENV: &str = "CUDA_KERNELS_SIM";
+
+/// Whether [`SIM_ENV`] asks for the simulator (`CUDA_KERNELS_SIM=1`).
+pub fn sim_requested() -> bool {
+    std::env::var(SIM_ENV).is_ok_and(|v| v.trim() == "1")
+}
+
+/// A device ready to run this crate's kernels: a CUDA GPU (the device, its
+/// primary context, the loaded module from a cubin or the PTX, a stream), or
+/// the CPU simulator ([`Gpu::simulator`]), which runs the kernels' own Rust
+/// code on the host with CUDA's execution model. The same launchers, buffers
+/// ([`DeviceBuffer`](crate::memory::DeviceBuffer)) and streams work on both;
+/// what only hardware has (CUDA-event timings, concurrent streams, contexts,
+/// the raw driver-API path, the C ABI, cuBLAS, unified and page-locked
+/// memory) is [`Error::NotOnSimulator`] there.
 ///
 /// `Gpu` is `Send + Sync`; every method makes the context current on the
 /// calling thread first, so one `Gpu` can serve several threads. Fields drop
-/// in order: module and stream first, the context last.
+/// in order: stream first, then the module, the context last.
 ///
 /// # Launchers that leave work in flight: the `_on_device` rule
 /// Most launchers copy in, launch, synchronize and copy out. The
 /// `*_on_device` ones ([`Gpu::multiply_on_device`], [`Gpu::matmul_on_device`],
 /// [`Gpu::doubles_matrix_on_device`], [`Gpu::elementwise_on_device`],
 /// [`Gpu::mandelbrot_on_device`], [`Gpu::reduce_on_device`] and its `_shaped`
-/// form, [`Gpu::mult_ker_on_device`]) check every length and shape, queue one
-/// kernel on [`Gpu::stream`] over device memory the caller lends them as
-/// `&DeviceSlice`/`&mut DeviceSlice`, and return before it finishes.
+/// form, [`Gpu::mult_ker_on_device`]) check every length, shape and device,
+/// queue one kernel on [`Gpu::stream`] over device memory the caller lends
+/// them as `&DeviceSlice`/`&mut DeviceSlice`, and return before it finishes
+/// (on the simulator the kernel has run to completion when they return, so
+/// the rule below holds there trivially).
 ///
 /// **The rule: every `_on_device` launcher is a safe function.** The work it
 /// leaves in flight touches only the device memory it was lent, never host
 /// memory, and the two ways safe code can reach that memory afterwards both
 /// wait for the kernel:
-/// - *host access*: `cust`'s safe copies (`copy_from`, `copy_to`,
-///   `DeviceBuffer::from_slice`, …) are synchronous and run on the legacy
-///   default stream, and [`Gpu::stream`] is a *blocking* stream, ordered
-///   with it: they start after the kernel ends;
-/// - *freeing*: a `DeviceBuffer`'s `Drop` calls `cuMemFree`, which waits for
+/// - *access*: the safe copies and memsets of
+///   [`DeviceSlice`](crate::memory::DeviceSlice) (`copy_from`, `copy_to`,
+///   `copy_from_device`, `set_zero`, [`Gpu::to_device`], [`Gpu::zeroed`])
+///   are `cust` calls on the legacy default stream (those with host memory
+///   synchronous), and [`Gpu::stream`] is a *blocking* stream, ordered with
+///   it: they start after the kernel ends;
+/// - *freeing*: a CUDA buffer's `Drop` calls `cuMemFree`, which waits for
 ///   the device's outstanding work (the driver documents it as synchronous;
 ///   the stream-ordered `cuMemFreeAsync`, the exception, is not in `cust`
 ///   0.3.2's safe API).
 ///
 /// Queueing other work over that memory on another stream takes `unsafe`
-/// code (`cust`'s asynchronous copies and [`Gpu::launch`] are `unsafe`), whose
+/// code (the asynchronous copies and [`Gpu::launch`] are `unsafe`), whose
 /// author takes on the ordering. So a launcher must be `unsafe` only if the
 /// work it leaves in flight touches memory that safe code can reach without
 /// waiting: host memory (an asynchronous copy from or into a caller's
@@ -94,17 +116,32 @@ pub fn classify_init_error(e: CudaError) -> Error {
 ///
 /// [`Lane`]: crate::async_mem::Lane
 ///
-/// ```no_run
+/// ```
 /// # fn main() -> cuda_kernels_host::Result<()> {
-/// let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
+/// let gpu = cuda_kernels_host::Gpu::simulator()?; // or cuda_kernels::gpu()?
 /// let a = ndarray::Array1::from(vec![1.0f32, 2.0, 3.0]);
 /// let c = gpu.multiply(a.view(), a.view())?;
 /// assert_eq!(c.to_vec(), vec![1.0, 4.0, 9.0]);
 /// # Ok(()) }
 /// ```
 pub struct Gpu {
-    module: Module,
     stream: Stream,
+    id: DeviceId,
+    backend: Backend,
+}
+
+/// What a [`Gpu`] runs on.
+enum Backend {
+    /// A CUDA device.
+    Cuda(CudaDevice),
+    /// The CPU simulator.
+    Simulator,
+}
+
+/// The CUDA side of a [`Gpu`]. Fields drop in order: the module first, the
+/// context last.
+struct CudaDevice {
+    module: Module,
     fault: Option<FaultBuffer>,
     image: LoadedImage,
     device: Device,
@@ -113,6 +150,9 @@ pub struct Gpu {
     /// `CUfunction` as an address, so that `Gpu` stays `Send` and `Sync`).
     functions: Mutex<HashMap<&'static str, usize>>,
 }
+
+/// The image a simulator "loads": none, the kernels' host code runs.
+static SIMULATED_IMAGE: LoadedImage = LoadedImage::Simulator;
 
 impl Gpu {
     /// Opens device 0 and loads `ptx` (PTX source text).
@@ -132,23 +172,84 @@ impl Gpu {
     pub(crate) fn open(device: Device, images: &Images<'_>) -> Result<Self> {
         let context = Context::new(device).during("context", "cuDevicePrimaryCtxRetain")?;
         let (module, image) = images.load(device)?;
-        let stream = Stream::new(StreamFlags::DEFAULT, None).during("context", "cuStreamCreate")?;
+        let stream = cust::stream::Stream::new(StreamFlags::DEFAULT, None)
+            .during("context", "cuStreamCreate")?;
         let fault = FaultBuffer::attach(&module)?;
+        let id = DeviceId::Cuda {
+            ordinal: device.as_raw().max(0) as u32,
+            context: context.as_raw() as usize,
+        };
         Ok(Self {
-            module,
-            stream,
-            fault,
-            image,
-            device,
-            context,
-            functions: Mutex::default(),
+            stream: Stream::new(id, Some(stream)),
+            id,
+            backend: Backend::Cuda(CudaDevice {
+                module,
+                fault,
+                image,
+                device,
+                context,
+                functions: Mutex::default(),
+            }),
         })
     }
 
-    /// Which image the module was loaded from: a cubin (no JIT), or the PTX
-    /// and why.
+    /// The CPU simulator, standing in for an H100 (its limits: block and
+    /// grid sizes, shared memory, 132 multiprocessors): it runs the kernels'
+    /// own Rust code, every thread of a launch, before the launch returns.
+    /// No GPU, driver or PTX is needed. A kernel that faults leaves it
+    /// usable: unlike a CUDA context, no restart is needed.
+    ///
+    /// `cuda_kernels::gpu()` opens it too when `CUDA_KERNELS_SIM=1`
+    /// ([`SIM_ENV`]).
+    pub fn simulator() -> Result<Self> {
+        Self::simulated_device(0)
+    }
+
+    /// Simulated device `ordinal`: a simulator like [`Gpu::simulator`]
+    /// (which is simulated device 0) whose buffers and streams are its own,
+    /// so that handing them to another device's launcher is
+    /// [`Error::WrongDevice`], as on a machine with several GPUs.
+    pub fn simulated_device(ordinal: u32) -> Result<Self> {
+        let id = DeviceId::Simulator { ordinal };
+        Ok(Self {
+            stream: Stream::new(id, None),
+            id,
+            backend: Backend::Simulator,
+        })
+    }
+
+    /// Whether this is the simulator.
+    pub fn is_simulated(&self) -> bool {
+        matches!(self.backend, Backend::Simulator)
+    }
+
+    /// Which device this is: buffers and streams made on it carry the same
+    /// identity.
+    pub fn device_id(&self) -> DeviceId {
+        self.id
+    }
+
+    /// The CUDA side, or [`Error::NotOnSimulator`] naming `what` needs it.
+    fn cuda(&self, what: &'static str) -> Result<&CudaDevice> {
+        match &self.backend {
+            Backend::Cuda(c) => Ok(c),
+            Backend::Simulator => Err(Error::NotOnSimulator { what }),
+        }
+    }
+
+    /// [`Error::NotOnSimulator`] for `what` on the simulator, `Ok` on a
+    /// CUDA GPU: the first line of every hardware-only feature.
+    pub fn require_cuda(&self, what: &'static str) -> Result<()> {
+        self.cuda(what).map(drop)
+    }
+
+    /// Which image the module was loaded from: a cubin (no JIT), the PTX
+    /// and why, or none ([`LoadedImage::Simulator`]).
     pub fn image(&self) -> &LoadedImage {
-        &self.image
+        match &self.backend {
+            Backend::Cuda(c) => &c.image,
+            Backend::Simulator => &SIMULATED_IMAGE,
+        }
     }
 
     /// Opens device 0 and loads the PTX in the file at `path` (PyCUDA's
@@ -164,48 +265,75 @@ impl Gpu {
     }
 
     /// Makes this GPU's context current on the calling thread. Every method
-    /// does it; call it yourself before using `cust` directly.
+    /// does it; call it yourself before using `cust` directly. Nothing to do
+    /// on the simulator.
     pub fn bind(&self) -> Result<()> {
-        CurrentContext::set_current(&self.context).during("context", "cuCtxSetCurrent")
+        match &self.backend {
+            Backend::Cuda(c) => {
+                CurrentContext::set_current(&c.context).during("context", "cuCtxSetCurrent")
+            }
+            Backend::Simulator => Ok(()),
+        }
     }
 
-    /// The loaded module.
-    pub fn module(&self) -> &Module {
-        &self.module
+    /// The loaded module ([`Error::NotOnSimulator`] on the simulator).
+    pub fn module(&self) -> Result<&Module> {
+        Ok(&self.cuda("a PTX module")?.module)
     }
 
-    /// The stream the launchers use (created with default flags, so it is
-    /// ordered with the synchronous copies of the legacy default stream).
+    /// The stream the launchers use (on a GPU, created with default flags,
+    /// so it is ordered with the synchronous copies of the legacy default
+    /// stream; on the simulator, an empty stream).
     pub fn stream(&self) -> &Stream {
         &self.stream
     }
 
-    /// The device.
-    pub fn device(&self) -> Device {
-        self.device
+    /// A new stream of this device: on a GPU created with default flags
+    /// (blocking, like [`Gpu::stream`]); on the simulator, an empty one.
+    pub fn new_stream(&self) -> Result<Stream> {
+        match &self.backend {
+            Backend::Cuda(_) => {
+                self.bind()?;
+                let s = cust::stream::Stream::new(StreamFlags::DEFAULT, None)
+                    .during("context", "cuStreamCreate")?;
+                Ok(Stream::new(self.id, Some(s)))
+            }
+            Backend::Simulator => Ok(Stream::new(self.id, None)),
+        }
     }
 
-    /// The primary context.
-    pub fn context(&self) -> &Context {
-        &self.context
+    /// The CUDA device ([`Error::NotOnSimulator`] on the simulator).
+    pub fn device(&self) -> Result<Device> {
+        Ok(self.cuda("a CUDA device handle")?.device)
     }
 
-    /// The device's name.
+    /// The primary context ([`Error::NotOnSimulator`] on the simulator).
+    pub fn context(&self) -> Result<&Context> {
+        Ok(&self.cuda("a CUDA context")?.context)
+    }
+
+    /// The device's name; on the simulator, a name that says so
+    /// ([`simulator::NAME`]).
     pub fn name(&self) -> Result<String> {
-        self.device.name().during("context", "cuDeviceGetName")
+        match &self.backend {
+            Backend::Cuda(c) => c.device.name().during("context", "cuDeviceGetName"),
+            Backend::Simulator => Ok(simulator::NAME.to_string()),
+        }
     }
 
     /// The entry point `name` of the loaded module; [`Error::KernelNotFound`]
     /// when there is none of that name (a name with a NUL byte included:
-    /// no entry point can have one).
+    /// no entry point can have one); [`Error::NotOnSimulator`] on the
+    /// simulator.
     pub fn function(&self, name: &str) -> Result<Function<'_>> {
+        let module = self.module()?;
         if name.contains('\0') {
             // cust's get_function would panic on it.
             return Err(Error::KernelNotFound {
                 name: name.to_string(),
             });
         }
-        self.module
+        module
             .get_function(name)
             .map_err(|_| Error::KernelNotFound {
                 name: name.to_string(),
@@ -216,7 +344,8 @@ impl Gpu {
     /// for [`Gpu::launch`]; [`Error::KernelNotFound`] names it when the
     /// module lacks it.
     pub(crate) fn raw_function(&self, name: &'static str) -> Result<cust::sys::CUfunction> {
-        let mut cache = self.functions.lock().unwrap_or_else(|e| e.into_inner());
+        let cuda = self.cuda("a PTX function")?;
+        let mut cache = cuda.functions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(&f) = cache.get(name) {
             return Ok(f as cust::sys::CUfunction);
         }
@@ -228,11 +357,28 @@ impl Gpu {
     /// Waits for everything queued on [`Gpu::stream`]. A kernel fault shows
     /// up here, attributed to `kernel`: as [`Error::DeviceFault`] (file, line,
     /// block, thread) when the device layer recorded it, else as
-    /// [`Error::Cuda`].
+    /// [`Error::Cuda`]. Nothing to wait for on the simulator (a launch there
+    /// reports its fault itself).
     pub fn synchronize(&self, kernel: &'static str) -> Result<()> {
-        self.stream
-            .synchronize()
-            .map_err(|source| self.describe_failure(kernel, "synchronize", source))
+        match self.stream.as_cust() {
+            Ok(s) => s
+                .synchronize()
+                .map_err(|source| self.describe_failure(kernel, "synchronize", source)),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// Waits for all work of the context (`cuCtxSynchronize`); nothing to
+    /// wait for on the simulator.
+    pub fn synchronize_context(&self, kernel: &'static str) -> Result<()> {
+        match &self.backend {
+            Backend::Cuda(_) => {
+                self.bind()?;
+                CurrentContext::synchronize()
+                    .map_err(|source| self.describe_failure(kernel, "cuCtxSynchronize", source))
+            }
+            Backend::Simulator => Ok(()),
+        }
     }
 
     /// Turns a driver error into [`Error::DeviceFault`] when a kernel recorded
@@ -243,7 +389,11 @@ impl Gpu {
         operation: &'static str,
         source: CudaError,
     ) -> Error {
-        match self.fault.as_ref().and_then(FaultBuffer::read) {
+        let record = match &self.backend {
+            Backend::Cuda(c) => c.fault.as_ref().and_then(FaultBuffer::read),
+            Backend::Simulator => None,
+        };
+        match record {
             Some(r) => Error::DeviceFault {
                 kernel,
                 file: r.file().to_string(),
@@ -252,7 +402,7 @@ impl Gpu {
                 block: r.block,
                 thread: r.thread,
                 message: r.message().to_string(),
-                source,
+                source: Some(source),
             },
             None => Error::Cuda {
                 kernel,

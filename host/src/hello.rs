@@ -29,8 +29,9 @@ impl Gpu {
     /// `thread + 1` threads), and synchronizes: it returns the
     /// [`Error::DeviceFault`] that describes the failure.
     ///
-    /// After it the CUDA context is unusable: call it only in a process you
-    /// are about to end (the tests run it in a child process).
+    /// On a GPU the CUDA context is unusable after it: call it only in a
+    /// process you are about to end (the tests run it in a child process).
+    /// The simulator stays usable.
     pub fn fault_test(&self, block: u32, thread: u32) -> Result<()> {
         const K: &str = FAULT_TEST_KERNEL.name();
         crate::launch::check_block(K, (thread.saturating_add(1), 1, 1))?;

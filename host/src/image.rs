@@ -89,6 +89,8 @@ pub enum LoadedImage {
         /// Why no cubin was loaded.
         reason: String,
     },
+    /// No image: the simulator runs the kernels' host code.
+    Simulator,
 }
 
 impl fmt::Display for LoadedImage {
@@ -96,6 +98,7 @@ impl fmt::Display for LoadedImage {
         match self {
             Self::Cubin { sm } => write!(f, "cubin sm_{sm}"),
             Self::Ptx { reason } => write!(f, "PTX, JIT-compiled ({reason})"),
+            Self::Simulator => write!(f, "none: the simulator runs the kernels' host code"),
         }
     }
 }

@@ -18,7 +18,7 @@
 //! ```compile_fail
 //! # use cuda_kernels_gpu::multiply::MULTIPLY;
 //! # use cuda_kernels_host::{Gpu, LaunchConfig, Result};
-//! # use cust::memory::DeviceBuffer;
+//! # use cuda_kernels_host::memory::DeviceBuffer;
 //! # fn run(gpu: &Gpu, a: &DeviceBuffer<i32>, n: usize) -> Result<()> {
 //! let p = a.as_device_ptr(); // i32, where multiply takes f32
 //! unsafe { gpu.launch(MULTIPLY, LaunchConfig::linear(1, 256), gpu.stream(), (p, p, p, n)) }
@@ -27,7 +27,7 @@
 //! ```compile_fail
 //! # use cuda_kernels_gpu::multiply::MULTIPLY;
 //! # use cuda_kernels_host::{Gpu, LaunchConfig, Result};
-//! # use cust::memory::DeviceBuffer;
+//! # use cuda_kernels_host::memory::DeviceBuffer;
 //! # fn run(gpu: &Gpu, a: &DeviceBuffer<f32>) -> Result<()> {
 //! let p = a.as_device_ptr(); // three arguments, where multiply takes four
 //! unsafe { gpu.launch(MULTIPLY, LaunchConfig::linear(1, 256), gpu.stream(), (p, p, p)) }
@@ -36,7 +36,6 @@
 use std::ffi::c_void;
 
 use cust::memory::{DeviceCopy, DevicePointer, UnifiedPointer};
-use cust::stream::Stream;
 use cust::sys::{self as cu, CUresult};
 
 pub use cuda_kernels_device::kernel::Kernel;
@@ -45,6 +44,8 @@ use cuda_kernels_gpu::elementwise::Params;
 use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::mandelbrot::driver_api::cuda_error;
+use crate::memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
+use crate::simulator;
 
 /// How a kernel is launched: grid and block dimensions and the bytes of
 /// dynamic shared memory (the `<<<grid, block, smem>>>` of CUDA C).
@@ -78,11 +79,39 @@ impl LaunchConfig {
 }
 
 /// A value that can be passed for a kernel parameter of type `P`: a
-/// [`DevicePointer<T>`] for `*const T` or `*mut T` (a raw device address
-/// enters as `DevicePointer::from_raw`), a scalar for itself.
+/// [`DeviceSlice`] or [`DeviceBuffer`] (by reference; its device is checked
+/// against the launching [`Gpu`]'s) or a [`DevicePointer<T>`] (not checked:
+/// a raw device address enters as `DevicePointer::from_raw`) for `*const T`
+/// or `*mut T`, a scalar for itself.
 pub trait KernelParam<P> {
     /// The parameter's value.
     fn param(self) -> P;
+
+    /// The device the value's memory belongs to, when it says
+    /// (device slices and buffers).
+    fn device(&self) -> Option<DeviceId> {
+        None
+    }
+}
+
+macro_rules! slice_params {
+    ($($slice:ty => $($p:ty),+;)*) => {$($(
+        impl<T: DeviceCopy> KernelParam<$p> for $slice {
+            fn param(self) -> $p {
+                self.as_device_ptr().as_raw() as $p
+            }
+
+            fn device(&self) -> Option<DeviceId> {
+                Some(DeviceSlice::device(self))
+            }
+        }
+    )+)*};
+}
+slice_params! {
+    &DeviceSlice<T> => *const T, *mut T;
+    &mut DeviceSlice<T> => *const T, *mut T;
+    &DeviceBuffer<T> => *const T, *mut T;
+    &mut DeviceBuffer<T> => *const T, *mut T;
 }
 
 impl<T: DeviceCopy> KernelParam<*const T> for DevicePointer<T> {
@@ -127,6 +156,13 @@ pub trait KernelArgs<P> {
     /// Calls `f` with a pointer to each parameter's value, in order (what
     /// `cuLaunchKernel` takes).
     fn with_params<R>(self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R;
+
+    /// The first argument whose memory belongs to a device other than
+    /// `expected`, as that device (arguments that do not say are skipped).
+    fn foreign_device(&self, expected: DeviceId) -> Option<DeviceId> {
+        let _ = expected;
+        None
+    }
 }
 
 macro_rules! tuple_args {
@@ -136,6 +172,11 @@ macro_rules! tuple_args {
             fn with_params<R>(self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
                 let mut values = ($(self.$i.param(),)*);
                 f(&mut [$(&mut values.$i as *mut $p as *mut c_void),*])
+            }
+
+            #[allow(unused_variables)]
+            fn foreign_device(&self, expected: DeviceId) -> Option<DeviceId> {
+                None $(.or_else(|| self.$i.device().filter(|&d| d != expected)))*
             }
         }
     };
@@ -181,15 +222,27 @@ impl<T: DeviceCopy> KernelArgs<Params<T>> for ElementwiseArgs<T> {
 
 impl Gpu {
     /// Queues `kernel` on `stream` with `cfg` and `args` (the one launch
-    /// path of this crate). The function is looked up by the handle's name
-    /// once per [`Gpu`] and cached; a module without it is
-    /// [`Error::KernelNotFound`] naming the handle's entry point, a failing
-    /// `cuLaunchKernel` [`Error::Cuda`] with the kernel's name.
+    /// path of this crate, for both backends).
+    ///
+    /// Every device slice or buffer among `args`, and `stream`, must belong
+    /// to this device: [`Error::WrongDevice`] otherwise, before anything is
+    /// launched.
+    ///
+    /// On a CUDA GPU the function is looked up by the handle's name once per
+    /// [`Gpu`] and cached; a module without it is [`Error::KernelNotFound`]
+    /// naming the handle's entry point, a failing `cuLaunchKernel`
+    /// [`Error::Cuda`] with the kernel's name. On the simulator the kernel's
+    /// host entry runs every thread of the grid before this returns (a
+    /// handle without one is [`Error::NoSimEntry`]); a fault is
+    /// [`Error::DeviceFault`] as on the GPU, and what only the simulator
+    /// sees (a shared-memory race, a barrier some threads never reach, an
+    /// access past a buffer, a launch shape past the simulated H100's
+    /// limits) its own error naming the kernel.
     ///
     /// # Safety
     /// The arguments must satisfy the kernel's `# Safety` contract (every
     /// pointer valid for what the kernel reads and writes, for as long as the
-    /// launch runs), and `stream` must belong to this GPU's context.
+    /// launch runs).
     pub unsafe fn launch<P, A: KernelArgs<P>>(
         &self,
         kernel: Kernel<P>,
@@ -197,9 +250,31 @@ impl Gpu {
         stream: &Stream,
         args: A,
     ) -> Result<()> {
-        let function = self.raw_function(kernel.name())?;
+        let name = kernel.name();
+        self.check_device_id(name, stream.device())?;
+        if let Some(found) = args.foreign_device(self.device_id()) {
+            return Err(Error::WrongDevice {
+                kernel: name,
+                expected: self.device_id(),
+                found,
+            });
+        }
+        if self.is_simulated() {
+            let entry = kernel
+                .sim_entry()
+                .ok_or(Error::NoSimEntry { kernel: name })?;
+            // SAFETY: `entry` is the kernel's own host entry, which reads the
+            // parameters the handle's `P` lists, in order, from the array that
+            // `with_params` builds for exactly those types; the pointers'
+            // validity is the caller's contract.
+            return args
+                .with_params(|params| unsafe { simulator::launch(name, cfg, entry, params) });
+        }
+        let function = self.raw_function(name)?;
+        let stream = stream.as_cust()?;
         // SAFETY: `function` is this module's entry point of the handle's
-        // name; the rest is the caller's contract.
+        // name, `stream` belongs to this GPU (checked above); the rest is the
+        // caller's contract.
         unsafe { launch_function(function, kernel, cfg, stream, args) }
     }
 }
@@ -215,7 +290,7 @@ pub(crate) unsafe fn launch_function<P, A: KernelArgs<P>>(
     function: cu::CUfunction,
     kernel: Kernel<P>,
     cfg: LaunchConfig,
-    stream: &Stream,
+    stream: &cust::stream::Stream,
     args: A,
 ) -> Result<()> {
     let LaunchConfig {

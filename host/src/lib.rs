@@ -1,13 +1,16 @@
 //! The host side of `cuda-kernels`: load the PTX built from `kernels-gpu`,
 //! launch its kernels on `ndarray` data, time them, and compare them with CPU
-//! references.
+//! references; or run the very same kernels' Rust code on the CPU simulator.
 //!
 //! Most users depend on the root crate `cuda-kernels`, which embeds the PTX
-//! and re-exports everything here; `cuda_kernels::gpu()` opens device 0 with it.
+//! and re-exports everything here; `cuda_kernels::gpu()` opens device 0 with
+//! it (or the simulator, with `CUDA_KERNELS_SIM=1`).
 //!
 //! Layout, one module per kernel family:
-//! - [`gpu`]: [`Gpu`], the context-owning handle (device, primary context,
-//!   module, stream); every launcher is a method on it;
+//! - [`gpu`]: [`Gpu`], a CUDA device (primary context, module, stream) or the
+//!   simulator ([`Gpu::simulator`]); every launcher is a method on it;
+//! - [`memory`]: device buffers and slices and streams, on either backend;
+//! - [`simulator`]: the simulator backend (limits, errors);
 //! - [`error`]: the one error type, naming the kernel and the reason;
 //! - [`launch`]: launch-shape checks done before any pointer reaches a kernel;
 //! - [`timing`]: CUDA-event timers; [`bench`](mod@bench): reference bandwidths;
@@ -32,18 +35,21 @@ pub mod life;
 pub mod mandelbrot;
 pub mod math_checks;
 pub mod matrices;
+pub mod memory;
 pub mod multi_gpu;
 pub mod multiply;
 pub mod peer;
 pub mod reduce;
+pub mod simulator;
 pub mod streams;
 pub mod timing;
 pub mod util;
 
 pub use error::{CudaResultExt, Error, Result};
-pub use gpu::{Gpu, init};
+pub use gpu::{Gpu, SIM_ENV, init, sim_requested};
 pub use image::{Cubin, Images, LoadedImage};
 pub use kernel::{ElementwiseArgs, Kernel, KernelArgs, KernelParam, LaunchConfig};
+pub use memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
 
 /// Re-export of `cust`, for users who go beyond the launchers.
 pub use cust;

@@ -17,17 +17,16 @@
 //! graphs are identical, not merely close.
 use std::num::NonZeroU32;
 
-use cust::context::CurrentContext;
-use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer, DeviceSlice};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 
 use cuda_kernels_gpu::mandelbrot::{MANDELBROT_KER, lattice_indices, mandelbrot_point};
 
 use crate::Gpu;
-use crate::error::{CudaResultExt, Error, Result};
+use crate::error::{Error, Result};
 use crate::kernel::LaunchConfig;
 use crate::launch::{MAX_GRID_X, check_block};
-use crate::timing::GpuTimer;
+use crate::memory::DeviceSlice;
+use crate::timing::{PhaseTimers, Times, timed_result};
 use crate::util::contiguous;
 
 pub mod c_abi;
@@ -220,14 +219,30 @@ impl Gpu {
     ) -> Result<()> {
         let shape = check_launch(KERNEL, lattice.len(), max_iters, upper_bound, BLOCK)?;
         check_graph_len(graph.len(), shape.points)?;
+        self.mandelbrot_with(&shape, lattice, graph, false)
+            .map(drop)
+    }
+
+    /// Copy `lattice` in, launch, copy the graph out into `graph` (checked
+    /// lengths), timed (`(kernel_ms, total_ms)`) or not.
+    fn mandelbrot_with(
+        &self,
+        shape: &MandelbrotLaunch,
+        lattice: &[f32],
+        graph: &mut [f32],
+        timed: bool,
+    ) -> Result<Times> {
         self.bind()?;
-        let d_lattice = DeviceBuffer::from_slice(lattice).during(KERNEL, "copy lattice in")?;
+        let timers = PhaseTimers::start(self, timed)?;
+        let d_lattice = self.to_device(lattice)?;
         // SAFETY: the kernel writes every one of the `points` values before the copy out.
-        let mut d_graph = unsafe { DeviceBuffer::<f32>::uninitialized(shape.points) }
-            .during(KERNEL, "allocate graph")?;
-        self.launch_mandelbrot(&shape, &d_lattice, &mut d_graph)?;
+        let mut d_graph = unsafe { self.uninitialized::<f32>(shape.points) }?;
+        timers.kernel_start()?;
+        self.launch_mandelbrot(shape, &d_lattice, &mut d_graph)?;
+        timers.kernel_stop()?;
         self.synchronize(KERNEL)?;
-        d_graph.copy_to(graph).during(KERNEL, "copy graph out")
+        d_graph.copy_to(graph)?;
+        timers.finish()
     }
 
     /// [`Gpu::mandelbrot`] with CUDA-event times and a chosen block size
@@ -240,30 +255,16 @@ impl Gpu {
         block: u32,
     ) -> Result<(Array2<f32>, MandelbrotTiming)> {
         let shape = check_launch(KERNEL, lattice.len(), max_iters, upper_bound, block)?;
-        self.bind()?;
-        let stream = self.stream();
-        let total = GpuTimer::new()?;
-        let kernel = GpuTimer::new()?;
-        total.start(stream)?;
-        let d_lattice =
-            DeviceBuffer::from_slice(&contiguous(&lattice)).during(KERNEL, "copy lattice in")?;
-        // SAFETY: the kernel writes every value before the copy out.
-        let mut d_graph = unsafe { DeviceBuffer::<f32>::uninitialized(shape.points) }
-            .during(KERNEL, "allocate graph")?;
-        kernel.start(stream)?;
-        self.launch_mandelbrot(&shape, &d_lattice, &mut d_graph)?;
-        kernel.stop(stream)?;
-        self.synchronize(KERNEL)?;
         let n = lattice.len();
         let mut graph = Array2::zeros((n, n));
         let out = graph
             .as_slice_mut()
             .ok_or_else(|| Error::invalid(KERNEL, "graph not contiguous"))?;
-        d_graph.copy_to(out).during(KERNEL, "copy graph out")?;
-        total.stop(stream)?;
+        let times = self.mandelbrot_with(&shape, &contiguous(&lattice), out, true)?;
+        let (kernel_ms, with_transfers_ms) = timed_result(times, KERNEL)?;
         let timing = MandelbrotTiming {
-            kernel_ms: kernel.elapsed_ms()?,
-            with_transfers_ms: total.elapsed_ms()?,
+            kernel_ms,
+            with_transfers_ms,
         };
         Ok((graph, timing))
     }
@@ -310,22 +311,18 @@ impl Gpu {
         let h_lattice = contiguous(&lattice);
         let mut h_graph = vec![0.0f32; shape.points];
         // SAFETY: written in full by the copy in / the kernel before being read.
-        let mut d_lattice = unsafe { DeviceBuffer::<f32>::uninitialized(lattice.len()) }
-            .during(K, "allocate lattice")?;
+        let mut d_lattice = unsafe { self.uninitialized::<f32>(lattice.len()) }?;
         // SAFETY: as above.
-        let mut d_graph = unsafe { DeviceBuffer::<f32>::uninitialized(shape.points) }
-            .during(K, "allocate graph")?;
+        let mut d_graph = unsafe { self.uninitialized::<f32>(shape.points) }?;
         // SAFETY: h_lattice and d_lattice have the same length and live until the
         // context synchronization below.
-        unsafe { d_lattice.async_copy_from(&h_lattice[..], stream) }
-            .during(K, "cuMemcpyHtoDAsync")?;
-        CurrentContext::synchronize().during(K, "cuCtxSynchronize after the copy in")?;
+        unsafe { d_lattice.async_copy_from(&h_lattice[..], stream) }?;
+        self.synchronize_context(K)?;
         self.launch_mandelbrot(&shape, &d_lattice, &mut d_graph)?;
-        CurrentContext::synchronize().during(K, "cuCtxSynchronize after the launch")?;
+        self.synchronize_context(K)?;
         // SAFETY: same lengths; both live until the synchronization below.
-        unsafe { d_graph.async_copy_to(&mut h_graph[..], stream) }
-            .during(K, "cuMemcpyDtoHAsync")?;
-        CurrentContext::synchronize().during(K, "cuCtxSynchronize after the copy out")?;
+        unsafe { d_graph.async_copy_to(&mut h_graph[..], stream) }?;
+        self.synchronize_context(K)?;
         let n = lattice.len();
         Array2::from_shape_vec((n, n), h_graph)
             .map_err(|e| Error::invalid(K, format!("graph shape: {e}")))
@@ -346,8 +343,8 @@ impl Gpu {
         // (checked by every caller); `graph` is borrowed mutably, so it overlaps nothing.
         unsafe {
             let args = (
-                lattice.as_device_ptr(),
-                graph.as_device_ptr(),
+                lattice,
+                graph,
                 shape.max_iters,
                 shape.upper_bound_squared,
                 shape.lattice_size,

@@ -39,13 +39,12 @@
 use std::fmt::Debug;
 
 use cust::memory::bytemuck::Zeroable;
-use cust::memory::{CopyDestination, DeviceBuffer};
 
 use cuda_kernels_gpu::math_checks::{MATH_CHECK_BLOCK, MATH_F32_TEST, MATH_F64_TEST};
 pub use cuda_kernels_gpu::math_checks::{MATH_FUNCTIONS, MathFn, MathFnInfo};
 
 use crate::Gpu;
-use crate::error::{CudaResultExt, Error, Result};
+use crate::error::{Error, Result};
 use crate::kernel::{Kernel, LaunchConfig};
 use crate::launch::grid_1d_capped;
 use crate::util::Rng;
@@ -436,22 +435,16 @@ impl Gpu {
         let grid = grid_1d_capped(k, n, MATH_CHECK_BLOCK)?;
         self.bind()?;
         let stream = self.stream();
-        let dx = DeviceBuffer::from_slice(x).during(k, "copy x")?;
-        let dy = DeviceBuffer::from_slice(y).during(k, "copy y")?;
-        let dout = DeviceBuffer::<T>::zeroed(n).during(k, "allocate the output")?;
+        let dx = self.to_device(x)?;
+        let dy = self.to_device(y)?;
+        let mut dout = self.zeroed::<T>(n)?;
         let index = function as u32;
         // SAFETY: dx, dy and dout hold n elements of T each and are distinct; the
         // kernel is the one for T (MathFloat is sealed); `index` names a function
         // of the table the kernel was built from (MathFn). The buffers live until
         // the synchronization below.
         unsafe {
-            let args = (
-                dx.as_device_ptr(),
-                dy.as_device_ptr(),
-                dout.as_device_ptr(),
-                n,
-                index,
-            );
+            let args = (&dx, &dy, &mut dout, n, index);
             self.launch(
                 T::KERNEL,
                 LaunchConfig::linear(grid, MATH_CHECK_BLOCK),
@@ -461,7 +454,7 @@ impl Gpu {
         }?;
         self.synchronize(k)?;
         let mut out = vec![T::default(); n];
-        dout.copy_to(&mut out[..]).during(k, "copy the output")?;
+        dout.copy_to(&mut out[..])?;
         Ok(out)
     }
 

@@ -2,7 +2,7 @@
 //! `vector_sum_i32` and K19 `empty_kernel` (launch overhead).
 use std::time::Instant;
 
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice, UnifiedBuffer};
+use cust::memory::{DeviceCopy, UnifiedBuffer};
 use ndarray::{Array1, ArrayView1, Zip};
 
 use cuda_kernels_gpu::multiply::{
@@ -13,7 +13,8 @@ use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
 use crate::kernel::{Kernel, LaunchConfig};
 use crate::launch::same_len;
-use crate::timing::GpuTimer;
+use crate::memory::DeviceSlice;
+use crate::timing::{PhaseTimers, Times, timed_result};
 use crate::util::contiguous;
 
 /// Times of one `multiply` run.
@@ -35,57 +36,69 @@ pub enum MemoryMode {
 }
 
 impl Gpu {
-    /// `c = a * b` elementwise on the GPU (K1).
+    /// `c = a * b` elementwise on the GPU (K1), on either backend.
     ///
     /// Errors (no launch) when the lengths differ or are 0.
     pub fn multiply(&self, a: ArrayView1<f32>, b: ArrayView1<f32>) -> Result<Array1<f32>> {
-        self.multiply_timed(a, b, MemoryMode::Device)
+        self.multiply_with(a, b, MemoryMode::Device, false)
             .map(|(c, _)| c)
     }
 
-    /// [`Gpu::multiply`] in the chosen memory mode, with CUDA-event times.
+    /// [`Gpu::multiply`] in the chosen memory mode, with CUDA-event times
+    /// (GPU only: [`Error::NotOnSimulator`] on the simulator).
     pub fn multiply_timed(
         &self,
         a: ArrayView1<f32>,
         b: ArrayView1<f32>,
         mode: MemoryMode,
     ) -> Result<(Array1<f32>, MultiplyTiming)> {
+        let (c, times) = self.multiply_with(a, b, mode, true)?;
+        let (kernel_ms, with_transfers_ms) = timed_result(times, MULTIPLY.name())?;
+        Ok((
+            c,
+            MultiplyTiming {
+                kernel_ms,
+                with_transfers_ms,
+            },
+        ))
+    }
+
+    /// `multiply` in `mode`, timed (`(kernel_ms, total_ms)`) or not.
+    fn multiply_with(
+        &self,
+        a: ArrayView1<f32>,
+        b: ArrayView1<f32>,
+        mode: MemoryMode,
+        timed: bool,
+    ) -> Result<(Array1<f32>, Times)> {
         const K: &str = MULTIPLY.name();
         let (cfg, n) = self.prepare_pair_vectorized(K, a.len(), b.len(), 4)?;
+        if mode == MemoryMode::Unified {
+            self.require_cuda("unified memory")?;
+        }
         let stream = self.stream();
         let (a, b) = (contiguous(&a), contiguous(&b));
-        let total = GpuTimer::new()?;
-        let kernel = GpuTimer::new()?;
-        total.start(stream)?;
+        let timers = PhaseTimers::start(self, timed)?;
         let c = match mode {
             MemoryMode::Device => {
-                let da = DeviceBuffer::from_slice(&a).during(K, "copy a to the device")?;
-                let db = DeviceBuffer::from_slice(&b).during(K, "copy b to the device")?;
+                let da = self.to_device(&a)?;
+                let db = self.to_device(&b)?;
                 // SAFETY: the buffer is written in full by the kernel before it is read.
-                let dc =
-                    unsafe { DeviceBuffer::<f32>::uninitialized(n) }.during(K, "allocate c")?;
-                kernel.start(stream)?;
+                let mut dc = unsafe { self.uninitialized::<f32>(n) }?;
+                timers.kernel_start()?;
                 // SAFETY: da, db, dc hold n f32 each (lengths checked above); dc overlaps neither.
-                unsafe {
-                    let args = (
-                        da.as_device_ptr(),
-                        db.as_device_ptr(),
-                        dc.as_device_ptr(),
-                        n,
-                    );
-                    self.launch(MULTIPLY, cfg, stream, args)
-                }?;
-                kernel.stop(stream)?;
+                unsafe { self.launch(MULTIPLY, cfg, stream, (&da, &db, &mut dc, n)) }?;
+                timers.kernel_stop()?;
                 self.synchronize(K)?;
                 let mut c = vec![0.0f32; n];
-                dc.copy_to(&mut c[..]).during(K, "copy c to the host")?;
+                dc.copy_to(&mut c[..])?;
                 c
             }
             MemoryMode::Unified => {
                 let mut ua = UnifiedBuffer::from_slice(&a).during(K, "allocate unified a")?;
                 let mut ub = UnifiedBuffer::from_slice(&b).during(K, "allocate unified b")?;
                 let mut uc = UnifiedBuffer::new(&0.0f32, n).during(K, "allocate unified c")?;
-                kernel.start(stream)?;
+                timers.kernel_start()?;
                 // SAFETY: ua, ub, uc hold n f32 each in managed memory; uc overlaps neither;
                 // the host touches none of them until the stream is synchronized.
                 unsafe {
@@ -97,17 +110,12 @@ impl Gpu {
                     );
                     self.launch(MULTIPLY, cfg, stream, args)
                 }?;
-                kernel.stop(stream)?;
+                timers.kernel_stop()?;
                 self.synchronize(K)?;
                 uc.as_slice().to_vec()
             }
         };
-        total.stop(stream)?;
-        let timing = MultiplyTiming {
-            kernel_ms: kernel.elapsed_ms()?,
-            with_transfers_ms: total.elapsed_ms()?,
-        };
-        Ok((Array1::from(c), timing))
+        Ok((Array1::from(c), timers.finish()?))
     }
 
     /// Queues `multiply` on [`Gpu::stream`] over data already on the device:
@@ -137,11 +145,10 @@ impl Gpu {
         same_len(k, "a and the output", a.len(), c.len())?;
         let size = std::mem::size_of::<T>();
         let (cfg, n) = self.prepare_pair_vectorized(k, a.len(), b.len(), size)?;
-        let stream = self.stream();
-        let args = (a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), n);
         // SAFETY: a, b, c hold n elements each (checked above) of the kernel's
-        // type; `c` is borrowed mutably, so it aliases neither input.
-        unsafe { self.launch(kernel, cfg, stream, args) }
+        // type; `c` is borrowed mutably, so it aliases neither input; all three
+        // belong to this device (checked by the launch).
+        unsafe { self.launch(kernel, cfg, self.stream(), (a, b, c, n)) }
     }
 
     /// Queues `vector_sum_i32` on [`Gpu::stream`] over data already on the
@@ -166,25 +173,26 @@ impl Gpu {
             return Err(Error::invalid(K, "empty input: nothing to launch"));
         }
         self.bind()?;
-        let da = DeviceBuffer::from_slice(&contiguous(&a)).during(K, "copy a to the device")?;
-        let db = DeviceBuffer::from_slice(&contiguous(&b)).during(K, "copy b to the device")?;
+        let da = self.to_device(&contiguous(&a))?;
+        let db = self.to_device(&contiguous(&b))?;
         // SAFETY: written in full by the kernel before it is read.
-        let mut dr = unsafe { DeviceBuffer::<i32>::uninitialized(n) }.during(K, "allocate res")?;
+        let mut dr = unsafe { self.uninitialized::<i32>(n) }?;
         self.vector_sum_i32_on_device(&da, &db, &mut dr)?;
         self.synchronize(K)?;
         let mut res = vec![0i32; n];
-        dr.copy_to(&mut res[..]).during(K, "copy res to the host")?;
+        dr.copy_to(&mut res[..])?;
         Ok(Array1::from(res))
     }
 
     /// K19: launches `empty_kernel` `launches` times, once synchronously
     /// (launch, synchronize, repeat) and once pipelined (all launches, then
-    /// one synchronize), and returns the launch rates.
+    /// one synchronize), and returns the launch rates (GPU only: a timing).
     pub fn launch_overhead(&self, launches: usize) -> Result<LaunchRates> {
         const K: &str = EMPTY_KERNEL.name();
         if launches == 0 {
             return Err(Error::invalid(K, "launch count 0"));
         }
+        self.require_cuda("launch-rate timing")?;
         self.bind()?;
         let stream = self.stream();
         let cfg = LaunchConfig::linear(1, 1);
@@ -240,8 +248,10 @@ impl Gpu {
         if launches == 0 || rounds == 0 {
             return Err(Error::invalid(K, "launch or round count 0"));
         }
+        self.require_cuda("launch-rate timing")?;
         self.bind()?;
         let stream = self.stream();
+        let raw_stream = stream.as_cust()?.as_inner();
         let cfg = LaunchConfig::linear(1, 1);
         let function = self.function(K)?.to_raw();
         let bare = || -> Result<()> {
@@ -257,7 +267,7 @@ impl Gpu {
                     1,
                     1,
                     0,
-                    stream.as_inner(),
+                    raw_stream,
                     [].as_mut_ptr(),
                     std::ptr::null_mut(),
                 )

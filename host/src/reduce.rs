@@ -45,7 +45,7 @@
 use std::fmt::Debug;
 
 use cust::device::DeviceAttribute;
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice};
+use cust::memory::DeviceCopy;
 use ndarray::ArrayView1;
 
 pub use cuda_kernels_gpu::reduce::{
@@ -55,6 +55,7 @@ pub use cuda_kernels_gpu::reduce::{
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
 use crate::kernel::LaunchConfig;
+use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::util::contiguous;
 
 /// Threads per block of the reduction kernels (a multiple of 32). Measured
@@ -123,12 +124,11 @@ impl<T: Element> ReduceScratch<T> {
     /// thread: it makes `gpu`'s context current first).
     pub fn result(&self, gpu: &Gpu) -> Result<T> {
         const K: &str = "reduce";
+        gpu.check_device(K, &self.result)?;
         gpu.bind()?;
         gpu.synchronize(K)?;
         let mut out = [T::default()];
-        self.result
-            .copy_to(&mut out[..])
-            .during(K, "copy the result to the host")?;
+        self.result.copy_to(&mut out[..])?;
         Ok(out[0])
     }
 }
@@ -176,8 +176,7 @@ impl Gpu {
             return Ok(init);
         }
         self.bind()?;
-        let device =
-            DeviceBuffer::from_slice(input).during(Op::ENTRY, "copy the input to the device")?;
+        let device = self.to_device(input)?;
         self.reduce_device::<Op, T>(&device, Some(init))
     }
 
@@ -188,10 +187,9 @@ impl Gpu {
     ///
     /// ```no_run
     /// # use cuda_kernels_host::reduce::Sum;
-    /// # use cuda_kernels_host::cust::memory::DeviceBuffer;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
-    /// let d = DeviceBuffer::from_slice(&[1.0f64, 2.0, 3.0])?;
+    /// let d = gpu.to_device(&[1.0f64, 2.0, 3.0])?;
     /// assert_eq!(gpu.reduce_device::<Sum, f64>(&d, None)?, 6.0);
     /// # Ok(()) }
     /// ```
@@ -214,10 +212,9 @@ impl Gpu {
     ///
     /// ```no_run
     /// # use cuda_kernels_host::reduce::Sum;
-    /// # use cuda_kernels_host::cust::memory::DeviceBuffer;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
-    /// let d = DeviceBuffer::from_slice(&vec![1i32; 1 << 20])?;
+    /// let d = gpu.to_device(&vec![1i32; 1 << 20])?;
     /// let mut scratch = gpu.reduce_scratch::<i32>()?;
     /// for _ in 0..10 {
     ///     gpu.reduce_on_device::<Sum, i32>(&d, None, &mut scratch)?;
@@ -242,10 +239,9 @@ impl Gpu {
     ///
     /// ```no_run
     /// # use cuda_kernels_host::reduce::Sum;
-    /// # use cuda_kernels_host::cust::memory::DeviceBuffer;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
-    /// let d = DeviceBuffer::from_slice(&vec![2i64; 1000])?;
+    /// let d = gpu.to_device(&vec![2i64; 1000])?;
     /// let mut scratch = gpu.reduce_scratch::<i64>()?;
     /// gpu.reduce_on_device_shaped::<Sum, i64>(&d, None, &mut scratch, 3, 96)?;
     /// assert_eq!(scratch.result(&gpu)?, 2000);
@@ -278,6 +274,7 @@ impl Gpu {
                 ),
             ));
         }
+        self.check_device(k, &scratch.result)?;
         self.bind()?;
         let stream = self.stream();
         let cfg = LaunchConfig::linear(grid, block).with_shared(SHARED_BYTES);
@@ -291,10 +288,10 @@ impl Gpu {
         // SHARED_BYTES is the kernel's dynamic shared memory.
         unsafe {
             let args = (
-                input.as_device_ptr(),
-                scratch.partials.as_device_ptr(),
-                scratch.counter.as_device_ptr(),
-                scratch.result.as_device_ptr(),
+                input,
+                &mut scratch.partials,
+                &mut scratch.counter,
+                &mut scratch.result,
                 n,
                 init,
             );
@@ -310,12 +307,10 @@ impl Gpu {
         let capacity = self.multiprocessors(K)? as usize * MAX_BLOCKS_PER_SM as usize;
         // SAFETY: the kernel writes each partial before any block reads it,
         // and writes the result; nothing reads them earlier.
-        let partials =
-            unsafe { DeviceBuffer::<T>::uninitialized(capacity) }.during(K, "allocate partials")?;
-        let counter = DeviceBuffer::from_slice(&[0u32]).during(K, "allocate the counter")?;
+        let partials = unsafe { self.uninitialized::<T>(capacity) }?;
+        let counter = self.to_device(&[0u32])?;
         // SAFETY: as above.
-        let result =
-            unsafe { DeviceBuffer::<T>::uninitialized(1) }.during(K, "allocate the result")?;
+        let result = unsafe { self.uninitialized::<T>(1) }?;
         Ok(ReduceScratch {
             partials,
             counter,
@@ -335,20 +330,27 @@ impl Gpu {
     ) -> Result<(u32, u32)> {
         let k = Op::ENTRY;
         self.bind()?;
-        let f = self.function(k)?;
-        let resident = f
-            .max_active_blocks_per_multiprocessor(BLOCK.into(), SHARED_BYTES as usize)
-            .during(k, "cuOccupancyMaxActiveBlocksPerMultiprocessor")?
-            .clamp(1, MAX_BLOCKS_PER_SM);
+        let resident = if self.is_simulated() {
+            crate::simulator::resident_blocks(BLOCK, SHARED_BYTES)
+        } else {
+            self.function(k)?
+                .max_active_blocks_per_multiprocessor(BLOCK.into(), SHARED_BYTES as usize)
+                .during(k, "cuOccupancyMaxActiveBlocksPerMultiprocessor")?
+        }
+        .clamp(1, MAX_BLOCKS_PER_SM);
         let full = self.multiprocessors(k)? * resident;
         let wanted = n.div_ceil(T::PER_VEC).div_ceil(BLOCK as usize).max(1);
         Ok((wanted.min(full as usize) as u32, BLOCK))
     }
 
-    /// The number of multiprocessors (SMs) of this GPU.
+    /// The number of multiprocessors (SMs) of this GPU (the simulated
+    /// H100's 132 on the simulator).
     pub fn multiprocessors(&self, k: &'static str) -> Result<u32> {
+        if self.is_simulated() {
+            return Ok(crate::simulator::MULTIPROCESSORS);
+        }
         let sms = self
-            .device()
+            .device()?
             .get_attribute(DeviceAttribute::MultiprocessorCount)
             .during(k, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)")?;
         Ok(sms.max(1) as u32)
@@ -607,10 +609,9 @@ pub mod primitives {
     use cuda_kernels_gpu::reduce::primitive_tests::{
         ATOMIC_TEST, BLOCK_REDUCE_TEST_I64, LOAD_TEST, WARP_SHUFFLE_TEST,
     };
-    use cust::memory::{CopyDestination, DeviceBuffer};
 
     use crate::Gpu;
-    use crate::error::{CudaResultExt, Error, Result};
+    use crate::error::{Error, Result};
     use crate::kernel::LaunchConfig;
 
     /// What `warp_shuffle_test` wrote: 8 rows of one value per thread each.
@@ -669,19 +670,19 @@ pub mod primitives {
             let threads = blocks as usize * threads_per_block as usize;
             self.bind()?;
             let stream = self.stream();
-            let o32 = DeviceBuffer::from_slice(&vec![0u32; 8 * threads]).during(K, "allocate")?;
-            let o64 = DeviceBuffer::from_slice(&vec![0u64; 8 * threads]).during(K, "allocate")?;
+            let o32 = self.to_device(&vec![0u32; 8 * threads])?;
+            let o64 = self.to_device(&vec![0u64; 8 * threads])?;
             // SAFETY: both outputs hold 8 · threads elements; the block size is a multiple of 32.
             unsafe {
                 let cfg = LaunchConfig::linear(blocks, threads_per_block);
-                let args = (o32.as_device_ptr(), o64.as_device_ptr(), threads);
+                let args = (&o32, &o64, threads);
                 self.launch(WARP_SHUFFLE_TEST, cfg, stream, args)
             }?;
             self.synchronize(K)?;
             let mut h32 = vec![0u32; 8 * threads];
             let mut h64 = vec![0u64; 8 * threads];
-            o32.copy_to(&mut h32[..]).during(K, "copy out")?;
-            o64.copy_to(&mut h64[..]).during(K, "copy out")?;
+            o32.copy_to(&mut h32[..])?;
+            o64.copy_to(&mut h64[..])?;
             Ok(WarpResults {
                 rows32: h32.chunks(threads).map(<[u32]>::to_vec).collect(),
                 rows64: h64.chunks(threads).map(<[u64]>::to_vec).collect(),
@@ -700,24 +701,15 @@ pub mod primitives {
             }
             self.bind()?;
             let stream = self.stream();
-            let tickets = DeviceBuffer::from_slice(&vec![u32::MAX; n]).during(K, "allocate")?;
-            let counters = DeviceBuffer::from_slice(&[0, 0, u32::MAX, u32::MAX, 0, 0u32])
-                .during(K, "allocate")?;
-            let signed = DeviceBuffer::from_slice(&[i32::MIN, i32::MAX]).during(K, "allocate")?;
-            let s32 = DeviceBuffer::from_slice(&[0f32]).during(K, "allocate")?;
-            let s64 = DeviceBuffer::from_slice(&[0f64]).during(K, "allocate")?;
-            let su64 = DeviceBuffer::from_slice(&[0u64]).during(K, "allocate")?;
+            let tickets = self.to_device(&vec![u32::MAX; n])?;
+            let counters = self.to_device(&[0, 0, u32::MAX, u32::MAX, 0, 0u32])?;
+            let signed = self.to_device(&[i32::MIN, i32::MAX])?;
+            let s32 = self.to_device(&[0f32])?;
+            let s64 = self.to_device(&[0f64])?;
+            let su64 = self.to_device(&[0u64])?;
             // SAFETY: buffers sized and initialised as atomic_test's # Safety says; n < 2^31.
             unsafe {
-                let args = (
-                    tickets.as_device_ptr(),
-                    counters.as_device_ptr(),
-                    signed.as_device_ptr(),
-                    s32.as_device_ptr(),
-                    s64.as_device_ptr(),
-                    su64.as_device_ptr(),
-                    n,
-                );
+                let args = (&tickets, &counters, &signed, &s32, &s64, &su64, n);
                 self.launch(ATOMIC_TEST, LaunchConfig::linear(grid, 256), stream, args)
             }?;
             self.synchronize(K)?;
@@ -729,15 +721,13 @@ pub mod primitives {
                 sum_f64: 0.0,
                 sum_u64: 0,
             };
-            tickets.copy_to(&mut r.tickets[..]).during(K, "copy out")?;
-            counters
-                .copy_to(&mut r.counters[..])
-                .during(K, "copy out")?;
-            signed.copy_to(&mut r.signed[..]).during(K, "copy out")?;
+            tickets.copy_to(&mut r.tickets[..])?;
+            counters.copy_to(&mut r.counters[..])?;
+            signed.copy_to(&mut r.signed[..])?;
             let (mut a, mut b, mut c) = ([0f32], [0f64], [0u64]);
-            s32.copy_to(&mut a[..]).during(K, "copy out")?;
-            s64.copy_to(&mut b[..]).during(K, "copy out")?;
-            su64.copy_to(&mut c[..]).during(K, "copy out")?;
+            s32.copy_to(&mut a[..])?;
+            s64.copy_to(&mut b[..])?;
+            su64.copy_to(&mut c[..])?;
             (r.sum_f32, r.sum_f64, r.sum_u64) = (a[0], b[0], c[0]);
             Ok(r)
         }
@@ -757,27 +747,22 @@ pub mod primitives {
             let grid = crate::launch::grid_1d_capped(K, vectors, 128)?;
             self.bind()?;
             let stream = self.stream();
-            // cuMemAlloc returns 256-byte-aligned memory: the 16-byte alignment holds.
-            let din = DeviceBuffer::from_slice(input).during(K, "copy in")?;
-            let out = DeviceBuffer::from_slice(&vec![0u32; input.len()]).during(K, "allocate")?;
-            let out_cg =
-                DeviceBuffer::from_slice(&vec![0u32; input.len()]).during(K, "allocate")?;
+            // cuMemAlloc returns 256-byte-aligned memory, the simulator 16-byte-aligned
+            // buffers: the 16-byte alignment holds.
+            let din = self.to_device(input)?;
+            let out = self.to_device(&vec![0u32; input.len()])?;
+            let out_cg = self.to_device(&vec![0u32; input.len()])?;
             // SAFETY: din is 16-byte aligned with 4 · vectors words, only read; the outputs
             // hold as many and are separate allocations.
             unsafe {
-                let args = (
-                    din.as_device_ptr(),
-                    out.as_device_ptr(),
-                    out_cg.as_device_ptr(),
-                    vectors,
-                );
+                let args = (&din, &out, &out_cg, vectors);
                 self.launch(LOAD_TEST, LaunchConfig::linear(grid, 128), stream, args)
             }?;
             self.synchronize(K)?;
             let mut a = vec![0u32; input.len()];
             let mut b = vec![0u32; input.len()];
-            out.copy_to(&mut a[..]).during(K, "copy out")?;
-            out_cg.copy_to(&mut b[..]).during(K, "copy out")?;
+            out.copy_to(&mut a[..])?;
+            out_cg.copy_to(&mut b[..])?;
             Ok((a, b))
         }
 
@@ -797,20 +782,19 @@ pub mod primitives {
             let blocks = crate::launch::grid_exact(K, input.len(), threads_per_block, "x")?;
             self.bind()?;
             let stream = self.stream();
-            let din = DeviceBuffer::from_slice(input).during(K, "copy in")?;
-            let out =
-                DeviceBuffer::from_slice(&vec![0i64; blocks as usize]).during(K, "allocate")?;
+            let din = self.to_device(input)?;
+            let out = self.to_device(&vec![0i64; blocks as usize])?;
             // SAFETY: input holds blocks · tpb values, out one per block; the dynamic shared
             // memory (SHARED_BYTES ≥ 256) is what block_reduce needs.
             unsafe {
                 let cfg = LaunchConfig::linear(blocks, threads_per_block)
                     .with_shared(super::SHARED_BYTES);
-                let args = (din.as_device_ptr(), out.as_device_ptr());
+                let args = (&din, &out);
                 self.launch(BLOCK_REDUCE_TEST_I64, cfg, stream, args)
             }?;
             self.synchronize(K)?;
             let mut h = vec![0i64; blocks as usize];
-            out.copy_to(&mut h[..]).during(K, "copy out")?;
+            out.copy_to(&mut h[..])?;
             Ok(h)
         }
     }

@@ -34,7 +34,7 @@
 use std::time::Instant;
 
 use cust::event::{Event, EventFlags, EventStatus};
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
+
 use ndarray::{Array1, ArrayView1};
 
 use cuda_kernels_gpu::streams::{MULT_KER, mult_ker_element};
@@ -44,9 +44,13 @@ use crate::async_mem::{Lane, mean_std};
 use crate::error::{CudaResultExt, Error, Result};
 use crate::kernel::LaunchConfig;
 use crate::launch::{MAX_GRID_X, check_block};
+use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::util::contiguous;
 
 const K: &str = MULT_KER.name();
+
+/// What the event-timed launchers are refused as on the simulator.
+const EVENTS: &str = "CUDA events and concurrent streams";
 
 /// The seed's launch shape for `mult_ker`: one block…
 pub const SEED_GRID: u32 = 1;
@@ -124,12 +128,11 @@ impl Gpu {
     pub fn mult_ker(&self, data: ArrayView1<f32>, grid: u32, block: u32) -> Result<Array1<f32>> {
         check_mult_ker(data.len(), grid, block)?;
         self.bind()?;
-        let mut buf =
-            DeviceBuffer::from_slice(&contiguous(&data)).during(K, "copy to the device")?;
+        let mut buf = self.to_device(&contiguous(&data))?;
         let launched = self.mult_ker_on_device(&mut buf, grid, block);
         settle(self, buf, launched, |buf, ()| {
             let mut out = vec![0.0f32; data.len()];
-            buf.copy_to(&mut out[..]).during(K, "copy to the host")?;
+            buf.copy_to(&mut out[..])?;
             Ok(Array1::from(out))
         })
     }
@@ -149,7 +152,8 @@ impl Gpu {
         // SAFETY: `data` holds data.len() f32 (its own length) and is exclusively
         // borrowed; once the borrow ends, safe code can neither read nor free it
         // before the kernel is done (the `_on_device` rule in `Gpu`'s docs).
-        unsafe { self.launch(MULT_KER, cfg, stream, (data.as_device_ptr(), data.len())) }
+        let len = data.len();
+        unsafe { self.launch(MULT_KER, cfg, stream, (data, len)) }
     }
 
     /// K14 (a): one `mult_ker<<<1, 64>>>` over `data` between a start and an
@@ -157,18 +161,20 @@ impl Gpu {
     /// launch, then the end event is synchronized and both are queried again.
     pub fn mult_ker_events(&self, data: ArrayView1<f32>) -> Result<(Array1<f32>, EventsReport)> {
         check_mult_ker(data.len(), SEED_GRID, SEED_BLOCK)?;
+        self.require_cuda(EVENTS)?;
         self.bind()?;
         let stream = self.stream();
-        let buf = DeviceBuffer::from_slice(&contiguous(&data)).during(K, "copy to the device")?;
+        let cust_stream = stream.as_cust()?;
+        let buf = self.to_device(&contiguous(&data))?;
         let (ptr, len) = (buf.as_device_ptr(), buf.len());
         let queued = (|| {
             let start = Event::new(EventFlags::DEFAULT).during(K, "cuEventCreate")?;
             let end = Event::new(EventFlags::DEFAULT).during(K, "cuEventCreate")?;
-            start.record(stream).during(K, "cuEventRecord")?;
+            start.record(cust_stream).during(K, "cuEventRecord")?;
             // SAFETY: `buf` holds len f32 and is used by nothing else; `settle` below
             // synchronizes the stream before it is read or freed.
             unsafe { self.launch(MULT_KER, SEED_LAUNCH, stream, (ptr, len)) }?;
-            end.record(stream).during(K, "cuEventRecord")?;
+            end.record(cust_stream).during(K, "cuEventRecord")?;
             let done = |e: &Event| {
                 e.query()
                     .map(|s| s == EventStatus::Ready)
@@ -189,7 +195,7 @@ impl Gpu {
         })();
         settle(self, buf, queued, |buf, report| {
             let mut out = vec![0.0f32; len];
-            buf.copy_to(&mut out[..]).during(K, "copy to the host")?;
+            buf.copy_to(&mut out[..])?;
             Ok((Array1::from(out), report))
         })
     }
@@ -311,9 +317,10 @@ impl<'g, 'a> SerialBatch<'g, 'a> {
     /// same in both versions).
     pub fn new(gpu: &'g Gpu, inputs: &'a [Vec<f32>]) -> Result<Self> {
         let len = check_batch(inputs)?;
+        gpu.require_cuda(EVENTS)?;
         gpu.bind()?;
         let device = (0..inputs.len())
-            .map(|_| DeviceBuffer::zeroed(len).during(K, "cuMemAlloc"))
+            .map(|_| gpu.zeroed(len))
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
             gpu,
@@ -328,21 +335,22 @@ impl<'g, 'a> SerialBatch<'g, 'a> {
     pub fn run(&mut self) -> Result<BatchTiming> {
         let gpu = self.gpu;
         gpu.bind()?;
+        let stream = gpu.stream().as_cust()?;
         let start = Event::new(EventFlags::DEFAULT).during(K, "cuEventCreate")?;
         let end = Event::new(EventFlags::DEFAULT).during(K, "cuEventCreate")?;
         let t = Instant::now();
-        start.record(gpu.stream()).during(K, "cuEventRecord")?;
+        start.record(stream).during(K, "cuEventRecord")?;
         for (buf, input) in self.device.iter_mut().zip(self.inputs) {
-            buf.copy_from(&input[..]).during(K, "copy to the device")?;
+            buf.copy_from(&input[..])?;
         }
         for buf in &mut self.device {
             gpu.mult_ker_on_device(buf, SEED_GRID, SEED_BLOCK)?;
         }
         gpu.synchronize(K)?;
         for (buf, out) in self.device.iter().zip(&mut self.outputs) {
-            buf.copy_to(&mut out[..]).during(K, "copy to the host")?;
+            buf.copy_to(&mut out[..])?;
         }
-        end.record(gpu.stream()).during(K, "cuEventRecord")?;
+        end.record(stream).during(K, "cuEventRecord")?;
         end.synchronize().during(K, "cuEventSynchronize")?;
         let wall_ms = t.elapsed().as_secs_f64() * 1e3;
         let gpu_ms = end
@@ -402,6 +410,7 @@ impl<'g, 'a> StreamBatch<'g, 'a> {
     /// (not timed).
     pub fn new(gpu: &'g Gpu, inputs: &'a [Vec<f32>]) -> Result<Self> {
         check_batch(inputs)?;
+        gpu.require_cuda(EVENTS)?;
         let lanes = inputs
             .iter()
             .map(|a| Lane::from_host(gpu, a))

@@ -1,14 +1,27 @@
 //! CUDA-event timing (what the seeds do with `cuda.Event()` and OpenCL's
-//! profiling events).
+//! profiling events). GPU only: on the simulator a timer is
+//! [`Error::NotOnSimulator`](crate::Error::NotOnSimulator) (the simulator's
+//! times would say nothing about a GPU's).
 use cust::event::{Event, EventFlags};
-use cust::stream::Stream;
 
-use crate::error::{CudaResultExt, Result};
+use crate::Gpu;
+use crate::error::{CudaResultExt, Error, Result};
+use crate::memory::Stream;
+
+/// What a timer on the simulator is refused as.
+const TIMING: &str = "CUDA-event timing";
 
 /// A start/stop pair of CUDA events recorded on a stream.
 pub struct GpuTimer {
     start: Event,
     stop: Event,
+}
+
+/// The `cust` stream of `stream`, or [`Error::NotOnSimulator`].
+fn cuda_stream(stream: &Stream) -> Result<&cust::stream::Stream> {
+    stream
+        .as_cust()
+        .map_err(|_| Error::NotOnSimulator { what: TIMING })
 }
 
 impl GpuTimer {
@@ -20,14 +33,26 @@ impl GpuTimer {
         })
     }
 
+    /// Two fresh events in `gpu`'s context ([`Error::NotOnSimulator`] on
+    /// the simulator).
+    pub fn on(gpu: &Gpu) -> Result<Self> {
+        gpu.require_cuda(TIMING)?;
+        gpu.bind()?;
+        Self::new()
+    }
+
     /// Records the start event on `stream`.
     pub fn start(&self, stream: &Stream) -> Result<()> {
-        self.start.record(stream).during("timer", "cuEventRecord")
+        self.start
+            .record(cuda_stream(stream)?)
+            .during("timer", "cuEventRecord")
     }
 
     /// Records the stop event on `stream`.
     pub fn stop(&self, stream: &Stream) -> Result<()> {
-        self.stop.record(stream).during("timer", "cuEventRecord")
+        self.stop
+            .record(cuda_stream(stream)?)
+            .during("timer", "cuEventRecord")
     }
 
     /// Waits for the stop event and returns the milliseconds between the two.
@@ -40,14 +65,81 @@ impl GpuTimer {
             .during("timer", "cuEventElapsedTime")
     }
 
-    /// Times what `work` queues on `stream`, in milliseconds.
+    /// Times what `work` queues on `stream`, in milliseconds
+    /// ([`Error::NotOnSimulator`] for the simulator's stream, before `work`
+    /// runs).
     pub fn time<T>(stream: &Stream, work: impl FnOnce() -> Result<T>) -> Result<(T, f32)> {
+        cuda_stream(stream)?;
         let timer = Self::new()?;
         timer.start(stream)?;
         let value = work()?;
         timer.stop(stream)?;
         Ok((value, timer.elapsed_ms()?))
     }
+}
+
+/// What a launcher that can run timed measured: `(kernel_ms, total_ms)`,
+/// or `None` untimed.
+pub(crate) type Times = Option<(f32, f32)>;
+
+/// The timers of a launcher that can run timed (on a GPU) or untimed (its
+/// plain form, on either backend): around the whole call (copies included)
+/// and around the kernel alone, or none.
+pub(crate) struct PhaseTimers<'s> {
+    timers: Option<(GpuTimer, GpuTimer)>,
+    stream: &'s Stream,
+}
+
+impl<'s> PhaseTimers<'s> {
+    /// Timers on `gpu`'s stream when `timed` ([`Error::NotOnSimulator`] on
+    /// the simulator), none otherwise; starts the total.
+    pub(crate) fn start(gpu: &'s Gpu, timed: bool) -> Result<Self> {
+        let timers = if timed {
+            let total = GpuTimer::on(gpu)?;
+            total.start(gpu.stream())?;
+            Some((total, GpuTimer::new()?))
+        } else {
+            None
+        };
+        Ok(Self {
+            timers,
+            stream: gpu.stream(),
+        })
+    }
+
+    /// Records the kernel's start.
+    pub(crate) fn kernel_start(&self) -> Result<()> {
+        match &self.timers {
+            Some((_, kernel)) => kernel.start(self.stream),
+            None => Ok(()),
+        }
+    }
+
+    /// Records the kernel's end.
+    pub(crate) fn kernel_stop(&self) -> Result<()> {
+        match &self.timers {
+            Some((_, kernel)) => kernel.stop(self.stream),
+            None => Ok(()),
+        }
+    }
+
+    /// Records the end of the whole call and returns `(kernel_ms,
+    /// total_ms)`, or `None` untimed.
+    pub(crate) fn finish(self) -> Result<Times> {
+        match &self.timers {
+            Some((total, kernel)) => {
+                total.stop(self.stream)?;
+                Ok(Some((kernel.elapsed_ms()?, total.elapsed_ms()?)))
+            }
+            None => Ok(None),
+        }
+    }
+}
+
+/// The times of a timed run: what [`PhaseTimers::finish`] gave, which a
+/// timed run always has.
+pub(crate) fn timed_result(times: Times, kernel: &'static str) -> Result<(f32, f32)> {
+    times.ok_or_else(|| Error::invalid(kernel, "a timed run returned no times"))
 }
 
 /// The median of a list of times (sorts it).

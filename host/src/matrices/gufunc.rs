@@ -14,13 +14,12 @@
 //! does in practice and as the GPU's 64-bit multiply-add does; the CPU
 //! reference uses the same per-step function
 //! ([`cuda_kernels_gpu::matmul::mul_add_i64`]).
-use cust::memory::{CopyDestination, DeviceBuffer};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 
 use cuda_kernels_gpu::matmul::{GUFUNC_MATMUL_I64, GUFUNC_THREADS, mul_add_i64};
 
 use crate::Gpu;
-use crate::error::{CudaResultExt, Error, Result};
+use crate::error::{Error, Result};
 use crate::kernel::LaunchConfig;
 use crate::launch::{checked_elements, grid_1d_capped};
 
@@ -169,29 +168,18 @@ impl Gpu {
             (Some(a), Some(b)) => (a, b),
             _ => return Err(Error::invalid(K, "standard layout is not contiguous")),
         };
-        let da = DeviceBuffer::from_slice(a).during(K, "copy A to the device")?;
-        let db = DeviceBuffer::from_slice(b).during(K, "copy B to the device")?;
-        let dao = DeviceBuffer::from_slice(&plan.a_offsets).during(K, "copy A offsets")?;
-        let dbo = DeviceBuffer::from_slice(&plan.b_offsets).during(K, "copy B offsets")?;
+        let da = self.to_device(a)?;
+        let db = self.to_device(b)?;
+        let dao = self.to_device(&plan.a_offsets)?;
+        let dbo = self.to_device(&plan.b_offsets)?;
         // SAFETY: written in full by the kernel (every output index) before it is read.
-        let dc = unsafe { DeviceBuffer::<i64>::uninitialized(total) }.during(K, "allocate C")?;
+        let mut dc = unsafe { self.uninitialized::<i64>(total) }?;
         let (batch, m, n, p) = (plan.batch(), plan.m, plan.n, plan.p);
         // SAFETY: the plan's offsets locate m×n (n×p) matrices inside A (B) in standard
         // layout; dc holds batch·m·p i64 and overlaps nothing; sizes were checked for
         // overflow; the kernel grid-strides, so any grid covers it.
         unsafe {
-            let (offsets_a, offsets_b) = (dao.as_device_ptr(), dbo.as_device_ptr());
-            let args = (
-                da.as_device_ptr(),
-                db.as_device_ptr(),
-                offsets_a,
-                offsets_b,
-                dc.as_device_ptr(),
-                batch,
-                m,
-                n,
-                p,
-            );
+            let args = (&da, &db, &dao, &dbo, &mut dc, batch, m, n, p);
             self.launch(
                 GUFUNC_MATMUL_I64,
                 LaunchConfig::linear(grid, GUFUNC_THREADS),
@@ -201,7 +189,7 @@ impl Gpu {
         }?;
         self.synchronize(K)?;
         let mut c = vec![0i64; total];
-        dc.copy_to(&mut c[..]).during(K, "copy C to the host")?;
+        dc.copy_to(&mut c[..])?;
         ArrayD::from_shape_vec(IxDyn(&plan.out_shape), c)
             .map_err(|e| Error::invalid(K, e.to_string()))
     }

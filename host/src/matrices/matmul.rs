@@ -1,6 +1,5 @@
 //! K3 `doubles_matrix`, K4 `matrix_mul_naive`, K5 `matrix_mul_tiled`:
 //! launchers over `ndarray` 2-D views, and their CPU references.
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Zip};
 
 use cuda_kernels_gpu::matmul::{
@@ -9,12 +8,13 @@ use cuda_kernels_gpu::matmul::{
 };
 
 use crate::Gpu;
-use crate::error::{CudaResultExt, Error, Result};
+use crate::error::{Error, Result};
 use crate::kernel::{Kernel, LaunchConfig};
 use crate::launch::{
     VECTORIZED_BLOCK, VectorizedGrid, checked_elements, grid_exact, vectorized_grid,
 };
-use crate::timing::GpuTimer;
+use crate::memory::DeviceSlice;
+use crate::timing::{PhaseTimers, Times, timed_result};
 
 /// Which matrix-product kernel to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,23 +268,22 @@ impl Gpu {
         doubles_matrix_launch(rows, cols)?;
         self.bind()?;
         let mut d = match a.as_slice() {
-            Some(s) => DeviceBuffer::from_slice(s),
+            Some(s) => self.to_device(s),
             None => {
                 let host = a.as_standard_layout();
                 let s = host
                     .as_slice()
                     .ok_or_else(|| Error::invalid(K, "standard layout is not contiguous"))?;
-                DeviceBuffer::from_slice(s)
+                self.to_device(s)
             }
-        }
-        .during(K, "copy a to the device")?;
+        }?;
         self.doubles_matrix_on_device(&mut d, rows, cols)?;
         self.synchronize(K)?;
         match a.as_slice_mut() {
-            Some(s) => d.copy_to(s).during(K, "copy a to the host")?,
+            Some(s) => d.copy_to(s)?,
             None => {
                 let mut out = vec![0.0f32; rows * cols];
-                d.copy_to(&mut out[..]).during(K, "copy a to the host")?;
+                d.copy_to(&mut out[..])?;
                 let out = ArrayView2::from_shape((rows, cols), &out[..])
                     .map_err(|e| Error::invalid(K, e.to_string()))?;
                 a.assign(&out);
@@ -320,7 +319,7 @@ impl Gpu {
         let (cfg, stream) = (LaunchConfig::linear(grid, block), self.stream());
         // SAFETY: a holds rows * cols f32 (checked above, no overflow); the kernel's
         // grid-stride map covers exactly those elements with any 1-D grid.
-        unsafe { self.launch(DOUBLES_MATRIX, cfg, stream, (a.as_device_ptr(), rows, cols)) }
+        unsafe { self.launch(DOUBLES_MATRIX, cfg, stream, (a, rows, cols)) }
     }
 
     /// K3 on a copy: returns `2 * a`, leaving `a` alone.
@@ -336,54 +335,77 @@ impl Gpu {
     /// Errors (no launch) when the inner dimensions differ, a matrix is
     /// empty, a size overflows or the grid would exceed the hardware limits.
     pub fn matrix_mul_naive(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>> {
-        self.matmul_timed(MatmulKernel::Naive, a, b).map(|(c, _)| c)
+        self.matmul(MatmulKernel::Naive, a, b)
     }
 
     /// K5: `C = A · B` with the tiled, register-blocked kernel (the fast
     /// path). Same contract as [`Gpu::matrix_mul_naive`].
     pub fn matrix_mul_tiled(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>> {
-        self.matmul_timed(MatmulKernel::Tiled, a, b).map(|(c, _)| c)
+        self.matmul(MatmulKernel::Tiled, a, b)
+    }
+
+    /// `C = A · B` with the chosen kernel, on either backend.
+    pub fn matmul(
+        &self,
+        kernel: MatmulKernel,
+        a: ArrayView2<f32>,
+        b: ArrayView2<f32>,
+    ) -> Result<Array2<f32>> {
+        self.matmul_with(kernel, a, b, false).map(|(c, _)| c)
     }
 
     /// `C = A · B` with the chosen kernel, with CUDA-event times of the
-    /// kernel alone and with the transfers.
+    /// kernel alone and with the transfers (GPU only:
+    /// [`Error::NotOnSimulator`] on the simulator).
     pub fn matmul_timed(
         &self,
         kernel: MatmulKernel,
         a: ArrayView2<f32>,
         b: ArrayView2<f32>,
     ) -> Result<(Array2<f32>, MatmulTiming)> {
+        let (c, times) = self.matmul_with(kernel, a, b, true)?;
+        let (kernel_ms, with_transfers_ms) = timed_result(times, kernel.entry())?;
+        Ok((
+            c,
+            MatmulTiming {
+                kernel_ms,
+                with_transfers_ms,
+            },
+        ))
+    }
+
+    /// `C = A · B`, timed (`(kernel_ms, total_ms)`) or not.
+    fn matmul_with(
+        &self,
+        kernel: MatmulKernel,
+        a: ArrayView2<f32>,
+        b: ArrayView2<f32>,
+        timed: bool,
+    ) -> Result<(Array2<f32>, Times)> {
         let name = kernel.entry();
         let shape = matmul_launch(kernel, a.dim(), b.dim())?;
         self.bind()?;
-        let stream = self.stream();
         let (a, b) = (a.as_standard_layout(), b.as_standard_layout());
         let (a, b) = match (a.as_slice(), b.as_slice()) {
             (Some(a), Some(b)) => (a, b),
             _ => return Err(Error::invalid(name, "standard layout is not contiguous")),
         };
-        let total = GpuTimer::new()?;
-        let timer = GpuTimer::new()?;
-        total.start(stream)?;
-        let da = DeviceBuffer::from_slice(a).during(name, "copy A to the device")?;
-        let db = DeviceBuffer::from_slice(b).during(name, "copy B to the device")?;
-        // SAFETY: every element of C is written by the kernel before it is read.
-        let mut dc = unsafe { DeviceBuffer::<f32>::uninitialized(shape.m * shape.n) }
-            .during(name, "allocate C")?;
-        timer.start(stream)?;
+        let timers = PhaseTimers::start(self, timed)?;
+        let da = self.to_device(a)?;
+        let db = self.to_device(b)?;
+        // SAFETY: every element of C is written by the kernel before it is read
+        // (split-k zeroes it first).
+        let mut dc = unsafe { self.uninitialized::<f32>(shape.m * shape.n) }?;
+        timers.kernel_start()?;
         self.matmul_on_device(kernel, &da, &db, &mut dc, shape.m, shape.k, shape.n)?;
-        timer.stop(stream)?;
+        timers.kernel_stop()?;
         self.synchronize(name)?;
         let mut c = vec![0.0f32; shape.m * shape.n];
-        dc.copy_to(&mut c[..]).during(name, "copy C to the host")?;
-        total.stop(stream)?;
-        let timing = MatmulTiming {
-            kernel_ms: timer.elapsed_ms()?,
-            with_transfers_ms: total.elapsed_ms()?,
-        };
+        dc.copy_to(&mut c[..])?;
+        let times = timers.finish()?;
         let c = Array2::from_shape_vec((shape.m, shape.n), c)
             .map_err(|e| Error::invalid(name, e.to_string()))?;
-        Ok((c, timing))
+        Ok((c, times))
     }
 
     /// Queues `C = A · B` on [`Gpu::stream`] over row-major buffers already
@@ -412,6 +434,9 @@ impl Gpu {
         };
         let shape = matmul_launch_for(kernel, (m, k), (k, n), sms, aligned)?;
         check_product_buffers(name, (a.len(), b.len(), c.len()), (m, k, n))?;
+        for slice in [a, b, &*c] {
+            self.check_device(name, slice)?;
+        }
         self.bind()?;
         let stream = self.stream();
         let cfg = shape.config();
@@ -419,23 +444,13 @@ impl Gpu {
             // Split-k blocks add their partial products onto C.
             // SAFETY: `c` is borrowed mutably and the memset is queued on the same
             // stream as the kernel that reads it.
-            unsafe { c.set_zero_async(stream) }.during(name, "zero C for split-k")?;
+            unsafe { c.set_zero_async(stream) }?;
         }
         // SAFETY: a, b, c hold m·k, k·n, m·n f32 (checked above, no overflow); `c` is
         // borrowed mutably so it aliases neither input; grid, block, shared memory and
         // (with splits) the zeroed C are what the entry's Safety section asks for
         // (matmul_launch_for); 16-byte entries only when a and b are aligned.
-        unsafe {
-            let args = (
-                a.as_device_ptr(),
-                b.as_device_ptr(),
-                c.as_device_ptr(),
-                m,
-                k,
-                n,
-            );
-            self.launch(shape.entry, cfg, stream, args)
-        }
+        unsafe { self.launch(shape.entry, cfg, stream, (a, b, c, m, k, n)) }
     }
 }
 

@@ -20,7 +20,6 @@
 //! most), so every device's queue stays full.
 use std::ops::Range;
 
-use cust::memory::{DeviceBuffer, DeviceSlice};
 use cust::sys as cu;
 #[cfg(test)]
 use ndarray::Array1;
@@ -30,12 +29,13 @@ use cuda_kernels_gpu::life::CONWAY_FAST;
 
 use super::{Crew, bands, gather, labels, run_each};
 use crate::Gpu;
-use crate::error::{CudaResultExt, Error, Result};
+use crate::error::{Error, Result};
 use crate::kernel::LaunchConfig;
 use crate::life::{LifeKernel, check_lattice, fast_shape, life_launch};
+use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::peer::{
-    CopyPath, PinnedBytes, SyncEvent, best_path, check, queue_peer_copy, record, require_peer,
-    stream_wait, sync_event,
+    CopyPath, PinnedBytes, SyncEvent, best_path, queue_peer_copy, queue_to_device, queue_to_host,
+    record, require_peer, stream_wait, sync_event,
 };
 
 const K: &str = "life (multi-GPU)";
@@ -99,6 +99,16 @@ impl<'g> LifeBands<'g> {
         let n = check_lattice(lattice)?;
         let rows = bands(K, gpus, n)?;
         let p = rows.len();
+        if p > 1 && gpus.iter().any(|g| g.is_simulated() != gpus[0].is_simulated()) {
+            return Err(Error::invalid(
+                K,
+                format!(
+                    "the devices [{}] mix simulated and CUDA devices: a Life job's bands \
+                     wait for each other, so its devices must all be of one kind",
+                    labels(gpus).join(", ")
+                ),
+            ));
+        }
         let tallest = rows.iter().map(|r| r.len()).max().unwrap_or(0);
         if p > 1 && tallest + 3 > n {
             return Err(Error::invalid(
@@ -139,23 +149,19 @@ impl<'g> LifeBands<'g> {
         let items: Vec<_> = gpus.iter().zip(rows).collect();
         let bands = run_each(K, &labels(gpus), items, |_, (gpu, rows), _| {
             let host = band_buffer(flat, n, &rows, p);
-            gpu.bind()?;
-            let lattice = [
-                DeviceBuffer::from_slice(&host).during(K, "copy the band in")?,
-                DeviceBuffer::zeroed(n * n).during(K, "allocate the second lattice")?,
-            ];
+            let lattice = [gpu.to_device(&host)?, gpu.zeroed(n * n)?];
             let staging = match path {
                 Some(CopyPath::Staged) => Some([
-                    PinnedBytes::new(2 * n * CELL)?,
-                    PinnedBytes::new(2 * n * CELL)?,
+                    PinnedBytes::new(gpu, 2 * n * CELL)?,
+                    PinnedBytes::new(gpu, 2 * n * CELL)?,
                 ]),
                 _ => None,
             };
             Ok(Band {
                 rows,
                 lattice,
-                done: [sync_event()?, sync_event()?],
-                pulled: [sync_event()?, sync_event()?],
+                done: [sync_event(gpu)?, sync_event(gpu)?],
+                pulled: [sync_event(gpu)?, sync_event(gpu)?],
                 staging,
             })
         })?;
@@ -298,33 +304,24 @@ fn run_band(
         // the band's rows (strip_rows) and the kernel clips to the n×n
         // lattice; rows >= 1 (life_launch); n is the checked lattice size.
         unsafe {
-            let args = (
-                me.lattice[cur].as_device_ptr(),
-                me.lattice[next].as_device_ptr(),
-                n,
-                launch.rows,
-            );
+            let args = (&me.lattice[cur], &me.lattice[next], n, launch.rows);
             gpu.launch(CONWAY_FAST, cfg, stream, args)
         }?;
         if let Some(staging) = &me.staging {
             // The band's first and last rows, for the neighbours.
             for (k, row) in [0, h - 1].into_iter().enumerate() {
-                // SAFETY: the pinned buffer holds two rows; the row is inside
+                // SAFETY: the staging slot holds two rows; the row is inside
                 // the n·n buffer; ordered after the kernel on this stream, and
                 // after the neighbours' reads of this slot (the waits above).
-                let r = unsafe {
-                    cu::cuMemcpyDtoHAsync_v2(
-                        staging[slot]
-                            .as_ptr()
-                            .cast::<u8>()
-                            .add(k * row_bytes)
-                            .cast(),
+                unsafe {
+                    queue_to_host(
+                        gpu,
                         me.row(next, row, n),
+                        staging[slot].as_ptr().add(k * row_bytes),
                         row_bytes,
-                        stream.as_inner(),
+                        stream,
                     )
-                };
-                check(r, K, "cuMemcpyDtoHAsync (halo)")?;
+                }?;
             }
         }
         record(&me.done[slot], stream)?;
@@ -357,19 +354,15 @@ fn run_band(
                     // this step (its `done` event, waited above) and is not
                     // rewritten before our `pulled` event (its waits); the
                     // halo row is inside our buffer.
-                    let r = unsafe {
-                        cu::cuMemcpyHtoDAsync_v2(
+                    unsafe {
+                        queue_to_device(
+                            gpu,
+                            staging[slot].as_ptr().add(staged_row * row_bytes),
                             dst,
-                            staging[slot]
-                                .as_ptr()
-                                .cast::<u8>()
-                                .add(staged_row * row_bytes)
-                                .cast(),
                             row_bytes,
-                            stream.as_inner(),
+                            stream,
                         )
-                    };
-                    check(r, K, "cuMemcpyHtoDAsync (halo)")?;
+                    }?;
                 }
                 _ => {
                     // SAFETY: both rows are inside their n·n buffers; the

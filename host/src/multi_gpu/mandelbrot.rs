@@ -4,14 +4,14 @@
 //! function), so the joined graph is identical to one GPU's.
 use std::ops::Range;
 
-use cust::memory::{DeviceBuffer, DeviceSlice};
+use crate::memory::{DeviceBuffer, DeviceSlice};
 use ndarray::{Array2, ArrayView1};
 
 use cuda_kernels_gpu::mandelbrot::MANDELBROT_ROWS;
 
 use super::{bands, gather, labels, run_each};
 use crate::Gpu;
-use crate::error::{CudaResultExt, Error, Result};
+use crate::error::{Error, Result};
 use crate::kernel::LaunchConfig;
 use crate::mandelbrot::{BLOCK, check_launch};
 use crate::util::contiguous;
@@ -63,8 +63,8 @@ impl Gpu {
         // rows·n threads, fewer than 2^32.
         unsafe {
             let args = (
-                lattice.as_device_ptr(),
-                graph.as_device_ptr(),
+                lattice,
+                graph,
                 shape.max_iters,
                 shape.upper_bound_squared,
                 shape.lattice_size,
@@ -124,9 +124,8 @@ impl<'g> MandelbrotBands<'g> {
         let host = contiguous(&lattice);
         let items: Vec<_> = gpus.iter().zip(rows).collect();
         let bands = run_each(K, &labels(gpus), items, |_, (gpu, rows), _| {
-            gpu.bind()?;
-            let lattice = DeviceBuffer::from_slice(&host).during(K, "copy the lattice in")?;
-            let graph = DeviceBuffer::zeroed(rows.len() * n).during(K, "allocate the band")?;
+            let lattice = gpu.to_device(&host)?;
+            let graph = gpu.zeroed(rows.len() * n)?;
             Ok(Band {
                 rows,
                 lattice,

@@ -4,12 +4,12 @@
 //! the same error bound as one GPU's.
 use std::ops::Range;
 
-use cust::memory::{DeviceBuffer, DeviceSlice};
+use crate::memory::{DeviceBuffer, DeviceSlice};
 use ndarray::{Array2, ArrayView2, Axis, s};
 
 use super::{bands, gather, labels, run_each};
 use crate::Gpu;
-use crate::error::{CudaResultExt, Error, Result};
+use crate::error::{Error, Result};
 use crate::matrices::MatmulKernel;
 
 const K: &str = "matmul (multi-GPU)";
@@ -76,15 +76,14 @@ impl<'g> MatmulBands<'g> {
             .ok_or_else(|| Error::invalid(K, "B not contiguous"))?;
         let items: Vec<_> = gpus.iter().zip(rows).collect();
         let bands = run_each(K, &labels(gpus), items, |_, (gpu, rows), _| {
-            gpu.bind()?;
             let a_band = a.slice(s![rows.clone(), ..]);
             let a_band = a_band.as_standard_layout();
             let a_flat = a_band
                 .as_slice()
                 .ok_or_else(|| Error::invalid(K, "A not contiguous"))?;
-            let a = DeviceBuffer::from_slice(a_flat).during(K, "copy A's band in")?;
-            let b = DeviceBuffer::from_slice(b_flat).during(K, "copy B in")?;
-            let c = DeviceBuffer::zeroed(rows.len() * n).during(K, "allocate C's band")?;
+            let a = gpu.to_device(a_flat)?;
+            let b = gpu.to_device(b_flat)?;
+            let c = gpu.zeroed(rows.len() * n)?;
             Ok(Band { rows, a, b, c })
         })?;
         Ok(Self {

@@ -21,10 +21,11 @@
 use std::ops::Range;
 use std::sync::{Condvar, Mutex};
 
-use cust::memory::{CopyDestination, DeviceCopy, DeviceSlice};
+use cust::memory::DeviceCopy;
 
 use crate::Gpu;
-use crate::error::{CudaResultExt, Error, Result};
+use crate::error::{Error, Result};
+use crate::memory::DeviceSlice;
 
 pub mod life;
 pub mod mandelbrot;
@@ -226,8 +227,8 @@ pub(crate) fn gather<T: DeviceCopy + Default + Clone + Send + Sync>(
     }
     let items: Vec<_> = gpus.iter().zip(parts).zip(outs).collect();
     run_each(job, &labels(gpus), items, |_, ((gpu, part), out), _| {
-        gpu.bind()?;
-        part.copy_to(out).during(job, "copy a band out")
+        gpu.check_device(job, part)?;
+        part.copy_to(out)
     })?;
     Ok(out)
 }

@@ -4,12 +4,12 @@
 //! operation's own `combine`. Integer results equal one GPU's; float sums
 //! differ from one GPU's only by summation order (within
 //! [`float_sum_tolerance`](crate::reduce::float_sum_tolerance)).
-use cust::memory::{DeviceBuffer, DeviceSlice};
+use crate::memory::{DeviceBuffer, DeviceSlice};
 use ndarray::ArrayView1;
 
 use super::{labels, run_each, split_rows};
 use crate::Gpu;
-use crate::error::{CudaResultExt, Error, Result};
+use crate::error::{Error, Result};
 use crate::reduce::{Element, ReduceKernel, ReduceScratch, start_value};
 use crate::util::contiguous;
 
@@ -122,7 +122,6 @@ pub fn scatter<T: Element>(gpus: &[&Gpu], input: &[T]) -> Result<Vec<DeviceBuffe
     let shares = split_rows(K, input.len(), gpus.len())?;
     let items: Vec<_> = gpus.iter().zip(shares).collect();
     run_each(K, &labels(gpus), items, |_, (gpu, share), _| {
-        gpu.bind()?;
-        DeviceBuffer::from_slice(&input[share]).during(K, "copy a share in")
+        gpu.to_device(&input[share])
     })
 }

@@ -1,0 +1,735 @@
+//! Device memory on either backend: [`DeviceBuffer`] (owns an allocation)
+//! and [`DeviceSlice`] (a pointer, a length and the device they belong to),
+//! with `cust`'s method names, and [`Stream`], a queue of work on one device.
+//!
+//! A buffer is made on a [`Gpu`]: [`Gpu::to_device`], [`Gpu::zeroed`],
+//! [`Gpu::uninitialized`]. On a CUDA GPU it owns a `cust` buffer (device
+//! memory of the `Gpu`'s context); on the simulator, an allocation of the
+//! simulator's memory (host memory with a guard page after its end, so that
+//! a kernel reading or writing past it is caught and reported with the
+//! buffer and the index). Either way the kernels see the buffer's address
+//! ([`DeviceSlice::as_device_ptr`]), and every slice says which device it
+//! belongs to ([`DeviceSlice::device`]): a launcher given a slice or a
+//! stream of another device refuses it with [`Error::WrongDevice`] before
+//! anything is queued.
+//!
+//! ```
+//! # fn main() -> cuda_kernels_host::Result<()> {
+//! let gpu = cuda_kernels_host::Gpu::simulator()?;
+//! let mut buf = gpu.to_device(&[1.0f32, 2.0, 3.0])?;
+//! buf.index(1..).copy_from(&[5.0, 6.0])?;
+//! let mut back = [0.0f32; 3];
+//! buf.copy_to(&mut back)?;
+//! assert_eq!(back, [1.0, 5.0, 6.0]);
+//! # Ok(()) }
+//! ```
+//!
+//! On the simulator a buffer ends where its guard page begins, its length
+//! rounded up to a whole number of 16-byte vectors: so it starts on a
+//! 16-byte boundary as a GPU buffer does (the reductions' order of
+//! operations, and which SGEMM entry runs, depend on that alignment, and the
+//! simulator's results equal the GPU's), and an access past the end is
+//! caught from the first 16-byte vector after the buffer's own (an access
+//! into the padding of the last vector, for a buffer that is not a whole
+//! number of vectors, is not).
+//!
+//! As with `cust`'s, a slice from [`DeviceSlice::index`] does not borrow its
+//! buffer: use it only while the buffer lives.
+use std::fmt;
+use std::ops::{Bound, Deref, DerefMut, RangeBounds};
+
+use cust::memory::bytemuck::{Pod, Zeroable};
+use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceCopy, DevicePointer};
+
+use crate::Gpu;
+use crate::error::{CudaResultExt, Error, Result};
+use crate::simulator;
+
+/// The operation name device-memory errors carry in their `kernel` field.
+pub(crate) const MEMORY: &str = "device memory";
+
+/// Which device a buffer, a stream or a [`Gpu`] belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceId {
+    /// A CUDA device and the context its memory lives in.
+    Cuda {
+        /// The device ordinal.
+        ordinal: u32,
+        /// The context (`CUcontext`, as an address): the primary context for
+        /// every [`Gpu`] of one device.
+        context: usize,
+    },
+    /// A simulated device ([`Gpu::simulator`] is simulated device 0).
+    Simulator {
+        /// Which simulated device.
+        ordinal: u32,
+    },
+}
+
+impl DeviceId {
+    /// Whether this is a simulated device.
+    pub fn is_simulated(&self) -> bool {
+        matches!(self, DeviceId::Simulator { .. })
+    }
+}
+
+impl fmt::Display for DeviceId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceId::Cuda { ordinal, context } => {
+                write!(f, "CUDA device {ordinal} (context {context:#x})")
+            }
+            DeviceId::Simulator { ordinal } => write!(f, "simulated device {ordinal}"),
+        }
+    }
+}
+
+/// A stream of work on one device: a `cust` stream on a CUDA GPU; on the
+/// simulator, nothing (every launch there runs to completion before it
+/// returns, so work is always in order and always finished).
+pub struct Stream {
+    device: DeviceId,
+    cuda: Option<cust::stream::Stream>,
+}
+
+impl Stream {
+    /// A stream of `device`'s (`cuda` for a CUDA device, `None` on the
+    /// simulator).
+    pub(crate) fn new(device: DeviceId, cuda: Option<cust::stream::Stream>) -> Self {
+        Self { device, cuda }
+    }
+
+    /// The device the stream belongs to.
+    pub fn device(&self) -> DeviceId {
+        self.device
+    }
+
+    /// Whether this is the simulator's (empty) stream.
+    pub fn is_simulated(&self) -> bool {
+        self.cuda.is_none()
+    }
+
+    /// The `cust` stream, for `cust` calls of your own;
+    /// [`Error::NotOnSimulator`] on the simulator.
+    pub fn as_cust(&self) -> Result<&cust::stream::Stream> {
+        self.cuda.as_ref().ok_or(Error::NotOnSimulator {
+            what: "a CUDA stream",
+        })
+    }
+
+    /// Waits for everything queued on the stream (nothing to wait for on
+    /// the simulator).
+    pub fn synchronize(&self) -> Result<()> {
+        match &self.cuda {
+            Some(s) => s.synchronize().during("stream", "cuStreamSynchronize"),
+            None => Ok(()),
+        }
+    }
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Stream({})", self.device)
+    }
+}
+
+/// Elements of device memory: a pointer, a length and the device they
+/// belong to. Borrowed from a [`DeviceBuffer`] (`&buf`, `&mut buf`) or
+/// taken from one with [`DeviceSlice::index`].
+#[derive(Debug)]
+pub struct DeviceSlice<T: DeviceCopy> {
+    ptr: DevicePointer<T>,
+    len: usize,
+    device: DeviceId,
+}
+
+// SAFETY: a DeviceSlice is an address and a length in device memory (or the
+// simulator's), like cust's DeviceSlice, which is Send and Sync on the same
+// bounds; it owns nothing and holds no thread-bound state.
+unsafe impl<T: DeviceCopy + Send> Send for DeviceSlice<T> {}
+// SAFETY: as above; shared access only reads the address and length.
+unsafe impl<T: DeviceCopy + Sync> Sync for DeviceSlice<T> {}
+
+impl<T: DeviceCopy> DeviceSlice<T> {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the slice holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The address of the first element, as kernels take it.
+    pub fn as_device_ptr(&self) -> DevicePointer<T> {
+        self.ptr
+    }
+
+    /// The device the memory belongs to.
+    pub fn device(&self) -> DeviceId {
+        self.device
+    }
+
+    /// The elements in `range`, as a slice of the same device. Panics when
+    /// the range is out of bounds (as slice indexing does).
+    pub fn index(&self, range: impl RangeBounds<usize>) -> DeviceSlice<T> {
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.checked_add(1).expect("range start overflows usize"),
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.checked_add(1).expect("range end overflows usize"),
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => self.len,
+        };
+        assert!(
+            start <= end && end <= self.len,
+            "device slice range {start}..{end} out of bounds for length {}",
+            self.len
+        );
+        let bytes = (start * size_of::<T>()) as u64;
+        DeviceSlice {
+            ptr: DevicePointer::from_raw(self.ptr.as_raw() + bytes),
+            len: end - start,
+            device: self.device,
+        }
+    }
+
+    /// The same memory as a `cust` slice (for `cust`'s copies and memsets;
+    /// CUDA devices only).
+    fn as_cust(&self) -> cust::memory::DeviceSlice<T> {
+        // SAFETY: the address and length describe device memory of this
+        // slice's buffer (or nothing, for a length of 0); cust's slice, like
+        // ours, is a pointer and a length, and is only used for the copy or
+        // memset at hand.
+        unsafe { cust::memory::DeviceSlice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// Refuses a host slice of another length.
+    fn same_len(&self, operation: &str, other: usize) -> Result<()> {
+        if other == self.len {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                MEMORY,
+                format!(
+                    "{operation}: the device slice holds {} elements, the other side {other}",
+                    self.len
+                ),
+            ))
+        }
+    }
+
+    /// The simulator's memory of this slice, as a host pointer.
+    fn sim_ptr(&self) -> *mut T {
+        self.ptr.as_raw() as usize as *mut T
+    }
+
+    /// Copies the slice into `host` (of the same length), waiting for the
+    /// copy.
+    pub fn copy_to(&self, host: &mut [T]) -> Result<()> {
+        self.same_len("copy to the host", host.len())?;
+        if self.device.is_simulated() {
+            let src = self.sim_ptr();
+            // SAFETY: `src` is the start of len elements of a live simulator
+            // allocation (the slice's invariant: its buffer is alive), `host` holds len elements, and the two
+            // do not overlap (`host` is a Rust slice borrowed mutably, the
+            // allocation is the simulator's own memory).
+            unsafe { std::ptr::copy_nonoverlapping(src, host.as_mut_ptr(), self.len) };
+            return Ok(());
+        }
+        self.as_cust()
+            .copy_to(host)
+            .during(MEMORY, "copy to the host")
+    }
+
+    /// Copies `host` (of the same length) into the slice, waiting for the
+    /// copy.
+    pub fn copy_from(&mut self, host: &[T]) -> Result<()> {
+        self.same_len("copy to the device", host.len())?;
+        if self.device.is_simulated() {
+            let dst = self.sim_ptr();
+            // SAFETY: as in copy_to, the other way.
+            unsafe { std::ptr::copy_nonoverlapping(host.as_ptr(), dst, self.len) };
+            return Ok(());
+        }
+        self.as_cust()
+            .copy_from(host)
+            .during(MEMORY, "copy to the device")
+    }
+
+    /// Copies `src` (of the same length and device) into the slice, on the
+    /// device, waiting for the copy.
+    pub fn copy_from_device(&mut self, src: &DeviceSlice<T>) -> Result<()> {
+        self.same_len("device-to-device copy", src.len)?;
+        self.same_device("device-to-device copy", src)?;
+        if self.device.is_simulated() {
+            let (from, to) = (src.sim_ptr(), self.sim_ptr());
+            // SAFETY: both are the starts of len elements of live simulator
+            // allocations (the slices' invariant); `copy` allows overlap.
+            unsafe { std::ptr::copy(from, to, self.len) };
+            return Ok(());
+        }
+        self.as_cust()
+            .copy_from(&src.as_cust())
+            .during(MEMORY, "device-to-device copy")
+    }
+
+    /// Refuses memory of another device.
+    fn same_device(&self, operation: &'static str, other: &DeviceSlice<T>) -> Result<()> {
+        if other.device == self.device {
+            Ok(())
+        } else {
+            Err(Error::WrongDevice {
+                kernel: operation,
+                expected: self.device,
+                found: other.device,
+            })
+        }
+    }
+
+    /// Refuses a stream of another device.
+    fn same_stream(&self, operation: &'static str, stream: &Stream) -> Result<()> {
+        if stream.device == self.device {
+            Ok(())
+        } else {
+            Err(Error::WrongDevice {
+                kernel: operation,
+                expected: self.device,
+                found: stream.device,
+            })
+        }
+    }
+
+    /// Queues a copy of `host` into the slice on `stream` (on the
+    /// simulator: copies at once).
+    ///
+    /// # Safety
+    /// `host` must stay alive and unwritten until the stream has finished
+    /// the copy (as `cust`'s `async_copy_from`).
+    pub unsafe fn async_copy_from(&mut self, host: &[T], stream: &Stream) -> Result<()> {
+        self.same_stream("asynchronous copy to the device", stream)?;
+        match &stream.cuda {
+            None => self.copy_from(host),
+            Some(s) => {
+                self.same_len("asynchronous copy to the device", host.len())?;
+                // SAFETY: the caller's contract; lengths are equal.
+                unsafe { self.as_cust().async_copy_from(host, s) }
+                    .during(MEMORY, "cuMemcpyHtoDAsync")
+            }
+        }
+    }
+
+    /// Queues a copy of the slice into `host` on `stream` (on the
+    /// simulator: copies at once).
+    ///
+    /// # Safety
+    /// `host` must stay alive and be neither read nor written until the
+    /// stream has finished the copy (as `cust`'s `async_copy_to`).
+    pub unsafe fn async_copy_to(&self, host: &mut [T], stream: &Stream) -> Result<()> {
+        self.same_stream("asynchronous copy to the host", stream)?;
+        match &stream.cuda {
+            None => self.copy_to(host),
+            Some(s) => {
+                self.same_len("asynchronous copy to the host", host.len())?;
+                // SAFETY: the caller's contract; lengths are equal.
+                unsafe { self.as_cust().async_copy_to(host, s) }.during(MEMORY, "cuMemcpyDtoHAsync")
+            }
+        }
+    }
+
+    /// Queues a device-to-device copy of `src` into the slice on `stream`
+    /// (on the simulator: copies at once).
+    ///
+    /// # Safety
+    /// Both slices' memory must stay allocated until the stream has
+    /// finished the copy, and nothing else may write it meanwhile.
+    pub unsafe fn async_copy_from_device(
+        &mut self,
+        src: &DeviceSlice<T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        self.same_stream("asynchronous device-to-device copy", stream)?;
+        match &stream.cuda {
+            None => self.copy_from_device(src),
+            Some(s) => {
+                self.same_len("asynchronous device-to-device copy", src.len)?;
+                self.same_device("asynchronous device-to-device copy", src)?;
+                // SAFETY: the caller's contract; lengths are equal.
+                unsafe { self.as_cust().async_copy_from(&src.as_cust(), s) }
+                    .during(MEMORY, "cuMemcpyDtoDAsync")
+            }
+        }
+    }
+}
+
+impl<T: DeviceCopy + Pod> DeviceSlice<T> {
+    /// Sets the slice's memory to copies of the 32-bit word `value`
+    /// (`cuMemsetD32`), waiting for it. The slice's bytes must be a whole
+    /// number of 4-byte words starting on a 4-byte boundary (an error
+    /// otherwise).
+    pub fn set_32(&mut self, value: u32) -> Result<()> {
+        let bytes = self.len * size_of::<T>();
+        if !bytes.is_multiple_of(4) || !self.ptr.as_raw().is_multiple_of(4) {
+            return Err(Error::invalid(
+                MEMORY,
+                format!(
+                    "set_32: {bytes} bytes at {:#x} are not whole aligned 4-byte words",
+                    self.ptr.as_raw()
+                ),
+            ));
+        }
+        if self.device.is_simulated() {
+            let words = self.sim_ptr().cast::<u32>();
+            for i in 0..bytes / 4 {
+                // SAFETY: `words` is the 4-aligned start (checked) of `bytes`
+                // bytes of a live simulator allocation (the slice's invariant),
+                // and any bit pattern is a valid T (Pod).
+                unsafe { words.add(i).write(value) };
+            }
+            return Ok(());
+        }
+        self.as_cust().set_32(value).during(MEMORY, "cuMemsetD32")
+    }
+}
+
+impl<T: DeviceCopy + Zeroable> DeviceSlice<T> {
+    /// Sets every byte of the slice to 0, waiting for it.
+    pub fn set_zero(&mut self) -> Result<()> {
+        if self.device.is_simulated() {
+            let dst = self.sim_ptr();
+            // SAFETY: `dst` is the start of len elements of a live simulator
+            // allocation (the slice's invariant); all-zero bytes are a valid T (Zeroable).
+            unsafe { std::ptr::write_bytes(dst, 0, self.len) };
+            return Ok(());
+        }
+        self.as_cust().set_zero().during(MEMORY, "cuMemsetD8")
+    }
+
+    /// Queues the zeroing of the slice on `stream` (on the simulator:
+    /// zeroes at once).
+    ///
+    /// # Safety
+    /// The memory must stay allocated until the stream has done it.
+    pub unsafe fn set_zero_async(&mut self, stream: &Stream) -> Result<()> {
+        self.same_stream("asynchronous memset", stream)?;
+        match &stream.cuda {
+            None => self.set_zero(),
+            // SAFETY: the caller's contract.
+            Some(s) => {
+                unsafe { self.as_cust().set_zero_async(s) }.during(MEMORY, "cuMemsetD8Async")
+            }
+        }
+    }
+}
+
+/// Where a buffer's memory comes from.
+enum Storage<T: DeviceCopy> {
+    /// A `cust` buffer in a CUDA context.
+    Cuda(cust::memory::DeviceBuffer<T>),
+    /// An allocation of the simulator's memory (`None` for 0 elements).
+    Sim(Option<simulator::Allocation>),
+}
+
+/// Device memory of `len` elements of `T`, owned: freed when dropped. Made
+/// on a [`Gpu`] ([`Gpu::to_device`], [`Gpu::zeroed`], [`Gpu::uninitialized`]);
+/// dereferences to its [`DeviceSlice`].
+pub struct DeviceBuffer<T: DeviceCopy> {
+    slice: DeviceSlice<T>,
+    storage: Storage<T>,
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// A buffer over `storage`.
+    fn new(device: DeviceId, storage: Storage<T>, len: usize) -> Self {
+        let ptr = match &storage {
+            Storage::Cuda(b) => b.as_device_ptr(),
+            Storage::Sim(Some(a)) => DevicePointer::from_raw(a.address() as u64),
+            // No memory: an aligned, non-null address that no access reaches.
+            Storage::Sim(None) => DevicePointer::from_raw(std::mem::align_of::<T>() as u64),
+        };
+        Self {
+            slice: DeviceSlice { ptr, len, device },
+            storage,
+        }
+    }
+
+    /// The `cust` buffer of a CUDA device; `None` on the simulator.
+    pub fn as_cust(&self) -> Option<&cust::memory::DeviceBuffer<T>> {
+        match &self.storage {
+            Storage::Cuda(b) => Some(b),
+            Storage::Sim(_) => None,
+        }
+    }
+}
+
+impl<T: DeviceCopy> Deref for DeviceBuffer<T> {
+    type Target = DeviceSlice<T>;
+
+    fn deref(&self) -> &DeviceSlice<T> {
+        &self.slice
+    }
+}
+
+impl<T: DeviceCopy> DerefMut for DeviceBuffer<T> {
+    fn deref_mut(&mut self) -> &mut DeviceSlice<T> {
+        &mut self.slice
+    }
+}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DeviceBuffer({} × {} on {})",
+            self.slice.len,
+            std::any::type_name::<T>(),
+            self.slice.device
+        )
+    }
+}
+
+impl Gpu {
+    /// Allocates `len` elements on this device, unwritten: the storage
+    /// behind [`Gpu::uninitialized`], [`Gpu::zeroed`] and [`Gpu::to_device`].
+    fn allocate<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let device = self.device_id();
+        let storage = if device.is_simulated() {
+            let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
+                Error::invalid(MEMORY, format!("{len} elements overflow usize bytes"))
+            })?;
+            // Rounded up to whole 16-byte vectors, so that the buffer starts on a
+            // 16-byte boundary like cudaMalloc's (see the module docs).
+            let padded = bytes.next_multiple_of(simulator::BUFFER_ALIGN);
+            let allocation = (bytes > 0)
+                .then(|| {
+                    simulator::Allocation::new(padded, size_of::<T>(), std::any::type_name::<T>())
+                })
+                .transpose()?;
+            Storage::Sim(allocation)
+        } else {
+            self.bind()?;
+            // SAFETY: the caller (uninitialized: its own caller; zeroed and
+            // to_device: at once) writes the memory before anything reads it.
+            let b = unsafe { cust::memory::DeviceBuffer::<T>::uninitialized(len) }
+                .during(MEMORY, "cuMemAlloc")?;
+            Storage::Cuda(b)
+        };
+        Ok(DeviceBuffer::new(device, storage, len))
+    }
+
+    /// A buffer of `len` elements on this device whose contents are
+    /// undefined (`cust`'s `DeviceBuffer::uninitialized`).
+    ///
+    /// # Safety
+    /// Nothing may read an element before it is written (by a copy or a
+    /// kernel).
+    pub unsafe fn uninitialized<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        self.allocate(len)
+    }
+
+    /// A buffer of `len` zeroed elements on this device, waiting for the
+    /// memset.
+    pub fn zeroed<T: DeviceCopy + Zeroable>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let mut buf = self.allocate::<T>(len)?;
+        buf.set_zero()?;
+        Ok(buf)
+    }
+
+    /// A buffer on this device holding a copy of `host` (`cust`'s
+    /// `DeviceBuffer::from_slice`), waiting for the copy.
+    pub fn to_device<T: DeviceCopy>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
+        let mut buf = self.allocate::<T>(host.len())?;
+        buf.copy_from(host)?;
+        Ok(buf)
+    }
+
+    /// Refuses memory of another device for `kernel`
+    /// ([`Error::WrongDevice`]).
+    pub fn check_device<T: DeviceCopy>(
+        &self,
+        kernel: &'static str,
+        slice: &DeviceSlice<T>,
+    ) -> Result<()> {
+        self.check_device_id(kernel, slice.device())
+    }
+
+    /// Refuses a device identity other than this GPU's for `kernel`.
+    pub(crate) fn check_device_id(&self, kernel: &'static str, found: DeviceId) -> Result<()> {
+        let expected = self.device_id();
+        if found == expected {
+            Ok(())
+        } else {
+            Err(Error::WrongDevice {
+                kernel,
+                expected,
+                found,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::LaunchConfig;
+
+    #[test]
+    fn simulated_buffers_copy_index_and_zero() {
+        let gpu = Gpu::simulator().unwrap();
+        let buf = gpu.to_device(&[1i32, 2, 3, 4, 5]).unwrap();
+        assert_eq!((buf.len(), buf.is_empty()), (5, false));
+        assert_eq!(buf.device(), DeviceId::Simulator { ordinal: 0 });
+        assert_eq!(buf.as_device_ptr().as_raw() % 16, 0, "16-byte aligned");
+        buf.index(1..3).copy_from(&[20, 30]).unwrap();
+        let mut out = [0i32; 5];
+        buf.copy_to(&mut out).unwrap();
+        assert_eq!(out, [1, 20, 30, 4, 5]);
+        let mut tail = [0i32; 2];
+        buf.index(3..).copy_to(&mut tail).unwrap();
+        assert_eq!(tail, [4, 5]);
+        assert!(buf.index(5..).is_empty());
+        let mut z = gpu.zeroed::<i32>(5).unwrap();
+        z.copy_to(&mut out).unwrap();
+        assert_eq!(out, [0; 5]);
+        z.copy_from_device(&buf).unwrap();
+        z.copy_to(&mut out).unwrap();
+        assert_eq!(out, [1, 20, 30, 4, 5]);
+        z.set_32(7).unwrap();
+        z.copy_to(&mut out).unwrap();
+        assert_eq!(out, [7; 5]);
+        assert!(z.index(..1).set_32(1).is_ok());
+        assert!(gpu.zeroed::<u8>(3).unwrap().set_32(1).is_err());
+        z.set_zero().unwrap();
+        z.index(..1).copy_to(&mut out[..1]).unwrap();
+        assert_eq!(out[0], 0);
+        let empty = gpu.to_device::<f32>(&[]).unwrap();
+        assert!(empty.is_empty());
+        empty.copy_to(&mut []).unwrap();
+        // SAFETY: nothing reads it.
+        let big = unsafe { gpu.uninitialized::<u8>(3) }.unwrap();
+        assert_eq!(big.len(), 3);
+    }
+
+    #[test]
+    fn handles_are_send_and_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Gpu>();
+        send_sync::<Stream>();
+        send_sync::<DeviceBuffer<f32>>();
+        send_sync::<DeviceSlice<f64>>();
+    }
+
+    #[test]
+    fn length_mismatches_are_errors_not_panics() {
+        let gpu = Gpu::simulator().unwrap();
+        let mut buf = gpu.zeroed::<f32>(4).unwrap();
+        let e = buf.copy_from(&[1.0; 3]).unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidInput { kernel: MEMORY, .. }),
+            "{e:?}"
+        );
+        assert!(buf.copy_to(&mut [0.0; 5]).is_err());
+        let other = gpu.zeroed::<f32>(2).unwrap();
+        assert!(buf.copy_from_device(&other).is_err());
+    }
+
+    #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn index_past_the_end_panics_like_a_slice() {
+        let gpu = Gpu::simulator().unwrap();
+        let buf = gpu.zeroed::<f32>(4).unwrap();
+        let _ = buf.index(2..5);
+    }
+
+    #[test]
+    fn another_devices_memory_or_stream_is_a_typed_error() {
+        let (gpu0, gpu1) = (
+            Gpu::simulated_device(0).unwrap(),
+            Gpu::simulated_device(1).unwrap(),
+        );
+        let (d0, d1) = (gpu0.device_id(), gpu1.device_id());
+        assert_ne!(d0, d1);
+        let a = gpu0.to_device(&[1.0f32; 8]).unwrap();
+        let b = gpu1.to_device(&[1.0f32; 8]).unwrap();
+        let mut c = gpu0.zeroed::<f32>(8).unwrap();
+        let wrong = |e: Error| {
+            matches!(e, Error::WrongDevice { kernel: "multiply", expected, found }
+                if expected == d0 && found == d1)
+        };
+        let e = gpu0.multiply_on_device(&a, &b, &mut c).unwrap_err();
+        assert!(wrong(e));
+        // The launch path itself: a stream of another device.
+        let cfg = LaunchConfig::linear(1, 32);
+        let k = cuda_kernels_gpu::multiply::MULTIPLY;
+        // SAFETY: refused before anything runs.
+        let e = unsafe { gpu0.launch(k, cfg, gpu1.stream(), (&a, &a, &mut c, 8usize)) };
+        assert!(wrong(e.unwrap_err()));
+        // A copy between devices.
+        let e = c.copy_from_device(&b).unwrap_err();
+        assert!(matches!(e, Error::WrongDevice { .. }), "{e:?}");
+        assert!(e.to_string().contains("simulated device 1"), "{e}");
+        // Same ordinal, same device (as two Gpus on one CUDA device share its context).
+        let again = Gpu::simulator().unwrap();
+        assert_eq!(again.device_id(), d0);
+        assert!(again.check_device("k", &a).is_ok());
+    }
+
+    #[test]
+    fn hardware_features_are_refused_on_the_simulator() {
+        let gpu = Gpu::simulator().unwrap();
+        let not_on_sim = |e: Error| matches!(e, Error::NotOnSimulator { .. });
+        assert!(gpu.is_simulated() && gpu.stream().is_simulated());
+        assert!(not_on_sim(gpu.module().map(drop).unwrap_err()));
+        assert!(not_on_sim(gpu.device().unwrap_err()));
+        assert!(not_on_sim(gpu.context().map(drop).unwrap_err()));
+        assert!(not_on_sim(gpu.function("multiply").map(drop).unwrap_err()));
+        assert!(not_on_sim(gpu.stream().as_cust().map(drop).unwrap_err()));
+        let e = crate::timing::GpuTimer::time(gpu.stream(), || Ok(())).unwrap_err();
+        assert!(not_on_sim(e));
+        assert!(not_on_sim(
+            crate::timing::GpuTimer::on(&gpu).map(drop).unwrap_err()
+        ));
+        let a = ndarray::Array1::from(vec![1.0f32; 4]);
+        let e = gpu
+            .multiply_timed(a.view(), a.view(), crate::multiply::MemoryMode::Device)
+            .unwrap_err();
+        assert!(not_on_sim(e));
+        let e = gpu
+            .multiply_timed(a.view(), a.view(), crate::multiply::MemoryMode::Unified)
+            .unwrap_err();
+        assert!(not_on_sim(e));
+        assert!(not_on_sim(gpu.launch_overhead(1).unwrap_err()));
+        assert!(not_on_sim(
+            crate::bench::device_copy_gbps(&gpu, 1024, 1).unwrap_err()
+        ));
+        let inputs = vec![vec![1.0f32; 4]];
+        assert!(not_on_sim(
+            crate::streams::SerialBatch::new(&gpu, &inputs)
+                .map(drop)
+                .unwrap_err()
+        ));
+        assert!(not_on_sim(
+            crate::streams::StreamBatch::new(&gpu, &inputs)
+                .map(drop)
+                .unwrap_err()
+        ));
+        assert!(gpu.synchronize("k").is_ok() && gpu.synchronize_context("k").is_ok());
+        assert!(gpu.bind().is_ok());
+        let s = gpu.new_stream().unwrap();
+        assert!(s.is_simulated() && s.device() == gpu.device_id() && s.synchronize().is_ok());
+    }
+
+    #[test]
+    fn lanes_work_on_the_simulator_without_kernels() {
+        let gpu = Gpu::simulator().unwrap();
+        let mut lane = crate::async_mem::Lane::<i32, 2>::from_host(&gpu, &[1, 2, 3]).unwrap();
+        lane.upload(0).unwrap();
+        lane.copy_on_device(0, 1).unwrap();
+        lane.host_mut().unwrap().fill(0);
+        lane.download(1).unwrap();
+        assert_eq!(lane.host().unwrap(), &[1, 2, 3]);
+    }
+}

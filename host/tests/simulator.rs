@@ -1,0 +1,248 @@
+//! The public API on the simulator: launchers, buffers, errors, with no GPU.
+//! (The full kernel suite runs on both backends in the root crate's
+//! `tests/gpu`; these check the host crate's own simulator path.)
+use cuda_kernels_host::kernel::{Kernel, LaunchConfig};
+use cuda_kernels_host::mandelbrot::{MandelbrotParams, mandelbrot_cpu};
+use cuda_kernels_host::matrices::{MatmulKernel, check_matmul};
+use cuda_kernels_host::multiply::{multiply_cpu, multiply_inputs, vector_sum_i32_cpu};
+use cuda_kernels_host::{DeviceId, Error, Gpu, Result};
+use ndarray::{Array1, Array2};
+
+fn sim() -> Gpu {
+    Gpu::simulator().expect("the simulator opens anywhere")
+}
+
+#[test]
+fn the_simulator_says_what_it_is() -> Result<()> {
+    let gpu = sim();
+    assert!(gpu.is_simulated());
+    assert!(gpu.name()?.contains("simulator"));
+    assert_eq!(gpu.device_id(), DeviceId::Simulator { ordinal: 0 });
+    let info = gpu.device_info()?;
+    assert_eq!(
+        (
+            info.multiprocessors,
+            info.max_threads_per_block,
+            info.warp_size
+        ),
+        (132, 1024, 32)
+    );
+    assert_eq!(info.shared_memory_per_block, 48 * 1024);
+    assert!(gpu.image().to_string().contains("simulator"));
+    Ok(())
+}
+
+#[test]
+fn multiply_and_vector_sum_match_the_cpu() -> Result<()> {
+    let gpu = sim();
+    for n in [1usize, 3, 1000, 4097] {
+        let (a, b) = multiply_inputs(n, 7);
+        assert_eq!(
+            gpu.multiply(a.view(), b.view())?,
+            multiply_cpu(a.view(), b.view())?
+        );
+        let x = Array1::from_iter((0..n as i32).map(|i| i.wrapping_mul(0x3fff_ffff)));
+        assert_eq!(
+            gpu.vector_sum_i32(x.view(), x.view())?,
+            vector_sum_i32_cpu(x.view(), x.view())?
+        );
+    }
+    let e = gpu.multiply(Array1::zeros(0).view(), Array1::zeros(0).view());
+    assert!(matches!(e, Err(Error::InvalidInput { .. })));
+    Ok(())
+}
+
+#[test]
+fn on_device_launchers_run_on_simulated_buffers() -> Result<()> {
+    let gpu = sim();
+    let a = gpu.to_device(&[1.0f32, 2.0, 3.0, 4.0, 5.0])?;
+    let b = gpu.to_device(&[2.0f32; 5])?;
+    let mut c = gpu.zeroed::<f32>(5)?;
+    gpu.multiply_on_device(&a, &b, &mut c)?;
+    let mut out = [0.0f32; 5];
+    c.copy_to(&mut out)?;
+    assert_eq!(out, [2.0, 4.0, 6.0, 8.0, 10.0]);
+    // Slices starting anywhere.
+    let mut tail = c.index(1..);
+    gpu.multiply_on_device(&a.index(1..), &b.index(..4), &mut tail)?;
+    c.copy_to(&mut out)?;
+    assert_eq!(out, [2.0, 4.0, 6.0, 8.0, 10.0]);
+    Ok(())
+}
+
+#[test]
+fn mandelbrot_equals_the_cpu_reference() -> Result<()> {
+    let gpu = sim();
+    let p = MandelbrotParams {
+        breadth: 64,
+        ..MandelbrotParams::default()
+    };
+    let lattice = p.lattice();
+    let got = gpu.mandelbrot(lattice.view(), p.max_iters, p.upper_bound)?;
+    assert_eq!(
+        got,
+        mandelbrot_cpu(lattice.view(), p.max_iters, p.upper_bound)?
+    );
+    assert_eq!(
+        gpu.mandelbrot_explicit_sync(lattice.view(), p.max_iters, p.upper_bound)?,
+        got
+    );
+    Ok(())
+}
+
+#[test]
+fn naive_matmul_passes_the_check() -> Result<()> {
+    let gpu = sim();
+    let a = Array2::from_shape_fn((17, 9), |(i, j)| (i * 3 + j) as f32 * 0.25);
+    let b = Array2::from_shape_fn((9, 13), |(i, j)| (i as f32 - j as f32) * 0.5);
+    let c = gpu.matmul(MatmulKernel::Naive, a.view(), b.view())?;
+    assert!(check_matmul(c.view(), a.view(), b.view())?.passed());
+    Ok(())
+}
+
+#[test]
+fn timings_are_refused_untimed_paths_work() {
+    let gpu = sim();
+    let a = Array2::<f32>::ones((4, 4));
+    let e = gpu.matmul_timed(MatmulKernel::Naive, a.view(), a.view());
+    assert!(matches!(e, Err(Error::NotOnSimulator { .. })), "{e:?}");
+    let x = Array1::from(vec![1.0f32, 2.0]);
+    let e = gpu.vector_sum_repeat_timed(x.view(), x.view(), 3);
+    assert!(matches!(e, Err(Error::NotOnSimulator { .. })), "{e:?}");
+    assert_eq!(
+        gpu.vector_sum_repeat(x.view(), x.view(), 3)
+            .unwrap()
+            .to_vec(),
+        vec![2.0, 4.0]
+    );
+}
+
+#[test]
+fn faults_are_device_faults_and_the_simulator_stays_usable() -> Result<()> {
+    let gpu = sim();
+    let e = gpu.fault_test(2, 5).unwrap_err();
+    match &e {
+        Error::DeviceFault {
+            kernel,
+            block,
+            thread,
+            source,
+            ..
+        } => {
+            assert_eq!(*kernel, "fault_test_kernel");
+            assert_eq!((block[0], thread[0]), (2, 5));
+            assert!(source.is_none());
+        }
+        other => panic!("expected a DeviceFault, got {other:?}"),
+    }
+    assert!(e.to_string().contains("stays usable"), "{e}");
+    let x = Array1::from(vec![3.0f32]);
+    assert_eq!(gpu.multiply(x.view(), x.view())?.to_vec(), vec![9.0]);
+    Ok(())
+}
+
+#[test]
+fn the_launch_path_refuses_what_the_gpu_refuses() -> Result<()> {
+    let gpu = sim();
+    let k = cuda_kernels_gpu::multiply::MULTIPLY;
+    let a = gpu.to_device(&[1.0f32; 4])?;
+    let mut c = gpu.zeroed::<f32>(4)?;
+    // More than 1024 threads per block.
+    // SAFETY: refused before any thread runs.
+    let e = unsafe {
+        gpu.launch(
+            k,
+            LaunchConfig::linear(1, 2048),
+            gpu.stream(),
+            (&a, &a, &mut c, 4usize),
+        )
+    };
+    assert!(
+        matches!(
+            e,
+            Err(Error::LaunchRefused {
+                kernel: "multiply",
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    // A handle from a bare name has no host entry.
+    let bare: Kernel<(*const f32, *const f32, *mut f32, usize)> = Kernel::new("multiply");
+    // SAFETY: refused before any thread runs.
+    let e = unsafe {
+        gpu.launch(
+            bare,
+            LaunchConfig::linear(1, 32),
+            gpu.stream(),
+            (&a, &a, &mut c, 4usize),
+        )
+    };
+    assert!(
+        matches!(e, Err(Error::NoSimEntry { kernel: "multiply" })),
+        "{e:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn another_simulated_devices_buffer_is_refused() -> Result<()> {
+    let (gpu0, gpu1) = (Gpu::simulated_device(0)?, Gpu::simulated_device(1)?);
+    let a = gpu1.to_device(&[1.0f32; 4])?;
+    let mut c = gpu0.zeroed::<f32>(4)?;
+    let e = gpu0.multiply_on_device(&a, &a, &mut c).unwrap_err();
+    assert!(
+        matches!(e, Error::WrongDevice { expected, found, .. }
+            if expected == gpu0.device_id() && found == gpu1.device_id()),
+        "{e:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn life_gufunc_and_lanes_run_on_the_simulator() -> Result<()> {
+    use cuda_kernels_host::async_mem::Lane;
+    use cuda_kernels_host::life::{LifeKernel, LifeSims, life_cpu, random_lattice};
+    use cuda_kernels_host::util::Rng;
+    let gpu = sim();
+    for kernel in [LifeKernel::Seed, LifeKernel::Fast] {
+        let start = random_lattice(37, 0.3, &mut Rng::new(5));
+        let mut sims = LifeSims::with_kernel(&gpu, std::slice::from_ref(&start), kernel)?;
+        for _ in 0..3 {
+            sims.frame()?;
+        }
+        assert_eq!(
+            sims.lattice(0)?,
+            life_cpu(start.view(), 3)?.view(),
+            "{kernel:?}"
+        );
+    }
+    let m = ndarray::ArrayD::from_shape_vec(vec![2, 2, 2], (0..8i64).collect()).unwrap();
+    assert_eq!(
+        gpu.gufunc_matmul_i64(m.view(), m.view())?,
+        cuda_kernels_host::matrices::gufunc_matmul_i64_cpu(m.view(), m.view())?
+    );
+    let mut lane = Lane::<f32, 1>::from_host(&gpu, &[1.0, -2.0, 3.5])?;
+    lane.upload(0)?;
+    lane.mult_ker(0, 1, 64)?;
+    lane.download(0)?;
+    assert_eq!(lane.host()?, &[1.0, -2.0, 3.5]);
+    Ok(())
+}
+
+#[test]
+fn elementwise_kernels_run_on_the_simulator() -> Result<()> {
+    let gpu = sim();
+    let (a, b) = (
+        Array1::from(vec![1i32, 2, 3]),
+        Array1::from(vec![10i32, 20, 30]),
+    );
+    let mut c = Array1::<i32>::zeros(3);
+    gpu.elementwise_sum(a.view(), b.view(), c.view_mut())?;
+    assert_eq!(c.to_vec(), vec![11, 22, 33]);
+    let x = Array1::from(vec![1.0f32, 2.0]);
+    let mut y = Array1::from(vec![0.5f32, 0.25]);
+    gpu.elementwise_saxpy(x.view(), y.view_mut(), 2.0)?;
+    assert_eq!(y.to_vec(), vec![2.5, 4.25]);
+    Ok(())
+}
