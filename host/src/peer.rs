@@ -24,8 +24,8 @@ use cust::sys::{self as cu, CUresult};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::memory::{DeviceSlice, Stream};
 use crate::mandelbrot::driver_api::cuda_error;
+use crate::memory::{DeviceSlice, Stream};
 
 const K: &str = "peer copy";
 
@@ -344,9 +344,8 @@ pub(crate) unsafe fn queue_to_host(
     }
     gpu.bind()?;
     // SAFETY: the caller's contract.
-    let r = unsafe {
-        cu::cuMemcpyDtoHAsync_v2(host.cast(), src, bytes, stream.as_cust()?.as_inner())
-    };
+    let r =
+        unsafe { cu::cuMemcpyDtoHAsync_v2(host.cast(), src, bytes, stream.as_cust()?.as_inner()) };
     check(r, K, "cuMemcpyDtoHAsync")
 }
 
@@ -369,9 +368,8 @@ pub(crate) unsafe fn queue_to_device(
     }
     gpu.bind()?;
     // SAFETY: the caller's contract.
-    let r = unsafe {
-        cu::cuMemcpyHtoDAsync_v2(dst, host.cast(), bytes, stream.as_cust()?.as_inner())
-    };
+    let r =
+        unsafe { cu::cuMemcpyHtoDAsync_v2(dst, host.cast(), bytes, stream.as_cust()?.as_inner()) };
     check(r, K, "cuMemcpyHtoDAsync")
 }
 
@@ -444,7 +442,9 @@ pub fn copy_between<T: DeviceCopy>(
         }
         // SAFETY: as above; the staging buffers live until both streams are
         // synchronized below.
-        CopyPath::Staged => Some(unsafe { queue_staged_copy(src_gpu, src_ptr, dst_gpu, dst_ptr, bytes) }?),
+        CopyPath::Staged => {
+            Some(unsafe { queue_staged_copy(src_gpu, src_ptr, dst_gpu, dst_ptr, bytes) }?)
+        }
     };
     dst_gpu.synchronize(K)?;
     src_gpu.synchronize(K)?;
@@ -472,7 +472,11 @@ unsafe fn queue_staged_copy(
     let chunk = STAGING_CHUNK_BYTES.min(bytes);
     // Page-locked unless both ends are simulated (a CUDA end needs it for
     // its asynchronous copy).
-    let host_gpu = if src_gpu.is_simulated() { dst_gpu } else { src_gpu };
+    let host_gpu = if src_gpu.is_simulated() {
+        dst_gpu
+    } else {
+        src_gpu
+    };
     let buffers = [
         PinnedBytes::new(host_gpu, chunk)?,
         PinnedBytes::new(host_gpu, chunk)?,

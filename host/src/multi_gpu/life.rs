@@ -99,7 +99,11 @@ impl<'g> LifeBands<'g> {
         let n = check_lattice(lattice)?;
         let rows = bands(K, gpus, n)?;
         let p = rows.len();
-        if p > 1 && gpus.iter().any(|g| g.is_simulated() != gpus[0].is_simulated()) {
+        if p > 1
+            && gpus
+                .iter()
+                .any(|g| g.is_simulated() != gpus[0].is_simulated())
+        {
             return Err(Error::invalid(
                 K,
                 format!(
