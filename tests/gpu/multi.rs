@@ -9,9 +9,10 @@
 //! bands on one device: the split and the halo exchange run even on one
 //! GPU), every device, and every device followed by device 0 again. With two
 //! GPUs the copies go between them; with one, from the device to itself.
+//! On the simulator "every device" is two simulated devices (the one the
+//! harness gives and `Gpu::simulated_device(1)`), at smaller sizes.
 use std::sync::OnceLock;
 
-use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
 use cuda_kernels::life::{life_cpu, random_lattice};
 use cuda_kernels::mandelbrot::{MandelbrotParams, first_difference, mandelbrot_cpu};
 use cuda_kernels::matrices::check_matmul;
@@ -27,37 +28,59 @@ use cuda_kernels::util::Rng;
 use cuda_kernels::{Error, Gpu};
 use libtest_mimic::Trial;
 
-use crate::common::{ensure, fail};
+use crate::common::{ensure, fail, simulated, sized};
 
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
     vec![
-        gpu!(every_device_is_listed),
-        gpu!(a_gpu_on_every_device),
-        gpu!(a_missing_ordinal_names_the_devices),
-        gpu!(peer_and_staged_copies_agree),
-        gpu!(sgemm_split_by_rows),
-        gpu!(mandelbrot_split_identical),
-        gpu!(reduce_resident_and_split),
-        gpu!(life_bands_identical),
-        gpu!(life_both_halo_paths),
-        gpu!(refusals),
-        gpu!(a_device_failing_mid_job),
+        hardware!("the driver's device list", every_device_is_listed),
+        hardware!("CUDA devices by ordinal", a_gpu_on_every_device),
+        hardware!(
+            "CUDA devices by ordinal",
+            a_missing_ordinal_names_the_devices
+        ),
+        kernel!(peer_and_staged_copies_agree),
+        kernel!(sgemm_split_by_rows),
+        kernel!(mandelbrot_split_identical),
+        kernel!(reduce_resident_and_split),
+        kernel!(life_bands_identical),
+        kernel!(life_both_halo_paths),
+        kernel!(refusals),
+        kernel!(a_device_failing_mid_job),
     ]
 }
 
-/// A `Gpu` on every usable device, opened once for the binary.
-fn all() -> Result<&'static [Gpu], libtest_mimic::Failed> {
+/// A `Gpu` on every usable CUDA device, opened once for the binary.
+fn all_cuda() -> Result<&'static [Gpu], libtest_mimic::Failed> {
     static ALL: OnceLock<Result<Vec<Gpu>, String>> = OnceLock::new();
     ALL.get_or_init(|| cuda_kernels::all_gpus().map_err(|e| e.to_string()))
         .as_deref()
         .map_err(fail)
 }
 
+/// Simulated device 1, the second device of a simulated run.
+fn second_simulated() -> Result<&'static Gpu, libtest_mimic::Failed> {
+    static SECOND: OnceLock<Result<Gpu, String>> = OnceLock::new();
+    SECOND
+        .get_or_init(|| Gpu::simulated_device(1).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(fail)
+}
+
+/// Every device of the run: every CUDA device (device 0 first), or on the
+/// simulator `gpu` and simulated device 1.
+fn all(gpu: &Gpu) -> Result<Vec<&Gpu>, libtest_mimic::Failed> {
+    if gpu.is_simulated() {
+        Ok(vec![gpu, second_simulated()?])
+    } else {
+        Ok(all_cuda()?.iter().collect())
+    }
+}
+
 /// The device lists each launcher is tested on: device 0 alone, device 0
 /// twice, every device, every device and device 0 again.
 fn device_lists(gpu: &Gpu) -> Result<Vec<Vec<&Gpu>>, libtest_mimic::Failed> {
-    let all: Vec<&Gpu> = all()?.iter().collect();
+    let all = all(gpu)?;
     let mut again = all.clone();
     again.push(gpu);
     Ok(vec![vec![gpu], vec![gpu, gpu], all, again])
@@ -89,7 +112,7 @@ fn every_device_is_listed(_: &Gpu) -> Result<(), libtest_mimic::Failed> {
 
 fn a_gpu_on_every_device(_: &Gpu) -> Result<(), libtest_mimic::Failed> {
     let a = Array1::from_iter((0..1000).map(|i| i as f32));
-    for gpu in all()? {
+    for gpu in all_cuda()? {
         let c = gpu.multiply(a.view(), a.view()).map_err(fail)?;
         ensure(c == &a * &a, || format!("{}: wrong product", gpu.label()))?;
         let again = cuda_kernels::gpu_on(gpu.ordinal()).map_err(fail)?;
@@ -121,32 +144,28 @@ fn a_missing_ordinal_names_the_devices(_: &Gpu) -> Result<(), libtest_mimic::Fai
 }
 
 fn peer_and_staged_copies_agree(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
-    let all = all()?;
-    let other = all.get(1).unwrap_or(gpu);
+    let all = all(gpu)?;
+    let other = *all.get(1).unwrap_or(&gpu);
     for (src_gpu, dst_gpu) in [(gpu, other), (other, gpu), (gpu, gpu)] {
         // Across the staging chunks' edges: 16 MiB is one chunk of bytes.
         for n in [1usize, 1000, (4 << 20) + 3, (8 << 20) + 5] {
             let host: Vec<u32> = (0..n as u32)
                 .map(|i| i.wrapping_mul(2_654_435_761))
                 .collect();
-            src_gpu.bind().map_err(fail)?;
-            let src = DeviceBuffer::from_slice(&host).map_err(fail)?;
-            dst_gpu.bind().map_err(fail)?;
-            let mut dst = DeviceBuffer::<u32>::zeroed(n).map_err(fail)?;
+            let src = src_gpu.to_device(&host).map_err(fail)?;
+            let mut dst = dst_gpu.zeroed::<u32>(n).map_err(fail)?;
             let paths: &[CopyPath] = if can_access_peer(src_gpu, dst_gpu).map_err(fail)? {
                 &[CopyPath::Peer, CopyPath::Staged]
             } else {
                 &[CopyPath::Staged]
             };
             for &path in paths {
-                dst_gpu.bind().map_err(fail)?;
                 dst.set_zero().map_err(fail)?;
                 let took =
                     copy_between(src_gpu, &src, dst_gpu, &mut dst, Some(path)).map_err(fail)?;
                 ensure(took == path, || format!("asked for {path}, took {took}"))?;
                 let mut back = vec![0u32; n];
-                dst_gpu.bind().map_err(fail)?;
-                dst.copy_to(&mut back[..]).map_err(fail)?;
+                dst.copy_to(&mut back).map_err(fail)?;
                 ensure(back == host, || {
                     format!(
                         "{} → {} ({path}), {n} words: word {:?} differs",
@@ -163,7 +182,12 @@ fn peer_and_staged_copies_agree(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> 
 
 fn sgemm_split_by_rows(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
     let mut rng = Rng::new(15);
-    for (m, k, n) in [(515, 300, 257), (64, 1024, 130), (5, 7, 3)] {
+    let sizes = if simulated(gpu) {
+        vec![(37, 20, 9), (5, 7, 3)]
+    } else {
+        vec![(515, 300, 257), (64, 1024, 130), (5, 7, 3)]
+    };
+    for (m, k, n) in sizes {
         let a = Array2::from_shape_simple_fn((m, k), || rng.uniform() as f32 - 0.5);
         let b = Array2::from_shape_simple_fn((k, n), || rng.uniform() as f32 - 0.5);
         for gpus in device_lists(gpu)? {
@@ -178,7 +202,7 @@ fn sgemm_split_by_rows(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
 }
 
 fn mandelbrot_split_identical(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
-    for breadth in [4, 517, 1024] {
+    for breadth in [4, sized(gpu, 517, 67), sized(gpu, 1024, 96)] {
         let p = MandelbrotParams {
             breadth,
             ..MandelbrotParams::default()
@@ -206,7 +230,7 @@ fn mandelbrot_split_identical(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
 
 fn reduce_resident_and_split(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
     let mut rng = Rng::new(7);
-    for n in [3usize, 1000, (1 << 20) + 7] {
+    for n in [3usize, 1000, sized(gpu, (1 << 20) + 7, 20_001)] {
         let ints = Array1::from_shape_simple_fn(n, || rng.below(2001) as i64 - 1000);
         let floats = Array1::from_shape_simple_fn(n, || rng.uniform() as f32 - 0.5);
         let want_sum = reduce_cpu::<Sum, i64>(ints.view(), Some(5)).map_err(fail)?;
@@ -244,7 +268,7 @@ fn reduce_resident_and_split(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
 fn life_bands_identical(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
     let mut rng = Rng::new(11);
     // 67: not a multiple of 4 (the kernel's element path); 256: the vector path.
-    for (n, steps) in [(67, 20), (256, 30)] {
+    for (n, steps) in [(67, 20), (sized(gpu, 256, 64), sized(gpu, 30, 8))] {
         let start = random_lattice(n, 0.3, &mut rng);
         let want = life_cpu(start.view(), steps).map_err(fail)?;
         let mut lists = device_lists(gpu)?;
@@ -260,8 +284,8 @@ fn life_bands_identical(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
 }
 
 fn life_both_halo_paths(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
-    let all = all()?;
-    let other = all.get(1).unwrap_or(gpu);
+    let all = all(gpu)?;
+    let other = *all.get(1).unwrap_or(&gpu);
     let start = random_lattice(128, 0.3, &mut Rng::new(5));
     let want = life_cpu(start.view(), 25).map_err(fail)?;
     let pairs: Vec<Vec<&Gpu>> = vec![vec![gpu, other], vec![gpu, other, gpu]];
@@ -321,10 +345,11 @@ fn refusals(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
         matmul(&[gpu], a.view(), a.view()).map(drop),
         "inner dimensions differ",
     )?;
-    let small = random_lattice(8, 0.5, &mut Rng::new(1));
+    // Two bands of 3 and 2 rows: the 3-row band and its two halos need 6.
+    let small = random_lattice(5, 0.5, &mut Rng::new(1));
     expect(
-        life(&[gpu; 3], small.view(), 1).map(drop),
-        "too small for 3 bands",
+        life(&[gpu; 2], small.view(), 1).map(drop),
+        "too small for 2 bands",
     )?;
     expect(
         reduce::<Sum, i32>(&[gpu; 4], Array1::from(vec![1, 2]).view(), None).map(drop),
@@ -337,8 +362,8 @@ fn a_device_failing_mid_job(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
     // Every device of the list multiplies in a loop; the second one fails
     // at its tenth launch (as a lost device would). The job must end, name
     // that device, and leave every device usable for the next job.
-    let all = all()?;
-    let gpus: Vec<&Gpu> = vec![gpu, all.get(1).unwrap_or(gpu)];
+    let all = all(gpu)?;
+    let gpus: Vec<&Gpu> = vec![gpu, *all.get(1).unwrap_or(&gpu)];
     let a = Array1::from_iter((0..4096).map(|i| (i % 17) as f32));
     let r = run_each("test job", &labels(&gpus), gpus.clone(), |i, g, crew| {
         for launch in 0..1000 {
@@ -360,7 +385,10 @@ fn a_device_failing_mid_job(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
         }
         other => return Err(fail(format!("wanted OnDevice, got {other:?}"))),
     }
-    let p = MandelbrotParams::default();
+    let p = MandelbrotParams {
+        breadth: sized(gpu, 512, 64),
+        ..MandelbrotParams::default()
+    };
     let lattice = p.lattice();
     let want = mandelbrot_cpu(lattice.view(), p.max_iters, p.upper_bound).map_err(fail)?;
     let got = mandelbrot(&gpus, lattice.view(), p.max_iters, p.upper_bound).map_err(fail)?;

@@ -15,7 +15,7 @@ use ndarray::{Array2, Axis};
 
 use super::{BenchRecord, Check, cpu_time};
 use crate::bench::{device_copy_gbps, gb_per_s};
-use crate::cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
+use crate::memory::DeviceSlice;
 use crate::life::{life_step_cpu, random_lattice};
 use crate::mandelbrot::{MandelbrotParams, first_difference};
 use crate::matrices::MatmulReference;
@@ -27,7 +27,7 @@ use crate::peer::{CopyPath, copy_between};
 use crate::reduce::{Sum, accurate_sum, float_sum_tolerance};
 use crate::timing::median;
 use crate::util::Rng;
-use crate::{CudaResultExt, Error, Gpu, Result};
+use crate::{Error, Gpu, Result};
 
 /// Sizes of the scaling rows (the issue's).
 pub struct Sizes {
@@ -337,17 +337,15 @@ fn reduce(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Resul
         let mut buffers = Vec::with_capacity(count);
         let (mut expected, mut sum_abs) = (0.0, 0.0);
         for (gpu, share) in gpus[..count].iter().zip(&shares) {
-            gpu.bind()?;
-            let source = DeviceBuffer::from_slice(&pattern).during(K, "copy the pattern in")?;
+            let source = gpu.to_device(&pattern)?;
             // SAFETY: every element is written by the copies below before any read.
-            let buffer = unsafe { DeviceBuffer::<f32>::uninitialized(share.len()) }
-                .during(K, "allocate a share")?;
+            let buffer = unsafe { gpu.uninitialized::<f32>(share.len()) }?;
             let mut at = 0;
             while at < share.len() {
                 let len = pattern.len().min(share.len() - at);
-                let mut dst = buffer.index(at..at + len);
-                dst.copy_from(&source.index(..len))
-                    .during(K, "fill a share")?;
+                buffer
+                    .index(at..at + len)
+                    .copy_from_device(&source.index(..len))?;
                 at += len;
             }
             let (repeats, rest) = (share.len() / pattern.len(), share.len() % pattern.len());
@@ -363,7 +361,7 @@ fn reduce(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Resul
         let mut scratch = ReduceScratches::<f32>::new(&gpus[..count])?;
         let mut got = 0f32;
         let ms = wall_ms(5, reps, || {
-            got = scratch.reduce::<Sum>(&parts, None, reps)?;
+            got = scratch.reduce::<Sum>(&parts[..], None, reps)?;
             Ok(())
         })?;
         // The loosest order the kernels and the host's combine can take.
@@ -394,7 +392,6 @@ fn reduce(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Resul
 }
 
 fn copies(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Result<()> {
-    const K: &str = "bench --multi copy";
     let bytes = sizes.copy_bytes;
     let n = bytes / 4;
     // Between the first two devices, or a device and itself.
@@ -408,13 +405,11 @@ fn copies(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Resul
         one,
         Check::Pass("every word copied back equals the source".into()),
     ));
-    a.bind()?;
     let source: Vec<u32> = (0..n as u32)
         .map(|i| i.wrapping_mul(2_654_435_761))
         .collect();
-    let src = DeviceBuffer::from_slice(&source).during(K, "copy the source in")?;
-    b.bind()?;
-    let mut dst = DeviceBuffer::<u32>::zeroed(n).during(K, "allocate the destination")?;
+    let src = a.to_device(&source)?;
+    let mut dst = b.zeroed::<u32>(n)?;
     for path in [CopyPath::Peer, CopyPath::Staged] {
         let label = format!("copy {} → {} ({path})", a.label(), b.label());
         let ms = match wall_ms(5, 1, || {
@@ -434,14 +429,13 @@ fn copies(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Resul
             }
             Err(e) => return Err(e),
         };
-        b.bind()?;
         let mut back = vec![0u32; n];
-        dst.copy_to(&mut back[..]).during(K, "copy back")?;
+        dst.copy_to(&mut back)?;
         let check = match back.iter().zip(&source).position(|(x, y)| x != y) {
             None => Check::Pass("every word equals the source".into()),
             Some(i) => Check::Fail(format!("word {i} is {:#x}, not {:#x}", back[i], source[i])),
         };
-        dst.set_zero().during(K, "clear the destination")?;
+        dst.set_zero()?;
         let gbps = bytes as f64 / (ms * 1e-3) / 1e9;
         records.push(
             BenchRecord::new(
