@@ -6,15 +6,17 @@ use cust::event::{Event, EventFlags};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
-use crate::memory::Stream;
+use crate::memory::{DeviceId, Stream};
 
 /// What a timer on the simulator is refused as.
 const TIMING: &str = "CUDA-event timing";
 
-/// A start/stop pair of CUDA events recorded on a stream.
+/// A start/stop pair of CUDA events recorded on a stream of their device.
 pub struct GpuTimer {
     start: Event,
     stop: Event,
+    /// The device (and context) the events were made in.
+    device: DeviceId,
 }
 
 /// The `cust` stream of `stream`, or [`Error::NotOnSimulator`].
@@ -25,12 +27,27 @@ fn cuda_stream(stream: &Stream) -> Result<&cust::stream::Stream> {
 }
 
 impl GpuTimer {
-    /// Two fresh events (the context must be current).
+    /// Two fresh events in the current context (which must be set).
     pub fn new() -> Result<Self> {
         Ok(Self {
             start: Event::new(EventFlags::DEFAULT).during("timer", "cuEventCreate")?,
             stop: Event::new(EventFlags::DEFAULT).during("timer", "cuEventCreate")?,
+            device: current_device()?,
         })
+    }
+
+    /// Refuses a stream of another device than the events'
+    /// ([`Error::WrongDevice`], naming both).
+    fn same_device(&self, stream: &Stream) -> Result<()> {
+        if stream.device() == self.device {
+            Ok(())
+        } else {
+            Err(Error::WrongDevice {
+                kernel: "timer",
+                expected: self.device,
+                found: stream.device(),
+            })
+        }
     }
 
     /// Two fresh events in `gpu`'s context ([`Error::NotOnSimulator`] on
@@ -43,6 +60,7 @@ impl GpuTimer {
 
     /// Records the start event on `stream`.
     pub fn start(&self, stream: &Stream) -> Result<()> {
+        self.same_device(stream)?;
         self.start
             .record(cuda_stream(stream)?)
             .during("timer", "cuEventRecord")
@@ -50,6 +68,7 @@ impl GpuTimer {
 
     /// Records the stop event on `stream`.
     pub fn stop(&self, stream: &Stream) -> Result<()> {
+        self.same_device(stream)?;
         self.stop
             .record(cuda_stream(stream)?)
             .during("timer", "cuEventRecord")
@@ -140,6 +159,30 @@ impl<'s> PhaseTimers<'s> {
 /// timed run always has.
 pub(crate) fn timed_result(times: Times, kernel: &'static str) -> Result<(f32, f32)> {
     times.ok_or_else(|| Error::invalid(kernel, "a timed run returned no times"))
+}
+
+/// The device of the calling thread's current context, as [`DeviceId`]
+/// names it (the events a [`GpuTimer`] makes belong to it).
+fn current_device() -> Result<DeviceId> {
+    let mut context = std::ptr::null_mut();
+    let mut device = 0;
+    // SAFETY: both are live locals the driver writes.
+    let r = unsafe { cust::sys::cuCtxGetCurrent(&mut context) };
+    if r != cust::sys::CUresult::CUDA_SUCCESS || context.is_null() {
+        return Err(Error::invalid(
+            "timer",
+            "no CUDA context is current on this thread (GpuTimer::on(gpu) binds one)",
+        ));
+    }
+    // SAFETY: as above; a context is current.
+    let r = unsafe { cust::sys::cuCtxGetDevice(&mut device) };
+    if r != cust::sys::CUresult::CUDA_SUCCESS {
+        return Err(Error::invalid("timer", "cuCtxGetDevice failed"));
+    }
+    Ok(DeviceId::Cuda {
+        ordinal: device.max(0) as u32,
+        context: context as usize,
+    })
 }
 
 /// The median of a list of times (sorts it).
