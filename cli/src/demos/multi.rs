@@ -364,8 +364,16 @@ fn reduce(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Resul
             got = scratch.reduce::<Sum>(&parts[..], None, reps)?;
             Ok(())
         })?;
-        // The loosest order the kernels and the host's combine can take.
-        let tolerance = float_sum_tolerance(total, 1, sum_abs, f64::from(f32::EPSILON) / 2.0);
+        // The bound for the kernels' order (each thread sums its share
+        // sequentially, then a tree), with the threads of the smallest
+        // launch among the devices; the host adds one term per device.
+        let mut threads = usize::MAX;
+        for (gpu, share) in gpus[..count].iter().zip(&shares) {
+            let (grid, block) = gpu.reduce_launch_shape::<Sum, f32>(share.len())?;
+            threads = threads.min(count * grid as usize * block as usize);
+        }
+        let tolerance =
+            float_sum_tolerance(total, threads, sum_abs, f64::from(f32::EPSILON) / 2.0);
         let err = (f64::from(got) - expected).abs();
         let check = if err <= tolerance {
             Check::Pass(format!(
