@@ -280,7 +280,10 @@ fn run_band(
     let (gpu, me) = (gpus[i], &bands[i]);
     let p = bands.len();
     let (up, down) = ((i + p - 1) % p, (i + 1) % p);
-    let neighbours = if p > 1 { vec![up, down] } else { vec![] };
+    // The bands this one exchanges rows with (one band, above and below
+    // alike, when there are two; none when there is one).
+    let mut neighbours = if p > 1 { vec![up, down] } else { vec![] };
+    neighbours.dedup();
     let h = me.rows.len();
     let launch = life_launch(LifeKernel::Fast, n, fast_shape())?;
     let strip_rows = h.div_ceil(launch.rows).div_ceil(launch.block.1 as usize);
