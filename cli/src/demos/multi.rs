@@ -15,10 +15,10 @@ use ndarray::{Array2, Axis};
 
 use super::{BenchRecord, Check, cpu_time};
 use crate::bench::{device_copy_gbps, gb_per_s};
-use crate::memory::DeviceSlice;
 use crate::life::{life_step_cpu, random_lattice};
 use crate::mandelbrot::{MandelbrotParams, first_difference};
 use crate::matrices::MatmulReference;
+use crate::memory::DeviceSlice;
 use crate::multi_gpu::life::LifeBands;
 use crate::multi_gpu::mandelbrot::MandelbrotBands;
 use crate::multi_gpu::matmul::MatmulBands;
@@ -372,8 +372,7 @@ fn reduce(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Resul
             let (grid, block) = gpu.reduce_launch_shape::<Sum, f32>(share.len())?;
             threads = threads.min(count * grid as usize * block as usize);
         }
-        let tolerance =
-            float_sum_tolerance(total, threads, sum_abs, f64::from(f32::EPSILON) / 2.0);
+        let tolerance = float_sum_tolerance(total, threads, sum_abs, f64::from(f32::EPSILON) / 2.0);
         let err = (f64::from(got) - expected).abs();
         let check = if err <= tolerance {
             Check::Pass(format!(
