@@ -24,7 +24,7 @@ pub const CUBINS: &[Cubin] = IMAGES.cubins;
 /// [`Gpu::image`] says which.
 ///
 /// With `CUDA_KERNELS_SIM=1` in the environment ([`SIM_ENV`]) it opens the
-/// CPU simulator instead ([`simulator`]), as `NUMBA_ENABLE_CUDASIM=1` makes
+/// CPU simulator instead ([`simulator()`]), as `NUMBA_ENABLE_CUDASIM=1` makes
 /// Numba's `cuda` module its simulator: the same program then runs its
 /// kernels' Rust code on the CPU, with no GPU.
 ///

@@ -51,7 +51,7 @@
 //! | [`sync`](sync/index.html) | `__syncthreads`, `__threadfence` | `sync_threads()`, `thread_fence()`, `thread_fence_block()` | `thread::sync_threads()`, `thread::device_fence()` |
 //! | [`shared`](shared/index.html) | `__shared__`, `extern __shared__` | static (`shared_array!`) and dynamic block-shared memory, accessed with `ld.shared`/`st.shared` | `shared_array!`, `shared::dynamic_shared_mem()` |
 //! | [`vector`](vector/index.html) | `float4` from `__shared__` | 128-bit shared loads and stores (`ld.shared.v4.f32`) | — |
-//! | [`warp`](warp/index.html) | `__shfl_*_sync`, `__ballot_sync`, `__any_sync`, `__all_sync` | lane index, shuffles (down/up/xor/idx, 32 and 64 bits), votes, warp reductions | `warp::lane_id()`, `warp::warp_shuffle_down(mask, …)`, `warp::warp_vote_ballot(mask, …)` |
+//! | [`warp`](warp/index.html) | `__shfl_*_sync`, `__ballot_sync`, `__any_sync`, `__all_sync` | lane index, shuffles (down/up/xor/idx, 32 and 64 bits), votes, warp reductions; `_sync` variants with a member mask | `warp::lane_id()`, `warp::warp_shuffle_down(mask, …)`, `warp::warp_vote_ballot(mask, …)` |
 //! | [`atomic`](atomic/index.html) | `atomicAdd`, `atomicMin`, `atomicMax`, `atomicExch`, `atomicCAS` | relaxed `atom.global.*` on global memory | its `atomic` module |
 //! | [`load`](load/index.html) | `__ldg` on a `uint4`, `__ldcg` | 128-bit read-only loads (`ld.global.nc.v4`), L2-only loads (`ld.global.cg`) | — |
 //! | [`arith`](arith/index.html) | `fmaf` | `fma_f32` (`fma.rn.f32`: rustc never contracts `a * b + c`) | `GpuFloat::mul_add` |

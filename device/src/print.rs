@@ -13,9 +13,10 @@
 //! the host next synchronizes with the device.
 //!
 //! On the host, the simulator formats the same C format string with the same
-//! packed arguments (`%d %i %u %x %X %o %c %s`-less C conversions with
-//! flags, width, precision and the `l`/`ll`/`h` length modifiers; `%f %e %g`,
-//! `%p`, `%%`) and writes the text to stdout.
+//! packed arguments (the conversions `%d %i %u %x %X %o %c %s %p %f %e %g
+//! %%` and their upper-case forms, with flags, width, precision and the
+//! `hh h l ll z` length modifiers) and writes each block's text to stdout
+//! when the block ends, in block order.
 #[cfg(target_arch = "nvptx64")]
 use core::arch::nvptx;
 

@@ -138,6 +138,7 @@ impl<T: SharedScalar, const N: usize> SharedArray<T, N> {
     /// `i < N`, and no other thread writes element `i` concurrently (separate
     /// the write and this read by [`sync_threads`](super::sync::sync_threads)).
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn load(&self, i: usize) -> T {
         // SAFETY: i < N by the caller; the array lives for the kernel.
         unsafe { T::load_shared(self.base + (i * core::mem::size_of::<T>()) as u32) }
@@ -148,6 +149,7 @@ impl<T: SharedScalar, const N: usize> SharedArray<T, N> {
     /// # Safety
     /// `i < N`, and no other thread reads or writes element `i` concurrently.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn store(&self, i: usize, value: T) {
         // SAFETY: i < N by the caller; the array lives for the kernel.
         unsafe { T::store_shared(self.base + (i * core::mem::size_of::<T>()) as u32, value) }

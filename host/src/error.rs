@@ -269,3 +269,64 @@ impl<T> CudaResultExt<T> for Result<T, CudaError> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fault(source: Option<CudaError>) -> Error {
+        Error::DeviceFault {
+            kernel: "k",
+            file: "kernels-gpu/src/hello.rs".into(),
+            line: 22,
+            column: 9,
+            block: [1, 0, 0],
+            thread: [2, 0, 0],
+            message: "boom".into(),
+            source,
+        }
+    }
+
+    #[test]
+    fn a_fault_says_whether_a_restart_is_needed() {
+        let gpu = fault(Some(CudaError::LaunchFailed)).to_string();
+        assert!(gpu.contains("hello.rs:22:9 in block [1, 0, 0], thread [2, 0, 0]: boom ("));
+        assert!(gpu.contains("restart the process"), "{gpu}");
+        let sim = fault(None).to_string();
+        assert!(
+            sim.ends_with("boom (on the simulator, which stays usable)"),
+            "{sim}"
+        );
+        assert!(std::error::Error::source(&fault(None)).is_none());
+        assert!(std::error::Error::source(&fault(Some(CudaError::LaunchFailed))).is_some());
+    }
+
+    #[test]
+    fn new_variants_name_the_kernel_or_feature() {
+        let (a, b) = (
+            DeviceId::Simulator { ordinal: 0 },
+            DeviceId::Cuda {
+                ordinal: 1,
+                context: 0x10,
+            },
+        );
+        let e = Error::WrongDevice {
+            kernel: "multiply",
+            expected: a,
+            found: b,
+        };
+        assert_eq!(
+            e.to_string(),
+            "multiply: given memory or a stream of CUDA device 1 (context 0x10), \
+             but this is simulated device 0"
+        );
+        let e = Error::NotOnSimulator { what: "cuBLAS" };
+        assert!(e.to_string().starts_with("cuBLAS needs a CUDA GPU"));
+        let e = Error::NoSimEntry { kernel: "multiply" };
+        assert!(
+            e.to_string()
+                .starts_with("multiply: this kernel handle has no host entry")
+        );
+        assert!(!e.is_no_gpu());
+    }
+}

@@ -175,20 +175,24 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// the range is out of bounds (as slice indexing does).
     pub fn index(&self, range: impl RangeBounds<usize>) -> DeviceSlice<T> {
         let start = match range.start_bound() {
-            Bound::Included(&s) => s,
-            Bound::Excluded(&s) => s.checked_add(1).expect("range start overflows usize"),
-            Bound::Unbounded => 0,
+            Bound::Included(&s) => Some(s),
+            Bound::Excluded(&s) => s.checked_add(1),
+            Bound::Unbounded => Some(0),
         };
         let end = match range.end_bound() {
-            Bound::Included(&e) => e.checked_add(1).expect("range end overflows usize"),
-            Bound::Excluded(&e) => e,
-            Bound::Unbounded => self.len,
+            Bound::Included(&e) => e.checked_add(1),
+            Bound::Excluded(&e) => Some(e),
+            Bound::Unbounded => Some(self.len),
         };
-        assert!(
-            start <= end && end <= self.len,
-            "device slice range {start}..{end} out of bounds for length {}",
-            self.len
-        );
+        let (start, end) = match (start, end) {
+            (Some(s), Some(e)) if s <= e && e <= self.len => (s, e),
+            _ => panic!(
+                "device slice range {:?}..{:?} out of bounds for length {}",
+                range.start_bound(),
+                range.end_bound(),
+                self.len
+            ),
+        };
         let bytes = (start * size_of::<T>()) as u64;
         DeviceSlice {
             ptr: DevicePointer::from_raw(self.ptr.as_raw() + bytes),

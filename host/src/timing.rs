@@ -1,6 +1,6 @@
 //! CUDA-event timing (what the seeds do with `cuda.Event()` and OpenCL's
 //! profiling events). GPU only: on the simulator a timer is
-//! [`Error::NotOnSimulator`](crate::Error::NotOnSimulator) (the simulator's
+//! [`Error::NotOnSimulator`] (the simulator's
 //! times would say nothing about a GPU's).
 use cust::event::{Event, EventFlags};
 

@@ -246,3 +246,140 @@ fn elementwise_kernels_run_on_the_simulator() -> Result<()> {
     assert_eq!(y.to_vec(), vec![2.5, 4.25]);
     Ok(())
 }
+
+#[test]
+fn reductions_equal_the_gpu_order_bit_for_bit() -> Result<()> {
+    use cuda_kernels_host::reduce::{Max, ReduceOrder, Sum, reduce_cpu, reduce_in_gpu_order};
+    let gpu = sim();
+    for n in [1usize, 33, 4099, 70_001] {
+        let ints: Vec<i64> = (0..n as i64).map(|i| i * 7 - 3000).collect();
+        let view = ndarray::ArrayView1::from(&ints[..]);
+        assert_eq!(
+            gpu.reduce::<Sum, i64>(view, None)?,
+            reduce_cpu::<Sum, i64>(view, None)?
+        );
+        assert_eq!(
+            gpu.reduce::<Max, i64>(view, Some(5))?,
+            ((n as i64 - 1) * 7 - 3000).max(5)
+        );
+        let floats: Vec<f32> = (0..n)
+            .map(|i| ((i * 37) % 101) as f32 * 0.37 - 9.0)
+            .collect();
+        let order = ReduceOrder::aligned(gpu.reduce_launch_shape::<Sum, f32>(n)?);
+        let got = gpu.reduce_slice::<Sum, f32>(&floats, None)?;
+        let want = reduce_in_gpu_order::<Sum, f32>(&floats, None, order)?;
+        assert_eq!(got.to_bits(), want.to_bits(), "n = {n}");
+    }
+    Ok(())
+}
+
+#[test]
+fn barrier_and_shared_memory_kernels_run() -> Result<()> {
+    use cuda_kernels_host::device_checks::block_reverse_i32_cpu;
+    let gpu = sim();
+    let x = Array1::from_iter(0..600i32);
+    assert_eq!(
+        gpu.block_reverse_i32(x.view())?,
+        block_reverse_i32_cpu(x.view())
+    );
+    for (m, k, n) in [(1, 1, 1), (65, 33, 17), (64, 600, 64), (130, 8, 129)] {
+        let a = Array2::from_shape_fn((m, k), |(i, j)| ((i * 5 + j * 3) % 11) as f32 - 5.0);
+        let b = Array2::from_shape_fn((k, n), |(i, j)| ((i * 7 + j) % 13) as f32 * 0.5);
+        let c = gpu.matrix_mul_tiled(a.view(), b.view())?;
+        let chk = check_matmul(c.view(), a.view(), b.view())?;
+        assert!(chk.passed(), "{m}×{k}·{k}×{n}: {chk:?}");
+    }
+    Ok(())
+}
+
+#[test]
+fn an_access_past_a_buffer_is_reported() -> Result<()> {
+    let gpu = sim();
+    let a = gpu.to_device(&[1.0f32; 64])?;
+    let mut c = gpu.zeroed::<f32>(64)?;
+    // SAFETY (of the test): deliberately broken; the simulator traps the
+    // access past `a`'s guard page instead of touching other memory.
+    let e = unsafe {
+        gpu.launch(
+            cuda_kernels_gpu::multiply::MULTIPLY,
+            LaunchConfig::linear(64, 256),
+            gpu.stream(),
+            (&a, &a, &mut c, 16_384usize),
+        )
+    };
+    assert!(
+        matches!(
+            e,
+            Err(Error::OutOfBounds {
+                kernel: "multiply",
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    Ok(())
+}
+
+/// Deliberately broken kernels, for the simulator's findings.
+mod broken {
+    use cuda_kernels_device::sync::sync_threads;
+    use cuda_kernels_device::{shared_array, thread};
+
+    cuda_kernels_device::kernels! {
+        /// Broken: every thread writes shared word 3 with no barrier.
+        ///
+        /// # Safety
+        /// None needed.
+        pub fn host_racy_write() as RACY_WRITE {
+            let s = shared_array!(host_racy_write_tile: [u32; 8]);
+            // SAFETY: 3 < 8.
+            unsafe { s.store(3, thread::thread_idx_x()) };
+        }
+
+        /// Broken: only threads below 16 reach the barrier.
+        ///
+        /// # Safety
+        /// None needed.
+        pub fn host_half_barrier() as HALF_BARRIER {
+            if thread::thread_idx_x() < 16 {
+                sync_threads();
+            }
+        }
+    }
+}
+
+#[test]
+fn races_and_divergent_barriers_are_typed_errors() {
+    let gpu = sim();
+    let cfg = LaunchConfig::linear(1, 64);
+    // SAFETY: the kernels take no parameters.
+    let e = unsafe { gpu.launch(broken::RACY_WRITE, cfg, gpu.stream(), ()) };
+    assert!(
+        matches!(
+            &e,
+            Err(Error::SharedRace {
+                kernel: "host_racy_write",
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    // SAFETY: as above.
+    let e = unsafe { gpu.launch(broken::HALF_BARRIER, cfg, gpu.stream(), ()) };
+    assert!(
+        matches!(
+            &e,
+            Err(Error::BarrierDivergence {
+                kernel: "host_half_barrier",
+                ..
+            })
+        ),
+        "{e:?}"
+    );
+    // The simulator stays usable.
+    let x = Array1::from(vec![2.0f32]);
+    assert_eq!(
+        gpu.multiply(x.view(), x.view()).unwrap().to_vec(),
+        vec![4.0]
+    );
+}

@@ -28,8 +28,10 @@
 //!   `&mut T` to its element (`*c = …` means `c[i] = …`). `T` names the
 //!   element type inside the body. The body is compiled separately for each
 //!   type, so it needs no trait bounds; integer overflow follows Rust's
-//!   rules (use `wrapping_add` etc. where wrapping is meant: debug host
-//!   builds check overflow in the CPU reference).
+//!   rules (use `wrapping_add` etc. where wrapping is meant: a host build
+//!   of this crate with overflow checks panics in the CPU reference and on
+//!   the simulator, where the GPU wraps; this workspace's profiles build
+//!   the crate without them, as the GPU build does).
 //!
 //! What is generated, per type: the per-element function
 //! [`Elementwise::element`] (the single source that both the GPU kernel

@@ -6,17 +6,22 @@
 //! shuffles, atomics and `vprintf`, and gives the panic handler; each kernel
 //! family lives in its own module with its `extern "ptx-kernel"` entry points.
 //!
-//! On the host the same crate compiles as an ordinary library without the entry
-//! points: what remains are the *per-element functions* (a Mandelbrot point, a
-//! Game-of-Life cell, a reduction operator…) that the GPU kernel and the CPU
-//! reference share, so both sides compute with the very same Rust code.
+//! On the host the same crate compiles as an ordinary library: the
+//! *per-element functions* (a Mandelbrot point, a Game-of-Life cell, a
+//! reduction operator…) that the GPU kernel and the CPU reference share, so
+//! both sides compute with the very same Rust code, and every kernel body,
+//! compiled against the device layer's host side: each kernel's handle
+//! carries its body as a host entry (`Kernel::sim_entry`), which the CPU
+//! simulator (`device::sim`, host only) runs with CUDA's execution model. Only the entry points themselves (`extern "ptx-kernel"`, their
+//! export names) are nvptx64's alone.
 //!
 //! Conventions for entry points:
 //! - each is declared once, in a [`device::kernels!`] block (or by a family
 //!   macro, `elementwise!`, `reduce_kernels!`): that declaration is the
 //!   `#[unsafe(no_mangle)] pub unsafe extern "ptx-kernel" fn name(...)` on
-//!   nvptx64, the typed host handle (`NAME: Kernel<(params…)>`) everywhere,
-//!   and the name's place in [`KERNELS`];
+//!   nvptx64, the typed host handle (`NAME: Kernel<(params…)>`) everywhere
+//!   (on the host with the body as its simulator entry), and the name's
+//!   place in [`KERNELS`];
 //! - parameters are raw pointers, lengths and scalars, in the order
 //!   inputs, outputs, scalars; no slices or structs by value;
 //! - sizes are validated once by the host launcher (the `# Safety` section of

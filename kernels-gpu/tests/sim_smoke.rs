@@ -13,7 +13,7 @@ use std::time::Instant;
 use cuda_kernels_gpu::device::kernel::Kernel;
 use cuda_kernels_gpu::device::sim::{self, LaunchShape, SimError, memory::Allocation};
 use cuda_kernels_gpu::elementwise::{self as ew, Elementwise};
-use cuda_kernels_gpu::reduce::{self, Max, Min, ReduceKernel, ReduceOp, Sum, Xor};
+use cuda_kernels_gpu::reduce::{self, Max, Min, Product, ReduceKernel, Sum, Xor};
 use cuda_kernels_gpu::{
     device_checks, elementwise, hello, life, mandelbrot, math_checks, matmul, multiply, streams,
 };
@@ -130,44 +130,56 @@ fn ints(n: usize, seed: u64) -> Vec<i32> {
         .collect()
 }
 
+/// The parameters of the binary maps `multiply` and `vector_sum_i32`.
+type BinaryMap<T> = (*const T, *const T, *mut T, usize);
+
+/// Launches the binary map `kernel` on copies of `a` and `b` with `shape`:
+/// the result and the launch's time in seconds.
+fn binary_map<T: Copy>(
+    kernel: Kernel<BinaryMap<T>>,
+    shape: LaunchShape,
+    a: &[T],
+    b: &[T],
+) -> (Vec<T>, f64) {
+    let n = a.len();
+    let (da, db, dc) = (Buf::from(a), Buf::from(b), Buf::<T>::zeroed(n));
+    let t = Instant::now();
+    // SAFETY: three buffers of n elements, c apart from a and b.
+    unsafe {
+        launch(
+            kernel,
+            shape,
+            (da.ptr().cast_const(), db.ptr().cast_const(), dc.ptr(), n),
+        )
+    }
+    .unwrap();
+    let seconds = t.elapsed().as_secs_f64();
+    (dc.to_vec(), seconds)
+}
+
+/// `f` at every index of `a` and `b`.
+fn zip_map<T: Copy, R>(a: &[T], b: &[T], f: impl Fn(T, T) -> R) -> Vec<R> {
+    a.iter().zip(b).map(|(&x, &y)| f(x, y)).collect()
+}
+
 #[test]
 fn multiply_and_vector_sum() {
     for n in [1, 3, 37, 1037] {
         let (a, b) = (values(n, 1), values(n, 2));
-        let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<f32>::zeroed(n));
-        // SAFETY: three buffers of n f32, c apart from a and b.
-        unsafe {
-            launch(
-                multiply::MULTIPLY,
-                linear(3, 64),
-                (da.ptr().cast_const(), db.ptr().cast_const(), dc.ptr(), n),
-            )
-        }
-        .unwrap();
-        let want: Vec<f32> = a
-            .iter()
-            .zip(&b)
-            .map(|(&x, &y)| multiply::multiply_element(x, y))
-            .collect();
-        assert_eq!(dc.to_vec(), want, "multiply, n = {n}");
+        let (c, _) = binary_map(multiply::MULTIPLY, linear(3, 64), &a, &b);
+        assert_eq!(
+            c,
+            zip_map(&a, &b, multiply::multiply_element),
+            "multiply, n = {n}"
+        );
 
         let (a, b) = (ints(n, 3), ints(n, 4));
-        let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<i32>::zeroed(n));
-        // SAFETY: as above, on i32.
-        unsafe {
-            launch(
-                multiply::VECTOR_SUM_I32,
-                linear(2, 32),
-                (da.ptr().cast_const(), db.ptr().cast_const(), dc.ptr(), n),
-            )
-        }
-        .unwrap();
-        let want: Vec<i32> = a
-            .iter()
-            .zip(&b)
-            .map(|(&x, &y)| multiply::vector_sum_element(x, y))
-            .collect();
-        assert_eq!(dc.to_vec(), want, "vector_sum_i32, n = {n}");
+        let (c, _) = binary_map(multiply::VECTOR_SUM_I32, linear(2, 32), &a, &b);
+        assert_eq!(
+            c,
+            zip_map(&a, &b, multiply::vector_sum_element),
+            "vector_sum_i32, n = {n}"
+        );
     }
     // SAFETY: no parameters.
     unsafe { launch(multiply::EMPTY_KERNEL, linear(2, 64), ()) }.unwrap();
@@ -192,31 +204,51 @@ fn elementwise_launch<K: Elementwise<T>, T: Copy>(arrays: &[&Buf<T>], scalars: &
     unsafe { sim::launch(kernel.name(), linear(2, 64), entry, &params) }.unwrap();
 }
 
+/// Elementwise kernel `K` on `T` at several lengths (vector body, head and
+/// tail), against its per-element function.
+fn check_elementwise<K: Elementwise<T>, T: Sample>() {
+    let (ni, no) = (K::INPUTS.len(), K::OUTPUTS.len());
+    let arrays = ni + no + K::INOUTS.len();
+    for n in [1usize, 37, 531] {
+        let data: Vec<Vec<T>> = (0..arrays)
+            .map(|a| (0..n).map(|i| T::small(i * 3 + a * 101)).collect())
+            .collect();
+        let scalars: Vec<T> = (0..K::SCALARS.len()).map(|s| T::small(s + 7)).collect();
+        let bufs: Vec<Buf<T>> = data.iter().map(|d| Buf::from(d)).collect();
+        elementwise_launch::<K, T>(&bufs.iter().collect::<Vec<_>>(), &scalars, n);
+        let got: Vec<Vec<T>> = bufs[ni..].iter().map(Buf::to_vec).collect();
+        for i in 0..n {
+            let ins: Vec<T> = data[..ni].iter().map(|d| d[i]).collect();
+            let mut outs: Vec<T> = (ni..arrays)
+                .map(|a| {
+                    if a < ni + no {
+                        T::default()
+                    } else {
+                        data[a][i]
+                    }
+                })
+                .collect();
+            K::element(&ins, &mut outs, &scalars);
+            for (j, out) in outs.iter().enumerate() {
+                assert_eq!(got[j][i], *out, "{} n = {n}, element {i}", K::ENTRY);
+            }
+        }
+    }
+}
+
 #[test]
 fn elementwise_kernels() {
+    // Every kernel of the crate's list, for every type it is declared for.
+    check_elementwise::<ew::sum, i32>();
+    check_elementwise::<ew::sum, i64>();
+    check_elementwise::<ew::sum, f32>();
+    check_elementwise::<ew::sum, f64>();
+    check_elementwise::<ew::saxpy, f32>();
+    check_elementwise::<ew::saxpy, f64>();
+    check_elementwise::<ew::lerp, f32>();
+    check_elementwise::<ew::lerp, f64>();
+
     let n = 531;
-    let (x, y0) = (values(n, 5), values(n, 6));
-    let (dx, dy) = (Buf::from(&x), Buf::from(&y0));
-    elementwise_launch::<ew::saxpy, f32>(&[&dx, &dy], &[1.5], n);
-    let want: Vec<f32> = x
-        .iter()
-        .zip(&y0)
-        .map(|(&x, &y)| {
-            let mut out = [y];
-            <ew::saxpy as Elementwise<f32>>::element(&[x], &mut out, &[1.5]);
-            out[0]
-        })
-        .collect();
-    assert_eq!(dy.to_vec(), want, "saxpy");
-
-    let (a, b) = (ints(n, 7), ints(n, 8));
-    let a: Vec<i64> = a.iter().map(|&v| v as i64).collect();
-    let b: Vec<i64> = b.iter().map(|&v| v as i64).collect();
-    let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<i64>::zeroed(n));
-    elementwise_launch::<ew::sum, i64>(&[&da, &db, &dc], &[], n);
-    let want: Vec<i64> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
-    assert_eq!(dc.to_vec(), want, "sum i64");
-
     // K8.
     let (a, b) = (values(n, 9), values(n, 10));
     let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<f32>::zeroed(n));
@@ -235,11 +267,7 @@ fn elementwise_kernels() {
         )
     }
     .unwrap();
-    let want: Vec<f32> = a
-        .iter()
-        .zip(&b)
-        .map(|(&x, &y)| elementwise::vector_sum_repeat_element(x, y))
-        .collect();
+    let want = zip_map(&a, &b, elementwise::vector_sum_repeat_element);
     assert_eq!(dc.to_vec(), want, "vector_sum_repeat");
 }
 
@@ -270,41 +298,73 @@ fn assert_close(got: &[f32], want: &[f64], k: usize, what: &str) {
     }
 }
 
+/// Launches the matrix product `kernel` on copies of the `m × k` matrix
+/// `a` and the `k × n` matrix `b` with `shape`, into a zeroed C: C and the
+/// launch's time in seconds.
+fn matmul_sim(
+    kernel: Kernel<matmul::MatmulParams>,
+    shape: LaunchShape,
+    a: &[f32],
+    b: &[f32],
+    (m, k, n): (usize, usize, usize),
+) -> (Vec<f32>, f64) {
+    let (da, db, dc) = (Buf::from(a), Buf::from(b), Buf::<f32>::zeroed(m * n));
+    if kernel == matmul::SGEMM_128_V4.entry || kernel == matmul::SGEMM_64_V4.entry {
+        // 16-byte loads: their byte lengths are multiples of 16 and a buffer
+        // ends at a page.
+        assert!((da.ptr() as usize | db.ptr() as usize).is_multiple_of(16));
+    }
+    let t = Instant::now();
+    // SAFETY: A m×k, B k×n, C m×n (zeroed, for split-k), C apart from both;
+    // the callers' shapes satisfy the tiles' conditions.
+    unsafe {
+        launch(
+            kernel,
+            shape,
+            (
+                da.ptr().cast_const(),
+                db.ptr().cast_const(),
+                dc.ptr(),
+                m,
+                k,
+                n,
+            ),
+        )
+    }
+    .unwrap();
+    let seconds = t.elapsed().as_secs_f64();
+    (dc.to_vec(), seconds)
+}
+
+/// The launch of `tile` for an `m × n` C with `splits` k-splits.
+fn tile_shape(tile: matmul::SgemmTile, m: usize, n: usize, splits: u32) -> LaunchShape {
+    let grid = [
+        n.div_ceil(tile.bn) as u32,
+        m.div_ceil(tile.bm) as u32,
+        splits,
+    ];
+    shape(grid, [tile.threads(), 1, 1], tile.smem_bytes())
+}
+
 #[test]
 fn matrix_kernels() {
-    // Non-vector shapes: odd everywhere.
+    // Odd shapes everywhere.
     let (m, k, n) = (37, 29, 45);
     let (a, b) = (values(m * k, 11), values(k * n, 12));
-    let want = matmul_cpu(&a, &b, m, k, n);
-    let (da, db) = (Buf::from(&a), Buf::from(&b));
-    let args = |c: &Buf<f32>| {
-        (
-            da.ptr().cast_const(),
-            db.ptr().cast_const(),
-            c.ptr(),
-            m,
-            k,
-            n,
-        )
-    };
-
-    let dc = Buf::<f32>::zeroed(m * n);
     let b2 = matmul::BLOCK_2D;
     let grid = [
         n.div_ceil(b2 as usize) as u32,
         m.div_ceil(b2 as usize) as u32,
         1,
     ];
-    // SAFETY: A m×k, B k×n, C m×n, C apart from both.
-    unsafe {
-        launch(
-            matmul::MATRIX_MUL_NAIVE,
-            shape(grid, [b2, b2, 1], 0),
-            args(&dc),
-        )
-    }
-    .unwrap();
-    assert_close(&dc.to_vec(), &want, k, "matrix_mul_naive");
+    let (c, _) = matmul_sim(
+        matmul::MATRIX_MUL_NAIVE,
+        shape(grid, [b2, b2, 1], 0),
+        &a,
+        &b,
+        (m, k, n),
+    );
+    assert_close(&c, &matmul_cpu(&a, &b, m, k, n), k, "matrix_mul_naive");
 
     // K3, in place.
     let x = values(m * n, 15);
@@ -359,75 +419,43 @@ fn matrix_kernels() {
 
 /// The tiled SGEMM entry points (shared memory, barriers, split-k atomics).
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers): simcore's next milestone"]
 fn sgemm_tiles() {
-    let (m, k, n) = (37, 29, 45);
-    let (a, b) = (values(m * k, 11), values(k * n, 12));
-    let want = matmul_cpu(&a, &b, m, k, n);
-    let (da, db) = (Buf::from(&a), Buf::from(&b));
-    let args = |c: &Buf<f32>| {
-        (
-            da.ptr().cast_const(),
-            db.ptr().cast_const(),
-            c.ptr(),
-            m,
-            k,
-            n,
-        )
-    };
-    for tile in [matmul::SGEMM_128, matmul::SGEMM_64] {
-        for splits in [1, 2] {
-            let dc = Buf::<f32>::zeroed(m * n);
-            let grid = [
-                n.div_ceil(tile.bn) as u32,
-                m.div_ceil(tile.bm) as u32,
-                splits,
-            ];
-            let s = shape(grid, [tile.threads(), 1, 1], tile.smem_bytes());
-            // SAFETY: as above; C zeroed for split-k.
-            unsafe { launch(tile.entry, s, args(&dc)) }.unwrap();
-            assert_close(
-                &dc.to_vec(),
-                &want,
-                k,
-                &format!("{} split {splits}", tile.entry),
-            );
-        }
-    }
-
-    // Vector shapes: k and n multiples of 4, A and B 16-byte aligned (their
-    // byte lengths are multiples of 16, and a buffer ends at a page).
-    let (m, k, n) = (37, 28, 44);
-    let (a, b) = (values(m * k, 13), values(k * n, 14));
-    let want = matmul_cpu(&a, &b, m, k, n);
-    let (da, db) = (Buf::from(&a), Buf::from(&b));
-    assert!((da.ptr() as usize | db.ptr() as usize).is_multiple_of(16));
-    for tile in [
-        matmul::SGEMM_128_V4,
-        matmul::SGEMM_64_V4,
+    let tiles = [
         matmul::SGEMM_128,
         matmul::SGEMM_64,
-    ] {
-        let dc = Buf::<f32>::zeroed(m * n);
-        let grid = [n.div_ceil(tile.bn) as u32, m.div_ceil(tile.bm) as u32, 1];
-        let s = shape(grid, [tile.threads(), 1, 1], tile.smem_bytes());
-        let args = (
-            da.ptr().cast_const(),
-            db.ptr().cast_const(),
-            dc.ptr(),
-            m,
-            k,
-            n,
-        );
-        // SAFETY: as above; k, n multiples of 4 and A, B aligned for the v4 tiles.
-        unsafe { launch(tile.entry, s, args) }.unwrap();
-        assert_close(&dc.to_vec(), &want, k, tile.entry.name());
+        matmul::SGEMM_128_V4,
+        matmul::SGEMM_64_V4,
+    ];
+    // Odd shapes for the 4-byte tiles; for all four, k and n multiples of 4.
+    for (m, k, n) in [(37, 29, 45), (37, 28, 44)] {
+        let (a, b) = (values(m * k, 11), values(k * n, 12));
+        let want = matmul_cpu(&a, &b, m, k, n);
+        for tile in tiles
+            .into_iter()
+            .filter(|t| !t.vec || (k % 4 == 0 && n % 4 == 0))
+        {
+            for splits in [1, 2] {
+                let (c, _) = matmul_sim(
+                    tile.entry,
+                    tile_shape(tile, m, n, splits),
+                    &a,
+                    &b,
+                    (m, k, n),
+                );
+                assert_close(
+                    &c,
+                    &want,
+                    k,
+                    &format!("{} {m}×{k}×{n}, split {splits}", tile.entry),
+                );
+            }
+        }
     }
 }
 
 /// Reduces `input` with `Op` on a grid of `grid` blocks of `block` threads,
 /// twice (the kernel leaves its counter at 0 for the next launch).
-fn reduce_sim<Op: ReduceKernel<T>, T: Copy + Default>(
+fn reduce_sim<Op: ReduceKernel<T>, T: Copy + Default + PartialEq + std::fmt::Debug>(
     input: &[T],
     init: T,
     grid: u32,
@@ -461,7 +489,66 @@ fn reduce_sim<Op: ReduceKernel<T>, T: Copy + Default>(
         assert_eq!(counter.to_vec(), [0], "{}: the counter is reset", Op::ENTRY);
         results.push(out.to_vec()[0]);
     }
+    assert_eq!(
+        results[0],
+        results[1],
+        "{}: the same result twice",
+        Op::ENTRY
+    );
     results[0]
+}
+
+/// Element types of the kernel families, with sample values for which
+/// every built-in operation is exact whatever the order of combination
+/// (wrapping integers; floats of ±2^k with bounded exponents, whose sums
+/// are small multiples of 1/2).
+trait Sample: Copy + Default + PartialEq + std::fmt::Debug {
+    fn sample(i: usize) -> Self;
+    /// A small value (an integer in −50..=50, a float a quarter of one),
+    /// which no elementwise expression of the crate overflows with.
+    fn small(i: usize) -> Self;
+}
+
+macro_rules! sample_ints {
+    ($($t:ty),*) => {$(
+        impl Sample for $t {
+            fn sample(i: usize) -> Self {
+                (i as $t).wrapping_mul(0x9E37_79B9_u32 as $t).wrapping_add(i as $t >> 3)
+            }
+            fn small(i: usize) -> Self {
+                (i * 37 % 101) as $t - 50
+            }
+        }
+    )*};
+}
+sample_ints!(i32, i64);
+
+macro_rules! sample_floats {
+    ($($t:ty),*) => {$(
+        impl Sample for $t {
+            fn sample(i: usize) -> Self {
+                [1.0, -1.0, 2.0, 0.5, -1.0, 1.0, -2.0, -0.5, 4.0][i % 9] * if i % 7 == 3 { 0.25 } else { 1.0 }
+            }
+            fn small(i: usize) -> Self {
+                ((i * 37 % 101) as $t - 50.0) * 0.25
+            }
+        }
+    )*};
+}
+sample_floats!(f32, f64);
+
+/// `Op` on `T` at several shapes (one block, several blocks: the
+/// last-block-done path), against the CPU fold with the same operation.
+fn check_reduce<Op: ReduceKernel<T>, T: Sample>() {
+    for n in [1usize, 37, 4099] {
+        let xs: Vec<T> = (0..n).map(T::sample).collect();
+        let init = T::sample(n + 5);
+        for (grid, block) in [(1, 32), (5, 64), (3, 256)] {
+            let got = reduce_sim::<Op, T>(&xs, init, grid, block);
+            let want = reduce::fold::<T, Op>(xs.iter().copied(), Some(init));
+            assert_eq!(Some(got), want, "{} n = {n}, {grid}×{block}", Op::ENTRY);
+        }
+    }
 }
 
 fn check_int<Op: ReduceKernel<i32>>(input: &[i32]) {
@@ -476,8 +563,30 @@ fn check_int<Op: ReduceKernel<i32>>(input: &[i32]) {
     }
 }
 
+/// Every built-in reduction (`reduce_built_in!`'s 18 entry points).
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
+fn every_reduction() {
+    fn ops<T: Sample>()
+    where
+        Sum: ReduceKernel<T>,
+        Product: ReduceKernel<T>,
+        Min: ReduceKernel<T>,
+        Max: ReduceKernel<T>,
+    {
+        check_reduce::<Sum, T>();
+        check_reduce::<Product, T>();
+        check_reduce::<Min, T>();
+        check_reduce::<Max, T>();
+    }
+    ops::<i32>();
+    ops::<i64>();
+    ops::<f32>();
+    ops::<f64>();
+    check_reduce::<Xor, i32>();
+    check_reduce::<Xor, i64>();
+}
+
+#[test]
 fn reductions() {
     let n = 10_007;
     let xs = ints(n, 16);
@@ -485,8 +594,9 @@ fn reductions() {
     check_int::<Min>(&xs);
     check_int::<Max>(&xs);
     check_int::<Xor>(&xs);
-    check_int::<Sum>(&xs[1..]); // another alignment: a head of 3 elements
+    check_int::<Sum>(&xs[1..]); // another length, another alignment
 
+    // Random floats: the sum is rounded in the kernel's order.
     let fs = values(n, 17);
     for (grid, block) in [(1, 32), (6, 128)] {
         let got = reduce_sim::<Sum, f32>(&fs, 0.5, grid, block);
@@ -495,24 +605,10 @@ fn reductions() {
             (got as f64 - want).abs() < 1e-3,
             "reduce_sum_f32: {got} vs {want}"
         );
-        for (got, want) in [
-            (
-                reduce_sim::<Min, f32>(&fs, f32::INFINITY, grid, block),
-                reduce::fold::<f32, Min>(fs.iter().copied(), None),
-            ),
-            (
-                reduce_sim::<Max, f32>(&fs, f32::NEG_INFINITY, grid, block),
-                reduce::fold::<f32, Max>(fs.iter().copied(), None),
-            ),
-        ] {
-            assert_eq!(Some(got), want, "min/max f32 {grid}×{block}");
-        }
     }
-    let _ = <Sum as ReduceOp<f32>>::identity();
 }
 
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
 fn reduction_primitives() {
     // Warp shuffles and votes: 2 blocks of 64.
     let threads = 128usize;
@@ -766,7 +862,6 @@ fn small_kernels() {
 
 /// Static shared memory and barriers.
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
 fn shared_memory_and_barriers() {
     let n = 2 * device_checks::REVERSE_BLOCK + 77;
     let xs = ints(n, 19);
@@ -815,53 +910,21 @@ fn printf_and_faults() {
 fn multiply_timing() {
     let n = 1 << 20;
     let (a, b) = (values(n, 22), values(n, 23));
-    let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<f32>::zeroed(n));
     // The host's launch: 256 threads, each one pass of 4 vectors.
     let grid = (n / 4).div_ceil(256 * 4) as u32;
-    let t = Instant::now();
-    // SAFETY: three buffers of n f32.
-    unsafe {
-        launch(
-            multiply::MULTIPLY,
-            linear(grid, 256),
-            (da.ptr().cast_const(), db.ptr().cast_const(), dc.ptr(), n),
-        )
-    }
-    .unwrap();
-    let multiply_s = t.elapsed().as_secs_f64();
-    let c = dc.to_vec();
-    assert!((0..n).all(|i| c[i] == a[i] * b[i]));
-    eprintln!("simulator: multiply of 2^20 f32 in {multiply_s:.3} s");
+    let (c, seconds) = binary_map(multiply::MULTIPLY, linear(grid, 256), &a, &b);
+    assert!(c == zip_map(&a, &b, multiply::multiply_element));
+    eprintln!("simulator: multiply of 2^20 f32 in {seconds:.3} s");
 }
 
 /// The reference launch: the tiled SGEMM at 256³, timed (printed;
 /// `--nocapture` shows it).
 #[test]
-#[ignore = "needs the simulator's scheduler (barriers, warp collectives): simcore's next milestone"]
 fn sgemm_timing() {
     let s = 256;
     let (a, b) = (values(s * s, 24), values(s * s, 25));
-    let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<f32>::zeroed(s * s));
     let tile = matmul::SGEMM_128;
-    let grid = [(s / tile.bn) as u32, (s / tile.bm) as u32, 1];
-    let t = Instant::now();
-    // SAFETY: three 256×256 matrices.
-    unsafe {
-        launch(
-            tile.entry,
-            shape(grid, [tile.threads(), 1, 1], tile.smem_bytes()),
-            (
-                da.ptr().cast_const(),
-                db.ptr().cast_const(),
-                dc.ptr(),
-                s,
-                s,
-                s,
-            ),
-        )
-    }
-    .unwrap();
-    let sgemm_s = t.elapsed().as_secs_f64();
-    assert_close(&dc.to_vec(), &matmul_cpu(&a, &b, s, s, s), s, "sgemm 256³");
-    eprintln!("simulator: matrix_mul_tiled at 256³ in {sgemm_s:.3} s");
+    let (c, seconds) = matmul_sim(tile.entry, tile_shape(tile, s, s, 1), &a, &b, (s, s, s));
+    assert_close(&c, &matmul_cpu(&a, &b, s, s, s), s, "matrix_mul_tiled 256³");
+    eprintln!("simulator: matrix_mul_tiled at 256³ in {seconds:.3} s");
 }

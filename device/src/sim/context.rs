@@ -1,13 +1,20 @@
-//! The current simulated thread (a thread-local pointer set by the
-//! scheduler) and the grid runner.
-use std::cell::{Cell, RefCell};
+//! The current simulated thread (a thread-local pointer the scheduler sets
+//! around each resume), its block's shared memory with the race detector,
+//! and the way a thread reports a fault or a finding (an unwind that the
+//! scheduler catches at the coroutine's root).
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::collections::HashMap;
-use std::ffi::c_void;
-use std::panic::AssertUnwindSafe;
+use std::panic::Location;
 
-use super::{Entry, LaunchShape, SimError, SimOptions, SimThread};
+use corosensei::Yielder;
 
-/// One simulated thread's registers and its block's state.
+use super::scheduler::Event;
+use super::{Access, SimError, SimThread};
+
+/// A call site in kernel code (`#[track_caller]`).
+pub(crate) type Site = &'static Location<'static>;
+
+/// One simulated thread: its index registers and its block.
 pub(crate) struct ThreadCtx {
     /// `threadIdx`.
     pub thread: [u32; 3],
@@ -21,6 +28,8 @@ pub(crate) struct ThreadCtx {
     pub linear: u32,
     /// The block's shared memory and bookkeeping.
     pub block_state: *const BlockState,
+    /// The coroutine's yielder while the thread runs.
+    pub yielder: Cell<*const Yielder<u32, Event>>,
 }
 
 impl ThreadCtx {
@@ -38,30 +47,187 @@ impl ThreadCtx {
         // threads runs.
         unsafe { &*self.block_state }
     }
+
+    /// Suspends the thread with `event`; returns the value it is resumed with.
+    pub fn suspend(&self, event: Event) -> u32 {
+        let y = self.yielder.get();
+        assert!(
+            !y.is_null(),
+            "a simulated thread suspended outside its coroutine"
+        );
+        // SAFETY: the yielder belongs to the coroutine running this thread,
+        // which is the caller (the pointer is set when the coroutine starts).
+        unsafe { (*y).suspend(event) }
+    }
 }
 
-/// A block's shared memory and the launch-wide layout of static arrays.
+/// The race detector's record of one 4-byte shared word.
+#[derive(Clone, Copy, Default)]
+struct Shadow {
+    /// The barrier epoch of the last write (0: never).
+    write_epoch: u32,
+    /// The last writer's linear thread index.
+    writer: u32,
+    /// The barrier epoch of the reads below.
+    read_epoch: u32,
+    /// Two distinct readers in `read_epoch` (`NO_THREAD`: none).
+    readers: [u32; 2],
+}
+
+const NO_THREAD: u32 = u32::MAX;
+
+/// A block's shared memory, its race-detector shadow, the layout of the
+/// static arrays (kept for the whole launch by one worker) and its printf
+/// output.
 pub(crate) struct BlockState {
     /// The kernel.
     pub kernel: &'static str,
-    /// Shared memory, 16-byte aligned words.
-    pub shared: RefCell<Vec<u128>>,
-    /// Bytes in use: dynamic, then the static arrays declared so far.
-    pub shared_len: Cell<u32>,
-    /// Static arrays' offsets by key.
-    pub statics: RefCell<HashMap<usize, u32>>,
-    /// The budget for static + dynamic shared bytes.
-    pub shared_budget: u32,
-    /// The first fault, if any.
-    pub fault: RefCell<Option<SimError>>,
+    /// `blockIdx` of the block running now.
+    pub block: Cell<[u32; 3]>,
+    /// `blockDim`.
+    pub block_dim: [u32; 3],
+    shared: UnsafeCell<Vec<u128>>,
+    shared_len: Cell<u32>,
+    statics: RefCell<HashMap<usize, u32>>,
+    budget: u32,
+    shadow: UnsafeCell<Vec<Shadow>>,
+    /// Barrier epochs: one per block start and per barrier passed; they grow
+    /// for the whole launch so that the shadow never needs clearing.
+    epoch: Cell<u32>,
+    first_epoch: Cell<u32>,
+    /// printf output of the block, written out when it ends.
+    pub out: RefCell<String>,
+}
+
+impl BlockState {
+    /// A worker's block state for a launch.
+    pub fn new(kernel: &'static str, block_dim: [u32; 3], dynamic: u32, budget: u32) -> Self {
+        let bytes = budget.max(dynamic) as usize + 16;
+        BlockState {
+            kernel,
+            block: Cell::new([0; 3]),
+            block_dim,
+            shared: UnsafeCell::new(vec![0; bytes.div_ceil(16)]),
+            shared_len: Cell::new(dynamic.next_multiple_of(16)),
+            statics: RefCell::new(HashMap::new()),
+            budget,
+            shadow: UnsafeCell::new(vec![Shadow::default(); bytes.div_ceil(4)]),
+            epoch: Cell::new(0),
+            first_epoch: Cell::new(1),
+            out: RefCell::new(String::new()),
+        }
+    }
+
+    /// A new block starts: a new barrier interval.
+    pub fn start_block(&self, block: [u32; 3]) {
+        self.block.set(block);
+        self.epoch.set(self.epoch.get() + 1);
+        self.first_epoch.set(self.epoch.get());
+    }
+
+    /// Every thread passed a barrier: a new barrier interval.
+    pub fn barrier_passed(&self) {
+        self.epoch.set(self.epoch.get() + 1);
+    }
+
+    /// `threadIdx` of the linear index `linear`.
+    pub fn thread_idx(&self, linear: u32) -> [u32; 3] {
+        let [bx, by, _] = self.block_dim;
+        [linear % bx, (linear / bx) % by, linear / (bx * by)]
+    }
+
+    fn thread(&self, linear: u32) -> SimThread {
+        SimThread {
+            block: self.block.get(),
+            thread: self.thread_idx(linear),
+        }
+    }
+
+    /// Checks an access of `size` bytes at `offset` by thread `linear`
+    /// (bounds, then races) and returns its address.
+    fn access(&self, offset: u32, size: usize, linear: u32, kind: Access, site: Site) -> *mut u8 {
+        let end = offset as u64 + size as u64;
+        if end > self.shared_len.get() as u64 {
+            fail(
+                site.file(),
+                site.line(),
+                site.column(),
+                &format!(
+                    "shared-memory access of {size} bytes at offset {offset} past the block's {} bytes",
+                    self.shared_len.get()
+                ),
+            );
+        }
+        let epoch = self.epoch.get();
+        // SAFETY: the shadow is only touched by the worker running this block,
+        // one simulated thread at a time, and no reference to it outlives this call.
+        let shadow = unsafe { &mut *self.shadow.get() };
+        for word in offset / 4..(end as u32).div_ceil(4) {
+            let s = &mut shadow[word as usize];
+            let other = match kind {
+                Access::Write => {
+                    let w = (s.write_epoch == epoch && s.writer != linear)
+                        .then_some((s.writer, Access::Write));
+                    let r = (s.read_epoch == epoch)
+                        .then(|| {
+                            s.readers
+                                .into_iter()
+                                .find(|&r| r != NO_THREAD && r != linear)
+                        })
+                        .flatten()
+                        .map(|r| (r, Access::Read));
+                    s.write_epoch = epoch;
+                    s.writer = linear;
+                    w.or(r)
+                }
+                Access::Read => {
+                    let w = (s.write_epoch == epoch && s.writer != linear)
+                        .then_some((s.writer, Access::Write));
+                    if s.read_epoch != epoch {
+                        s.read_epoch = epoch;
+                        s.readers = [linear, NO_THREAD];
+                    } else if s.readers[0] != linear && s.readers[1] == NO_THREAD {
+                        s.readers[1] = linear;
+                    }
+                    w
+                }
+            };
+            if let Some((first, first_kind)) = other {
+                raise(SimError::SharedRace {
+                    kernel: self.kernel,
+                    offset: word * 4,
+                    first: (self.thread(first), first_kind),
+                    second: (self.thread(linear), kind),
+                    interval: epoch - self.first_epoch.get(),
+                });
+            }
+        }
+        // SAFETY: offset + size ≤ shared_len ≤ the buffer's bytes (checked above).
+        unsafe {
+            (*self.shared.get())
+                .as_mut_ptr()
+                .cast::<u8>()
+                .add(offset as usize)
+        }
+    }
 }
 
 thread_local! {
     static CURRENT: Cell<*const ThreadCtx> = const { Cell::new(std::ptr::null()) };
 }
 
-/// The simulated thread running on this OS thread. Panics (a fault of the
-/// caller's code) outside a simulated kernel.
+/// Makes `ctx` (or none) the simulated thread running on this OS thread.
+pub(crate) fn set_current(ctx: *const ThreadCtx) {
+    CURRENT.with(|c| c.set(ctx));
+}
+
+/// Whether a simulated thread runs on this OS thread.
+pub(crate) fn in_simulated_thread() -> bool {
+    !CURRENT.with(Cell::get).is_null()
+}
+
+/// The simulated thread running on this OS thread. Panics outside a
+/// simulated kernel.
 #[inline]
 pub(crate) fn current() -> &'static ThreadCtx {
     let p = CURRENT.with(Cell::get);
@@ -74,97 +240,30 @@ pub(crate) fn current() -> &'static ThreadCtx {
     unsafe { &*p }
 }
 
-/// Runs the grid, block by block, thread by thread.
-///
-/// # Safety
-/// As for [`launch`](super::launch).
-pub(crate) unsafe fn run_grid(
-    kernel: &'static str,
-    shape: LaunchShape,
-    entry: Entry,
-    params: &[*mut c_void],
-    options: &SimOptions,
-) -> Result<(), SimError> {
-    let [gx, gy, gz] = shape.grid;
-    let [bx, by, bz] = shape.block;
-    let dynamic = shape.dynamic_shared_bytes.next_multiple_of(16);
-    let budget = super::shared_budget(options);
-    let state = BlockState {
-        kernel,
-        shared: RefCell::new(vec![0; (budget as usize).div_ceil(16) + 1]),
-        shared_len: Cell::new(dynamic),
-        statics: RefCell::new(HashMap::new()),
-        shared_budget: budget,
-        fault: RefCell::new(None),
-    };
-    for z in 0..gz {
-        for y in 0..gy {
-            for x in 0..gx {
-                for tz in 0..bz {
-                    for ty in 0..by {
-                        for tx in 0..bx {
-                            let ctx = ThreadCtx {
-                                thread: [tx, ty, tz],
-                                block: [x, y, z],
-                                block_dim: shape.block,
-                                grid_dim: shape.grid,
-                                linear: tx + bx * (ty + by * tz),
-                                block_state: &state,
-                            };
-                            CURRENT.with(|c| c.set(&ctx));
-                            // SAFETY: forwarded from the caller.
-                            let r = std::panic::catch_unwind(AssertUnwindSafe(|| unsafe {
-                                entry(params.as_ptr())
-                            }));
-                            CURRENT.with(|c| c.set(std::ptr::null()));
-                            if let Some(e) = state.fault.borrow_mut().take() {
-                                return Err(e);
-                            }
-                            if let Err(payload) = r {
-                                let message = payload
-                                    .downcast_ref::<&str>()
-                                    .map(|s| s.to_string())
-                                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                                    .unwrap_or_else(|| "panic".into());
-                                return Err(SimError::Fault {
-                                    kernel,
-                                    file: String::new(),
-                                    line: 0,
-                                    column: 0,
-                                    at: ctx.id(),
-                                    message,
-                                });
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
+/// The unwind payload that ends a simulated thread with a finding.
+pub(crate) struct Finding(pub SimError);
+
+/// Ends the current simulated thread with `error` (caught at its coroutine's root).
+pub(crate) fn raise(error: SimError) -> ! {
+    std::panic::resume_unwind(Box::new(Finding(error)))
 }
 
-/// Records a fault of the current thread and unwinds out of it.
+/// Records a fault of the current thread and ends it. Outside a simulated
+/// kernel, a panic with the same text.
 pub(crate) fn fail(file: &str, line: u32, column: u32, message: &str) -> ! {
-    let p = CURRENT.with(Cell::get);
-    if p.is_null() {
+    if !in_simulated_thread() {
         panic!("{file}:{line}:{column}: {message}");
     }
     let ctx = current();
-    let b = ctx.block_state();
-    b.fault.borrow_mut().get_or_insert(SimError::Fault {
-        kernel: b.kernel,
+    raise(SimError::Fault {
+        kernel: ctx.block_state().kernel,
         file: file.to_string(),
         line,
         column,
         at: ctx.id(),
         message: message.to_string(),
-    });
-    std::panic::resume_unwind(Box::new(FaultUnwind))
+    })
 }
-
-/// The unwind payload of [`fail`]: the fault is already recorded.
-pub(crate) struct FaultUnwind;
 
 /// The shared-memory offset of the static array keyed `key` (`bytes` long),
 /// laid out after the dynamic memory and the arrays declared before it.
@@ -176,16 +275,15 @@ pub(crate) fn static_shared(key: usize, name: &'static str, bytes: usize) -> u32
     }
     let off = b.shared_len.get().next_multiple_of(16);
     let end = off as u64 + bytes as u64;
-    if end > b.shared_budget as u64 {
-        fail(
-            file!(),
-            line!(),
-            column!(),
-            &format!(
-                "shared_array {name} ({bytes} bytes) takes the block's shared memory to {end} bytes, past the {} allowed",
-                b.shared_budget
+    if end > b.budget as u64 {
+        raise(SimError::LaunchRefused {
+            kernel: b.kernel,
+            reason: format!(
+                "shared_array {name} ({bytes} bytes) takes the block's shared memory to {end} bytes, \
+                 past the {} bytes per block (CUDA_ERROR_INVALID_VALUE: invalid argument)",
+                b.budget
             ),
-        );
+        });
     }
     b.shared_len.set(end as u32);
     b.statics.borrow_mut().insert(key, off);
@@ -197,50 +295,10 @@ pub(crate) fn dynamic_shared() -> u32 {
     0
 }
 
-/// A pointer to `size` bytes of the current block's shared memory at
-/// `offset`; a fault when out of range.
-#[track_caller]
-pub(crate) fn shared_ptr(offset: u32, size: usize) -> *mut u8 {
+/// The address of `size` bytes of the current block's shared memory at
+/// `offset`, after the bounds and race checks of an access of `kind` at `site`.
+pub(crate) fn shared_ptr(offset: u32, size: usize, kind: Access, site: Site) -> *mut u8 {
     let ctx = current();
-    let b = ctx.block_state();
-    if offset as u64 + size as u64 > b.shared_len.get() as u64 {
-        let l = std::panic::Location::caller();
-        fail(
-            l.file(),
-            l.line(),
-            l.column(),
-            &format!(
-                "shared-memory access of {size} bytes at offset {offset} past the block's {} bytes",
-                b.shared_len.get()
-            ),
-        );
-    }
-    // SAFETY: offset + size ≤ shared_len ≤ the buffer's bytes.
-    unsafe {
-        b.shared
-            .borrow_mut()
-            .as_mut_ptr()
-            .cast::<u8>()
-            .add(offset as usize)
-    }
-}
-
-/// `sync_threads` (the first version runs threads one after another: a
-/// no-op until the scheduler lands).
-pub(crate) fn sync_threads(_site: &'static std::panic::Location<'static>) {}
-
-/// A warp collective (not simulated yet in this first version: a fault).
-pub(crate) fn warp_collective(
-    op: super::WarpOp,
-    _mask: u32,
-    _value: u32,
-    _arg: u32,
-    site: &'static std::panic::Location<'static>,
-) -> u32 {
-    fail(
-        site.file(),
-        site.line(),
-        site.column(),
-        &format!("warp collective {op:?}: not simulated yet"),
-    )
+    ctx.block_state()
+        .access(offset, size, ctx.linear, kind, site)
 }

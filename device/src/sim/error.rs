@@ -87,7 +87,8 @@ pub enum SimError {
         first: (SimThread, Access),
         /// The later access.
         second: (SimThread, Access),
-        /// The barrier interval: how many barriers the block had passed.
+        /// The barrier interval: how many barriers the block had passed
+        /// (0: before the first).
         interval: u32,
     },
     /// No thread of a block can go on: some wait at a barrier (or a warp
@@ -174,12 +175,15 @@ impl fmt::Display for SimError {
             } => write!(
                 f,
                 "{kernel}: shared-memory race on the word at shared byte offset {offset}: \
-                 {} {} it and {} {} it between barriers {interval} and {} of the block",
+                 {} {} it and {} {} it with no barrier between, {}",
                 first.0,
                 first.1,
                 second.0,
                 second.1,
-                interval + 1
+                match interval {
+                    0 => "before the block's first barrier".to_string(),
+                    k => format!("after the block's barrier {k}"),
+                }
             ),
             SimError::BarrierDivergence {
                 kernel,

@@ -10,12 +10,18 @@
 //! pointers are. The simulator's 16-byte vector loads
 //! ([`load_nc_v4`](crate::load::load_nc_v4)) therefore read unaligned; a
 //! kernel whose *result* depends on its pointers' alignment would differ
-//! (none of ours does). A guard page before the start catches
-//! `ptr.sub(1)`-style underflows the same way. The guard after the end is
+//! (none of ours does). A guard page before the data pages catches accesses
+//! before the start from the page boundary on: the up to one page of slack
+//! between that boundary and the start (when the length is not a whole
+//! number of pages) is readable, so a small underflow such as `ptr.sub(1)`
+//! goes unnoticed; the end, where overruns happen, is exact. The guard after the end is
 //! [`GUARD_AFTER_BYTES`] long (address space only), so that an index far past
 //! the end traps too rather than landing in the next buffer.
 //!
 //! The memory is zero when allocated (anonymous mappings are).
+//!
+//! On targets other than Unix the buffers are plain heap allocations,
+//! without guard pages: an out-of-bounds access is not caught there.
 use std::collections::BTreeMap;
 use std::sync::RwLock;
 
@@ -39,7 +45,6 @@ unsafe impl Sync for Allocation {}
 
 /// What the registry keeps of a live allocation, for reports.
 #[derive(Clone, Debug)]
-#[allow(dead_code)] // read by the fault handler (next commit)
 pub(crate) struct BufferInfo {
     /// Start of the usable bytes.
     pub base: usize,
@@ -57,10 +62,88 @@ pub const GUARD_AFTER_BYTES: usize = 1 << 20;
 /// Live allocations by the start address of their mapping (guards included).
 static REGISTRY: RwLock<BTreeMap<usize, (usize, BufferInfo)>> = RwLock::new(BTreeMap::new());
 
-pub(crate) fn page_size() -> usize {
+#[cfg(unix)]
+fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if p > 0 { p as usize } else { 4096 }
+}
+
+/// Maps `len_bytes` between guards: (mapping, its length, the buffer's start).
+#[cfg(unix)]
+fn map(len_bytes: usize) -> Result<(*mut u8, usize, *mut u8), (&'static str, String)> {
+    let page = page_size();
+    let data_pages = len_bytes.div_ceil(page).max(1);
+    let map_len = (data_pages + 1) * page + GUARD_AFTER_BYTES.next_multiple_of(page);
+    // SAFETY: an anonymous private mapping at an address of the kernel's
+    // choice; the result is checked below.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            map_len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if map == libc::MAP_FAILED {
+        return Err(("mapping", std::io::Error::last_os_error().to_string()));
+    }
+    let map = map.cast::<u8>();
+    // SAFETY: the data pages lie inside the mapping just made.
+    let rc = unsafe {
+        libc::mprotect(
+            map.add(page).cast(),
+            data_pages * page,
+            libc::PROT_READ | libc::PROT_WRITE,
+        )
+    };
+    if rc != 0 {
+        let reason = std::io::Error::last_os_error().to_string();
+        // SAFETY: unmapping the mapping made above, not used since.
+        unsafe { libc::munmap(map.cast(), map_len) };
+        return Err(("making writable", reason));
+    }
+    let end = page + data_pages * page;
+    // SAFETY: `end - len_bytes` lies within the data pages (len_bytes ≤ data_pages * page).
+    Ok((map, map_len, unsafe { map.add(end - len_bytes) }))
+}
+
+/// Releases what [`map`] returned.
+///
+/// # Safety
+/// `map` and `map_len` come from one [`map`] call, released once.
+#[cfg(unix)]
+unsafe fn unmap(map: *mut u8, map_len: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { libc::munmap(map.cast(), map_len) };
+}
+
+#[cfg(not(unix))]
+fn heap_layout(len_bytes: usize) -> std::alloc::Layout {
+    std::alloc::Layout::from_size_align(len_bytes.max(1), 256).expect("a buffer's size fits")
+}
+
+/// Allocates `len_bytes` zeroed, 256-byte aligned, without guards.
+#[cfg(not(unix))]
+fn map(len_bytes: usize) -> Result<(*mut u8, usize, *mut u8), (&'static str, String)> {
+    // SAFETY: the layout has a non-zero size.
+    let p = unsafe { std::alloc::alloc_zeroed(heap_layout(len_bytes)) };
+    if p.is_null() {
+        return Err(("allocating", "out of memory".to_string()));
+    }
+    Ok((p, len_bytes, p))
+}
+
+/// Releases what [`map`] returned.
+///
+/// # Safety
+/// `map` and `map_len` come from one [`map`] call, released once.
+#[cfg(not(unix))]
+unsafe fn unmap(map: *mut u8, map_len: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { std::alloc::dealloc(map, heap_layout(map_len)) };
 }
 
 impl Allocation {
@@ -74,48 +157,10 @@ impl Allocation {
         label: impl Into<String>,
     ) -> Result<Allocation, SimError> {
         let label = label.into();
-        let page = page_size();
-        let data_pages = len_bytes.div_ceil(page).max(1);
-        let map_len = (data_pages + 1) * page + GUARD_AFTER_BYTES.next_multiple_of(page);
-        // SAFETY: an anonymous private mapping at an address of the kernel's
-        // choice; the result is checked below.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(SimError::Memory {
-                what: format!("mapping {len_bytes} bytes for {label}"),
-                reason: std::io::Error::last_os_error().to_string(),
-            });
-        }
-        let map = map.cast::<u8>();
-        // SAFETY: the data pages lie inside the mapping just made.
-        let rc = unsafe {
-            libc::mprotect(
-                map.add(page).cast(),
-                data_pages * page,
-                libc::PROT_READ | libc::PROT_WRITE,
-            )
-        };
-        if rc != 0 {
-            let reason = std::io::Error::last_os_error().to_string();
-            // SAFETY: unmapping the mapping made above, not used since.
-            unsafe { libc::munmap(map.cast(), map_len) };
-            return Err(SimError::Memory {
-                what: format!("making {len_bytes} bytes for {label} writable"),
-                reason,
-            });
-        }
-        let end = page + data_pages * page;
-        // SAFETY: `end - len_bytes` lies within the data pages (len_bytes ≤ data_pages * page).
-        let ptr = unsafe { map.add(end - len_bytes) };
+        let (map, map_len, ptr) = map(len_bytes).map_err(|(what, reason)| SimError::Memory {
+            what: format!("{what} {len_bytes} bytes for {label}"),
+            reason,
+        })?;
         let info = BufferInfo {
             base: ptr as usize,
             len_bytes,
@@ -169,18 +214,18 @@ impl Drop for Allocation {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&(self.map as usize));
-        // SAFETY: the mapping made in `new`, unmapped once; the registry no
+        // SAFETY: the mapping made in `new`, released once; the registry no
         // longer names it.
-        unsafe { libc::munmap(self.map.cast(), self.map_len) };
+        unsafe { unmap(self.map, self.map_len) };
     }
 }
 
-/// The live buffer whose mapping (guard pages included) holds `addr`, or
-/// else the nearest one below it; `None` when no buffer starts below `addr`.
-/// Reading the registry may block: call it outside a signal handler.
-#[allow(dead_code)] // used by the fault handler (next commit)
-pub(crate) fn find(addr: usize) -> Option<BufferInfo> {
+/// The live buffer whose mapping starts nearest below `addr`, and whether
+/// that mapping (guard pages included) holds `addr`; `None` when no buffer
+/// starts below it. Reading the registry may block: call it outside a
+/// signal handler.
+pub(crate) fn find(addr: usize) -> Option<(BufferInfo, bool)> {
     let reg = REGISTRY.read().unwrap_or_else(|e| e.into_inner());
-    let (_, (_, info)) = reg.range(..=addr).next_back()?;
-    Some(info.clone())
+    let (&start, (len, info)) = reg.range(..=addr).next_back()?;
+    Some((info.clone(), addr < start + len))
 }

@@ -16,9 +16,12 @@ mod context;
 mod error;
 pub mod memory;
 pub(crate) mod printf;
+mod scheduler;
+mod trap;
 
 pub(crate) use context::{current, dynamic_shared, fail};
 pub use error::{Access, SimError, SimThread, Stuck};
+pub use printf::capture_printf;
 
 /// A kernel's host entry: reads its parameters from an array of pointers to
 /// each parameter value (what `cuLaunchKernel` takes) and runs the kernel
@@ -130,8 +133,85 @@ pub unsafe fn launch_with(
     options: &SimOptions,
 ) -> Result<(), SimError> {
     check_shape(kernel, &shape, options)?;
-    // SAFETY: forwarded from the caller.
-    unsafe { context::run_grid(kernel, shape, entry, params, options) }
+    run_grid(
+        kernel,
+        shape,
+        entry,
+        scheduler::Params(params.as_ptr()),
+        options,
+    )
+}
+
+/// Runs the blocks, in order on the calling thread, or on
+/// `options.threads` OS threads (each taking the next block); the printf
+/// output is written in block order either way. With several threads the
+/// first finding of the lowest block among those that ran is returned.
+fn run_grid(
+    kernel: &'static str,
+    shape: LaunchShape,
+    entry: Entry,
+    params: scheduler::Params,
+    options: &SimOptions,
+) -> Result<(), SimError> {
+    let [gx, gy, gz] = shape.grid;
+    let blocks = gx as u64 * gy as u64 * gz as u64;
+    let budget = shared_budget(options);
+    let worker = || scheduler::Worker::new(kernel, shape, entry, params, options.seed, budget);
+    let threads = options.threads.clamp(1, 256).min(blocks as usize);
+    if threads <= 1 {
+        let mut w = worker();
+        for b in 0..blocks {
+            let r = w.run_block(b);
+            printf::emit(&w.take_output());
+            r?;
+        }
+        return Ok(());
+    }
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let next = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let outputs: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
+    let errors: Mutex<Vec<(u64, SimError)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut w = worker();
+                while !stop.load(Ordering::Relaxed) {
+                    let b = next.fetch_add(1, Ordering::Relaxed);
+                    if b >= blocks {
+                        break;
+                    }
+                    let r = w.run_block(b);
+                    let out = w.take_output();
+                    if !out.is_empty() {
+                        outputs
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((b, out));
+                    }
+                    if let Err(e) = r {
+                        stop.store(true, Ordering::Relaxed);
+                        errors
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((b, e));
+                    }
+                }
+            });
+        }
+    });
+    let mut outputs = outputs.into_inner().unwrap_or_else(|e| e.into_inner());
+    outputs.sort_by_key(|(b, _)| *b);
+    for (_, out) in &outputs {
+        printf::emit(out);
+    }
+    let mut errors = errors.into_inner().unwrap_or_else(|e| e.into_inner());
+    errors.sort_by_key(|(b, _)| *b);
+    match errors.into_iter().next() {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
+    }
 }
 
 fn check_shape(kernel: &'static str, s: &LaunchShape, o: &SimOptions) -> Result<(), SimError> {
@@ -197,7 +277,8 @@ pub(crate) fn shared_budget(options: &SimOptions) -> u32 {
 /// The current thread's load of a `T` at shared offset `addr`.
 #[track_caller]
 pub(crate) fn shared_load<T: Copy>(addr: u32) -> T {
-    let p = context::shared_ptr(addr, size_of::<T>());
+    let site = std::panic::Location::caller();
+    let p = context::shared_ptr(addr, size_of::<T>(), Access::Read, site);
     // SAFETY: `shared_ptr` checked that the bytes lie in the block's shared memory.
     unsafe { p.cast::<T>().read_unaligned() }
 }
@@ -205,7 +286,8 @@ pub(crate) fn shared_load<T: Copy>(addr: u32) -> T {
 /// The current thread's store of a `T` at shared offset `addr`.
 #[track_caller]
 pub(crate) fn shared_store<T: Copy>(addr: u32, value: T) {
-    let p = context::shared_ptr(addr, size_of::<T>());
+    let site = std::panic::Location::caller();
+    let p = context::shared_ptr(addr, size_of::<T>(), Access::Write, site);
     // SAFETY: `shared_ptr` checked that the bytes lie in the block's shared memory.
     unsafe { p.cast::<T>().write_unaligned(value) }
 }
@@ -219,9 +301,10 @@ pub(crate) unsafe fn read_global<T: Copy>(ptr: *const T) -> T {
     unsafe { ptr.read_unaligned() }
 }
 
-/// `sync_threads` of the current thread, called at `site`.
+/// `sync_threads` of the current thread, called at `site`: waits until
+/// every thread of the block waits at it.
 pub(crate) fn sync_threads(site: &'static std::panic::Location<'static>) {
-    context::sync_threads(site)
+    current().suspend(scheduler::Event::Barrier(site));
 }
 
 /// A warp collective.
@@ -246,7 +329,14 @@ pub(crate) enum WarpOp {
 /// The current thread's part in a warp collective of the lanes in `mask`.
 #[track_caller]
 pub(crate) fn warp_collective(op: WarpOp, mask: u32, value: u32, arg: u32) -> u32 {
-    context::warp_collective(op, mask, value, arg, std::panic::Location::caller())
+    let site = std::panic::Location::caller();
+    current().suspend(scheduler::Event::Warp(scheduler::Pending {
+        op,
+        mask,
+        value,
+        arg,
+        site,
+    }))
 }
 
 /// For [`shared_array!`](crate::shared_array) on the host: the shared

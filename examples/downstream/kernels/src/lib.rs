@@ -1,8 +1,8 @@
 //! A user's kernel crate, built for nvptx64 by the app's `build.rs` with
 //! `cuda-kernels-builder`:
-//! - `softmax_rows` (in `entry`, nvptx64 only), a hand-written
-//!   kernel: one block per row, shared memory, barriers and libdevice's
-//!   `expf`;
+//! - [`SOFTMAX_ROWS`], a hand-written kernel declared with
+//!   `cuda_kernels_device::kernels!`: one block per row, shared memory,
+//!   barriers and libdevice's `expf`;
 //! - [`leaky_relu`], an elementwise op declared with
 //!   `cuda_kernels_gpu::elementwise!` (entry points
 //!   `elementwise_leaky_relu_f32` and `_f64`);
@@ -12,7 +12,8 @@
 //! On the host the same crate is an ordinary library: the per-element
 //! functions ([`softmax_term`], [`leaky_relu`]'s body, [`MaxAbs`]'s
 //! `combine`) that the app's CPU reference calls, so that GPU and CPU compute
-//! with the same code.
+//! with the same code, and every kernel's body, which the kernels' handles
+//! carry for the CPU simulator.
 #![warn(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 // abi_ptx: `extern "ptx-kernel"`; asm_experimental_arch: `shared_array!`,
@@ -28,22 +29,14 @@ pub const SOFTMAX_BLOCK: u32 = 256;
 /// The PTX entry point of the softmax kernel (its handle's name).
 pub const SOFTMAX_ENTRY: &str = SOFTMAX_ROWS.name();
 
-/// `e^x`: libdevice's `__nv_expf` on the device (at most 2 ulps from the
-/// exact value, CUDA's documented bound), the standard library's on the host.
-#[inline(always)]
-fn exp(x: f32) -> f32 {
-    #[cfg(target_arch = "nvptx64")]
-    return cuda_kernels_device::math::exp_f32(x);
-    #[cfg(not(target_arch = "nvptx64"))]
-    return x.exp();
-}
-
 /// One softmax term, `e^(x − max)`: the kernel's and the CPU reference's
 /// per-element function (`max` is the row's maximum, so the term is in
 /// `[0, 1]` and cannot overflow).
 #[inline(always)]
 pub fn softmax_term(x: f32, max: f32) -> f32 {
-    exp(x - max)
+    // libdevice's `__nv_expf` on the device (at most 2 ulps from the exact
+    // value, CUDA's documented bound), the standard library's on the host.
+    cuda_kernels_device::math::exp_f32(x - max)
 }
 
 cuda_kernels_gpu::elementwise! {
@@ -80,55 +73,48 @@ max_abs!(f32, f64);
 // `MaxAbs: ReduceKernel<f32>`/`<f64>` for the host's `Gpu::reduce`.
 cuda_kernels_gpu::reduce_kernels!(MaxAbs, "max_abs": f32, f64);
 
-#[cfg(target_arch = "nvptx64")]
-use entry::*;
+use cuda_kernels_device::shared::SharedArray;
+use cuda_kernels_device::{shared_array, sync::sync_threads, thread};
 
-/// The hand-written kernel's helpers (nvptx64 only).
-#[cfg(target_arch = "nvptx64")]
-pub mod entry {
-    use super::SOFTMAX_BLOCK;
-    use cuda_kernels_device::shared::SharedArray;
-    pub(super) use cuda_kernels_device::{shared_array, sync::sync_threads, thread};
+const BLOCK: usize = SOFTMAX_BLOCK as usize;
 
-    pub(super) const BLOCK: usize = SOFTMAX_BLOCK as usize;
-
-    /// Combines every thread's `value` with `op` in a shared-memory tree;
-    /// every thread gets the block's result.
-    ///
-    /// # Safety
-    /// `blockDim.x == BLOCK`, `t` is the thread's index, and every thread of
-    /// the block calls it (it has barriers).
-    #[inline(always)]
-    pub(super) unsafe fn block_reduce(
-        scratch: SharedArray<f32, BLOCK>,
-        t: usize,
-        value: f32,
-        op: impl Fn(f32, f32) -> f32,
-    ) -> f32 {
-        // SAFETY: t < BLOCK (blockDim.x == BLOCK); slot t is this thread's.
-        unsafe { scratch.store(t, value) };
-        sync_threads();
-        let mut half = BLOCK / 2;
-        while half > 0 {
-            if t < half {
-                // SAFETY: t + half < BLOCK; slots t and t + half were written
-                // before the last barrier, and only this thread writes slot t
-                // until the next one.
-                unsafe { scratch.store(t, op(scratch.load(t), scratch.load(t + half))) };
-            }
-            sync_threads();
-            half /= 2;
+/// Combines every thread's `value` with `op` in a shared-memory tree;
+/// every thread gets the block's result.
+///
+/// # Safety
+/// `blockDim.x == BLOCK`, `t` is the thread's index, and every thread of
+/// the block calls it (it has barriers).
+#[inline(always)]
+unsafe fn block_reduce(
+    scratch: SharedArray<f32, BLOCK>,
+    t: usize,
+    value: f32,
+    op: impl Fn(f32, f32) -> f32,
+) -> f32 {
+    // SAFETY: t < BLOCK (blockDim.x == BLOCK); slot t is this thread's.
+    unsafe { scratch.store(t, value) };
+    sync_threads();
+    let mut half = BLOCK / 2;
+    while half > 0 {
+        if t < half {
+            // SAFETY: t + half < BLOCK; slots t and t + half were written
+            // before the last barrier, and only this thread writes slot t
+            // until the next one.
+            unsafe { scratch.store(t, op(scratch.load(t), scratch.load(t + half))) };
         }
-        // SAFETY: slot 0 was written before the last barrier.
-        let result = unsafe { scratch.load(0) };
-        // Slot 0 is read by all before the next reduction overwrites it.
         sync_threads();
-        result
+        half /= 2;
     }
+    // SAFETY: slot 0 was written before the last barrier.
+    let result = unsafe { scratch.load(0) };
+    // Slot 0 is read by all before the next reduction overwrites it.
+    sync_threads();
+    result
 }
 
 // The hand-written kernel: the entry point on nvptx64, its handle
-// `SOFTMAX_ROWS` and the list `KERNELS` everywhere.
+// `SOFTMAX_ROWS` and the list `KERNELS` everywhere (on the host the handle
+// carries the same body for the simulator).
 cuda_kernels_device::kernels! {
     /// Row-wise softmax of a `rows × cols` row-major matrix:
     /// `y[r][c] = e^(x[r][c] − m) / Σ_c' e^(x[r][c'] − m)`, `m` the row's

@@ -1,0 +1,526 @@
+//! The scheduler: one stackful coroutine per simulated thread of a block,
+//! run until it finishes, waits at a barrier or joins a warp collective;
+//! barriers and collectives are resolved when every thread they wait for has
+//! arrived, and a block in which no thread can go on is reported.
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::panic::AssertUnwindSafe;
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+
+use super::context::{self, BlockState, Finding, Site, ThreadCtx};
+use super::{Entry, LaunchShape, SimError, Stuck, WarpOp, trap};
+
+/// Bytes of each simulated thread's stack (address space; only the pages a
+/// thread touches are ever backed by memory).
+const STACK_BYTES: usize = 256 * 1024;
+
+/// Why a simulated thread suspended.
+pub(crate) enum Event {
+    /// It waits at `sync_threads` called here.
+    Barrier(Site),
+    /// It joined a warp collective.
+    Warp(Pending),
+}
+
+/// A lane's part in a warp collective.
+#[derive(Clone, Copy)]
+pub(crate) struct Pending {
+    pub op: WarpOp,
+    pub mask: u32,
+    pub value: u32,
+    pub arg: u32,
+    pub site: Site,
+}
+
+/// How a simulated thread ended.
+pub(crate) enum ThreadEnd {
+    /// It returned from the kernel.
+    Done,
+    /// A fault or a finding.
+    Error(Box<SimError>),
+    /// It touched memory it may not (a guard page): the faulting address.
+    #[cfg_attr(
+        not(all(
+            target_os = "linux",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        )),
+        allow(dead_code)
+    )]
+    Trap { addr: usize },
+}
+
+type Co = Coroutine<u32, Event, ThreadEnd, DefaultStack>;
+
+#[derive(Clone, Copy, PartialEq)]
+enum State {
+    Ready,
+    Barrier(Site),
+    Warp,
+    Done,
+}
+
+thread_local! {
+    /// Stacks of finished coroutines, reused by the next ones.
+    static POOL: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A small, seedable generator (SplitMix64) for shuffled schedules.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// The kernel's parameters, shared by the workers of a launch.
+#[derive(Clone, Copy)]
+pub(crate) struct Params(pub *const *mut c_void);
+
+// SAFETY: the parameter array outlives the launch; the kernel's contract says
+// what its threads may do with the values, wherever they run.
+unsafe impl Send for Params {}
+// SAFETY: as above; the array is only read.
+unsafe impl Sync for Params {}
+
+/// Runs blocks of one launch on the calling OS thread.
+pub(crate) struct Worker {
+    shape: LaunchShape,
+    entry: Entry,
+    params: Params,
+    seed: Option<u64>,
+    state: Box<BlockState>,
+    ctxs: Vec<ThreadCtx>,
+    states: Vec<State>,
+    pending: Vec<Option<Pending>>,
+    ready: VecDeque<(usize, u32)>,
+}
+
+impl Worker {
+    pub fn new(
+        kernel: &'static str,
+        shape: LaunchShape,
+        entry: Entry,
+        params: Params,
+        seed: Option<u64>,
+        budget: u32,
+    ) -> Worker {
+        trap::install();
+        Worker {
+            shape,
+            entry,
+            params,
+            seed,
+            state: Box::new(BlockState::new(
+                kernel,
+                shape.block,
+                shape.dynamic_shared_bytes,
+                budget,
+            )),
+            ctxs: Vec::new(),
+            states: Vec::new(),
+            pending: Vec::new(),
+            ready: VecDeque::new(),
+        }
+    }
+
+    /// The printf output of the blocks run since the last call.
+    pub fn take_output(&self) -> String {
+        std::mem::take(&mut self.state.out.borrow_mut())
+    }
+
+    /// Runs block `linear` (x fastest) to completion.
+    pub fn run_block(&mut self, linear: u64) -> Result<(), SimError> {
+        let [gx, gy, _] = self.shape.grid;
+        let (gx, gy) = (gx as u64, gy as u64);
+        let block = [
+            (linear % gx) as u32,
+            ((linear / gx) % gy) as u32,
+            (linear / (gx * gy)) as u32,
+        ];
+        self.state.start_block(block);
+        let [bx, by, bz] = self.shape.block;
+        let n = (bx * by * bz) as usize;
+        self.ctxs.clear();
+        for t in 0..n as u32 {
+            self.ctxs.push(ThreadCtx {
+                thread: self.state.thread_idx(t),
+                block,
+                block_dim: self.shape.block,
+                grid_dim: self.shape.grid,
+                linear: t,
+                block_state: &*self.state,
+                yielder: Cell::new(std::ptr::null()),
+            });
+        }
+        self.states.clear();
+        self.states.resize(n, State::Ready);
+        self.pending.clear();
+        self.pending.resize(n, None);
+        self.ready.clear();
+        self.ready.extend((0..n).map(|i| (i, 0)));
+        let mut rng = self
+            .seed
+            .map(|s| Rng(s ^ linear.wrapping_mul(0x2545_f491_4f6c_dd1d)));
+        let mut cos: Vec<Option<Co>> = (0..n).map(|_| None).collect();
+        let result = self.schedule(&mut cos, &mut rng);
+        // Suspended coroutines (after a finding) are unwound before the
+        // contexts they point to change.
+        drop(cos);
+        result
+    }
+
+    fn schedule(&mut self, cos: &mut [Option<Co>], rng: &mut Option<Rng>) -> Result<(), SimError> {
+        let mut done = 0;
+        loop {
+            while let Some((i, value)) = match rng {
+                Some(r) if !self.ready.is_empty() => {
+                    let k = r.below(self.ready.len());
+                    self.ready.swap_remove_back(k)
+                }
+                _ => self.ready.pop_front(),
+            } {
+                let co = cos[i].get_or_insert_with(|| self.coroutine(i));
+                context::set_current(&self.ctxs[i]);
+                trap::set_handler(Some(co.trap_handler()));
+                let r = co.resume(value);
+                trap::set_handler(None);
+                context::set_current(std::ptr::null());
+                match r {
+                    CoroutineResult::Yield(Event::Barrier(site)) => {
+                        self.states[i] = State::Barrier(site)
+                    }
+                    CoroutineResult::Yield(Event::Warp(p)) => {
+                        self.states[i] = State::Warp;
+                        self.pending[i] = Some(p);
+                        self.try_resolve(i)?;
+                    }
+                    CoroutineResult::Return(end) => {
+                        self.states[i] = State::Done;
+                        done += 1;
+                        let co = cos[i].take().expect("the coroutine just ran");
+                        let handler = co.trap_handler();
+                        POOL.with(|p| p.borrow_mut().push(co.into_stack()));
+                        match end {
+                            ThreadEnd::Done => self.check_exit(i)?,
+                            ThreadEnd::Error(e) => return Err(*e),
+                            ThreadEnd::Trap { addr } => {
+                                let on_stack = handler.stack_ptr_in_bounds(addr);
+                                return Err(trap::report(&self.ctxs[i], addr, on_stack));
+                            }
+                        }
+                    }
+                }
+            }
+            if done == self.states.len() {
+                return Ok(());
+            }
+            self.release_barrier()?;
+        }
+    }
+
+    fn coroutine(&self, i: usize) -> Co {
+        let stack = POOL
+            .with(|p| p.borrow_mut().pop())
+            .map_or_else(|| DefaultStack::new(STACK_BYTES), Ok)
+            .unwrap_or_else(|e| panic!("simulator: cannot map a thread stack: {e}"));
+        let ctx: *const ThreadCtx = &self.ctxs[i];
+        let (entry, params) = (self.entry, self.params);
+        Coroutine::with_stack(stack, move |y: &Yielder<u32, Event>, _: u32| {
+            // SAFETY: the worker keeps the context alive, unchanged, until this
+            // coroutine has finished or been dropped.
+            let ctx = unsafe { &*ctx };
+            ctx.yielder.set(y);
+            let params = params;
+            // SAFETY: `launch`'s caller guarantees the parameters match the entry.
+            match std::panic::catch_unwind(AssertUnwindSafe(|| unsafe { entry(params.0) })) {
+                Ok(()) => ThreadEnd::Done,
+                Err(payload) => match payload.downcast::<Finding>() {
+                    Ok(f) => ThreadEnd::Error(Box::new(f.0)),
+                    Err(payload) => {
+                        let message = payload
+                            .downcast_ref::<&str>()
+                            .map(|s| s.to_string())
+                            .or_else(|| payload.downcast_ref::<String>().cloned());
+                        let fault = |file, line, column, message| {
+                            ThreadEnd::Error(Box::new(SimError::Fault {
+                                kernel: ctx.block_state().kernel,
+                                file,
+                                line,
+                                column,
+                                at: ctx.id(),
+                                message,
+                            }))
+                        };
+                        match (trap::take_panic(), message) {
+                            (Some(p), _) => fault(p.file, p.line, p.column, p.message),
+                            // A panic whose hook was replaced after ours:
+                            // no location, still a fault.
+                            (None, Some(m)) => fault("<unknown>".to_string(), 0, 0, m),
+                            // Not a panic of the kernel (the coroutine being
+                            // unwound by its drop): let it go on to the root.
+                            (None, None) => std::panic::resume_unwind(payload),
+                        }
+                    }
+                },
+            }
+        })
+    }
+
+    /// The lanes of thread `i`'s warp that exist in the block, as a mask.
+    fn warp_lanes(&self, i: usize) -> (usize, u32) {
+        let first = i / 32 * 32;
+        let present = (self.states.len() - first).min(32);
+        let mask = if present == 32 {
+            u32::MAX
+        } else {
+            (1u32 << present) - 1
+        };
+        (first, mask)
+    }
+
+    fn warp_error(&self, i: usize, reason: String) -> SimError {
+        SimError::WarpCollective {
+            kernel: self.state.kernel,
+            at: self.ctxs[i].id(),
+            reason,
+        }
+    }
+
+    /// Thread `i` joined a collective: resolve it when its lanes are all there.
+    fn try_resolve(&mut self, i: usize) -> Result<(), SimError> {
+        let p = self.pending[i].expect("a pending collective");
+        let (first, present) = self.warp_lanes(i);
+        let lane = (i - first) as u32;
+        let at = |site: Site| format!("{}:{}:{}", site.file(), site.line(), site.column());
+        if p.mask & (1 << lane) == 0 {
+            return Err(self.warp_error(
+                i,
+                format!(
+                    "{:?} at {}: lane {lane} is not in its own member mask {:#010x}",
+                    p.op,
+                    at(p.site),
+                    p.mask
+                ),
+            ));
+        }
+        let mask = p.mask & present;
+        for l in 0..32 {
+            if mask & (1 << l) == 0 {
+                continue;
+            }
+            let t = first + l;
+            if self.states[t] == State::Done {
+                return Err(self.warp_error(
+                    i,
+                    format!(
+                        "{:?} at {} with mask {:#010x}: lane {l} of the mask has exited",
+                        p.op,
+                        at(p.site),
+                        p.mask
+                    ),
+                ));
+            }
+            match self.pending[t] {
+                None => return Ok(()),
+                Some(q) if q.op != p.op || q.mask != p.mask => {
+                    return Err(self.warp_error(
+                        i,
+                        format!(
+                            "lanes of one mask called different collectives: lane {lane} {:?} \
+                             (mask {:#010x}) at {}, lane {l} {:?} (mask {:#010x}) at {}",
+                            p.op,
+                            p.mask,
+                            at(p.site),
+                            q.op,
+                            q.mask,
+                            at(q.site)
+                        ),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        let value = |l: u32| self.pending[first + l as usize].map(|q| q.value);
+        let mut results = [0u32; 32];
+        let ballot = (0..32)
+            .filter(|&l| mask & (1 << l) != 0 && value(l) != Some(0))
+            .fold(0u32, |b, l| b | (1 << l));
+        for l in 0..32u32 {
+            if mask & (1 << l) == 0 {
+                continue;
+            }
+            let q = self.pending[first + l as usize].expect("checked above");
+            results[l as usize] = match q.op {
+                WarpOp::Ballot => ballot,
+                WarpOp::Any => (ballot != 0) as u32,
+                WarpOp::All => (ballot == mask) as u32,
+                op => {
+                    let src = shfl_source(op, l, q.arg);
+                    // A source outside the mask is undefined on the GPU: the
+                    // lane gets its own value here.
+                    if mask & (1 << src) != 0 {
+                        value(src).unwrap_or(q.value)
+                    } else {
+                        q.value
+                    }
+                }
+            };
+        }
+        for (l, &result) in results.iter().enumerate() {
+            if mask & (1 << l) != 0 {
+                let t = first + l;
+                self.pending[t] = None;
+                self.states[t] = State::Ready;
+                self.ready.push_back((t, result));
+            }
+        }
+        Ok(())
+    }
+
+    /// Thread `i` exited: a lane of its warp waiting for it is an error.
+    fn check_exit(&self, i: usize) -> Result<(), SimError> {
+        let (first, present) = self.warp_lanes(i);
+        let lane = i - first;
+        for l in 0..32 {
+            if present & (1 << l) == 0 {
+                continue;
+            }
+            if let Some(q) = self.pending[first + l]
+                && q.mask & (1 << lane) != 0
+            {
+                return Err(self.warp_error(
+                    first + l,
+                    format!(
+                        "{:?} at {}:{}:{} with mask {:#010x}: lane {lane} of the mask has exited",
+                        q.op,
+                        q.site.file(),
+                        q.site.line(),
+                        q.site.column(),
+                        q.mask
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// No thread can run: release the barrier when every thread waits at the
+    /// same one, else report the divergence.
+    fn release_barrier(&mut self) -> Result<(), SimError> {
+        let first_site = match self.states.first() {
+            Some(State::Barrier(s)) => Some(*s),
+            _ => None,
+        };
+        if let Some(site) = first_site
+            && self
+                .states
+                .iter()
+                .all(|s| matches!(s, State::Barrier(t) if *t == site))
+        {
+            self.state.barrier_passed();
+            for (i, s) in self.states.iter_mut().enumerate() {
+                *s = State::Ready;
+                self.ready.push_back((i, 0));
+            }
+            return Ok(());
+        }
+        let mut stuck: Vec<Stuck> = Vec::new();
+        for (i, s) in self.states.iter().enumerate() {
+            let place = match s {
+                State::Barrier(site) => format!(
+                    "wait at sync_threads ({}:{}:{})",
+                    site.file(),
+                    site.line(),
+                    site.column()
+                ),
+                State::Done => "exited".to_string(),
+                State::Warp => {
+                    let p = self.pending[i].expect("a pending collective");
+                    format!(
+                        "wait at warp collective {:?} with mask {:#010x} ({}:{}:{})",
+                        p.op,
+                        p.mask,
+                        p.site.file(),
+                        p.site.line(),
+                        p.site.column()
+                    )
+                }
+                State::Ready => unreachable!("no thread is ready"),
+            };
+            let thread = self.ctxs[i].thread;
+            match stuck.iter_mut().find(|g| g.place == place) {
+                Some(g) => g.threads.push(thread),
+                None => stuck.push(Stuck {
+                    place,
+                    threads: vec![thread],
+                }),
+            }
+        }
+        Err(SimError::BarrierDivergence {
+            kernel: self.state.kernel,
+            block: self.state.block.get(),
+            stuck,
+        })
+    }
+}
+
+/// The source lane of a 32-lane `shfl.sync` with the `c` operand the device
+/// layer uses (clamp 31 for down/xor/idx, 0 for up; no segments), as PTX
+/// defines it: `b` is taken modulo 32, and a lane whose source is out of
+/// range reads its own value.
+fn shfl_source(op: WarpOp, lane: u32, b: u32) -> u32 {
+    let b = b & 0x1f;
+    let (c, segmask) = match op {
+        WarpOp::ShflUp => (0u32, 0u32),
+        _ => (0x1f, 0),
+    };
+    let max_lane = (lane & segmask) | (c & !segmask);
+    let min_lane = lane & segmask;
+    let (j, ok) = match op {
+        WarpOp::ShflUp => {
+            let j = lane as i32 - b as i32;
+            (j, j >= max_lane as i32)
+        }
+        WarpOp::ShflDown => {
+            let j = (lane + b) as i32;
+            (j, j <= max_lane as i32)
+        }
+        WarpOp::ShflXor => {
+            let j = (lane ^ b) as i32;
+            (j, j <= max_lane as i32)
+        }
+        _ => {
+            let j = (min_lane | (b & !segmask)) as i32;
+            (j, j <= max_lane as i32)
+        }
+    };
+    if ok { j as u32 } else { lane }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shfl_sources_follow_ptx() {
+        assert_eq!(shfl_source(WarpOp::ShflDown, 3, 4), 7);
+        assert_eq!(shfl_source(WarpOp::ShflDown, 30, 4), 30);
+        assert_eq!(shfl_source(WarpOp::ShflDown, 0, 33), 1);
+        assert_eq!(shfl_source(WarpOp::ShflUp, 3, 4), 3);
+        assert_eq!(shfl_source(WarpOp::ShflUp, 5, 4), 1);
+        assert_eq!(shfl_source(WarpOp::ShflXor, 5, 16), 21);
+        assert_eq!(shfl_source(WarpOp::ShflIdx, 9, 35), 3);
+    }
+}

@@ -1,0 +1,257 @@
+//! Turning hardware traps and panics of simulated threads into reports.
+//!
+//! - `SIGSEGV`/`SIGBUS`: a handler, installed once, that looks whether the
+//!   faulting OS thread is running a simulated thread on its coroutine stack;
+//!   if so, corosensei's `CoroutineTrapHandler` makes that coroutine return
+//!   [`ThreadEnd::Trap`] with the faulting address (the scheduler then names
+//!   the buffer and the element, see [`report`]); any other fault goes to the
+//!   handler that was installed before (Rust's stack-overflow handler, or the
+//!   default action). Linux on x86_64 and aarch64; elsewhere no handler is
+//!   installed and an out-of-bounds access crashes the process.
+//! - Panics: a panic hook, installed once, that records the location and
+//!   message of a panic in a simulated thread and prints nothing (the launch
+//!   returns it as a fault); panics elsewhere go to the previous hook.
+use std::cell::{Cell, RefCell};
+use std::sync::Once;
+
+use corosensei::trap::CoroutineTrapHandler;
+
+use super::context::{self, ThreadCtx};
+use super::scheduler::ThreadEnd;
+use super::{SimError, memory};
+
+thread_local! {
+    /// The running coroutine's trap handler, while a simulated thread runs.
+    static HANDLER: Cell<Option<CoroutineTrapHandler<ThreadEnd>>> = const { Cell::new(None) };
+    /// The last panic of a simulated thread on this OS thread.
+    static PANIC: RefCell<Option<PanicRecord>> = const { RefCell::new(None) };
+}
+
+/// Where and why a simulated thread panicked.
+pub(crate) struct PanicRecord {
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    pub message: String,
+}
+
+/// Sets (or clears) the trap handler of the coroutine about to run.
+pub(crate) fn set_handler(h: Option<CoroutineTrapHandler<ThreadEnd>>) {
+    HANDLER.with(|c| c.set(h));
+}
+
+/// The panic the hook recorded for this OS thread's simulated thread, if any.
+pub(crate) fn take_panic() -> Option<PanicRecord> {
+    PANIC.with(|p| p.borrow_mut().take())
+}
+
+/// Installs the signal handlers and the panic hook (once per process).
+pub(crate) fn install() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if context::in_simulated_thread() {
+                let (file, line, column) = info
+                    .location()
+                    .map_or(("<unknown>".to_string(), 0, 0), |l| {
+                        (l.file().to_string(), l.line(), l.column())
+                    });
+                let message = info
+                    .payload_as_str()
+                    .map_or_else(|| "panic".to_string(), str::to_string);
+                PANIC.with(|p| {
+                    *p.borrow_mut() = Some(PanicRecord {
+                        file,
+                        line,
+                        column,
+                        message,
+                    })
+                });
+            } else {
+                previous_hook(info)
+            }
+        }));
+        #[cfg(all(
+            target_os = "linux",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        ))]
+        signals::install();
+    });
+}
+
+/// The `SIGSEGV`/`SIGBUS` handler (Linux, x86_64 and aarch64).
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+mod signals {
+    use std::cell::Cell;
+    use std::sync::OnceLock;
+
+    use corosensei::trap::TrapHandlerRegs;
+
+    use super::HANDLER;
+    use crate::sim::scheduler::ThreadEnd;
+
+    static PREVIOUS: OnceLock<[libc::sigaction; 2]> = OnceLock::new();
+
+    /// Installs the handler for both signals, keeping the previous actions.
+    pub(super) fn install() {
+        // SAFETY: sigaction with a zeroed (then filled) struct; the previous
+        // actions are kept for chaining before the handler can run.
+        unsafe {
+            let mut previous: [libc::sigaction; 2] = std::mem::zeroed();
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = handler as *const () as usize;
+            action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            libc::sigemptyset(&mut action.sa_mask);
+            for (k, sig) in [libc::SIGSEGV, libc::SIGBUS].into_iter().enumerate() {
+                libc::sigaction(sig, std::ptr::null(), &mut previous[k]);
+            }
+            let _ = PREVIOUS.set(previous);
+            for sig in [libc::SIGSEGV, libc::SIGBUS] {
+                libc::sigaction(sig, &action, std::ptr::null_mut());
+            }
+        }
+    }
+
+    /// The stack pointer of the interrupted context.
+    ///
+    /// # Safety
+    /// `ctx` is the `ucontext_t` the kernel passed to the handler.
+    unsafe fn stack_pointer(ctx: *mut libc::c_void) -> usize {
+        let ctx = ctx.cast::<libc::ucontext_t>();
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            #[cfg(target_arch = "x86_64")]
+            return (*ctx).uc_mcontext.gregs[libc::REG_RSP as usize] as usize;
+            #[cfg(target_arch = "aarch64")]
+            return (*ctx).uc_mcontext.sp as usize;
+        }
+    }
+
+    /// Makes the interrupted context continue in the trap trampoline.
+    ///
+    /// # Safety
+    /// `ctx` is the `ucontext_t` the kernel passed to the handler.
+    unsafe fn redirect(ctx: *mut libc::c_void, regs: TrapHandlerRegs) {
+        let ctx = ctx.cast::<libc::ucontext_t>();
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            #[cfg(target_arch = "x86_64")]
+            {
+                let TrapHandlerRegs {
+                    rip,
+                    rsp,
+                    rbp,
+                    rdi,
+                    rsi,
+                } = regs;
+                let g = &mut (*ctx).uc_mcontext.gregs;
+                g[libc::REG_RIP as usize] = rip as i64;
+                g[libc::REG_RSP as usize] = rsp as i64;
+                g[libc::REG_RBP as usize] = rbp as i64;
+                g[libc::REG_RDI as usize] = rdi as i64;
+                g[libc::REG_RSI as usize] = rsi as i64;
+            }
+            #[cfg(target_arch = "aarch64")]
+            {
+                let TrapHandlerRegs {
+                    pc,
+                    sp,
+                    x0,
+                    x1,
+                    x29,
+                    lr,
+                } = regs;
+                let m = &mut (*ctx).uc_mcontext;
+                m.pc = pc;
+                m.sp = sp;
+                m.regs[0] = x0;
+                m.regs[1] = x1;
+                m.regs[29] = x29;
+                m.regs[30] = lr;
+            }
+        }
+    }
+
+    extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+        // SAFETY: the kernel passes valid siginfo and ucontext pointers.
+        unsafe {
+            let h = HANDLER.with(Cell::take);
+            if let Some(h) = &h
+                && h.stack_ptr_in_bounds(stack_pointer(ctx))
+            {
+                let addr = (*info).si_addr() as usize;
+                // The simulated thread's coroutine returns `Trap` once the handler
+                // returns: its stack is discarded, nothing of it runs again.
+                let regs = h.setup_trap_handler(move || ThreadEnd::Trap { addr });
+                redirect(ctx, regs);
+                return;
+            }
+            HANDLER.with(|c| c.set(h));
+            chain(sig, info, ctx);
+        }
+    }
+
+    /// Hands a fault that is not a simulated thread's to the previous handler.
+    ///
+    /// # Safety
+    /// Called from the signal handler with its arguments.
+    unsafe fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+        let k = usize::from(sig != libc::SIGSEGV);
+        let Some(previous) = PREVIOUS.get().map(|p| p[k]) else {
+            return;
+        };
+        // SAFETY: the previous action was the process's handler for this signal;
+        // calling it (or restoring the default so that the fault recurs and the
+        // process ends as it would have) is what it would have done.
+        unsafe {
+            if previous.sa_sigaction == libc::SIG_DFL || previous.sa_sigaction == libc::SIG_IGN {
+                libc::sigaction(sig, &previous, std::ptr::null_mut());
+            } else if previous.sa_flags & libc::SA_SIGINFO != 0 {
+                let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                    std::mem::transmute(previous.sa_sigaction);
+                f(sig, info, ctx);
+            } else {
+                let f: extern "C" fn(libc::c_int) = std::mem::transmute(previous.sa_sigaction);
+                f(sig);
+            }
+        }
+    }
+}
+
+/// The report for a simulated thread that trapped at `addr` (`on_stack`:
+/// the address is in its own stack, an overflow).
+pub(crate) fn report(ctx: &ThreadCtx, addr: usize, on_stack: bool) -> SimError {
+    let kernel = ctx.block_state().kernel;
+    let fault = |message: String| SimError::Fault {
+        kernel,
+        file: "<simulated thread>".to_string(),
+        line: 0,
+        column: 0,
+        at: ctx.id(),
+        message,
+    };
+    if on_stack {
+        return fault(format!(
+            "stack overflow of the simulated thread (address {addr:#x})"
+        ));
+    }
+    match memory::find(addr) {
+        Some((info, true)) => {
+            let offset = addr as i128 - info.base as i128;
+            SimError::OutOfBounds {
+                kernel,
+                buffer: info.label,
+                index: offset.div_euclid(info.element_size as i128) as i64,
+                len: info.len_bytes / info.element_size,
+                at: ctx.id(),
+            }
+        }
+        _ => fault(format!(
+            "invalid memory access at address {addr:#x}, outside every simulated device buffer"
+        )),
+    }
+}
