@@ -22,7 +22,7 @@ fn main() -> Result<(), cuda_kernels::Error> {
     let c_cpu = vector_sum_repeat_cpu(a.view(), b.view(), repeats)?;
     println!("CPU Time: {:.4} s", t.elapsed().as_secs_f64());
 
-    let (c, timing) = gpu.vector_sum_repeat(a.view(), b.view(), repeats)?;
+    let (c, timing) = gpu.vector_sum_repeat_timed(a.view(), b.view(), repeats)?;
     println!(
         "GPU Kernel evaluation Time: {:.4} s",
         timing.kernel_ms / 1e3

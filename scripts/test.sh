@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# The test command: set-up, then the whole test suite. Without a GPU every GPU
-# test is reported as ignored with the reason; on a CUDA machine they run.
+# The test command: set-up, then the whole test suite. Without a GPU the
+# kernel-result tests run on the CPU simulator (reported as [sim]) and the
+# hardware-only tests are reported as ignored with the reason; on a CUDA
+# machine they all run on the GPU (CUDA_KERNELS_SIM=1: kernel-result tests on
+# the simulator; CUDA_KERNELS_SIM_COMPARE=1: on both).
 # In CI (CI=true) a prerequisite the set-up could not install fails the run
 # (scripts/setup.sh, and tests/common/mod.rs: missing_prerequisite).
 set -euo pipefail

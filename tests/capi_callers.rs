@@ -76,11 +76,18 @@ fn library() -> Result<PathBuf, Result<Completion, Failed>> {
 /// except under `CUDA_KERNELS_REQUIRE_GPU=1` (the packed GPU run), where
 /// not reaching the GPU is itself the failure.
 fn no_gpu_outcome(caller: &str) -> Result<Completion, Failed> {
-    match common::shared_gpu() {
-        Err(no_gpu) => no_gpu
-            .verdict(caller, common::gpu_required())
-            .map(|_| Completion::Completed),
-        Ok(_) => Ok(Completion::Completed),
+    let Err(no_gpu) = common::shared_gpu() else {
+        return Ok(Completion::Completed);
+    };
+    match common::place(
+        caller,
+        common::Subject::Hardware("the C ABI"),
+        Err(&no_gpu),
+        common::SimMode::Fallback,
+        common::gpu_required(),
+    ) {
+        common::Placement::Fails(message) => Err(message.into()),
+        _ => Ok(Completion::Completed),
     }
 }
 

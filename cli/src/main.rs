@@ -24,6 +24,12 @@ struct Cli {
     /// The CUDA device to run on (its ordinal; `info` lists them).
     #[arg(long, global = true, value_name = "N")]
     device: Option<u32>,
+    /// Run the kernels on the CPU simulator (as `CUDA_KERNELS_SIM=1` does):
+    /// the kernels' own code, checked against the CPU references, at sizes
+    /// that finish in seconds, with no GPU timings. Without a GPU the demos
+    /// use the simulator anyway.
+    #[arg(long, global = true)]
+    sim: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -49,7 +55,8 @@ enum Command {
     },
     /// Runs the benchmarks (GPU only): a table, and JSON with --json.
     /// Every row's result is checked; exits 1, naming the failed rows, when
-    /// a check failed.
+    /// a check failed. On the simulator (`--sim`, `CUDA_KERNELS_SIM=1`) it
+    /// says that timings need a GPU and exits 0, measuring nothing.
     Bench {
         /// Write the run (device, records) as JSON here.
         #[arg(long)]
@@ -91,7 +98,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command, cli.device) {
+    match run(
+        cli.command,
+        cli.sim || cuda_kernels::sim_requested(),
+        cli.device,
+    ) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
@@ -105,34 +116,50 @@ fn main() -> ExitCode {
     }
 }
 
-/// The GPU of `--device N` (device 0 without it).
-fn chosen_gpu(device: Option<u32>) -> Result<Gpu, Error> {
-    match device {
-        None => cuda_kernels::gpu(),
-        Some(n) => cuda_kernels::gpu_on(n),
+/// What a simulated run says, at its start and under its table.
+const SIMULATED: &str = "SIMULATED: every kernel ran on the CPU simulator (the kernels' own Rust \
+code, at small sizes), each result checked against its CPU reference; no GPU timings";
+
+/// The GPU of `--device N` (device 0 without it; simulated device N with
+/// `sim`).
+fn chosen_gpu(sim: bool, device: Option<u32>) -> Result<Gpu, Error> {
+    match (sim, device) {
+        (true, None) => cuda_kernels::simulator(),
+        (true, Some(n)) => Gpu::simulated_device(n),
+        (false, None) => cuda_kernels::cuda_gpu(),
+        (false, Some(n)) => cuda_kernels::gpu_on(n),
     }
 }
 
-/// Opens the GPU for a demo (`--device N`, else device 0): `None`, with a
-/// notice, when there is none.
-fn open_gpu(device: Option<u32>) -> Result<Option<Gpu>, Error> {
-    match chosen_gpu(device) {
+/// Opens the GPU for a demo (`--device N`, else device 0), or the simulator
+/// when `sim` is asked for or there is no GPU, with a notice saying so;
+/// `None` (the CPU references alone) only if the simulator does not open
+/// either.
+fn open_gpu(sim: bool, device: Option<u32>) -> Result<Option<Gpu>, Error> {
+    if !sim {
+        match chosen_gpu(false, device) {
+            Ok(gpu) => {
+                eprintln!("GPU: {}", gpu.label());
+                return Ok(Some(gpu));
+            }
+            Err(e) if e.is_no_gpu() => eprintln!("notice: {e}"),
+            Err(e) => return Err(e),
+        }
+    }
+    match chosen_gpu(true, device) {
         Ok(gpu) => {
-            eprintln!("GPU: {}", gpu.label());
+            eprintln!("notice: {SIMULATED}");
             Ok(Some(gpu))
         }
-        Err(e) if e.is_no_gpu() => {
-            eprintln!(
-                "notice: {e}\nnotice: running the CPU references only; GPU results are skipped"
-            );
+        Err(e) => {
+            eprintln!("notice: the simulator did not open ({e}): CPU references only");
             Ok(None)
         }
-        Err(e) => Err(e),
     }
 }
 
-fn run(command: Command, device: Option<u32>) -> Result<ExitCode, Error> {
-    let mut report = Report::default();
+fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Error> {
+    let mut report;
     match command {
         Command::Info => {
             let (driver, devices) = cuda_kernels::device_info::query_devices()?;
@@ -140,7 +167,7 @@ fn run(command: Command, device: Option<u32>) -> Result<ExitCode, Error> {
             for d in devices {
                 println!("{d}");
             }
-            let gpu = chosen_gpu(device)?;
+            let gpu = chosen_gpu(false, device)?;
             println!("kernels loaded on {} from: {}", gpu.label(), gpu.image());
             return Ok(ExitCode::SUCCESS);
         }
@@ -177,6 +204,10 @@ fn run(command: Command, device: Option<u32>) -> Result<ExitCode, Error> {
             }
             return Ok(ExitCode::SUCCESS);
         }
+        Command::Bench { .. } if sim => {
+            eprintln!("bench needs a GPU: no timings on the simulator (nothing measured)");
+            return Ok(ExitCode::SUCCESS);
+        }
         Command::Bench {
             json,
             multi,
@@ -197,7 +228,7 @@ fn run(command: Command, device: Option<u32>) -> Result<ExitCode, Error> {
                 demos::multi::bench(&gpus, &demos::multi::Sizes::FULL, &mut records)?;
                 line
             } else {
-                let gpu = chosen_gpu(device)?;
+                let gpu = chosen_gpu(false, device)?;
                 let name = gpu.name()?;
                 eprintln!("GPU: {}", gpu.label());
                 demos::bench_all(&gpu, &mut records)?;
@@ -250,9 +281,10 @@ fn run(command: Command, device: Option<u32>) -> Result<ExitCode, Error> {
                 what: format!("creating {}", out_dir.display()),
                 source,
             })?;
-            let gpu = open_gpu(device)?;
-            if gpu.is_none() {
-                println!("{}", ptx_summary_line());
+            let gpu = open_gpu(sim, device)?;
+            report = Report::for_gpu(gpu.as_ref());
+            if report.simulated {
+                println!("{SIMULATED}\n{}", ptx_summary_line());
             }
             demos::run_all(gpu.as_ref(), &out_dir, &mut report)?;
         }
@@ -261,20 +293,35 @@ fn run(command: Command, device: Option<u32>) -> Result<ExitCode, Error> {
             return Ok(ExitCode::SUCCESS);
         }
         Command::Foundation(cmd) => {
-            demos::foundation::run(&cmd, open_gpu(device)?.as_ref(), &mut report)?
+            let gpu = open_gpu(sim, device)?;
+            report = Report::for_gpu(gpu.as_ref());
+            demos::foundation::run(&cmd, gpu.as_ref(), &mut report)?
         }
         Command::Matrices(cmd) => {
-            demos::matrices::run(&cmd, open_gpu(device)?.as_ref(), &mut report)?
+            let gpu = open_gpu(sim, device)?;
+            report = Report::for_gpu(gpu.as_ref());
+            demos::matrices::run(&cmd, gpu.as_ref(), &mut report)?
         }
-        Command::Reduce(cmd) => demos::reduce::run(&cmd, open_gpu(device)?.as_ref(), &mut report)?,
+        Command::Reduce(cmd) => {
+            let gpu = open_gpu(sim, device)?;
+            report = Report::for_gpu(gpu.as_ref());
+            demos::reduce::run(&cmd, gpu.as_ref(), &mut report)?
+        }
         Command::Mandelbrot(cmd) => {
-            demos::mandelbrot::run(&cmd, open_gpu(device)?.as_ref(), &mut report)?
+            let gpu = open_gpu(sim, device)?;
+            report = Report::for_gpu(gpu.as_ref());
+            demos::mandelbrot::run(&cmd, gpu.as_ref(), &mut report)?
         }
         Command::Streams(cmd) => {
-            demos::streams::run(&cmd, open_gpu(device)?.as_ref(), &mut report)?
+            let gpu = open_gpu(sim, device)?;
+            report = Report::for_gpu(gpu.as_ref());
+            demos::streams::run(&cmd, gpu.as_ref(), &mut report)?
         }
     }
     print!("\n{}", report.to_table());
+    if report.simulated {
+        println!("{SIMULATED}");
+    }
     Ok(if report.any_failed() {
         ExitCode::FAILURE
     } else {

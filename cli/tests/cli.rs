@@ -1,6 +1,9 @@
 //! The command-line program on a machine without a GPU: `info` fails with "no
-//! CUDA device", demos exit 0 with a notice and the CPU results. (On a CUDA
-//! machine these are reported as ignored: the GPU paths are tested there.)
+//! CUDA device"; a demo runs on the simulator, says so, checks its results
+//! and prints no GPU time; with `--sim` the same on any machine, the whole
+//! `demo` included (its pictures written); `bench --sim` measures nothing
+//! and says why. (On a CUDA machine the no-GPU tests are reported as
+//! ignored: the GPU paths are tested there.)
 // The root package's test harness (tests/common), shared with its test targets.
 #[path = "../../tests/common/mod.rs"]
 mod common;
@@ -17,9 +20,11 @@ fn main() -> ExitCode {
             info_without_gpu_fails_clearly,
         ),
         no_gpu_test(
-            "demo_without_gpu_runs_cpu_and_exits_0",
-            demo_without_gpu_runs_cpu_and_exits_0,
+            "demo_without_gpu_runs_on_the_simulator",
+            demo_without_gpu_runs_on_the_simulator,
         ),
+        with_binary("demo_sim_checks_every_result", demo_sim_checks_every_result),
+        with_binary("bench_sim_measures_nothing", bench_sim_measures_nothing),
         with_binary(
             "ptx_command_prints_entry_points",
             ptx_command_prints_entry_points,
@@ -69,7 +74,39 @@ fn info_without_gpu_fails_clearly() -> Result<(), Failed> {
     )
 }
 
-fn demo_without_gpu_runs_cpu_and_exits_0() -> Result<(), Failed> {
+/// The rows of a simulated run's table: each one checked (`ok`) or a
+/// hardware-only demo (`skipped: hardware-only`), none failed, none timed
+/// (the "GPU ms" and throughput cells are `-`); the table says it was
+/// simulated. Returns how many rows were checked.
+fn simulated_table(stdout: &str) -> Result<usize, Failed> {
+    ensure(stdout.contains("SIMULATED"), || {
+        format!("the output does not say it was simulated:\n{stdout}")
+    })?;
+    let table = stdout
+        .split_once("GPU ms (none: simulated)")
+        .map(|(_, t)| t)
+        .ok_or_else(|| Failed::from(format!("no simulated table:\n{stdout}")))?;
+    let mut checked = 0;
+    for line in table
+        .lines()
+        .filter(|l| l.contains("[sim]") || l.contains("skipped"))
+    {
+        if line.contains("[sim]") {
+            ensure(line.contains("ok ("), || format!("not checked: {line}"))?;
+            checked += 1;
+        } else {
+            ensure(line.contains("skipped: hardware-only"), || {
+                format!("skipped for another reason: {line}")
+            })?;
+        }
+    }
+    ensure(!table.contains("FAILED"), || {
+        format!("a check failed:\n{stdout}")
+    })?;
+    Ok(checked)
+}
+
+fn demo_without_gpu_runs_on_the_simulator() -> Result<(), Failed> {
     let out = cli().args(["multiply", "--n", "1000"]).output()?;
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
@@ -78,10 +115,49 @@ fn demo_without_gpu_runs_cpu_and_exits_0() -> Result<(), Failed> {
     ensure(out.status.success(), || {
         format!("exit {:?}: {stderr}", out.status)
     })?;
-    ensure(stderr.contains("notice:"), || stderr.to_string())?;
     ensure(
-        stdout.contains("multiply (CPU only)") && stdout.contains("skipped: no GPU"),
-        || stdout.to_string(),
+        stderr.contains("notice:") && stderr.contains("SIMULATED"),
+        || stderr.to_string(),
+    )?;
+    ensure(simulated_table(&stdout)? == 1, || stdout.to_string())?;
+    ensure(stdout.contains("multiply [sim]"), || stdout.to_string())
+}
+
+/// `cuda-kernels demo --sim`: every demo, each kernel's result checked on
+/// the simulator, the hardware-only ones said so, the pictures written.
+fn demo_sim_checks_every_result() -> Result<(), Failed> {
+    let dir = std::env::temp_dir().join(format!("cuda-kernels-demo-sim-{}", std::process::id()));
+    let out = cli()
+        .args(["demo", "--sim", "--out-dir"])
+        .arg(&dir)
+        .output()?;
+    let pictures = ["mandelbrot.png", "life.gif"].map(|p| dir.join(p).is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    ensure(out.status.success(), || {
+        format!("exit {:?}: {stdout}\n{stderr}", out.status)
+    })?;
+    let checked = simulated_table(&stdout)?;
+    ensure(checked >= 20, || {
+        format!("only {checked} results checked:\n{stdout}")
+    })?;
+    ensure(pictures == [true, true], || {
+        format!("pictures written (mandelbrot.png, life.gif): {pictures:?}")
+    })
+}
+
+fn bench_sim_measures_nothing() -> Result<(), Failed> {
+    let out = cli().args(["bench", "--sim"]).output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure(out.status.success(), || {
+        format!("exit {:?}: {stderr}", out.status)
+    })?;
+    ensure(
+        stderr.contains("bench needs a GPU: no timings on the simulator"),
+        || stderr.to_string(),
     )
 }
 

@@ -1,20 +1,44 @@
 //! The shared test harness (used by every test target with `harness = false`:
 //! the `gpu` binary, `ptx`, `capi_callers`, and the program's `cli/tests/cli.rs`).
 //!
-//! Each GPU test is a libtest-mimic trial whose outcome is decided at run
-//! time:
-//! - on a machine with a usable GPU it runs;
-//! - on a machine without one (no CUDA driver, or no CUDA device:
-//!   [`Error::is_no_gpu`](cuda_kernels::Error::is_no_gpu)) it is reported as
-//!   `ignored (no CUDA device: …)`, never as passed; with
-//!   `CUDA_KERNELS_REQUIRE_GPU=1` ([`REQUIRE_GPU`]) it fails instead, naming
-//!   itself and the reason, so that a run meant for the GPU cannot come back
-//!   green with tests skipped;
-//! - when the GPU is there but unusable (the crate's PTX fails to load, a
-//!   broken driver: any other error) it fails.
+//! A test of the `gpu` binary is one of three kinds, by its subject
+//! ([`Subject`]):
+//! - a CPU test ([`cpu_test`]): runs everywhere, kind `cpu`;
+//! - a *kernel-result* test ([`kernel_test`]): its subject is what a kernel
+//!   computes, or a launcher's refusal of bad input. It runs on the GPU when
+//!   there is one (kind `gpu`), and on the CPU simulator otherwise (kind
+//!   `sim`, shown as `[sim]`, and passed or failed, never ignored), with the
+//!   same body: the body gets a [`Gpu`] of either backend;
+//! - a *hardware-only* test ([`hardware_test`]): its subject is the hardware
+//!   itself (timings, stream concurrency, contexts, the raw driver-API path,
+//!   the driver's module loader, the C ABI, unified and page-locked memory,
+//!   the device-wide free memory, the sanitizer). It runs on the GPU only;
+//!   without one it is reported as `ignored (hardware-only: needs a CUDA GPU
+//!   (…))`.
 //!
-//! All trials share one [`Gpu`] (it is `Send + Sync` and binds its context on
-//! every call).
+//! Where a test runs is decided once, before the trials are listed
+//! ([`place`]), from the GPU ([`shared_gpu`]) and three environment
+//! variables:
+//! - `CUDA_KERNELS_SIM=1` ([`SIM`]): every kernel-result test runs on the
+//!   simulator, even where there is a GPU (hardware-only tests still run on
+//!   the GPU);
+//! - `CUDA_KERNELS_SIM_COMPARE=1` ([`SIM_COMPARE`]): on a GPU, every
+//!   kernel-result test runs its body on the GPU and then on the simulator
+//!   (kind `gpu+sim`; both must pass);
+//! - `CUDA_KERNELS_REQUIRE_GPU=1` ([`REQUIRE_GPU`]): a run meant for the GPU.
+//!   Without a GPU every GPU test fails, naming itself and the reason,
+//!   hardware-only and kernel-result alike (a kernel-result test does not fall
+//!   back to the simulator then, unless `CUDA_KERNELS_SIM=1` asks for it), so
+//!   that such a run cannot come back green untested on the GPU.
+//!
+//! Strictness: only "no CUDA driver" and "no CUDA device"
+//! ([`Error::is_no_gpu`](cuda_kernels::Error::is_no_gpu)) mean that there is no
+//! GPU. A GPU that is there but unusable (the crate's PTX fails to load, a
+//! broken driver: any other error) fails every GPU test, kernel-result ones
+//! included: they do not fall back to the simulator.
+//!
+//! All trials share one GPU and one simulator (a [`Gpu`] is `Send + Sync` and
+//! binds its context on every call).
 #![allow(dead_code)]
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -25,25 +49,40 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 /// The environment variable that turns "ignored: no GPU" into a failure.
 pub const REQUIRE_GPU: &str = "CUDA_KERNELS_REQUIRE_GPU";
 
-/// Whether `CUDA_KERNELS_REQUIRE_GPU` is set to anything but empty or `0`.
-pub fn gpu_required() -> bool {
-    std::env::var_os(REQUIRE_GPU).is_some_and(|v| !v.is_empty() && v != "0")
+/// The environment variable that runs every kernel-result test on the
+/// simulator, even with a GPU (the one that makes `cuda_kernels::gpu()` open
+/// the simulator).
+pub const SIM: &str = cuda_kernels::SIM_ENV;
+
+/// The environment variable that runs every kernel-result test on the GPU and
+/// on the simulator (on a machine with a GPU).
+pub const SIM_COMPARE: &str = "CUDA_KERNELS_SIM_COMPARE";
+
+/// Whether the environment variable `var` is set to anything but empty or `0`.
+pub fn env_flag(var: &str) -> bool {
+    std::env::var_os(var).is_some_and(|v| !v.is_empty() && v != "0")
 }
 
-/// Why the GPU tests cannot run.
+/// Whether `CUDA_KERNELS_REQUIRE_GPU` is set.
+pub fn gpu_required() -> bool {
+    env_flag(REQUIRE_GPU)
+}
+
+/// Why the GPU tests cannot run on a GPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NoGpu {
-    /// No CUDA driver or no CUDA device: GPU tests are ignored (they fail
-    /// under [`REQUIRE_GPU`]).
+    /// No CUDA driver or no CUDA device: kernel-result tests run on the
+    /// simulator, hardware-only tests are ignored (both fail under
+    /// [`REQUIRE_GPU`]).
     Absent(String),
     /// A GPU is there but unusable (the PTX failed to load, a broken
-    /// driver, …): GPU tests fail.
+    /// driver, …): every GPU test fails.
     Broken(String),
 }
 
 impl NoGpu {
-    /// Sorts an error of `cuda_kernels::gpu()`: only "no driver" and "no
-    /// device" mean that there is no GPU.
+    /// Sorts an error of opening the GPU: only "no driver" and "no device"
+    /// mean that there is no GPU.
     pub fn from_error(e: &Error) -> Self {
         if e.is_no_gpu() {
             NoGpu::Absent(e.to_string())
@@ -51,20 +90,101 @@ impl NoGpu {
             NoGpu::Broken(e.to_string())
         }
     }
+}
 
-    /// What a GPU test named `name` reports instead of running: ignored
-    /// with the reason, or (a broken GPU, or no GPU while `required`) a
-    /// failure naming the test and the reason.
-    pub fn verdict(&self, name: &str, required: bool) -> Result<Completion, Failed> {
-        match self {
-            NoGpu::Absent(reason) if !required => Ok(Completion::ignored_with(reason)),
-            NoGpu::Absent(reason) => Err(Failed::from(format!(
-                "{name}: {REQUIRE_GPU}=1 but this GPU test cannot run: {reason}"
-            ))),
-            NoGpu::Broken(reason) => Err(Failed::from(format!(
-                "{name}: a CUDA GPU is present but unusable: {reason}"
-            ))),
+/// What a test of the `gpu` binary is about, which decides where it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// What a kernel computes, or a launcher's refusal of bad input: on the
+    /// GPU, or on the simulator.
+    KernelResult,
+    /// The hardware itself; the text names what (`"timings"`, `"contexts"`,
+    /// …): on the GPU only.
+    Hardware(&'static str),
+}
+
+/// How the environment asks for the simulator ([`SIM`], [`SIM_COMPARE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimMode {
+    /// The simulator where there is no GPU (neither variable set).
+    Fallback,
+    /// `CUDA_KERNELS_SIM=1`: kernel-result tests on the simulator only.
+    Forced,
+    /// `CUDA_KERNELS_SIM_COMPARE=1`: kernel-result tests on both, where there
+    /// is a GPU.
+    Compare,
+}
+
+impl SimMode {
+    /// The mode the environment asks for (`CUDA_KERNELS_SIM=1` wins).
+    pub fn from_env() -> Self {
+        if cuda_kernels::sim_requested() {
+            SimMode::Forced
+        } else if env_flag(SIM_COMPARE) {
+            SimMode::Compare
+        } else {
+            SimMode::Fallback
         }
+    }
+}
+
+/// Where a test runs, or what it reports instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// On the GPU (kind `gpu`).
+    Gpu,
+    /// On the simulator (kind `sim`).
+    Sim,
+    /// On the GPU, then on the simulator (kind `gpu+sim`).
+    Both,
+    /// Ignored, with this reason.
+    Ignored(String),
+    /// Failed, with this message (it names the test and the reason).
+    Fails(String),
+}
+
+impl Placement {
+    /// The libtest-mimic kind shown in brackets before the name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Placement::Sim => "sim",
+            Placement::Both => "gpu+sim",
+            _ => "gpu",
+        }
+    }
+}
+
+/// The reason a hardware-only test gives for not running without a GPU.
+pub fn hardware_only(what: &str) -> String {
+    format!("hardware-only: needs a CUDA GPU ({what})")
+}
+
+/// Where test `name` about `subject` runs, given the GPU (`Ok` when there is
+/// a usable one), the simulator mode and whether a GPU is `required`.
+pub fn place(
+    name: &str,
+    subject: Subject,
+    gpu: Result<(), &NoGpu>,
+    mode: SimMode,
+    required: bool,
+) -> Placement {
+    let no_gpu = |why: &NoGpu| match why {
+        NoGpu::Absent(_) if !required => match subject {
+            Subject::KernelResult => Placement::Sim,
+            Subject::Hardware(what) => Placement::Ignored(hardware_only(what)),
+        },
+        NoGpu::Absent(reason) => Placement::Fails(format!(
+            "{name}: {REQUIRE_GPU}=1 but this GPU test cannot run on a GPU: {reason}"
+        )),
+        NoGpu::Broken(reason) => Placement::Fails(format!(
+            "{name}: a CUDA GPU is present but unusable: {reason}"
+        )),
+    };
+    match (subject, mode, gpu) {
+        (Subject::KernelResult, SimMode::Forced, _) => Placement::Sim,
+        (Subject::KernelResult, SimMode::Compare, Ok(())) => Placement::Both,
+        (_, _, Ok(())) => Placement::Gpu,
+        (_, _, Err(why)) => no_gpu(why),
     }
 }
 
@@ -73,11 +193,14 @@ impl NoGpu {
 static GPU: Mutex<Option<Arc<Gpu>>> = Mutex::new(None);
 /// Why there is no GPU, decided once.
 static NO_GPU: OnceLock<Option<NoGpu>> = OnceLock::new();
+/// The shared simulator, opened on first use (dropped by [`run`] too).
+static SIMULATOR: Mutex<Option<Result<Arc<Gpu>, String>>> = Mutex::new(None);
 
-/// The shared GPU, or why there is none.
+/// The shared CUDA GPU (`cuda_kernels::cuda_gpu()`, whatever
+/// `CUDA_KERNELS_SIM` says), or why there is none.
 pub fn shared_gpu() -> Result<Arc<Gpu>, NoGpu> {
     let mut slot = GPU.lock().unwrap_or_else(|e| e.into_inner());
-    let reason = NO_GPU.get_or_init(|| match cuda_kernels::gpu() {
+    let reason = NO_GPU.get_or_init(|| match cuda_kernels::cuda_gpu() {
         Ok(gpu) => {
             *slot = Some(Arc::new(gpu));
             None
@@ -91,9 +214,33 @@ pub fn shared_gpu() -> Result<Arc<Gpu>, NoGpu> {
     }
 }
 
+/// The shared simulator (the error of opening it, as text, if that failed).
+pub fn shared_simulator() -> Result<Arc<Gpu>, String> {
+    let mut slot = SIMULATOR.lock().unwrap_or_else(|e| e.into_inner());
+    slot.get_or_insert_with(|| {
+        cuda_kernels::simulator()
+            .map(Arc::new)
+            .map_err(|e| format!("the simulator did not open: {e}"))
+    })
+    .clone()
+}
+
 /// Whether this machine has a usable GPU.
 pub fn have_gpu() -> bool {
     shared_gpu().is_ok()
+}
+
+/// Where test `name` about `subject` runs on this machine, in this
+/// environment ([`place`] with the shared GPU's state).
+pub fn placement(name: &str, subject: Subject) -> Placement {
+    let gpu = shared_gpu();
+    place(
+        name,
+        subject,
+        gpu.as_ref().map(drop),
+        SimMode::from_env(),
+        gpu_required(),
+    )
 }
 
 /// Whether the tests run under compute-sanitizer (scripts/sanitize.sh sets
@@ -102,61 +249,130 @@ pub fn under_sanitizer() -> bool {
     std::env::var_os("CUDA_KERNELS_SANITIZE").is_some()
 }
 
-/// Held shared by every GPU trial, and exclusively by the trials that
-/// measure the whole device (its free memory, say), which therefore run while
-/// no other GPU trial of the binary does.
-static WHOLE_DEVICE: RwLock<()> = RwLock::new(());
-
-/// A test that needs the GPU and decides its own completion (it may be
-/// ignored for another reason, say too little GPU memory). Without a usable
-/// GPU: see [`NoGpu::verdict`]. The GPU's context is current on the trial's
-/// thread when `body` starts.
-pub fn gpu_trial(
-    name: impl Into<String>,
-    body: impl FnOnce(&Gpu) -> Result<Completion, Failed> + Send + 'static,
-) -> Trial {
-    device_trial(name.into(), false, body)
+/// Whether `gpu` is the simulator, where the tests' largest sizes shrink
+/// ([`sized`]) so that the whole simulated suite stays within minutes on
+/// CI's 2 cores.
+pub fn simulated(gpu: &Gpu) -> bool {
+    gpu.is_simulated()
 }
 
-/// A GPU test that runs while no other GPU trial runs (see [`WHOLE_DEVICE`]).
-pub fn exclusive_gpu_test(name: impl Into<String>, body: fn(&Gpu) -> Result<(), Failed>) -> Trial {
-    device_trial(name.into(), true, move |gpu| {
+/// A test's size: `full` on a GPU, `on_simulator` on the simulator (hidden
+/// odd sizes stay odd: pass an odd `on_simulator` where `full` is).
+pub fn sized(gpu: &Gpu, full: usize, on_simulator: usize) -> usize {
+    if simulated(gpu) { on_simulator } else { full }
+}
+
+/// Held shared by every GPU trial, and exclusively by the trials that
+/// measure the whole device (its free memory, say), which therefore run while
+/// no other GPU trial of the binary does. Simulated trials do not take it.
+static WHOLE_DEVICE: RwLock<()> = RwLock::new(());
+
+/// A body of a GPU trial: it gets the GPU or the simulator and decides its
+/// own completion (it may be ignored for another reason, say too little GPU
+/// memory). Called twice in a `gpu+sim` trial.
+pub type Body = Arc<dyn Fn(&Gpu) -> Result<Completion, Failed> + Send + Sync>;
+
+/// Runs `body` on the shared GPU (its context current on this thread; the
+/// [`WHOLE_DEVICE`] lock held shared, or exclusively when `exclusive`).
+fn on_gpu(body: &Body, exclusive: bool) -> Result<Completion, Failed> {
+    let gpu = shared_gpu().map_err(|why| Failed::from(format!("{why:?}")))?;
+    let (_shared, _exclusive) = if exclusive {
+        (
+            None,
+            Some(WHOLE_DEVICE.write().unwrap_or_else(|e| e.into_inner())),
+        )
+    } else {
+        (
+            Some(WHOLE_DEVICE.read().unwrap_or_else(|e| e.into_inner())),
+            None,
+        )
+    };
+    // Each trial runs on its own thread: make the context current there, so
+    // that tests calling `cust` directly have one.
+    gpu.bind().map_err(fail)?;
+    body(&gpu)
+}
+
+/// Runs `body` on the shared simulator.
+fn on_simulator(body: &Body) -> Result<Completion, Failed> {
+    let sim = shared_simulator().map_err(Failed::from)?;
+    body(&sim)
+}
+
+/// The trial `name` about `subject`, placed by [`placement`].
+fn device_trial(name: String, subject: Subject, exclusive: bool, body: Body) -> Trial {
+    let placed = placement(&name, subject);
+    let kind = placed.kind();
+    Trial::ignorable_test(name, move || match &placed {
+        Placement::Gpu => on_gpu(&body, exclusive),
+        Placement::Sim => on_simulator(&body),
+        Placement::Both => {
+            let on = |backend: &str, r: Result<Completion, Failed>| {
+                r.map_err(|f| {
+                    Failed::from(format!(
+                        "on the {backend}: {}",
+                        f.message().unwrap_or("failed")
+                    ))
+                })
+            };
+            let gpu = on("GPU", on_gpu(&body, exclusive))?;
+            on("simulator", on_simulator(&body))?;
+            Ok(gpu)
+        }
+        Placement::Ignored(reason) => Ok(Completion::ignored_with(reason)),
+        Placement::Fails(message) => Err(Failed::from(message.as_str())),
+    })
+    .with_kind(kind)
+}
+
+/// A kernel-result test that decides its own completion: on the GPU, or on
+/// the simulator (see the module's notes).
+pub fn kernel_trial(
+    name: impl Into<String>,
+    body: impl Fn(&Gpu) -> Result<Completion, Failed> + Send + Sync + 'static,
+) -> Trial {
+    device_trial(name.into(), Subject::KernelResult, false, Arc::new(body))
+}
+
+/// A kernel-result test (see [`kernel_trial`]).
+pub fn kernel_test(name: impl Into<String>, body: fn(&Gpu) -> Result<(), Failed>) -> Trial {
+    kernel_trial(name, move |gpu| body(gpu).map(|()| Completion::Completed))
+}
+
+/// A hardware-only test about `what` that decides its own completion: on the
+/// GPU only (see the module's notes).
+pub fn hardware_trial(
+    name: impl Into<String>,
+    what: &'static str,
+    body: impl Fn(&Gpu) -> Result<Completion, Failed> + Send + Sync + 'static,
+) -> Trial {
+    device_trial(name.into(), Subject::Hardware(what), false, Arc::new(body))
+}
+
+/// A hardware-only test about `what` (see [`hardware_trial`]).
+pub fn hardware_test(
+    name: impl Into<String>,
+    what: &'static str,
+    body: fn(&Gpu) -> Result<(), Failed>,
+) -> Trial {
+    hardware_trial(name, what, move |gpu| {
         body(gpu).map(|()| Completion::Completed)
     })
 }
 
-fn device_trial(
-    name: String,
-    exclusive: bool,
-    body: impl FnOnce(&Gpu) -> Result<Completion, Failed> + Send + 'static,
+/// A hardware-only test about `what` that runs while no other GPU trial runs
+/// (see [`WHOLE_DEVICE`]).
+pub fn exclusive_hardware_test(
+    name: impl Into<String>,
+    what: &'static str,
+    body: fn(&Gpu) -> Result<(), Failed>,
 ) -> Trial {
-    let label = name.clone();
-    Trial::ignorable_test(name, move || match shared_gpu() {
-        // Each trial runs on its own thread: make the context current there, so
-        // that tests calling `cust` directly (buffers, streams) have one.
-        Ok(gpu) => {
-            let (_shared, _exclusive) = if exclusive {
-                (
-                    None,
-                    Some(WHOLE_DEVICE.write().unwrap_or_else(|e| e.into_inner())),
-                )
-            } else {
-                (
-                    Some(WHOLE_DEVICE.read().unwrap_or_else(|e| e.into_inner())),
-                    None,
-                )
-            };
-            gpu.bind().map_err(fail)?;
-            body(&gpu)
-        }
-        Err(why) => why.verdict(&label, gpu_required()),
-    })
-    .with_kind("gpu")
-}
-
-/// A test that needs the GPU (see [`gpu_trial`]).
-pub fn gpu_test(name: impl Into<String>, body: fn(&Gpu) -> Result<(), Failed>) -> Trial {
-    gpu_trial(name, move |gpu| body(gpu).map(|()| Completion::Completed))
+    device_trial(
+        name.into(),
+        Subject::Hardware(what),
+        true,
+        Arc::new(move |gpu| body(gpu).map(|()| Completion::Completed)),
+    )
 }
 
 /// A test that needs no GPU.
@@ -168,22 +384,29 @@ pub fn cpu_test(name: impl Into<String>, body: fn() -> Result<(), Failed>) -> Tr
 /// libtest's status.
 pub fn run(trials: Vec<Trial>) -> ExitCode {
     let args = Arguments::from_args();
-    let has_gpu_tests = trials.iter().any(|t| t.kind() == "gpu");
-    match shared_gpu() {
-        _ if !has_gpu_tests => {}
-        Ok(_) => {}
-        Err(NoGpu::Absent(reason)) if gpu_required() => {
-            eprintln!("error: {REQUIRE_GPU}=1 and no GPU: GPU tests fail: {reason}")
+    let on_gpu = |t: &Trial| t.kind() == "gpu" || t.kind() == "gpu+sim";
+    let has_gpu_tests = trials.iter().any(|t| on_gpu(t) || t.kind() == "sim");
+    if has_gpu_tests {
+        let simulated = trials.iter().filter(|t| t.kind() == "sim").count();
+        match shared_gpu() {
+            Ok(_) => {}
+            Err(NoGpu::Absent(reason)) if gpu_required() => {
+                eprintln!("error: {REQUIRE_GPU}=1 and no GPU: GPU tests fail: {reason}")
+            }
+            Err(NoGpu::Absent(reason)) => eprintln!(
+                "note: no GPU ({reason}): kernel-result tests run on the simulator ([sim]), hardware-only tests are ignored"
+            ),
+            Err(NoGpu::Broken(reason)) => {
+                eprintln!("error: the GPU is unusable: GPU tests fail: {reason}")
+            }
         }
-        Err(NoGpu::Absent(reason)) => {
-            eprintln!("note: GPU tests are ignored on this machine: {reason}")
-        }
-        Err(NoGpu::Broken(reason)) => {
-            eprintln!("error: the GPU is unusable: GPU tests fail: {reason}")
+        if simulated > 0 && SimMode::from_env() == SimMode::Forced {
+            eprintln!("note: {SIM}=1: {simulated} kernel-result tests run on the simulator");
         }
     }
     let conclusion = libtest_mimic::run(&args, trials);
     GPU.lock().unwrap_or_else(|e| e.into_inner()).take();
+    SIMULATOR.lock().unwrap_or_else(|e| e.into_inner()).take();
     conclusion.exit_code()
 }
 

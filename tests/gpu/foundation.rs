@@ -7,8 +7,9 @@
 use std::fmt::{self, Debug};
 use std::process::ExitCode;
 
+use cuda_kernels::DeviceSlice;
 use cuda_kernels::async_mem::Lane;
-use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice};
+use cuda_kernels::cust::memory::DeviceCopy;
 use cuda_kernels::device_checks::block_reverse_i32_cpu;
 use cuda_kernels::launch::{
     MAX_GRID_X, MAX_GRID_YZ, check_block, checked_elements, grid_1d_capped, grid_exact, same_len,
@@ -24,7 +25,7 @@ use libtest_mimic::{Failed, Trial};
 use proptest::prelude::*;
 
 use crate::common::{AWKWARD_LENGTHS, ensure, fail};
-use crate::support::cases::{Cases, Want, equal, kernel_less, m, require};
+use crate::support::cases::{Cases, Want, equal, harmless, kernel_less, m, require};
 use crate::support::props::{Draw, all_same, brief, case_err, check};
 use crate::support::{
     PTX_GARBAGE, PTX_WITHOUT_KERNEL, TempFile, huge1, huge2, huged, missing_path, rerun_self,
@@ -37,25 +38,29 @@ const FAULT_CHILD: &str = "CUDA_KERNELS_TEST_FAULT_CHILD";
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
     vec![
-        gpu!(multiply_matches_cpu_exactly),
-        gpu!(multiply_unified_matches_cpu),
-        gpu!(multiply_strided_views),
-        gpu!(vector_sum_i32_matches_cpu),
-        gpu!(vectorized_heads_and_tails_on_sub_slices),
-        gpu!(hello_prints_three_lines),
-        gpu!(empty_kernel_launch_rates),
-        gpu!(bad_ptx_is_a_typed_error),
-        gpu!(shared_array_block_reverse),
-        gpu!(device_fault_is_reported_with_location),
-        gpu!(embedded_cubin_is_loaded_on_its_architecture),
+        kernel!(multiply_matches_cpu_exactly),
+        hardware!("unified memory, timings", multiply_unified_matches_cpu),
+        kernel!(multiply_strided_views),
+        kernel!(vector_sum_i32_matches_cpu),
+        kernel!(vectorized_heads_and_tails_on_sub_slices),
+        kernel!(hello_prints_three_lines),
+        hardware!("launch timings", empty_kernel_launch_rates),
+        hardware!("timings", launchers_report_their_times),
+        hardware!("the driver's PTX loader", bad_ptx_is_a_typed_error),
+        kernel!(shared_array_block_reverse),
+        kernel!(device_fault_is_reported_with_location),
+        hardware!(
+            "the driver's cubin loader",
+            embedded_cubin_is_loaded_on_its_architecture
+        ),
         cpu!(math_ptx_is_self_contained),
-        gpu!(device_math_within_cuda_bounds),
-        gpu!(multiply_agrees_with_cpu),
-        gpu!(vector_sum_i32_agrees_with_cpu),
+        kernel!(device_math_within_cuda_bounds),
+        kernel!(multiply_agrees_with_cpu),
+        kernel!(vector_sum_i32_agrees_with_cpu),
         cpu!(launch_helper_refusals),
         cpu!(ptx_file_refusals),
-        gpu!(refusals),
-        gpu!(module_refusals),
+        kernel!(refusals),
+        hardware!("the driver's PTX loader", module_refusals),
     ]
 }
 
@@ -65,7 +70,8 @@ fn embedded_cubin_is_loaded_on_its_architecture(gpu: &Gpu) -> Result<(), Failed>
     use cuda_kernels::cust::device::DeviceAttribute::{
         ComputeCapabilityMajor, ComputeCapabilityMinor,
     };
-    let cc = |a| gpu.device().get_attribute(a).map(|v| v.max(0) as u32);
+    let device = gpu.device().map_err(fail)?;
+    let cc = |a| device.get_attribute(a).map(|v| v.max(0) as u32);
     let (major, minor) = (cc(ComputeCapabilityMajor)?, cc(ComputeCapabilityMinor)?);
     let image = gpu.image();
     eprintln!("sm_{major}{minor}: {image}");
@@ -236,9 +242,11 @@ where
         p
     };
     let [oa, ob, oc] = offsets;
-    let da = DeviceBuffer::from_slice(&padded(host[0], oa)).map_err(fail)?;
-    let db = DeviceBuffer::from_slice(&padded(host[1], ob)).map_err(fail)?;
-    let dc = DeviceBuffer::from_slice(&padded(&vec![T::default(); n], oc)).map_err(fail)?;
+    let da = gpu.to_device(&padded(host[0], oa)).map_err(fail)?;
+    let db = gpu.to_device(&padded(host[1], ob)).map_err(fail)?;
+    let dc = gpu
+        .to_device(&padded(&vec![T::default(); n], oc))
+        .map_err(fail)?;
     let mut sc = dc.index(oc..oc + n);
     launch(&da.index(oa..oa + n), &db.index(ob..ob + n), &mut sc).map_err(fail)?;
     gpu.synchronize("test").map_err(fail)?;
@@ -255,8 +263,8 @@ where
     )
 }
 
-fn hello_prints_three_lines(_gpu: &Gpu) -> Result<(), Failed> {
-    let out = rerun_self(HELLO_CHILD)?;
+fn hello_prints_three_lines(gpu: &Gpu) -> Result<(), Failed> {
+    let out = rerun_self(gpu, HELLO_CHILD)?;
     ensure(out.status.success(), || {
         format!("child failed: {}", String::from_utf8_lossy(&out.stderr))
     })?;
@@ -284,6 +292,50 @@ fn empty_kernel_launch_rates(gpu: &Gpu) -> Result<(), Failed> {
     )
 }
 
+/// The timed forms of the launchers (CUDA events; the untimed forms are
+/// what the kernel-result tests use) give their result and sane times: the
+/// kernel's positive, the whole call's (copies included) at least the
+/// kernel's.
+fn launchers_report_their_times(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::mandelbrot::{BLOCK, MandelbrotParams, mandelbrot_cpu};
+    use cuda_kernels::matrices::{MatmulKernel, check_matmul, vector_sum_repeat_cpu};
+    let sane = |what: &str, kernel_ms: f32, total_ms: f32| {
+        ensure(kernel_ms > 0.0 && total_ms >= kernel_ms, || {
+            format!("{what}: kernel {kernel_ms} ms, with transfers {total_ms} ms")
+        })
+    };
+    let (a, b) = multiply_inputs(1 << 20, 7);
+    let (c, t) = gpu
+        .multiply_timed(a.view(), b.view(), MemoryMode::Device)
+        .map_err(fail)?;
+    ensure(c == multiply_cpu(a.view(), b.view()).map_err(fail)?, || {
+        "multiply_timed: wrong result".into()
+    })?;
+    sane("multiply_timed", t.kernel_ms, t.with_transfers_ms)?;
+    let m = Array2::from_shape_fn((300, 200), |(i, j)| (i * 7 + j) as f32 * 1e-3);
+    for kernel in [MatmulKernel::Naive, MatmulKernel::Tiled] {
+        let (c, t) = gpu.matmul_timed(kernel, m.view(), m.t()).map_err(fail)?;
+        let chk = check_matmul(c.view(), m.view(), m.t()).map_err(fail)?;
+        ensure(chk.passed(), || format!("matmul_timed {kernel:?}: {chk:?}"))?;
+        sane("matmul_timed", t.kernel_ms, t.with_transfers_ms)?;
+    }
+    let x = Array1::from_elem(10_000, 0.25f32);
+    let (c, t) = gpu
+        .vector_sum_repeat_timed(x.view(), x.view(), 1000)
+        .map_err(fail)?;
+    let want = vector_sum_repeat_cpu(x.view(), x.view(), 1000).map_err(fail)?;
+    ensure(c == want, || "vector_sum_repeat_timed: wrong result".into())?;
+    sane("vector_sum_repeat_timed", t.kernel_ms, t.with_transfers_ms)?;
+    let p = MandelbrotParams::default();
+    let lattice = p.lattice();
+    let (g, t) = gpu
+        .mandelbrot_timed(lattice.view(), p.max_iters, p.upper_bound, BLOCK)
+        .map_err(fail)?;
+    let want = mandelbrot_cpu(lattice.view(), p.max_iters, p.upper_bound).map_err(fail)?;
+    ensure(g == want, || "mandelbrot_timed: wrong graph".into())?;
+    sane("mandelbrot_timed", t.kernel_ms, t.with_transfers_ms)
+}
+
 /// A module the driver refuses: `ModuleLoad`, whose details name the PTX's
 /// version and target (a missing file is in `ptx_file_refusals`).
 fn bad_ptx_is_a_typed_error(_gpu: &Gpu) -> Result<(), Failed> {
@@ -297,7 +349,9 @@ fn bad_ptx_is_a_typed_error(_gpu: &Gpu) -> Result<(), Failed> {
 }
 
 /// In the child: fail on purpose at block 2, thread 5; print the error; then
-/// check that the next call fails cleanly too (no hang, no success).
+/// check the next call: on the GPU it fails cleanly too (no hang, no
+/// success: the context is ruined); on the simulator it works (a fault
+/// leaves the simulator usable).
 fn fault_child() -> ExitCode {
     let Ok(gpu) = cuda_kernels::gpu() else {
         return ExitCode::FAILURE;
@@ -310,18 +364,22 @@ fn fault_child() -> ExitCode {
         }
     }
     let a = Array1::<f32>::ones(10);
-    match gpu.multiply(a.view(), a.view()) {
-        Err(e) => println!("AFTER: {e}"),
-        Ok(_) => {
-            println!("a launch after the fault succeeded");
+    match (gpu.multiply(a.view(), a.view()), gpu.is_simulated()) {
+        (Err(e), false) => println!("AFTER: {e}"),
+        (Ok(c), true) if c == a => println!("AFTER: the simulator still works"),
+        (other, _) => {
+            println!(
+                "after the fault, on the simulator: {}: {other:?}",
+                gpu.is_simulated()
+            );
             return ExitCode::FAILURE;
         }
     }
     ExitCode::SUCCESS
 }
 
-fn device_fault_is_reported_with_location(_gpu: &Gpu) -> Result<(), Failed> {
-    let out = rerun_self(FAULT_CHILD)?;
+fn device_fault_is_reported_with_location(gpu: &Gpu) -> Result<(), Failed> {
+    let out = rerun_self(gpu, FAULT_CHILD)?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     ensure(out.status.success(), || {
         format!("child: {stdout} {}", String::from_utf8_lossy(&out.stderr))
@@ -580,16 +638,18 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
             Want::Invalid(k),
             || gpu.multiply_timed(huge1(&one, (1 << 32) + 1), huge1(&one, 1 << 32), mode),
         );
-        t.works(&format!("{tag}: one element"), || {
-            let (c, _) = gpu
-                .multiply_timed(
+        t.works_on_gpu(
+            gpu,
+            &format!("{tag}: one element"),
+            || {
+                gpu.multiply_timed(
                     ArrayView1::from(&[3.0f32]),
                     ArrayView1::from(&[-0.5f32]),
                     mode,
                 )
-                .map_err(m)?;
-            equal("c", c.to_vec(), vec![-1.5])
-        });
+            },
+            |(c, _)| equal("c", c.to_vec(), vec![-1.5]),
+        );
     }
     let x: Array1<f32> = (0..301).map(|i| i as f32 * 0.25 - 7.0).collect();
     for (case, a, b) in [
@@ -603,7 +663,7 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
         });
     }
     // On device.
-    let dev = |n: usize| DeviceBuffer::from_slice(&vec![2.0f32; n]).map_err(m);
+    let dev = |n: usize| gpu.to_device(&vec![2.0f32; n]).map_err(m);
     let fail = crate::common::fail;
     let (d3, d4) = (dev(3).map_err(fail)?, dev(4).map_err(fail)?);
     let (mut c3, mut c4) = (dev(3).map_err(fail)?, dev(4).map_err(fail)?);
@@ -687,8 +747,9 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
         gpu.hello(1, 1, false).map_err(m)
     });
     // fault_test: only shapes it must refuse, on a GPU without the kernel, so
-    // that a missing check gives KernelNotFound instead of a trap.
-    if let Some(other) = kernel_less(&mut t) {
+    // that a missing check gives KernelNotFound instead of a trap (on the
+    // simulator, a simulator of its own: a trap there is an error).
+    if let Some(other) = harmless(gpu, &mut t) {
         let f = "fault_test_kernel";
         for (case, block, thread) in [
             ("thread 1024 (block of 1025)", 0, 1024),
@@ -728,10 +789,12 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
         Want::Invalid("empty_kernel"),
         || gpu.launch_overhead(0),
     );
-    t.works("launch_overhead: 1 launch", || {
-        let r = gpu.launch_overhead(1).map_err(m)?;
-        require(r.synchronous_per_s > 0.0, || format!("{r:?}"))
-    });
+    t.works_on_gpu(
+        gpu,
+        "launch_overhead: 1 launch",
+        || gpu.launch_overhead(1),
+        |r| require(r.synchronous_per_s > 0.0, || format!("{r:?}")),
+    );
     t.finish()
 }
 
@@ -961,8 +1024,32 @@ fn math_ptx_is_self_contained() -> Result<(), Failed> {
     })
 }
 
-/// Every `device::math` function, f32 and f64, over 10^6 arguments and the
-/// edge values, within the ulp bound CUDA documents (see
+/// The rows of `Gpu::math_accuracy_table` on the simulator: the edge
+/// values and the first of the random arguments, 10^5 in all per function
+/// and type.
+fn simulated_math_table(gpu: &Gpu) -> Result<Vec<cuda_kernels::math_checks::MathAccuracy>, Failed> {
+    use cuda_kernels::math_checks::{MATH_FUNCTIONS, MathFloat, math_arguments, measure};
+    fn rows<T: MathFloat>(
+        gpu: &Gpu,
+        out: &mut Vec<cuda_kernels::math_checks::MathAccuracy>,
+    ) -> Result<(), Failed> {
+        for info in MATH_FUNCTIONS {
+            let (mut x, mut y) = math_arguments::<T>(info.function, 1);
+            x.truncate(100_000);
+            y.truncate(100_000);
+            let got = gpu.math_eval(info.function, &x, &y).map_err(fail)?;
+            out.push(measure(info.function, &x, &y, &got));
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    rows::<f32>(gpu, &mut out)?;
+    rows::<f64>(gpu, &mut out)?;
+    Ok(out)
+}
+
+/// Every `device::math` function, f32 and f64, over 10^6 arguments (10^5 on
+/// the simulator) and the edge values, within the ulp bound CUDA documents (see
 /// `cuda_kernels::math_checks`). Prints the measured table (and writes it
 /// to `$CUDA_KERNELS_MATH_TABLE` when set). Under compute-sanitizer: every
 /// function on the edge values only.
@@ -977,7 +1064,11 @@ fn device_math_within_cuda_bounds(gpu: &Gpu) -> Result<(), Failed> {
         }
         return Ok(());
     }
-    let rows = gpu.math_accuracy_table().map_err(fail)?;
+    let rows = if crate::common::simulated(gpu) {
+        simulated_math_table(gpu)?
+    } else {
+        gpu.math_accuracy_table().map_err(fail)?
+    };
     let table = accuracy_markdown(&rows);
     eprintln!("{table}");
     for r in &rows {

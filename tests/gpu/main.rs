@@ -11,11 +11,16 @@
 //! | `streams`    | mult_ker, batches on streams, events, lanes, Life, contexts    |
 //! | `stress`     | many host threads × many launches, no leak                     |
 //! | `multi`      | every device, copies between devices, the multi-device launchers |
-//! | `harness`    | this harness: no GPU means ignored, or failed under `CUDA_KERNELS_REQUIRE_GPU=1` |
+//! | `agreement`  | every kernel on the GPU and on the simulator: equal results    |
+//! | `harness`    | this harness: where each kind of test runs, with and without a GPU |
 //!
-//! Tests are named `family::test` and marked `[gpu]` or `[cpu]`; filter by
-//! family with `cargo test --test gpu -- reduce::`. Without a GPU the `[gpu]`
-//! tests are ignored with the reason (see `tests/common/mod.rs`).
+//! Tests are named `family::test` and marked with their kind: `[cpu]`, a
+//! kernel-result test `[gpu]` on a GPU and `[sim]` on the simulator (where
+//! there is no GPU, or under `CUDA_KERNELS_SIM=1`; `[gpu+sim]` under
+//! `CUDA_KERNELS_SIM_COMPARE=1`), a hardware-only test `[gpu]` (ignored
+//! without a GPU, with what hardware it is about). Filter by family with
+//! `cargo test --test gpu -- reduce::`, by kind with `-- '[sim]'`. See
+//! `tests/common/mod.rs`.
 use std::process::ExitCode;
 
 #[path = "../common/mod.rs"]
@@ -27,29 +32,42 @@ fn test_name(module: &str, name: &str) -> String {
     format!("{family}::{name}")
 }
 
-/// A GPU test named `<family>::<name>`: `gpu!(function)` or
-/// `gpu!("name", function)`.
-macro_rules! gpu {
+/// A kernel-result test named `<family>::<name>`: `kernel!(function)` or
+/// `kernel!("name", function)`; on the GPU, or on the simulator.
+macro_rules! kernel {
     ($body:ident) => {
-        gpu!(stringify!($body), $body)
+        kernel!(stringify!($body), $body)
     };
     ($name:expr, $body:expr) => {
-        $crate::common::gpu_test($crate::test_name(module_path!(), $name), $body)
+        $crate::common::kernel_test($crate::test_name(module_path!(), $name), $body)
     };
 }
 
-/// A GPU test that runs while no other GPU trial of the binary does (it
-/// measures the whole device), named as [`gpu!`].
-macro_rules! gpu_alone {
-    ($body:ident) => {
-        $crate::common::exclusive_gpu_test(
+/// A hardware-only test named `<family>::<name>` about `what` (a short
+/// phrase: "timings", "contexts"): `hardware!("what", function)` or
+/// `hardware!("what", "name", function)`; on the GPU only.
+macro_rules! hardware {
+    ($what:literal, $body:ident) => {
+        hardware!($what, stringify!($body), $body)
+    };
+    ($what:literal, $name:expr, $body:expr) => {
+        $crate::common::hardware_test($crate::test_name(module_path!(), $name), $what, $body)
+    };
+}
+
+/// A hardware-only test that runs while no other GPU trial of the binary does
+/// (it measures the whole device), named as [`hardware!`].
+macro_rules! hardware_alone {
+    ($what:literal, $body:ident) => {
+        $crate::common::exclusive_hardware_test(
             $crate::test_name(module_path!(), stringify!($body)),
+            $what,
             $body,
         )
     };
 }
 
-/// A CPU test named `<family>::<name>`, as [`gpu!`].
+/// A CPU test named `<family>::<name>`, as [`kernel!`].
 macro_rules! cpu {
     ($body:ident) => {
         cpu!(stringify!($body), $body)
@@ -61,6 +79,7 @@ macro_rules! cpu {
 
 mod support;
 
+mod agreement;
 mod foundation;
 mod harness;
 mod mandelbrot;
@@ -83,6 +102,7 @@ fn main() -> ExitCode {
         streams::trials(),
         multi::trials(),
         stress::trials(),
+        agreement::trials(),
         harness::trials(),
     ]
     .into_iter()

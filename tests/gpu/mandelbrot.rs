@@ -7,20 +7,19 @@
 //! without a launch.
 use std::path::Path;
 
-use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
 use cuda_kernels::dynlib::DlError;
 use cuda_kernels::mandelbrot::c_abi::{CAbiError, CAbiLibrary, LIBRARY_NAME, status};
 use cuda_kernels::mandelbrot::driver_api::{PtxSource, mandelbrot_driver_api};
 use cuda_kernels::mandelbrot::{
-    BLOCK, BLOCK as MANDEL_BLOCK, KERNEL as MANDEL, MAX_LATTICE_SIZE, MandelbrotParams,
-    check_launch, count_inside, first_difference, linspace_f32, mandelbrot_cpu,
+    BLOCK as MANDEL_BLOCK, KERNEL as MANDEL, MAX_LATTICE_SIZE, MandelbrotParams, check_launch,
+    count_inside, first_difference, linspace_f32, mandelbrot_cpu,
 };
 use cuda_kernels::ndarray::{Array1, Array2, ArrayView1, s};
 use cuda_kernels::{Error, Gpu, PTX};
 use libtest_mimic::{Completion, Failed, Trial};
 use proptest::test_runner::TestCaseError;
 
-use crate::common::{ensure, fail, gpu_trial, have_gpu, under_sanitizer};
+use crate::common::{ensure, fail, hardware_trial, have_gpu, sized, under_sanitizer};
 use crate::support::cases::{Cases, Want, equal, m, require};
 use crate::support::props::{case_err, check};
 use crate::support::{PTX_GARBAGE, PTX_WITHOUT_KERNEL, TempFile, huge1, missing_path};
@@ -28,18 +27,19 @@ use crate::support::{PTX_GARBAGE, PTX_WITHOUT_KERNEL, TempFile, huge1, missing_p
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
     vec![
-        gpu!(matches_cpu_at_awkward_sizes),
-        gpu!(matches_cpu_other_parameters),
-        gpu!(matches_cpu_4096),
-        gpu!(block_size_does_not_change_the_graph),
-        gpu!(ptx_file_path_identical),
-        gpu!(driver_api_path_identical),
-        gpu!(explicit_sync_path_identical),
+        kernel!(matches_cpu_at_awkward_sizes),
+        kernel!(matches_cpu_other_parameters),
+        kernel!(matches_cpu_4096),
+        kernel!(block_size_does_not_change_the_graph),
+        hardware!("the driver's PTX loader", ptx_file_path_identical),
+        hardware!("the raw driver-API path", driver_api_path_identical),
+        kernel!(explicit_sync_path_identical),
         c_abi_gpu_test("c_abi_path_identical", c_abi_path_identical),
-        gpu!(mandelbrot_agrees_with_cpu),
+        kernel!(mandelbrot_agrees_with_cpu),
         cpu!(launch_refusals),
         c_abi_test("c_abi_refusals", c_abi_refusals),
-        gpu!(refusals),
+        kernel!(refusals),
+        hardware!("the raw driver-API path", driver_api_refusals),
         c_abi_gpu_test("c_abi_refusals_with_gpu", c_abi_refusals_with_gpu),
     ]
 }
@@ -71,11 +71,12 @@ fn c_abi_test(name: &str, body: fn(&CAbiLibrary) -> Result<(), Failed>) -> Trial
     .with_kind("cpu")
 }
 
-/// A GPU test of the C ABI library (see `common::gpu_trial`): ignored when
-/// the library is not built.
+/// A hardware-only test of the C ABI library (see
+/// `common::hardware_trial`): ignored when the library is not built.
 fn c_abi_gpu_test(name: &str, body: fn(&Gpu, &CAbiLibrary) -> Result<(), Failed>) -> Trial {
-    gpu_trial(
+    hardware_trial(
         crate::test_name(module_path!(), name),
+        "the C ABI",
         move |gpu| match open_library()? {
             None => Ok(library_missing()),
             Some(lib) => body(gpu, &lib).map(|()| Completion::Completed),
@@ -91,6 +92,25 @@ fn same_graph(what: &str, got: &Array2<f32>, expected: &Array2<f32>) -> Result<(
         None => Ok(()),
         Some(d) => Err(format!("{what}: differs at {d}").into()),
     }
+}
+
+/// The graph of `mandelbrot_ker` launched with blocks of `block` threads,
+/// untimed, on either backend (through `mandelbrot_on_device`).
+fn graph_with_block(
+    gpu: &Gpu,
+    lattice: ArrayView1<f32>,
+    max_iters: i32,
+    upper_bound: f32,
+    block: u32,
+) -> cuda_kernels::Result<Array2<f32>> {
+    let n = lattice.len();
+    let d_lattice = gpu.to_device(&lattice.to_vec())?;
+    let mut d_graph = gpu.zeroed::<f32>(n * n)?;
+    gpu.mandelbrot_on_device(&d_lattice, &mut d_graph, max_iters, upper_bound, block)?;
+    gpu.synchronize(MANDEL)?;
+    let mut graph = vec![0.0f32; n * n];
+    d_graph.copy_to(&mut graph[..])?;
+    Array2::from_shape_vec((n, n), graph).map_err(|e| Error::invalid(MANDEL, e.to_string()))
 }
 
 fn seed_params() -> (Array1<f32>, Array2<f32>) {
@@ -137,30 +157,25 @@ fn matches_cpu_other_parameters(gpu: &Gpu) -> Result<(), Failed> {
 }
 
 fn matches_cpu_4096(gpu: &Gpu) -> Result<(), Failed> {
-    // 1024 under compute-sanitizer (the harness's convention for the largest sizes).
-    let breadth = if under_sanitizer() { 1024 } else { 4096 };
+    // 1024 under compute-sanitizer (the harness's convention for the largest
+    // sizes), 513 on the simulator.
+    let breadth = sized(gpu, if under_sanitizer() { 1024 } else { 4096 }, 513);
     let p = MandelbrotParams {
         breadth,
         ..MandelbrotParams::default()
     };
     let lattice = p.lattice();
-    let (g, t) = gpu
-        .mandelbrot_timed(lattice.view(), p.max_iters, p.upper_bound, BLOCK)
+    let g = gpu
+        .mandelbrot(lattice.view(), p.max_iters, p.upper_bound)
         .map_err(fail)?;
     let c = mandelbrot_cpu(lattice.view(), p.max_iters, p.upper_bound).map_err(fail)?;
-    same_graph(&format!("{breadth}×{breadth}"), &g, &c)?;
-    ensure(
-        t.kernel_ms > 0.0 && t.with_transfers_ms >= t.kernel_ms,
-        || format!("{t:?}"),
-    )
+    same_graph(&format!("{breadth}×{breadth}"), &g, &c)
 }
 
 fn block_size_does_not_change_the_graph(gpu: &Gpu) -> Result<(), Failed> {
     let (lattice, expected) = seed_params();
     for block in [1u32, 32, 100, 256, 1024] {
-        let (g, _) = gpu
-            .mandelbrot_timed(lattice.view(), 256, 2.0, block)
-            .map_err(fail)?;
+        let g = graph_with_block(gpu, lattice.view(), 256, 2.0, block).map_err(fail)?;
         same_graph(&format!("block {block}"), &g, &expected)?;
     }
     Ok(())
@@ -224,8 +239,8 @@ fn c_abi_path_identical(gpu: &Gpu, lib: &CAbiLibrary) -> Result<(), Failed> {
 
 /// Random breadth 1..=200, max_iters 1..=300, low and high in [-2.5, 2.5)
 /// (either order), escape radius in [0.5, 4), block 1..=1024: the graph of
-/// `mandelbrot` (the seed's blocks of 32) and of `mandelbrot_timed` (that
-/// block) equal `mandelbrot_cpu` bit for bit (32 cases).
+/// `mandelbrot` (the seed's blocks of 32) and of `mandelbrot_on_device`
+/// (that block) equal `mandelbrot_cpu` bit for bit (32 cases).
 fn mandelbrot_agrees_with_cpu(gpu: &Gpu) -> Result<(), Failed> {
     let params = (
         1..=200usize,
@@ -244,11 +259,9 @@ fn mandelbrot_agrees_with_cpu(gpu: &Gpu) -> Result<(), Failed> {
         if let Some(d) = first_difference(got.view(), want.view()) {
             return Err(TestCaseError::fail(format!("mandelbrot: {d}")));
         }
-        let (got, _) = gpu
-            .mandelbrot_timed(lattice.view(), iters, bound, block)
-            .map_err(case_err)?;
+        let got = graph_with_block(gpu, lattice.view(), iters, bound, block).map_err(case_err)?;
         if let Some(d) = first_difference(got.view(), want.view()) {
-            return Err(TestCaseError::fail(format!("mandelbrot_timed: {d}")));
+            return Err(TestCaseError::fail(format!("block {block}: {d}")));
         }
         Ok(())
     })
@@ -573,11 +586,11 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
         );
     }
     let fail = crate::common::fail;
-    let dl = DeviceBuffer::from_slice(oks).map_err(fail)?;
-    let dover = DeviceBuffer::from_slice(overs).map_err(fail)?;
-    let d0 = DeviceBuffer::<f32>::from_slice(&[]).map_err(fail)?;
-    let mut g63 = DeviceBuffer::from_slice(&[0.0f32; 63]).map_err(fail)?;
-    let mut g64 = DeviceBuffer::from_slice(&[0.0f32; 64]).map_err(fail)?;
+    let dl = gpu.to_device(oks).map_err(fail)?;
+    let dover = gpu.to_device(overs).map_err(fail)?;
+    let d0 = gpu.to_device::<f32>(&[]).map_err(fail)?;
+    let mut g63 = gpu.to_device(&[0.0f32; 63]).map_err(fail)?;
+    let mut g64 = gpu.to_device(&[0.0f32; 64]).map_err(fail)?;
     for (case, lattice, short, iters, block) in [
         ("graph one short", &dl, true, 256, 32),
         ("empty lattice", &d0, false, 256, 32),
@@ -617,13 +630,12 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
                 want.clone(),
             )
         });
-        t.works(&format!("mandelbrot_timed (block 1): {case}"), || {
-            equal(
-                "graph",
-                gpu.mandelbrot_timed(l, iters, 2.0, 1).map_err(m)?.0,
-                want.clone(),
-            )
-        });
+        t.works_on_gpu(
+            gpu,
+            &format!("mandelbrot_timed (block 1): {case}"),
+            || gpu.mandelbrot_timed(l, iters, 2.0, 1),
+            |(g, _)| equal("graph", g, want.clone()),
+        );
         t.works(&format!("mandelbrot_explicit_sync: {case}"), || {
             equal(
                 "graph",
@@ -643,8 +655,8 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
         )
     });
     t.works("mandelbrot_on_device: one point, block 1024", || {
-        let dl = DeviceBuffer::from_slice(&[1.0f32]).map_err(m)?;
-        let mut dg = DeviceBuffer::from_slice(&[7.0f32]).map_err(m)?;
+        let dl = gpu.to_device(&[1.0f32]).map_err(m)?;
+        let mut dg = gpu.to_device(&[7.0f32]).map_err(m)?;
         gpu.mandelbrot_on_device(&dl, &mut dg, 10, 2.0, 1024)
             .map_err(m)?;
         gpu.synchronize(MANDEL).map_err(m)?;
@@ -657,7 +669,15 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
             want.iter().copied().collect::<Vec<f32>>(),
         )
     });
-    // PTX files and the driver API's own loading.
+    t.finish()
+}
+
+/// PTX files and the driver API's own loading: what must work, and what the
+/// driver must refuse.
+fn driver_api_refusals(_gpu: &Gpu) -> Result<(), Failed> {
+    let mut t = Cases::new("mandelbrot::driver_api_refusals");
+    let one = [0.0f32];
+    let wide = linspace_f32(-2.0, 1.0, 37);
     let one_point = ArrayView1::from(&one);
     let want1 = Array2::from_elem((1, 1), 1.0f32);
     match TempFile::new("kernels.ptx", PTX.as_bytes()) {

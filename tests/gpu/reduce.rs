@@ -10,7 +10,7 @@ use std::fmt::{self, Debug};
 
 use cuda_kernels::Error;
 use cuda_kernels::Gpu;
-use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer, mem_get_info};
+use cuda_kernels::cust::memory::mem_get_info;
 use cuda_kernels::launch::MAX_GRID_X;
 use cuda_kernels::ndarray::{Array1, ArrayView1, s};
 use cuda_kernels::reduce::{
@@ -22,7 +22,7 @@ use libtest_mimic::{Completion, Failed, Trial};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
-use crate::common::{ensure, fail, gpu_trial};
+use crate::common::{ensure, fail, hardware_trial};
 use crate::support::Elem;
 use crate::support::cases::{Cases, Want, equal, m, require};
 use crate::support::props::{Draw, brief, case_err, check, length};
@@ -41,7 +41,7 @@ const LENGTHS: &[usize] = &[
 macro_rules! reduce_properties {
     ($($op:ident $name:literal: $($t:ident),+;)*) => {
         vec![$($(
-            gpu!(
+            kernel!(
                 concat!($name, "_", stringify!($t), "_agrees_with_cpu"),
                 reduce_agrees::<$op, $t>
             ),
@@ -52,30 +52,30 @@ macro_rules! reduce_properties {
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
     let mut trials = vec![
-        gpu!("seed_sum_of_1_to_10000_is_50005000", seed_sum),
-        gpu!(
+        kernel!("seed_sum_of_1_to_10000_is_50005000", seed_sum),
+        kernel!(
             "every_op_and_type_matches_cpu_at_awkward_lengths",
             every_op_and_type
         ),
-        gpu!("initial_values_are_combined", initial_values),
-        gpu!("empty_inputs_give_init_identity_or_error", empty_inputs),
-        gpu!(misaligned_device_slices),
-        gpu!(
+        kernel!("initial_values_are_combined", initial_values),
+        kernel!("empty_inputs_give_init_identity_or_error", empty_inputs),
+        kernel!(misaligned_device_slices),
+        kernel!(
             "float_sums_within_order_tolerance",
             float_sums_within_tolerance
         ),
-        gpu!("integer_sums_wrap_like_cpu", integer_sums_wrap),
-        gpu!(strided_views),
-        gpu!("scratch_reuse_resets_the_counter", scratch_reuse),
-        gpu!(user_declared_xor),
-        gpu!(warp_shuffles_and_votes),
-        gpu!(atomics),
-        gpu!("wide_and_l2_loads", wide_loads),
-        gpu!(block_reduce_tree),
+        kernel!("integer_sums_wrap_like_cpu", integer_sums_wrap),
+        kernel!(strided_views),
+        kernel!("scratch_reuse_resets_the_counter", scratch_reuse),
+        kernel!(user_declared_xor),
+        kernel!(warp_shuffles_and_votes),
+        kernel!(atomics),
+        kernel!("wide_and_l2_loads", wide_loads),
+        kernel!(block_reduce_tree),
         beyond_2_31_trial(),
         cpu!(float_sum_check_catches_one_dropped_element),
         cpu!(reference_refusals),
-        gpu!(refusals),
+        kernel!(refusals),
     ];
     trials.extend(reduce_properties!(
         Sum "sum": i32, i64, f32, f64;
@@ -206,7 +206,7 @@ fn empty_inputs(gpu: &Gpu) -> Result<(), Failed> {
         }
     }
     // On the device, an empty slice launches: the kernel itself returns init / identity.
-    let buf = DeviceBuffer::from_slice(&[1i64, 2, 3]).map_err(fail)?;
+    let buf = gpu.to_device(&[1i64, 2, 3]).map_err(fail)?;
     let empty = buf.index(1..1);
     ensure(
         gpu.reduce_device::<Sum, i64>(&empty, None).map_err(fail)? == 0,
@@ -241,7 +241,7 @@ fn misaligned_device_slices(gpu: &Gpu) -> Result<(), Failed> {
     {
         gpu.bind().map_err(fail)?;
         let host: Vec<T> = Draw::seeded(99).vec(&T::sum_value(true), 100_000);
-        let dev = DeviceBuffer::from_slice(&host).map_err(fail)?;
+        let dev = gpu.to_device(&host).map_err(fail)?;
         for start in 0..5 {
             for len in [0usize, 1, 2, 3, 5, 6, 7, 8, 9, 63, 64, 65, 4099, 99_990] {
                 let part = dev.index(start..start + len);
@@ -374,7 +374,7 @@ fn scratch_reuse(gpu: &Gpu) -> Result<(), Failed> {
     gpu.bind().map_err(fail)?;
     let mut scratch = gpu.reduce_scratch::<i32>().map_err(fail)?;
     let host: Vec<i32> = (0..3_000_000).map(|i| (i % 1000) - 500).collect();
-    let dev = DeviceBuffer::from_slice(&host).map_err(fail)?;
+    let dev = gpu.to_device(&host).map_err(fail)?;
     for (k, len) in [3_000_000usize, 1, 70_000, 2_999_999, 256, 0, 3_000_000]
         .into_iter()
         .enumerate()
@@ -519,8 +519,9 @@ fn block_reduce_tree(gpu: &Gpu) -> Result<(), Failed> {
 /// More than 2^31 elements (2^31 + 5 i32, 8.6 GB): ignored, with the
 /// reason, where the GPU has too little free memory.
 fn beyond_2_31_trial() -> Trial {
-    gpu_trial(
+    hardware_trial(
         crate::test_name(module_path!(), "more_than_2_31_elements"),
+        "device-wide free memory, 8.6 GB",
         |gpu| {
             let n = (1usize << 31) + 5;
             let bytes = n * 4;
@@ -538,8 +539,8 @@ fn beyond_2_31_trial() -> Trial {
 }
 
 fn beyond_2_31(gpu: &Gpu, n: usize) -> Result<(), Failed> {
-    // SAFETY (of the test): every element is written by set_32 before use.
-    let mut buf = unsafe { DeviceBuffer::<i32>::uninitialized(n) }.map_err(fail)?;
+    // SAFETY: every element is written by set_32 before the reduction reads it.
+    let mut buf = unsafe { gpu.uninitialized::<i32>(n) }.map_err(fail)?;
     buf.set_32(1).map_err(fail)?;
     // Distinct values past 2^31: a minimum, a maximum, and a tail.
     let specials: [(usize, i32); 4] = [(1 << 31, 99), ((1 << 31) + 2, -5), (n - 1, 7), (3, 2)];
@@ -691,8 +692,9 @@ fn reduce_agrees<Op: ReduceProp<T>, T: Elem>(gpu: &Gpu) -> Result<(), Failed> {
         let mut padded = vec![Op::poison(); c.offset];
         padded.extend_from_slice(&c.data);
         padded.extend([Op::poison(); 4]);
-        let buf =
-            DeviceBuffer::from_slice(&padded).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let buf = gpu
+            .to_device(&padded)
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let slice = buf.index(c.offset..c.offset + n);
         let device = gpu
             .reduce_device::<Op, T>(&slice, c.init)
@@ -883,7 +885,7 @@ fn reduce_gpu_cases<Op: ReduceKernel<T>, T: Elem>(gpu: &Gpu, t: &mut Cases) {
         )
     });
     t.works(&format!("{k}: reduce_device, empty device slice"), || {
-        let d = DeviceBuffer::<T>::from_slice(&[]).map_err(m)?;
+        let d = gpu.to_device::<T>(&[]).map_err(m)?;
         let r = gpu.reduce_device::<Op, T>(&d, None);
         match (Op::DEFINED_ON_EMPTY, r) {
             (true, Ok(v)) => equal("result", v, Op::identity()),
@@ -907,7 +909,7 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
     });
     if let Some(mut scratch) = scratch {
         let cap = scratch.capacity();
-        let d = DeviceBuffer::from_slice(&[1i64, 2, 3]).map_err(crate::common::fail)?;
+        let d = gpu.to_device(&[1i64, 2, 3]).map_err(crate::common::fail)?;
         for (case, grid, block) in [
             ("block 0", 1, 0),
             ("block 31 (not a multiple of 32)", 1, 31),
@@ -923,7 +925,7 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
                 || gpu.reduce_on_device_shaped::<Sum, i64>(&d, None, &mut scratch, grid, block),
             );
         }
-        let empty = DeviceBuffer::<i64>::from_slice(&[]).map_err(crate::common::fail)?;
+        let empty = gpu.to_device::<i64>(&[]).map_err(crate::common::fail)?;
         t.refuse(
             "reduce_on_device_shaped: min of an empty slice, no init",
             Want::Invalid("reduce_min_i64"),

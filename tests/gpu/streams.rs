@@ -11,7 +11,7 @@ use std::sync::mpsc;
 
 use cuda_kernels::async_mem::Lane;
 use cuda_kernels::contexts::{ThreadContext, manual_context_roundtrip, threads_mult_ker};
-use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
+
 use cuda_kernels::kernels::streams::MULT_KER;
 use cuda_kernels::launch::MAX_GRID_X;
 use cuda_kernels::life::{
@@ -37,24 +37,28 @@ use crate::support::{PTX_GARBAGE, PTX_WITHOUT_KERNEL, huge1, huge2, ptx_entry};
 pub fn trials() -> Vec<Trial> {
     vec![
         cpu!(mult_ker_ptx_keeps_all_operations),
-        gpu!(mult_ker_matches_cpu_for_any_length),
-        gpu!(batches_match_cpu),
-        gpu!(events_are_ordered),
-        gpu!(lane_copies),
-        gpu_alone!(lane_overlaps_the_legacy_default_stream),
-        gpu!(life_equals_cpu_after_200_steps),
-        gpu!(life_any_size_equals_cpu),
-        gpu!(life_fast_kernel_edges),
-        gpu!(manual_context_round_trip),
-        gpu!(ten_threads_with_own_contexts),
-        gpu!(wrong_thread_is_a_typed_error),
-        gpu!(thread_context_rebinds_after_gpu),
-        gpu!(mult_ker_agrees_with_cpu),
-        gpu!(life_agrees_with_cpu),
+        kernel!(mult_ker_matches_cpu_for_any_length),
+        hardware!("streams, timings", batches_match_cpu),
+        hardware!("events, timings", events_are_ordered),
+        kernel!(lane_copies),
+        hardware_alone!(
+            "stream concurrency",
+            lane_overlaps_the_legacy_default_stream
+        ),
+        kernel!(life_equals_cpu_after_200_steps),
+        kernel!(life_any_size_equals_cpu),
+        kernel!(life_fast_kernel_edges),
+        hardware!("contexts", manual_context_round_trip),
+        hardware!("contexts", ten_threads_with_own_contexts),
+        hardware!("contexts", wrong_thread_is_a_typed_error),
+        hardware!("contexts", thread_context_rebinds_after_gpu),
+        kernel!(mult_ker_agrees_with_cpu),
+        kernel!(life_agrees_with_cpu),
         cpu!(check_refusals),
-        gpu!(refusals),
-        gpu!(life_refusals),
-        gpu!(context_refusals),
+        kernel!(refusals),
+        hardware!("events, streams, timings", event_and_batch_refusals),
+        kernel!(life_refusals),
+        hardware!("contexts", context_refusals),
     ]
 }
 
@@ -288,7 +292,7 @@ fn run_life(gpu: &Gpu, lattices: &[Array2<i32>], steps: usize) -> Result<(), Fai
 /// same kind of work on a blocking stream (`cust`'s `Stream::new`, which drops
 /// `NON_BLOCKING`) finishes after it, so the check can fail.
 ///
-/// It runs while no other GPU trial does (`gpu_alone!`): other trials
+/// It runs while no other GPU trial does (`hardware_alone!`): other trials
 /// allocate, free and copy meanwhile, and CUDA orders such calls with the
 /// work of every stream (implicit synchronization), which delays the lane's
 /// work behind the long kernel (seen on the H100: alone the lane ended at
@@ -380,7 +384,12 @@ fn lane_overlaps_the_legacy_default_stream(gpu: &Gpu) -> Result<(), Failed> {
     let mut long = DeviceBuffer::<f32>::zeroed(1 << 24).map_err(fail)?;
     let data: Vec<f32> = (0..1000).map(|i| i as f32).collect();
     let mut lane = Lane::<f32, 1>::from_host(gpu, &data).map_err(fail)?;
-    let flags = lane.stream().get_flags().map_err(fail)?;
+    let flags = lane
+        .stream()
+        .as_cust()
+        .map_err(fail)?
+        .get_flags()
+        .map_err(fail)?;
     ensure(flags.contains(StreamFlags::NON_BLOCKING), || {
         format!("the lane's stream has flags {flags:?}")
     })?;
@@ -404,7 +413,7 @@ fn lane_overlaps_the_legacy_default_stream(gpu: &Gpu) -> Result<(), Failed> {
     lane.upload(0).map_err(fail)?;
     lane.mult_ker(0, 1, 64).map_err(fail)?;
     lane.download(0).map_err(fail)?;
-    lane_end.record(lane.stream().as_inner())?;
+    lane_end.record(lane.stream().as_cust().map_err(fail)?.as_inner())?;
     mult_ker_raw(&f, &mut small, blocking.as_inner())?;
     blocking_end.record(blocking.as_inner())?;
 
@@ -828,8 +837,8 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
             )
         });
     }
-    let mut d0 = DeviceBuffer::<f32>::from_slice(&[]).map_err(crate::common::fail)?;
-    let mut d1 = DeviceBuffer::from_slice(&[2.5f32]).map_err(crate::common::fail)?;
+    let mut d0 = gpu.to_device::<f32>(&[]).map_err(crate::common::fail)?;
+    let mut d1 = gpu.to_device(&[2.5f32]).map_err(crate::common::fail)?;
     t.refuse("mult_ker_on_device: empty buffer", Want::Invalid(k), || {
         gpu.mult_ker_on_device(&mut d0, 1, 64)
     });
@@ -843,19 +852,6 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
         let mut out = [0.0f32];
         d1.copy_to(&mut out[..]).map_err(m)?;
         equal("out", out, [2.5])
-    });
-    t.refuse("mult_ker_events: empty", Want::Invalid(k), || {
-        gpu.mult_ker_events(e.view())
-    });
-    t.works("mult_ker_events: one element", || {
-        equal(
-            "out",
-            gpu.mult_ker_events(ArrayView1::from(&one))
-                .map_err(m)?
-                .0
-                .to_vec(),
-            vec![1.75],
-        )
     });
     // Lanes.
     let lane = "lane";
@@ -915,6 +911,27 @@ fn refusals(gpu: &Gpu) -> Result<(), Failed> {
             );
         }
     }
+    t.finish()
+}
+
+fn event_and_batch_refusals(gpu: &Gpu) -> Result<(), Failed> {
+    let mut t = Cases::new("streams::event_and_batch_refusals");
+    let k = "mult_ker";
+    let e = Array1::<f32>::zeros(0);
+    let one = [1.75f32];
+    t.refuse("mult_ker_events: empty", Want::Invalid(k), || {
+        gpu.mult_ker_events(e.view())
+    });
+    t.works("mult_ker_events: one element", || {
+        equal(
+            "out",
+            gpu.mult_ker_events(ArrayView1::from(&one))
+                .map_err(m)?
+                .0
+                .to_vec(),
+            vec![1.75],
+        )
+    });
     // Batches.
     for (case, inputs) in [
         ("no arrays", vec![]),

@@ -17,7 +17,10 @@ const LAUNCHES: usize = 1000;
 
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
-    vec![gpu_alone!(threads_x_launches_no_error_no_leak)]
+    vec![hardware_alone!(
+        "device-wide free memory, per-thread streams",
+        threads_x_launches_no_error_no_leak
+    )]
 }
 
 fn worker(gpu: &Gpu, id: usize) -> Result<()> {
@@ -85,7 +88,7 @@ fn all_threads(gpu: &Gpu) -> Result<(), Failed> {
 /// threads and streams it has seen (6 MiB after the first pass on the H100),
 /// so the leak check compares free memory around the second pass. The free
 /// memory is the whole device's, so this trial runs alone
-/// (`gpu_alone!`).
+/// (`hardware_alone!`).
 fn threads_x_launches_no_error_no_leak(gpu: &Gpu) -> Result<(), Failed> {
     all_threads(gpu)?;
     gpu.bind().map_err(fail)?;

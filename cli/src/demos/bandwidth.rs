@@ -9,7 +9,7 @@
 //! mismatch fails the bench.
 use std::fmt::Debug;
 
-use crate::cust::memory::{CopyDestination, DeviceBuffer, DeviceSlice};
+use crate::{DeviceBuffer, DeviceSlice};
 use ndarray::{Array1, ArrayView1, ArrayView2, ArrayViewMut1};
 
 use super::foundation::size_label;
@@ -20,7 +20,7 @@ use crate::matrices::{Elementwise, ElementwiseElement, doubles_matrix_cpu, eleme
 use crate::multiply::{multiply_cpu, vector_sum_i32_cpu};
 
 use crate::util::Rng;
-use crate::{CudaResultExt, Error, Gpu, Result};
+use crate::{Error, Gpu, Result};
 
 const K: &str = "bench";
 const REPS: usize = 20;
@@ -167,17 +167,16 @@ fn elementwise_cpu_parallel<Op: Elementwise<T>, T: ElementwiseElement + Send + S
 }
 
 /// `host` on the device, `offset` elements into a buffer (zeros before).
-fn upload<T: ElementwiseElement>(host: &[T], offset: usize) -> Result<DeviceBuffer<T>> {
+fn upload<T: ElementwiseElement>(gpu: &Gpu, host: &[T], offset: usize) -> Result<DeviceBuffer<T>> {
     let mut padded = vec![T::default(); offset];
     padded.extend_from_slice(host);
-    DeviceBuffer::from_slice(&padded).during(K, "copy an array to the device")
+    gpu.to_device(&padded)
 }
 
 /// The `n` elements from `offset` of a device buffer, on the host.
 fn download<T: ElementwiseElement>(d: &DeviceSlice<T>, n: usize) -> Result<Array1<T>> {
     let mut host = vec![T::default(); d.len()];
-    d.copy_to(&mut host[..])
-        .during(K, "copy a result to the host")?;
+    d.copy_to(&mut host[..])?;
     Ok(Array1::from(host.split_off(host.len() - n)))
 }
 
@@ -237,8 +236,11 @@ fn two_inputs<T: ElementwiseElement + PartialEq + Debug + Send>(
     let size = format!("{}{}", size_label(n), from_element(offset));
     let a = Array1::from(fill(n, 1, &value));
     let b = Array1::from(fill(n, 2, &value));
-    let (da, db) = (upload(&a.to_vec(), offset)?, upload(&b.to_vec(), offset)?);
-    let dc = upload(&vec![T::default(); n], offset)?;
+    let (da, db) = (
+        upload(gpu, &a.to_vec(), offset)?,
+        upload(gpu, &b.to_vec(), offset)?,
+    );
+    let dc = upload(gpu, &vec![T::default(); n], offset)?;
     let (sa, sb, mut sc) = (da.index(offset..), db.index(offset..), dc.index(offset..));
     let kind = format!("{size} {}", std::any::type_name::<T>());
     let timed = time_row(gpu, kernel, kind, 12 * n, || launch(&sa, &sb, &mut sc))?;
@@ -269,7 +271,7 @@ where
         .collect();
     let mut bufs = host
         .iter()
-        .map(|h| upload(h, offset))
+        .map(|h| upload(gpu, h, offset))
         .collect::<Result<Vec<_>>>()?;
     let bytes = (ni + no + 2 * nio) * n * std::mem::size_of::<T>();
     let run = |bufs: &[DeviceBuffer<T>]| {
@@ -284,7 +286,7 @@ where
     // The check: fresh in-out arrays, one launch, against the CPU.
     gpu.synchronize(K)?;
     for (buf, h) in bufs[ni..].iter_mut().zip(&host[ni..]) {
-        *buf = upload(h, offset)?;
+        *buf = upload(gpu, h, offset)?;
     }
     run(&bufs)?;
     gpu.synchronize(K)?;
@@ -313,13 +315,13 @@ fn doubles(
     let n = rows * cols;
     let size = format!("{rows}×{cols} f32{}", from_element(offset));
     let host = fill(n, 5, |r: u64| (r >> 40) as f32 / (1u64 << 23) as f32 - 1.0);
-    let mut dm = upload(&host, offset)?;
+    let mut dm = upload(gpu, &host, offset)?;
     let mut sm = dm.index(offset..);
     let timed = time_row(gpu, "doubles_matrix", size, 8 * n, || {
         gpu.doubles_matrix_on_device(&mut sm, rows, cols)
     })?;
     gpu.synchronize(K)?;
-    dm = upload(&host, offset)?;
+    dm = upload(gpu, &host, offset)?;
     let mut sm = dm.index(offset..);
     gpu.doubles_matrix_on_device(&mut sm, rows, cols)?;
     gpu.synchronize(K)?;

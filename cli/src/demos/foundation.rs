@@ -4,10 +4,11 @@ use std::path::Path;
 
 use ndarray::Array1;
 
-use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, no_gpu};
+use super::{
+    BenchRecord, Check, Report, Row, cpu_time, exact_check, gpu_time, hardware_only, no_gpu, sized,
+};
 use crate::bench::gb_per_s;
 use crate::multiply::{MemoryMode, multiply_cpu, multiply_inputs, vector_sum_i32_cpu};
-use crate::timing::GpuTimer;
 use crate::util::Rng;
 use crate::{Gpu, Result};
 
@@ -63,7 +64,7 @@ pub fn run(cmd: &Command, gpu: Option<&Gpu>, report: &mut Report) -> Result<()> 
 /// The foundation part of `cuda-kernels demo`.
 pub fn run_all(gpu: Option<&Gpu>, _out_dir: &Path, report: &mut Report) -> Result<()> {
     device_query(gpu, report)?;
-    multiply(gpu, 1 << 20, report)?;
+    multiply(gpu, sized(gpu, 1 << 20, (1 << 18) + 3), report)?;
     vector_sum(gpu, 100, report)?;
     hello(gpu, 1, 3, false, report)?;
     overhead(gpu, 20_000, report)
@@ -71,9 +72,17 @@ pub fn run_all(gpu: Option<&Gpu>, _out_dir: &Path, report: &mut Report) -> Resul
 
 /// K2: the device query, as `cuda-kernels info` prints it.
 fn device_query(gpu: Option<&Gpu>, report: &mut Report) -> Result<()> {
-    if gpu.is_none() {
-        report.push(Row::new("device query", "-", no_gpu()));
-        return Ok(());
+    match gpu {
+        None => {
+            report.push(Row::new("device query", "-", no_gpu()));
+            return Ok(());
+        }
+        Some(gpu) if gpu.is_simulated() => {
+            let check = hardware_only("the CUDA devices");
+            report.push(Row::new("device query", "-", check));
+            return Ok(());
+        }
+        Some(_) => {}
     }
     let (driver, devices) = crate::device_info::query_devices()?;
     println!("CUDA driver {driver}, {} device(s)", devices.len());
@@ -100,6 +109,15 @@ fn multiply(gpu: Option<&Gpu>, n: usize, report: &mut Report) -> Result<()> {
         report.push(row);
         return Ok(());
     };
+    if gpu.is_simulated() {
+        let c = gpu.multiply(a.view(), b.view())?;
+        let mut row = Row::new("multiply", size.clone(), exact_check(&c, &expected));
+        row.cpu_ms = Some(cpu_ms);
+        report.push(row);
+        let check = hardware_only("unified memory");
+        report.push(Row::new("multiply (unified memory)", size, check));
+        return Ok(());
+    }
     for (label, mode) in [
         ("multiply", MemoryMode::Device),
         ("multiply (unified memory)", MemoryMode::Unified),
@@ -135,8 +153,8 @@ fn vector_sum(gpu: Option<&Gpu>, n: usize, report: &mut Report) -> Result<()> {
     let mut row = Row::new("vector_sum_i32", size_label(n), no_gpu());
     row.cpu_ms = Some(cpu_ms);
     if let Some(gpu) = gpu {
-        let (res, ms) = GpuTimer::time(gpu.stream(), || gpu.vector_sum_i32(a.view(), b.view()))?;
-        row.gpu_ms = Some(ms as f64);
+        let (res, ms) = gpu_time(gpu, || gpu.vector_sum_i32(a.view(), b.view()))?;
+        row.gpu_ms = ms;
         row.check = exact_check(&res, &expected);
         if n <= 100 {
             println!("a   = {a}\nb   = {b}\na+b = {res}");
@@ -171,13 +189,18 @@ fn hello(
 }
 
 fn overhead(gpu: Option<&Gpu>, launches: usize, report: &mut Report) -> Result<()> {
-    let Some(gpu) = gpu else {
-        report.push(Row::new(
-            "empty_kernel launch rate",
-            format!("{launches} launches"),
-            no_gpu(),
-        ));
-        return Ok(());
+    let size = format!("{launches} launches");
+    let gpu = match gpu {
+        None => {
+            report.push(Row::new("empty_kernel launch rate", size, no_gpu()));
+            return Ok(());
+        }
+        Some(gpu) if gpu.is_simulated() => {
+            let check = hardware_only("launch timings");
+            report.push(Row::new("empty_kernel launch rate", size, check));
+            return Ok(());
+        }
+        Some(gpu) => gpu,
     };
     let rates = gpu.launch_overhead(launches)?;
     for (label, rate) in [

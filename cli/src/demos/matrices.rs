@@ -5,17 +5,20 @@ use std::path::Path;
 
 use ndarray::{Array1, Array2, ArrayD, IxDyn};
 
-use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, median_gpu_ms, no_gpu};
+use super::foundation::size_label;
+use super::{
+    BenchRecord, Check, Report, Row, cpu_time, exact_check, gpu_time, median_gpu_ms, no_gpu, sized,
+};
+use crate::DeviceBuffer;
 use crate::cublas::Cublas;
-use crate::cust::memory::{CopyDestination, DeviceBuffer};
 use crate::matrices::kernels::{lerp, saxpy, sum};
 use crate::matrices::{
     MatmulKernel, MatmulReference, allclose, check_matmul, doubles_matrix_cpu, elementwise_cpu,
     gufunc_matmul_i64_cpu, matmul_cpu, vector_sum_repeat_cpu,
 };
-use crate::timing::{GpuTimer, median};
+use crate::timing::median;
 use crate::util::Rng;
-use crate::{CudaResultExt, Gpu, Result};
+use crate::{Gpu, Result};
 
 /// The matrices subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -84,9 +87,10 @@ pub fn run(cmd: &Command, gpu: Option<&Gpu>, report: &mut Report) -> Result<()> 
 pub fn run_all(gpu: Option<&Gpu>, _out_dir: &Path, report: &mut Report) -> Result<()> {
     doubles(gpu, 5, 5, report)?;
     matmul(gpu, 5, 5, 5, report)?;
-    matmul(gpu, 1024, 1024, 1024, report)?;
+    let m = sized(gpu, 1024, 129);
+    matmul(gpu, m, m, m, report)?;
     elementwise(gpu, 100, report)?;
-    repeat(gpu, 10_000, 10_000, report)?;
+    repeat(gpu, 10_000, sized(gpu, 10_000, 100) as u32, report)?;
     gufunc(gpu, 10, &[], report)
 }
 
@@ -110,13 +114,11 @@ fn doubles(gpu: Option<&Gpu>, rows: usize, cols: usize, report: &mut Report) -> 
     row.cpu_ms = Some(cpu_ms);
     if let Some(gpu) = gpu {
         let mut doubled = a.clone();
-        let ((), ms) = GpuTimer::time(gpu.stream(), || {
-            gpu.doubles_matrix_in_place(doubled.view_mut())
-        })?;
+        let ((), ms) = gpu_time(gpu, || gpu.doubles_matrix_in_place(doubled.view_mut()))?;
         if small {
             println!("DOUBLED MATRIX AFTER GPU EXECUTION\n{doubled}");
         }
-        row.gpu_ms = Some(ms as f64);
+        row.gpu_ms = ms;
         row.check = exact_check(&doubled, &expected);
     }
     report.push(row);
@@ -146,9 +148,18 @@ fn matmul(gpu: Option<&Gpu>, m: usize, k: usize, n: usize, report: &mut Report) 
     };
     let flop = 2.0 * m as f64 * k as f64 * n as f64;
     for kernel in [MatmulKernel::Naive, MatmulKernel::Tiled] {
-        // Warm-up, then the timed run.
-        gpu.matmul_timed(kernel, a.view(), b.view())?;
-        let (c, t) = gpu.matmul_timed(kernel, a.view(), b.view())?;
+        // Warm-up, then the timed run (on the simulator: one untimed run).
+        let (c, kernel_ms) = if gpu.is_simulated() {
+            let c = match kernel {
+                MatmulKernel::Naive => gpu.matrix_mul_naive(a.view(), b.view())?,
+                MatmulKernel::Tiled => gpu.matrix_mul_tiled(a.view(), b.view())?,
+            };
+            (c, None)
+        } else {
+            gpu.matmul_timed(kernel, a.view(), b.view())?;
+            let (c, t) = gpu.matmul_timed(kernel, a.view(), b.view())?;
+            (c, Some(f64::from(t.kernel_ms)))
+        };
         if small {
             println!("{}\nMatrix C ({}):\n{c}", "-".repeat(80), kernel.entry());
         }
@@ -171,9 +182,9 @@ fn matmul(gpu: Option<&Gpu>, m: usize, k: usize, n: usize, report: &mut Report) 
         report.push(Row {
             kernel: kernel.entry().into(),
             size: size.clone(),
-            gpu_ms: Some(t.kernel_ms as f64),
+            gpu_ms: kernel_ms,
             cpu_ms: Some(cpu_ms),
-            throughput: Some(format!("{:.1} GFLOP/s", flop / (t.kernel_ms as f64 * 1e6))),
+            throughput: kernel_ms.map(|ms| format!("{:.1} GFLOP/s", flop / (ms * 1e6))),
             check,
         });
     }
@@ -194,20 +205,20 @@ fn elementwise(gpu: Option<&Gpu>, n: usize, report: &mut Report) -> Result<()> {
     row.cpu_ms = Some(cpu_ms);
     if let Some(gpu) = gpu {
         let mut c = Array1::<i32>::zeros(n);
-        let ((), ms) = GpuTimer::time(gpu.stream(), || {
+        let ((), ms) = gpu_time(gpu, || {
             gpu.elementwise_sum(a.view(), b.view(), c.view_mut())
         })?;
         println!("ELEMENTWISE SUM OF TWO VECTORS\nVECTOR LENGTH = {n}");
         if n <= 100 {
             println!("INPUT VECTOR A\n{a}\nINPUT VECTOR B\n{b}\nOUTPUT VECTOR RESULT A + B\n{c}");
         }
-        row.gpu_ms = Some(ms as f64);
+        row.gpu_ms = ms;
         row.check = exact_check(&c, &expected);
     }
     report.push(row);
 
     // saxpy and a three-array expression, on 2^20 f32.
-    let m = 1usize << 20;
+    let m = sized(gpu, 1 << 20, (1 << 18) + 3);
     let x: Array1<f32> = (0..m).map(|_| rng.normal() as f32).collect();
     let y0: Array1<f32> = (0..m).map(|_| rng.normal() as f32).collect();
     let t: Array1<f32> = (0..m).map(|_| rng.uniform() as f32).collect();
@@ -224,22 +235,23 @@ fn elementwise(gpu: Option<&Gpu>, n: usize, report: &mut Report) -> Result<()> {
         )
     });
     r?;
-    let mut saxpy_row = Row::new("elementwise_saxpy_f32 (+ transfers)", "2^20", no_gpu());
+    let size = size_label(m);
+    let mut saxpy_row = Row::new("elementwise_saxpy_f32 (+ transfers)", &size, no_gpu());
     saxpy_row.cpu_ms = Some(saxpy_cpu_ms);
-    let mut lerp_row = Row::new("elementwise_lerp_f32 (+ transfers)", "2^20", no_gpu());
+    let mut lerp_row = Row::new("elementwise_lerp_f32 (+ transfers)", size, no_gpu());
     lerp_row.cpu_ms = Some(lerp_cpu_ms);
     if let Some(gpu) = gpu {
         let mut y = y0.clone();
-        let ((), ms) = GpuTimer::time(gpu.stream(), || {
+        let ((), ms) = gpu_time(gpu, || {
             gpu.elementwise_saxpy(x.view(), y.view_mut(), 2.0f32)
         })?;
-        saxpy_row.gpu_ms = Some(ms as f64);
+        saxpy_row.gpu_ms = ms;
         saxpy_row.check = exact_check(&y, &y_cpu);
         let mut out = Array1::<f32>::zeros(m);
-        let ((), ms) = GpuTimer::time(gpu.stream(), || {
+        let ((), ms) = gpu_time(gpu, || {
             gpu.elementwise_lerp(x.view(), y0.view(), t.view(), out.view_mut())
         })?;
-        lerp_row.gpu_ms = Some(ms as f64);
+        lerp_row.gpu_ms = ms;
         lerp_row.check = exact_check(&out, &lerp_cpu);
     }
     report.push(saxpy_row);
@@ -261,7 +273,16 @@ fn repeat(gpu: Option<&Gpu>, n: usize, repeats: u32, report: &mut Report) -> Res
         report.push(row);
         return Ok(());
     };
-    let (c, t) = gpu.vector_sum_repeat(a.view(), b.view(), repeats)?;
+    if gpu.is_simulated() {
+        let c = gpu.vector_sum_repeat(a.view(), b.view(), repeats)?;
+        let norm = (&c - &c_cpu).mapv(|d| f64::from(d).powi(2)).sum().sqrt();
+        println!("la.norm(cpu_result - gpu_result) = {norm} (simulated)");
+        let mut row = Row::new("vector_sum_repeat", size, repeat_check(&c, &c_cpu));
+        row.cpu_ms = Some(cpu_ms);
+        report.push(row);
+        return Ok(());
+    }
+    let (c, t) = gpu.vector_sum_repeat_timed(a.view(), b.view(), repeats)?;
     println!("GPU Kernel evaluation Time: {} s", t.kernel_ms / 1e3);
     println!("GPU Time: {} s", t.with_transfers_ms / 1e3);
     let norm = (&c - &c_cpu).mapv(|d| f64::from(d).powi(2)).sum().sqrt();
@@ -306,11 +327,11 @@ fn gufunc(gpu: Option<&Gpu>, dim: usize, batch: &[usize], report: &mut Report) -
     );
     row.cpu_ms = Some(cpu_ms);
     if let Some(gpu) = gpu {
-        let (c, ms) = GpuTimer::time(gpu.stream(), || gpu.gufunc_matmul_i64(a.view(), b.view()))?;
+        let (c, ms) = gpu_time(gpu, || gpu.gufunc_matmul_i64(a.view(), b.view()))?;
         if small {
             println!("RESULT MATRIX C = A*B\n:\n{c}");
         }
-        row.gpu_ms = Some(ms as f64);
+        row.gpu_ms = ms;
         row.check = exact_check(&c, &c_cpu);
     }
     report.push(row);
@@ -392,9 +413,9 @@ fn bench_sgemm(gpu: &Gpu, rng: &mut Rng, records: &mut Vec<BenchRecord>) -> Resu
         let SgemmCase { m, k, n, reps, .. } = *case;
         let a = randn2(m, k, rng);
         let b = randn2(k, n, rng);
-        let da = DeviceBuffer::from_slice(a.as_slice().unwrap_or(&[])).during("bench", "copy A")?;
-        let db = DeviceBuffer::from_slice(b.as_slice().unwrap_or(&[])).during("bench", "copy B")?;
-        let mut dc = DeviceBuffer::<f32>::zeroed(m * n).during("bench", "allocate C")?;
+        let da = gpu.to_device(a.as_slice().unwrap_or(&[]))?;
+        let db = gpu.to_device(b.as_slice().unwrap_or(&[]))?;
+        let mut dc = gpu.zeroed::<f32>(m * n)?;
         let (reference, ref_ms) = cpu_time(|| MatmulReference::new(a.view(), b.view()));
         let reference = reference?;
         eprintln!(
@@ -411,9 +432,8 @@ fn bench_sgemm(gpu: &Gpu, rng: &mut Rng, records: &mut Vec<BenchRecord>) -> Resu
         // cannot pass on the previous one's result), checks it.
         let checked = |dc: &mut DeviceBuffer<f32>| -> Result<Check> {
             let mut c = Array2::<f32>::zeros((m, n));
-            dc.copy_to(c.as_slice_mut().unwrap_or(&mut []))
-                .during("bench", "copy C back")?;
-            dc.set_32(0).during("bench", "zero C")?;
+            dc.copy_to(c.as_slice_mut().unwrap_or(&mut []))?;
+            dc.set_32(0)?;
             let chk = reference.check(c.view())?;
             Ok(if chk.passed() {
                 Check::Pass(format!(
@@ -507,7 +527,7 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     let mut times = Vec::new();
     let mut last = None;
     for rep in 0..6 {
-        let (c, t) = gpu.vector_sum_repeat(a.view(), a.view(), 10_000)?;
+        let (c, t) = gpu.vector_sum_repeat_timed(a.view(), a.view(), 10_000)?;
         if rep > 0 {
             times.push(t.kernel_ms);
         }

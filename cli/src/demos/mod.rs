@@ -1,6 +1,12 @@
 //! The seed demos behind the `cuda-kernels` command, one module per kernel
-//! family. Each demo runs on the GPU when there is one, always computes the
-//! CPU reference, and adds rows to a [`Report`] (the results table).
+//! family. Each demo runs on the GPU when there is one, or on the CPU
+//! simulator (without a GPU, with `--sim`, or with `CUDA_KERNELS_SIM=1`: the
+//! kernels' own code, at sizes that finish in seconds, untimed), always
+//! computes the CPU reference, and adds rows to a [`Report`] (the results
+//! table). On the simulator, a demo about the hardware itself (the device
+//! query, unified memory, launch rates, streams' concurrency, events,
+//! contexts, the driver-API and C ABI paths) adds a row saying it was not
+//! run ([`hardware_only`]).
 //!
 //! A family module offers:
 //! - `Command`: its subcommands (flattened into the CLI);
@@ -72,11 +78,30 @@ impl Row {
 pub struct Report {
     /// Rows in the order the demos ran.
     pub rows: Vec<Row>,
+    /// Whether the kernels ran on the simulator: rows get `[sim]` after the
+    /// kernel's name and no GPU time or throughput.
+    pub simulated: bool,
 }
 
 impl Report {
-    /// Adds a row.
-    pub fn push(&mut self, row: Row) {
+    /// A report for a run on `gpu` (the simulator's: see [`Report::simulated`]).
+    pub fn for_gpu(gpu: Option<&Gpu>) -> Self {
+        Self {
+            rows: Vec::new(),
+            simulated: simulated(gpu),
+        }
+    }
+
+    /// Adds a row (on the simulator: marked `[sim]`, its GPU time and
+    /// throughput dropped, so that no simulated time can pass for a GPU's).
+    pub fn push(&mut self, mut row: Row) {
+        if self.simulated {
+            row.gpu_ms = None;
+            row.throughput = None;
+            if !matches!(row.check, Check::Skipped(_)) {
+                row.kernel.push_str(" [sim]");
+            }
+        }
         self.rows.push(row);
     }
 
@@ -91,7 +116,11 @@ impl Report {
         let mut cells = vec![[
             "kernel".to_string(),
             "size".into(),
-            "GPU ms".into(),
+            if self.simulated {
+                "GPU ms (none: simulated)".into()
+            } else {
+                "GPU ms".into()
+            },
             "CPU ms".into(),
             "speedup".into(),
             "throughput".into(),
@@ -244,6 +273,33 @@ pub fn median_gpu_ms(
         }
     }
     Ok(crate::timing::median(&mut times))
+}
+
+/// Whether `gpu` is the CPU simulator.
+pub fn simulated(gpu: Option<&Gpu>) -> bool {
+    gpu.is_some_and(Gpu::is_simulated)
+}
+
+/// A demo's size: `full` on a GPU (and for the CPU reference alone),
+/// `on_simulator` on the simulator, where the kernels run on the CPU.
+pub fn sized(gpu: Option<&Gpu>, full: usize, on_simulator: usize) -> usize {
+    if simulated(gpu) { on_simulator } else { full }
+}
+
+/// `work`'s result and the GPU time of what it queued on [`Gpu::stream`], in
+/// ms (CUDA events); on the simulator `work` runs untimed (`None`).
+pub fn gpu_time<T>(gpu: &Gpu, work: impl FnOnce() -> Result<T>) -> Result<(T, Option<f64>)> {
+    if gpu.is_simulated() {
+        return Ok((work()?, None));
+    }
+    let (value, ms) = crate::timing::GpuTimer::time(gpu.stream(), work)?;
+    Ok((value, Some(f64::from(ms))))
+}
+
+/// The check of a demo about the hardware itself (`what`), which the
+/// simulator does not run.
+pub fn hardware_only(what: &str) -> Check {
+    Check::Skipped(format!("hardware-only ({what}): not run on the simulator"))
 }
 
 /// Milliseconds a closure takes on the CPU, with its result.

@@ -10,16 +10,16 @@ use std::str::FromStr;
 use ndarray::Array1;
 
 use super::foundation::size_label;
-use super::{BenchRecord, Check, Report, Row, cpu_time, median_gpu_ms, no_gpu};
+use super::{BenchRecord, Check, Report, Row, cpu_time, median_gpu_ms, no_gpu, sized};
+use crate::DeviceBuffer;
 use crate::bench::{device_copy_gbps, gb_per_s};
-use crate::cust::memory::DeviceBuffer;
 use crate::reduce::{
     Element, Max, Min, Product, ReduceKernel, ReduceOrder, ReduceScratch, Sum, Xor, accurate_sum,
     float_sum_tolerance, reduce_cpu, reduce_in_gpu_order,
 };
 use crate::timing::{GpuTimer, median};
 use crate::util::Rng;
-use crate::{CudaResultExt, Error, Gpu, Result};
+use crate::{Error, Gpu, Result};
 
 /// The reduce subcommands.
 #[derive(Debug, clap::Subcommand)]
@@ -261,8 +261,8 @@ fn reduce_demo<Op: ReduceKernel<T>, T: DemoElement>(
     let check = compare::<Op, T>(got, expected, slice, init, order)?;
     let mut row = Row::new(label, size, check);
     row.cpu_ms = Some(cpu_ms);
-    if n > 0 {
-        let device = DeviceBuffer::from_slice(slice).during(label, "copy the input")?;
+    if n > 0 && !gpu.is_simulated() {
+        let device = gpu.to_device(slice)?;
         let mut scratch = gpu.reduce_scratch::<T>()?;
         let ms = time_reduce::<Op, T>(gpu, &device, &mut scratch, 5, 3)?;
         let again = scratch.result(gpu)?;
@@ -305,7 +305,7 @@ pub fn time_reduce<Op: ReduceKernel<T>, T: Element>(
 /// of nothing.
 pub fn run_all(gpu: Option<&Gpu>, _out_dir: &Path, report: &mut Report) -> Result<()> {
     dispatch(gpu, OpName::Sum, DType::I64, 10_000, None, true, report)?;
-    for n in [1usize, 1_000_003, 1 << 24] {
+    for n in [1usize, 1_000_003, sized(gpu, 1 << 24, (1 << 20) + 3)] {
         random_demo::<Sum, f32>(gpu, n, 1, report)?;
         random_demo::<Max, f32>(gpu, n, 2, report)?;
         random_demo::<Sum, i32>(gpu, n, 3, report)?;
@@ -458,7 +458,7 @@ fn bench_type<T: DemoElement>(
 ) -> Result<()> {
     let mut rng = Rng::new(28);
     let host: Vec<T> = (0..n).map(|_| T::random(&mut rng)).collect();
-    let device = DeviceBuffer::from_slice(&host).during("reduce", "copy the input")?;
+    let device = gpu.to_device(&host)?;
     let scratch = gpu.reduce_scratch::<T>()?;
     let mut t = TypeBench {
         gpu,

@@ -9,7 +9,9 @@ use std::time::Instant;
 use ndarray::{Array1, Array2, ArrayView2};
 
 use super::foundation::size_label;
-use super::{BenchRecord, Check, Report, Row, cpu_time, exact_check, no_gpu};
+use super::{
+    BenchRecord, Check, Report, Row, cpu_time, exact_check, gpu_time, hardware_only, no_gpu,
+};
 use crate::async_mem::Lane;
 use crate::bench::{device_copy_gbps, gb_per_s};
 use crate::contexts::{manual_context_roundtrip, threads_mult_ker};
@@ -180,8 +182,8 @@ fn mult_ker(
     row.cpu_ms = Some(cpu_ms);
     if let Some(gpu) = gpu {
         gpu.bind()?;
-        let (out, ms) = GpuTimer::time(gpu.stream(), || gpu.mult_ker(data.view(), grid, block))?;
-        row.gpu_ms = Some(ms as f64);
+        let (out, ms) = gpu_time(gpu, || gpu.mult_ker(data.view(), grid, block))?;
+        row.gpu_ms = ms;
         row.check = exact(
             first_difference(
                 out.as_slice().unwrap_or(&[]),
@@ -202,11 +204,19 @@ fn streams(
     report: &mut Report,
 ) -> Result<()> {
     let size = format!("{arrays} × {}", size_label(len));
-    let Some(gpu) = gpu else {
-        for name in ["mult_ker, default stream", "mult_ker, one stream per array"] {
-            report.push(Row::new(name, size.clone(), no_gpu()));
+    let gpu = match gpu {
+        Some(gpu) if !gpu.is_simulated() => gpu,
+        _ => {
+            let check = if gpu.is_some() {
+                hardware_only("streams' concurrency")
+            } else {
+                no_gpu()
+            };
+            for name in ["mult_ker, default stream", "mult_ker, one stream per array"] {
+                report.push(Row::new(name, size.clone(), check.clone()));
+            }
+            return Ok(());
         }
-        return Ok(());
     };
     let inputs = randn_arrays(arrays, len, 13);
     let serial = SerialBatch::new(gpu, &inputs)?.run()?;
@@ -270,13 +280,17 @@ fn streams(
 
 fn events(gpu: Option<&Gpu>, len: usize, report: &mut Report) -> Result<()> {
     let size = size_label(len);
-    let Some(gpu) = gpu else {
-        report.push(Row::new(
-            "mult_ker <<<1, 64>>> between events",
-            size,
-            no_gpu(),
-        ));
-        return Ok(());
+    let gpu = match gpu {
+        Some(gpu) if !gpu.is_simulated() => gpu,
+        _ => {
+            let check = if gpu.is_some() {
+                hardware_only("events")
+            } else {
+                no_gpu()
+            };
+            report.push(Row::new("mult_ker <<<1, 64>>> between events", size, check));
+            return Ok(());
+        }
     };
     let data: Array1<f32> = randn_arrays(1, len, 14).remove(0).into();
     let (out, ev) = gpu.mult_ker_events(data.view())?;
@@ -308,16 +322,21 @@ fn events(gpu: Option<&Gpu>, len: usize, report: &mut Report) -> Result<()> {
 
 fn contexts(gpu: Option<&Gpu>, threads: usize, len: usize, report: &mut Report) -> Result<()> {
     let size = format!("{threads} threads × {}", size_label(len));
-    if gpu.is_none() {
+    if gpu.is_none_or(Gpu::is_simulated) {
+        let check = if gpu.is_some() {
+            hardware_only("contexts")
+        } else {
+            no_gpu()
+        };
         report.push(Row::new(
             "manual context: [1, 2, 3] round trip",
             "3",
-            no_gpu(),
+            check.clone(),
         ));
         report.push(Row::new(
             "mult_ker, one context per host thread",
             size,
-            no_gpu(),
+            check,
         ));
         return Ok(());
     }

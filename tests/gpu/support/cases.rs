@@ -47,6 +47,9 @@ pub enum Want {
     NotFound(&'static str),
     /// `Error::Cuda` naming this kernel (a driver call refused the input).
     Cuda(&'static str),
+    /// `Error::NotOnSimulator`: a hardware-only feature asked of the
+    /// simulator.
+    NotOnSimulator,
 }
 
 impl Want {
@@ -57,6 +60,7 @@ impl Want {
             (Want::ModuleLoad, Error::ModuleLoad { .. }) => true,
             (Want::NotFound(k), Error::KernelNotFound { name }) => name == k,
             (Want::Cuda(k), Error::Cuda { kernel, .. }) => *kernel == k,
+            (Want::NotOnSimulator, Error::NotOnSimulator { .. }) => true,
             _ => false,
         }
     }
@@ -123,6 +127,24 @@ impl Cases {
         }
     }
 
+    /// A case of a hardware-only feature (timings, unified memory, …) on
+    /// valid input: on a GPU `run` must work and `check` say nothing is
+    /// wrong; on the simulator `run` must be refused with
+    /// `Error::NotOnSimulator`.
+    pub fn works_on_gpu<R>(
+        &mut self,
+        gpu: &Gpu,
+        case: &str,
+        run: impl FnOnce() -> cuda_kernels::Result<R>,
+        check: impl FnOnce(R) -> Result<(), String>,
+    ) {
+        if gpu.is_simulated() {
+            self.refuse(&format!("{case} (simulator)"), Want::NotOnSimulator, run);
+        } else {
+            self.works(case, || check(run().map_err(m)?));
+        }
+    }
+
     /// Prints the count and fails with every failing case.
     pub fn finish(self) -> Result<(), Failed> {
         eprintln!(
@@ -163,6 +185,22 @@ pub fn equal<T: PartialEq + Debug>(what: &str, got: T, want: T) -> Result<(), St
 /// `Err(msg)` unless `cond`.
 pub fn require(cond: bool, msg: impl FnOnce() -> String) -> Result<(), String> {
     if cond { Ok(()) } else { Err(msg()) }
+}
+
+/// A GPU on which a launcher that forgot a check does no harm: on a GPU, one
+/// whose module holds none of this crate's kernels ([`kernel_less`]); on the
+/// simulator, a simulator of its own (a kernel that faults there is
+/// reported as an error and leaves it usable).
+pub fn harmless(gpu: &Gpu, t: &mut Cases) -> Option<Gpu> {
+    if !gpu.is_simulated() {
+        return kernel_less(t);
+    }
+    let mut sim = None;
+    t.works("Gpu::simulator()", || {
+        sim = Some(Gpu::simulator().map_err(m)?);
+        Ok(())
+    });
+    sim
 }
 
 /// A GPU whose module holds none of this crate's kernels: a launcher that

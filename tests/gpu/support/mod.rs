@@ -173,15 +173,22 @@ pub const PTX_WITHOUT_KERNEL: &str = ".version 6.0\n.target sm_70\n.address_size
 pub const PTX_GARBAGE: &str =
     ".version 6.0\n.target sm_70\n.address_size 64\n\nthis is not ptx at all {";
 
-/// Runs this test binary again with `var=1` set and returns what it did: for
-/// tests that need a process of their own (device printf on stdout, a fault
-/// that ruins the context, a leak check that no other trial may disturb).
-/// `main` dispatches on the variable before any trial starts.
-pub fn rerun_self(var: &str) -> Result<std::process::Output, Failed> {
+/// Runs this test binary again with `var=1` set, on the backend of `gpu`
+/// (`CUDA_KERNELS_SIM=1` set for the simulator, removed for the GPU), and
+/// returns what it did: for tests that need a process of their own (device
+/// printf on stdout, a fault that ruins the context). `main` dispatches on
+/// the variable before any trial starts; the child opens its `Gpu` with
+/// `cuda_kernels::gpu()`.
+pub fn rerun_self(gpu: &cuda_kernels::Gpu, var: &str) -> Result<std::process::Output, Failed> {
     let exe = std::env::current_exe().map_err(|e| Failed::from(e.to_string()))?;
-    std::process::Command::new(exe)
-        .env(var, "1")
-        .output()
+    let mut cmd = std::process::Command::new(exe);
+    cmd.env(var, "1");
+    if crate::common::simulated(gpu) {
+        cmd.env(crate::common::SIM, "1");
+    } else {
+        cmd.env_remove(crate::common::SIM);
+    }
+    cmd.output()
         .map_err(|e| Failed::from(format!("re-running the test binary: {e}")))
 }
 
