@@ -136,8 +136,6 @@ fn life_bands_match_the_cpu_on_both_halo_paths() -> Result<()> {
 }
 
 #[test]
-#[ignore = "the reductions need warp shuffles, which the simulator does not run yet \
-            (simcore's scheduler); run with --ignored once it does"]
 fn reduce_split_and_resident() -> Result<()> {
     let g = devices();
     let mut rng = Rng::new(3);
@@ -168,8 +166,6 @@ fn a_resident_share_listed_with_another_device_is_refused() -> Result<()> {
 }
 
 #[test]
-#[ignore = "the tiled SGEMM needs barriers, which the simulator does not run yet \
-            (simcore's scheduler); run with --ignored once it does"]
 fn sgemm_split_by_rows() -> Result<()> {
     let g = devices();
     let mut rng = Rng::new(15);
