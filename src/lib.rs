@@ -44,7 +44,7 @@ pub fn cuda_gpu() -> Result<Gpu> {
     Gpu::from_images(&IMAGES)
 }
 
-/// Opens CUDA device `ordinal` with the embedded kernels (as [`gpu`] does
+/// Opens CUDA device `ordinal` with the embedded kernels (as [`gpu()`] does
 /// device 0). An ordinal that names no usable device is
 /// [`Error::NoSuchDevice`], naming the devices there are.
 pub fn gpu_on(ordinal: u32) -> Result<Gpu> {
