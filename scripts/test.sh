@@ -13,7 +13,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # The kernels and the device crate as the GPU build sees them (the device
-# layer's hardware modules, the entry points and reduce/body.rs exist only for
+# layer's hardware implementations and the entry points exist only for
 # nvptx64): clippy and rustdoc for that target with build.rs's flags. RUSTC_BOOTSTRAP=1 is for these two commands
 # only (-Zbuild-std), as for build.rs's inner build; their own target folder.
 nvptx() {

@@ -11,12 +11,13 @@ use crate::memory::{DeviceId, Stream};
 /// What a timer on the simulator is refused as.
 const TIMING: &str = "CUDA-event timing";
 
-/// A start/stop pair of CUDA events recorded on a stream of their device.
+/// A start/stop pair of CUDA events recorded on a stream.
 pub struct GpuTimer {
     start: Event,
     stop: Event,
-    /// The device (and context) the events were made in.
-    device: DeviceId,
+    /// The device whose context the events were made in, when known
+    /// ([`GpuTimer::on`]): a stream of another device is refused.
+    device: Option<DeviceId>,
 }
 
 /// The `cust` stream of `stream`, or [`Error::NotOnSimulator`].
@@ -27,27 +28,13 @@ fn cuda_stream(stream: &Stream) -> Result<&cust::stream::Stream> {
 }
 
 impl GpuTimer {
-    /// Two fresh events in the current context (which must be set).
+    /// Two fresh events (the context must be current).
     pub fn new() -> Result<Self> {
         Ok(Self {
             start: Event::new(EventFlags::DEFAULT).during("timer", "cuEventCreate")?,
             stop: Event::new(EventFlags::DEFAULT).during("timer", "cuEventCreate")?,
-            device: current_device()?,
+            device: None,
         })
-    }
-
-    /// Refuses a stream of another device than the events'
-    /// ([`Error::WrongDevice`], naming both).
-    fn same_device(&self, stream: &Stream) -> Result<()> {
-        if stream.device() == self.device {
-            Ok(())
-        } else {
-            Err(Error::WrongDevice {
-                kernel: "timer",
-                expected: self.device,
-                found: stream.device(),
-            })
-        }
     }
 
     /// Two fresh events in `gpu`'s context ([`Error::NotOnSimulator`] on
@@ -55,22 +42,36 @@ impl GpuTimer {
     pub fn on(gpu: &Gpu) -> Result<Self> {
         gpu.require_cuda(TIMING)?;
         gpu.bind()?;
-        Self::new()
+        Ok(Self {
+            device: Some(gpu.device_id()),
+            ..Self::new()?
+        })
+    }
+
+    /// The `cust` stream of `stream`, refused when it belongs to another
+    /// device than the timer's events ([`Error::WrongDevice`]).
+    fn stream<'s>(&self, stream: &'s Stream) -> Result<&'s cust::stream::Stream> {
+        match self.device {
+            Some(expected) if stream.device() != expected => Err(Error::WrongDevice {
+                kernel: "timer",
+                expected,
+                found: stream.device(),
+            }),
+            _ => cuda_stream(stream),
+        }
     }
 
     /// Records the start event on `stream`.
     pub fn start(&self, stream: &Stream) -> Result<()> {
-        self.same_device(stream)?;
         self.start
-            .record(cuda_stream(stream)?)
+            .record(self.stream(stream)?)
             .during("timer", "cuEventRecord")
     }
 
     /// Records the stop event on `stream`.
     pub fn stop(&self, stream: &Stream) -> Result<()> {
-        self.same_device(stream)?;
         self.stop
-            .record(cuda_stream(stream)?)
+            .record(self.stream(stream)?)
             .during("timer", "cuEventRecord")
     }
 
@@ -116,7 +117,7 @@ impl<'s> PhaseTimers<'s> {
         let timers = if timed {
             let total = GpuTimer::on(gpu)?;
             total.start(gpu.stream())?;
-            Some((total, GpuTimer::new()?))
+            Some((total, GpuTimer::on(gpu)?))
         } else {
             None
         };
@@ -159,30 +160,6 @@ impl<'s> PhaseTimers<'s> {
 /// timed run always has.
 pub(crate) fn timed_result(times: Times, kernel: &'static str) -> Result<(f32, f32)> {
     times.ok_or_else(|| Error::invalid(kernel, "a timed run returned no times"))
-}
-
-/// The device of the calling thread's current context, as [`DeviceId`]
-/// names it (the events a [`GpuTimer`] makes belong to it).
-fn current_device() -> Result<DeviceId> {
-    let mut context = std::ptr::null_mut();
-    let mut device = 0;
-    // SAFETY: both are live locals the driver writes.
-    let r = unsafe { cust::sys::cuCtxGetCurrent(&mut context) };
-    if r != cust::sys::CUresult::CUDA_SUCCESS || context.is_null() {
-        return Err(Error::invalid(
-            "timer",
-            "no CUDA context is current on this thread (GpuTimer::on(gpu) binds one)",
-        ));
-    }
-    // SAFETY: as above; a context is current.
-    let r = unsafe { cust::sys::cuCtxGetDevice(&mut device) };
-    if r != cust::sys::CUresult::CUDA_SUCCESS {
-        return Err(Error::invalid("timer", "cuCtxGetDevice failed"));
-    }
-    Ok(DeviceId::Cuda {
-        ordinal: device.max(0) as u32,
-        context: context as usize,
-    })
 }
 
 /// The median of a list of times (sorts it).

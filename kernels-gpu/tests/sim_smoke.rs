@@ -563,7 +563,7 @@ fn check_int<Op: ReduceKernel<i32>>(input: &[i32]) {
     }
 }
 
-/// Every built-in reduction (`reduce_built_in!`'s 18 entry points).
+/// Every built-in reduction (the 18 entry points of `reduce::built_in`).
 #[test]
 fn every_reduction() {
     fn ops<T: Sample>()
@@ -683,7 +683,7 @@ fn reduction_primitives() {
     assert_eq!(su.to_vec()[0], (n * (n - 1) / 2) as u64);
 
     // Wide and L2 loads.
-    let input: Vec<u32> = (0..4 * 19).map(|v| v * 2654435761u32).collect();
+    let input: Vec<u32> = (0..4 * 19u32).map(|v| v.wrapping_mul(2654435761)).collect();
     let din = Buf::from(&input);
     let (out, out_cg) = (
         Buf::<u32>::zeroed(input.len()),
@@ -927,4 +927,18 @@ fn sgemm_timing() {
     let (c, seconds) = matmul_sim(tile.entry, tile_shape(tile, s, s, 1), &a, &b, (s, s, s));
     assert_close(&c, &matmul_cpu(&a, &b, s, s, s), s, "matrix_mul_tiled 256³");
     eprintln!("simulator: matrix_mul_tiled at 256³ in {seconds:.3} s");
+}
+
+/// This tier launches every entry point of the crate's list: a kernel added
+/// to (or removed from) `KERNELS` fails here until the tier launches it.
+#[test]
+fn the_tier_covers_every_kernel() {
+    // multiply 3, device_checks 1, hello 3, elementwise 8 + 1, matmul 3 + 4,
+    // reduce 18 + primitive_tests 4, mandelbrot 1, streams 1, life 2,
+    // math_checks 2.
+    assert_eq!(
+        cuda_kernels_gpu::KERNELS.len(),
+        51,
+        "the crate's kernels changed: launch the new ones in this tier and update the count"
+    );
 }

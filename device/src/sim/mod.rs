@@ -9,6 +9,50 @@
 //! [`shared`](crate::shared), [`warp`](crate::warp), …) read and change the
 //! current simulated thread's state. Device buffers are [`memory`]
 //! allocations. The mechanism, and why, is in `docs/simulator.md`.
+//!
+//! ```
+//! use std::ffi::c_void;
+//! use cuda_kernels_device::sim::{self, LaunchShape, SimError, memory::Allocation};
+//!
+//! mod k {
+//!     use cuda_kernels_device::thread;
+//!     cuda_kernels_device::kernels! {
+//!         /// `x[i] *= 2` for `i < n`.
+//!         ///
+//!         /// # Safety
+//!         /// `x` holds `n` f32.
+//!         pub fn double(x: *mut f32, n: usize) as DOUBLE {
+//!             for i in thread::grid_stride(n) {
+//!                 // SAFETY: i < n.
+//!                 unsafe { *x.add(i) *= 2.0 };
+//!             }
+//!         }
+//!     }
+//! }
+//!
+//! # fn main() -> Result<(), SimError> {
+//! let n = 1000;
+//! let buf = Allocation::new(n * 4, 4, "x")?; // zeroed, a guard page after its end
+//! let (mut x, mut len) = (buf.ptr().cast::<f32>(), n);
+//! // SAFETY: the buffer holds n f32.
+//! unsafe { x.add(7).write(1.5) };
+//! let params = [(&raw mut x).cast::<c_void>(), (&raw mut len).cast()];
+//! let shape = LaunchShape { grid: [4, 1, 1], block: [128, 1, 1], dynamic_shared_bytes: 0 };
+//! let entry = k::DOUBLE.sim_entry().expect("kernels! gives a host entry");
+//! // SAFETY: the parameters are the kernel's, with a buffer of n f32.
+//! unsafe { sim::launch(k::DOUBLE.name(), shape, entry, &params) }?;
+//! // SAFETY: as above.
+//! assert_eq!(unsafe { x.add(7).read() }, 3.0);
+//!
+//! // A launch that reads past the end is reported, not a crash:
+//! let mut too_long = n + 1;
+//! let params = [(&raw mut x).cast::<c_void>(), (&raw mut too_long).cast()];
+//! // SAFETY: not safe on purpose (one element past the end): the simulator catches it.
+//! let e = unsafe { sim::launch(k::DOUBLE.name(), shape, entry, &params) }.unwrap_err();
+//! assert!(matches!(e, SimError::OutOfBounds { index: 1000, .. }), "{e}");
+//! # Ok(())
+//! # }
+//! ```
 use std::ffi::c_void;
 
 pub(crate) mod atomic;
@@ -91,8 +135,20 @@ pub struct SimOptions {
 impl SimOptions {
     /// The defaults, with `CUDA_KERNELS_SIM_SEED=<u64>` and
     /// `CUDA_KERNELS_SIM_THREADS=<n>` from the environment when set.
+    /// A value that does not parse is ignored, with a warning on stderr
+    /// (once per process).
     pub fn from_env() -> SimOptions {
-        let var = |name| std::env::var(name).ok().and_then(|v| v.trim().parse().ok());
+        fn var(name: &str) -> Option<u64> {
+            let v = std::env::var(name).ok()?;
+            let parsed = v.trim().parse().ok();
+            if parsed.is_none() {
+                static WARNED: std::sync::Once = std::sync::Once::new();
+                WARNED.call_once(|| {
+                    eprintln!("cuda-kernels simulator: ignoring {name}={v:?} (not a u64)")
+                });
+            }
+            parsed
+        }
         SimOptions {
             seed: var("CUDA_KERNELS_SIM_SEED"),
             threads: var("CUDA_KERNELS_SIM_THREADS").map_or(1, |n: u64| n as usize),
@@ -198,6 +254,8 @@ fn run_grid(
                             .push((b, e));
                     }
                 }
+                drop(w);
+                scheduler::release_stacks();
             });
         }
     });

@@ -179,15 +179,7 @@ pub(crate) fn format_c(format: &[u8], args: &[u8]) -> String {
                 } else {
                     v as u32 as i32 as i64
                 };
-                let sign = if v < 0 {
-                    "-"
-                } else if spec.plus {
-                    "+"
-                } else if spec.space {
-                    " "
-                } else {
-                    ""
-                };
+                let sign = spec.sign(v < 0);
                 integer(&mut out, &spec, sign, "", v.unsigned_abs().to_string());
             }
             b'u' | b'x' | b'X' | b'o' => {
@@ -238,6 +230,21 @@ pub(crate) fn format_c(format: &[u8], args: &[u8]) -> String {
     out
 }
 
+impl Spec {
+    /// The sign printed before a number: `-`, or what the flags ask for.
+    fn sign(&self, negative: bool) -> &'static str {
+        if negative {
+            "-"
+        } else if self.plus {
+            "+"
+        } else if self.space {
+            " "
+        } else {
+            ""
+        }
+    }
+}
+
 /// Pads `body` to the width (`zero`: with zeros after a sign or prefix).
 fn pad(out: &mut String, spec: &Spec, body: String, zero: bool) {
     let len = body.chars().count();
@@ -274,15 +281,7 @@ fn integer(out: &mut String, spec: &Spec, sign: &str, prefix: &str, digits: Stri
 
 fn float(out: &mut String, spec: &Spec, conv: u8, v: f64) {
     let upper = conv.is_ascii_uppercase();
-    let sign = if v.is_sign_negative() && !(v.is_nan()) {
-        "-"
-    } else if spec.plus {
-        "+"
-    } else if spec.space {
-        " "
-    } else {
-        ""
-    };
+    let sign = spec.sign(v.is_sign_negative() && !v.is_nan());
     let a = v.abs();
     let body = if !a.is_finite() {
         let s = if a.is_nan() { "nan" } else { "inf" };

@@ -6,6 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;
 use std::panic::AssertUnwindSafe;
+use std::sync::Mutex;
 
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -65,6 +66,20 @@ enum State {
 thread_local! {
     /// Stacks of finished coroutines, reused by the next ones.
     static POOL: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Stacks left by the OS threads of parallel launches (which end with their
+/// launch), for the next launch's threads.
+static SPARE: Mutex<Vec<DefaultStack>> = Mutex::new(Vec::new());
+
+/// Gives this OS thread's pooled stacks to [`SPARE`] (a parallel launch's
+/// worker thread, before it ends).
+pub(crate) fn release_stacks() {
+    let mut stacks = POOL.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    SPARE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .append(&mut stacks);
 }
 
 /// A small, seedable generator (SplitMix64) for shuffled schedules.
@@ -233,6 +248,7 @@ impl Worker {
     fn coroutine(&self, i: usize) -> Co {
         let stack = POOL
             .with(|p| p.borrow_mut().pop())
+            .or_else(|| SPARE.lock().unwrap_or_else(|e| e.into_inner()).pop())
             .map_or_else(|| DefaultStack::new(STACK_BYTES), Ok)
             .unwrap_or_else(|e| panic!("simulator: cannot map a thread stack: {e}"));
         let ctx: *const ThreadCtx = &self.ctxs[i];
