@@ -118,7 +118,7 @@ pub fn child_process() -> Option<ExitCode> {
 // Correctness.
 
 fn multiply_matches_cpu_exactly(gpu: &Gpu) -> Result<(), Failed> {
-    let large: &[usize] = if crate::common::under_sanitizer() {
+    let large: &[usize] = if crate::common::under_sanitizer() || crate::common::simulated(gpu) {
         &[]
     } else {
         &[1 << 24]
@@ -1025,7 +1025,7 @@ fn math_ptx_is_self_contained() -> Result<(), Failed> {
 }
 
 /// The rows of `Gpu::math_accuracy_table` on the simulator: the edge
-/// values and the first of the random arguments, 10^5 in all per function
+/// values and the first of the random arguments, 2^15 in all per function
 /// and type.
 fn simulated_math_table(gpu: &Gpu) -> Result<Vec<cuda_kernels::math_checks::MathAccuracy>, Failed> {
     use cuda_kernels::math_checks::{MATH_FUNCTIONS, MathFloat, math_arguments, measure};
@@ -1035,8 +1035,8 @@ fn simulated_math_table(gpu: &Gpu) -> Result<Vec<cuda_kernels::math_checks::Math
     ) -> Result<(), Failed> {
         for info in MATH_FUNCTIONS {
             let (mut x, mut y) = math_arguments::<T>(info.function, 1);
-            x.truncate(100_000);
-            y.truncate(100_000);
+            x.truncate(1 << 15);
+            y.truncate(1 << 15);
             let got = gpu.math_eval(info.function, &x, &y).map_err(fail)?;
             out.push(measure(info.function, &x, &y, &got));
         }
@@ -1048,7 +1048,7 @@ fn simulated_math_table(gpu: &Gpu) -> Result<Vec<cuda_kernels::math_checks::Math
     Ok(out)
 }
 
-/// Every `device::math` function, f32 and f64, over 10^6 arguments (10^5 on
+/// Every `device::math` function, f32 and f64, over 2^20 arguments (2^15 on
 /// the simulator) and the edge values, within the ulp bound CUDA documents (see
 /// `cuda_kernels::math_checks`). Prints the measured table (and writes it
 /// to `$CUDA_KERNELS_MATH_TABLE` when set). Under compute-sanitizer: every

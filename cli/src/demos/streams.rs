@@ -10,7 +10,7 @@ use ndarray::{Array1, Array2, ArrayView2};
 
 use super::foundation::size_label;
 use super::{
-    BenchRecord, Check, Report, Row, cpu_time, exact_check, gpu_time, hardware_only, no_gpu,
+    BenchRecord, Check, Report, Row, cpu_time, exact_check, gpu_time, hardware_only, no_gpu, sized,
 };
 use crate::async_mem::Lane;
 use crate::bench::{device_copy_gbps, gb_per_s};
@@ -141,8 +141,9 @@ pub fn run(cmd: &Command, gpu: Option<&Gpu>, report: &mut Report) -> Result<()> 
 /// The streams part of `cuda-kernels demo`: every demo at the seed's sizes,
 /// the GIF into `out_dir/life.gif`.
 pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result<()> {
-    mult_ker(gpu, 1 << 20, SEED_GRID, SEED_BLOCK, report)?;
-    mult_ker(gpu, (1 << 20) + 3, SEED_GRID, SEED_BLOCK, report)?;
+    let n = sized(gpu, 1 << 20, 1 << 16);
+    mult_ker(gpu, n, SEED_GRID, SEED_BLOCK, report)?;
+    mult_ker(gpu, n + 3, SEED_GRID, SEED_BLOCK, report)?;
     streams(gpu, 200, 1 << 20, IssueOrder::BreadthFirst, report)?;
     events(gpu, 100 << 20, report)?;
     contexts(gpu, 10, 1 << 20, report)?;
@@ -150,7 +151,7 @@ pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result
         gpu,
         128,
         4,
-        200,
+        sized(gpu, 200, 100),
         1,
         &out_dir.join("life.gif"),
         LifeKernel::default(),

@@ -1,17 +1,17 @@
 //! A user's program on cuda-kernels: it launches the kernels of its own
 //! kernel crate (`../kernels`, built to PTX and cubins by `build.rs`) and
 //! prints each result next to its CPU reference, computed with the same
-//! per-element functions. Exits 1 on a mismatch; without a GPU it says so
-//! and exits 0.
+//! per-element functions. Without a GPU (or with `CUDA_KERNELS_SIM=1`) the
+//! same kernels run on the CPU simulator: the kernel crate's own Rust code,
+//! compiled for the host, checked the same way. Exits 1 on a mismatch.
 use std::fmt::Display;
 use std::process::ExitCode;
 
-use cuda_kernels::cust::memory::{CopyDestination, DeviceBuffer};
 use cuda_kernels::kernels::elementwise::Elementwise;
 use cuda_kernels::matrices::{ElementwiseElement, elementwise_cpu};
 use cuda_kernels::ndarray::{Array1, Array2, ArrayView1, ArrayView2, LinalgScalar, array};
 use cuda_kernels::reduce::reduce_cpu;
-use cuda_kernels::{CudaResultExt, Error, Gpu, Images, LaunchConfig, Result};
+use cuda_kernels::{Error, Gpu, Images, LaunchConfig, Result};
 use downstream_kernels::{
     MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, SOFTMAX_ROWS, leaky_relu, softmax_term,
 };
@@ -26,21 +26,28 @@ const N: usize = 1 << 20;
 const ROWS: usize = 512;
 const COLS: usize = 1000;
 
-fn main() -> ExitCode {
-    let gpu = match Gpu::from_images(&IMAGES) {
-        Ok(gpu) => gpu,
-        Err(e) if e.is_no_gpu() => {
-            println!(
-                "{e}: nothing to run (the simulator will run these kernels on the CPU later)."
-            );
-            println!(
-                "Built: {} bytes of PTX with the entry points {}, and {} cubin(s).",
-                IMAGES.ptx.len(),
-                cuda_kernels::ptx_entry_points(IMAGES.ptx).join(", "),
-                IMAGES.cubins.len()
-            );
-            return ExitCode::SUCCESS;
+/// This program's kernels on device 0, or on the simulator when
+/// `CUDA_KERNELS_SIM=1` asks for it or there is no GPU (saying so).
+fn open() -> Result<Gpu> {
+    if !cuda_kernels::sim_requested() {
+        match Gpu::from_images(&IMAGES) {
+            Err(e) if e.is_no_gpu() => println!("{e}: running on the CPU simulator."),
+            opened => return opened,
         }
+    }
+    println!(
+        "Built: {} bytes of PTX with the entry points {}, and {} cubin(s); \
+         SIMULATED: the same kernels' Rust code runs on the CPU, no GPU timings.",
+        IMAGES.ptx.len(),
+        cuda_kernels::ptx_entry_points(IMAGES.ptx).join(", "),
+        IMAGES.cubins.len()
+    );
+    cuda_kernels::simulator()
+}
+
+fn main() -> ExitCode {
+    let gpu = match open() {
+        Ok(gpu) => gpu,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::FAILURE;
@@ -83,9 +90,14 @@ fn inputs(n: usize, seed: u64) -> Vec<f32> {
 /// Runs every kernel and compares it with its CPU reference.
 fn run(gpu: &Gpu) -> Result<bool> {
     println!("{} ({})", gpu.name()?, gpu.image());
+    let backend = if gpu.is_simulated() {
+        "simulator"
+    } else {
+        "GPU"
+    };
     println!(
         "{:<34} {:>16} {:>16}  check",
-        "kernel", "GPU", "CPU reference"
+        "kernel", backend, "CPU reference"
     );
     let mut ok = true;
 
@@ -188,10 +200,9 @@ fn softmax_gpu(gpu: &Gpu, x: ArrayView2<f32>) -> Result<Array2<f32>> {
     if rows == 0 || cols == 0 {
         return Err(Error::invalid(K, format!("empty matrix {rows}×{cols}")));
     }
-    gpu.bind()?;
     let host: Vec<f32> = x.iter().copied().collect();
-    let input = DeviceBuffer::from_slice(&host).during(K, "copy the input")?;
-    let output = DeviceBuffer::<f32>::zeroed(rows * cols).during(K, "allocate the output")?;
+    let input = gpu.to_device(&host)?;
+    let mut output = gpu.zeroed::<f32>(rows * cols)?;
     // One block per row, grid-stride beyond the grid's limit.
     let cfg = LaunchConfig::linear(rows.min(65_535) as u32, SOFTMAX_BLOCK);
     // SAFETY: both buffers hold rows·cols f32 (the handle checks the
@@ -199,11 +210,15 @@ fn softmax_gpu(gpu: &Gpu, x: ArrayView2<f32>) -> Result<Array2<f32>> {
     // distinct allocations, and the block is (SOFTMAX_BLOCK, 1, 1), as its
     // `# Safety` asks.
     unsafe {
-        let args = (input.as_device_ptr(), output.as_device_ptr(), rows, cols);
-        gpu.launch(SOFTMAX_ROWS, cfg, gpu.stream(), args)
+        gpu.launch(
+            SOFTMAX_ROWS,
+            cfg,
+            gpu.stream(),
+            (&input, &mut output, rows, cols),
+        )
     }?;
     gpu.synchronize(K)?;
     let mut y = vec![0.0f32; rows * cols];
-    output.copy_to(&mut y[..]).during(K, "copy the output")?;
+    output.copy_to(&mut y[..])?;
     Array2::from_shape_vec((rows, cols), y).map_err(|e| Error::invalid(K, e.to_string()))
 }
