@@ -44,6 +44,37 @@ pub fn cuda_gpu() -> Result<Gpu> {
     Gpu::from_images(&IMAGES)
 }
 
+/// Opens CUDA device `ordinal` with the embedded kernels (as [`gpu()`] does
+/// device 0). An ordinal that names no usable device is
+/// [`Error::NoSuchDevice`], naming the devices there are.
+pub fn gpu_on(ordinal: u32) -> Result<Gpu> {
+    Gpu::on_device(ordinal, &IMAGES)
+}
+
+/// Every CUDA device of the machine with its properties: name, ordinal,
+/// memory, multiprocessors, compute capability, PCI bus id, and whether
+/// these kernels can run on it ([`devices::devices`]).
+pub fn devices() -> Result<Vec<device_info::DeviceInfo>> {
+    devices::devices()
+}
+
+/// A [`Gpu`] on every usable CUDA device, in ordinal order: the default
+/// device list of the multi-device launchers ([`multi_gpu`]). Errors with
+/// [`Error::NoDriver`] or [`Error::NoDevice`] when there is none.
+pub fn all_gpus() -> Result<Vec<Gpu>> {
+    let usable: Vec<u32> = devices()?
+        .into_iter()
+        .filter(|d| d.unusable.is_none())
+        .map(|d| d.ordinal)
+        .collect();
+    if usable.is_empty() {
+        return Err(Error::NoDevice {
+            reason: format!("no usable device: {}", devices::devices_summary()),
+        });
+    }
+    usable.into_iter().map(gpu_on).collect()
+}
+
 /// The CPU simulator ([`Gpu::simulator`]): runs the kernels' own Rust code
 /// on the host with CUDA's execution model, standing in for an H100's
 /// limits. Needs no GPU and no driver.

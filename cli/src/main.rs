@@ -21,6 +21,9 @@ mod demos;
     about = "CUDA kernels written in Rust: demos, benchmarks, device query"
 )]
 struct Cli {
+    /// The CUDA device to run on (its ordinal; `info` lists them).
+    #[arg(long, global = true, value_name = "N")]
+    device: Option<u32>,
     /// Run the kernels on the CPU simulator (as `CUDA_KERNELS_SIM=1` does):
     /// the kernels' own code, checked against the CPU references, at sizes
     /// that finish in seconds, with no GPU timings. Without a GPU the demos
@@ -59,6 +62,14 @@ enum Command {
         /// Write the run (device, records) as JSON here.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Only the multi-device rows: scaling from 1 to N devices (SGEMM,
+        /// Mandelbrot, Life, reduce) and copies between devices.
+        #[arg(long)]
+        multi: bool,
+        /// The devices of --multi, as ordinals (default: every usable one;
+        /// one listed twice runs two bands on it).
+        #[arg(long, value_delimiter = ',', requires = "multi")]
+        devices: Option<Vec<u32>>,
     },
     /// Renders the README's performance table (Markdown) from a bench JSON.
     BenchTable {
@@ -88,7 +99,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command, cli.sim || cuda_kernels::sim_requested()) {
+    match run(
+        cli.command,
+        cli.sim || cuda_kernels::sim_requested(),
+        cli.device,
+    ) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e}");
@@ -106,21 +121,33 @@ fn main() -> ExitCode {
 const SIMULATED: &str = "SIMULATED: every kernel ran on the CPU simulator (the kernels' own Rust \
 code), each result checked against its CPU reference; no GPU timings";
 
-/// Opens the GPU for a demo, or the simulator when `sim` is asked for or
-/// there is no GPU, with a notice saying so; `None` (the CPU references
-/// alone) only if the simulator does not open either.
-fn open_gpu(sim: bool) -> Result<Option<Gpu>, Error> {
+/// The GPU of `--device N` (device 0 without it; simulated device N with
+/// `sim`).
+fn chosen_gpu(sim: bool, device: Option<u32>) -> Result<Gpu, Error> {
+    match (sim, device) {
+        (true, None) => cuda_kernels::simulator(),
+        (true, Some(n)) => Gpu::simulated_device(n),
+        (false, None) => cuda_kernels::cuda_gpu(),
+        (false, Some(n)) => cuda_kernels::gpu_on(n),
+    }
+}
+
+/// Opens the GPU for a demo (`--device N`, else device 0), or the simulator
+/// when `sim` is asked for or there is no GPU, with a notice saying so;
+/// `None` (the CPU references alone) only if the simulator does not open
+/// either.
+fn open_gpu(sim: bool, device: Option<u32>) -> Result<Option<Gpu>, Error> {
     if !sim {
-        match cuda_kernels::gpu() {
+        match chosen_gpu(false, device) {
             Ok(gpu) => {
-                eprintln!("GPU: {}", gpu.name()?);
+                eprintln!("GPU: {}", gpu.label());
                 return Ok(Some(gpu));
             }
             Err(e) if e.is_no_gpu() => eprintln!("notice: {e}"),
             Err(e) => return Err(e),
         }
     }
-    match cuda_kernels::simulator() {
+    match chosen_gpu(true, device) {
         Ok(gpu) => {
             eprintln!(
                 "notice: SIMULATED: the kernels run on the CPU simulator (their own Rust code), \
@@ -139,10 +166,10 @@ fn open_gpu(sim: bool) -> Result<Option<Gpu>, Error> {
 /// references alone) and adds its rows to the report.
 type Demo = Box<dyn FnOnce(Option<&Gpu>, &mut Report) -> Result<(), Error>>;
 
-fn run(command: Command, sim: bool) -> Result<ExitCode, Error> {
+fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Error> {
     let demo: Demo = match command {
         Command::Info if sim => {
-            println!("{}", cuda_kernels::simulator::device_info());
+            println!("{}", chosen_gpu(true, device)?.device_info()?);
             println!("SIMULATED: the CPU simulator's device (an H100's limits); no GPU was used");
             return Ok(ExitCode::SUCCESS);
         }
@@ -152,7 +179,8 @@ fn run(command: Command, sim: bool) -> Result<ExitCode, Error> {
             for d in devices {
                 println!("{d}");
             }
-            println!("kernels loaded from: {}", cuda_kernels::gpu()?.image());
+            let gpu = chosen_gpu(false, device)?;
+            println!("kernels loaded on {} from: {}", gpu.label(), gpu.image());
             return Ok(ExitCode::SUCCESS);
         }
         Command::Ptx { out, summary } => {
@@ -192,19 +220,39 @@ fn run(command: Command, sim: bool) -> Result<ExitCode, Error> {
             eprintln!("bench needs a GPU: no timings on the simulator (nothing measured)");
             return Ok(ExitCode::SUCCESS);
         }
-        Command::Bench { json } => {
-            let gpu = cuda_kernels::gpu().inspect_err(|e| {
-                if e.is_no_gpu() {
-                    eprintln!(
-                        "note: bench needs a GPU (the simulator has no timings); \
-                         `cuda-kernels demo` runs every kernel on the simulator"
-                    );
-                }
-            })?;
-            let device = gpu.name()?;
-            eprintln!("GPU: {device}");
+        Command::Bench {
+            json,
+            multi,
+            devices,
+        } => {
             let mut records = Vec::new();
-            demos::bench_all(&gpu, &mut records)?;
+            let device = if multi {
+                let gpus = match devices {
+                    None => cuda_kernels::all_gpus()?,
+                    Some(list) => list
+                        .into_iter()
+                        .map(cuda_kernels::gpu_on)
+                        .collect::<Result<_, _>>()?,
+                };
+                let gpus: Vec<&Gpu> = gpus.iter().collect();
+                let line = demos::multi::device_line(&gpus);
+                eprintln!("GPUs: {line}");
+                demos::multi::bench(&gpus, &demos::multi::Sizes::FULL, &mut records)?;
+                line
+            } else {
+                let gpu = chosen_gpu(false, device).inspect_err(|e| {
+                    if e.is_no_gpu() {
+                        eprintln!(
+                            "note: bench needs a GPU (the simulator has no timings); \
+                             `cuda-kernels demo` runs every kernel on the simulator"
+                        );
+                    }
+                })?;
+                let name = gpu.name()?;
+                eprintln!("GPU: {}", gpu.label());
+                demos::bench_all(&gpu, &mut records)?;
+                name
+            };
             let run = demos::bench_table::BenchRun::new(device, records);
             print!("{}", run.to_text());
             if let Some(path) = json {
@@ -273,7 +321,7 @@ fn run(command: Command, sim: bool) -> Result<ExitCode, Error> {
         Command::Mandelbrot(cmd) => Box::new(move |gpu, r| demos::mandelbrot::run(&cmd, gpu, r)),
         Command::Streams(cmd) => Box::new(move |gpu, r| demos::streams::run(&cmd, gpu, r)),
     };
-    let gpu = open_gpu(sim)?;
+    let gpu = open_gpu(sim, device)?;
     let mut report = Report::for_gpu(gpu.as_ref());
     demo(gpu.as_ref(), &mut report)?;
     print!("\n{}", report.to_table());

@@ -33,6 +33,11 @@ pub struct DeviceInfo {
     pub memory_bus_width: i32,
     /// Memory clock in kHz.
     pub memory_clock_khz: i32,
+    /// PCI bus id, `domain:bus:device.function` (`0000:19:00.0`).
+    pub pci_bus_id: String,
+    /// Why this crate cannot use the device, or `None` when it can (see
+    /// [`crate::devices::unusable_reason`]).
+    pub unusable: Option<String>,
 }
 
 /// The driver's CUDA version and every device's properties.
@@ -81,6 +86,8 @@ fn device_info(ordinal: u32, d: Device) -> Result<DeviceInfo> {
         l2_cache_bytes: attr(DeviceAttribute::L2CacheSize)?,
         memory_bus_width: attr(DeviceAttribute::GlobalMemoryBusWidth)?,
         memory_clock_khz: attr(DeviceAttribute::MemoryClockRate)?,
+        pci_bus_id: crate::devices::pci_bus_id(d)?,
+        unusable: crate::devices::unusable_reason(d)?,
     })
 }
 
@@ -105,6 +112,14 @@ impl std::fmt::Display for DeviceInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mib = |b: f64| b / (1024.0 * 1024.0);
         writeln!(f, "Device {}: {}", self.ordinal, self.name)?;
+        writeln!(f, "  PCI bus id                {}", self.pci_bus_id)?;
+        writeln!(
+            f,
+            "  usable                    {}",
+            self.unusable
+                .as_deref()
+                .map_or("yes".to_string(), |why| format!("no: {why}"))
+        )?;
         writeln!(
             f,
             "  compute capability        {}.{}",

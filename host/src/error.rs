@@ -192,6 +192,30 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A device ordinal that names no device, or a device that cannot be
+    /// used (a compute capability below the PTX's target, a device in
+    /// prohibited compute mode).
+    #[error("device {ordinal}: {reason}; the devices there are: {devices}")]
+    NoSuchDevice {
+        /// The ordinal asked for.
+        ordinal: u32,
+        /// Why it cannot be opened.
+        reason: String,
+        /// Every device of the machine, `ordinal: name`, and whether usable.
+        devices: String,
+    },
+    /// One device of a multi-device job failed; the job stopped on every
+    /// device, joined all its threads and reports the first failure.
+    #[error("{job} on {device}: {source}")]
+    OnDevice {
+        /// The multi-device job.
+        job: &'static str,
+        /// The device that failed (`device 1 (NVIDIA H200)`).
+        device: String,
+        /// What went wrong there.
+        #[source]
+        source: Box<Error>,
+    },
     /// The loaded module has no entry point of this name.
     #[error("kernel `{name}` is not in the loaded PTX module")]
     KernelNotFound {

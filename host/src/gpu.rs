@@ -163,7 +163,13 @@ impl Gpu {
     /// Opens device 0 and loads the cubin of `images` that matches the
     /// device, else its PTX ([`Images::load`]); [`Gpu::image`] says which.
     pub fn from_images(images: &Images<'_>) -> Result<Self> {
-        let device = init()?;
+        Self::open(init()?, images)
+    }
+
+    /// Opens `device` (its primary context, shared with every other [`Gpu`]
+    /// of the device) and loads `images` there: the one constructor behind
+    /// [`Gpu::from_images`] and [`Gpu::on_device`].
+    pub(crate) fn open(device: Device, images: &Images<'_>) -> Result<Self> {
         let context = Context::new(device).during("context", "cuDevicePrimaryCtxRetain")?;
         let (module, image) = images.load(device)?;
         let stream = cust::stream::Stream::new(StreamFlags::DEFAULT, None)

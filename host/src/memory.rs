@@ -71,6 +71,30 @@ impl DeviceId {
     pub fn is_simulated(&self) -> bool {
         matches!(self, DeviceId::Simulator { .. })
     }
+
+    /// Makes this device's context current on the calling thread (nothing
+    /// to do on the simulator), as every copy, memset and free of its memory
+    /// needs: a thread of the caller's (one per device, in a multi-GPU job)
+    /// may have no context current, or another device's.
+    pub(crate) fn make_current(&self) -> Result<()> {
+        let DeviceId::Cuda { context, .. } = *self else {
+            return Ok(());
+        };
+        // SAFETY: `context` is the primary context a live `Gpu` of this
+        // device retained when it made this memory; setting it current only
+        // changes the calling thread's driver state (a released context is
+        // an error, returned, not undefined behaviour).
+        let r = unsafe { cust::sys::cuCtxSetCurrent(context as cust::sys::CUcontext) };
+        if r == cust::sys::CUresult::CUDA_SUCCESS {
+            Ok(())
+        } else {
+            Err(Error::Cuda {
+                kernel: MEMORY,
+                operation: "cuCtxSetCurrent",
+                source: crate::mandelbrot::driver_api::cuda_error(r),
+            })
+        }
+    }
 }
 
 impl fmt::Display for DeviceId {
@@ -202,13 +226,15 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     }
 
     /// The same memory as a `cust` slice (for `cust`'s copies and memsets;
-    /// CUDA devices only).
-    fn as_cust(&self) -> cust::memory::DeviceSlice<T> {
+    /// CUDA devices only), with its device's context made current on the
+    /// calling thread for them.
+    fn as_cust(&self) -> Result<cust::memory::DeviceSlice<T>> {
+        self.device.make_current()?;
         // SAFETY: the address and length describe device memory of this
         // slice's buffer (or nothing, for a length of 0); cust's slice, like
         // ours, is a pointer and a length, and is only used for the copy or
         // memset at hand.
-        unsafe { cust::memory::DeviceSlice::from_raw_parts(self.ptr, self.len) }
+        Ok(unsafe { cust::memory::DeviceSlice::from_raw_parts(self.ptr, self.len) })
     }
 
     /// Refuses a host slice of another length.
@@ -244,7 +270,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
             unsafe { std::ptr::copy_nonoverlapping(src, host.as_mut_ptr(), self.len) };
             return Ok(());
         }
-        self.as_cust()
+        self.as_cust()?
             .copy_to(host)
             .during(MEMORY, "copy to the host")
     }
@@ -259,7 +285,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
             unsafe { std::ptr::copy_nonoverlapping(host.as_ptr(), dst, self.len) };
             return Ok(());
         }
-        self.as_cust()
+        self.as_cust()?
             .copy_from(host)
             .during(MEMORY, "copy to the device")
     }
@@ -276,8 +302,8 @@ impl<T: DeviceCopy> DeviceSlice<T> {
             unsafe { std::ptr::copy(from, to, self.len) };
             return Ok(());
         }
-        self.as_cust()
-            .copy_from(&src.as_cust())
+        self.as_cust()?
+            .copy_from(&src.as_cust()?)
             .during(MEMORY, "device-to-device copy")
     }
 
@@ -320,7 +346,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
             Some(s) => {
                 self.same_len("asynchronous copy to the device", host.len())?;
                 // SAFETY: the caller's contract; lengths are equal.
-                unsafe { self.as_cust().async_copy_from(host, s) }
+                unsafe { self.as_cust()?.async_copy_from(host, s) }
                     .during(MEMORY, "cuMemcpyHtoDAsync")
             }
         }
@@ -339,7 +365,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
             Some(s) => {
                 self.same_len("asynchronous copy to the host", host.len())?;
                 // SAFETY: the caller's contract; lengths are equal.
-                unsafe { self.as_cust().async_copy_to(host, s) }.during(MEMORY, "cuMemcpyDtoHAsync")
+                unsafe { self.as_cust()?.async_copy_to(host, s) }.during(MEMORY, "cuMemcpyDtoHAsync")
             }
         }
     }
@@ -362,7 +388,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
                 self.same_len("asynchronous device-to-device copy", src.len)?;
                 self.same_device("asynchronous device-to-device copy", src)?;
                 // SAFETY: the caller's contract; lengths are equal.
-                unsafe { self.as_cust().async_copy_from(&src.as_cust(), s) }
+                unsafe { self.as_cust()?.async_copy_from(&src.as_cust()?, s) }
                     .during(MEMORY, "cuMemcpyDtoDAsync")
             }
         }
@@ -395,7 +421,7 @@ impl<T: DeviceCopy + Pod> DeviceSlice<T> {
             }
             return Ok(());
         }
-        self.as_cust().set_32(value).during(MEMORY, "cuMemsetD32")
+        self.as_cust()?.set_32(value).during(MEMORY, "cuMemsetD32")
     }
 }
 
@@ -409,7 +435,7 @@ impl<T: DeviceCopy + Zeroable> DeviceSlice<T> {
             unsafe { std::ptr::write_bytes(dst, 0, self.len) };
             return Ok(());
         }
-        self.as_cust().set_zero().during(MEMORY, "cuMemsetD8")
+        self.as_cust()?.set_zero().during(MEMORY, "cuMemsetD8")
     }
 
     /// Queues the zeroing of the slice on `stream` (on the simulator:
@@ -423,7 +449,7 @@ impl<T: DeviceCopy + Zeroable> DeviceSlice<T> {
             None => self.set_zero(),
             // SAFETY: the caller's contract.
             Some(s) => {
-                unsafe { self.as_cust().set_zero_async(s) }.during(MEMORY, "cuMemsetD8Async")
+                unsafe { self.as_cust()?.set_zero_async(s) }.during(MEMORY, "cuMemsetD8Async")
             }
         }
     }
@@ -443,6 +469,16 @@ enum Storage<T: DeviceCopy> {
 pub struct DeviceBuffer<T: DeviceCopy> {
     slice: DeviceSlice<T>,
     storage: Storage<T>,
+}
+
+/// Frees the memory with its device's context current (`cuMemFree` needs
+/// one on the dropping thread; without it the free would fail silently and
+/// leak), then the storage drops.
+impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        // A failure leaves the free to the context the thread has, as before.
+        let _ = self.slice.device.make_current();
+    }
 }
 
 impl<T: DeviceCopy> DeviceBuffer<T> {

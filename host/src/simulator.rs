@@ -152,6 +152,8 @@ pub fn device_info() -> DeviceInfo {
         l2_cache_bytes: 50 * 1024 * 1024,
         memory_bus_width: 5120,
         memory_clock_khz: 2_619_000,
+        pci_bus_id: "none (simulated)".into(),
+        unusable: None,
     }
 }
 

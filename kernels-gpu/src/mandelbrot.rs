@@ -117,4 +117,38 @@ crate::device::kernels! {
             unsafe { *graph.add(tid as usize) = value };
         }
     }
+
+    /// Rows `row0 .. row0 + rows` of [`mandelbrot_ker`]'s graph (one
+    /// device's band of a graph split across several GPUs): `graph[t]` is
+    /// the full graph's element `row0 · lattice_size + t`, computed from the
+    /// same [`lattice_indices`] and [`mandelbrot_point`], so every band is
+    /// bit for bit the full graph's rows. 1-D grid of 1-D blocks.
+    ///
+    /// # Safety
+    /// As [`mandelbrot_ker`], except that `graph` points to `rows ·
+    /// lattice_size` f32; also `0 <= row0`, `0 < rows` and `row0 + rows <=
+    /// lattice_size`.
+    pub fn mandelbrot_rows(
+        lattice: *const f32,
+        graph: *mut f32,
+        max_iters: i32,
+        upper_bound_squared: f32,
+        lattice_size: i32,
+        row0: i32,
+        rows: i32,
+    ) as MANDELBROT_ROWS {
+        let Some(size) = NonZeroU32::new(lattice_size as u32) else {
+            return;
+        };
+        let tid = thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x();
+        // Exact in u32: rows · size <= size² < 2^31 (host-checked).
+        if tid < rows as u32 * size.get() {
+            let (i, j) = lattice_indices(row0 as u32 * size.get() + tid, size);
+            // SAFETY: i, j < size, the length of `lattice` (host-checked).
+            let (c_re, c_im) = unsafe { (*lattice.add(i as usize), *lattice.add(j as usize)) };
+            let value = mandelbrot_point(c_re, c_im, max_iters, upper_bound_squared);
+            // SAFETY: tid < rows · size, the length of `graph` (host-checked).
+            unsafe { *graph.add(tid as usize) = value };
+        }
+    }
 }

@@ -744,6 +744,32 @@ fn mandelbrot_graph() {
         .collect();
     assert_eq!(dg.to_vec(), want);
     assert!(want.contains(&0.0) && want.contains(&1.0));
+    // mandelbrot_rows: bands of the same graph, bit for bit its rows.
+    for (row0, rows) in [(0usize, 33usize), (0, 1), (7, 12), (32, 1)] {
+        let band = Buf::<f32>::zeroed(rows * size);
+        // SAFETY: `size` lattice values, rows·size band cells, row0 + rows <= size.
+        unsafe {
+            launch(
+                mandelbrot::MANDELBROT_ROWS,
+                linear((rows * size).div_ceil(64) as u32, 64),
+                (
+                    dl.ptr().cast_const(),
+                    band.ptr(),
+                    40,
+                    4.0f32,
+                    size as i32,
+                    row0 as i32,
+                    rows as i32,
+                ),
+            )
+        }
+        .unwrap();
+        assert_eq!(
+            band.to_vec(),
+            want[row0 * size..(row0 + rows) * size],
+            "rows {row0}+{rows}"
+        );
+    }
 }
 
 fn life_cpu(cells: &[i32], n: usize) -> Vec<i32> {
@@ -934,11 +960,11 @@ fn sgemm_timing() {
 #[test]
 fn the_tier_covers_every_kernel() {
     // multiply 3, device_checks 1, hello 3, elementwise 8 + 1, matmul 3 + 4,
-    // reduce 18 + primitive_tests 4, mandelbrot 1, streams 1, life 2,
+    // reduce 18 + primitive_tests 4, mandelbrot 2, streams 1, life 2,
     // math_checks 2.
     assert_eq!(
         cuda_kernels_gpu::KERNELS.len(),
-        51,
+        52,
         "the crate's kernels changed: launch the new ones in this tier and update the count"
     );
 }

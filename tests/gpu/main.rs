@@ -10,6 +10,7 @@
 //! | `mandelbrot` | mandelbrot_ker on every path: high-level, PTX file, driver API, explicit sync, the C ABI |
 //! | `streams`    | mult_ker, batches on streams, events, lanes, Life, contexts    |
 //! | `stress`     | many host threads × many launches, no leak                     |
+//! | `multi`      | every device, copies between devices, the multi-device launchers |
 //! | `agreement`  | every kernel on the GPU and on the simulator: equal results    |
 //! | `harness`    | this harness: where each kind of test runs, with and without a GPU |
 //!
@@ -83,6 +84,7 @@ mod foundation;
 mod harness;
 mod mandelbrot;
 mod matrices;
+mod multi;
 mod reduce;
 mod streams;
 mod stress;
@@ -98,6 +100,7 @@ fn main() -> ExitCode {
         reduce::trials(),
         mandelbrot::trials(),
         streams::trials(),
+        multi::trials(),
         stress::trials(),
         agreement::trials(),
         harness::trials(),

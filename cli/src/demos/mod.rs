@@ -25,6 +25,7 @@ pub mod bench_table;
 pub mod foundation;
 pub mod mandelbrot;
 pub mod matrices;
+pub mod multi;
 pub mod reduce;
 pub mod streams;
 

@@ -1,0 +1,460 @@
+//! `cuda-kernels bench --multi`: scaling from 1 to N devices of the
+//! multi-device launchers (SGEMM 16384³, Mandelbrot 16384² × 256, Life
+//! 8192² × 100 steps with the halo exchange, a sum of 2^31 f32 resident on
+//! the devices), and the bandwidth of copies between two devices (peer and
+//! staged) against a device-to-device copy on one.
+//!
+//! Each workload runs on the first 1, 2, …, N of the devices; a run's time
+//! is the wall clock around the joined host threads (one per device),
+//! divided by the back-to-back repetitions it queued, median of several
+//! runs. Every result is checked: against the CPU where that is affordable
+//! (sampled rows at these sizes) and, for each device count, against the
+//! one-device result (identical for Mandelbrot and Life; within the
+//! rounding bound for SGEMM and the float sum).
+use ndarray::{Array2, Axis};
+
+use super::{BenchRecord, Check, cpu_time};
+use crate::bench::{device_copy_gbps, gb_per_s};
+use crate::life::{life_step_cpu, random_lattice};
+use crate::mandelbrot::{MandelbrotParams, first_difference};
+use crate::matrices::MatmulReference;
+use crate::memory::DeviceSlice;
+use crate::multi_gpu::life::LifeBands;
+use crate::multi_gpu::mandelbrot::MandelbrotBands;
+use crate::multi_gpu::matmul::MatmulBands;
+use crate::multi_gpu::reduce::ReduceScratches;
+use crate::peer::{CopyPath, copy_between};
+use crate::reduce::{Sum, accurate_sum, float_sum_tolerance};
+use crate::timing::median;
+use crate::util::Rng;
+use crate::{Error, Gpu, Result};
+
+/// Sizes of the scaling rows (the issue's).
+pub struct Sizes {
+    /// SGEMM m = k = n.
+    pub sgemm: usize,
+    /// Mandelbrot breadth.
+    pub mandelbrot: usize,
+    /// Mandelbrot iterations.
+    pub iters: i32,
+    /// Life lattice edge.
+    pub life: usize,
+    /// Life steps per run.
+    pub life_steps: usize,
+    /// f32 elements summed.
+    pub reduce: usize,
+    /// Bytes per copy between devices.
+    pub copy_bytes: usize,
+}
+
+impl Sizes {
+    /// The sizes.
+    pub const FULL: Sizes = Sizes {
+        sgemm: 16384,
+        mandelbrot: 16384,
+        iters: 256,
+        life: 8192,
+        life_steps: 100,
+        reduce: 1 << 31,
+        copy_bytes: 1 << 30,
+    };
+}
+
+/// Median of `samples` wall-clock runs of `run` (after one warm-up), each
+/// divided by `per_run` (the repetitions one run queues), in ms.
+fn wall_ms(samples: usize, per_run: usize, mut run: impl FnMut() -> Result<()>) -> Result<f64> {
+    run()?;
+    let mut times = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let (r, ms) = cpu_time(&mut run);
+        r?;
+        times.push((ms / per_run as f64) as f32);
+    }
+    Ok(f64::from(median(&mut times)))
+}
+
+/// The record of `kernel` on `count` devices, with its speedup against the
+/// one-device time `one_ms` (the first row of each workload is the one
+/// device's own).
+#[allow(clippy::too_many_arguments)]
+fn scaling_record(
+    kernel: &str,
+    size: &str,
+    count: usize,
+    ms: f64,
+    metric: &str,
+    value: f64,
+    one_ms: f64,
+    check: Check,
+) -> BenchRecord {
+    BenchRecord::new(
+        format!(
+            "{kernel} on {count} GPU{}",
+            if count == 1 { "" } else { "s" }
+        ),
+        size,
+        ms,
+        metric,
+        value,
+        check,
+    )
+    .against(format!("{kernel} on 1 GPU (speedup)"), one_ms / ms)
+}
+
+/// The device names of `gpus`, for the bench's device line.
+pub fn device_line(gpus: &[&Gpu]) -> String {
+    gpus.iter()
+        .map(|g| g.label())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Every scaling row and the copy rows, on `gpus` (at least one).
+pub fn bench(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Result<()> {
+    if gpus.is_empty() {
+        return Err(Error::invalid("bench --multi", "no devices"));
+    }
+    let parts: [(&str, Part); 5] = [
+        ("sgemm", sgemm),
+        ("mandelbrot", mandelbrot),
+        ("life", life),
+        ("reduce", reduce),
+        ("copy", copies),
+    ];
+    for (name, part) in parts {
+        let (result, ms) = cpu_time(|| part(gpus, sizes, records));
+        result?;
+        eprintln!("bench --multi {name}: done in {:.1} s", ms / 1e3);
+    }
+    Ok(())
+}
+
+type Part = fn(&[&Gpu], &Sizes, &mut Vec<BenchRecord>) -> Result<()>;
+
+fn sgemm(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Result<()> {
+    let n = sizes.sgemm;
+    let mut rng = Rng::new(15);
+    let a = Array2::from_shape_simple_fn((n, n), || rng.uniform() as f32 - 0.5);
+    let b = Array2::from_shape_simple_fn((n, n), || rng.uniform() as f32 - 0.5);
+    let flop = 2.0 * (n as f64).powi(3);
+    let size = format!("{n}³ f32");
+    let mut one: Option<(f64, Array2<f32>)> = None;
+    for count in 1..=gpus.len() {
+        let mut bands = MatmulBands::upload(&gpus[..count], a.view(), b.view())?;
+        let ms = wall_ms(3, 1, || bands.run(1))?;
+        let c = bands.download()?;
+        drop(bands);
+        // Against the CPU: the rows at both ends of every band, in f64.
+        let rows = crate::multi_gpu::split_rows("bench", n, count)?;
+        let sampled: Vec<usize> = rows.iter().flat_map(|r| [r.start, r.end - 1]).collect();
+        let reference = MatmulReference::new(a.select(Axis(0), &sampled).view(), b.view())?;
+        let got = reference.check(c.select(Axis(0), &sampled).view())?;
+        let mut check = if got.passed() {
+            Check::Pass(format!(
+                "{} sampled rows within the √k bound (worst {:.3} of it)",
+                sampled.len(),
+                got.worst_ratio
+            ))
+        } else {
+            Check::Fail(format!(
+                "sampled row {}: error {:.2e} is {:.2} of the √k bound",
+                sampled[got.worst_at.0], got.max_abs_error, got.worst_ratio
+            ))
+        };
+        let one_ms = match &one {
+            None => ms,
+            Some((one_ms, c1)) => {
+                if let (Check::Pass(text), Some(d)) = (&check, max_rel_difference(&c, c1)) {
+                    check = Check::Pass(format!("{text}; max rel. diff. to 1 GPU {d:.1e}"));
+                }
+                *one_ms
+            }
+        };
+        records.push(scaling_record(
+            "multi SGEMM",
+            &size,
+            count,
+            ms,
+            "GFLOP/s",
+            flop / (ms * 1e-3) / 1e9,
+            one_ms,
+            check,
+        ));
+        if one.is_none() {
+            one = Some((ms, c));
+        }
+    }
+    Ok(())
+}
+
+/// The largest `|x − y| / max(|y|, 1e-3)` between two products.
+fn max_rel_difference(x: &Array2<f32>, y: &Array2<f32>) -> Option<f64> {
+    (x.dim() == y.dim()).then(|| {
+        x.iter().zip(y.iter()).fold(0f64, |m, (&p, &q)| {
+            m.max((f64::from(p) - f64::from(q)).abs() / f64::from(q.abs()).max(1e-3))
+        })
+    })
+}
+
+fn mandelbrot(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Result<()> {
+    let p = MandelbrotParams {
+        breadth: sizes.mandelbrot,
+        max_iters: sizes.iters,
+        ..MandelbrotParams::default()
+    };
+    let lattice = p.lattice();
+    let n = p.breadth;
+    let size = format!("{n}² × {}", p.max_iters);
+    let reps = 10;
+    let mut one: Option<(f64, Array2<f32>)> = None;
+    for count in 1..=gpus.len() {
+        let mut bands =
+            MandelbrotBands::upload(&gpus[..count], lattice.view(), p.max_iters, p.upper_bound)?;
+        let ms = wall_ms(3, reps, || bands.run(reps))?;
+        let graph = bands.download()?;
+        drop(bands);
+        // Against the CPU: every 1024th row, point by point.
+        let mut check = Check::Pass(format!("every {}th row identical to CPU", 1024));
+        for r in (0..n).step_by(1024) {
+            let c_im = lattice[n - 1 - r];
+            for (c, &got) in graph.row(r).iter().enumerate() {
+                let want = crate::kernels::mandelbrot::mandelbrot_point(
+                    lattice[c],
+                    c_im,
+                    p.max_iters,
+                    p.upper_bound * p.upper_bound,
+                );
+                if got != want {
+                    check = Check::Fail(format!("({r}, {c}) is {got}, the CPU's {want}"));
+                }
+            }
+        }
+        let one_ms = match &one {
+            None => ms,
+            Some((one_ms, g1)) => {
+                if let Some(d) = first_difference(graph.view(), g1.view()) {
+                    check = Check::Fail(format!("differs from 1 GPU's graph at {d}"));
+                } else if let Check::Pass(text) = &check {
+                    check = Check::Pass(format!("{text}; identical to 1 GPU's graph"));
+                }
+                *one_ms
+            }
+        };
+        let points = (n * n) as f64;
+        records.push(scaling_record(
+            "multi Mandelbrot",
+            &size,
+            count,
+            ms,
+            "Mpoints/s",
+            points / (ms * 1e-3) / 1e6,
+            one_ms,
+            check,
+        ));
+        if one.is_none() {
+            one = Some((ms, graph));
+        }
+    }
+    Ok(())
+}
+
+fn life(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Result<()> {
+    let (n, steps) = (sizes.life, sizes.life_steps);
+    let start = random_lattice(n, 0.25, &mut Rng::new(3));
+    let size = format!("{n}² × {steps} steps");
+    let samples = 3;
+    let mut one: Option<(f64, Array2<i32>)> = None;
+    for count in 1..=gpus.len() {
+        let mut bands = LifeBands::upload(&gpus[..count], start.view(), None)?;
+        // One step first, against the CPU's step.
+        bands.run(1)?;
+        let first = bands.download()?;
+        let mut check = if first == life_step_cpu(start.view())? {
+            Check::Pass("step 1 identical to CPU".into())
+        } else {
+            Check::Fail("step 1 differs from the CPU's".into())
+        };
+        let ms = wall_ms(samples, 1, || bands.run(steps))?;
+        let path = bands.path();
+        let last = bands.download()?;
+        drop(bands);
+        let one_ms = match &one {
+            None => ms,
+            Some((one_ms, l1)) => {
+                if last != *l1 {
+                    check = Check::Fail(format!(
+                        "after {} steps differs from 1 GPU's lattice",
+                        1 + (samples + 1) * steps
+                    ));
+                } else if let Check::Pass(text) = &check {
+                    check = Check::Pass(format!(
+                        "{text}; after {} steps identical to 1 GPU's; halos {}",
+                        1 + (samples + 1) * steps,
+                        path.map_or("none".into(), |p| p.to_string())
+                    ));
+                }
+                *one_ms
+            }
+        };
+        let cells = (n * n * steps) as f64;
+        records.push(scaling_record(
+            "multi Life (conway_fast + halos)",
+            &size,
+            count,
+            ms,
+            "Gcells/s",
+            cells / (ms * 1e-3) / 1e9,
+            one_ms,
+            check,
+        ));
+        if one.is_none() {
+            one = Some((ms, last));
+        }
+    }
+    Ok(())
+}
+
+/// Elements of the pattern the reduction's input repeats.
+const PATTERN: usize = 1 << 24;
+
+fn reduce(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Result<()> {
+    const K: &str = "bench --multi reduce";
+    let total = sizes.reduce;
+    let mut rng = Rng::new(31);
+    let pattern: Vec<f32> = (0..PATTERN.min(total))
+        .map(|_| rng.uniform() as f32 - 0.25)
+        .collect();
+    let size = format!("2^{} f32 resident", total.trailing_zeros());
+    let reps = 20;
+    let mut one_ms = None;
+    for count in 1..=gpus.len() {
+        let shares = crate::multi_gpu::split_rows(K, total, count)?;
+        // Each device's share: the pattern repeated, filled by device
+        // copies; its exact sum from the pattern's.
+        let exact = |len: usize| accurate_sum(pattern[..len].iter().map(|&x| f64::from(x)));
+        let abs = |len: usize| accurate_sum(pattern[..len].iter().map(|&x| f64::from(x.abs())));
+        let (full, full_abs) = (exact(pattern.len()), abs(pattern.len()));
+        let mut buffers = Vec::with_capacity(count);
+        let (mut expected, mut sum_abs) = (0.0, 0.0);
+        for (gpu, share) in gpus[..count].iter().zip(&shares) {
+            let source = gpu.to_device(&pattern)?;
+            // SAFETY: every element is written by the copies below before any read.
+            let buffer = unsafe { gpu.uninitialized::<f32>(share.len()) }?;
+            let mut at = 0;
+            while at < share.len() {
+                let len = pattern.len().min(share.len() - at);
+                buffer
+                    .index(at..at + len)
+                    .copy_from_device(&source.index(..len))?;
+                at += len;
+            }
+            let (repeats, rest) = (share.len() / pattern.len(), share.len() % pattern.len());
+            expected += repeats as f64 * full + exact(rest);
+            sum_abs += repeats as f64 * full_abs + abs(rest);
+            buffers.push(buffer);
+        }
+        let parts: Vec<(&Gpu, &DeviceSlice<f32>)> = gpus[..count]
+            .iter()
+            .zip(&buffers)
+            .map(|(g, b)| (*g, &**b))
+            .collect();
+        let mut scratch = ReduceScratches::<f32>::new(&gpus[..count])?;
+        let mut got = 0f32;
+        let ms = wall_ms(5, reps, || {
+            got = scratch.reduce::<Sum>(&parts[..], None, reps)?;
+            Ok(())
+        })?;
+        // The bound for the kernels' order (each thread sums its share
+        // sequentially, then a tree), with the threads of the smallest
+        // launch among the devices; the host adds one term per device.
+        let mut threads = usize::MAX;
+        for (gpu, share) in gpus[..count].iter().zip(&shares) {
+            let (grid, block) = gpu.reduce_launch_shape::<Sum, f32>(share.len())?;
+            threads = threads.min(count * grid as usize * block as usize);
+        }
+        let tolerance = float_sum_tolerance(total, threads, sum_abs, f64::from(f32::EPSILON) / 2.0);
+        let err = (f64::from(got) - expected).abs();
+        let check = if err <= tolerance {
+            Check::Pass(format!(
+                "error {err:.3e} within the order bound {tolerance:.3e}"
+            ))
+        } else {
+            Check::Fail(format!(
+                "{got} is {err:.3e} from {expected}, bound {tolerance:.3e}"
+            ))
+        };
+        let one = *one_ms.get_or_insert(ms);
+        records.push(scaling_record(
+            "multi reduce_sum_f32",
+            &size,
+            count,
+            ms,
+            "GB/s read",
+            gb_per_s(total * 4, ms as f32),
+            one,
+            check,
+        ));
+    }
+    Ok(())
+}
+
+fn copies(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Result<()> {
+    let bytes = sizes.copy_bytes;
+    let n = bytes / 4;
+    // Between the first two devices, or a device and itself.
+    let (a, b) = (gpus[0], *gpus.get(1).unwrap_or(&gpus[0]));
+    let one = device_copy_gbps(a, bytes, 10)? / 2.0;
+    records.push(BenchRecord::new(
+        "device copy (one GPU)",
+        format!("{} MiB", bytes >> 20),
+        bytes as f64 / (one * 1e9) * 1e3,
+        "GB/s copied",
+        one,
+        Check::Pass("every word copied back equals the source".into()),
+    ));
+    let source: Vec<u32> = (0..n as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    let src = a.to_device(&source)?;
+    let mut dst = b.zeroed::<u32>(n)?;
+    for path in [CopyPath::Peer, CopyPath::Staged] {
+        let label = format!("copy {} → {} ({path})", a.label(), b.label());
+        let ms = match wall_ms(5, 1, || {
+            copy_between(a, &src, b, &mut dst, Some(path)).map(|_| ())
+        }) {
+            Ok(ms) => ms,
+            Err(e @ Error::InvalidInput { .. }) => {
+                records.push(BenchRecord::new(
+                    label,
+                    format!("{} MiB", bytes >> 20),
+                    0.0,
+                    "GB/s copied",
+                    0.0,
+                    Check::Skipped(e.to_string()),
+                ));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        let mut back = vec![0u32; n];
+        dst.copy_to(&mut back)?;
+        let check = match back.iter().zip(&source).position(|(x, y)| x != y) {
+            None => Check::Pass("every word equals the source".into()),
+            Some(i) => Check::Fail(format!("word {i} is {:#x}, not {:#x}", back[i], source[i])),
+        };
+        dst.set_zero()?;
+        let gbps = bytes as f64 / (ms * 1e-3) / 1e9;
+        records.push(
+            BenchRecord::new(
+                label,
+                format!("{} MiB", bytes >> 20),
+                ms,
+                "GB/s copied",
+                gbps,
+                check,
+            )
+            .against("device copy (one GPU)", gbps / one),
+        );
+    }
+    Ok(())
+}

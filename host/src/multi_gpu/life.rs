@@ -1,0 +1,453 @@
+//! Game of Life on several GPUs: the `n`×`n` torus split in bands of rows,
+//! one per device, with the halo rows exchanged after every step (peer
+//! copies where the devices reach each other, else staged through pinned
+//! host memory). The result is identical to one GPU's.
+//!
+//! Layout: each device keeps an `n`×`n` buffer (two, for the ping-pong)
+//! whose row `j` holds the lattice's row `(r0 + j) mod n`, where `r0` is
+//! the band's first row: rows `0..h` are the band, row `h` the halo below
+//! it (the next band's first row) and row `n − 1` the halo above it (the
+//! previous band's last row). On that buffer the one-GPU kernel
+//! `conway_fast`, launched over the band's rows only, computes exactly the
+//! band's next rows: the torus wrap it applies at row 0 reads row `n − 1`,
+//! the halo above. Other rows may be overwritten with scratch values; the
+//! next exchange rewrites both halos before they are read.
+//!
+//! Each device's thread queues its steps without waiting for the GPU:
+//! kernel, then (after the neighbours' kernels, through events waited on by
+//! its stream) the copies of the neighbours' boundary rows into its halos.
+//! The threads only wait for each other's *queueing* (a step apart at
+//! most), so every device's queue stays full.
+use std::ops::Range;
+
+use cust::sys as cu;
+#[cfg(test)]
+use ndarray::Array1;
+use ndarray::{Array2, ArrayView2};
+
+use cuda_kernels_gpu::life::CONWAY_FAST;
+
+use super::{Crew, bands, gather, labels, run_each};
+use crate::Gpu;
+use crate::error::{Error, Result};
+use crate::kernel::LaunchConfig;
+use crate::life::{LifeKernel, check_lattice, fast_shape, life_launch};
+use crate::memory::{DeviceBuffer, DeviceSlice};
+use crate::peer::{
+    CopyPath, PinnedBytes, SyncEvent, best_path, queue_peer_copy, queue_to_device, queue_to_host,
+    record, require_peer, stream_wait, sync_event,
+};
+
+const K: &str = "life (multi-GPU)";
+const CELL: usize = std::mem::size_of::<i32>();
+
+/// One device's band: its rows, the two lattice buffers, the events its
+/// neighbours wait on, and (staged exchange) its boundary rows in pinned
+/// memory.
+struct Band {
+    rows: Range<usize>,
+    lattice: [DeviceBuffer<i32>; 2],
+    /// Recorded after step `g`'s kernel (and staging copies), slot `g % 2`.
+    done: [SyncEvent; 2],
+    /// Recorded after step `g`'s halo copies into this band, slot `g % 2`.
+    pulled: [SyncEvent; 2],
+    /// Staged exchange: slot `g % 2` holds the band's first and last rows
+    /// after step `g`.
+    staging: Option<[PinnedBytes; 2]>,
+}
+
+impl Band {
+    /// The device address of row `row` of buffer `b`.
+    fn row(&self, b: usize, row: usize, n: usize) -> cu::CUdeviceptr {
+        self.lattice[b].as_device_ptr().as_raw() + (row * n * CELL) as u64
+    }
+}
+
+/// Life on `gpus`: `steps` steps of `lattice` (square, cells 0 or 1),
+/// its rows split in bands, each device on its own host thread, halos
+/// exchanged every step. Identical to one GPU's result.
+///
+/// Errors: as [`check_lattice`], no devices, more devices than rows or
+/// bands too thin for their halos (before anything runs), a failure on a
+/// device ([`Error::OnDevice`]).
+pub fn life(gpus: &[&Gpu], lattice: ArrayView2<i32>, steps: usize) -> Result<Array2<i32>> {
+    let mut bands = LifeBands::upload(gpus, lattice, None)?;
+    bands.run(steps)?;
+    bands.download()
+}
+
+/// A lattice split over several GPUs, resident between runs (the bench's
+/// scaling rows time [`LifeBands::run`]).
+pub struct LifeBands<'g> {
+    gpus: Vec<&'g Gpu>,
+    bands: Vec<Band>,
+    n: usize,
+    /// Steps run so far: the current lattice is in buffer `steps % 2`.
+    steps: usize,
+    path: Option<CopyPath>,
+}
+
+impl<'g> LifeBands<'g> {
+    /// Splits `lattice` over `gpus` and copies each band (with its halos) in.
+    /// `path` forces the halo exchange's path (`None`: peer copies when
+    /// every neighbouring pair supports them, else staged).
+    pub fn upload(
+        gpus: &[&'g Gpu],
+        lattice: ArrayView2<i32>,
+        path: Option<CopyPath>,
+    ) -> Result<Self> {
+        let n = check_lattice(lattice)?;
+        let rows = bands(K, gpus, n)?;
+        let p = rows.len();
+        if p > 1
+            && gpus
+                .iter()
+                .any(|g| g.is_simulated() != gpus[0].is_simulated())
+        {
+            return Err(Error::invalid(
+                K,
+                format!(
+                    "the devices [{}] mix simulated and CUDA devices: a Life job's bands \
+                     wait for each other, so its devices must all be of one kind",
+                    labels(gpus).join(", ")
+                ),
+            ));
+        }
+        let tallest = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+        if p > 1 && tallest + 3 > n {
+            return Err(Error::invalid(
+                K,
+                format!(
+                    "a {n}×{n} lattice is too small for {p} bands: a band of {tallest} rows and its \
+                     two halo rows need a lattice of at least {} rows",
+                    tallest + 3
+                ),
+            ));
+        }
+        let path = if p > 1 {
+            Some(match path {
+                Some(path) => path,
+                None => {
+                    let mut path = CopyPath::Peer;
+                    for i in 0..p {
+                        if best_path(gpus[i], gpus[(i + 1) % p])? == CopyPath::Staged {
+                            path = CopyPath::Staged;
+                        }
+                    }
+                    path
+                }
+            })
+        } else {
+            None
+        };
+        if path == Some(CopyPath::Peer) {
+            for i in 0..p {
+                let (a, b) = (gpus[i], gpus[(i + 1) % p]);
+                require_peer(a, b)?;
+            }
+        }
+        let cells = lattice.as_standard_layout();
+        let flat = cells
+            .as_slice()
+            .ok_or_else(|| Error::invalid(K, "lattice not contiguous"))?;
+        let items: Vec<_> = gpus.iter().zip(rows).collect();
+        let bands = run_each(K, &labels(gpus), items, |_, (gpu, rows), _| {
+            let host = band_buffer(flat, n, &rows, p);
+            let lattice = [gpu.to_device(&host)?, gpu.zeroed(n * n)?];
+            let staging = match path {
+                Some(CopyPath::Staged) => Some([
+                    PinnedBytes::new(gpu, 2 * n * CELL)?,
+                    PinnedBytes::new(gpu, 2 * n * CELL)?,
+                ]),
+                _ => None,
+            };
+            Ok(Band {
+                rows,
+                lattice,
+                done: [sync_event(gpu)?, sync_event(gpu)?],
+                pulled: [sync_event(gpu)?, sync_event(gpu)?],
+                staging,
+            })
+        })?;
+        Ok(Self {
+            gpus: gpus.to_vec(),
+            bands,
+            n,
+            steps: 0,
+            path,
+        })
+    }
+
+    /// How the halos travel: `None` with one band (no exchange).
+    pub fn path(&self) -> Option<CopyPath> {
+        self.path
+    }
+
+    /// Runs `steps` steps on every device at once (each on its own thread),
+    /// exchanging halos after each, and waits for all of them.
+    pub fn run(&mut self, steps: usize) -> Result<()> {
+        let (n, base, path) = (self.n, self.steps, self.path);
+        let bands = &self.bands;
+        let gpus = &self.gpus;
+        let items: Vec<usize> = (0..bands.len()).collect();
+        let result = run_each(K, &labels(gpus), items, |i, _, crew| {
+            run_band(gpus, bands, i, n, base, steps, path, crew)
+        });
+        // Whatever happened, the buffers hold step base + steps only if
+        // every device ran every step.
+        if result.is_ok() {
+            self.steps += steps;
+        }
+        result.map(|_| ())
+    }
+
+    /// Copies every band out and joins them into the lattice.
+    pub fn download(&self) -> Result<Array2<i32>> {
+        let (n, cur) = (self.n, self.steps % 2);
+        let bands: Vec<DeviceSlice<i32>> = self
+            .bands
+            .iter()
+            .map(|b| b.lattice[cur].index(..b.rows.len() * n))
+            .collect();
+        let cells = gather(K, &self.gpus, &bands.iter().collect::<Vec<_>>())?;
+        Array2::from_shape_vec((n, n), cells).map_err(|e| Error::invalid(K, e.to_string()))
+    }
+}
+
+/// Device `i`'s buffer at the start, for a lattice split in `p` bands:
+/// row `j` holds the lattice's row `(r0 + j) mod n` for the band's rows
+/// `j < h`, and (with more than one band) its halos, `j = h` and `j = n −
+/// 1`; every other row is 0.
+fn band_buffer(flat: &[i32], n: usize, rows: &Range<usize>, p: usize) -> Vec<i32> {
+    let mut host = vec![0i32; n * n];
+    let mut wanted: Vec<usize> = (0..rows.len()).collect();
+    if p > 1 {
+        wanted.extend([rows.len(), n - 1]);
+    }
+    for j in wanted {
+        let src = (rows.start + j) % n;
+        host[j * n..(j + 1) * n].copy_from_slice(&flat[src * n..(src + 1) * n]);
+    }
+    host
+}
+
+/// One halo row of a band after a step: copied from band `from`'s buffer
+/// row `src_row` (row `staged_row` of its staging slot) into this band's
+/// row `dst_row`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Halo {
+    from: usize,
+    src_row: usize,
+    staged_row: usize,
+    dst_row: usize,
+}
+
+/// The two halos of band `i` of bands of `heights` on an `n`-wide torus:
+/// the band above's last row into row `n − 1`, the band below's first row
+/// into row `h` (the staging slots hold a band's first row, then its last).
+fn halos(heights: &[usize], i: usize, n: usize) -> [Halo; 2] {
+    let p = heights.len();
+    let (up, down) = ((i + p - 1) % p, (i + 1) % p);
+    [
+        Halo {
+            from: up,
+            src_row: heights[up] - 1,
+            staged_row: 1,
+            dst_row: n - 1,
+        },
+        Halo {
+            from: down,
+            src_row: 0,
+            staged_row: 0,
+            dst_row: heights[i],
+        },
+    ]
+}
+
+/// Device `i`'s thread: queues `steps` steps of its band (see the module
+/// docs for the order and the events).
+#[allow(clippy::too_many_arguments)]
+fn run_band(
+    gpus: &[&Gpu],
+    bands: &[Band],
+    i: usize,
+    n: usize,
+    base: usize,
+    steps: usize,
+    path: Option<CopyPath>,
+    crew: &Crew,
+) -> Result<()> {
+    let (gpu, me) = (gpus[i], &bands[i]);
+    let p = bands.len();
+    let (up, down) = ((i + p - 1) % p, (i + 1) % p);
+    // The bands this one exchanges rows with (one band, above and below
+    // alike, when there are two; none when there is one).
+    let mut neighbours = if p > 1 { vec![up, down] } else { vec![] };
+    neighbours.dedup();
+    let h = me.rows.len();
+    let launch = life_launch(LifeKernel::Fast, n, fast_shape())?;
+    let strip_rows = h.div_ceil(launch.rows).div_ceil(launch.block.1 as usize);
+    let cfg = LaunchConfig {
+        grid: (launch.grid.0, strip_rows as u32, 1),
+        block: (launch.block.0, launch.block.1, 1),
+        shared_mem_bytes: 0,
+    };
+    gpu.bind()?;
+    let stream = gpu.stream();
+    let row_bytes = n * CELL;
+    for s in 0..steps {
+        let g = base + s;
+        let (cur, next, slot) = (g % 2, (g + 1) % 2, g % 2);
+        crew.check(K)?;
+        // The kernel overwrites the buffer the neighbours read two steps ago:
+        // wait for those copies.
+        if s >= 2 {
+            for &j in &neighbours {
+                crew.wait_for(K, j, 2 * s as u64 - 2)?;
+                stream_wait(stream, &bands[j].pulled[slot])?;
+            }
+        }
+        // SAFETY: both buffers hold n·n i32 and are distinct; the grid covers
+        // the band's rows (strip_rows) and the kernel clips to the n×n
+        // lattice; rows >= 1 (life_launch); n is the checked lattice size.
+        unsafe {
+            let args = (&me.lattice[cur], &me.lattice[next], n, launch.rows);
+            gpu.launch(CONWAY_FAST, cfg, stream, args)
+        }?;
+        if let Some(staging) = &me.staging {
+            // The band's first and last rows, for the neighbours.
+            for (k, row) in [0, h - 1].into_iter().enumerate() {
+                // SAFETY: the staging slot holds two rows; the row is inside
+                // the n·n buffer; ordered after the kernel on this stream, and
+                // after the neighbours' reads of this slot (the waits above).
+                unsafe {
+                    queue_to_host(
+                        gpu,
+                        me.row(next, row, n),
+                        staging[slot].as_ptr().add(k * row_bytes),
+                        row_bytes,
+                        stream,
+                    )
+                }?;
+            }
+        }
+        record(&me.done[slot], stream)?;
+        crew.advance(i, 2 * s as u64 + 1);
+        if p == 1 {
+            continue;
+        }
+        // The halos of the new lattice: the band above's last row, the band
+        // below's first row, after their kernels of this step.
+        for &j in &neighbours {
+            crew.wait_for(K, j, 2 * s as u64 + 1)?;
+            stream_wait(stream, &bands[j].done[slot])?;
+        }
+        let heights: Vec<usize> = bands.iter().map(|b| b.rows.len()).collect();
+        for Halo {
+            from: j,
+            src_row,
+            staged_row,
+            dst_row,
+        } in halos(&heights, i, n)
+        {
+            let dst = me.row(next, dst_row, n);
+            match path {
+                Some(CopyPath::Staged) => {
+                    let staging = bands[j]
+                        .staging
+                        .as_ref()
+                        .ok_or_else(|| Error::invalid(K, "staged exchange without staging"))?;
+                    // SAFETY: the neighbour's pinned slot holds its rows of
+                    // this step (its `done` event, waited above) and is not
+                    // rewritten before our `pulled` event (its waits); the
+                    // halo row is inside our buffer.
+                    unsafe {
+                        queue_to_device(
+                            gpu,
+                            staging[slot].as_ptr().add(staged_row * row_bytes),
+                            dst,
+                            row_bytes,
+                            stream,
+                        )
+                    }?;
+                }
+                _ => {
+                    // SAFETY: both rows are inside their n·n buffers; the
+                    // source is final for this step (the neighbour's `done`
+                    // event) and not rewritten before our `pulled` event.
+                    unsafe {
+                        queue_peer_copy(
+                            gpus[j],
+                            bands[j].row(next, src_row, n),
+                            gpu,
+                            dst,
+                            row_bytes,
+                            stream,
+                        )
+                    }?;
+                }
+            }
+        }
+        record(&me.pulled[slot], stream)?;
+        crew.advance(i, 2 * s as u64 + 2);
+    }
+    gpu.synchronize(CONWAY_FAST.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::life::{life_cpu, life_step_cpu, random_lattice};
+    use crate::multi_gpu::split_rows;
+    use crate::util::Rng;
+
+    /// The layout and the halo exchange on the CPU: each band's buffer is
+    /// stepped as a whole `n`×`n` torus (a superset of what the kernel
+    /// computes: its band's rows), then its halos are copied in as
+    /// [`halos`] says, from the staging rows too; after every step the
+    /// bands equal the one-lattice result.
+    #[test]
+    fn bands_and_halos_reproduce_the_torus() {
+        for (n, p, steps) in [(16, 2, 9), (17, 3, 7), (40, 5, 6), (9, 2, 5), (12, 1, 4)] {
+            let start = random_lattice(n, 0.35, &mut Rng::new(n as u64));
+            let flat = start.as_slice().unwrap();
+            let rows = split_rows("t", n, p).unwrap();
+            let heights: Vec<usize> = rows.iter().map(|r| r.len()).collect();
+            let mut buffers: Vec<Array2<i32>> = rows
+                .iter()
+                .map(|r| Array2::from_shape_vec((n, n), band_buffer(flat, n, r, p)).unwrap())
+                .collect();
+            for step in 1..=steps {
+                let next: Vec<Array2<i32>> = buffers
+                    .iter()
+                    .map(|b| life_step_cpu(b.view()).unwrap())
+                    .collect();
+                let staged: Vec<[Vec<i32>; 2]> = next
+                    .iter()
+                    .zip(&heights)
+                    .map(|(b, &h)| [b.row(0).to_vec(), b.row(h - 1).to_vec()])
+                    .collect();
+                buffers = next.clone();
+                if p > 1 {
+                    for (i, buffer) in buffers.iter_mut().enumerate() {
+                        for halo in halos(&heights, i, n) {
+                            let peer = next[halo.from].row(halo.src_row).to_vec();
+                            assert_eq!(peer, staged[halo.from][halo.staged_row]);
+                            buffer.row_mut(halo.dst_row).assign(&Array1::from(peer));
+                        }
+                    }
+                }
+                let want = life_cpu(start.view(), step).unwrap();
+                for (r, b) in rows.iter().zip(&buffers) {
+                    for (j, g) in r.clone().enumerate() {
+                        assert_eq!(
+                            b.row(j),
+                            want.row(g),
+                            "n {n}, {p} bands, step {step}, row {g}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}

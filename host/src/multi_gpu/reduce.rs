@@ -1,0 +1,127 @@
+//! Reductions on several GPUs: each device reduces the data it holds (or its
+//! contiguous share of a host array), each on its own host thread, and the
+//! host combines the per-device results in device order with the
+//! operation's own `combine`. Integer results equal one GPU's; float sums
+//! differ from one GPU's only by summation order (within
+//! [`float_sum_tolerance`](crate::reduce::float_sum_tolerance)).
+use crate::memory::{DeviceBuffer, DeviceSlice};
+use ndarray::ArrayView1;
+
+use super::{labels, run_each, split_rows};
+use crate::Gpu;
+use crate::error::{Error, Result};
+use crate::reduce::{Element, ReduceKernel, ReduceScratch, start_value};
+use crate::util::contiguous;
+
+const K: &str = "reduce (multi-GPU)";
+
+/// Folds per-device results (`None` for a device with no data) from `init`.
+fn combine<Op: ReduceKernel<T>, T: Element>(init: T, parts: Vec<Option<T>>) -> T {
+    parts.into_iter().flatten().fold(init, Op::combine)
+}
+
+/// Reduces data already resident on each device: `parts[i]` is a slice of
+/// `parts[i].0`'s memory. Returns `combine(init, …)` over all of it, as
+/// [`Gpu::reduce`] would over the concatenation. Empty parts are skipped.
+///
+/// Errors: no parts, min/max of nothing without `init`, a failure on a
+/// device ([`Error::OnDevice`]).
+pub fn reduce_resident<Op: ReduceKernel<T>, T: Element>(
+    parts: &[(&Gpu, &DeviceSlice<T>)],
+    init: Option<T>,
+) -> Result<T> {
+    let mut scratch = ReduceScratches::new(&parts.iter().map(|p| p.0).collect::<Vec<_>>())?;
+    scratch.reduce::<Op>(parts, init, 1)
+}
+
+/// Reduces `input` on `gpus`: split in contiguous shares in device order,
+/// each device copies its share in and reduces it on its own thread.
+/// Errors as [`reduce_resident`]; also more devices than elements.
+pub fn reduce<Op: ReduceKernel<T>, T: Element>(
+    gpus: &[&Gpu],
+    input: ArrayView1<T>,
+    init: Option<T>,
+) -> Result<T> {
+    let init = start_value::<Op, T>(input.len(), init)?;
+    let host = contiguous(&input);
+    let shares = split_rows(K, host.len(), gpus.len())?;
+    let items: Vec<_> = gpus.iter().zip(shares).collect();
+    let parts = run_each(K, &labels(gpus), items, |_, (gpu, share), _| {
+        gpu.reduce_slice::<Op, T>(&host[share], None).map(Some)
+    })?;
+    Ok(combine::<Op, T>(init, parts))
+}
+
+/// One [`ReduceScratch`] per device, for repeated resident reductions (the
+/// bench's scaling rows) without allocating on every run.
+pub struct ReduceScratches<T: Element> {
+    scratch: Vec<ReduceScratch<T>>,
+}
+
+impl<T: Element> ReduceScratches<T> {
+    /// A scratch on each of `gpus` (in order).
+    pub fn new(gpus: &[&Gpu]) -> Result<Self> {
+        if gpus.is_empty() {
+            return Err(Error::invalid(
+                K,
+                "an empty device list: give at least one device",
+            ));
+        }
+        let scratch = run_each(K, &labels(gpus), gpus.to_vec(), |_, gpu, _| {
+            gpu.reduce_scratch::<T>()
+        })?;
+        Ok(Self { scratch })
+    }
+
+    /// Queues `reps` reductions of each part on its device (each device on
+    /// its own thread), waits, and returns the last one's combined result.
+    /// `parts[i]` is reduced with scratch `i`: list the parts in the order
+    /// of the GPUs given to [`ReduceScratches::new`].
+    pub fn reduce<Op: ReduceKernel<T>>(
+        &mut self,
+        parts: &[(&Gpu, &DeviceSlice<T>)],
+        init: Option<T>,
+        reps: usize,
+    ) -> Result<T> {
+        let total: usize = parts.iter().map(|p| p.1.len()).sum();
+        let init = start_value::<Op, T>(total, init)?;
+        if parts.len() != self.scratch.len() {
+            return Err(Error::invalid(
+                K,
+                format!(
+                    "{} parts for scratch on {} devices",
+                    parts.len(),
+                    self.scratch.len()
+                ),
+            ));
+        }
+        let gpus: Vec<&Gpu> = parts.iter().map(|p| p.0).collect();
+        let items: Vec<_> = parts.iter().zip(self.scratch.iter_mut()).collect();
+        let results = run_each(
+            K,
+            &labels(&gpus),
+            items,
+            |_, (&(gpu, data), scratch), crew| {
+                if data.is_empty() {
+                    return Ok(None);
+                }
+                for _ in 0..reps.max(1) {
+                    crew.check(K)?;
+                    gpu.reduce_on_device::<Op, T>(data, None, scratch)?;
+                }
+                scratch.result(gpu).map(Some)
+            },
+        )?;
+        Ok(combine::<Op, T>(init, results))
+    }
+}
+
+/// Copies `input` to `gpus` in contiguous shares, in device order (each
+/// device on its own thread), for [`reduce_resident`].
+pub fn scatter<T: Element>(gpus: &[&Gpu], input: &[T]) -> Result<Vec<DeviceBuffer<T>>> {
+    let shares = split_rows(K, input.len(), gpus.len())?;
+    let items: Vec<_> = gpus.iter().zip(shares).collect();
+    run_each(K, &labels(gpus), items, |_, (gpu, share), _| {
+        gpu.to_device(&input[share])
+    })
+}

@@ -1,0 +1,398 @@
+//! Every device, and several on one job (issue 15): the device list, a
+//! `Gpu` on each device, copies between devices (peer and staged, the same
+//! bytes), and the multi-device launchers (SGEMM and Mandelbrot by rows,
+//! reduce resident or split, Life in bands with halos) against one GPU and
+//! the CPU, and their refusals of bad input.
+//!
+//! The tests run on any number of GPUs: each launcher runs on every device
+//! list of [`device_lists`]: device 0 alone, device 0 listed twice (two
+//! bands on one device: the split and the halo exchange run even on one
+//! GPU), every device, and every device followed by device 0 again. With two
+//! GPUs the copies go between them; with one, from the device to itself.
+//! On the simulator "every device" is two simulated devices (the one the
+//! harness gives and `Gpu::simulated_device(1)`), at smaller sizes.
+use std::sync::OnceLock;
+
+use cuda_kernels::life::{life_cpu, random_lattice};
+use cuda_kernels::mandelbrot::{MandelbrotParams, first_difference, mandelbrot_cpu};
+use cuda_kernels::matrices::check_matmul;
+use cuda_kernels::multi_gpu::life::{LifeBands, life};
+use cuda_kernels::multi_gpu::mandelbrot::mandelbrot;
+use cuda_kernels::multi_gpu::matmul::matmul;
+use cuda_kernels::multi_gpu::reduce::{reduce, reduce_resident, scatter};
+use cuda_kernels::multi_gpu::{labels, run_each};
+use cuda_kernels::ndarray::{Array1, Array2};
+use cuda_kernels::peer::{CopyPath, can_access_peer, copy_between};
+use cuda_kernels::reduce::{Max, Min, Sum, accurate_sum, float_sum_tolerance, reduce_cpu};
+use cuda_kernels::util::Rng;
+use cuda_kernels::{Error, Gpu};
+use libtest_mimic::Trial;
+
+use crate::common::{ensure, fail, simulated, sized};
+
+/// The trials of this family, in the order they are listed.
+pub fn trials() -> Vec<Trial> {
+    vec![
+        hardware!("the driver's device list", every_device_is_listed),
+        hardware!("CUDA devices by ordinal", a_gpu_on_every_device),
+        hardware!(
+            "CUDA devices by ordinal",
+            a_missing_ordinal_names_the_devices
+        ),
+        kernel!(peer_and_staged_copies_agree),
+        kernel!(sgemm_split_by_rows),
+        kernel!(mandelbrot_split_identical),
+        kernel!(reduce_resident_and_split),
+        kernel!(life_bands_identical),
+        kernel!(life_both_halo_paths),
+        kernel!(refusals),
+        kernel!(a_device_failing_mid_job),
+    ]
+}
+
+/// A `Gpu` on every usable CUDA device, opened once for the binary.
+fn all_cuda() -> Result<&'static [Gpu], libtest_mimic::Failed> {
+    static ALL: OnceLock<Result<Vec<Gpu>, String>> = OnceLock::new();
+    ALL.get_or_init(|| cuda_kernels::all_gpus().map_err(|e| e.to_string()))
+        .as_deref()
+        .map_err(fail)
+}
+
+/// Simulated device 1, the second device of a simulated run.
+fn second_simulated() -> Result<&'static Gpu, libtest_mimic::Failed> {
+    static SECOND: OnceLock<Result<Gpu, String>> = OnceLock::new();
+    SECOND
+        .get_or_init(|| Gpu::simulated_device(1).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(fail)
+}
+
+/// Every device of the run: every CUDA device (device 0 first), or on the
+/// simulator `gpu` and simulated device 1.
+fn all(gpu: &Gpu) -> Result<Vec<&Gpu>, libtest_mimic::Failed> {
+    if gpu.is_simulated() {
+        Ok(vec![gpu, second_simulated()?])
+    } else {
+        Ok(all_cuda()?.iter().collect())
+    }
+}
+
+/// The device lists each launcher is tested on: device 0 alone, device 0
+/// twice, every device, every device and device 0 again.
+fn device_lists(gpu: &Gpu) -> Result<Vec<Vec<&Gpu>>, libtest_mimic::Failed> {
+    let all = all(gpu)?;
+    let mut again = all.clone();
+    again.push(gpu);
+    Ok(vec![vec![gpu], vec![gpu, gpu], all, again])
+}
+
+/// The names of a device list, for failure messages.
+fn names(gpus: &[&Gpu]) -> String {
+    labels(gpus).join(", ")
+}
+
+fn every_device_is_listed(_: &Gpu) -> Result<(), libtest_mimic::Failed> {
+    let devices = cuda_kernels::devices().map_err(fail)?;
+    ensure(!devices.is_empty(), || "no devices listed".into())?;
+    for (i, d) in devices.iter().enumerate() {
+        ensure(d.ordinal as usize == i, || {
+            format!("device {i} is listed as {}", d.ordinal)
+        })?;
+        ensure(
+            !d.name.is_empty() && d.total_memory > 0 && d.multiprocessors > 0,
+            || format!("device {i}: {d:?}"),
+        )?;
+        ensure(d.pci_bus_id.matches(':').count() == 2, || {
+            format!("device {i}: PCI bus id {:?}", d.pci_bus_id)
+        })?;
+        println!("{d}");
+    }
+    Ok(())
+}
+
+fn a_gpu_on_every_device(_: &Gpu) -> Result<(), libtest_mimic::Failed> {
+    let a = Array1::from_iter((0..1000).map(|i| i as f32));
+    for gpu in all_cuda()? {
+        let c = gpu.multiply(a.view(), a.view()).map_err(fail)?;
+        ensure(c == &a * &a, || format!("{}: wrong product", gpu.label()))?;
+        let again = cuda_kernels::gpu_on(gpu.ordinal()).map_err(fail)?;
+        ensure(again.same_device(gpu), || {
+            format!("gpu_on({}) opened another device", gpu.ordinal())
+        })?;
+    }
+    Ok(())
+}
+
+fn a_missing_ordinal_names_the_devices(_: &Gpu) -> Result<(), libtest_mimic::Failed> {
+    let devices = cuda_kernels::devices().map_err(fail)?;
+    let missing = devices.len() as u32;
+    match cuda_kernels::gpu_on(missing) {
+        Err(e @ Error::NoSuchDevice { .. }) => {
+            let text = e.to_string();
+            for d in &devices {
+                ensure(text.contains(&format!("{}: {}", d.ordinal, d.name)), || {
+                    format!("{text:?} does not name device {}", d.ordinal)
+                })?;
+            }
+            Ok(())
+        }
+        Err(e) => Err(fail(format!("device {missing}: {e} (not NoSuchDevice)"))),
+        Ok(_) => Err(fail(format!(
+            "device {missing} opened, but only {missing} are listed"
+        ))),
+    }
+}
+
+fn peer_and_staged_copies_agree(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
+    let all = all(gpu)?;
+    let other = *all.get(1).unwrap_or(&gpu);
+    for (src_gpu, dst_gpu) in [(gpu, other), (other, gpu), (gpu, gpu)] {
+        // Across the staging chunks' edges: 16 MiB is one chunk of bytes.
+        for n in [1usize, 1000, (4 << 20) + 3, (8 << 20) + 5] {
+            let host: Vec<u32> = (0..n as u32)
+                .map(|i| i.wrapping_mul(2_654_435_761))
+                .collect();
+            let src = src_gpu.to_device(&host).map_err(fail)?;
+            let mut dst = dst_gpu.zeroed::<u32>(n).map_err(fail)?;
+            let paths: &[CopyPath] = if can_access_peer(src_gpu, dst_gpu).map_err(fail)? {
+                &[CopyPath::Peer, CopyPath::Staged]
+            } else {
+                &[CopyPath::Staged]
+            };
+            for &path in paths {
+                dst.set_zero().map_err(fail)?;
+                let took =
+                    copy_between(src_gpu, &src, dst_gpu, &mut dst, Some(path)).map_err(fail)?;
+                ensure(took == path, || format!("asked for {path}, took {took}"))?;
+                let mut back = vec![0u32; n];
+                dst.copy_to(&mut back).map_err(fail)?;
+                ensure(back == host, || {
+                    format!(
+                        "{} → {} ({path}), {n} words: word {:?} differs",
+                        src_gpu.label(),
+                        dst_gpu.label(),
+                        back.iter().zip(&host).position(|(a, b)| a != b)
+                    )
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn sgemm_split_by_rows(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
+    let mut rng = Rng::new(15);
+    let sizes = if simulated(gpu) {
+        vec![(37, 20, 9), (5, 7, 3)]
+    } else {
+        vec![(515, 300, 257), (64, 1024, 130), (5, 7, 3)]
+    };
+    for (m, k, n) in sizes {
+        let a = Array2::from_shape_simple_fn((m, k), || rng.uniform() as f32 - 0.5);
+        let b = Array2::from_shape_simple_fn((k, n), || rng.uniform() as f32 - 0.5);
+        for gpus in device_lists(gpu)? {
+            let c = matmul(&gpus, a.view(), b.view()).map_err(fail)?;
+            let check = check_matmul(c.view(), a.view(), b.view()).map_err(fail)?;
+            ensure(check.passed(), || {
+                format!("{m}×{k}·{k}×{n} on [{}]: {check:?}", names(&gpus))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn mandelbrot_split_identical(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
+    for breadth in [4, sized(gpu, 517, 67), sized(gpu, 1024, 96)] {
+        let p = MandelbrotParams {
+            breadth,
+            ..MandelbrotParams::default()
+        };
+        let lattice = p.lattice();
+        let want = mandelbrot_cpu(lattice.view(), p.max_iters, p.upper_bound).map_err(fail)?;
+        let one = gpu
+            .mandelbrot(lattice.view(), p.max_iters, p.upper_bound)
+            .map_err(fail)?;
+        for gpus in device_lists(gpu)? {
+            let got =
+                mandelbrot(&gpus, lattice.view(), p.max_iters, p.upper_bound).map_err(fail)?;
+            for (what, reference) in [("the CPU's", &want), ("one GPU's", &one)] {
+                if let Some(d) = first_difference(got.view(), reference.view()) {
+                    return Err(fail(format!(
+                        "{breadth}² on [{}] differs from {what} graph at {d}",
+                        names(&gpus)
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn reduce_resident_and_split(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
+    let mut rng = Rng::new(7);
+    for n in [3usize, 1000, sized(gpu, (1 << 20) + 7, 20_001)] {
+        let ints = Array1::from_shape_simple_fn(n, || rng.below(2001) as i64 - 1000);
+        let floats = Array1::from_shape_simple_fn(n, || rng.uniform() as f32 - 0.5);
+        let want_sum = reduce_cpu::<Sum, i64>(ints.view(), Some(5)).map_err(fail)?;
+        let want_min = reduce_cpu::<Min, i64>(ints.view(), None).map_err(fail)?;
+        let exact = accurate_sum(floats.iter().map(|&x| f64::from(x)));
+        let sum_abs: f64 = floats.iter().map(|&x| f64::from(x.abs())).sum();
+        let tolerance = float_sum_tolerance(n, 1, sum_abs, f64::from(f32::EPSILON) / 2.0);
+        for gpus in device_lists(gpu)? {
+            let at = || format!("n = {n} on [{}]", names(&gpus));
+            let got = reduce::<Sum, i64>(&gpus, ints.view(), Some(5)).map_err(fail)?;
+            ensure(got == want_sum, || {
+                format!("{}: sum {got}, want {want_sum}", at())
+            })?;
+            let got = reduce::<Min, i64>(&gpus, ints.view(), None).map_err(fail)?;
+            ensure(got == want_min, || {
+                format!("{}: min {got}, want {want_min}", at())
+            })?;
+            let shares = scatter(&gpus, floats.as_slice().unwrap_or(&[])).map_err(fail)?;
+            let parts: Vec<_> = gpus.iter().zip(&shares).map(|(g, b)| (*g, &**b)).collect();
+            let got = reduce_resident::<Sum, f32>(&parts, None).map_err(fail)?;
+            let err = (f64::from(got) - exact).abs();
+            ensure(err <= tolerance, || {
+                format!("{}: f32 sum {got}, exact {exact}, bound {tolerance}", at())
+            })?;
+            let got = reduce_resident::<Max, f32>(&parts, Some(-7.0)).map_err(fail)?;
+            let want = floats.iter().copied().fold(-7.0f32, f32::max);
+            ensure(got == want, || {
+                format!("{}: f32 max {got}, want {want}", at())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn life_bands_identical(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
+    let mut rng = Rng::new(11);
+    // 67: not a multiple of 4 (the kernel's element path); 256: the vector path.
+    for (n, steps) in [(67, 20), (sized(gpu, 256, 64), sized(gpu, 30, 8))] {
+        let start = random_lattice(n, 0.3, &mut rng);
+        let want = life_cpu(start.view(), steps).map_err(fail)?;
+        let mut lists = device_lists(gpu)?;
+        lists.push(vec![gpu; 5]);
+        for gpus in lists {
+            let got = life(&gpus, start.view(), steps).map_err(fail)?;
+            ensure(got == want, || {
+                format!("{n}² × {steps} on [{}] differs from the CPU", names(&gpus))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn life_both_halo_paths(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
+    let all = all(gpu)?;
+    let other = *all.get(1).unwrap_or(&gpu);
+    let start = random_lattice(128, 0.3, &mut Rng::new(5));
+    let want = life_cpu(start.view(), 25).map_err(fail)?;
+    let pairs: Vec<Vec<&Gpu>> = vec![vec![gpu, other], vec![gpu, other, gpu]];
+    for gpus in pairs {
+        for path in [CopyPath::Peer, CopyPath::Staged] {
+            if path == CopyPath::Peer && !can_access_peer(gpus[0], gpus[1]).map_err(fail)? {
+                continue;
+            }
+            let mut bands = LifeBands::upload(&gpus, start.view(), Some(path)).map_err(fail)?;
+            ensure(bands.path() == Some(path), || {
+                format!("asked {path}, got {:?}", bands.path())
+            })?;
+            // Split in runs: the halos stay valid between them.
+            for steps in [1, 7, 17] {
+                bands.run(steps).map_err(fail)?;
+            }
+            let got = bands.download().map_err(fail)?;
+            ensure(got == want, || {
+                format!("128² × 25 on [{}] with {path} halos differs", names(&gpus))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn refusals(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
+    let expect = |r: Result<(), Error>, needle: &str| -> Result<(), libtest_mimic::Failed> {
+        match r {
+            Err(e @ Error::InvalidInput { .. }) if e.to_string().contains(needle) => Ok(()),
+            Err(e) => Err(fail(format!(
+                "wanted InvalidInput containing {needle:?}, got {e}"
+            ))),
+            Ok(()) => Err(fail(format!(
+                "wanted a refusal containing {needle:?}, got Ok"
+            ))),
+        }
+    };
+    let p = MandelbrotParams {
+        breadth: 2,
+        ..MandelbrotParams::default()
+    };
+    let lattice = p.lattice();
+    expect(
+        mandelbrot(&[], lattice.view(), 256, 2.0).map(drop),
+        "an empty device list",
+    )?;
+    expect(
+        mandelbrot(&[gpu, gpu, gpu], lattice.view(), 256, 2.0).map(drop),
+        "3 devices but only 2 rows",
+    )?;
+    let a = Array2::<f32>::zeros((2, 3));
+    expect(
+        matmul(&[gpu; 3], a.view(), Array2::zeros((3, 2)).view()).map(drop),
+        "3 devices",
+    )?;
+    expect(
+        matmul(&[gpu], a.view(), a.view()).map(drop),
+        "inner dimensions differ",
+    )?;
+    // Two bands of 3 and 2 rows: the 3-row band and its two halos need 6.
+    let small = random_lattice(5, 0.5, &mut Rng::new(1));
+    expect(
+        life(&[gpu; 2], small.view(), 1).map(drop),
+        "too small for 2 bands",
+    )?;
+    expect(
+        reduce::<Sum, i32>(&[gpu; 4], Array1::from(vec![1, 2]).view(), None).map(drop),
+        "4 devices",
+    )?;
+    Ok(())
+}
+
+fn a_device_failing_mid_job(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
+    // Every device of the list multiplies in a loop; the second one fails
+    // at its tenth launch (as a lost device would). The job must end, name
+    // that device, and leave every device usable for the next job.
+    let all = all(gpu)?;
+    let gpus: Vec<&Gpu> = vec![gpu, *all.get(1).unwrap_or(&gpu)];
+    let a = Array1::from_iter((0..4096).map(|i| (i % 17) as f32));
+    let r = run_each("test job", &labels(&gpus), gpus.clone(), |i, g, crew| {
+        for launch in 0..1000 {
+            crew.check("test job")?;
+            if i == 1 && launch == 10 {
+                return Err(Error::invalid("multiply", "the device was lost"));
+            }
+            g.multiply(a.view(), a.view())?;
+        }
+        Ok(())
+    });
+    match r {
+        Err(Error::OnDevice { device, source, .. }) => {
+            ensure(device == gpus[1].label(), || format!("named {device}"))?;
+            ensure(
+                source.to_string() == "multiply: the device was lost",
+                || source.to_string(),
+            )?;
+        }
+        other => return Err(fail(format!("wanted OnDevice, got {other:?}"))),
+    }
+    let p = MandelbrotParams {
+        breadth: sized(gpu, 512, 64),
+        ..MandelbrotParams::default()
+    };
+    let lattice = p.lattice();
+    let want = mandelbrot_cpu(lattice.view(), p.max_iters, p.upper_bound).map_err(fail)?;
+    let got = mandelbrot(&gpus, lattice.view(), p.max_iters, p.upper_bound).map_err(fail)?;
+    ensure(got == want, || {
+        "the devices gave a wrong graph after the failed job".into()
+    })
+}
