@@ -365,7 +365,8 @@ impl<T: DeviceCopy> DeviceSlice<T> {
             Some(s) => {
                 self.same_len("asynchronous copy to the host", host.len())?;
                 // SAFETY: the caller's contract; lengths are equal.
-                unsafe { self.as_cust()?.async_copy_to(host, s) }.during(MEMORY, "cuMemcpyDtoHAsync")
+                unsafe { self.as_cust()?.async_copy_to(host, s) }
+                    .during(MEMORY, "cuMemcpyDtoHAsync")
             }
         }
     }
