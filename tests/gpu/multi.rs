@@ -5,14 +5,12 @@
 //! the CPU, and their refusals of bad input.
 //!
 //! The tests run on any number of GPUs: each launcher runs on every device
-//! list of [`device_lists`]: device 0 alone, device 0 listed twice (two
+//! list of [`Devices::lists`]: device 0 alone, device 0 listed twice (two
 //! bands on one device: the split and the halo exchange run even on one
 //! GPU), every device, and every device followed by device 0 again. With two
 //! GPUs the copies go between them; with one, from the device to itself.
 //! On the simulator "every device" is two simulated devices (the one the
 //! harness gives and `Gpu::simulated_device(1)`), at smaller sizes.
-use std::sync::OnceLock;
-
 use cuda_kernels::life::{life_cpu, random_lattice};
 use cuda_kernels::mandelbrot::{MandelbrotParams, first_difference, mandelbrot_cpu};
 use cuda_kernels::matrices::check_matmul;
@@ -50,40 +48,45 @@ pub fn trials() -> Vec<Trial> {
     ]
 }
 
-/// A `Gpu` on every usable CUDA device, opened once for the binary.
-fn all_cuda() -> Result<&'static [Gpu], libtest_mimic::Failed> {
-    static ALL: OnceLock<Result<Vec<Gpu>, String>> = OnceLock::new();
-    ALL.get_or_init(|| cuda_kernels::all_gpus().map_err(|e| e.to_string()))
-        .as_deref()
-        .map_err(fail)
+/// The devices a test runs on: the harness's `gpu` and the other devices
+/// of the run, opened for the one test and dropped with it (nothing the
+/// family opens outlives the trials: compute-sanitizer's leak check would
+/// see each leftover `Gpu`'s pinned fault record). The others are every
+/// other usable CUDA device, or on the simulator simulated device 1.
+struct Devices<'a> {
+    gpu: &'a Gpu,
+    others: Vec<Gpu>,
 }
 
-/// Simulated device 1, the second device of a simulated run.
-fn second_simulated() -> Result<&'static Gpu, libtest_mimic::Failed> {
-    static SECOND: OnceLock<Result<Gpu, String>> = OnceLock::new();
-    SECOND
-        .get_or_init(|| Gpu::simulated_device(1).map_err(|e| e.to_string()))
-        .as_ref()
-        .map_err(fail)
-}
-
-/// Every device of the run: every CUDA device (device 0 first), or on the
-/// simulator `gpu` and simulated device 1.
-fn all(gpu: &Gpu) -> Result<Vec<&Gpu>, libtest_mimic::Failed> {
-    if gpu.is_simulated() {
-        Ok(vec![gpu, second_simulated()?])
-    } else {
-        Ok(all_cuda()?.iter().collect())
+impl<'a> Devices<'a> {
+    fn open(gpu: &'a Gpu) -> Result<Self, libtest_mimic::Failed> {
+        let others = if gpu.is_simulated() {
+            vec![Gpu::simulated_device(1).map_err(fail)?]
+        } else {
+            cuda_kernels::devices()
+                .map_err(fail)?
+                .into_iter()
+                .filter(|d| d.unusable.is_none() && d.ordinal != gpu.ordinal())
+                .map(|d| cuda_kernels::gpu_on(d.ordinal))
+                .collect::<Result<_, _>>()
+                .map_err(fail)?
+        };
+        Ok(Self { gpu, others })
     }
-}
 
-/// The device lists each launcher is tested on: device 0 alone, device 0
-/// twice, every device, every device and device 0 again.
-fn device_lists(gpu: &Gpu) -> Result<Vec<Vec<&Gpu>>, libtest_mimic::Failed> {
-    let all = all(gpu)?;
-    let mut again = all.clone();
-    again.push(gpu);
-    Ok(vec![vec![gpu], vec![gpu, gpu], all, again])
+    /// Every device of the run, `gpu` first.
+    fn all(&self) -> Vec<&Gpu> {
+        std::iter::once(self.gpu).chain(&self.others).collect()
+    }
+
+    /// The device lists each launcher is tested on: device 0 alone, device
+    /// 0 twice, every device, every device and device 0 again.
+    fn lists(&self) -> Vec<Vec<&Gpu>> {
+        let all = self.all();
+        let mut again = all.clone();
+        again.push(self.gpu);
+        vec![vec![self.gpu], vec![self.gpu, self.gpu], all, again]
+    }
 }
 
 /// The names of a device list, for failure messages.
@@ -112,7 +115,7 @@ fn every_device_is_listed(_: &Gpu) -> Result<(), libtest_mimic::Failed> {
 
 fn a_gpu_on_every_device(_: &Gpu) -> Result<(), libtest_mimic::Failed> {
     let a = Array1::from_iter((0..1000).map(|i| i as f32));
-    for gpu in all_cuda()? {
+    for gpu in &cuda_kernels::all_gpus().map_err(fail)? {
         let c = gpu.multiply(a.view(), a.view()).map_err(fail)?;
         ensure(c == &a * &a, || format!("{}: wrong product", gpu.label()))?;
         let again = cuda_kernels::gpu_on(gpu.ordinal()).map_err(fail)?;
@@ -144,7 +147,8 @@ fn a_missing_ordinal_names_the_devices(_: &Gpu) -> Result<(), libtest_mimic::Fai
 }
 
 fn peer_and_staged_copies_agree(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
-    let all = all(gpu)?;
+    let devices = Devices::open(gpu)?;
+    let all = devices.all();
     let other = *all.get(1).unwrap_or(&gpu);
     for (src_gpu, dst_gpu) in [(gpu, other), (other, gpu), (gpu, gpu)] {
         // Across the staging chunks' edges: 16 MiB is one chunk of bytes.
@@ -190,7 +194,8 @@ fn sgemm_split_by_rows(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
     for (m, k, n) in sizes {
         let a = Array2::from_shape_simple_fn((m, k), || rng.uniform() as f32 - 0.5);
         let b = Array2::from_shape_simple_fn((k, n), || rng.uniform() as f32 - 0.5);
-        for gpus in device_lists(gpu)? {
+        let devices = Devices::open(gpu)?;
+        for gpus in devices.lists() {
             let c = matmul(&gpus, a.view(), b.view()).map_err(fail)?;
             let check = check_matmul(c.view(), a.view(), b.view()).map_err(fail)?;
             ensure(check.passed(), || {
@@ -212,7 +217,8 @@ fn mandelbrot_split_identical(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
         let one = gpu
             .mandelbrot(lattice.view(), p.max_iters, p.upper_bound)
             .map_err(fail)?;
-        for gpus in device_lists(gpu)? {
+        let devices = Devices::open(gpu)?;
+        for gpus in devices.lists() {
             let got =
                 mandelbrot(&gpus, lattice.view(), p.max_iters, p.upper_bound).map_err(fail)?;
             for (what, reference) in [("the CPU's", &want), ("one GPU's", &one)] {
@@ -238,7 +244,8 @@ fn reduce_resident_and_split(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
         let exact = accurate_sum(floats.iter().map(|&x| f64::from(x)));
         let sum_abs: f64 = floats.iter().map(|&x| f64::from(x.abs())).sum();
         let tolerance = float_sum_tolerance(n, 1, sum_abs, f64::from(f32::EPSILON) / 2.0);
-        for gpus in device_lists(gpu)? {
+        let devices = Devices::open(gpu)?;
+        for gpus in devices.lists() {
             let at = || format!("n = {n} on [{}]", names(&gpus));
             let got = reduce::<Sum, i64>(&gpus, ints.view(), Some(5)).map_err(fail)?;
             ensure(got == want_sum, || {
@@ -271,7 +278,8 @@ fn life_bands_identical(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
     for (n, steps) in [(67, 20), (sized(gpu, 256, 64), sized(gpu, 30, 8))] {
         let start = random_lattice(n, 0.3, &mut rng);
         let want = life_cpu(start.view(), steps).map_err(fail)?;
-        let mut lists = device_lists(gpu)?;
+        let devices = Devices::open(gpu)?;
+        let mut lists = devices.lists();
         lists.push(vec![gpu; 5]);
         for gpus in lists {
             let got = life(&gpus, start.view(), steps).map_err(fail)?;
@@ -284,7 +292,8 @@ fn life_bands_identical(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
 }
 
 fn life_both_halo_paths(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
-    let all = all(gpu)?;
+    let devices = Devices::open(gpu)?;
+    let all = devices.all();
     let other = *all.get(1).unwrap_or(&gpu);
     let start = random_lattice(128, 0.3, &mut Rng::new(5));
     let want = life_cpu(start.view(), 25).map_err(fail)?;
@@ -362,7 +371,8 @@ fn a_device_failing_mid_job(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
     // Every device of the list multiplies in a loop; the second one fails
     // at its tenth launch (as a lost device would). The job must end, name
     // that device, and leave every device usable for the next job.
-    let all = all(gpu)?;
+    let devices = Devices::open(gpu)?;
+    let all = devices.all();
     let gpus: Vec<&Gpu> = vec![gpu, *all.get(1).unwrap_or(&gpu)];
     let a = Array1::from_iter((0..4096).map(|i| (i % 17) as f32));
     let r = run_each("test job", &labels(&gpus), gpus.clone(), |i, g, crew| {
