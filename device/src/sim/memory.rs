@@ -9,8 +9,10 @@
 //! is a whole number of elements), but not to 256 bytes as `cudaMalloc`'s
 //! pointers are. The simulator's 16-byte vector loads
 //! ([`load_nc_v4`](crate::load::load_nc_v4)) therefore read unaligned; a
-//! kernel whose *result* depends on its pointers' alignment would differ
-//! (none of ours does). A guard page before the data pages catches accesses
+//! kernel whose *result* depends on its pointers' alignment (the reductions'
+//! summation order, the SGEMM entry chosen) would differ from the GPU, so a
+//! caller that wants the GPU's results asks for a length rounded up to 16
+//! bytes, as the host crate's buffers do (see `docs/simulator.md`). A guard page before the data pages catches accesses
 //! before the start from the page boundary on: the up to one page of slack
 //! between that boundary and the start (when the length is not a whole
 //! number of pages) is readable, so a small underflow such as `ptr.sub(1)`
