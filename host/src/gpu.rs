@@ -15,6 +15,7 @@ use cust::stream::StreamFlags;
 use cust::{CudaApiVersion, CudaFlags};
 
 use cuda_kernels_device::fault::{FAULT_POINTER_SYMBOL, FaultRecord};
+use cuda_kernels_device::sim::Limits;
 
 use crate::error::{CudaResultExt, Error, Result};
 use crate::image::{Images, LoadedImage};
@@ -149,6 +150,57 @@ struct CudaDevice {
     /// The functions [`Gpu::launch`] has looked up, by entry name (the
     /// `CUfunction` as an address, so that `Gpu` stays `Send` and `Sync`).
     functions: Mutex<HashMap<&'static str, usize>>,
+    /// The device's launch limits, which [`Gpu::launch`] checks a shape
+    /// against before `cuLaunchKernel` (as the simulator does with an
+    /// H100's), so that a bad shape gives the same error on both backends.
+    limits: Limits,
+}
+
+/// `device`'s launch limits (threads per block, block and grid dimensions,
+/// shared memory per block without and with opt-in).
+fn launch_limits(device: Device) -> Result<Limits> {
+    use cust::device::DeviceAttribute as A;
+    let get = |a: A| {
+        device
+            .get_attribute(a)
+            .map(|v| v.max(0) as u32)
+            .during("context", "cuDeviceGetAttribute")
+    };
+    Ok(Limits {
+        max_threads_per_block: get(A::MaxThreadsPerBlock)?,
+        max_block: [
+            get(A::MaxBlockDimX)?,
+            get(A::MaxBlockDimY)?,
+            get(A::MaxBlockDimZ)?,
+        ],
+        max_grid: [
+            get(A::MaxGridDimX)?,
+            get(A::MaxGridDimY)?,
+            get(A::MaxGridDimZ)?,
+        ],
+        shared_per_block: get(A::MaxSharedMemoryPerBlock)?,
+        shared_per_block_opt_in: {
+            // Not among cust 0.3.2's attributes: the driver call itself.
+            let mut v = 0i32;
+            // SAFETY: `v` is a live i32 for the driver to write; the device
+            // handle is valid (the context on it was just retained).
+            let r = unsafe {
+                cust::sys::cuDeviceGetAttribute(
+                    &mut v,
+                    cust::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                    device.as_raw(),
+                )
+            };
+            if r != cust::sys::CUresult::CUDA_SUCCESS {
+                return Err(Error::Cuda {
+                    kernel: "context",
+                    operation: "cuDeviceGetAttribute",
+                    source: crate::mandelbrot::driver_api::cuda_error(r),
+                });
+            }
+            v.max(0) as u32
+        },
+    })
 }
 
 /// The image a simulator "loads": none, the kernels' host code runs.
@@ -189,6 +241,7 @@ impl Gpu {
                 device,
                 context,
                 functions: Mutex::default(),
+                limits: launch_limits(device)?,
             }),
         })
     }
@@ -338,6 +391,15 @@ impl Gpu {
             .map_err(|_| Error::KernelNotFound {
                 name: name.to_string(),
             })
+    }
+
+    /// The device's launch limits (a CUDA device's own, queried when the
+    /// `Gpu` opened; the simulated H100's).
+    pub fn launch_limits(&self) -> Result<&Limits> {
+        match &self.backend {
+            Backend::Cuda(cuda) => Ok(&cuda.limits),
+            Backend::Simulator => Ok(&simulator::LIMITS),
+        }
     }
 
     /// The raw function of entry point `name`, looked up once and cached

@@ -270,6 +270,7 @@ impl Gpu {
             return args
                 .with_params(|params| unsafe { simulator::launch(name, cfg, entry, params) });
         }
+        crate::simulator::check_launch_shape(name, cfg, self.launch_limits()?)?;
         let function = self.raw_function(name)?;
         let stream = stream.as_cust()?;
         // SAFETY: `function` is this module's entry point of the handle's

@@ -73,13 +73,28 @@ pub(crate) unsafe fn launch(
     entry: Entry,
     params: &[*mut c_void],
 ) -> Result<()> {
-    let shape = LaunchShape {
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { sim::launch(kernel, shape(cfg), entry, params) }.map_err(|e| from_sim(kernel, e))
+}
+
+/// Refuses `cfg` for `kernel` when it exceeds `limits` (a CUDA device's
+/// own, or the simulated H100's): [`Error::LaunchRefused`] naming the limit,
+/// the same error on both backends.
+pub(crate) fn check_launch_shape(
+    kernel: &'static str,
+    cfg: LaunchConfig,
+    limits: &Limits,
+) -> Result<()> {
+    sim::check_launch_shape(kernel, &shape(cfg), limits, false).map_err(|e| from_sim(kernel, e))
+}
+
+/// The simulator's form of a launch configuration.
+fn shape(cfg: LaunchConfig) -> LaunchShape {
+    LaunchShape {
         grid: cfg.grid.into(),
         block: cfg.block.into(),
         dynamic_shared_bytes: cfg.shared_mem_bytes,
-    };
-    // SAFETY: the caller's contract, forwarded.
-    unsafe { sim::launch(kernel, shape, entry, params) }.map_err(|e| from_sim(kernel, e))
+    }
 }
 
 /// This crate's error for what the simulator reported about `kernel`: a

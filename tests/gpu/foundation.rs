@@ -60,6 +60,7 @@ pub fn trials() -> Vec<Trial> {
         cpu!(launch_helper_refusals),
         cpu!(ptx_file_refusals),
         kernel!(refusals),
+        kernel!(launch_shapes_past_the_limits_are_refused),
         hardware!("the driver's PTX loader", module_refusals),
     ]
 }
@@ -1103,4 +1104,76 @@ fn device_math_within_cuda_bounds(gpu: &Gpu) -> Result<(), Failed> {
         })
         .collect();
     ensure(over.is_empty(), || format!("over CUDA's bound: {over:?}"))
+}
+
+/// A launch shape past the device's limits (a CUDA device's own, or the
+/// simulated H100's) is refused before anything runs, with the same error on
+/// both backends: `Error::LaunchRefused` naming the limit, its source the
+/// driver's `CUDA_ERROR_INVALID_VALUE`; the device stays usable.
+fn shapes_past_the_limits() -> Vec<(&'static str, cuda_kernels::LaunchConfig)> {
+    use cuda_kernels::LaunchConfig;
+    vec![
+        ("1025 threads per block", LaunchConfig::linear(1, 1025)),
+        (
+            "block z of 65",
+            LaunchConfig {
+                grid: (1, 1, 1),
+                block: (1, 1, 65),
+                shared_mem_bytes: 0,
+            },
+        ),
+        (
+            "a block of 32 x 32 x 2 threads",
+            LaunchConfig {
+                grid: (1, 1, 1),
+                block: (32, 32, 2),
+                shared_mem_bytes: 0,
+            },
+        ),
+        ("a grid with no blocks", LaunchConfig::linear(0, 32)),
+        (
+            "grid y of 65536",
+            LaunchConfig {
+                grid: (1, 65_536, 1),
+                block: (32, 1, 1),
+                shared_mem_bytes: 0,
+            },
+        ),
+        (
+            "dynamic shared memory past 48 KiB",
+            LaunchConfig::linear(1, 32).with_shared(48 * 1024 + 16),
+        ),
+    ]
+}
+
+fn launch_shapes_past_the_limits_are_refused(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::cust::error::CudaError;
+    use cuda_kernels::kernels::multiply::EMPTY_KERNEL;
+    for (what, cfg) in shapes_past_the_limits() {
+        // SAFETY: empty_kernel takes no arguments and touches no memory; the
+        // shape is refused before anything runs.
+        let r = unsafe { gpu.launch(EMPTY_KERNEL, cfg, gpu.stream(), ()) };
+        match r {
+            Err(Error::LaunchRefused {
+                kernel,
+                source: CudaError::InvalidValue,
+                ..
+            }) if kernel == EMPTY_KERNEL.name() => {}
+            other => return Err(fail(format!("{what}: {other:?}, not LaunchRefused"))),
+        }
+    }
+    // The limits themselves pass, and the device is still usable.
+    let ok = cuda_kernels::LaunchConfig::linear(2, 1024).with_shared(48 * 1024);
+    // SAFETY: as above.
+    unsafe { gpu.launch(EMPTY_KERNEL, ok, gpu.stream(), ()) }.map_err(fail)?;
+    gpu.synchronize(EMPTY_KERNEL.name()).map_err(fail)?;
+    let c = gpu
+        .multiply(
+            Array1::from(vec![2.0f32; 3]).view(),
+            Array1::from(vec![3.0f32; 3]).view(),
+        )
+        .map_err(fail)?;
+    ensure(c.iter().all(|&x| x == 6.0), || {
+        format!("after the refusals: {c}")
+    })
 }

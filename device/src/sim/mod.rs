@@ -188,7 +188,7 @@ pub unsafe fn launch_with(
     params: &[*mut c_void],
     options: &SimOptions,
 ) -> Result<(), SimError> {
-    check_shape(kernel, &shape, options)?;
+    check_launch_shape(kernel, &shape, &options.limits, options.shared_opt_in)?;
     run_grid(
         kernel,
         shape,
@@ -272,8 +272,20 @@ fn run_grid(
     }
 }
 
-fn check_shape(kernel: &'static str, s: &LaunchShape, o: &SimOptions) -> Result<(), SimError> {
-    let l = &o.limits;
+/// Refuses a launch shape past `l`, the device's limits (a zero dimension,
+/// a block or grid dimension past its maximum, more threads per block, more
+/// dynamic shared memory than a block may have: with `shared_opt_in`, the
+/// opt-in maximum), as `cuLaunchKernel` refuses it with
+/// `CUDA_ERROR_INVALID_VALUE`. The one shape check of both of the host
+/// crate's backends: the simulator's (here, on an H100's limits) and a GPU's
+/// (before `cuLaunchKernel`, on the device's own), so that a bad shape gives
+/// the same error on both.
+pub fn check_launch_shape(
+    kernel: &'static str,
+    s: &LaunchShape,
+    l: &Limits,
+    shared_opt_in: bool,
+) -> Result<(), SimError> {
     let refuse = |reason: String| {
         Err(SimError::LaunchRefused {
             kernel,
@@ -308,7 +320,7 @@ fn check_shape(kernel: &'static str, s: &LaunchShape, o: &SimOptions) -> Result<
             return refuse(format!("grid dimension {axis} = {dim} exceeds {max}"));
         }
     }
-    let shared_max = if o.shared_opt_in {
+    let shared_max = if shared_opt_in {
         l.shared_per_block_opt_in
     } else {
         l.shared_per_block
