@@ -91,9 +91,11 @@ const CELL: usize = std::mem::size_of::<i32>();
 struct Band {
     rows: Range<usize>,
     lattice: [DeviceBuffer<i32>; 2],
-    /// Recorded after step `g`'s kernel (and staging copies), slot `g % 2`.
+    /// Recorded on the compute stream after step `g`'s edge strips (and
+    /// staging copies), before its interior, slot `g % 2`.
     done: [SyncEvent; 2],
-    /// Recorded after step `g`'s halo copies into this band, slot `g % 2`.
+    /// Recorded on the copies stream after step `g`'s halo copies into this
+    /// band, slot `g % 2`.
     pulled: [SyncEvent; 2],
     /// Staged exchange: slot `g % 2` holds the band's first and last rows
     /// after step `g`.
