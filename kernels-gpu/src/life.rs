@@ -201,6 +201,49 @@ unsafe fn strip<const VECTOR: bool>(
     }
 }
 
+/// The body of [`conway_fast`] and [`conway_fast_rows`]: this thread's
+/// strip of rows `row0 + rows gy ..+ rows` (clipped to `row_end`) and four
+/// columns from `4 gx`.
+///
+/// # Safety
+/// As [`conway_fast`]; `rows >= 1` and `row0 <= row_end <= n`.
+#[inline(always)]
+unsafe fn fast_rows(
+    lattice: *const i32,
+    lattice_out: *mut i32,
+    n: usize,
+    rows: usize,
+    row0: usize,
+    row_end: usize,
+) {
+    let (gx, gy) = thread::index_2d();
+    let x0 = gx * FAST_CELLS_X;
+    let y0 = row0 + gy * rows;
+    if x0 >= n || y0 >= row_end {
+        return;
+    }
+    let y_end = if row_end - y0 < rows {
+        row_end
+    } else {
+        y0 + rows
+    };
+    // Two separate loops, so that the vector path keeps its 16-byte
+    // accesses (one loop with a per-row choice gets merged into scalar
+    // loads by the optimizer).
+    let vector = n.is_multiple_of(FAST_CELLS_X)
+        && (lattice as usize | lattice_out as usize).is_multiple_of(16);
+    // SAFETY: the caller's contract; x0 < n, y0 < y_end <= row_end <= n;
+    // vector only when n is a multiple of 4 and both lattices are 16-byte
+    // aligned.
+    unsafe {
+        if vector {
+            strip::<true>(lattice, lattice_out, n, x0, y0, y_end);
+        } else {
+            strip::<false>(lattice, lattice_out, n, x0, y0, y_end);
+        }
+    }
+}
+
 crate::device::kernels! {
     /// One Life step on an `n`×`n` torus, [`FAST_CELLS_X`] cells of a row
     /// by `rows` rows per thread: for each row it reads the four cells (one
@@ -223,27 +266,28 @@ crate::device::kernels! {
         n: usize,
         rows: usize,
     ) as CONWAY_FAST {
-        let (gx, gy) = thread::index_2d();
-        let x0 = gx * FAST_CELLS_X;
-        let y0 = gy * rows;
-        if x0 >= n || y0 >= n {
-            return;
-        }
-        let y_end = if n - y0 < rows { n } else { y0 + rows };
-        // Two separate loops, so that the vector path keeps its 16-byte
-        // accesses (one loop with a per-row choice gets merged into scalar
-        // loads by the optimizer).
-        let vector = n.is_multiple_of(FAST_CELLS_X)
-            && (lattice as usize | lattice_out as usize).is_multiple_of(16);
-        // SAFETY: the caller's contract; x0, y0 < n; vector only when n is a
-        // multiple of 4 and both lattices are 16-byte aligned.
-        unsafe {
-            if vector {
-                strip::<true>(lattice, lattice_out, n, x0, y0, y_end);
-            } else {
-                strip::<false>(lattice, lattice_out, n, x0, y0, y_end);
-            }
-        }
+        // SAFETY: the caller's contract; rows 0..n are the whole lattice.
+        unsafe { fast_rows(lattice, lattice_out, n, rows, 0, n) }
+    }
+
+    /// [`conway_fast`] on rows `row0..row_end` of the `n`×`n` torus only
+    /// (the multi-GPU Life's edge and interior strips of a band): thread row
+    /// `gy` computes rows `row0 + rows gy ..+ rows`, clipped to `row_end`;
+    /// the neighbours still wrap around the whole torus. Nothing outside
+    /// those rows is written.
+    ///
+    /// # Safety
+    /// As [`conway_fast`]; also `row0 <= row_end <= n`.
+    pub fn conway_fast_rows(
+        lattice: *const i32,
+        lattice_out: *mut i32,
+        n: usize,
+        rows: usize,
+        row0: usize,
+        row_end: usize,
+    ) as CONWAY_FAST_ROWS {
+        // SAFETY: the caller's contract.
+        unsafe { fast_rows(lattice, lattice_out, n, rows, row0, row_end) }
     }
 
     /// One Life step: `lattice_out = step(lattice)` on an `n`×`n` torus.

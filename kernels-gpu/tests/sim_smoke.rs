@@ -816,6 +816,36 @@ fn life_steps() {
         }
         .unwrap();
         assert_eq!(dout.to_vec(), want, "conway_fast n = {n}");
+
+        // Row ranges (the multi-GPU Life's strips): the rows of the range
+        // are the step's, every other row keeps its sentinel.
+        for (row0, row_end) in [(0, 13), (5, n - 3), (n - 7, n), (9, 9)] {
+            let dout = Buf::from(&vec![7i32; n * n]);
+            let gy = (row_end - row0).div_ceil(rows * by as usize).max(1) as u32;
+            // SAFETY: as above; row0 <= row_end <= n.
+            unsafe {
+                launch(
+                    life::CONWAY_FAST_ROWS,
+                    shape([gx, gy, 1], [32, by, 1], 0),
+                    (din.ptr().cast_const(), dout.ptr(), n, rows, row0, row_end),
+                )
+            }
+            .unwrap();
+            let want_rows: Vec<i32> = (0..n * n)
+                .map(|i| {
+                    if (row0..row_end).contains(&(i / n)) {
+                        want[i]
+                    } else {
+                        7
+                    }
+                })
+                .collect();
+            assert_eq!(
+                dout.to_vec(),
+                want_rows,
+                "conway_fast_rows n = {n}, rows {row0}..{row_end}"
+            );
+        }
     }
 }
 
@@ -960,11 +990,11 @@ fn sgemm_timing() {
 #[test]
 fn the_tier_covers_every_kernel() {
     // multiply 3, device_checks 1, hello 3, elementwise 8 + 1, matmul 3 + 4,
-    // reduce 18 + primitive_tests 4, mandelbrot 2, streams 1, life 2,
+    // reduce 18 + primitive_tests 4, mandelbrot 2, streams 1, life 3,
     // math_checks 2.
     assert_eq!(
         cuda_kernels_gpu::KERNELS.len(),
-        52,
+        53,
         "the crate's kernels changed: launch the new ones in this tier and update the count"
     );
 }

@@ -7,17 +7,61 @@
 //! whose row `j` holds the lattice's row `(r0 + j) mod n`, where `r0` is
 //! the band's first row: rows `0..h` are the band, row `h` the halo below
 //! it (the next band's first row) and row `n − 1` the halo above it (the
-//! previous band's last row). On that buffer the one-GPU kernel
-//! `conway_fast`, launched over the band's rows only, computes exactly the
-//! band's next rows: the torus wrap it applies at row 0 reads row `n − 1`,
-//! the halo above. Other rows may be overwritten with scratch values; the
-//! next exchange rewrites both halos before they are read.
+//! previous band's last row). On that buffer the one-GPU kernel restricted
+//! to a range of rows, `conway_fast_rows`, launched over the band's rows
+//! only, computes exactly the band's next rows: the torus wrap it applies
+//! at row 0 reads row `n − 1`, the halo above. It writes no other row, so
+//! the halo rows `h` and `n − 1` (distinct and outside the band: `h + 3 <=
+//! n` is checked at upload) are written by the halo copies only.
 //!
-//! Each device's thread queues its steps without waiting for the GPU:
-//! kernel, then (after the neighbours' kernels, through events waited on by
-//! its stream) the copies of the neighbours' boundary rows into its halos.
+//! Order and events. Each device's thread queues its steps without waiting
+//! for the GPU, on two streams of its device: the compute stream A (the
+//! `Gpu`'s) and a copies stream B. Step `s` (lattice `cur` → `next`, event
+//! slot `s % 2`) of band `i`, of `h` rows, with edge strips of `E` rows (the
+//! kernel's rows per thread × block height; clipped when `h < 2E`):
+//! - A: wait for `i`'s own `pulled` of step `s − 1` (its halos in `cur`);
+//!   for `s >= 2`, wait for the neighbours' `pulled` of step `s − 2`; the
+//!   edge rows `0..E` and `h − E..h`; (staged) the copies of rows `0` and
+//!   `h − 1` to the pinned slot; record `done`; the interior rows `E..h − E`.
+//! - B: wait for the neighbours' `done` of step `s` and `i`'s own `done` of
+//!   step `s`; copy the neighbours' boundary rows into rows `h` and `n − 1`
+//!   of `next` (peer, or from their pinned slot); record `pulled`.
+//!
+//! Why each is safe:
+//! 1. The edges read `cur`'s halo rows: the own `pulled` of `s − 1` follows
+//!    the copies that wrote them. (The interior reads rows `E − 1..h − E + 1`
+//!    only, inside the band.)
+//! 2. The copies read a neighbour's rows `0` / `h − 1` of `next` (or its
+//!    pinned slot), written by its edges of step `s`: its `done` of `s`
+//!    follows them (and the staging copies).
+//! 3. The copies overwrite the halo rows of `next`, which is `cur` of step
+//!    `s − 1`, whose edges read them: `i`'s `done` of step `s` is queued on
+//!    A after all of step `s − 1`'s kernels.
+//! 4. A neighbour's copies of step `s` read rows `0` / `h − 1` of `next` and
+//!    the pinned slot `s % 2`, which `i` rewrites at step `s + 2` (edges,
+//!    staging): A waits for the neighbours' `pulled` of `s` first.
+//! 5. Concurrent and disjoint: the copies of step `s` into rows `h`, `n − 1`
+//!    of `next` run beside A's kernels of step `s`, which write rows `0..h`
+//!    only; the neighbours' copies read rows `0`, `h − 1` while the interior
+//!    writes rows `E..h − E`, none of them.
+//! 6. An event is waited on only after it is recorded (`cuStreamWaitEvent`
+//!    on a not yet recorded event waits for nothing) and before it is
+//!    recorded again: the threads' [`Crew`] progress counts `2s + 1` once
+//!    a band's `done` of step `s` is recorded, `2s + 2` once its `pulled`
+//!    is. A thread waits for `2s + 1` before waiting on a neighbour's `done`
+//!    of `s`, and for `2s − 2` before waiting on its `pulled` of `s − 2`. The
+//!    neighbour records `done` in that slot again at step `s + 2`, only after
+//!    waiting for this thread's `2s + 2` (queued after its wait on `done`);
+//!    `pulled` at step `s` only after waiting for this thread's `2s + 1`
+//!    (queued after its wait on `pulled` of `s − 2`). A band's own events
+//!    are recorded and waited on by its own thread, in program order.
+//! 7. Between runs: every thread synchronizes both its streams at the end
+//!    and a run's first two steps wait on no event of an earlier run.
+//!
 //! The threads only wait for each other's *queueing* (a step apart at
-//! most), so every device's queue stays full.
+//! most), so every device's queue stays full, and the halo copies of a step
+//! overlap its interior's kernel instead of following it. One band: one
+//! `conway_fast` launch over the whole torus per step, no exchange.
 use std::ops::Range;
 
 use cust::sys as cu;
@@ -25,7 +69,7 @@ use cust::sys as cu;
 use ndarray::Array1;
 use ndarray::{Array2, ArrayView2};
 
-use cuda_kernels_gpu::life::CONWAY_FAST;
+use cuda_kernels_gpu::life::{CONWAY_FAST, CONWAY_FAST_ROWS};
 
 use super::{Crew, bands, gather, labels, run_each};
 use crate::Gpu;
@@ -47,9 +91,11 @@ const CELL: usize = std::mem::size_of::<i32>();
 struct Band {
     rows: Range<usize>,
     lattice: [DeviceBuffer<i32>; 2],
-    /// Recorded after step `g`'s kernel (and staging copies), slot `g % 2`.
+    /// Recorded on the compute stream after step `g`'s edge strips (and
+    /// staging copies), before its interior, slot `g % 2`.
     done: [SyncEvent; 2],
-    /// Recorded after step `g`'s halo copies into this band, slot `g % 2`.
+    /// Recorded on the copies stream after step `g`'s halo copies into this
+    /// band, slot `g % 2`.
     pulled: [SyncEvent; 2],
     /// Staged exchange: slot `g % 2` holds the band's first and last rows
     /// after step `g`.
@@ -264,6 +310,19 @@ fn halos(heights: &[usize], i: usize, n: usize) -> [Halo; 2] {
     ]
 }
 
+/// The rows of a band of `h` rows that its steps compute in three
+/// launches, for edge strips of `e` rows: the first strip `0..e`, the last
+/// `h − e..h` (the rows the neighbours copy, and the ones reading the
+/// halos), and the interior between them. Clipped when `h < 2e`: the edges
+/// then split the band between them and the interior is empty; every row
+/// of `0..h` is in exactly one of the three.
+fn strips(h: usize, e: usize) -> [Range<usize>; 3] {
+    let first = 0..e.min(h);
+    let last = h.saturating_sub(e).max(first.end)..h;
+    let interior = first.end..last.start;
+    [first, last, interior]
+}
+
 /// Device `i`'s thread: queues `steps` steps of its band (see the module
 /// docs for the order and the events).
 #[allow(clippy::too_many_arguments)]
@@ -286,39 +345,82 @@ fn run_band(
     neighbours.dedup();
     let h = me.rows.len();
     let launch = life_launch(LifeKernel::Fast, n, fast_shape())?;
-    let strip_rows = h.div_ceil(launch.rows).div_ceil(launch.block.1 as usize);
-    let cfg = LaunchConfig {
-        grid: (launch.grid.0, strip_rows as u32, 1),
+    // The rows one block row of the kernel covers: the edge strips' height.
+    let edge = launch.rows * launch.block.1 as usize;
+    let cfg = |rows: usize| LaunchConfig {
+        grid: (
+            launch.grid.0,
+            rows.div_ceil(launch.rows).div_ceil(launch.block.1 as usize) as u32,
+            1,
+        ),
         block: (launch.block.0, launch.block.1, 1),
         shared_mem_bytes: 0,
     };
     gpu.bind()?;
     let stream = gpu.stream();
+    if p == 1 {
+        // One band: the whole torus, one launch a step, no exchange.
+        for s in 0..steps {
+            let (cur, next) = ((base + s) % 2, (base + s + 1) % 2);
+            crew.check(K)?;
+            // SAFETY: both buffers hold n·n i32 and are distinct; the grid
+            // covers the n rows and the kernel clips to the n×n lattice;
+            // rows >= 1 (life_launch); n is the checked lattice size.
+            unsafe {
+                let args = (&me.lattice[cur], &me.lattice[next], n, launch.rows);
+                gpu.launch(CONWAY_FAST, cfg(n), stream, args)
+            }?;
+        }
+        return gpu.synchronize(CONWAY_FAST.name());
+    }
+    // Rows `rows` of the next lattice from the current one, on `stream`.
+    let step_rows = |cur: usize, rows: Range<usize>| -> Result<()> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: both buffers hold n·n i32 and are distinct; rows ⊆ 0..h ⊆
+        // 0..n (row0 <= row_end <= n) and the grid covers them; rows >= 1
+        // (life_launch); n is the checked lattice size.
+        unsafe {
+            let args = (
+                &me.lattice[cur],
+                &me.lattice[1 - cur],
+                n,
+                launch.rows,
+                rows.start,
+                rows.end,
+            );
+            gpu.launch(CONWAY_FAST_ROWS, cfg(rows.len()), stream, args)
+        }
+    };
+    let [first, last, interior] = strips(h, edge);
+    // The halo copies' stream: they overlap the interior's kernel.
+    let copies = gpu.new_stream()?;
+    let heights: Vec<usize> = bands.iter().map(|b| b.rows.len()).collect();
     let row_bytes = n * CELL;
     for s in 0..steps {
         let g = base + s;
         let (cur, next, slot) = (g % 2, (g + 1) % 2, g % 2);
         crew.check(K)?;
-        // The kernel overwrites the buffer the neighbours read two steps ago:
-        // wait for those copies.
+        // The halos the edges read: this band's copies of the step before.
+        if s >= 1 {
+            stream_wait(stream, &me.pulled[next])?;
+        }
+        // The edges overwrite the rows (and the staging slot) the neighbours
+        // copied two steps ago: wait for those copies.
         if s >= 2 {
             for &j in &neighbours {
                 crew.wait_for(K, j, 2 * s as u64 - 2)?;
                 stream_wait(stream, &bands[j].pulled[slot])?;
             }
         }
-        // SAFETY: both buffers hold n·n i32 and are distinct; the grid covers
-        // the band's rows (strip_rows) and the kernel clips to the n×n
-        // lattice; rows >= 1 (life_launch); n is the checked lattice size.
-        unsafe {
-            let args = (&me.lattice[cur], &me.lattice[next], n, launch.rows);
-            gpu.launch(CONWAY_FAST, cfg, stream, args)
-        }?;
+        step_rows(cur, first.clone())?;
+        step_rows(cur, last.clone())?;
         if let Some(staging) = &me.staging {
             // The band's first and last rows, for the neighbours.
             for (k, row) in [0, h - 1].into_iter().enumerate() {
                 // SAFETY: the staging slot holds two rows; the row is inside
-                // the n·n buffer; ordered after the kernel on this stream, and
+                // the n·n buffer; ordered after the edges on this stream, and
                 // after the neighbours' reads of this slot (the waits above).
                 unsafe {
                     queue_to_host(
@@ -333,16 +435,17 @@ fn run_band(
         }
         record(&me.done[slot], stream)?;
         crew.advance(i, 2 * s as u64 + 1);
-        if p == 1 {
-            continue;
-        }
-        // The halos of the new lattice: the band above's last row, the band
-        // below's first row, after their kernels of this step.
+        step_rows(cur, interior.clone())?;
+        // The halos of the new lattice, on the copies' stream: the band
+        // above's last row, the band below's first row, after their edges of
+        // this step, and after this band's kernels of the step before (they
+        // read the halo rows these copies overwrite; this band's `done` of
+        // this step follows them on its stream).
         for &j in &neighbours {
             crew.wait_for(K, j, 2 * s as u64 + 1)?;
-            stream_wait(stream, &bands[j].done[slot])?;
+            stream_wait(&copies, &bands[j].done[slot])?;
         }
-        let heights: Vec<usize> = bands.iter().map(|b| b.rows.len()).collect();
+        stream_wait(&copies, &me.done[slot])?;
         for Halo {
             from: j,
             src_row,
@@ -360,21 +463,24 @@ fn run_band(
                     // SAFETY: the neighbour's pinned slot holds its rows of
                     // this step (its `done` event, waited above) and is not
                     // rewritten before our `pulled` event (its waits); the
-                    // halo row is inside our buffer.
+                    // halo row is inside our buffer and no kernel of ours
+                    // reads or writes it meanwhile (module docs).
                     unsafe {
                         queue_to_device(
                             gpu,
                             staging[slot].as_ptr().add(staged_row * row_bytes),
                             dst,
                             row_bytes,
-                            stream,
+                            &copies,
                         )
                     }?;
                 }
                 _ => {
                     // SAFETY: both rows are inside their n·n buffers; the
                     // source is final for this step (the neighbour's `done`
-                    // event) and not rewritten before our `pulled` event.
+                    // event) and not rewritten before our `pulled` event; no
+                    // kernel of ours reads or writes the halo row meanwhile
+                    // (module docs).
                     unsafe {
                         queue_peer_copy(
                             gpus[j],
@@ -382,16 +488,17 @@ fn run_band(
                             gpu,
                             dst,
                             row_bytes,
-                            stream,
+                            &copies,
                         )
                     }?;
                 }
             }
         }
-        record(&me.pulled[slot], stream)?;
+        record(&me.pulled[slot], &copies)?;
         crew.advance(i, 2 * s as u64 + 2);
     }
-    gpu.synchronize(CONWAY_FAST.name())
+    copies.synchronize()?;
+    gpu.synchronize(CONWAY_FAST_ROWS.name())
 }
 
 #[cfg(test)]
@@ -400,6 +507,51 @@ mod tests {
     use crate::life::{life_cpu, life_step_cpu, random_lattice};
     use crate::multi_gpu::split_rows;
     use crate::util::Rng;
+
+    /// The three strips cover a band's rows once each, in order, with the
+    /// edges at most `e` rows and the interior empty when `h <= 2e`.
+    #[test]
+    fn strips_cover_the_band() {
+        assert_eq!(strips(100, 32), [0..32, 68..100, 32..68]);
+        assert_eq!(strips(64, 32), [0..32, 32..64, 32..32]);
+        assert_eq!(strips(40, 32), [0..32, 32..40, 32..32]);
+        assert_eq!(strips(20, 32), [0..20, 20..20, 20..20]);
+        for h in 1..80 {
+            for e in 1..40 {
+                let [first, last, interior] = strips(h, e);
+                assert_eq!(first.start, 0);
+                assert_eq!((first.end, interior.end), (interior.start, last.start));
+                assert_eq!(last.end, h);
+                assert!(first.len() <= e && last.len() <= e);
+                assert!(interior.is_empty() || (first.len() == e && last.len() == e));
+            }
+        }
+    }
+
+    /// Bands tall enough for all three strips (edges and interior) and
+    /// bands with clipped edges, on simulated devices, both halo paths,
+    /// over two runs: identical to the CPU.
+    #[test]
+    fn strips_on_simulated_devices_match_the_cpu() -> Result<()> {
+        let g: Vec<Gpu> = (0..3).map(Gpu::simulated_device).collect::<Result<_>>()?;
+        let (rows, by) = fast_shape();
+        let e = rows * by as usize;
+        // Two bands of 2e + 5 rows (an interior of 5 rows), three bands of
+        // about 1.5e rows (edges clipped, no interior).
+        for (n, p) in [(4 * e + 10, 2), (4 * e + 10, 3)] {
+            let start = random_lattice(n, 0.35, &mut Rng::new(n as u64 + p as u64));
+            let steps = 5;
+            let want = life_cpu(start.view(), steps)?;
+            let gpus: Vec<&Gpu> = g.iter().take(p).collect();
+            for path in [CopyPath::Peer, CopyPath::Staged] {
+                let mut bands = LifeBands::upload(&gpus, start.view(), Some(path))?;
+                bands.run(2)?;
+                bands.run(steps - 2)?;
+                assert!(bands.download()? == want, "n {n}, {p} bands, {path}");
+            }
+        }
+        Ok(())
+    }
 
     /// The layout and the halo exchange on the CPU: each band's buffer is
     /// stepped as a whole `n`×`n` torus (a superset of what the kernel
