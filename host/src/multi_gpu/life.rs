@@ -347,15 +347,17 @@ fn run_band(
     let launch = life_launch(LifeKernel::Fast, n, fast_shape())?;
     // The rows one block row of the kernel covers: the edge strips' height.
     let edge = launch.rows * launch.block.1 as usize;
-    let cfg = |rows: usize| LaunchConfig {
+    // A launch over `rows` rows, `per_thread` rows each thread.
+    let cfg_with = |rows: usize, per_thread: usize| LaunchConfig {
         grid: (
             launch.grid.0,
-            rows.div_ceil(launch.rows).div_ceil(launch.block.1 as usize) as u32,
+            rows.div_ceil(per_thread).div_ceil(launch.block.1 as usize) as u32,
             1,
         ),
         block: (launch.block.0, launch.block.1, 1),
         shared_mem_bytes: 0,
     };
+    let cfg = |rows: usize| cfg_with(rows, launch.rows);
     gpu.bind()?;
     let stream = gpu.stream();
     if p == 1 {
@@ -373,24 +375,33 @@ fn run_band(
         }
         return gpu.synchronize(CONWAY_FAST.name());
     }
-    // Rows `rows` of the next lattice from the current one, on `stream`.
-    let step_rows = |cur: usize, rows: Range<usize>| -> Result<()> {
+    // Rows `rows` of the next lattice from the current one, on `stream`,
+    // `per_thread` rows each thread: the interior with the kernel's own
+    // sliding window (`launch.rows`), the edge strips one row a thread, so
+    // that their short launches, on the critical path of the exchange, have
+    // `launch.rows` times the blocks and end sooner.
+    let step_rows = |cur: usize, rows: Range<usize>, per_thread: usize| -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
         // SAFETY: both buffers hold n·n i32 and are distinct; rows ⊆ 0..h ⊆
-        // 0..n (row0 <= row_end <= n) and the grid covers them; rows >= 1
-        // (life_launch); n is the checked lattice size.
+        // 0..n (row0 <= row_end <= n) and the grid covers them; per_thread >= 1
+        // (1, or launch.rows from life_launch); n is the checked lattice size.
         unsafe {
             let args = (
                 &me.lattice[cur],
                 &me.lattice[1 - cur],
                 n,
-                launch.rows,
+                per_thread,
                 rows.start,
                 rows.end,
             );
-            gpu.launch(CONWAY_FAST_ROWS, cfg(rows.len()), stream, args)
+            gpu.launch(
+                CONWAY_FAST_ROWS,
+                cfg_with(rows.len(), per_thread),
+                stream,
+                args,
+            )
         }
     };
     let [first, last, interior] = strips(h, edge);
@@ -414,8 +425,8 @@ fn run_band(
                 stream_wait(stream, &bands[j].pulled[slot])?;
             }
         }
-        step_rows(cur, first.clone())?;
-        step_rows(cur, last.clone())?;
+        step_rows(cur, first.clone(), 1)?;
+        step_rows(cur, last.clone(), 1)?;
         if let Some(staging) = &me.staging {
             // The band's first and last rows, for the neighbours.
             for (k, row) in [0, h - 1].into_iter().enumerate() {
@@ -435,7 +446,7 @@ fn run_band(
         }
         record(&me.done[slot], stream)?;
         crew.advance(i, 2 * s as u64 + 1);
-        step_rows(cur, interior.clone())?;
+        step_rows(cur, interior.clone(), launch.rows)?;
         // The halos of the new lattice, on the copies' stream: the band
         // above's last row, the band below's first row, after their edges of
         // this step, and after this band's kernels of the step before (they
