@@ -15,14 +15,17 @@
 //! n` is checked at upload) are written by the halo copies only.
 //!
 //! Order and events. Each device's thread queues its steps without waiting
-//! for the GPU, on two streams of its device: the compute stream A (the
-//! `Gpu`'s) and a copies stream B. Step `s` (lattice `cur` → `next`, event
+//! for the GPU, on three streams of its device: the edges' stream A (the
+//! `Gpu`'s), a copies stream B and the interior's stream C. Step `s` (lattice `cur` → `next`, event
 //! slot `s % 2`) of band `i`, of `h` rows, with edge strips of `E` rows (the
 //! kernel's rows per thread × block height; clipped when `h < 2E`):
-//! - A: wait for `i`'s own `pulled` of step `s − 1` (its halos in `cur`);
-//!   for `s >= 2`, wait for the neighbours' `pulled` of step `s − 2`; the
-//!   edge rows `0..E` and `h − E..h`; (staged) the copies of rows `0` and
-//!   `h − 1` to the pinned slot; record `done`; the interior rows `E..h − E`.
+//! - A: wait for `i`'s own `pulled` and `inner` of step `s − 1` (its halos
+//!   in `cur`, its interior); for `s >= 2`, wait for the neighbours'
+//!   `pulled` of step `s − 2`; the edge rows `0..E` and `h − E..h`, one row
+//!   a thread; (staged) the copies of rows `0` and `h − 1` to the pinned
+//!   slot; record `done`.
+//! - C: wait for `i`'s own `done` of step `s − 1`; the interior rows
+//!   `E..h − E` (beside the edges of step `s`); record `inner`.
 //! - B: wait for the neighbours' `done` of step `s` and `i`'s own `done` of
 //!   step `s`; copy the neighbours' boundary rows into rows `h` and `n − 1`
 //!   of `next` (peer, or from their pinned slot); record `pulled`.
@@ -41,10 +44,17 @@
 //!    the pinned slot `s % 2`, which `i` rewrites at step `s + 2` (edges,
 //!    staging): A waits for the neighbours' `pulled` of `s` first.
 //! 5. Concurrent and disjoint: the copies of step `s` into rows `h`, `n − 1`
-//!    of `next` run beside A's kernels of step `s`, which write rows `0..h`
+//!    of `next` run beside the kernels of step `s`, which write rows `0..h`
 //!    only; the neighbours' copies read rows `0`, `h − 1` while the interior
-//!    writes rows `E..h − E`, none of them.
-//! 6. An event is waited on only after it is recorded (`cuStreamWaitEvent`
+//!    writes rows `E..h − E`, none of them; the edges and the interior of
+//!    step `s` write disjoint rows of `next` and only read `cur`.
+//! 6. The interior of step `s` reads rows `E − 1` and `h − E` of `cur`,
+//!    written by the edges of step `s − 1`, and overwrites rows of `next`
+//!    (`cur` of step `s − 1`) next to the ones those edges read: C waits for
+//!    `done` of `s − 1`. The edges of step `s` read rows `E`, `h − E − 1` of
+//!    `cur`, written by the interior of `s − 1`, and overwrite rows of `next`
+//!    that interior read: A waits for `inner` of `s − 1`.
+//! 7. An event is waited on only after it is recorded (`cuStreamWaitEvent`
 //!    on a not yet recorded event waits for nothing) and before it is
 //!    recorded again: the threads' [`Crew`] progress counts `2s + 1` once
 //!    a band's `done` of step `s` is recorded, `2s + 2` once its `pulled`
@@ -54,8 +64,10 @@
 //!    waiting for this thread's `2s + 2` (queued after its wait on `done`);
 //!    `pulled` at step `s` only after waiting for this thread's `2s + 1`
 //!    (queued after its wait on `pulled` of `s − 2`). A band's own events
-//!    are recorded and waited on by its own thread, in program order.
-//! 7. Between runs: every thread synchronizes both its streams at the end
+//!    (`inner`, and its own `done` and `pulled`) are recorded and waited on
+//!    by its own thread, in program order, each waited on before the step
+//!    that records it again.
+//! 8. Between runs: every thread synchronizes its three streams at the end
 //!    and a run's first two steps wait on no event of an earlier run.
 //!
 //! The threads only wait for each other's *queueing* (a step apart at
@@ -97,6 +109,9 @@ struct Band {
     /// Recorded on the copies stream after step `g`'s halo copies into this
     /// band, slot `g % 2`.
     pulled: [SyncEvent; 2],
+    /// Recorded on the interior's stream after step `g`'s interior, slot
+    /// `g % 2`.
+    inner: [SyncEvent; 2],
     /// Staged exchange: slot `g % 2` holds the band's first and last rows
     /// after step `g`.
     staging: Option<[PinnedBytes; 2]>,
@@ -212,6 +227,7 @@ impl<'g> LifeBands<'g> {
                 lattice,
                 done: [sync_event(gpu)?, sync_event(gpu)?],
                 pulled: [sync_event(gpu)?, sync_event(gpu)?],
+                inner: [sync_event(gpu)?, sync_event(gpu)?],
                 staging,
             })
         })?;
@@ -380,7 +396,11 @@ fn run_band(
     // sliding window (`launch.rows`), the edge strips one row a thread, so
     // that their short launches, on the critical path of the exchange, have
     // `launch.rows` times the blocks and end sooner.
-    let step_rows = |cur: usize, rows: Range<usize>, per_thread: usize| -> Result<()> {
+    let step_rows = |cur: usize,
+                     rows: Range<usize>,
+                     per_thread: usize,
+                     on: &crate::memory::Stream|
+     -> Result<()> {
         if rows.is_empty() {
             return Ok(());
         }
@@ -396,17 +416,14 @@ fn run_band(
                 rows.start,
                 rows.end,
             );
-            gpu.launch(
-                CONWAY_FAST_ROWS,
-                cfg_with(rows.len(), per_thread),
-                stream,
-                args,
-            )
+            gpu.launch(CONWAY_FAST_ROWS, cfg_with(rows.len(), per_thread), on, args)
         }
     };
     let [first, last, interior] = strips(h, edge);
-    // The halo copies' stream: they overlap the interior's kernel.
+    // The halo copies' stream: they overlap the interior's kernel; and the
+    // interior's stream: it runs beside the edges.
     let copies = gpu.new_stream()?;
+    let inside = gpu.new_stream()?;
     let heights: Vec<usize> = bands.iter().map(|b| b.rows.len()).collect();
     let row_bytes = n * CELL;
     for s in 0..steps {
@@ -416,6 +433,9 @@ fn run_band(
         // The halos the edges read: this band's copies of the step before.
         if s >= 1 {
             stream_wait(stream, &me.pulled[next])?;
+            // The edges read the interior's rows next to them (and overwrite
+            // the rows it read): the interior of the step before.
+            stream_wait(stream, &me.inner[next])?;
         }
         // The edges overwrite the rows (and the staging slot) the neighbours
         // copied two steps ago: wait for those copies.
@@ -425,8 +445,8 @@ fn run_band(
                 stream_wait(stream, &bands[j].pulled[slot])?;
             }
         }
-        step_rows(cur, first.clone(), 1)?;
-        step_rows(cur, last.clone(), 1)?;
+        step_rows(cur, first.clone(), 1, stream)?;
+        step_rows(cur, last.clone(), 1, stream)?;
         if let Some(staging) = &me.staging {
             // The band's first and last rows, for the neighbours.
             for (k, row) in [0, h - 1].into_iter().enumerate() {
@@ -446,7 +466,14 @@ fn run_band(
         }
         record(&me.done[slot], stream)?;
         crew.advance(i, 2 * s as u64 + 1);
-        step_rows(cur, interior.clone(), launch.rows)?;
+        // The interior, beside the edges of this step: after the edges of the
+        // step before (it reads the rows they wrote, and overwrites the rows
+        // next to the ones they read).
+        if s >= 1 {
+            stream_wait(&inside, &me.done[next])?;
+        }
+        step_rows(cur, interior.clone(), launch.rows, &inside)?;
+        record(&me.inner[slot], &inside)?;
         // The halos of the new lattice, on the copies' stream: the band
         // above's last row, the band below's first row, after their edges of
         // this step, and after this band's kernels of the step before (they
@@ -509,6 +536,7 @@ fn run_band(
         crew.advance(i, 2 * s as u64 + 2);
     }
     copies.synchronize()?;
+    inside.synchronize()?;
     gpu.synchronize(CONWAY_FAST_ROWS.name())
 }
 
