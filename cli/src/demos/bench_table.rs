@@ -62,7 +62,7 @@ impl BenchRun {
     /// The README's performance table, in Markdown, between the markers.
     pub fn to_markdown(&self) -> String {
         let mut out = format!(
-            "{BEGIN_MARKER}\nMeasured by `cuda-kernels bench --json` on an {} on {} (UTC); \
+            "{BEGIN_MARKER}\nMeasured by `cuda-kernels bench --json` on {} on {} (UTC); \
              every row's result checked against its CPU reference.\n\n\
              | kernel | size | median | result | reference | ratio | check |\n\
              |---|---|---|---|---|---|---|\n",
