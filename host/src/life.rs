@@ -95,6 +95,18 @@ pub struct LifeLaunch {
     pub rows: usize,
 }
 
+impl LifeLaunch {
+    /// The launch configuration: this grid of these blocks, no dynamic
+    /// shared memory.
+    pub fn config(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid: (self.grid.0, self.grid.1, 1),
+            block: (self.block.0, self.block.1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+}
+
 /// The launch of one Life step on an `n`×`n` lattice. The seed's kernel takes 32×32 blocks
 /// covering the lattice (`rows` is unused: 1); `conway_fast` with `(rows,
 /// by)` takes blocks of 32 × `by` threads, each thread 4 columns × `rows`
@@ -201,11 +213,7 @@ impl<const D: usize> Lane<'_, i32, D> {
         src: usize,
         dst: usize,
     ) -> Result<()> {
-        let LifeLaunch {
-            grid: (gx, gy),
-            block,
-            rows,
-        } = life_launch(kernel, n, fast_shape())?;
+        let launch = life_launch(kernel, n, fast_shape())?;
         if n.checked_mul(n) != Some(self.len()) {
             return Err(Error::invalid(
                 K,
@@ -225,11 +233,7 @@ impl<const D: usize> Lane<'_, i32, D> {
         let missing = |i: usize| Error::invalid(K, format!("device buffer {i} does not exist"));
         let input = *ptrs.get(src).ok_or_else(|| missing(src))?;
         let output = *ptrs.get(dst).ok_or_else(|| missing(dst))?;
-        let cfg = LaunchConfig {
-            grid: (gx, gy, 1),
-            block: (block.0, block.1, 1),
-            shared_mem_bytes: 0,
-        };
+        let cfg = launch.config();
         // SAFETY: both buffers hold n * n i32 (checked above), are distinct, and are
         // used only by the lane's stream, which is synchronized before they are freed
         // (async_mem, points 1-4); the grid covers the lattice (life_launch) and the
@@ -237,7 +241,7 @@ impl<const D: usize> Lane<'_, i32, D> {
         match kernel {
             LifeKernel::Seed => unsafe { gpu.launch(CONWAY_KER, cfg, stream, (input, output, n)) },
             LifeKernel::Fast => unsafe {
-                gpu.launch(CONWAY_FAST, cfg, stream, (input, output, n, rows))
+                gpu.launch(CONWAY_FAST, cfg, stream, (input, output, n, launch.rows))
             },
         }
     }

@@ -373,7 +373,6 @@ fn run_band(
         block: (launch.block.0, launch.block.1, 1),
         shared_mem_bytes: 0,
     };
-    let cfg = |rows: usize| cfg_with(rows, launch.rows);
     gpu.bind()?;
     let stream = gpu.stream();
     if p == 1 {
@@ -386,7 +385,7 @@ fn run_band(
             // rows >= 1 (life_launch); n is the checked lattice size.
             unsafe {
                 let args = (&me.lattice[cur], &me.lattice[next], n, launch.rows);
-                gpu.launch(CONWAY_FAST, cfg(n), stream, args)
+                gpu.launch(CONWAY_FAST, launch.config(), stream, args)
             }?;
         }
         return gpu.synchronize(CONWAY_FAST.name());
