@@ -28,13 +28,7 @@ pub fn pci_bus_id(device: Device) -> Result<String> {
     let r = unsafe {
         cust::sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, device.as_raw())
     };
-    if r != cust::sys::CUresult::CUDA_SUCCESS {
-        return Err(Error::Cuda {
-            kernel: "device query",
-            operation: "cuDeviceGetPCIBusId",
-            source: crate::mandelbrot::driver_api::cuda_error(r),
-        });
-    }
+    crate::error::check_driver(r, "device query", "cuDeviceGetPCIBusId")?;
     // SAFETY: the driver wrote a NUL-terminated string into `buf` (and `buf`
     // was zeroed, so there is a NUL in any case).
     let id = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };

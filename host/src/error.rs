@@ -270,6 +270,24 @@ impl<T> CudaResultExt<T> for Result<T, CudaError> {
     }
 }
 
+/// `Ok` for `CUDA_SUCCESS`, else [`Error::Cuda`] naming `kernel` and the
+/// driver call `operation`: the one check of a raw driver call's result.
+pub(crate) fn check_driver(
+    r: cust::sys::CUresult,
+    kernel: &'static str,
+    operation: &'static str,
+) -> Result<()> {
+    if r == cust::sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::Cuda {
+            kernel,
+            operation,
+            source: crate::mandelbrot::driver_api::cuda_error(r),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -191,13 +191,7 @@ fn launch_limits(device: Device) -> Result<Limits> {
                     device.as_raw(),
                 )
             };
-            if r != cust::sys::CUresult::CUDA_SUCCESS {
-                return Err(Error::Cuda {
-                    kernel: "context",
-                    operation: "cuDeviceGetAttribute",
-                    source: crate::mandelbrot::driver_api::cuda_error(r),
-                });
-            }
+            crate::error::check_driver(r, "context", "cuDeviceGetAttribute")?;
             v.max(0) as u32
         },
     })
@@ -395,10 +389,10 @@ impl Gpu {
 
     /// The device's launch limits (a CUDA device's own, queried when the
     /// `Gpu` opened; the simulated H100's).
-    pub fn launch_limits(&self) -> Result<&Limits> {
+    pub fn launch_limits(&self) -> &Limits {
         match &self.backend {
-            Backend::Cuda(cuda) => Ok(&cuda.limits),
-            Backend::Simulator => Ok(&simulator::LIMITS),
+            Backend::Cuda(cuda) => &cuda.limits,
+            Backend::Simulator => &simulator::LIMITS,
         }
     }
 

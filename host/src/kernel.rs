@@ -36,14 +36,13 @@
 use std::ffi::c_void;
 
 use cust::memory::{DeviceCopy, DevicePointer, UnifiedPointer};
-use cust::sys::{self as cu, CUresult};
+use cust::sys as cu;
 
 pub use cuda_kernels_device::kernel::Kernel;
 use cuda_kernels_gpu::elementwise::Params;
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::mandelbrot::driver_api::cuda_error;
 use crate::memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
 use crate::simulator;
 
@@ -270,7 +269,7 @@ impl Gpu {
             return args
                 .with_params(|params| unsafe { simulator::launch(name, cfg, entry, params) });
         }
-        crate::simulator::check_launch_shape(name, cfg, self.launch_limits()?)?;
+        crate::simulator::check_launch_shape(name, cfg, self.launch_limits())?;
         let function = self.raw_function(name)?;
         let stream = stream.as_cust()?;
         // SAFETY: `function` is this module's entry point of the handle's
@@ -321,13 +320,5 @@ pub(crate) unsafe fn launch_function<P, A: KernelArgs<P>>(
             )
         }
     });
-    if r == CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::Cuda {
-            kernel: kernel.name(),
-            operation: "launch",
-            source: cuda_error(r),
-        })
-    }
+    crate::error::check_driver(r, kernel.name(), "launch")
 }

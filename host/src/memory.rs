@@ -85,15 +85,7 @@ impl DeviceId {
         // changes the calling thread's driver state (a released context is
         // an error, returned, not undefined behaviour).
         let r = unsafe { cust::sys::cuCtxSetCurrent(context as cust::sys::CUcontext) };
-        if r == cust::sys::CUresult::CUDA_SUCCESS {
-            Ok(())
-        } else {
-            Err(Error::Cuda {
-                kernel: MEMORY,
-                operation: "cuCtxSetCurrent",
-                source: crate::mandelbrot::driver_api::cuda_error(r),
-            })
-        }
+        crate::error::check_driver(r, MEMORY, "cuCtxSetCurrent")
     }
 }
 

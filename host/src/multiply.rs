@@ -272,14 +272,7 @@ impl Gpu {
                     std::ptr::null_mut(),
                 )
             };
-            match r {
-                cust::sys::CUresult::CUDA_SUCCESS => Ok(()),
-                r => Err(Error::Cuda {
-                    kernel: K,
-                    operation: "launch",
-                    source: crate::mandelbrot::driver_api::cuda_error(r),
-                }),
-            }
+            crate::error::check_driver(r, K, "launch")
         };
         // SAFETY: empty_kernel takes no arguments and touches no memory.
         let typed = || unsafe { self.launch(EMPTY_KERNEL, cfg, stream, ()) };

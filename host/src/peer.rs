@@ -23,8 +23,7 @@ use cust::memory::DeviceCopy;
 use cust::sys::{self as cu, CUresult};
 
 use crate::Gpu;
-use crate::error::{Error, Result};
-use crate::mandelbrot::driver_api::cuda_error;
+use crate::error::{Error, Result, check_driver};
 use crate::memory::{DeviceSlice, Stream};
 
 const K: &str = "peer copy";
@@ -48,19 +47,6 @@ impl std::fmt::Display for CopyPath {
     }
 }
 
-/// `Ok` for `CUDA_SUCCESS`, else [`Error::Cuda`] for `operation`.
-pub(crate) fn check(r: CUresult, kernel: &'static str, operation: &'static str) -> Result<()> {
-    if r == CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::Cuda {
-            kernel,
-            operation,
-            source: cuda_error(r),
-        })
-    }
-}
-
 /// Whether `from` can read and write `to`'s memory directly
 /// (`cuDeviceCanAccessPeer`); a device can always reach itself.
 /// Two simulated devices reach each other (their memory is the host's); a
@@ -78,7 +64,7 @@ pub fn can_access_peer(from: &Gpu, to: &Gpu) -> Result<bool> {
     let r = unsafe {
         cu::cuDeviceCanAccessPeer(&mut can, from.device()?.as_raw(), to.device()?.as_raw())
     };
-    check(r, K, "cuDeviceCanAccessPeer")?;
+    check_driver(r, K, "cuDeviceCanAccessPeer")?;
     Ok(can != 0)
 }
 
@@ -110,7 +96,7 @@ pub fn enable_peer_access(from: &Gpu, to: &Gpu) -> Result<bool> {
     // Gpu is borrowed); flags must be 0.
     let r = unsafe { cu::cuCtxEnablePeerAccess(to.context()?.as_raw(), 0) };
     if r != CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED {
-        check(r, K, "cuCtxEnablePeerAccess")?;
+        check_driver(r, K, "cuCtxEnablePeerAccess")?;
     }
     set.insert(key);
     Ok(true)
@@ -177,7 +163,7 @@ pub(crate) fn sync_event(gpu: &Gpu) -> Result<SyncEvent> {
             cu::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32,
         )
     };
-    check(r, K, "cuEventCreate")?;
+    check_driver(r, K, "cuEventCreate")?;
     Ok(SyncEvent(Some(event)))
 }
 
@@ -188,7 +174,7 @@ pub(crate) fn stream_wait(stream: &Stream, event: &SyncEvent) -> Result<()> {
         return Ok(());
     };
     // SAFETY: both handles are alive (borrowed); flags 0.
-    check(
+    check_driver(
         unsafe { cu::cuStreamWaitEvent(stream.as_cust()?.as_inner(), event, 0) },
         K,
         "cuStreamWaitEvent",
@@ -202,7 +188,7 @@ pub(crate) fn record(event: &SyncEvent, stream: &Stream) -> Result<()> {
         return Ok(());
     };
     // SAFETY: both handles are alive (borrowed).
-    check(
+    check_driver(
         unsafe { cu::cuEventRecord(event, stream.as_cust()?.as_inner()) },
         K,
         "cuEventRecord",
@@ -242,7 +228,7 @@ impl PinnedBytes {
         let mut ptr = std::ptr::null_mut();
         // SAFETY: `ptr` is a live local the driver writes.
         let r = unsafe { cu::cuMemHostAlloc(&mut ptr, len.max(1), cu::CU_MEMHOSTALLOC_PORTABLE) };
-        check(r, K, "cuMemHostAlloc(PORTABLE)")?;
+        check_driver(r, K, "cuMemHostAlloc(PORTABLE)")?;
         Ok(Self {
             ptr,
             len,
@@ -307,7 +293,7 @@ pub(crate) unsafe fn queue_peer_copy(
         // One device (one primary context): a device-to-device copy.
         // SAFETY: the caller's contract.
         let r = unsafe { cu::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream) };
-        return check(r, K, "cuMemcpyDtoDAsync");
+        return check_driver(r, K, "cuMemcpyDtoDAsync");
     }
     // SAFETY: the caller's contract; both contexts are alive (borrowed Gpus).
     let r = unsafe {
@@ -320,7 +306,7 @@ pub(crate) unsafe fn queue_peer_copy(
             stream,
         )
     };
-    check(r, K, "cuMemcpyPeerAsync")
+    check_driver(r, K, "cuMemcpyPeerAsync")
 }
 
 /// Queues a copy of `bytes` from `src` (on `gpu`) into host memory `host` on
@@ -346,7 +332,7 @@ pub(crate) unsafe fn queue_to_host(
     // SAFETY: the caller's contract.
     let r =
         unsafe { cu::cuMemcpyDtoHAsync_v2(host.cast(), src, bytes, stream.as_cust()?.as_inner()) };
-    check(r, K, "cuMemcpyDtoHAsync")
+    check_driver(r, K, "cuMemcpyDtoHAsync")
 }
 
 /// Queues a copy of `bytes` from host memory `host` into `dst` (on `gpu`)
@@ -370,7 +356,7 @@ pub(crate) unsafe fn queue_to_device(
     // SAFETY: the caller's contract.
     let r =
         unsafe { cu::cuMemcpyHtoDAsync_v2(dst, host.cast(), bytes, stream.as_cust()?.as_inner()) };
-    check(r, K, "cuMemcpyHtoDAsync")
+    check_driver(r, K, "cuMemcpyHtoDAsync")
 }
 
 /// The error for a peer copy between devices that cannot reach each other.

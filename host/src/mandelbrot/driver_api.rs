@@ -272,15 +272,7 @@ fn path_to_cstring(path: &Path) -> Result<CString> {
 
 /// `Ok` for `CUDA_SUCCESS`, else [`Error::Cuda`] naming the call.
 fn check(r: CUresult, operation: &'static str) -> Result<()> {
-    if r == CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::Cuda {
-            kernel: K,
-            operation,
-            source: cuda_error(r),
-        })
-    }
+    crate::error::check_driver(r, K, operation)
 }
 
 /// The `cust` error for a raw `CUresult` (cust's own conversion is private):
