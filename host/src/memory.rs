@@ -538,7 +538,15 @@ impl Gpu {
             let padded = bytes.next_multiple_of(simulator::BUFFER_ALIGN);
             let allocation = (bytes > 0)
                 .then(|| {
-                    simulator::Allocation::new(padded, size_of::<T>(), std::any::type_name::<T>())
+                    let ordinal = match device {
+                        DeviceId::Simulator { ordinal } | DeviceId::Cuda { ordinal, .. } => ordinal,
+                    };
+                    simulator::Allocation::new(
+                        padded,
+                        size_of::<T>(),
+                        std::any::type_name::<T>(),
+                        ordinal,
+                    )
                 })
                 .transpose()?;
             Storage::Sim(allocation)

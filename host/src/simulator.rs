@@ -6,7 +6,9 @@
 //! of a launch before the launch returns (see `docs/simulator.md`). It stands
 //! in for an NVIDIA H100: the same limits on launch shapes, and the device
 //! query ([`device_info`]) reports them.
+use std::collections::BTreeMap;
 use std::ffi::c_void;
+use std::sync::Mutex;
 
 use cuda_kernels_device::sim::{self, Entry, LaunchShape, Limits, SimError};
 use cust::error::CudaError;
@@ -40,22 +42,107 @@ pub const SHARED_PER_MULTIPROCESSOR: u32 = 228 * 1024;
 /// kernel makes: a 16-byte vector; `cudaMalloc`'s 256 bytes include it).
 pub const BUFFER_ALIGN: usize = 16;
 
-/// A simulated device buffer (the simulator's memory, with guard pages).
-pub(crate) struct Allocation(sim::memory::Allocation);
+/// The environment variable that sets the simulated device's memory, in
+/// bytes, or with a suffix `K`, `M`, `G` or `T` (binary: `80G` is 80 GiB).
+/// Unset: [`DEFAULT_MEMORY_BYTES`].
+pub const MEMORY_ENV: &str = "CUDA_KERNELS_SIM_MEMORY";
+
+/// The simulated device's memory when [`MEMORY_ENV`] is unset: an H100's
+/// 80 GiB.
+pub const DEFAULT_MEMORY_BYTES: usize = 80 << 30;
+
+/// The memory of each simulated device: [`MEMORY_ENV`] when set (an
+/// unreadable value is [`Error::InvalidInput`] naming the variable), else
+/// [`DEFAULT_MEMORY_BYTES`].
+pub fn memory_bytes() -> Result<usize> {
+    match std::env::var(MEMORY_ENV) {
+        Err(_) => Ok(DEFAULT_MEMORY_BYTES),
+        Ok(text) => parse_memory(&text).ok_or_else(|| {
+            Error::invalid(
+                "device memory",
+                format!("{MEMORY_ENV}={text:?} is not a size in bytes like 8589934592 or 8G"),
+            )
+        }),
+    }
+}
+
+/// `text` as bytes: digits, optionally followed by `K`, `M`, `G` or `T`
+/// (powers of 1024); `None` for anything else, 0 and overflow included.
+fn parse_memory(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let (digits, shift) = match text.as_bytes().last()? {
+        b'K' | b'k' => (&text[..text.len() - 1], 10),
+        b'M' | b'm' => (&text[..text.len() - 1], 20),
+        b'G' | b'g' => (&text[..text.len() - 1], 30),
+        b'T' | b't' => (&text[..text.len() - 1], 40),
+        _ => (text, 0),
+    };
+    let n: usize = digits.parse().ok().filter(|&n| n > 0)?;
+    n.checked_mul(1usize << shift)
+}
+
+/// Bytes allocated on each simulated device, by ordinal.
+static IN_USE: Mutex<BTreeMap<u32, usize>> = Mutex::new(BTreeMap::new());
+
+/// A simulated device buffer (the simulator's memory, with guard pages),
+/// counted against its device's memory ([`memory_bytes`]).
+pub(crate) struct Allocation {
+    memory: sim::memory::Allocation,
+    ordinal: u32,
+}
 
 impl Allocation {
-    /// `bytes` (> 0) of zeroed simulated device memory for elements of
-    /// `align`-byte alignment (the element size is a multiple of it),
-    /// labelled `label` in the simulator's reports.
-    pub(crate) fn new(bytes: usize, element_size: usize, label: &str) -> Result<Self> {
-        sim::memory::Allocation::new(bytes, element_size, label)
-            .map(Self)
-            .map_err(|e| from_sim("device memory", e))
+    /// `bytes` (> 0) of zeroed memory of simulated device `ordinal` for
+    /// elements of `element_size` bytes, labelled `label` in the simulator's
+    /// reports. Past the device's
+    /// memory it is the GPU's error: [`Error::Cuda`] of `cuMemAlloc` with
+    /// `CUDA_ERROR_OUT_OF_MEMORY`.
+    pub(crate) fn new(
+        bytes: usize,
+        element_size: usize,
+        label: &str,
+        ordinal: u32,
+    ) -> Result<Self> {
+        let capacity = memory_bytes()?;
+        {
+            let mut in_use = IN_USE.lock().unwrap_or_else(|e| e.into_inner());
+            let used = in_use.entry(ordinal).or_default();
+            match used.checked_add(bytes) {
+                Some(total) if total <= capacity => *used = total,
+                _ => {
+                    return Err(Error::Cuda {
+                        kernel: "device memory",
+                        operation: "cuMemAlloc",
+                        source: CudaError::OutOfMemory,
+                    });
+                }
+            }
+        }
+        let release = |e| {
+            Self::release(ordinal, bytes);
+            from_sim("device memory", e)
+        };
+        let memory = sim::memory::Allocation::new(bytes, element_size, label).map_err(release)?;
+        Ok(Self { memory, ordinal })
+    }
+
+    /// Gives `bytes` of simulated device `ordinal` back.
+    fn release(ordinal: u32, bytes: usize) {
+        let mut in_use = IN_USE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(used) = in_use.get_mut(&ordinal) {
+            *used = used.saturating_sub(bytes);
+        }
     }
 
     /// The buffer's first byte, which kernels see as its device address.
     pub(crate) fn address(&self) -> usize {
-        self.0.ptr() as usize
+        self.memory.ptr() as usize
+    }
+}
+
+impl Drop for Allocation {
+    fn drop(&mut self) {
+        Self::release(self.ordinal, self.memory.len_bytes());
     }
 }
 
@@ -150,14 +237,14 @@ pub fn resident_blocks(block: u32, shared_bytes: u32) -> u32 {
 /// The device query of the simulated device: an H100's limits (compute
 /// capability 9.0, 132 multiprocessors, 48 KiB of shared memory per block
 /// without opt-in, 1024 threads per block, warps of 32). Memory size,
-/// clocks and bus width are an H100 SXM's nominal values; the simulator
-/// itself uses the host's memory.
+/// clocks and bus width are an H100 SXM's nominal values; the memory is
+/// what the simulator lets a device allocate ([`memory_bytes`]).
 pub fn device_info() -> DeviceInfo {
     DeviceInfo {
         ordinal: 0,
         name: NAME.to_string(),
         compute_capability: (9, 0),
-        total_memory: 80 * 1024 * 1024 * 1024,
+        total_memory: memory_bytes().unwrap_or(DEFAULT_MEMORY_BYTES),
         clock_rate_khz: 1_980_000,
         multiprocessors: MULTIPROCESSORS as i32,
         shared_memory_per_block: LIMITS.shared_per_block as i32,
@@ -245,5 +332,43 @@ mod tests {
         );
         assert!(matches!(e, Error::OutOfBounds { kernel: "k", .. }));
         assert!(e.to_string().contains("index 7"), "{e}");
+    }
+
+    #[test]
+    fn memory_sizes_read_with_binary_suffixes() {
+        assert_eq!(parse_memory("80G"), Some(80 << 30));
+        assert_eq!(parse_memory(" 4096 "), Some(4096));
+        assert_eq!(parse_memory("1t"), Some(1 << 40));
+        assert_eq!(parse_memory("2M"), Some(2 << 20));
+        for bad in ["", "G", "0", "-1", "1.5G", "abc", "99999999999999999999T"] {
+            assert_eq!(parse_memory(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn allocations_past_the_simulated_memory_are_out_of_memory() {
+        // A device of its own, so that other tests' buffers do not count.
+        let ordinal = 1000;
+        let oom = Allocation::new(DEFAULT_MEMORY_BYTES + 16, 4, "f32", ordinal);
+        assert!(
+            matches!(
+                oom,
+                Err(Error::Cuda {
+                    operation: "cuMemAlloc",
+                    source: CudaError::OutOfMemory,
+                    ..
+                })
+            ),
+            "{:?}",
+            oom.err()
+        );
+        // Allocations add up, and a freed one gives its bytes back.
+        let half = DEFAULT_MEMORY_BYTES / 2;
+        let a = Allocation::new(half, 1, "u8", ordinal).expect("40 GiB of address space");
+        let b = Allocation::new(half, 1, "u8", ordinal).expect("the other 40 GiB");
+        assert!(Allocation::new(16, 1, "u8", ordinal).is_err());
+        drop(b);
+        drop(Allocation::new(16, 1, "u8", ordinal).expect("16 bytes after a free"));
+        drop(a);
     }
 }
