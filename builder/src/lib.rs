@@ -87,6 +87,13 @@ pub struct KernelBuild {
 }
 
 /// What [`KernelBuild::build`] wrote.
+/// The first line of every PTX this builder writes, followed by the kernel
+/// crate's library name: the image's identity. The host (`Images`) reads it
+/// and launches a kernel handle only on the image of the crate that declared
+/// it, so that a kernel of the same name in another crate never runs in its
+/// place.
+pub const IMAGE_MARK: &str = "// cuda-kernels image: ";
+
 #[derive(Debug, Clone)]
 pub struct Built {
     /// The name the files are written under (`<name>.ptx`).
@@ -449,13 +456,15 @@ impl KernelBuild {
                 cargo("rerun-if-changed", file.display());
             }
         }
-        let name = self.name.clone().unwrap_or_else(|| {
-            artifact
-                .file_stem()
-                .map_or("kernels".into(), |s| s.to_string_lossy().into_owned())
-        });
+        // The kernel crate's library name (the artifact is `<lib name>.ptx`):
+        // the image identity its kernels' handles carry.
+        let lib_name = artifact
+            .file_stem()
+            .map_or("kernels".into(), |s| s.to_string_lossy().into_owned());
+        let name = self.name.clone().unwrap_or_else(|| lib_name.clone());
         std::fs::create_dir_all(&out_dir).map_err(io(&out_dir))?;
         let ptx = out_dir.join(format!("{name}.ptx"));
+        let text = format!("{IMAGE_MARK}{lib_name}\n{text}");
         std::fs::write(&ptx, &text).map_err(io(&ptx))?;
         let archs: Vec<_> = self
             .cubins

@@ -6,9 +6,15 @@
 //! one entry name.
 use core::marker::PhantomData;
 
-/// A kernel's host-side handle: its PTX entry name, and its parameter types
-/// `P` (a tuple) so that a launcher can refuse, at compile time, arguments of
-/// the wrong number or types.
+/// A kernel's host-side handle: its PTX entry name, the kernel crate that
+/// declares it (its *image*: the PTX and cubins built from that crate), and
+/// its parameter types `P` (a tuple) so that a launcher can refuse, at
+/// compile time, arguments of the wrong number or types.
+///
+/// A handle launches only the kernel of its own image: a module built from
+/// another crate is refused even when it has an entry point of the same
+/// name (an op declared in a host program, where nothing builds it to PTX,
+/// would otherwise run a built-in kernel of its name).
 ///
 /// On the host, a handle made by [`kernels!`](crate::kernels) (or
 /// [`kernel_handle!`](crate::kernel_handle)) also carries the kernel body
@@ -16,31 +22,40 @@ use core::marker::PhantomData;
 /// (`sim_entry`).
 pub struct Kernel<P> {
     name: &'static str,
+    image: &'static str,
     #[cfg(not(target_arch = "nvptx64"))]
     sim_entry: Option<crate::sim::Entry>,
     _params: PhantomData<fn(P)>,
 }
 
 impl<P> Kernel<P> {
-    /// The handle of the entry point `name` with the parameters `P`, without
-    /// a host entry (the simulator cannot run it). Written by a kernel
-    /// family's macro, from the same tokens as the entry point; prefer
-    /// [`kernel_handle!`](crate::kernel_handle), which adds the host entry.
-    pub const fn new(name: &'static str) -> Self {
+    /// The handle of the entry point `name` of the kernel crate `image` (its
+    /// library name, `CARGO_CRATE_NAME`) with the parameters `P`, without a
+    /// host entry (the simulator cannot run it). Prefer
+    /// [`kernel_handle!`](crate::kernel_handle), which names the declaring
+    /// crate itself and adds the host entry.
+    pub const fn new(image: &'static str, name: &'static str) -> Self {
         Self {
             name,
+            image,
             #[cfg(not(target_arch = "nvptx64"))]
             sim_entry: None,
             _params: PhantomData,
         }
     }
 
-    /// The handle of the entry point `name` whose body, compiled for the
-    /// host, is `entry` (reading parameters of the types `P`, in order).
+    /// The handle of the entry point `name` of the kernel crate `image`
+    /// whose body, compiled for the host, is `entry` (reading parameters of
+    /// the types `P`, in order).
     #[cfg(not(target_arch = "nvptx64"))]
-    pub const fn with_sim_entry(name: &'static str, entry: crate::sim::Entry) -> Self {
+    pub const fn with_sim_entry(
+        image: &'static str,
+        name: &'static str,
+        entry: crate::sim::Entry,
+    ) -> Self {
         Self {
             name,
+            image,
             sim_entry: Some(entry),
             _params: PhantomData,
         }
@@ -58,6 +73,12 @@ impl<P> Kernel<P> {
     pub const fn name(&self) -> &'static str {
         self.name
     }
+
+    /// The kernel crate that declares the kernel (its library name), whose
+    /// image alone the handle launches on.
+    pub const fn image(&self) -> &'static str {
+        self.image
+    }
 }
 
 impl<P> Clone for Kernel<P> {
@@ -68,10 +89,11 @@ impl<P> Clone for Kernel<P> {
 
 impl<P> Copy for Kernel<P> {}
 
-/// Two handles are equal when they name the same entry point.
+/// Two handles are equal when they name the same entry point of the same
+/// kernel crate.
 impl<P> PartialEq for Kernel<P> {
     fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
+        self.name == other.name && self.image == other.image
     }
 }
 
@@ -86,7 +108,7 @@ impl<P> core::fmt::Display for Kernel<P> {
 
 impl<P> core::fmt::Debug for Kernel<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(f, "Kernel({})", self.name)
+        write!(f, "Kernel({}::{})", self.image, self.name)
     }
 }
 
@@ -141,7 +163,10 @@ macro_rules! kernels {
 
 /// The [`Kernel`] handle of the entry point `name` with these parameters,
 /// as a constant expression: `kernel_handle!(name(a: *const f32, n: usize) {
-/// body })`. On nvptx64 it is `Kernel::new("name")` (the entry point itself
+/// body })`, bound to the crate it is written in (`CARGO_CRATE_NAME`: the
+/// kernel crate whose image holds the entry point; in a crate that builds
+/// no PTX the handle's launches are `KernelNotFound`, saying where kernels
+/// must live). On nvptx64 it is `Kernel::new(crate, "name")` (the entry point itself
 /// is declared separately, from the same tokens); on the host it also
 /// carries `body` compiled as the simulator's entry
 /// (`Kernel::with_sim_entry`), which reads parameter `i` from
@@ -160,9 +185,9 @@ macro_rules! kernel_handle {
     };
     ($entry:expr => $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) $body:block) => {{
         #[cfg(target_arch = "nvptx64")]
-        let handle = $crate::kernel::Kernel::new($entry);
+        let handle = $crate::kernel::Kernel::new(::core::env!("CARGO_CRATE_NAME"), $entry);
         #[cfg(not(target_arch = "nvptx64"))]
-        let handle = $crate::kernel::Kernel::with_sim_entry($entry, {
+        let handle = $crate::kernel::Kernel::with_sim_entry(::core::env!("CARGO_CRATE_NAME"), $entry, {
             /// The kernel body on the host: the simulator's entry.
             ///
             /// # Safety

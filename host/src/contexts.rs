@@ -161,7 +161,7 @@ impl ThreadContext {
         })?;
         let f = module
             .get_function(KER)
-            .map_err(|_| Error::KernelNotFound { name: KER.into() })?;
+            .map_err(|_| Error::not_found(KER))?;
         let stream = Stream::new(StreamFlags::DEFAULT, None).during(KER, "cuStreamCreate")?;
         let stream = &stream;
         let buf = DeviceBuffer::from_slice(data).during(KER, "copy to the device")?;

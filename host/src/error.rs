@@ -11,12 +11,24 @@ use crate::memory::DeviceId;
 /// What went wrong, and where.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The CUDA driver library is there but cannot be initialised (no kernel
-    /// driver loaded, a driver too old for this program, …).
+    /// No NVIDIA kernel driver is loaded (the driver library, if any, could
+    /// not open a GPU and there is none to open): "no GPU".
     #[error("no CUDA driver: {reason}")]
     NoDriver {
-        /// What `cuInit` said.
+        /// What `cuInit` said, and that no kernel driver is loaded.
         reason: String,
+    },
+    /// The NVIDIA kernel driver is loaded but the CUDA driver failed to open
+    /// a GPU (a driver too old or mismatched, a failing device count, …): a
+    /// GPU that is there but unusable, never "no GPU".
+    #[error("a CUDA GPU is present but its driver failed: {said}")]
+    DriverFailed {
+        /// The driver call (`cuInit`, `cuDeviceGetCount`).
+        call: &'static str,
+        /// Its result code.
+        code: i32,
+        /// The call and what the driver says the code means.
+        said: String,
     },
     /// The driver works but there is no CUDA device.
     #[error("no CUDA device: {reason}")]
@@ -216,11 +228,16 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
-    /// The loaded module has no entry point of this name.
-    #[error("kernel `{name}` is not in the loaded PTX module")]
+    /// The loaded module has no entry point of this name, or the kernel
+    /// handle was declared in a crate other than the one the loaded image
+    /// was built from (a kernel of the same name there is not this one).
+    #[error("kernel `{name}` is not in the loaded module: {reason}")]
     KernelNotFound {
         /// The entry point asked for.
         name: String,
+        /// Why: no entry point of that name, or the handle's crate and the
+        /// image's.
+        reason: String,
     },
 }
 
@@ -244,6 +261,14 @@ impl Error {
         Error::InvalidInput {
             kernel,
             reason: reason.into(),
+        }
+    }
+
+    /// An [`Error::KernelNotFound`]: the module has no entry point `name`.
+    pub fn not_found(name: &str) -> Self {
+        Error::KernelNotFound {
+            name: name.to_string(),
+            reason: "the module has no entry point of that name".into(),
         }
     }
 

@@ -12,26 +12,42 @@ use cust::function::Function;
 use cust::memory::{CopyDestination, LockedBuffer};
 use cust::module::Module;
 use cust::stream::StreamFlags;
-use cust::{CudaApiVersion, CudaFlags};
+use cust::CudaApiVersion;
 
 use cuda_kernels_device::fault::{FAULT_POINTER_SYMBOL, FaultRecord};
 use cuda_kernels_device::sim::Limits;
 
 use crate::error::{CudaResultExt, Error, Result};
 use crate::image::{Images, LoadedImage};
+use crate::kernel::Kernel;
 use crate::memory::{DeviceId, Stream};
 use crate::simulator;
 
 /// Initialises the CUDA driver and returns device 0.
 ///
-/// Tells "no driver" ([`Error::NoDriver`]: `cuInit` fails for any reason but
-/// "no device") from "no device" ([`Error::NoDevice`]: `cuInit` says so, or
-/// the driver counts zero devices).
+/// Only two failures mean "no GPU" ([`Error::is_no_gpu`]): the driver says
+/// there is no device ([`Error::NoDevice`], also when it counts zero), or no
+/// NVIDIA kernel driver is loaded ([`Error::NoDriver`]: see
+/// [`kernel_driver_loaded`]). Any other failure of `cuInit` or
+/// `cuDeviceGetCount` with the kernel driver loaded (a driver too old or
+/// mismatched, …) is [`Error::DriverFailed`], naming the call and the
+/// driver's error: a GPU that is there but unusable ([`classify_open_failure`]).
 pub fn init() -> Result<Device> {
-    cust::init(CudaFlags::empty()).map_err(classify_init_error)?;
-    let count = Device::num_devices().map_err(|e| Error::NoDriver {
-        reason: format!("cuDeviceGetCount: {e}"),
-    })?;
+    // SAFETY: cuInit has no preconditions; 0 is its one valid flag value.
+    let r = unsafe { raw_driver::cuInit(0) };
+    if r != 0 {
+        return Err(classify_open_failure("cuInit", r, kernel_driver_loaded()));
+    }
+    let mut count = 0i32;
+    // SAFETY: `count` is a live i32 for the driver to write; cuInit succeeded.
+    let r = unsafe { raw_driver::cuDeviceGetCount(&mut count) };
+    if r != 0 {
+        return Err(classify_open_failure(
+            "cuDeviceGetCount",
+            r,
+            kernel_driver_loaded(),
+        ));
+    }
     if count == 0 {
         return Err(Error::NoDevice {
             reason: "the driver reports 0 devices".into(),
@@ -40,18 +56,75 @@ pub fn init() -> Result<Device> {
     Device::get_device(0).during("init", "cuDeviceGet")
 }
 
-/// What a failed `cuInit` means for the user: "no device" when the driver
-/// says so (a driver library without a GPU, as on a machine with Debian's
-/// `libcuda1` and no NVIDIA kernel module), "no driver" for every other
-/// failure (no kernel driver loaded, a driver too old, …).
-pub fn classify_init_error(e: CudaError) -> Error {
-    match e {
-        CudaError::NoDevice => Error::NoDevice {
-            reason: "cuInit: no CUDA-capable device is detected".into(),
-        },
-        e => Error::NoDriver {
-            reason: format!("cuInit: {e}"),
-        },
+/// The driver calls [`init`] makes, declared with the plain `int` result
+/// the C API returns: a code the bindings' `CUresult` enum lacks (a newer
+/// driver's, like `CUDA_ERROR_INSUFFICIENT_DRIVER` = 35) must be read as a
+/// number, not as an enum it is no value of.
+#[allow(clashing_extern_declarations)]
+mod raw_driver {
+    use std::ffi::c_char;
+
+    unsafe extern "C" {
+        pub fn cuInit(flags: u32) -> i32;
+        pub fn cuDeviceGetCount(count: *mut i32) -> i32;
+        pub fn cuGetErrorName(error: i32, name: *mut *const c_char) -> i32;
+        pub fn cuGetErrorString(error: i32, text: *mut *const c_char) -> i32;
+    }
+}
+
+/// `CUDA_ERROR_NO_DEVICE`.
+const CUDA_ERROR_NO_DEVICE: i32 = 100;
+
+/// The files whose presence means an NVIDIA kernel driver is loaded.
+pub const KERNEL_DRIVER_FILES: [&str; 2] = ["/proc/driver/nvidia/version", "/dev/nvidiactl"];
+
+/// Whether an NVIDIA kernel driver is loaded: one of [`KERNEL_DRIVER_FILES`]
+/// exists.
+pub fn kernel_driver_loaded() -> bool {
+    KERNEL_DRIVER_FILES
+        .iter()
+        .any(|f| Path::new(f).exists())
+}
+
+/// A driver result code as the driver names it:
+/// `CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected`, or the
+/// number alone when the driver library cannot say.
+pub fn driver_error_name(code: i32) -> String {
+    let text = |f: unsafe extern "C" fn(i32, *mut *const std::ffi::c_char) -> i32| {
+        let mut p = std::ptr::null();
+        // SAFETY: `p` is a live pointer for the driver to set to a static
+        // NUL-terminated string; these two calls need no cuInit.
+        let ok = unsafe { f(code, &mut p) } == 0 && !p.is_null();
+        // SAFETY: on success `p` points at a static C string.
+        ok.then(|| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    };
+    match (text(raw_driver::cuGetErrorName), text(raw_driver::cuGetErrorString)) {
+        (Some(name), Some(text)) => format!("{name} ({code}): {text}"),
+        (Some(name), None) => format!("{name} ({code})"),
+        _ => format!("CUresult {code}"),
+    }
+}
+
+/// What the failure `code` of the driver call `call` (`cuInit`,
+/// `cuDeviceGetCount`) means for the user, given whether an NVIDIA kernel
+/// driver is loaded: [`Error::NoDevice`] when the driver says no device;
+/// else [`Error::NoDriver`] when no kernel driver is loaded (a driver
+/// library without a GPU, as Debian's `libcuda1` on a machine without one);
+/// else [`Error::DriverFailed`]: the GPU is there and unusable, never "no
+/// GPU".
+pub fn classify_open_failure(call: &'static str, code: i32, kernel_driver_loaded: bool) -> Error {
+    let said = format!("{call}: {}", driver_error_name(code));
+    if code == CUDA_ERROR_NO_DEVICE {
+        Error::NoDevice { reason: said }
+    } else if !kernel_driver_loaded {
+        Error::NoDriver {
+            reason: format!(
+                "{said} (no NVIDIA kernel driver is loaded: neither {} nor {} exists)",
+                KERNEL_DRIVER_FILES[0], KERNEL_DRIVER_FILES[1]
+            ),
+        }
+    } else {
+        Error::DriverFailed { call, code, said }
     }
 }
 
@@ -128,6 +201,9 @@ pub fn sim_requested() -> bool {
 pub struct Gpu {
     stream: Stream,
     id: DeviceId,
+    /// The kernel crate whose image is loaded (whose kernel handles alone
+    /// launch here); `None` for PTX that names none.
+    image_crate: Option<String>,
     backend: Backend,
 }
 
@@ -228,6 +304,7 @@ impl Gpu {
         Ok(Self {
             stream: Stream::new(id, Some(stream)),
             id,
+            image_crate: images.crate_name().map(str::to_string),
             backend: Backend::Cuda(CudaDevice {
                 module,
                 fault,
@@ -257,11 +334,73 @@ impl Gpu {
     /// so that handing them to another device's launcher is
     /// [`Error::WrongDevice`], as on a machine with several GPUs.
     pub fn simulated_device(ordinal: u32) -> Result<Self> {
+        Ok(Self::simulating(ordinal, cuda_kernels_gpu::IMAGE))
+    }
+
+    /// The simulator (simulated device 0, as [`Gpu::simulator`]) standing
+    /// for a GPU that loaded `images`: it runs the kernels of the crate they
+    /// were built from ([`Images::crate_name`]), as that GPU would, and
+    /// refuses every other crate's ([`Error::KernelNotFound`]). Images that
+    /// name no crate are [`Error::InvalidInput`].
+    pub fn simulator_of(images: &Images<'_>) -> Result<Self> {
+        let name = images.crate_name().ok_or_else(|| {
+            Error::invalid(
+                "simulator",
+                "these images name no kernel crate (PTX not built by cuda-kernels-builder)",
+            )
+        })?;
+        Ok(Self::simulating(0, name))
+    }
+
+    /// The simulator (simulated device 0) running the kernels declared in
+    /// the crate `name` (its library name, `env!("CARGO_CRATE_NAME")` there):
+    /// for kernels that exist only on the host, such as a test's
+    /// deliberately broken ones, which no GPU image holds.
+    pub fn simulator_of_crate(name: &str) -> Self {
+        Self::simulating(0, name)
+    }
+
+    /// Simulated device `ordinal` running the kernels of the crate `image`.
+    fn simulating(ordinal: u32, image: &str) -> Self {
         let id = DeviceId::Simulator { ordinal };
-        Ok(Self {
+        Self {
             stream: Stream::new(id, None),
             id,
+            image_crate: Some(image.to_string()),
             backend: Backend::Simulator,
+        }
+    }
+
+    /// The kernel crate whose image this device runs (its library name):
+    /// on a GPU, the one the loaded PTX names ([`Images::crate_name`];
+    /// `None` when it names none); on the simulator, the built-in kernels'
+    /// crate, or the one [`Gpu::simulator_of`] was given.
+    pub fn image_crate(&self) -> Option<&str> {
+        self.image_crate.as_deref()
+    }
+
+    /// `Ok` when `kernel`'s handle was declared in the crate whose image
+    /// this device runs, else [`Error::KernelNotFound`] saying both crates
+    /// (the same check on both backends, before any lookup by name: another
+    /// crate's kernel of the same name is not this one).
+    pub fn check_image<P>(&self, kernel: &Kernel<P>) -> Result<()> {
+        if self.image_crate() == Some(kernel.image()) {
+            return Ok(());
+        }
+        let loaded = match self.image_crate() {
+            Some(c) => format!("the image loaded here was built from crate `{c}`"),
+            None => "the PTX loaded here names no kernel crate (not built by cuda-kernels-builder)"
+                .into(),
+        };
+        Err(Error::KernelNotFound {
+            name: kernel.name().to_string(),
+            reason: format!(
+                "its handle was declared in crate `{}`, and {loaded}. Declare kernels \
+                 (ops of reduce_kernels! and elementwise! too) in a kernel crate that \
+                 cuda-kernels-builder builds to PTX, and launch them on a Gpu of that \
+                 crate's images (Gpu::from_images, Gpu::simulator_of)",
+                kernel.image()
+            ),
         })
     }
 
@@ -376,15 +515,9 @@ impl Gpu {
         let module = self.module()?;
         if name.contains('\0') {
             // cust's get_function would panic on it.
-            return Err(Error::KernelNotFound {
-                name: name.to_string(),
-            });
+            return Err(Error::not_found(name));
         }
-        module
-            .get_function(name)
-            .map_err(|_| Error::KernelNotFound {
-                name: name.to_string(),
-            })
+        module.get_function(name).map_err(|_| Error::not_found(name))
     }
 
     /// The device's launch limits (a CUDA device's own, queried when the
@@ -541,20 +674,54 @@ pub fn ptx_summary(ptx: &str) -> String {
 mod tests {
     use super::*;
 
+    /// Every result code the driver API defines (CUDA 12's `CUresult`),
+    /// success aside: the codes a failed `cuInit` or `cuDeviceGetCount` can
+    /// return.
+    const EVERY_CURESULT: &[i32] = &[
+        1, 2, 3, 4, 5, 6, 7, 8, 34, 35, 36, 46, 100, 101, 102, 200, 201, 202, 205, 206, 207, 208,
+        209, 210, 211, 212, 213, 214, 215, 216, 217, 218, 219, 220, 221, 222, 223, 224, 225, 300,
+        301, 302, 303, 304, 400, 401, 500, 600, 700, 701, 702, 703, 704, 705, 708, 709, 710, 711,
+        712, 713, 714, 715, 716, 717, 718, 719, 720, 721, 800, 801, 802, 803, 804, 805, 806, 807,
+        808, 809, 810, 811, 900, 901, 902, 903, 904, 905, 906, 907, 908, 909, 910, 911, 912, 913,
+        914, 915, 916, 917, 999,
+    ];
+
     #[test]
-    fn init_failures_are_no_device_or_no_driver() {
-        assert!(matches!(
-            classify_init_error(CudaError::NoDevice),
-            Error::NoDevice { .. }
-        ));
-        for e in [
-            CudaError::NotInitialized,
-            CudaError::InvalidDevice,
-            CudaError::UnknownError,
-        ] {
-            let err = classify_init_error(e);
-            assert!(matches!(err, Error::NoDriver { .. }), "{e:?} gave {err:?}");
-            assert!(err.is_no_gpu() && err.to_string().starts_with("no CUDA driver: cuInit:"));
+    fn only_no_device_or_no_kernel_driver_means_no_gpu() {
+        for call in ["cuInit", "cuDeviceGetCount"] {
+            for &code in EVERY_CURESULT {
+                for loaded in [false, true] {
+                    let e = classify_open_failure(call, code, loaded);
+                    let text = e.to_string();
+                    assert!(
+                        text.contains(call) && text.contains(&format!("{code}")),
+                        "{call} {code}: {text}"
+                    );
+                    match (code, loaded) {
+                        (100, _) => assert!(matches!(e, Error::NoDevice { .. }), "{e:?}"),
+                        (_, false) => assert!(
+                            matches!(e, Error::NoDriver { .. })
+                                && text.contains("no NVIDIA kernel driver is loaded"),
+                            "{e:?}"
+                        ),
+                        (_, true) => assert!(
+                            matches!(e, Error::DriverFailed { code: c, .. } if c == code)
+                                && !e.is_no_gpu(),
+                            "{call} {code} with the kernel driver loaded: {e:?}"
+                        ),
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_driver_too_old_with_the_kernel_driver_loaded_is_not_no_gpu() {
+        // CUDA_ERROR_INSUFFICIENT_DRIVER (35), CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803).
+        for code in [35, 803] {
+            let e = classify_open_failure("cuInit", code, true);
+            assert!(!e.is_no_gpu(), "{e:?}");
+            assert!(e.to_string().contains("cuInit"), "{e}");
         }
     }
 }

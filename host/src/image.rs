@@ -19,6 +19,11 @@ use cust::module::Module;
 use crate::error::{CudaResultExt, Result};
 use crate::gpu::load_module;
 
+/// The first line cuda-kernels-builder writes into every PTX (its
+/// `IMAGE_MARK`), followed by the library name of the kernel crate the PTX
+/// was built from: the image's identity ([`Images::crate_name`]).
+pub const IMAGE_MARK: &str = "// cuda-kernels image: ";
+
 /// The environment variable that makes [`Images::load`] take the PTX even
 /// when a cubin matches.
 pub const FORCE_PTX_VAR: &str = "CUDA_KERNELS_FORCE_PTX";
@@ -115,6 +120,18 @@ pub fn pick_cubin(cubins: &[Cubin], major: u32, minor: u32) -> Option<&Cubin> {
 }
 
 impl<'a> Images<'a> {
+    /// The kernel crate these images were built from (its library name, as
+    /// cuda-kernels-builder wrote it on the PTX's first line): a kernel
+    /// handle launches only on the images of the crate that declared it.
+    /// `None` for PTX from anywhere else, on which no handle launches.
+    pub fn crate_name(&self) -> Option<&'a str> {
+        let first = self.ptx.lines().next()?;
+        first
+            .strip_prefix(IMAGE_MARK)
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+    }
+
     /// The cubin to load on `device`, or why the PTX must be loaded instead
     /// (no cubins, none for this architecture, or [`FORCE_PTX_VAR`] set).
     pub fn matching_cubin(&self, device: Device) -> Result<std::result::Result<&'a Cubin, String>> {
@@ -173,6 +190,20 @@ mod tests {
         let only_86 = [Cubin { sm: 86, image: &[] }];
         assert_eq!(pick_cubin(&only_86, 8, 0).map(|c| c.sm), None);
         assert_eq!(pick_cubin(&only_86, 8, 9).map(|c| c.sm), Some(86));
+    }
+
+    #[test]
+    fn the_image_names_its_crate_on_the_first_line_only() {
+        let built = Images::from("// cuda-kernels image: my_kernels\n.version 8.0\n");
+        assert_eq!(built.crate_name(), Some("my_kernels"));
+        for other in [
+            "//\n// cuda-kernels image: my_kernels\n",
+            ".version 8.0\n",
+            "// cuda-kernels image: \n",
+            "",
+        ] {
+            assert_eq!(Images::from(other).crate_name(), None, "{other:?}");
+        }
     }
 
     #[test]

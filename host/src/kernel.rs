@@ -227,6 +227,9 @@ impl Gpu {
     /// to this device: [`Error::WrongDevice`] otherwise, before anything is
     /// launched.
     ///
+    /// A handle declared in a crate other than the one whose image this
+    /// device runs is [`Error::KernelNotFound`] on both backends
+    /// ([`Gpu::check_image`]), whatever entry points the module has.
     /// On a CUDA GPU the function is looked up by the handle's name once per
     /// [`Gpu`] and cached; a module without it is [`Error::KernelNotFound`]
     /// naming the handle's entry point, a failing `cuLaunchKernel`
@@ -250,6 +253,7 @@ impl Gpu {
         args: A,
     ) -> Result<()> {
         let name = kernel.name();
+        self.check_image(&kernel)?;
         self.check_device_id(name, stream.device())?;
         if let Some(found) = args.foreign_device(self.device_id()) {
             return Err(Error::WrongDevice {

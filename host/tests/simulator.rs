@@ -168,7 +168,7 @@ fn the_launch_path_refuses_what_the_gpu_refuses() -> Result<()> {
         "{e:?}"
     );
     // A handle from a bare name has no host entry.
-    let bare: Kernel<(*const f32, *const f32, *mut f32, usize)> = Kernel::new("multiply");
+    let bare: Kernel<(*const f32, *const f32, *mut f32, usize)> = Kernel::new(cuda_kernels_gpu::IMAGE, "multiply");
     // SAFETY: refused before any thread runs.
     let e = unsafe {
         gpu.launch(
@@ -350,7 +350,8 @@ mod broken {
 
 #[test]
 fn races_and_divergent_barriers_are_typed_errors() {
-    let gpu = sim();
+    // The broken kernels are this test crate's: a simulator of its kernels.
+    let gpu = Gpu::simulator_of_crate(env!("CARGO_CRATE_NAME"));
     let cfg = LaunchConfig::linear(1, 64);
     // SAFETY: the kernels take no parameters.
     let e = unsafe { gpu.launch(broken::RACY_WRITE, cfg, gpu.stream(), ()) };
@@ -376,10 +377,35 @@ fn races_and_divergent_barriers_are_typed_errors() {
         ),
         "{e:?}"
     );
-    // The simulator stays usable.
+    // The simulator stays usable (for this crate's kernels).
+    // SAFETY: as above.
+    let e = unsafe { gpu.launch(broken::RACY_WRITE, cfg, gpu.stream(), ()) };
+    assert!(matches!(&e, Err(Error::SharedRace { .. })), "{e:?}");
+}
+
+#[test]
+fn a_handle_launches_only_on_its_own_crates_image() {
+    let cfg = LaunchConfig::linear(1, 64);
+    // This crate's kernel on the built-in kernels' simulator, and a built-in
+    // kernel on this crate's: refused both ways, naming both crates.
+    let builtin = sim();
+    // SAFETY: refused before any thread runs.
+    let e = unsafe { builtin.launch(broken::HALF_BARRIER, cfg, builtin.stream(), ()) };
+    match &e {
+        Err(Error::KernelNotFound { name, reason }) => assert!(
+            name == "host_half_barrier"
+                && reason.contains(&format!("`{}`", env!("CARGO_CRATE_NAME")))
+                && reason.contains("`cuda_kernels_gpu`")
+                && reason.contains("cuda-kernels-builder"),
+            "{reason}"
+        ),
+        other => panic!("expected KernelNotFound, got {other:?}"),
+    }
+    let mine = Gpu::simulator_of_crate(env!("CARGO_CRATE_NAME"));
     let x = Array1::from(vec![2.0f32]);
-    assert_eq!(
-        gpu.multiply(x.view(), x.view()).unwrap().to_vec(),
-        vec![4.0]
+    let e = mine.multiply(x.view(), x.view());
+    assert!(
+        matches!(&e, Err(Error::KernelNotFound { name, .. }) if name == "multiply"),
+        "{e:?}"
     );
 }

@@ -102,7 +102,7 @@
 /// struct Mine;
 /// impl Elementwise<f32> for Mine {
 ///     // The f64 kernel, on f32 buffers.
-///     const KERNEL: Kernel<Params<f32>> = Kernel::new("elementwise_sum_f64");
+///     const KERNEL: Kernel<Params<f32>> = Kernel::new("cuda_kernels_gpu", "elementwise_sum_f64");
 ///     const NAME: &'static str = "sum";
 ///     const INPUTS: &'static [&'static str] = &["a", "b"];
 ///     const OUTPUTS: &'static [&'static str] = &["c"];

@@ -66,6 +66,12 @@ pub mod reduce;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod streams;
 
+/// The image this crate's kernels are built into: its library name, which
+/// every handle declared here carries (`Kernel::image`) and which
+/// cuda-kernels-builder writes into the PTX built from it. A `Gpu` of the
+/// built-in kernels (and `Gpu::simulator()`) launches only handles of it.
+pub const IMAGE: &str = env!("CARGO_CRATE_NAME");
+
 /// Every PTX entry point of this crate, each family's generated list joined
 /// once here; the build fails if two kernels share an entry name. The host's
 /// tests check this list against the built PTX. (On nvptx64 it exists with

@@ -262,7 +262,7 @@ pub const UNROLL: usize = 4;
 /// impl ReduceKernel<f32> for MaxAbs {
 ///     // Another op, another type.
 ///     const KERNEL: Kernel<(*const f32, *mut f32, *mut u32, *mut f32, usize, f32)> =
-///         Kernel::new("reduce_max_f64");
+///         Kernel::new("cuda_kernels_gpu", "reduce_max_f64");
 /// }
 /// ```
 pub unsafe trait ReduceKernel<T>: ReduceOp<T> {

@@ -87,9 +87,7 @@ fn no_gpu_simulates_kernel_results_and_ignores_hardware() -> Result<(), Failed> 
 /// `CUDA_KERNELS_SIM=1`.
 fn a_broken_gpu_fails() -> Result<(), Failed> {
     for e in [
-        Error::KernelNotFound {
-            name: "multiply".into(),
-        },
+        Error::not_found("multiply"),
         Error::invalid("module", "PTX with a NUL byte"),
     ] {
         let why = NoGpu::from_error(&e);

@@ -162,9 +162,7 @@ pub fn mandelbrot_driver_api_timed(
     // is NUL-terminated.
     let r = unsafe { cu::cuModuleGetFunction(&mut function, module.0, name.as_ptr()) };
     if r == CUresult::CUDA_ERROR_NOT_FOUND {
-        return Err(Error::KernelNotFound {
-            name: KERNEL.to_string(),
-        });
+        return Err(Error::not_found(KERNEL));
     }
     check(r, "cuModuleGetFunction")?;
     let t1 = Instant::now();

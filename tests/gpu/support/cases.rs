@@ -58,7 +58,7 @@ impl Want {
             (Want::Invalid(k), Error::InvalidInput { kernel, .. }) => *kernel == k,
             (Want::PtxFile, Error::PtxFile { .. }) => true,
             (Want::ModuleLoad, Error::ModuleLoad { .. }) => true,
-            (Want::NotFound(k), Error::KernelNotFound { name }) => name == k,
+            (Want::NotFound(k), Error::KernelNotFound { name, .. }) => name == k,
             (Want::Cuda(k), Error::Cuda { kernel, .. }) => *kernel == k,
             (Want::NotOnSimulator, Error::NotOnSimulator { .. }) => true,
             _ => false,

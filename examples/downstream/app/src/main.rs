@@ -42,7 +42,9 @@ fn open() -> Result<Gpu> {
         cuda_kernels::ptx_entry_points(IMAGES.ptx).join(", "),
         IMAGES.cubins.len()
     );
-    cuda_kernels::simulator()
+    // The simulator standing for a GPU with these images: it runs this
+    // program's kernel crate, as the GPU would, and no other crate's.
+    Gpu::simulator_of(&IMAGES)
 }
 
 fn main() -> ExitCode {
