@@ -86,7 +86,6 @@ pub struct KernelBuild {
     target_dir: Option<PathBuf>,
 }
 
-/// What [`KernelBuild::build`] wrote.
 /// The first line of every PTX this builder writes, followed by the kernel
 /// crate's library name: the image's identity. The host (`Images`) reads it
 /// and launches a kernel handle only on the image of the crate that declared
@@ -94,6 +93,7 @@ pub struct KernelBuild {
 /// place.
 pub const IMAGE_MARK: &str = "// cuda-kernels image: ";
 
+/// What [`KernelBuild::build`] wrote.
 #[derive(Debug, Clone)]
 pub struct Built {
     /// The name the files are written under (`<name>.ptx`).

@@ -149,6 +149,22 @@ impl Gpu {
         }
     }
 
+    /// The one line that says where kernels run, which every test binary
+    /// and the demo print first: `backend: GPU 0 (NVIDIA H100 80GB HBM3,
+    /// cubin sm_90)`, or on the simulator `backend: simulator (<why>)`, where
+    /// `why` says why no GPU runs them (`no CUDA device: …`,
+    /// `CUDA_KERNELS_SIM=1`).
+    pub fn backend_line(&self, why_simulated: &str) -> String {
+        match (self.device_id(), self.name()) {
+            (DeviceId::Simulator { .. }, _) => format!("backend: simulator ({why_simulated})"),
+            (DeviceId::Cuda { ordinal, .. }, name) => format!(
+                "backend: GPU {ordinal} ({}, {})",
+                name.unwrap_or_else(|e| format!("name unknown: {e}")),
+                self.image()
+            ),
+        }
+    }
+
     /// Whether `other` is the same device (and so shares its memory: on a
     /// CUDA device, its primary context).
     pub fn same_device(&self, other: &Gpu) -> bool {

@@ -31,15 +31,25 @@
 //!   (kind `gpu+sim`; both must pass);
 //! - `CUDA_KERNELS_REQUIRE_GPU=1` ([`REQUIRE_GPU`]): a run meant for the GPU.
 //!   Without a GPU every GPU test fails, naming itself and the reason,
-//!   hardware-only and kernel-result alike (a kernel-result test does not fall
-//!   back to the simulator then, unless `CUDA_KERNELS_SIM=1` asks for it), so
-//!   that such a run cannot come back green untested on the GPU.
+//!   hardware-only and kernel-result alike, and a kernel-result test that
+//!   `CUDA_KERNELS_SIM=1` would send to the simulator fails too: no test of
+//!   such a run is `[sim]`, so that it cannot come back green untested on the
+//!   GPU;
+//! - `CUDA_KERNELS_MIN_GPUS=N` ([`MIN_GPUS`]): the run fails before any test
+//!   when fewer than `N` distinct usable CUDA devices exist, naming the
+//!   unusable ones and why (the packed GPU run sets it from `nvidia-smi -L`).
 //!
-//! Strictness: only "no CUDA driver" and "no CUDA device"
+//! The first line each binary prints names the backend and why
+//! ([`backend_line`]): `backend: GPU 0 (NVIDIA H100 80GB HBM3, cubin sm_90)`
+//! or `backend: simulator (no CUDA device: …)`.
+//!
+//! Strictness: only "no CUDA device" (the driver's `CUDA_ERROR_NO_DEVICE`)
+//! and "no CUDA driver" (no NVIDIA kernel driver loaded)
 //! ([`Error::is_no_gpu`](cuda_kernels::Error::is_no_gpu)) mean that there is no
 //! GPU. A GPU that is there but unusable (the crate's PTX fails to load, a
-//! broken driver: any other error) fails every GPU test, kernel-result ones
-//! included: they do not fall back to the simulator.
+//! driver too old or mismatched, a failing device count: any other error)
+//! fails every GPU test, kernel-result ones included, naming the driver's
+//! error: they do not fall back to the simulator.
 //!
 //! All trials share one GPU and one simulator (a [`Gpu`] is `Send + Sync` and
 //! binds its context on every call).
@@ -61,6 +71,61 @@ pub const SIM: &str = cuda_kernels::SIM_ENV;
 /// The environment variable that runs every kernel-result test on the GPU and
 /// on the simulator (on a machine with a GPU).
 pub const SIM_COMPARE: &str = "CUDA_KERNELS_SIM_COMPARE";
+
+/// The environment variable that makes the run fail when fewer distinct
+/// usable CUDA devices exist than it says.
+pub const MIN_GPUS: &str = "CUDA_KERNELS_MIN_GPUS";
+
+/// The value of [`MIN_GPUS`] given as `value` (`None`: unset): a whole
+/// number of at least 1, else an error naming the variable.
+pub fn parse_min_gpus(value: Option<&str>) -> Result<Option<usize>, String> {
+    let Some(text) = value else {
+        return Ok(None);
+    };
+    match text.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(format!(
+            "{MIN_GPUS}={text:?} is not a number of GPUs (a whole number, at least 1)"
+        )),
+    }
+}
+
+/// `Ok` when `devices` (the machine's, or why they could not be listed)
+/// hold at least `min` distinct usable devices (distinct PCI bus ids), else
+/// why not, naming every unusable device and its reason.
+pub fn check_min_gpus(
+    min: usize,
+    devices: Result<Vec<cuda_kernels::device_info::DeviceInfo>, Error>,
+) -> Result<(), String> {
+    let devices =
+        devices.map_err(|e| format!("{MIN_GPUS}={min} but the devices cannot be listed: {e}"))?;
+    let mut usable: Vec<&str> = devices
+        .iter()
+        .filter(|d| d.unusable.is_none())
+        .map(|d| d.pci_bus_id.as_str())
+        .collect();
+    usable.sort_unstable();
+    usable.dedup();
+    if usable.len() >= min {
+        return Ok(());
+    }
+    let unusable: Vec<String> = devices
+        .iter()
+        .filter_map(|d| {
+            let why = d.unusable.as_ref()?;
+            Some(format!("device {} ({}): {why}", d.ordinal, d.name))
+        })
+        .collect();
+    Err(format!(
+        "{MIN_GPUS}={min} but {} distinct usable CUDA device(s) exist; unusable: {}",
+        usable.len(),
+        if unusable.is_empty() {
+            "none".to_string()
+        } else {
+            unusable.join("; ")
+        }
+    ))
+}
 
 /// Whether the environment variable `var` is set to anything but empty or `0`.
 pub fn env_flag(var: &str) -> bool {
@@ -185,6 +250,10 @@ pub fn place(
         )),
     };
     match (subject, mode, gpu) {
+        (Subject::KernelResult, SimMode::Forced, _) if required => Placement::Fails(format!(
+            "{name}: {REQUIRE_GPU}=1 but {SIM}=1 sends this test to the simulator: a GPU run \
+             runs no test on the simulator"
+        )),
         (Subject::KernelResult, SimMode::Forced, _) => Placement::Sim,
         (Subject::KernelResult, SimMode::Compare, Ok(())) => Placement::Both,
         (_, _, Ok(())) => Placement::Gpu,
@@ -388,9 +457,16 @@ pub fn cpu_test(name: impl Into<String>, body: fn() -> Result<(), Failed>) -> Tr
 /// libtest's status.
 pub fn run(trials: Vec<Trial>) -> ExitCode {
     let args = Arguments::from_args();
+    println!("{}", backend_line());
     let on_gpu = |t: &Trial| t.kind() == "gpu" || t.kind() == "gpu+sim";
     let has_gpu_tests = trials.iter().any(|t| on_gpu(t) || t.kind() == "sim");
     if has_gpu_tests {
+        let min = parse_min_gpus(std::env::var(MIN_GPUS).ok().as_deref())
+            .and_then(|min| min.map_or(Ok(()), |n| check_min_gpus(n, cuda_kernels::devices())));
+        if let Err(why) = min {
+            eprintln!("error: {why}");
+            return ExitCode::FAILURE;
+        }
         let simulated = trials.iter().filter(|t| t.kind() == "sim").count();
         match shared_gpu() {
             Ok(_) => {}
@@ -412,6 +488,33 @@ pub fn run(trials: Vec<Trial>) -> ExitCode {
     GPU.lock().unwrap_or_else(|e| e.into_inner()).take();
     SIMULATOR.lock().unwrap_or_else(|e| e.into_inner()).take();
     conclusion.exit_code()
+}
+
+/// The line each binary prints first: where its kernel-result tests run,
+/// and why (`backend: GPU 0 (NVIDIA H100 80GB HBM3, cubin sm_90)`,
+/// `backend: simulator (no CUDA device: …)`, `backend: none (…)`).
+pub fn backend_line() -> String {
+    let simulator = |why: &str| match shared_simulator() {
+        Ok(sim) => sim.backend_line(why),
+        Err(e) => format!("backend: none ({why}; {e})"),
+    };
+    match (shared_gpu(), SimMode::from_env() == SimMode::Forced) {
+        (Ok(_), true) if gpu_required() => {
+            format!("backend: none ({REQUIRE_GPU}=1 refuses {SIM}=1)")
+        }
+        (Ok(gpu), true) => simulator(&format!(
+            "{SIM}=1; hardware-only tests on {}",
+            gpu.label()
+        )),
+        (Ok(gpu), false) => gpu.backend_line(""),
+        (Err(NoGpu::Absent(reason)), _) if gpu_required() => {
+            format!("backend: none ({REQUIRE_GPU}=1 and {reason})")
+        }
+        (Err(NoGpu::Absent(reason)), _) => simulator(&reason),
+        (Err(NoGpu::Broken(reason)), _) => {
+            format!("backend: none (a CUDA GPU is present but unusable: {reason})")
+        }
+    }
 }
 
 /// Turns any displayable error into a test failure.

@@ -62,7 +62,33 @@ pub fn trials() -> Vec<Trial> {
         kernel!(refusals),
         kernel!(launch_shapes_past_the_limits_are_refused),
         hardware!("the driver's PTX loader", module_refusals),
+        kernel!(a_tebibyte_is_out_of_device_memory),
     ]
+}
+
+/// Issue 19: 1 TiB is more than the device has, on the GPU (an H100's
+/// 80 GiB) and on the simulator (the simulated H100's): the same
+/// out-of-memory error of `cuMemAlloc` on both, for a raw allocation and
+/// for a launcher given an input it cannot hold.
+fn a_tebibyte_is_out_of_device_memory(gpu: &Gpu) -> Result<(), Failed> {
+    let oom = |what: &str, e: Option<Error>| match e {
+        Some(Error::Cuda {
+            operation: "cuMemAlloc",
+            source: cuda_kernels::cust::error::CudaError::OutOfMemory,
+            ..
+        }) => Ok(()),
+        other => Err(Failed::from(format!(
+            "{what}: expected cuMemAlloc's out-of-memory error, got {other:?}"
+        ))),
+    };
+    // SAFETY: refused, so nothing is read.
+    oom("1 TiB of u8", unsafe { gpu.uninitialized::<u8>(1 << 40) }.err())?;
+    oom("2^38 zeroed f32", gpu.zeroed::<f32>(1 << 38).err())?;
+    // What fits is still allocated, and freed memory is given back.
+    for _ in 0..3 {
+        drop(gpu.zeroed::<f32>(1 << 20).map_err(fail)?);
+    }
+    Ok(())
 }
 
 /// Issue 14: on a device an embedded cubin runs on (sm_80 and sm_90 builds

@@ -6,11 +6,12 @@
 use std::process::Command;
 
 use cuda_kernels::Error;
+use cuda_kernels::gpu::classify_open_failure;
 use libtest_mimic::{Failed, Trial};
 
 use crate::common::{
-    NoGpu, Placement, REQUIRE_GPU, SIM, SIM_COMPARE, SimMode, Subject, ensure, fail, have_gpu,
-    place,
+    MIN_GPUS, NoGpu, Placement, REQUIRE_GPU, SIM, SIM_COMPARE, SimMode, Subject, check_min_gpus,
+    ensure, fail, have_gpu, parse_min_gpus, place,
 };
 
 /// The trials of this family, in the order they are listed.
@@ -18,6 +19,8 @@ pub fn trials() -> Vec<Trial> {
     vec![
         cpu!(no_gpu_simulates_kernel_results_and_ignores_hardware),
         cpu!(a_broken_gpu_fails),
+        cpu!(a_driver_too_old_fails_a_gpu_test_instead_of_ignoring_it),
+        cpu!(min_gpus_is_a_positive_count_of_distinct_usable_devices),
         cpu!(a_gpu_runs_everything_unless_told),
         cpu!(this_binary_places_each_kind),
     ]
@@ -37,19 +40,18 @@ fn fails_naming(got: &Placement, words: &[&str]) -> Result<(), String> {
     }
 }
 
-/// No CUDA driver or no CUDA device: kernel-result tests run on the
-/// simulator, hardware-only tests are ignored saying so; under
+/// No CUDA device (the driver says so) or no NVIDIA kernel driver loaded
+/// (whatever `cuInit` says then): kernel-result tests run on the simulator,
+/// hardware-only tests are ignored saying so; under
 /// `CUDA_KERNELS_REQUIRE_GPU=1` both fail, naming the test and the variable,
-/// except kernel-result tests that `CUDA_KERNELS_SIM=1` sends to the
-/// simulator.
+/// kernel-result tests that `CUDA_KERNELS_SIM=1` sends to the simulator
+/// included.
 fn no_gpu_simulates_kernel_results_and_ignores_hardware() -> Result<(), Failed> {
     for e in [
-        Error::NoDevice {
-            reason: "no CUDA-capable device is detected".into(),
-        },
-        Error::NoDriver {
-            reason: "CUDA driver version is insufficient".into(),
-        },
+        classify_open_failure("cuInit", 100, true),
+        classify_open_failure("cuInit", 100, false),
+        classify_open_failure("cuInit", 999, false),
+        classify_open_failure("cuInit", 35, false),
     ] {
         let why = NoGpu::from_error(&e);
         ensure(matches!(why, NoGpu::Absent(_)), || format!("{e}: {why:?}"))?;
@@ -67,26 +69,24 @@ fn no_gpu_simulates_kernel_results_and_ignores_hardware() -> Result<(), Failed> 
             }
             fails_naming(&at(HARDWARE, true), &["family::t", REQUIRE_GPU])
                 .map_err(|m| format!("{e}, {mode:?}, required, hardware-only: {m}"))?;
-            let kernel_required = at(KERNEL, true);
-            if mode == SimMode::Forced {
-                ensure(kernel_required == Placement::Sim, || {
-                    format!("{e}: {SIM}=1 and required: {kernel_required:?}")
-                })?;
-            } else {
-                fails_naming(&kernel_required, &["family::t", REQUIRE_GPU])
-                    .map_err(|m| format!("{e}, {mode:?}, required, kernel-result: {m}"))?;
-            }
+            fails_naming(&at(KERNEL, true), &["family::t", REQUIRE_GPU])
+                .map_err(|m| format!("{e}, {mode:?}, required, kernel-result: {m}"))?;
         }
     }
     Ok(())
 }
 
-/// A GPU that is there but unusable (any other error of opening it) fails
-/// every GPU test, kernel-result ones included (no fallback to the
-/// simulator), except kernel-result tests sent to the simulator by
-/// `CUDA_KERNELS_SIM=1`.
+/// A GPU that is there but unusable (any other error of opening it: the
+/// kernel driver loaded and `cuInit` or `cuDeviceGetCount` failing, the PTX
+/// refused, …) fails every GPU test, kernel-result ones included (no
+/// fallback to the simulator), except kernel-result tests sent to the
+/// simulator by `CUDA_KERNELS_SIM=1` (which fail too under
+/// `CUDA_KERNELS_REQUIRE_GPU=1`).
 fn a_broken_gpu_fails() -> Result<(), Failed> {
     for e in [
+        classify_open_failure("cuInit", 3, true),
+        classify_open_failure("cuInit", 999, true),
+        classify_open_failure("cuDeviceGetCount", 101, true),
         Error::not_found("multiply"),
         Error::invalid("module", "PTX with a NUL byte"),
     ] {
@@ -96,7 +96,10 @@ fn a_broken_gpu_fails() -> Result<(), Failed> {
             for required in [false, true] {
                 for subject in [KERNEL, HARDWARE] {
                     let got = place("family::t", subject, Err(&why), mode, required);
-                    if subject == KERNEL && mode == SimMode::Forced {
+                    if subject == KERNEL && mode == SimMode::Forced && required {
+                        fails_naming(&got, &["family::t", REQUIRE_GPU, SIM])
+                            .map_err(|m| format!("{e}, {SIM}=1, required: {m}"))?;
+                    } else if subject == KERNEL && mode == SimMode::Forced {
                         ensure(got == Placement::Sim, || format!("{e}: {got:?}"))?;
                     } else {
                         fails_naming(&got, &["family::t", "unusable"]).map_err(|m| {
@@ -111,8 +114,9 @@ fn a_broken_gpu_fails() -> Result<(), Failed> {
 }
 
 /// With a GPU: everything runs on it; `CUDA_KERNELS_SIM=1` sends the
-/// kernel-result tests to the simulator, `CUDA_KERNELS_SIM_COMPARE=1` runs
-/// them on both; hardware-only tests stay on the GPU.
+/// kernel-result tests to the simulator (under `CUDA_KERNELS_REQUIRE_GPU=1`
+/// it fails them instead), `CUDA_KERNELS_SIM_COMPARE=1` runs them on both;
+/// hardware-only tests stay on the GPU.
 fn a_gpu_runs_everything_unless_told() -> Result<(), Failed> {
     for required in [false, true] {
         for (mode, kernel) in [
@@ -121,15 +125,89 @@ fn a_gpu_runs_everything_unless_told() -> Result<(), Failed> {
             (SimMode::Compare, Placement::Both),
         ] {
             let at = |subject| place("family::t", subject, Ok(()), mode, required);
-            ensure(at(KERNEL) == kernel, || {
-                format!("{mode:?}: kernel-result test: {:?}", at(KERNEL))
-            })?;
+            if required && mode == SimMode::Forced {
+                fails_naming(&at(KERNEL), &["family::t", REQUIRE_GPU, SIM])?;
+            } else {
+                ensure(at(KERNEL) == kernel, || {
+                    format!("{mode:?}: kernel-result test: {:?}", at(KERNEL))
+                })?;
+            }
             ensure(at(HARDWARE) == Placement::Gpu, || {
                 format!("{mode:?}: hardware-only test: {:?}", at(HARDWARE))
             })?;
         }
     }
     Ok(())
+}
+
+/// Issue 19: on a machine whose NVIDIA kernel driver is loaded but too old
+/// for this program (`cuInit` gives `CUDA_ERROR_INSUFFICIENT_DRIVER`, 35, or
+/// `CUDA_ERROR_SYSTEM_DRIVER_MISMATCH`, 803), a GPU test fails naming the
+/// driver's error: it is neither ignored nor run on the simulator, with or
+/// without `CUDA_KERNELS_REQUIRE_GPU=1`.
+fn a_driver_too_old_fails_a_gpu_test_instead_of_ignoring_it() -> Result<(), Failed> {
+    for code in [35, 803] {
+        let e = classify_open_failure("cuInit", code, true);
+        ensure(!e.is_no_gpu(), || format!("{e} counts as no GPU"))?;
+        let why = NoGpu::from_error(&e);
+        for required in [false, true] {
+            for subject in [KERNEL, HARDWARE] {
+                let got = place("family::t", subject, Err(&why), SimMode::Fallback, required);
+                fails_naming(&got, &["family::t", "unusable", "cuInit", &code.to_string()])
+                    .map_err(|m| format!("cuInit {code}, required {required}: {m}"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `CUDA_KERNELS_MIN_GPUS`: a whole number of at least 1 (`abc` and `0` are
+/// refused naming the variable), and fewer distinct usable devices (a
+/// device listed twice counts once) fail, naming each unusable one and why.
+fn min_gpus_is_a_positive_count_of_distinct_usable_devices() -> Result<(), Failed> {
+    ensure(parse_min_gpus(None) == Ok(None), || "unset".into())?;
+    ensure(parse_min_gpus(Some(" 2 ")) == Ok(Some(2)), || "2".into())?;
+    for bad in ["abc", "0", "", "-1", "1.5"] {
+        match parse_min_gpus(Some(bad)) {
+            Err(m) if m.contains(MIN_GPUS) => {}
+            other => return Err(format!("{MIN_GPUS}={bad:?}: {other:?}").into()),
+        }
+    }
+    let device = |ordinal: u32, bus: &str, unusable: Option<&str>| {
+        let mut d = cuda_kernels::simulator::device_info();
+        d.ordinal = ordinal;
+        d.name = "NVIDIA H200".into();
+        d.pci_bus_id = bus.into();
+        d.unusable = unusable.map(str::to_string);
+        d
+    };
+    let two = vec![device(0, "0000:01:00.0", None), device(1, "0000:02:00.0", None)];
+    ensure(check_min_gpus(2, Ok(two.clone())).is_ok(), || "two usable".into())?;
+    ensure(check_min_gpus(3, Ok(two)).is_err(), || "three of two".into())?;
+    let one_twice = vec![device(0, "0000:01:00.0", None), device(1, "0000:01:00.0", None)];
+    ensure(check_min_gpus(2, Ok(one_twice)).is_err(), || {
+        "one device listed twice counted as two".into()
+    })?;
+    let broken = vec![
+        device(0, "0000:01:00.0", None),
+        device(1, "0000:02:00.0", Some("compute capability 3.5: no kernel image")),
+    ];
+    match check_min_gpus(2, Ok(broken)) {
+        Err(m) if m.contains("device 1 (NVIDIA H200): compute capability 3.5") => {}
+        other => return Err(format!("an unusable device: {other:?}").into()),
+    }
+    let none = Err(Error::NoDevice {
+        reason: "the driver reports 0 devices".into(),
+    });
+    match check_min_gpus(1, none) {
+        Err(m) if m.contains(MIN_GPUS) && m.contains("0 devices") => {}
+        other => return Err(format!("no devices: {other:?}").into()),
+    }
+    // This binary, run with a bad value, refuses to run.
+    let (ok, text) = rerun_with(KERNEL_TEST, &[], &[(MIN_GPUS, "abc")])?;
+    ensure(!ok && text.contains(&format!("{MIN_GPUS}=\"abc\"")), || {
+        format!("{MIN_GPUS}=abc:\n{text}")
+    })
 }
 
 /// One kernel-result test and one hardware-only test of this binary.
@@ -140,16 +218,22 @@ const HARDWARE_TEST: &str = "foundation::empty_kernel_launch_rates";
 /// the harness's other variables removed): whether it exited 0, and its
 /// output.
 fn rerun(test: &str, env: &[&str]) -> Result<(bool, String), Failed> {
+    rerun_with(test, env, &[])
+}
+
+/// [`rerun`], with the variables `values` set to their values too.
+fn rerun_with(test: &str, env: &[&str], values: &[(&str, &str)]) -> Result<(bool, String), Failed> {
     let exe = std::env::current_exe().map_err(fail)?;
     let mut cmd = Command::new(&exe);
     cmd.args(["--exact", test, "--test-threads", "1"]);
-    for var in [REQUIRE_GPU, SIM, SIM_COMPARE] {
+    for var in [REQUIRE_GPU, SIM, SIM_COMPARE, MIN_GPUS] {
         if env.contains(&var) {
             cmd.env(var, "1");
         } else {
             cmd.env_remove(var);
         }
     }
+    cmd.envs(values.iter().copied());
     let out = cmd.output().map_err(fail)?;
     let text = format!(
         "{}{}",
@@ -186,6 +270,13 @@ fn this_binary_places_each_kind() -> Result<(), Failed> {
         }
         expect(KERNEL_TEST, &[SIM], true, &[line("sim", KERNEL_TEST, "ok")])?;
         expect(
+            KERNEL_TEST,
+            &[REQUIRE_GPU, SIM],
+            false,
+            &[format!("{KERNEL_TEST}: {REQUIRE_GPU}=1 but {SIM}=1"), "1 failed".into()],
+        )?;
+        expect(KERNEL_TEST, &[], true, &["backend: GPU ".into()])?;
+        expect(
             HARDWARE_TEST,
             &[SIM],
             true,
@@ -221,8 +312,9 @@ fn this_binary_places_each_kind() -> Result<(), Failed> {
         expect(
             KERNEL_TEST,
             &[REQUIRE_GPU, SIM],
-            true,
-            &[line("sim", KERNEL_TEST, "ok")],
-        )
+            false,
+            &[format!("{KERNEL_TEST}: {REQUIRE_GPU}=1 but {SIM}=1"), "1 failed".into()],
+        )?;
+        expect(KERNEL_TEST, &[], true, &["backend: simulator (no CUDA".into()])
     }
 }

@@ -12,6 +12,7 @@
 //! | `stress`     | many host threads × many launches, no leak                     |
 //! | `multi`      | every device, copies between devices, the multi-device launchers |
 //! | `agreement`  | every kernel on the GPU and on the simulator: equal results    |
+//! | `handles`    | kernel handles launch only on their own crate's image          |
 //! | `harness`    | this harness: where each kind of test runs, with and without a GPU |
 //!
 //! Tests are named `family::test` and marked with their kind: `[cpu]`, a
@@ -81,6 +82,7 @@ mod support;
 
 mod agreement;
 mod foundation;
+mod handles;
 mod harness;
 mod mandelbrot;
 mod matrices;
@@ -96,6 +98,7 @@ fn main() -> ExitCode {
     }
     let trials = [
         foundation::trials(),
+        handles::trials(),
         matrices::trials(),
         reduce::trials(),
         mandelbrot::trials(),

@@ -17,11 +17,13 @@ use cuda_kernels::matrices::check_matmul;
 use cuda_kernels::multi_gpu::life::{LifeBands, life};
 use cuda_kernels::multi_gpu::mandelbrot::mandelbrot;
 use cuda_kernels::multi_gpu::matmul::matmul;
-use cuda_kernels::multi_gpu::reduce::{reduce, reduce_resident, scatter};
-use cuda_kernels::multi_gpu::{labels, run_each};
+use cuda_kernels::multi_gpu::reduce::{
+    reduce, reduce_in_devices_order, reduce_resident, scatter,
+};
+use cuda_kernels::multi_gpu::{labels, run_each, split_rows};
 use cuda_kernels::ndarray::{Array1, Array2};
 use cuda_kernels::peer::{CopyPath, can_access_peer, copy_between};
-use cuda_kernels::reduce::{Max, Min, Sum, accurate_sum, float_sum_tolerance, reduce_cpu};
+use cuda_kernels::reduce::{Max, Min, Sum, reduce_cpu};
 use cuda_kernels::util::Rng;
 use cuda_kernels::{Error, Gpu};
 use libtest_mimic::Trial;
@@ -45,6 +47,7 @@ pub fn trials() -> Vec<Trial> {
         kernel!(life_both_halo_paths),
         kernel!(refusals),
         kernel!(a_device_failing_mid_job),
+        kernel!(injected_faults_are_caught),
     ]
 }
 
@@ -59,19 +62,37 @@ struct Devices<'a> {
 }
 
 impl<'a> Devices<'a> {
+    /// With two or more usable devices, "every device" is that many
+    /// distinct ones (asserted, and their ids logged), never device 0
+    /// twice.
     fn open(gpu: &'a Gpu) -> Result<Self, libtest_mimic::Failed> {
-        let others = if gpu.is_simulated() {
-            vec![Gpu::simulated_device(1).map_err(fail)?]
+        let (others, usable) = if gpu.is_simulated() {
+            (vec![Gpu::simulated_device(1).map_err(fail)?], 2)
         } else {
-            cuda_kernels::devices()
+            let usable: Vec<u32> = cuda_kernels::devices()
                 .map_err(fail)?
                 .into_iter()
-                .filter(|d| d.unusable.is_none() && d.ordinal != gpu.ordinal())
-                .map(|d| cuda_kernels::gpu_on(d.ordinal))
-                .collect::<Result<_, _>>()
-                .map_err(fail)?
+                .filter(|d| d.unusable.is_none())
+                .map(|d| d.ordinal)
+                .collect();
+            let others = usable
+                .iter()
+                .filter(|&&o| o != gpu.ordinal())
+                .map(|&o| cuda_kernels::gpu_on(o))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(fail)?;
+            (others, usable.len())
         };
-        Ok(Self { gpu, others })
+        let devices = Self { gpu, others };
+        let ids: Vec<_> = devices.all().iter().map(|g| g.device_id()).collect();
+        let distinct: std::collections::HashSet<_> = ids.iter().collect();
+        ensure(distinct.len() == ids.len() && ids.len() == usable, || {
+            format!("every device of {usable} usable: {ids:?}")
+        })?;
+        if ids.len() > 1 {
+            eprintln!("every device: {}", names(&devices.all()));
+        }
+        Ok(devices)
     }
 
     /// Every device of the run, `gpu` first.
@@ -239,11 +260,9 @@ fn reduce_resident_and_split(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
     for n in [3usize, 1000, sized(gpu, (1 << 20) + 7, 20_001)] {
         let ints = Array1::from_shape_simple_fn(n, || rng.below(2001) as i64 - 1000);
         let floats = Array1::from_shape_simple_fn(n, || rng.uniform() as f32 - 0.5);
+        let floats = floats.as_slice().unwrap_or(&[]);
         let want_sum = reduce_cpu::<Sum, i64>(ints.view(), Some(5)).map_err(fail)?;
         let want_min = reduce_cpu::<Min, i64>(ints.view(), None).map_err(fail)?;
-        let exact = accurate_sum(floats.iter().map(|&x| f64::from(x)));
-        let sum_abs: f64 = floats.iter().map(|&x| f64::from(x.abs())).sum();
-        let tolerance = float_sum_tolerance(n, 1, sum_abs, f64::from(f32::EPSILON) / 2.0);
         let devices = Devices::open(gpu)?;
         for gpus in devices.lists() {
             let at = || format!("n = {n} on [{}]", names(&gpus));
@@ -255,12 +274,20 @@ fn reduce_resident_and_split(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
             ensure(got == want_min, || {
                 format!("{}: min {got}, want {want_min}", at())
             })?;
-            let shares = scatter(&gpus, floats.as_slice().unwrap_or(&[])).map_err(fail)?;
+            // The f32 sums, exact: each device's share in the order of its
+            // own launch, then the host's fold in device order.
+            let want = reduce_in_devices_order::<Sum, f32>(&host_shares(&gpus, floats)?, None)
+                .map_err(fail)?;
+            let got = reduce::<Sum, f32>(&gpus, Array1::from(floats.to_vec()).view(), None)
+                .map_err(fail)?;
+            ensure(got == want, || {
+                format!("{}: split f32 sum {got}, the devices' order gives {want}", at())
+            })?;
+            let shares = scatter(&gpus, floats).map_err(fail)?;
             let parts: Vec<_> = gpus.iter().zip(&shares).map(|(g, b)| (*g, &**b)).collect();
             let got = reduce_resident::<Sum, f32>(&parts, None).map_err(fail)?;
-            let err = (f64::from(got) - exact).abs();
-            ensure(err <= tolerance, || {
-                format!("{}: f32 sum {got}, exact {exact}, bound {tolerance}", at())
+            ensure(got == want, || {
+                format!("{}: resident f32 sum {got}, the devices' order gives {want}", at())
             })?;
             let got = reduce_resident::<Max, f32>(&parts, Some(-7.0)).map_err(fail)?;
             let want = floats.iter().copied().fold(-7.0f32, f32::max);
@@ -268,6 +295,65 @@ fn reduce_resident_and_split(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
                 format!("{}: f32 max {got}, want {want}", at())
             })?;
         }
+    }
+    Ok(())
+}
+
+/// `data` split as the multi-device launchers split it: each device of
+/// `gpus` beside its contiguous share.
+fn host_shares<'d, 'g, T>(
+    gpus: &[&'g Gpu],
+    data: &'d [T],
+) -> Result<Vec<(&'g Gpu, &'d [T])>, libtest_mimic::Failed> {
+    let rows = split_rows("test", data.len(), gpus.len()).map_err(fail)?;
+    Ok(gpus.iter().zip(rows).map(|(g, r)| (*g, &data[r])).collect())
+}
+
+/// Issue 19: each fault a multi-device job could make is caught by the
+/// check its test uses. One device's share dropped from a resident f32
+/// sum: not equal to the devices' order. One band's rows of a split SGEMM
+/// shifted down by one: outside `check_matmul`'s bound. (A skipped halo
+/// exchange: `multi_gpu::life`'s unit test
+/// `a_skipped_halo_exchange_is_caught`.)
+fn injected_faults_are_caught(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
+    let devices = Devices::open(gpu)?;
+    let gpus = devices.all();
+    let mut rng = Rng::new(19);
+    let floats: Vec<f32> = (0..sized(gpu, 300_007, 30_007))
+        .map(|_| rng.uniform() as f32 - 0.25)
+        .collect();
+    let want = reduce_in_devices_order::<Sum, f32>(&host_shares(&gpus, &floats)?, None)
+        .map_err(fail)?;
+    let shares = scatter(&gpus, &floats).map_err(fail)?;
+    let parts: Vec<_> = gpus.iter().zip(&shares).map(|(g, b)| (*g, &**b)).collect();
+    let whole = reduce_resident::<Sum, f32>(&parts, None).map_err(fail)?;
+    ensure(whole == want, || format!("the whole sum {whole} ≠ {want}"))?;
+    for dropped in 0..parts.len() {
+        let mut fewer = parts.clone();
+        fewer.remove(dropped);
+        let got = reduce_resident::<Sum, f32>(&fewer, None).map_err(fail)?;
+        ensure(got != want, || {
+            format!("device {dropped}'s share dropped: {got} passes as {want}")
+        })?;
+    }
+    let (m, k, n) = (sized(gpu, 515, 37), sized(gpu, 300, 20), sized(gpu, 257, 9));
+    let a = Array2::from_shape_simple_fn((m, k), || rng.uniform() as f32 - 0.5);
+    let b = Array2::from_shape_simple_fn((k, n), || rng.uniform() as f32 - 0.5);
+    let c = matmul(&gpus, a.view(), b.view()).map_err(fail)?;
+    ensure(
+        check_matmul(c.view(), a.view(), b.view()).map_err(fail)?.passed(),
+        || "the unshifted product fails".into(),
+    )?;
+    for band in split_rows("test", m, gpus.len()).map_err(fail)? {
+        let mut shifted = c.clone();
+        for r in band.clone().skip(1) {
+            let above = c.row(r - 1).to_owned();
+            shifted.row_mut(r).assign(&above);
+        }
+        let check = check_matmul(shifted.view(), a.view(), b.view()).map_err(fail)?;
+        ensure(!check.passed(), || {
+            format!("rows {band:?} shifted by one pass: {check:?}")
+        })?;
     }
     Ok(())
 }

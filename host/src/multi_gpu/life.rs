@@ -599,6 +599,32 @@ mod tests {
     #[test]
     fn bands_and_halos_reproduce_the_torus() {
         for (n, p, steps) in [(16, 2, 9), (17, 3, 7), (40, 5, 6), (9, 2, 5), (12, 1, 4)] {
+            let got = bands_and_halos_on_the_cpu(n, p, steps, None);
+            assert!(got.is_ok(), "n {n}, {p} bands: {got:?}");
+        }
+    }
+
+    /// Issue 19: one halo exchange skipped (band 1's, after step 2) leaves
+    /// a stale row that the comparison with the one-lattice result catches.
+    #[test]
+    fn a_skipped_halo_exchange_is_caught() {
+        for (n, p, steps) in [(16, 2, 9), (17, 3, 7), (40, 5, 6)] {
+            let got = bands_and_halos_on_the_cpu(n, p, steps, Some((2, 1)));
+            assert!(got.is_err(), "n {n}, {p} bands: the skip went unnoticed");
+        }
+    }
+
+    /// The layout and the halo exchange on the CPU, compared with the
+    /// one-lattice result after every step (`Err` naming the first row that
+    /// differs); `skip = Some((step, band))` leaves that band's halos of
+    /// that step unexchanged (an injected fault).
+    fn bands_and_halos_on_the_cpu(
+        n: usize,
+        p: usize,
+        steps: usize,
+        skip: Option<(usize, usize)>,
+    ) -> std::result::Result<(), String> {
+        {
             let start = random_lattice(n, 0.35, &mut Rng::new(n as u64));
             let flat = start.as_slice().unwrap();
             let rows = split_rows("t", n, p).unwrap();
@@ -620,6 +646,9 @@ mod tests {
                 buffers = next.clone();
                 if p > 1 {
                     for (i, buffer) in buffers.iter_mut().enumerate() {
+                        if skip == Some((step, i)) {
+                            continue;
+                        }
                         for halo in halos(&heights, i, n) {
                             let peer = next[halo.from].row(halo.src_row).to_vec();
                             assert_eq!(peer, staged[halo.from][halo.staged_row]);
@@ -630,14 +659,13 @@ mod tests {
                 let want = life_cpu(start.view(), step).unwrap();
                 for (r, b) in rows.iter().zip(&buffers) {
                     for (j, g) in r.clone().enumerate() {
-                        assert_eq!(
-                            b.row(j),
-                            want.row(g),
-                            "n {n}, {p} bands, step {step}, row {g}"
-                        );
+                        if b.row(j) != want.row(g) {
+                            return Err(format!("step {step}, row {g} differs"));
+                        }
                     }
                 }
             }
         }
+        Ok(())
     }
 }

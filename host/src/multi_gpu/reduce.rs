@@ -10,7 +10,9 @@ use ndarray::ArrayView1;
 use super::{labels, run_each, split_rows};
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::reduce::{Element, ReduceKernel, ReduceScratch, start_value};
+use crate::reduce::{
+    Element, ReduceKernel, ReduceOrder, ReduceScratch, reduce_in_gpu_order, start_value,
+};
 use crate::util::contiguous;
 
 const K: &str = "reduce (multi-GPU)";
@@ -50,6 +52,30 @@ pub fn reduce<Op: ReduceKernel<T>, T: Element>(
         gpu.reduce_slice::<Op, T>(&host[share], None).map(Some)
     })?;
     Ok(combine::<Op, T>(init, parts))
+}
+
+/// What [`reduce`] and [`reduce_resident`] return for `shares`, each the
+/// data of the device beside it in a buffer of its own: each share reduced
+/// in the order of its device's real launch ([`reduce_in_gpu_order`] with
+/// [`Gpu::reduce_launch_shape`] for its length), then the per-device
+/// results folded from `init` in device order, as the host does. Exact for
+/// every type, float sums included: the reference the multi-device tests
+/// and the bench compare with `==`.
+pub fn reduce_in_devices_order<Op: ReduceKernel<T>, T: Element>(
+    shares: &[(&Gpu, &[T])],
+    init: Option<T>,
+) -> Result<T> {
+    let total = shares.iter().map(|s| s.1.len()).sum();
+    let init = start_value::<Op, T>(total, init)?;
+    let mut acc = init;
+    for &(gpu, share) in shares {
+        if share.is_empty() {
+            continue;
+        }
+        let order = ReduceOrder::aligned(gpu.reduce_launch_shape::<Op, T>(share.len())?);
+        acc = Op::combine(acc, reduce_in_gpu_order::<Op, T>(share, None, order)?);
+    }
+    Ok(acc)
 }
 
 /// One [`ReduceScratch`] per device, for repeated resident reductions (the
