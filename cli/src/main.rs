@@ -133,22 +133,27 @@ fn chosen_gpu(sim: bool, device: Option<u32>) -> Result<Gpu, Error> {
 }
 
 /// Opens the GPU for a demo (`--device N`, else device 0), or the simulator
-/// when `sim` is asked for or there is no GPU, with a notice saying so;
-/// `None` (the CPU references alone) only if the simulator does not open
-/// either.
+/// when `sim` is asked for or there is no GPU, printing first the line that
+/// names the backend and why (`backend: GPU 0 (…)`, `backend: simulator
+/// (no CUDA device: …)`); `None` (the CPU references alone) only if the
+/// simulator does not open either. A GPU that is there but unusable (a
+/// broken driver, …) is an error: nothing is silently simulated.
 fn open_gpu(sim: bool, device: Option<u32>) -> Result<Option<Gpu>, Error> {
-    if !sim {
+    let why = if sim {
+        "--sim or CUDA_KERNELS_SIM=1".to_string()
+    } else {
         match chosen_gpu(false, device) {
             Ok(gpu) => {
-                eprintln!("GPU: {}", gpu.label());
+                println!("{}", gpu.backend_line(""));
                 return Ok(Some(gpu));
             }
-            Err(e) if e.is_no_gpu() => eprintln!("notice: {e}"),
+            Err(e) if e.is_no_gpu() => e.to_string(),
             Err(e) => return Err(e),
         }
-    }
+    };
     match chosen_gpu(true, device) {
         Ok(gpu) => {
+            println!("{}", gpu.backend_line(&why));
             eprintln!(
                 "notice: SIMULATED: the kernels run on the CPU simulator (their own Rust code), \
                  each result checked against its CPU reference; no GPU timings"
@@ -156,7 +161,7 @@ fn open_gpu(sim: bool, device: Option<u32>) -> Result<Option<Gpu>, Error> {
             Ok(Some(gpu))
         }
         Err(e) => {
-            eprintln!("notice: the simulator did not open ({e}): CPU references only");
+            println!("backend: none ({why}; the simulator did not open: {e}): CPU references only");
             Ok(None)
         }
     }

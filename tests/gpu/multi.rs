@@ -89,9 +89,9 @@ impl<'a> Devices<'a> {
         ensure(distinct.len() == ids.len() && ids.len() == usable, || {
             format!("every device of {usable} usable: {ids:?}")
         })?;
-        if ids.len() > 1 {
-            eprintln!("every device: {}", names(&devices.all()));
-        }
+        // Once a run: the distinct devices "every device" means.
+        static LOGGED: std::sync::Once = std::sync::Once::new();
+        LOGGED.call_once(|| eprintln!("multi: every device is [{}]", names(&devices.all())));
         Ok(devices)
     }
 

@@ -15,14 +15,14 @@ use ndarray::{Array2, Axis};
 
 use super::{BenchRecord, Check, cpu_time};
 use crate::bench::{device_copy_gbps, gb_per_s};
-use crate::life::{life_step_cpu, random_lattice};
+use crate::life::{life_cpu, life_step_cpu, random_lattice};
 use crate::mandelbrot::{MandelbrotParams, first_difference};
 use crate::matrices::MatmulReference;
 use crate::memory::DeviceSlice;
 use crate::multi_gpu::life::LifeBands;
 use crate::multi_gpu::mandelbrot::MandelbrotBands;
 use crate::multi_gpu::matmul::MatmulBands;
-use crate::multi_gpu::reduce::ReduceScratches;
+use crate::multi_gpu::reduce::{ReduceScratches, reduce_in_devices_order};
 use crate::peer::{CopyPath, copy_between};
 use crate::reduce::{Sum, accurate_sum, float_sum_tolerance};
 use crate::timing::median;
@@ -264,6 +264,10 @@ fn life(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Result<
     let size = format!("{n}² × {steps} steps");
     let samples = 3;
     let mut one: Option<(f64, Array2<i32>)> = None;
+    // Every count runs the same steps: one step, then the warm-up and the
+    // timed runs of `steps` each; the CPU's lattice after all of them.
+    let total_steps = 1 + (samples + 1) * steps;
+    let mut cpu_last: Option<Array2<i32>> = None;
     for count in 1..=gpus.len() {
         let mut bands = LifeBands::upload(&gpus[..count], start.view(), None)?;
         // One step first, against the CPU's step.
@@ -278,23 +282,25 @@ fn life(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Result<
         let path = bands.path();
         let last = bands.download()?;
         drop(bands);
+        // The final lattice of the timed runs, against the CPU's.
+        let want = match cpu_last.take() {
+            Some(l) => l,
+            None => life_cpu(start.view(), total_steps)?,
+        };
+        if last != want {
+            check = Check::Fail(format!(
+                "after {total_steps} steps differs from the CPU's lattice"
+            ));
+        } else if let Check::Pass(text) = &check {
+            check = Check::Pass(format!(
+                "{text}; after {total_steps} steps identical to CPU; halos {}",
+                path.map_or("none".into(), |p| p.to_string())
+            ));
+        }
+        cpu_last = Some(want);
         let one_ms = match &one {
             None => ms,
-            Some((one_ms, l1)) => {
-                if last != *l1 {
-                    check = Check::Fail(format!(
-                        "after {} steps differs from 1 GPU's lattice",
-                        1 + (samples + 1) * steps
-                    ));
-                } else if let Check::Pass(text) = &check {
-                    check = Check::Pass(format!(
-                        "{text}; after {} steps identical to 1 GPU's; halos {}",
-                        1 + (samples + 1) * steps,
-                        path.map_or("none".into(), |p| p.to_string())
-                    ));
-                }
-                *one_ms
-            }
+            Some((one_ms, _)) => *one_ms,
         };
         let cells = (n * n * steps) as f64;
         records.push(scaling_record(
@@ -364,9 +370,21 @@ fn reduce(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Resul
             got = scratch.reduce::<Sum>(&parts[..], None, reps)?;
             Ok(())
         })?;
-        // The bound for the kernels' order (each thread sums its share
-        // sequentially, then a tree), with the threads of the smallest
-        // launch among the devices; the host adds one term per device.
+        // Exact: each device's share in the order of its own launch, the
+        // host's fold in device order (a dropped share, a wrong launch
+        // shape, an element read twice all change the bits); and within
+        // the bound for that order of the accurate sum.
+        let host_shares: Vec<Vec<f32>> = shares
+            .iter()
+            .map(|share| pattern.iter().copied().cycle().take(share.len()).collect())
+            .collect();
+        let parts_in_order: Vec<(&Gpu, &[f32])> = gpus[..count]
+            .iter()
+            .zip(&host_shares)
+            .map(|(g, h)| (*g, h.as_slice()))
+            .collect();
+        let in_order = reduce_in_devices_order::<Sum, f32>(&parts_in_order, None)?;
+        drop(host_shares);
         let mut threads = usize::MAX;
         for (gpu, share) in gpus[..count].iter().zip(&shares) {
             let (grid, block) = gpu.reduce_launch_shape::<Sum, f32>(share.len())?;
@@ -374,9 +392,13 @@ fn reduce(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Resul
         }
         let tolerance = float_sum_tolerance(total, threads, sum_abs, f64::from(f32::EPSILON) / 2.0);
         let err = (f64::from(got) - expected).abs();
-        let check = if err <= tolerance {
+        let check = if got != in_order {
+            Check::Fail(format!(
+                "{got} is not {in_order}, the devices' order's sum"
+            ))
+        } else if err <= tolerance {
             Check::Pass(format!(
-                "error {err:.3e} within the order bound {tolerance:.3e}"
+                "equal to the devices' order; error {err:.3e} within its bound {tolerance:.3e}"
             ))
         } else {
             Check::Fail(format!(
