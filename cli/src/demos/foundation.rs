@@ -169,16 +169,80 @@ fn hello(
         report.push(Row::new("hello_kernel", size, no_gpu()));
         return Ok(());
     };
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-    gpu.hello(blocks, threads, indexed)?;
+    let ((), printed) = capture_stdout(|| gpu.hello(blocks, threads, indexed))?;
+    print!("{printed}");
     println!("kernel ran: hello_kernel<<<{blocks}, {threads}>>> finished");
-    report.push(Row::new(
-        "hello_kernel",
-        size,
-        Check::Pass(format!("{} lines printed", blocks * threads)),
-    ));
+    let want = blocks as usize * threads as usize;
+    let lines = printed
+        .lines()
+        .filter(|l| {
+            if indexed {
+                l.starts_with("Hello from thread ")
+            } else {
+                *l == "Hello World From GPU!"
+            }
+        })
+        .count();
+    let check = if lines == want {
+        Check::Pass(format!("{lines} lines printed, counted"))
+    } else {
+        Check::Fail(format!("{lines} hello lines printed, {want} expected"))
+    };
+    report.push(Row::new("hello_kernel", size, check));
     Ok(())
+}
+
+/// Runs `f` with this process's standard output (file descriptor 1, where
+/// the driver writes device `printf` and the simulator `print!`s) going to
+/// a temporary file, and returns `f`'s result and what it wrote.
+fn capture_stdout<R>(f: impl FnOnce() -> Result<R>) -> Result<(R, String)> {
+    use std::io::{Read, Seek, Write};
+    use std::os::fd::AsRawFd;
+    let io = |what: &'static str| {
+        move |e: std::io::Error| crate::Error::Io {
+            what: format!("capturing the hello lines: {what}"),
+            source: e,
+        }
+    };
+    let mut file = tempfile_in_tmp().map_err(io("a temporary file"))?;
+    let _ = std::io::stdout().flush();
+    // SAFETY: dup of the process's fd 1, checked below.
+    let saved = unsafe { libc::dup(1) };
+    if saved < 0 {
+        return Err(io("dup(1)")(std::io::Error::last_os_error()));
+    }
+    // SAFETY: both descriptors are open; fd 1 now names the file.
+    unsafe { libc::dup2(file.as_raw_fd(), 1) };
+    let result = f();
+    let _ = std::io::stdout().flush();
+    // SAFETY: `saved` is the original fd 1, restored, then closed once.
+    unsafe {
+        libc::dup2(saved, 1);
+        libc::close(saved);
+    }
+    let result = result?;
+    let mut text = String::new();
+    file.rewind().map_err(io("rewind"))?;
+    file.read_to_string(&mut text).map_err(io("read"))?;
+    Ok((result, text))
+}
+
+/// A new file in the temporary folder, already unlinked.
+fn tempfile_in_tmp() -> std::io::Result<std::fs::File> {
+    let path = std::env::temp_dir().join(format!(
+        "cuda-kernels-hello-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos())
+    ));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(file)
 }
 
 fn overhead(gpu: Option<&Gpu>, launches: usize, report: &mut Report) -> Result<()> {
