@@ -88,6 +88,49 @@ pub fn ptx_artifact(stdout: &str) -> Option<PathBuf> {
         .next_back()
 }
 
+/// The symbol of llvm-link's "Linking globals named 'NAME': symbol multiply
+/// defined!" in the inner build's stderr, if it failed so.
+pub fn duplicate_symbol(stderr: &str) -> Option<String> {
+    let (_, rest) = stderr.split_once("Linking globals named '")?;
+    let (symbol, rest) = rest.split_once('\'')?;
+    rest.starts_with(": symbol multiply defined")
+        .then(|| symbol.to_string())
+}
+
+/// The files of llvm-bitcode-linker's "llvm-link failed to link files
+/// [\"a.o\", \"b.rlib\"]" (empty when the message is not there).
+pub fn linked_files(stderr: &str) -> Vec<PathBuf> {
+    let Some((_, rest)) = stderr.split_once("failed to link files [") else {
+        return Vec::new();
+    };
+    let list = rest.split_once(']').map_or(rest, |(list, _)| list);
+    list.split(", ")
+        .map(|quoted| PathBuf::from(quoted.trim().trim_matches('"')))
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect()
+}
+
+/// The crate a linked file belongs to: `libfoo.rlib` and
+/// `libfoo-0123abcd.rlib` are `foo`; the crate's own object
+/// `foo.foo.<hash>-cgu.0.rcgu.o` is `foo`.
+pub fn crate_of(file: &Path) -> Option<String> {
+    let name = file.file_name()?.to_str()?;
+    let stem = match name.strip_suffix(".rlib") {
+        Some(lib) => lib.strip_prefix("lib")?,
+        None => name.split('.').next()?,
+    };
+    let stem = match stem.rsplit_once('-') {
+        Some((base, hash)) if hash.chars().all(|c| c.is_ascii_hexdigit()) => base,
+        _ => stem,
+    };
+    Some(stem.to_string())
+}
+
+/// Whether `needle` occurs in `haystack` (a symbol name in a bitcode file).
+pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
 /// The source files a dep-info file (`<artifact>.d`: `target: file file …`,
 /// spaces in names escaped as `\ `) lists.
 pub fn dep_info_files(text: &str) -> Vec<PathBuf> {
@@ -365,5 +408,24 @@ mod tests {
             cubins_rs(&[(80, PathBuf::from("/o/k.sm_80.cubin"))]),
             "&[\nCubin { sm: 80, image: include_bytes!(\"/o/k.sm_80.cubin\") },\n]\n"
         );
+    }
+
+    #[test]
+    fn a_duplicate_entry_is_read_from_llvm_links_message() {
+        let stderr = r#"    = note: Error: llvm-link failed to link files ["/t/release/deps/collide_kernels.collide_kernels.6b8bc9935ce9355c-cgu.0.rcgu.o", "/t/release/deps/libcuda_kernels_gpu.rlib", "/t/release/deps/libcuda_kernels_device-d0676b1cbc18f5f9.rlib"]
+            Stack backtrace:
+               0: <anyhow::Error>::msg::<alloc::string::String>
+             stderr: error: Linking globals named 'reduce_max_f32': symbol multiply defined!
+"#;
+        assert_eq!(duplicate_symbol(stderr).as_deref(), Some("reduce_max_f32"));
+        assert_eq!(duplicate_symbol("error: something else"), None);
+        let files = linked_files(stderr);
+        let crates: Vec<_> = files.iter().filter_map(|f| crate_of(f)).collect();
+        assert_eq!(
+            crates,
+            ["collide_kernels", "cuda_kernels_gpu", "cuda_kernels_device"]
+        );
+        assert!(contains(b"xx reduce_max_f32 yy", b"reduce_max_f32"));
+        assert!(!contains(b"reduce_max_f6", b"reduce_max_f32"));
     }
 }

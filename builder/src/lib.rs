@@ -155,6 +155,16 @@ pub enum Error {
         /// The inner build's stderr: rustc's messages with file and line.
         stderr: String,
     },
+    /// Two kernels of the crate and its dependencies have one entry name
+    /// (llvm-link's "symbol multiply defined"): a PTX module's entry names
+    /// are global.
+    DuplicateEntry {
+        /// The entry point's name.
+        symbol: String,
+        /// The crates that define it, as far as the linked files tell (the
+        /// kernel crate first).
+        crates: Vec<String>,
+    },
     /// The build succeeded but made no PTX.
     NoPtx {
         /// The kernel crate's folder.
@@ -214,6 +224,22 @@ impl fmt::Display for Error {
                 "the kernel crate {} does not compile for nvptx64: rustc's messages follow (paths \
                  relative to its workspace's root)\n\n{stderr}",
                 crate_dir.display()
+            ),
+            Self::DuplicateEntry { symbol, crates } => write!(
+                f,
+                "two kernels have the entry name `{symbol}` (declared in {}): entry names are \
+                 global in a PTX module; rename one (a kernels! function, or the NAME of a \
+                 reduce_kernels!/elementwise! op), or build the dependency without its own \
+                 kernels (cuda-kernels-gpu: default-features = false)",
+                match crates.as_slice() {
+                    [] => "the kernel crate and a dependency".to_string(),
+                    [one] => format!("`{one}` and a dependency"),
+                    many => many
+                        .iter()
+                        .map(|c| format!("`{c}`"))
+                        .collect::<Vec<_>>()
+                        .join(" and "),
+                }
             ),
             Self::NoPtx { crate_dir } => write!(
                 f,
@@ -515,6 +541,14 @@ fn failure(crate_dir: &Path, no_libdevice: bool, searched: Vec<PathBuf>, stderr:
     }
     if no_libdevice && stderr.contains("__nv_") {
         return Error::NoLibdevice { searched };
+    }
+    if let Some(symbol) = inner::duplicate_symbol(&stderr) {
+        let crates = inner::linked_files(&stderr)
+            .into_iter()
+            .filter(|file| std::fs::read(file).is_ok_and(|b| inner::contains(&b, symbol.as_bytes())))
+            .filter_map(|file| inner::crate_of(&file))
+            .collect();
+        return Error::DuplicateEntry { symbol, crates };
     }
     Error::Compile {
         crate_dir: crate_dir.to_path_buf(),

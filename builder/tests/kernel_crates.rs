@@ -32,6 +32,9 @@ fn a_kernel_crate_builds_to_ptx_with_libdevice_linked() {
     assert_eq!(built.name, "tiny_kernels");
     assert_eq!(built.ptx, out.join("tiny_kernels.ptx"));
     let ptx = std::fs::read_to_string(&built.ptx).unwrap();
+    // The image's identity, the kernel crate's library name, comes first.
+    let mark = format!("{}tiny_kernels\n", cuda_kernels_builder::IMAGE_MARK);
+    assert!(ptx.starts_with(&mark), "{ptx}");
     assert!(ptx.contains(".visible .entry scale_sin("), "{ptx}");
     assert!(ptx.lines().any(|l| l.trim() == ".target sm_70"), "{ptx}");
     let list = std::fs::read_to_string(&built.cubins_rs).unwrap();
@@ -69,4 +72,24 @@ fn rustcs_errors_reach_the_builders_error_with_file_and_line() {
     assert!(text.contains("error[E0308]: mismatched types"), "{text}");
     assert!(text.contains("src/lib.rs:7:"), "{text}");
     assert!(text.contains("does not compile for nvptx64"), "{text}");
+}
+
+#[test]
+fn two_kernels_of_one_name_are_one_line_naming_both_crates() {
+    let (out, target) = dirs("collision");
+    let err = KernelBuild::new(fixture("collision"))
+        .out_dir(&out)
+        .target_dir(&target)
+        .build()
+        .unwrap_err();
+    let text = err.to_string();
+    println!("{text}");
+    assert!(matches!(err, Error::DuplicateEntry { .. }), "{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.contains("`scale`")
+            && text.contains("`collision_kernels`")
+            && text.contains("`collision_dep`"),
+        "{text}"
+    );
 }

@@ -19,7 +19,9 @@ use cuda_kernels::{Error, Gpu, PTX};
 use libtest_mimic::{Completion, Failed, Trial};
 use proptest::test_runner::TestCaseError;
 
-use crate::common::{ensure, fail, hardware_trial, have_gpu, sized, under_sanitizer};
+use crate::common::{
+    ensure, fail, hardware_trial, have_gpu, missing_prerequisite, sized, under_sanitizer,
+};
 use crate::support::cases::{Cases, Want, equal, m, require};
 use crate::support::props::{case_err, check};
 use crate::support::{PTX_GARBAGE, PTX_WITHOUT_KERNEL, TempFile, huge1, missing_path};
@@ -52,8 +54,10 @@ fn open_library() -> Result<Option<CAbiLibrary>, Failed> {
     }
 }
 
-fn library_missing() -> Completion {
-    Completion::ignored_with(format!(
+/// The library is not built: ignored on a developer's machine, a failure
+/// in CI and in the packed GPU run ([`missing_prerequisite`]).
+fn library_missing() -> Result<Completion, Failed> {
+    missing_prerequisite(format!(
         "{LIBRARY_NAME} not found (build it: cargo build -p cuda-kernels-capi)"
     ))
 }
@@ -64,7 +68,7 @@ fn c_abi_test(name: &str, body: fn(&CAbiLibrary) -> Result<(), Failed>) -> Trial
     Trial::ignorable_test(
         crate::test_name(module_path!(), name),
         move || match open_library()? {
-            None => Ok(library_missing()),
+            None => library_missing(),
             Some(lib) => body(&lib).map(|()| Completion::Completed),
         },
     )
@@ -78,7 +82,7 @@ fn c_abi_gpu_test(name: &str, body: fn(&Gpu, &CAbiLibrary) -> Result<(), Failed>
         crate::test_name(module_path!(), name),
         "the C ABI",
         move |gpu| match open_library()? {
-            None => Ok(library_missing()),
+            None => library_missing(),
             Some(lib) => body(gpu, &lib).map(|()| Completion::Completed),
         },
     )

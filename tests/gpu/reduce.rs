@@ -14,8 +14,8 @@ use cuda_kernels::cust::memory::mem_get_info;
 use cuda_kernels::launch::MAX_GRID_X;
 use cuda_kernels::ndarray::{Array1, ArrayView1, s};
 use cuda_kernels::reduce::{
-    BLOCK, Max, Min, Product, ReduceKernel, Sum, Xor, accurate_sum, float_sum_tolerance,
-    reduce_cpu, start_value,
+    BLOCK, Element, Max, Min, Product, ReduceKernel, ReduceOrder, Sum, Xor, accurate_sum,
+    float_sum_tolerance, reduce_cpu, reduce_in_gpu_order, start_value,
 };
 use cuda_kernels::util::Rng;
 use libtest_mimic::{Completion, Failed, Trial};
@@ -287,6 +287,13 @@ fn float_sums_within_tolerance(gpu: &Gpu) -> Result<(), Failed> {
             let got = gpu.reduce::<Sum, T>(data.view(), None).map_err(fail)?;
             let (grid, block) = gpu.reduce_launch_shape::<Sum, T>(n).map_err(fail)?;
             let data = data.as_slice().unwrap_or(&[]);
+            // Exact in the kernel's order (a dropped element changes the
+            // bits at any n), and within the bound of the accurate sum.
+            let order = ReduceOrder::aligned((grid, block));
+            let want = reduce_in_gpu_order::<Sum, T>(data, None, order).map_err(fail)?;
+            ensure(got == want, || {
+                format!("{} n = {n}: GPU {got}, the kernel's order {want}", T::NAME)
+            })?;
             float_sum_verdict(data, None, got, (grid * block) as usize)
                 .map_err(|e| format!("{} n = {n}: {e}", T::NAME))?;
         }
@@ -688,9 +695,10 @@ fn reduce_cases<Op: ReduceProp<T>, T: Elem>() -> impl Strategy<Value = ReduceCas
 /// host array (`reduce`) and from the device slice (`reduce_device`, which
 /// launches even for an empty input), and compares both with `reduce_cpu`:
 /// exactly, except float sums of values in [-1000, 1000), which must be
-/// within `float_sum_tolerance` (the GPU's tree, one level more for the
-/// initial value) of the exact sum (`float_sum_verdict`; 32 cases per
-/// operation and type).
+/// equal to the kernel's order emulated (`reduce_in_gpu_order` with the
+/// launch's shape and the slice's head) and within `float_sum_tolerance`
+/// (the GPU's tree, one level more for the initial value) of the exact sum
+/// (`float_sum_verdict`; 32 cases per operation and type).
 fn reduce_agrees<Op: ReduceProp<T>, T: Elem>(gpu: &Gpu) -> Result<(), Failed> {
     gpu.bind().map_err(fail)?;
     check(32, reduce_cases::<Op, T>(), |c| {
@@ -721,6 +729,27 @@ fn reduce_agrees<Op: ReduceProp<T>, T: Elem>(gpu: &Gpu) -> Result<(), Failed> {
         }
         let (grid, block) = gpu.reduce_launch_shape::<Op, T>(n).map_err(case_err)?;
         let threads = grid as usize * block as usize;
+        // Exact in the kernel's order: from the host, a fresh (aligned)
+        // buffer; from the device, the slice `offset` elements in.
+        let per_vec = <T as Element>::PER_VEC;
+        let host_order = ReduceOrder::aligned((grid, block));
+        let device_order = ReduceOrder {
+            head: (per_vec - c.offset % per_vec) % per_vec,
+            ..host_order
+        };
+        for (what, got, order) in [
+            ("from the host", host, host_order),
+            ("from the device", device, device_order),
+        ] {
+            let want = reduce_in_gpu_order::<Op, T>(&c.data, c.init, order).map_err(case_err)?;
+            prop_assert!(
+                got == want,
+                "{} {what}: GPU {}, the kernel's order {} ({order:?})",
+                Op::ENTRY,
+                got,
+                want
+            );
+        }
         for (what, got) in [("from the host", host), ("from the device", device)] {
             if let Err(e) = float_sum_verdict(&c.data, c.init, got, threads) {
                 return Err(TestCaseError::fail(format!(

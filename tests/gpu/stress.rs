@@ -45,7 +45,14 @@ fn worker(gpu: &Gpu, id: usize) -> Result<()> {
             // Integer kernel through its launcher.
             1 => {
                 let x: Array1<i32> = (0..n as i32).collect();
-                gpu.vector_sum_i32(x.view(), x.view())?;
+                let got = gpu.vector_sum_i32(x.view(), x.view())?;
+                // The seed's formula, res = a + b, written out here.
+                if got.iter().zip(&x).any(|(&r, &v)| r != v + v) {
+                    return Err(cuda_kernels::Error::invalid(
+                        "stress",
+                        format!("thread {id} launch {i}: wrong vector_sum_i32 result"),
+                    ));
+                }
             }
             // Device-resident data and an async copy on this thread's own stream.
             _ => {
