@@ -47,6 +47,14 @@ downstream build --release --target-dir target/downstream
 target/downstream/release/downstream-app
 downstream test --release --target-dir target/downstream
 cargo test --workspace "$@"
+# The simulator's other schedules: the kernels' smoke tier under three fixed
+# seeds (threads started and resumed in a random order, a different one per
+# seed and block), with blocks on two OS threads; a kernel whose result
+# depends on the order fails here.
+for seed in 1 2 3; do
+  CUDA_KERNELS_SIM_SEED=$seed CUDA_KERNELS_SIM_THREADS=2 \
+    cargo test -p cuda-kernels-gpu --test sim_smoke "$@"
+done
 # The library crates packaged as crates.io would hold them, and built from the
 # packages (issue 12, "Publishable"; nothing is published): scripts/package.sh.
 bash scripts/package.sh
