@@ -110,6 +110,22 @@ pub fn linked_files(stderr: &str) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The crate the failed inner build was compiling ("could not compile
+/// `NAME`"), as its library name (`-` as `_`).
+pub fn compiling_crate(stderr: &str) -> Option<String> {
+    let (_, rest) = stderr.split_once("could not compile `")?;
+    let (name, _) = rest.split_once('`')?;
+    Some(name.replace('-', "_"))
+}
+
+/// The crate of the module rustc's LTO failed on after a duplicate symbol
+/// ("failed to load bitcode of module \"dep-0123.dep.4567-cgu.0.rcgu.o\"").
+pub fn bitcode_module_crate(stderr: &str) -> Option<String> {
+    let (_, rest) = stderr.split_once("failed to load bitcode of module \"")?;
+    let (module, _) = rest.split_once('"')?;
+    crate_of(Path::new(module))
+}
+
 /// The crate a linked file belongs to: `libfoo.rlib` and
 /// `libfoo-0123abcd.rlib` are `foo`; the crate's own object
 /// `foo.foo.<hash>-cgu.0.rcgu.o` is `foo`.
@@ -425,6 +441,14 @@ mod tests {
             crates,
             ["collide_kernels", "cuda_kernels_gpu", "cuda_kernels_device"]
         );
+        assert_eq!(compiling_crate(stderr), None);
+        // The other form, from rustc's own LTO of a release build.
+        let lto = "warning: Linking globals named 'scale': symbol multiply defined!\n\n\
+                   error: failed to load bitcode of module \"collision_dep-f02f6cdbf771e34e.collision_dep.efef79a4c7b0a3df-cgu.0.rcgu.o\": \n\n\
+                   error: could not compile `collision-kernels` (lib) due to 1 previous error";
+        assert_eq!(duplicate_symbol(lto).as_deref(), Some("scale"));
+        assert_eq!(compiling_crate(lto).as_deref(), Some("collision_kernels"));
+        assert_eq!(bitcode_module_crate(lto).as_deref(), Some("collision_dep"));
         assert!(contains(b"xx reduce_max_f32 yy", b"reduce_max_f32"));
         assert!(!contains(b"reduce_max_f6", b"reduce_max_f32"));
     }

@@ -543,11 +543,24 @@ fn failure(crate_dir: &Path, no_libdevice: bool, searched: Vec<PathBuf>, stderr:
         return Error::NoLibdevice { searched };
     }
     if let Some(symbol) = inner::duplicate_symbol(&stderr) {
-        let crates = inner::linked_files(&stderr)
-            .into_iter()
-            .filter(|file| std::fs::read(file).is_ok_and(|b| inner::contains(&b, symbol.as_bytes())))
-            .filter_map(|file| inner::crate_of(&file))
-            .collect();
+        // The kernel crate, then the other definer: the module rustc's LTO
+        // names, or (llvm-bitcode-linker's form) the linked files holding
+        // the name, the sysroot's crates aside (they define no kernels).
+        let mut crates: Vec<String> = inner::compiling_crate(&stderr).into_iter().collect();
+        let others = match inner::bitcode_module_crate(&stderr) {
+            Some(module) => vec![module],
+            None => inner::linked_files(&stderr)
+                .into_iter()
+                .filter(|f| std::fs::read(f).is_ok_and(|b| inner::contains(&b, symbol.as_bytes())))
+                .filter_map(|f| inner::crate_of(&f))
+                .filter(|c| !["core", "compiler_builtins", "alloc"].contains(&c.as_str()))
+                .collect(),
+        };
+        for c in others {
+            if !crates.contains(&c) {
+                crates.push(c);
+            }
+        }
         return Error::DuplicateEntry { symbol, crates };
     }
     Error::Compile {
