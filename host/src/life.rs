@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 
 use ndarray::{Array2, ArrayView2};
 
-use cuda_kernels_gpu::life::{CONWAY_FAST, CONWAY_KER, FAST_CELLS_X, LIFE_BLOCK, life_cell};
+use cuda_kernels_gpu::life::{CONWAY_FAST, CONWAY_KER, FAST_CELLS_X, LIFE_BLOCK};
 
 use crate::Gpu;
 use crate::async_mem::Lane;
@@ -170,13 +170,26 @@ pub fn check_lattice(lattice: ArrayView2<i32>) -> Result<usize> {
     Ok(rows)
 }
 
-/// CPU reference: one Life step, with the kernel's own [`life_cell`].
+/// CPU reference: one Life step, written from the rules (SPEC K15), not
+/// with the kernel's functions: on the `n`×`n` torus, a cell's neighbours
+/// are the eight cells around it, indices modulo `n`; a live cell with 2 or
+/// 3 live neighbours lives, a dead one with exactly 3 is born (B3/S23),
+/// every other cell is dead.
 pub fn life_step_cpu(lattice: ArrayView2<i32>) -> Result<Array2<i32>> {
     let n = check_lattice(lattice)?;
-    let cells = lattice.as_standard_layout();
-    let flat = cells.as_slice().unwrap_or(&[]);
     Ok(Array2::from_shape_fn((n, n), |(y, x)| {
-        life_cell(n, x, y, |i| flat[i])
+        let mut alive = 0;
+        for dy in [n - 1, 0, 1] {
+            for dx in [n - 1, 0, 1] {
+                if (dy, dx) != (0, 0) {
+                    alive += lattice[[(y + dy) % n, (x + dx) % n]];
+                }
+            }
+        }
+        match (lattice[[y, x]], alive) {
+            (1, 2 | 3) | (0, 3) => 1,
+            _ => 0,
+        }
     }))
 }
 
@@ -334,6 +347,7 @@ impl<'g> LifeSims<'g> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cuda_kernels_gpu::life::life_cell;
     use ndarray::array;
 
     #[test]

@@ -15,11 +15,10 @@
 //! reference: it calls the very same per-point function as the kernel
 //! ([`cuda_kernels_gpu::mandelbrot::mandelbrot_point`]), so the GPU and CPU
 //! graphs are identical, not merely close.
-use std::num::NonZeroU32;
 
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 
-use cuda_kernels_gpu::mandelbrot::{MANDELBROT_KER, lattice_indices, mandelbrot_point};
+use cuda_kernels_gpu::mandelbrot::MANDELBROT_KER;
 
 use crate::Gpu;
 use crate::error::{Error, Result};
@@ -354,8 +353,13 @@ impl Gpu {
     }
 }
 
-/// The CPU reference: the same thread → point mapping and the same per-point
-/// function as the kernel, one point at a time. Same checks as the GPU.
+/// The CPU reference, written from the seed's formula (SPEC K11), not with
+/// the kernel's functions: graph row `r`, column `c` is the point
+/// `c = lattice[c] + i·lattice[n − 1 − r]`; from z = 0, `max_iters` times
+/// z = z² + c, and 0 as soon as |z|² exceeds the bound squared, else 1.
+/// The arithmetic is rounded as the kernel documents it: `Re z² + Re c`
+/// as `fma(x, x, −y²) + Re c`, `Im` as `fma(2x, y, Im c)`, |z|² as
+/// `fma(x, x, y²)`. Same checks as the GPU.
 pub fn mandelbrot_cpu(
     lattice: ArrayView1<f32>,
     max_iters: i32,
@@ -369,22 +373,23 @@ pub fn mandelbrot_cpu(
         BLOCK,
     )?;
     let n = lattice.len();
-    let size = NonZeroU32::new(shape.lattice_size as u32)
-        .ok_or_else(|| Error::invalid("mandelbrot (CPU)", "empty lattice"))?;
     let lattice = contiguous(&lattice);
-    let graph: Vec<f32> = (0..shape.points as u32)
-        .map(|tid| {
-            let (i, j) = lattice_indices(tid, size);
-            mandelbrot_point(
-                lattice[i as usize],
-                lattice[j as usize],
-                shape.max_iters,
-                shape.upper_bound_squared,
-            )
-        })
-        .collect();
-    Array2::from_shape_vec((n, n), graph)
-        .map_err(|e| Error::invalid("mandelbrot (CPU)", format!("graph shape: {e}")))
+    let bound = shape.upper_bound_squared;
+    let inside = |re: f32, im: f32| -> f32 {
+        let (mut x, mut y) = (0.0f32, 0.0f32);
+        for _ in 0..shape.max_iters {
+            let next_x = x.mul_add(x, -(y * y)) + re;
+            y = (2.0 * x).mul_add(y, im);
+            x = next_x;
+            if x.mul_add(x, y * y) > bound {
+                return 0.0;
+            }
+        }
+        1.0
+    };
+    Ok(Array2::from_shape_fn((n, n), |(r, c)| {
+        inside(lattice[c], lattice[n - 1 - r])
+    }))
 }
 
 /// The number of points inside the set (value 1.0) in a graph.
