@@ -374,22 +374,27 @@ pub fn mandelbrot_cpu(
     )?;
     let n = lattice.len();
     let lattice = contiguous(&lattice);
-    let bound = shape.upper_bound_squared;
-    let inside = |re: f32, im: f32| -> f32 {
-        let (mut x, mut y) = (0.0f32, 0.0f32);
-        for _ in 0..shape.max_iters {
-            let next_x = x.mul_add(x, -(y * y)) + re;
-            y = (2.0 * x).mul_add(y, im);
-            x = next_x;
-            if x.mul_add(x, y * y) > bound {
-                return 0.0;
-            }
-        }
-        1.0
-    };
+    let (iters, bound) = (shape.max_iters, shape.upper_bound_squared);
     Ok(Array2::from_shape_fn((n, n), |(r, c)| {
-        inside(lattice[c], lattice[n - 1 - r])
+        point_cpu(lattice[c], lattice[n - 1 - r], iters, bound)
     }))
+}
+
+/// One point of [`mandelbrot_cpu`], from the formula: 1.0 when z stays
+/// within the bound for `max_iters` iterations of z = z² + (re + i·im)
+/// from 0, else 0.0 (rounded as the kernel documents; see
+/// [`mandelbrot_cpu`]).
+pub fn point_cpu(re: f32, im: f32, max_iters: i32, upper_bound_squared: f32) -> f32 {
+    let (mut x, mut y) = (0.0f32, 0.0f32);
+    for _ in 0..max_iters {
+        let next_x = x.mul_add(x, -(y * y)) + re;
+        y = (2.0 * x).mul_add(y, im);
+        x = next_x;
+        if x.mul_add(x, y * y) > upper_bound_squared {
+            return 0.0;
+        }
+    }
+    1.0
 }
 
 /// The number of points inside the set (value 1.0) in a graph.

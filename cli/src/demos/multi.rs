@@ -218,7 +218,7 @@ fn mandelbrot(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> R
         for r in (0..n).step_by(1024) {
             let c_im = lattice[n - 1 - r];
             for (c, &got) in graph.row(r).iter().enumerate() {
-                let want = crate::kernels::mandelbrot::mandelbrot_point(
+                let want = crate::mandelbrot::point_cpu(
                     lattice[c],
                     c_im,
                     p.max_iters,
