@@ -29,13 +29,16 @@ fn block(threads: u32, dynamic: u32) -> LaunchShape {
 
 /// Launches `kernel` under the default schedule and under seed 7: both
 /// errors (each must be one).
-fn both_schedules<P>(
-    kernel: Kernel<P>,
-    s: LaunchShape,
-    params: &[*mut c_void],
-) -> [SimError; 2] {
+fn both_schedules<P>(kernel: Kernel<P>, s: LaunchShape, params: &[*mut c_void]) -> [SimError; 2] {
     let entry = kernel.sim_entry().expect("kernels! gives a host entry");
-    [SimOptions::default(), SimOptions { seed: Some(7), ..SimOptions::default() }].map(|o| {
+    [
+        SimOptions::default(),
+        SimOptions {
+            seed: Some(7),
+            ..SimOptions::default()
+        },
+    ]
+    .map(|o| {
         // SAFETY: each test passes its kernel's parameters, with buffers
         // as large as its `# Safety` asks, except where the bug under test
         // breaks that on purpose (the simulator catches it).
@@ -62,8 +65,13 @@ fn lanes_of_one_mask_in_different_collectives_are_an_error() {
         assert!(
             matches!(
                 &e,
-                SimError::WarpCollective { kernel: "mixed_collectives", .. }
-                    | SimError::BarrierDivergence { kernel: "mixed_collectives", .. }
+                SimError::WarpCollective {
+                    kernel: "mixed_collectives",
+                    ..
+                } | SimError::BarrierDivergence {
+                    kernel: "mixed_collectives",
+                    ..
+                }
             ),
             "{e}"
         );
@@ -91,7 +99,11 @@ fn a_write_past_the_end_is_out_of_bounds() {
         grid: [4, 1, 1],
         ..block(256, 0)
     };
-    for e in both_schedules(broken::WRITE_PAST, s, &[p(&mut yp), p(&mut n), p(&mut past)]) {
+    for e in both_schedules(
+        broken::WRITE_PAST,
+        s,
+        &[p(&mut yp), p(&mut n), p(&mut past)],
+    ) {
         assert!(
             matches!(&e, SimError::OutOfBounds { kernel: "write_past", buffer, index: 1000, len: 1000, at }
                 if buffer == "y" && at.block == [3, 0, 0] && at.thread == [232, 0, 0]),
@@ -104,13 +116,27 @@ fn a_write_past_the_end_is_out_of_bounds() {
 fn races_through_dynamic_and_wide_shared_memory_are_found() {
     for e in both_schedules(broken::DYNAMIC_SHARED_RACE, block(64, 16), &[]) {
         assert!(
-            matches!(&e, SimError::SharedRace { kernel: "dynamic_shared_race", offset: 0, .. }),
+            matches!(
+                &e,
+                SimError::SharedRace {
+                    kernel: "dynamic_shared_race",
+                    offset: 0,
+                    ..
+                }
+            ),
             "{e}"
         );
     }
     for e in both_schedules(broken::WIDE_SHARED_RACE, block(32, 0), &[]) {
         assert!(
-            matches!(&e, SimError::SharedRace { kernel: "wide_shared_race", offset: 12, .. }),
+            matches!(
+                &e,
+                SimError::SharedRace {
+                    kernel: "wide_shared_race",
+                    offset: 12,
+                    ..
+                }
+            ),
             "{e}"
         );
     }

@@ -5,6 +5,7 @@ use std::ffi::CString;
 use std::path::Path;
 use std::sync::Mutex;
 
+use cust::CudaApiVersion;
 use cust::context::{Context, CurrentContext};
 use cust::device::Device;
 use cust::error::CudaError;
@@ -12,7 +13,6 @@ use cust::function::Function;
 use cust::memory::{CopyDestination, LockedBuffer};
 use cust::module::Module;
 use cust::stream::StreamFlags;
-use cust::CudaApiVersion;
 
 use cuda_kernels_device::fault::{FAULT_POINTER_SYMBOL, FaultRecord};
 use cuda_kernels_device::sim::Limits;
@@ -81,9 +81,7 @@ pub const KERNEL_DRIVER_FILES: [&str; 2] = ["/proc/driver/nvidia/version", "/dev
 /// Whether an NVIDIA kernel driver is loaded: one of [`KERNEL_DRIVER_FILES`]
 /// exists.
 pub fn kernel_driver_loaded() -> bool {
-    KERNEL_DRIVER_FILES
-        .iter()
-        .any(|f| Path::new(f).exists())
+    KERNEL_DRIVER_FILES.iter().any(|f| Path::new(f).exists())
 }
 
 /// A driver result code as the driver names it:
@@ -96,9 +94,16 @@ pub fn driver_error_name(code: i32) -> String {
         // NUL-terminated string; these two calls need no cuInit.
         let ok = unsafe { f(code, &mut p) } == 0 && !p.is_null();
         // SAFETY: on success `p` points at a static C string.
-        ok.then(|| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned())
+        ok.then(|| {
+            unsafe { std::ffi::CStr::from_ptr(p) }
+                .to_string_lossy()
+                .into_owned()
+        })
     };
-    match (text(raw_driver::cuGetErrorName), text(raw_driver::cuGetErrorString)) {
+    match (
+        text(raw_driver::cuGetErrorName),
+        text(raw_driver::cuGetErrorString),
+    ) {
         (Some(name), Some(text)) => format!("{name} ({code}): {text}"),
         (Some(name), None) => format!("{name} ({code})"),
         _ => format!("CUresult {code}"),
@@ -517,7 +522,9 @@ impl Gpu {
             // cust's get_function would panic on it.
             return Err(Error::not_found(name));
         }
-        module.get_function(name).map_err(|_| Error::not_found(name))
+        module
+            .get_function(name)
+            .map_err(|_| Error::not_found(name))
     }
 
     /// The device's launch limits (a CUDA device's own, queried when the

@@ -5,9 +5,7 @@ use std::time::Instant;
 use cust::memory::{DeviceCopy, UnifiedBuffer};
 use ndarray::{Array1, ArrayView1, Zip};
 
-use cuda_kernels_gpu::multiply::{
-    EMPTY_KERNEL, MULTIPLY, VECTOR_SUM_I32,
-};
+use cuda_kernels_gpu::multiply::{EMPTY_KERNEL, MULTIPLY, VECTOR_SUM_I32};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};

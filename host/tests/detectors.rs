@@ -82,7 +82,13 @@ fn shared_races_through_launch() {
         )
     };
     assert!(
-        matches!(&e, Err(Error::SharedRace { kernel: "dynamic_shared_race", .. })),
+        matches!(
+            &e,
+            Err(Error::SharedRace {
+                kernel: "dynamic_shared_race",
+                ..
+            })
+        ),
         "{e:?}"
     );
     // SAFETY: as above.
@@ -95,7 +101,13 @@ fn shared_races_through_launch() {
         )
     };
     assert!(
-        matches!(&e, Err(Error::SharedRace { kernel: "wide_shared_race", detail: SimError::SharedRace { offset: 12, .. } })),
+        matches!(
+            &e,
+            Err(Error::SharedRace {
+                kernel: "wide_shared_race",
+                detail: SimError::SharedRace { offset: 12, .. }
+            })
+        ),
         "{e:?}"
     );
 }

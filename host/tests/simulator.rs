@@ -168,7 +168,8 @@ fn the_launch_path_refuses_what_the_gpu_refuses() -> Result<()> {
         "{e:?}"
     );
     // A handle from a bare name has no host entry.
-    let bare: Kernel<(*const f32, *const f32, *mut f32, usize)> = Kernel::new(cuda_kernels_gpu::IMAGE, "multiply");
+    let bare: Kernel<(*const f32, *const f32, *mut f32, usize)> =
+        Kernel::new(cuda_kernels_gpu::IMAGE, "multiply");
     // SAFETY: refused before any thread runs.
     let e = unsafe {
         gpu.launch(

@@ -25,13 +25,27 @@ fn mandelbrot_escape_counts() {
         (0.4, 0.4, 4.0, 9),
     ];
     for (re, im, bound, k) in cases {
-        assert_eq!(mandelbrot_point(re, im, k - 1, bound), 1.0, "c = {re}+{im}i");
+        assert_eq!(
+            mandelbrot_point(re, im, k - 1, bound),
+            1.0,
+            "c = {re}+{im}i"
+        );
         assert_eq!(mandelbrot_point(re, im, k, bound), 0.0, "c = {re}+{im}i");
-        assert_eq!(mandelbrot_point(re, im, k + 40, bound), 0.0, "c = {re}+{im}i");
+        assert_eq!(
+            mandelbrot_point(re, im, k + 40, bound),
+            0.0,
+            "c = {re}+{im}i"
+        );
     }
     // Inside: fixed points and cycles (0; −1 ↔ 0; −2 → 2 → 2; i ↔ −1 + i),
     // and 1/4, which creeps up to 1/2.
-    for (re, im) in [(0.0, 0.0), (-1.0, 0.0), (-2.0, 0.0), (0.0, 1.0), (0.25, 0.0)] {
+    for (re, im) in [
+        (0.0, 0.0),
+        (-1.0, 0.0),
+        (-2.0, 0.0),
+        (0.0, 1.0),
+        (0.25, 0.0),
+    ] {
         assert_eq!(mandelbrot_point(re, im, 1000, 4.0), 1.0, "c = {re}+{im}i");
     }
     // No iterations: every point is inside.

@@ -502,10 +502,7 @@ pub fn backend_line() -> String {
         (Ok(_), true) if gpu_required() => {
             format!("backend: none ({REQUIRE_GPU}=1 refuses {SIM}=1)")
         }
-        (Ok(gpu), true) => simulator(&format!(
-            "{SIM}=1; hardware-only tests on {}",
-            gpu.label()
-        )),
+        (Ok(gpu), true) => simulator(&format!("{SIM}=1; hardware-only tests on {}", gpu.label())),
         (Ok(gpu), false) => gpu.backend_line(""),
         (Err(NoGpu::Absent(reason)), _) if gpu_required() => {
             format!("backend: none ({REQUIRE_GPU}=1 and {reason})")

@@ -209,9 +209,7 @@ fn reductions_agree(gpu: &Gpu) -> Result<(), Failed> {
     /// multiprocessor count and occupancy), which the simulator then keeps.
     fn op<Op: ReduceKernel<T>, T: Elem>(gpu: &Gpu, data: &Array1<T>) -> Result<(), Failed> {
         let host = data.as_slice().unwrap_or(&[]);
-        let (grid, block) = gpu
-            .reduce_launch_shape::<Op, T>(host.len())
-            .map_err(fail)?;
+        let (grid, block) = gpu.reduce_launch_shape::<Op, T>(host.len()).map_err(fail)?;
         let (g, s) = both(gpu, |d| {
             let input = d.to_device(host)?;
             let mut scratch = d.reduce_scratch::<T>()?;

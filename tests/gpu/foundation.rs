@@ -82,7 +82,10 @@ fn a_tebibyte_is_out_of_device_memory(gpu: &Gpu) -> Result<(), Failed> {
         ))),
     };
     // SAFETY: refused, so nothing is read.
-    oom("1 TiB of u8", unsafe { gpu.uninitialized::<u8>(1 << 40) }.err())?;
+    oom(
+        "1 TiB of u8",
+        unsafe { gpu.uninitialized::<u8>(1 << 40) }.err(),
+    )?;
     oom("2^38 zeroed f32", gpu.zeroed::<f32>(1 << 38).err())?;
     // What fits is still allocated, and freed memory is given back.
     for _ in 0..3 {

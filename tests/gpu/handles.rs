@@ -54,7 +54,9 @@ fn not_found<T: std::fmt::Debug>(
         {
             Ok(())
         }
-        other => Err(format!("expected KernelNotFound for {name} naming {words:?}, got {other:?}").into()),
+        other => Err(
+            format!("expected KernelNotFound for {name} naming {words:?}, got {other:?}").into(),
+        ),
     }
 }
 

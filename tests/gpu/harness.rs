@@ -153,8 +153,11 @@ fn a_driver_too_old_fails_a_gpu_test_instead_of_ignoring_it() -> Result<(), Fail
         for required in [false, true] {
             for subject in [KERNEL, HARDWARE] {
                 let got = place("family::t", subject, Err(&why), SimMode::Fallback, required);
-                fails_naming(&got, &["family::t", "unusable", "cuInit", &code.to_string()])
-                    .map_err(|m| format!("cuInit {code}, required {required}: {m}"))?;
+                fails_naming(
+                    &got,
+                    &["family::t", "unusable", "cuInit", &code.to_string()],
+                )
+                .map_err(|m| format!("cuInit {code}, required {required}: {m}"))?;
             }
         }
     }
@@ -181,16 +184,30 @@ fn min_gpus_is_a_positive_count_of_distinct_usable_devices() -> Result<(), Faile
         d.unusable = unusable.map(str::to_string);
         d
     };
-    let two = vec![device(0, "0000:01:00.0", None), device(1, "0000:02:00.0", None)];
-    ensure(check_min_gpus(2, Ok(two.clone())).is_ok(), || "two usable".into())?;
-    ensure(check_min_gpus(3, Ok(two)).is_err(), || "three of two".into())?;
-    let one_twice = vec![device(0, "0000:01:00.0", None), device(1, "0000:01:00.0", None)];
+    let two = vec![
+        device(0, "0000:01:00.0", None),
+        device(1, "0000:02:00.0", None),
+    ];
+    ensure(check_min_gpus(2, Ok(two.clone())).is_ok(), || {
+        "two usable".into()
+    })?;
+    ensure(check_min_gpus(3, Ok(two)).is_err(), || {
+        "three of two".into()
+    })?;
+    let one_twice = vec![
+        device(0, "0000:01:00.0", None),
+        device(1, "0000:01:00.0", None),
+    ];
     ensure(check_min_gpus(2, Ok(one_twice)).is_err(), || {
         "one device listed twice counted as two".into()
     })?;
     let broken = vec![
         device(0, "0000:01:00.0", None),
-        device(1, "0000:02:00.0", Some("compute capability 3.5: no kernel image")),
+        device(
+            1,
+            "0000:02:00.0",
+            Some("compute capability 3.5: no kernel image"),
+        ),
     ];
     match check_min_gpus(2, Ok(broken)) {
         Err(m) if m.contains("device 1 (NVIDIA H200): compute capability 3.5") => {}
@@ -273,7 +290,10 @@ fn this_binary_places_each_kind() -> Result<(), Failed> {
             KERNEL_TEST,
             &[REQUIRE_GPU, SIM],
             false,
-            &[format!("{KERNEL_TEST}: {REQUIRE_GPU}=1 but {SIM}=1"), "1 failed".into()],
+            &[
+                format!("{KERNEL_TEST}: {REQUIRE_GPU}=1 but {SIM}=1"),
+                "1 failed".into(),
+            ],
         )?;
         expect(KERNEL_TEST, &[], true, &["backend: GPU ".into()])?;
         expect(
@@ -313,8 +333,16 @@ fn this_binary_places_each_kind() -> Result<(), Failed> {
             KERNEL_TEST,
             &[REQUIRE_GPU, SIM],
             false,
-            &[format!("{KERNEL_TEST}: {REQUIRE_GPU}=1 but {SIM}=1"), "1 failed".into()],
+            &[
+                format!("{KERNEL_TEST}: {REQUIRE_GPU}=1 but {SIM}=1"),
+                "1 failed".into(),
+            ],
         )?;
-        expect(KERNEL_TEST, &[], true, &["backend: simulator (no CUDA".into()])
+        expect(
+            KERNEL_TEST,
+            &[],
+            true,
+            &["backend: simulator (no CUDA".into()],
+        )
     }
 }

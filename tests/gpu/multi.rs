@@ -17,9 +17,7 @@ use cuda_kernels::matrices::check_matmul;
 use cuda_kernels::multi_gpu::life::{LifeBands, life};
 use cuda_kernels::multi_gpu::mandelbrot::mandelbrot;
 use cuda_kernels::multi_gpu::matmul::matmul;
-use cuda_kernels::multi_gpu::reduce::{
-    reduce, reduce_in_devices_order, reduce_resident, scatter,
-};
+use cuda_kernels::multi_gpu::reduce::{reduce, reduce_in_devices_order, reduce_resident, scatter};
 use cuda_kernels::multi_gpu::{labels, run_each, split_rows};
 use cuda_kernels::ndarray::{Array1, Array2};
 use cuda_kernels::peer::{CopyPath, can_access_peer, copy_between};
@@ -281,13 +279,19 @@ fn reduce_resident_and_split(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
             let got = reduce::<Sum, f32>(&gpus, Array1::from(floats.to_vec()).view(), None)
                 .map_err(fail)?;
             ensure(got == want, || {
-                format!("{}: split f32 sum {got}, the devices' order gives {want}", at())
+                format!(
+                    "{}: split f32 sum {got}, the devices' order gives {want}",
+                    at()
+                )
             })?;
             let shares = scatter(&gpus, floats).map_err(fail)?;
             let parts: Vec<_> = gpus.iter().zip(&shares).map(|(g, b)| (*g, &**b)).collect();
             let got = reduce_resident::<Sum, f32>(&parts, None).map_err(fail)?;
             ensure(got == want, || {
-                format!("{}: resident f32 sum {got}, the devices' order gives {want}", at())
+                format!(
+                    "{}: resident f32 sum {got}, the devices' order gives {want}",
+                    at()
+                )
             })?;
             let got = reduce_resident::<Max, f32>(&parts, Some(-7.0)).map_err(fail)?;
             let want = floats.iter().copied().fold(-7.0f32, f32::max);
@@ -322,8 +326,8 @@ fn injected_faults_are_caught(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
     let floats: Vec<f32> = (0..sized(gpu, 300_007, 30_007))
         .map(|_| rng.uniform() as f32 - 0.25)
         .collect();
-    let want = reduce_in_devices_order::<Sum, f32>(&host_shares(&gpus, &floats)?, None)
-        .map_err(fail)?;
+    let want =
+        reduce_in_devices_order::<Sum, f32>(&host_shares(&gpus, &floats)?, None).map_err(fail)?;
     let shares = scatter(&gpus, &floats).map_err(fail)?;
     let parts: Vec<_> = gpus.iter().zip(&shares).map(|(g, b)| (*g, &**b)).collect();
     let whole = reduce_resident::<Sum, f32>(&parts, None).map_err(fail)?;
@@ -341,7 +345,9 @@ fn injected_faults_are_caught(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
     let b = Array2::from_shape_simple_fn((k, n), || rng.uniform() as f32 - 0.5);
     let c = matmul(&gpus, a.view(), b.view()).map_err(fail)?;
     ensure(
-        check_matmul(c.view(), a.view(), b.view()).map_err(fail)?.passed(),
+        check_matmul(c.view(), a.view(), b.view())
+            .map_err(fail)?
+            .passed(),
         || "the unshifted product fails".into(),
     )?;
     for band in split_rows("test", m, gpus.len()).map_err(fail)? {

@@ -393,9 +393,7 @@ fn reduce(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Resul
         let tolerance = float_sum_tolerance(total, threads, sum_abs, f64::from(f32::EPSILON) / 2.0);
         let err = (f64::from(got) - expected).abs();
         let check = if got != in_order {
-            Check::Fail(format!(
-                "{got} is not {in_order}, the devices' order's sum"
-            ))
+            Check::Fail(format!("{got} is not {in_order}, the devices' order's sum"))
         } else if err <= tolerance {
             Check::Pass(format!(
                 "equal to the devices' order; error {err:.3e} within its bound {tolerance:.3e}"
