@@ -103,7 +103,7 @@ for var in CUDA_KERNELS_SIM CUDA_KERNELS_SIM_COMPARE; do
   if [ -n "${!var+set}" ]; then echo "run.sh: unsetting $var=${!var}: a GPU run runs on the GPU"; fi
   unset "$var"
 done
-gpus="$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)"
+gpus="$(nvidia-smi -L 2>/dev/null | grep -c "^GPU " || true)"
 if [ "${gpus:-0}" -ge 1 ]; then export CUDA_KERNELS_MIN_GPUS="$gpus"; fi
 echo "CUDA_KERNELS_MIN_GPUS=${CUDA_KERNELS_MIN_GPUS:-unset} (nvidia-smi -L lists ${gpus:-0})"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
