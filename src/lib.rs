@@ -28,8 +28,11 @@ pub const CUBINS: &[Cubin] = IMAGES.cubins;
 /// Numba's `cuda` module its simulator: the same program then runs its
 /// kernels' Rust code on the CPU, with no GPU.
 ///
-/// Errors with [`Error::NoDriver`] or [`Error::NoDevice`] on a machine
-/// without a usable GPU (and without `CUDA_KERNELS_SIM=1`).
+/// Errors with [`Error::NoDevice`] (the driver finds no device) or
+/// [`Error::NoDriver`] (no NVIDIA kernel driver loaded) on a machine
+/// without a GPU, and with [`Error::DriverFailed`] naming the driver's error
+/// where a GPU is there but its driver fails (too old, mismatched): it never
+/// falls back to the simulator unless `CUDA_KERNELS_SIM=1` asks for it.
 pub fn gpu() -> Result<Gpu> {
     if sim_requested() {
         simulator()
