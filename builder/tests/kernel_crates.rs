@@ -58,14 +58,19 @@ fn a_kernel_crate_builds_to_ptx_with_libdevice_linked() {
     }
 }
 
-#[test]
-fn rustcs_errors_reach_the_builders_error_with_file_and_line() {
-    let (out, target) = dirs("broken");
-    let err = KernelBuild::new(fixture("broken"))
+/// The error of building the fixture `name`, which must fail.
+fn failed_build(name: &str) -> Error {
+    let (out, target) = dirs(name);
+    KernelBuild::new(fixture(name))
         .out_dir(&out)
         .target_dir(&target)
         .build()
-        .unwrap_err();
+        .unwrap_err()
+}
+
+#[test]
+fn rustcs_errors_reach_the_builders_error_with_file_and_line() {
+    let err = failed_build("broken");
     let text = err.to_string();
     println!("{text}");
     assert!(matches!(err, Error::Compile { .. }), "{text}");
@@ -76,12 +81,7 @@ fn rustcs_errors_reach_the_builders_error_with_file_and_line() {
 
 #[test]
 fn two_kernels_of_one_name_are_one_line_naming_both_crates() {
-    let (out, target) = dirs("collision");
-    let err = KernelBuild::new(fixture("collision"))
-        .out_dir(&out)
-        .target_dir(&target)
-        .build()
-        .unwrap_err();
+    let err = failed_build("collision");
     let text = err.to_string();
     println!("{text}");
     assert!(matches!(err, Error::DuplicateEntry { .. }), "{text}");
