@@ -16,7 +16,7 @@ use std::process::{Command, ExitCode};
 
 use common::missing_prerequisite;
 
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use libtest_mimic::{Completion, Failed, Trial};
 
 const ARCHS: &[&str] = &["sm_70", "sm_80", "sm_90"];
 
@@ -35,7 +35,7 @@ fn main() -> ExitCode {
             move || assemble(arch),
         ));
     }
-    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+    common::run(trials)
 }
 
 /// The kernel crate's generated list (one `kernels!` declaration per
