@@ -26,6 +26,9 @@
 # loop, e.g. a grid-stride step of 0, times out and counts as caught by
 # cargo-mutants' rules: reported as timeout).
 #
+# Mutants are tested in a random order (cargo-mutants' default), so that a
+# run cut short is a random sample of its group.
+#
 # Results: target/mutants/<group>/mutants.out/{caught,missed,timeout,unviable}.txt
 # and a summary line per group on stdout.
 #
@@ -40,7 +43,7 @@ group="${1:-all}"
 out=target/mutants
 mkdir -p "$out"
 common=(
-  --no-shuffle --jobs 1 --baseline skip
+  --jobs 1 --baseline skip
   --timeout "${MUTANTS_TIMEOUT:-240}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-900}"
 )
 # Equivalent mutants (regexes over cargo-mutants' mutant names):
