@@ -12,6 +12,7 @@
 //! | `stress`     | many host threads × many launches, no leak                     |
 //! | `multi`      | every device, copies between devices, the multi-device launchers |
 //! | `agreement`  | every kernel on the GPU and on the simulator: equal results    |
+//! | `fidelity`   | adversarial cases with values from the PTX ISA and CUDA guide, both backends |
 //! | `harness`    | this harness: where each kind of test runs, with and without a GPU |
 //!
 //! Tests are named `family::test` and marked with their kind: `[cpu]`, a
@@ -80,6 +81,7 @@ macro_rules! cpu {
 mod support;
 
 mod agreement;
+mod fidelity;
 mod foundation;
 mod harness;
 mod mandelbrot;
@@ -94,6 +96,9 @@ fn main() -> ExitCode {
     if let Some(code) = foundation::child_process() {
         return code;
     }
+    if let Some(code) = fidelity::child_process() {
+        return code;
+    }
     let trials = [
         foundation::trials(),
         matrices::trials(),
@@ -103,6 +108,7 @@ fn main() -> ExitCode {
         multi::trials(),
         stress::trials(),
         agreement::trials(),
+        fidelity::trials(),
         harness::trials(),
     ]
     .into_iter()
