@@ -67,6 +67,25 @@ pub(crate) use context::{current, dynamic_shared, fail};
 pub use error::{Access, SimError, SimThread, Stuck};
 pub use printf::capture_printf;
 
+/// The f32 NaN the GPU gives for every NaN result of arithmetic (its
+/// canonical NaN; payloads and signs are not kept).
+pub const GPU_NAN_F32: u32 = 0x7fff_ffff;
+
+/// The f64 NaN the GPU gives for a NaN result of arithmetic.
+pub const GPU_NAN_F64: u64 = 0x7fff_ffff_ffff_ffff;
+
+/// `x`, or the GPU's NaN when `x` is a NaN.
+#[inline]
+pub(crate) fn gpu_nan_f32(x: f32) -> f32 {
+    if x.is_nan() { f32::from_bits(GPU_NAN_F32) } else { x }
+}
+
+/// `x`, or the GPU's NaN when `x` is a NaN.
+#[inline]
+pub(crate) fn gpu_nan_f64(x: f64) -> f64 {
+    if x.is_nan() { f64::from_bits(GPU_NAN_F64) } else { x }
+}
+
 /// A kernel's host entry: reads its parameters from an array of pointers to
 /// each parameter value (what `cuLaunchKernel` takes) and runs the kernel
 /// body as the current simulated thread.
@@ -227,7 +246,7 @@ fn run_grid(
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let next = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
-    let outputs: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
+    let outputs: Mutex<Vec<(u64, Vec<u8>)>> = Mutex::new(Vec::new());
     let errors: Mutex<Vec<(u64, SimError)>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..threads {
