@@ -96,7 +96,7 @@ pub(crate) struct BlockState {
     epoch: Cell<u32>,
     first_epoch: Cell<u32>,
     /// printf output of the block, written out when it ends.
-    pub out: RefCell<String>,
+    pub out: RefCell<Vec<u8>>,
 }
 
 impl BlockState {
@@ -114,7 +114,7 @@ impl BlockState {
             shadow: UnsafeCell::new(vec![Shadow::default(); bytes.div_ceil(4)]),
             epoch: Cell::new(0),
             first_epoch: Cell::new(1),
-            out: RefCell::new(String::new()),
+            out: RefCell::new(Vec::new()),
         }
     }
 
