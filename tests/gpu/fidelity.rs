@@ -534,7 +534,7 @@ fn nan_bits_of_plain_arithmetic(gpu: &Gpu) -> Result<(), Failed> {
     }
     // The f32 words, and the f64 words as pairs (9-10, 11-12).
     let f32_slots = [0, 1, 2, 3, 4, 5, 6, 7, 13, 14, 15];
-    let f64_pairs = [(9, 10), (11, 12)];
+    let f64_pairs = [(9, 10), (12, 11)];
     let mut bad = Vec::new();
     for i in f32_slots {
         if !f32::from_bits(got[i]).is_nan() {

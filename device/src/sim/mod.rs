@@ -74,16 +74,21 @@ pub const GPU_NAN_F32: u32 = 0x7fff_ffff;
 /// The f64 NaN the GPU gives for a NaN result of arithmetic.
 pub const GPU_NAN_F64: u64 = 0x7fff_ffff_ffff_ffff;
 
-/// `x`, or the GPU's NaN when `x` is a NaN.
+/// `x`, or the GPU's NaN when `x` is a NaN. (On the bits: LLVM folds a
+/// float comparison's `select` of a NaN constant back into `x`, taking one
+/// NaN for another.)
 #[inline]
 pub(crate) fn gpu_nan_f32(x: f32) -> f32 {
-    if x.is_nan() { f32::from_bits(GPU_NAN_F32) } else { x }
+    let bits = x.to_bits();
+    f32::from_bits(if bits & 0x7fff_ffff > 0x7f80_0000 { GPU_NAN_F32 } else { bits })
 }
 
-/// `x`, or the GPU's NaN when `x` is a NaN.
+/// `x`, or the GPU's NaN when `x` is a NaN (as [`gpu_nan_f32`]).
 #[inline]
 pub(crate) fn gpu_nan_f64(x: f64) -> f64 {
-    if x.is_nan() { f64::from_bits(GPU_NAN_F64) } else { x }
+    let bits = x.to_bits();
+    let nan = bits & 0x7fff_ffff_ffff_ffff > 0x7ff0_0000_0000_0000;
+    f64::from_bits(if nan { GPU_NAN_F64 } else { bits })
 }
 
 /// A kernel's host entry: reads its parameters from an array of pointers to
@@ -363,10 +368,28 @@ pub(crate) fn shared_budget(options: &SimOptions) -> u32 {
     }
 }
 
+/// A located fault unless `addr` is aligned to the `size`-byte access made
+/// there (the GPU's shared loads and stores, vector ones included, need
+/// their natural alignment: `CUDA_ERROR_MISALIGNED_ADDRESS` otherwise).
+fn check_shared_alignment(addr: u32, size: usize, site: &'static std::panic::Location<'static>) {
+    if size.is_power_of_two() && addr as usize % size != 0 {
+        fail(
+            site.file(),
+            site.line(),
+            site.column(),
+            &format!(
+                "misaligned address: a {size}-byte shared-memory access at offset {addr}, \
+                 not a multiple of {size}"
+            ),
+        );
+    }
+}
+
 /// The current thread's load of a `T` at shared offset `addr`.
 #[track_caller]
 pub(crate) fn shared_load<T: Copy>(addr: u32) -> T {
     let site = std::panic::Location::caller();
+    check_shared_alignment(addr, size_of::<T>(), site);
     let p = context::shared_ptr(addr, size_of::<T>(), Access::Read, site);
     // SAFETY: `shared_ptr` checked that the bytes lie in the block's shared memory.
     unsafe { p.cast::<T>().read_unaligned() }
@@ -376,6 +399,7 @@ pub(crate) fn shared_load<T: Copy>(addr: u32) -> T {
 #[track_caller]
 pub(crate) fn shared_store<T: Copy>(addr: u32, value: T) {
     let site = std::panic::Location::caller();
+    check_shared_alignment(addr, size_of::<T>(), site);
     let p = context::shared_ptr(addr, size_of::<T>(), Access::Write, site);
     // SAFETY: `shared_ptr` checked that the bytes lie in the block's shared memory.
     unsafe { p.cast::<T>().write_unaligned(value) }
