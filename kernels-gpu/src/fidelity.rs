@@ -77,6 +77,7 @@ pub const FIDELITY_CASES: &[FidelityCase] = &[
     case(FID_PRINTF_FORMATS, 1, 1),
     case(FID_MISALIGNED_SHARED_V4, 32, 32),
     case(FID_RUNAWAY_RECURSION, 32, 32),
+    case(FID_DEEP_RECURSION, 32, 32),
     case(FID_REGISTER_HUNGRY, 1024, 1024),
     case(FID_REGISTER_HUNGRY, 64, 1024),
 ];
@@ -813,6 +814,15 @@ crate::device::kernels! {
     pub fn fid_runaway_recursion(out: *mut u32, n: usize) as FID_RUNAWAY_RECURSION {
         let t = thread::thread_idx_x();
         let v = recurse(200 * one(), t);
+        // SAFETY: the case's contract.
+        unsafe { put(out, n, t as usize, v) };
+    }
+
+    /// A fault on both backends: recursion 100,000 levels deep (past the
+    /// simulator's 1 MiB thread stack too).
+    pub fn fid_deep_recursion(out: *mut u32, n: usize) as FID_DEEP_RECURSION {
+        let t = thread::thread_idx_x();
+        let v = recurse(100_000 * one(), t);
         // SAFETY: the case's contract.
         unsafe { put(out, n, t as usize, v) };
     }

@@ -97,11 +97,19 @@ pub(crate) struct BlockState {
     first_epoch: Cell<u32>,
     /// printf output of the block, written out when it ends.
     pub out: RefCell<Vec<u8>>,
+    /// The launch's printf FIFO.
+    pub fifo: std::sync::Arc<super::printf::Fifo>,
 }
 
 impl BlockState {
     /// A worker's block state for a launch.
-    pub fn new(kernel: &'static str, block_dim: [u32; 3], dynamic: u32, budget: u32) -> Self {
+    pub fn new(
+        kernel: &'static str,
+        block_dim: [u32; 3],
+        dynamic: u32,
+        budget: u32,
+        fifo: std::sync::Arc<super::printf::Fifo>,
+    ) -> Self {
         let bytes = budget.max(dynamic) as usize + 16;
         BlockState {
             kernel,
@@ -115,6 +123,7 @@ impl BlockState {
             epoch: Cell::new(0),
             first_epoch: Cell::new(1),
             out: RefCell::new(Vec::new()),
+            fifo,
         }
     }
 

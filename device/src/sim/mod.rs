@@ -143,7 +143,7 @@ impl Default for Limits {
 }
 
 /// How the simulator runs a launch.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SimOptions {
     /// `None`: threads resume in a fixed order (deterministic). `Some(seed)`:
     /// the order is shuffled by this seed, to expose code that depends on it.
@@ -154,6 +154,25 @@ pub struct SimOptions {
     pub limits: Limits,
     /// Whether the kernel opted in to more than 48 KiB of shared memory.
     pub shared_opt_in: bool,
+    /// Bytes of the printf FIFO (`cudaLimitPrintfFifoSize`): what the
+    /// kernel prints past it is dropped, as on the GPU, and the count
+    /// reported on stderr.
+    pub printf_fifo_bytes: usize,
+}
+
+/// The GPU's default printf FIFO: 1 MiB (`cudaLimitPrintfFifoSize`).
+pub const PRINTF_FIFO_BYTES: usize = 1 << 20;
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            seed: None,
+            threads: 0,
+            limits: Limits::default(),
+            shared_opt_in: false,
+            printf_fifo_bytes: PRINTF_FIFO_BYTES,
+        }
+    }
 }
 
 impl SimOptions {
@@ -233,10 +252,35 @@ fn run_grid(
     params: scheduler::Params,
     options: &SimOptions,
 ) -> Result<(), SimError> {
+    let budget = shared_budget(options);
+    let fifo = std::sync::Arc::new(printf::Fifo::new(options.printf_fifo_bytes));
+    let result = run_blocks(kernel, shape, entry, params, options, budget, &fifo);
+    if fifo.dropped() > 0 {
+        eprintln!(
+            "cuda-kernels simulator: {kernel}: {} printf lines dropped: the printf FIFO of {} \
+             bytes (cudaLimitPrintfFifoSize) was full, as the GPU drops them",
+            fifo.dropped(),
+            fifo.capacity()
+        );
+    }
+    result
+}
+
+/// [`run_grid`]'s blocks, with the launch's printf FIFO.
+fn run_blocks(
+    kernel: &'static str,
+    shape: LaunchShape,
+    entry: Entry,
+    params: scheduler::Params,
+    options: &SimOptions,
+    budget: u32,
+    fifo: &std::sync::Arc<printf::Fifo>,
+) -> Result<(), SimError> {
     let [gx, gy, gz] = shape.grid;
     let blocks = gx as u64 * gy as u64 * gz as u64;
-    let budget = shared_budget(options);
-    let worker = || scheduler::Worker::new(kernel, shape, entry, params, options.seed, budget);
+    let worker = || {
+        scheduler::Worker::new(kernel, shape, entry, params, options.seed, budget, fifo.clone())
+    };
     let threads = options.threads.clamp(1, 256).min(blocks as usize);
     if threads <= 1 {
         let mut w = worker();

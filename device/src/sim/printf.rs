@@ -3,6 +3,7 @@
 //! alignment, `f32` promoted to `f64`, as `vprintf` reads them).
 use std::cell::RefCell;
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use super::context;
 
@@ -41,8 +42,66 @@ pub(crate) fn emit(text: &[u8]) {
     }
 }
 
+/// The GPU's printf FIFO of one launch: what `vprintf` writes is a record
+/// of [`record_bytes`] in a buffer of `capacity` bytes
+/// (`cudaLimitPrintfFifoSize`), which the host reads when the launch ends;
+/// a record that does not fit is dropped, silently on the GPU, counted here.
+#[derive(Debug)]
+pub(crate) struct Fifo {
+    capacity: usize,
+    used: AtomicUsize,
+    dropped: AtomicUsize,
+}
+
+impl Fifo {
+    /// An empty FIFO of `capacity` bytes.
+    pub fn new(capacity: usize) -> Fifo {
+        Fifo {
+            capacity,
+            used: AtomicUsize::new(0),
+            dropped: AtomicUsize::new(0),
+        }
+    }
+
+    /// Room for a record of `bytes`: `false` (and one more dropped) when
+    /// the FIFO is full.
+    fn take(&self, bytes: usize) -> bool {
+        let fits = self
+            .used
+            .fetch_update(Relaxed, Relaxed, |u| {
+                (u + bytes <= self.capacity).then_some(u + bytes)
+            })
+            .is_ok();
+        if !fits {
+            self.dropped.fetch_add(1, Relaxed);
+        }
+        fits
+    }
+
+    /// The records dropped so far.
+    pub fn dropped(&self) -> usize {
+        self.dropped.load(Relaxed)
+    }
+
+    /// Its size in bytes.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
+/// Bytes of a `vprintf` record in the GPU's FIFO with `args` bytes of
+/// packed arguments (measured on an H100, see `docs/simulator.md`).
+pub(crate) fn record_bytes(args: usize) -> usize {
+    RECORD_HEADER_BYTES + args.next_multiple_of(8)
+}
+
+/// The fixed part of a FIFO record.
+const RECORD_HEADER_BYTES: usize = 16;
+
 /// Formats `format` with `args` into the current block's output; returns
 /// the bytes formatted. Outside a simulated kernel it writes to stdout.
+/// In a kernel whose printf FIFO is full, nothing is written (the record is
+/// dropped, as on the GPU) and −1 returned.
 ///
 /// # Safety
 /// `format` is NUL-terminated; a `%s` argument points to a NUL-terminated
@@ -52,11 +111,11 @@ pub(crate) unsafe fn vprintf(format: *const u8, args: &[u8]) -> i32 {
     let format = unsafe { CStr::from_ptr(format.cast()) };
     let text = format_c(format.to_bytes(), args);
     if context::in_simulated_thread() {
-        context::current()
-            .block_state()
-            .out
-            .borrow_mut()
-            .extend_from_slice(&text);
+        let block = context::current().block_state();
+        if !block.fifo.take(record_bytes(args.len())) {
+            return -1;
+        }
+        block.out.borrow_mut().extend_from_slice(&text);
     } else {
         emit(&text);
     }

@@ -160,6 +160,7 @@ impl Worker {
         params: Params,
         seed: Option<u64>,
         budget: u32,
+        fifo: std::sync::Arc<super::printf::Fifo>,
     ) -> Worker {
         trap::install();
         Worker {
@@ -177,6 +178,7 @@ impl Worker {
                 shape.block,
                 shape.dynamic_shared_bytes,
                 budget,
+                fifo,
             )),
             ctxs: Vec::new(),
             states: Vec::new(),
