@@ -82,7 +82,9 @@ pub fn all_gpus() -> Result<Vec<Gpu>> {
 /// on the host with CUDA's execution model, standing in for an H100's
 /// limits. Needs no GPU and no driver.
 pub fn simulator() -> Result<Gpu> {
-    Gpu::simulator()
+    // The simulated device is an H100: its kernels' resources are the sm_90 cubin's.
+    let resources = CUBINS.iter().find(|c| c.sm == 90).map_or(&[][..], |c| c.resources);
+    Ok(Gpu::simulator()?.with_kernel_resources(resources))
 }
 
 /// The `.entry` names in a PTX text, in order.

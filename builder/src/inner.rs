@@ -245,17 +245,85 @@ pub fn sm(arch: &str) -> Option<u32> {
 
 /// The Rust expression (of type `&[Cubin]`) that lists `cubins`
 /// (architecture number, file) for `include!`.
-pub fn cubins_rs(cubins: &[(u32, PathBuf)]) -> String {
+pub fn cubins_rs(cubins: &[AssembledCubin]) -> String {
     let entries: Vec<_> = cubins
         .iter()
-        .map(|(sm, path)| {
+        .map(|c| {
+            let resources: Vec<_> = c
+                .resources
+                .iter()
+                .map(|r| {
+                    format!(
+                        "KernelResources {{ name: {:?}, registers: {}, stack_bytes: {} }}",
+                        r.name, r.registers, r.stack_bytes
+                    )
+                })
+                .collect();
             format!(
-                "Cubin {{ sm: {sm}, image: include_bytes!({:?}) }},",
-                path.display().to_string()
+                "Cubin {{ sm: {}, image: include_bytes!({:?}), resources: &[{}] }},",
+                c.sm,
+                c.path.display().to_string(),
+                resources.join(", ")
             )
         })
         .collect();
     format!("&[\n{}\n]\n", entries.join("\n"))
+}
+
+/// A cubin `ptxas` wrote, with what it reported of each kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssembledCubin {
+    /// The architecture as a number (90 for `sm_90`).
+    pub sm: u32,
+    /// The file.
+    pub path: PathBuf,
+    /// Each entry point's registers and stack frame.
+    pub resources: Vec<KernelResources>,
+}
+
+/// What `ptxas -v` reports of one entry point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelResources {
+    /// The entry point.
+    pub name: String,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Bytes of stack frame (local memory) per thread.
+    pub stack_bytes: u32,
+}
+
+/// The entry points' resources in `ptxas -v`'s messages: per `Compiling
+/// entry function 'name'`, the `N bytes stack frame` and `Used N registers`
+/// lines that follow it (device functions are left out).
+pub fn ptxas_resources(stderr: &str) -> Vec<KernelResources> {
+    let mut out: Vec<KernelResources> = Vec::new();
+    let mut current: Option<KernelResources> = None;
+    let number_before = |line: &str, word: &str| -> Option<u32> {
+        let end = line.find(word)?;
+        line[..end].split_whitespace().last()?.parse().ok()
+    };
+    for line in stderr.lines() {
+        if let Some(rest) = line.split("Compiling entry function '").nth(1) {
+            out.extend(current.take());
+            let name = rest.split('\'').next().unwrap_or_default().to_string();
+            current = Some(KernelResources {
+                name,
+                registers: 0,
+                stack_bytes: 0,
+            });
+        } else if line.contains("Compiling") {
+            out.extend(current.take());
+        } else if let Some(k) = current.as_mut() {
+            if let Some(n) = number_before(line, " bytes stack frame") {
+                k.stack_bytes = n;
+            }
+            if let Some(n) = number_before(line, " registers") {
+                k.registers = n;
+            }
+        }
+    }
+    out.extend(current);
+    out
 }
 
 #[cfg(test)]
@@ -418,11 +486,47 @@ mod tests {
     }
 
     #[test]
+    fn ptxas_reports_each_entry_points_resources() {
+        let stderr = "ptxas info    : 0 bytes gmem\n\
+ptxas info    : Compiling entry function 'fid_a' for 'sm_90'\n\
+ptxas info    : Function properties for fid_a\n\
+    266240 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
+ptxas info    : Used 40 registers, used 0 barriers, 266240 bytes cumulative stack size\n\
+ptxas info    : Function properties for helper\n\
+ptxas info    : Compiling entry function 'fid_b' for 'sm_90'\n\
+ptxas info    : Used 111 registers, used 1 barriers, 256 bytes smem\n";
+        assert_eq!(
+            ptxas_resources(stderr),
+            [
+                KernelResources {
+                    name: "fid_a".into(),
+                    registers: 40,
+                    stack_bytes: 266_240
+                },
+                KernelResources {
+                    name: "fid_b".into(),
+                    registers: 111,
+                    stack_bytes: 0
+                },
+            ]
+        );
+    }
+
+    #[test]
     fn the_cubin_list_is_an_include_expression() {
         assert_eq!(cubins_rs(&[]), "&[\n\n]\n");
         assert_eq!(
-            cubins_rs(&[(80, PathBuf::from("/o/k.sm_80.cubin"))]),
-            "&[\nCubin { sm: 80, image: include_bytes!(\"/o/k.sm_80.cubin\") },\n]\n"
+            cubins_rs(&[AssembledCubin {
+                sm: 80,
+                path: PathBuf::from("/o/k.sm_80.cubin"),
+                resources: vec![KernelResources {
+                    name: "k".into(),
+                    registers: 40,
+                    stack_bytes: 8
+                }],
+            }]),
+            "&[\nCubin { sm: 80, image: include_bytes!(\"/o/k.sm_80.cubin\"), resources: \
+             &[KernelResources { name: \"k\", registers: 40, stack_bytes: 8 }] },\n]\n"
         );
     }
 

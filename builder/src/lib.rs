@@ -61,7 +61,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-pub use inner::TARGET;
+pub use inner::{AssembledCubin, KernelResources, TARGET};
 pub use toolchain::COMPONENTS;
 pub use tools::{LIBDEVICE_VAR, PTXAS_VAR, find_libdevice, find_ptxas};
 
@@ -102,8 +102,9 @@ pub struct Built {
     pub ptx: PathBuf,
     /// The architecture the PTX targets (`sm_70`).
     pub arch: String,
-    /// The cubins assembled: architecture number (80 for `sm_80`) and file.
-    pub cubins: Vec<(u32, PathBuf)>,
+    /// The cubins assembled: architecture number (80 for `sm_80`), file and
+    /// each kernel's resources.
+    pub cubins: Vec<inner::AssembledCubin>,
     /// The `include!` file listing [`cubins`](Self::cubins):
     /// `<out dir>/<name>.cubins.rs`.
     pub cubins_rs: PathBuf,
@@ -174,6 +175,17 @@ pub enum Error {
     NoLibdevice {
         /// Every place looked at.
         searched: Vec<PathBuf>,
+    },
+    /// `ptxas` rejected the PTX: the driver's JIT would reject it too.
+    Ptxas {
+        /// The `ptxas` run.
+        ptxas: PathBuf,
+        /// The architecture it assembled for.
+        arch: String,
+        /// The PTX file.
+        ptx: PathBuf,
+        /// Its messages.
+        stderr: String,
     },
     /// A file could not be read or written.
     Io {
@@ -259,6 +271,18 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
+            Self::Ptxas {
+                ptxas,
+                arch,
+                ptx,
+                stderr,
+            } => write!(
+                f,
+                "ptxas rejected the kernels' PTX ({}) for {arch}: the driver would reject it \
+                 too when it loads it. {}'s messages:\n{stderr}",
+                ptx.display(),
+                ptxas.display()
+            ),
             Self::Io { path, reason } => write!(f, "{}: {reason}", path.display()),
         }
     }
@@ -507,7 +531,7 @@ impl KernelBuild {
         let (ptxas, cubins) = if archs.is_empty() {
             (None, Vec::new())
         } else {
-            assemble(&manifest_dir, &out_dir, &name, &ptx, &archs)
+            assemble(&manifest_dir, &out_dir, &name, &ptx, &archs)?
         };
         let cubins_rs = out_dir.join(format!("{name}.cubins.rs"));
         std::fs::write(&cubins_rs, inner::cubins_rs(&cubins)).map_err(io(&cubins_rs))?;
@@ -569,16 +593,18 @@ fn failure(crate_dir: &Path, no_libdevice: bool, searched: Vec<PathBuf>, stderr:
     }
 }
 
-/// Assembles `ptx` for each of `archs` with `ptxas`, in parallel, into
-/// `<out_dir>/<name>.<arch>.cubin`. Without `ptxas`, or where it fails, a
-/// cargo warning says so and that cubin is left out.
+/// Assembles `ptx` for each of `archs` with `ptxas -v`, in parallel, into
+/// `<out_dir>/<name>.<arch>.cubin`, with each kernel's registers and stack
+/// frame as `ptxas` reports them. Without `ptxas`, or where it cannot be
+/// run, a cargo warning says so and that cubin is left out; where it rejects
+/// the PTX, the build fails with its messages ([`Error::Ptxas`]).
 fn assemble(
     manifest_dir: &Path,
     out_dir: &Path,
     name: &str,
     ptx: &Path,
     archs: &[(&str, u32)],
-) -> (Option<PathBuf>, Vec<(u32, PathBuf)>) {
+) -> Result<(Option<PathBuf>, Vec<inner::AssembledCubin>), Error> {
     let Some(ptxas) = find_ptxas(manifest_dir) else {
         cargo(
             "warning",
@@ -588,7 +614,7 @@ fn assemble(
                  JIT-compiles it at the first start; set {PTXAS_VAR} or install CUDA's ptxas"
             ),
         );
-        return (None, Vec::new());
+        return Ok((None, Vec::new()));
     };
     let jobs: Vec<_> = archs
         .iter()
@@ -598,6 +624,7 @@ fn assemble(
             let _ = std::fs::remove_file(&cubin);
             let child = Command::new(&ptxas)
                 .arg(format!("-arch={arch}"))
+                .arg("-v")
                 .arg("-o")
                 .arg(&cubin)
                 .arg(ptx)
@@ -611,16 +638,24 @@ fn assemble(
     for (arch, sm, cubin, child) in jobs {
         match child.and_then(|c| c.wait_with_output()) {
             Ok(o) if o.status.success() && cubin.metadata().is_ok_and(|m| m.len() > 0) => {
-                cubins.push((sm, cubin))
+                cubins.push(inner::AssembledCubin {
+                    sm,
+                    path: cubin,
+                    resources: inner::ptxas_resources(&String::from_utf8_lossy(&o.stderr)),
+                })
             }
-            Ok(o) => cargo(
-                "warning",
-                format_args!(
-                    "`{} -arch={arch}` wrote no cubin: no {arch} cubin embedded: {}",
-                    ptxas.display(),
-                    String::from_utf8_lossy(&o.stderr).replace('\n', " ")
-                ),
-            ),
+            Ok(o) => {
+                return Err(Error::Ptxas {
+                    ptxas: ptxas.clone(),
+                    arch: arch.to_string(),
+                    ptx: ptx.to_path_buf(),
+                    stderr: String::from_utf8_lossy(&o.stderr)
+                        .lines()
+                        .filter(|l| !l.starts_with("ptxas info") && !l.starts_with("    "))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                });
+            }
             Err(e) => cargo(
                 "warning",
                 format_args!(
@@ -630,7 +665,7 @@ fn assemble(
             ),
         }
     }
-    (Some(ptxas), cubins)
+    Ok((Some(ptxas), cubins))
 }
 
 #[cfg(test)]

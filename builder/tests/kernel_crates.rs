@@ -46,8 +46,11 @@ fn a_kernel_crate_builds_to_ptx_with_libdevice_linked() {
     assert!(!ptx.contains(".extern .func"), "{ptx}");
     match &built.ptxas {
         Some(_) => {
-            assert_eq!(built.cubins, [(80, out.join("tiny_kernels.sm_80.cubin"))]);
-            let elf = std::fs::read(&built.cubins[0].1).unwrap();
+            assert_eq!(built.cubins.len(), 1);
+            assert_eq!(built.cubins[0].sm, 80);
+            assert_eq!(built.cubins[0].path, out.join("tiny_kernels.sm_80.cubin"));
+            assert!(built.cubins[0].resources.iter().all(|r| r.registers > 0));
+            let elf = std::fs::read(&built.cubins[0].path).unwrap();
             assert_eq!(&elf[..4], b"\x7fELF");
             assert!(
                 list.contains("Cubin { sm: 80, image: include_bytes!("),

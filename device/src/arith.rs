@@ -13,7 +13,7 @@ use core::arch::asm;
 #[inline(always)]
 pub fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
     #[cfg(not(target_arch = "nvptx64"))]
-    return a.mul_add(b, c);
+    return crate::sim::gpu_nan_f32(a.mul_add(b, c));
     #[cfg(target_arch = "nvptx64")]
     {
         let d: u32;
@@ -27,5 +27,30 @@ pub fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
             );
         }
         f32::from_bits(d)
+    }
+}
+
+/// The low and the high 32-bit words of `x`'s bits, as `(low, high)`
+/// (`mov.b64 {lo, hi}`): the same as `(x.to_bits() as u32, (x.to_bits() >>
+/// 32) as u32)`, which the GPU build gets wrong for the low word when `x` is
+/// a converted f32 (see `docs/known-issues.md`). Use this in kernels.
+#[inline(always)]
+pub fn f64_halves(x: f64) -> (u32, u32) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    return (x.to_bits() as u32, (x.to_bits() >> 32) as u32);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let (lo, hi): (u32, u32);
+        // SAFETY: a register-only move.
+        unsafe {
+            asm!(
+                "mov.b64 {{{lo}, {hi}}}, {x};",
+                lo = out(reg32) lo,
+                hi = out(reg32) hi,
+                x = in(reg64) x.to_bits(),
+                options(nostack, nomem, pure, preserves_flags),
+            );
+        }
+        (lo, hi)
     }
 }

@@ -119,7 +119,7 @@ use core::arch::asm;
 #[inline(always)]
 pub fn sqrt_f32(x: f32) -> f32 {
     #[cfg(not(target_arch = "nvptx64"))]
-    return x.sqrt();
+    return crate::sim::gpu_nan_f32(x.sqrt());
     #[cfg(target_arch = "nvptx64")]
     {
         let r: u32;
@@ -142,7 +142,7 @@ macro_rules! unary {
         #[inline(always)]
         pub fn $name(x: $t) -> $t {
             #[cfg(not(target_arch = "nvptx64"))]
-            return host::$name(x);
+            return host::GpuNan::gpu_nan(host::$name(x));
             #[cfg(target_arch = "nvptx64")]
             return $nv(x);
         }
@@ -155,7 +155,7 @@ macro_rules! binary {
         #[inline(always)]
         pub fn $name($a: $t, $b: $t) -> $t {
             #[cfg(not(target_arch = "nvptx64"))]
-            return host::$name($a, $b);
+            return host::GpuNan::gpu_nan(host::$name($a, $b));
             #[cfg(target_arch = "nvptx64")]
             return $nv($a, $b);
         }
@@ -305,7 +305,10 @@ binary! {
 #[inline(always)]
 pub fn sincos_f32(x: f32) -> (f32, f32) {
     #[cfg(not(target_arch = "nvptx64"))]
-    return x.sin_cos();
+    return {
+        let (s, c) = x.sin_cos();
+        (crate::sim::gpu_nan_f32(s), crate::sim::gpu_nan_f32(c))
+    };
     #[cfg(target_arch = "nvptx64")]
     {
         let (mut s, mut c) = (0.0, 0.0);
@@ -320,7 +323,10 @@ pub fn sincos_f32(x: f32) -> (f32, f32) {
 #[inline(always)]
 pub fn sincos_f64(x: f64) -> (f64, f64) {
     #[cfg(not(target_arch = "nvptx64"))]
-    return x.sin_cos();
+    return {
+        let (s, c) = x.sin_cos();
+        (crate::sim::gpu_nan_f64(s), crate::sim::gpu_nan_f64(c))
+    };
     #[cfg(target_arch = "nvptx64")]
     {
         let (mut s, mut c) = (0.0, 0.0);
@@ -333,6 +339,21 @@ pub fn sincos_f64(x: f64) -> (f64, f64) {
 /// The host's implementations (see the module docs).
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
+    /// A NaN result as the GPU gives it (the host keeps payloads and signs).
+    pub trait GpuNan {
+        fn gpu_nan(self) -> Self;
+    }
+    impl GpuNan for f32 {
+        fn gpu_nan(self) -> f32 {
+            crate::sim::gpu_nan_f32(self)
+        }
+    }
+    impl GpuNan for f64 {
+        fn gpu_nan(self) -> f64 {
+            crate::sim::gpu_nan_f64(self)
+        }
+    }
+
     // SAFETY (for every `safe fn`): glibc's libm functions are pure functions
     // of their argument, defined for every input, that touch no memory.
     unsafe extern "C" {

@@ -208,7 +208,7 @@ macro_rules! shared_array {
 }
 
 #[cfg(target_arch = "nvptx64")]
-global_asm!(".extern .shared .align 16 .b8 dyn_smem[];");
+global_asm!(".extern .shared .align 16 .b8 __cuda_kernels_dyn_smem[];");
 
 /// The shared-window address of the launch's dynamic shared memory (the
 /// `shared_mem_bytes` of the launch), aligned to 16 bytes.
@@ -224,7 +224,7 @@ pub fn dynamic_shared_address() -> u32 {
         let base: u32;
         // SAFETY: `mov` of a symbol's address has no side effects.
         unsafe {
-            asm!("mov.u32 {r}, dyn_smem;", r = out(reg32) base,
+            asm!("mov.u32 {r}, __cuda_kernels_dyn_smem;", r = out(reg32) base,
                  options(nostack, nomem, pure, preserves_flags));
         }
         base

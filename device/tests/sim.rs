@@ -250,7 +250,8 @@ mod k {
             unsafe { *out.add(t) = s.load((t + 1) % TILE) };
         }
 
-        /// Broken: only threads below 16 reach the barrier.
+        /// Threads below 16 wait at a barrier; the others exit (correct on
+        /// compute capability 7.0 and later: exited threads count as arrived).
         ///
         /// # Safety
         /// None needed.
@@ -673,27 +674,20 @@ fn a_correct_barrier_kernel_has_no_race() {
 }
 
 #[test]
-fn a_barrier_only_some_threads_reach_is_reported() {
-    let e = run(k::HALF_BARRIER, line(1, 64), &[]).unwrap_err();
-    println!("{e}");
-    match &e {
-        SimError::BarrierDivergence { kernel, stuck, .. } => {
-            assert_eq!(*kernel, "half_barrier");
-            assert_eq!(stuck.len(), 2, "{e}");
-            assert!(stuck[0].place.contains("sync_threads"), "{e}");
-            assert!(stuck[0].place.contains("sim.rs"), "{e}");
-            assert_eq!(stuck[0].threads.len(), 16);
-            assert_eq!(stuck[1].place, "exited");
-            assert_eq!(stuck[1].threads.len(), 48);
-        }
-        other => panic!("not a divergence: {other}"),
-    }
+fn exited_threads_arrive_and_two_barriers_are_reported() {
+    // Threads 16..64 exit; the others pass the barrier (compute capability
+    // 7.0 and later count exited threads as arrived).
+    run(k::HALF_BARRIER, line(1, 64), &[]).expect("exited threads count as arrived");
     let e = run(k::SPLIT_BARRIER, line(1, 32), &[]).unwrap_err();
     println!("{e}");
     match &e {
-        SimError::BarrierDivergence { stuck, .. } => {
+        SimError::BarrierDivergence { kernel, stuck, .. } => {
+            assert_eq!(*kernel, "split_barrier");
             assert_eq!(stuck.len(), 2, "{e}");
+            assert!(stuck[0].place.contains("sync_threads"), "{e}");
+            assert!(stuck[0].place.contains("sim.rs"), "{e}");
             assert_ne!(stuck[0].place, stuck[1].place);
+            assert_eq!(stuck[0].threads.len(), 16);
         }
         other => panic!("not a divergence: {other}"),
     }

@@ -17,6 +17,8 @@ use cust::stream::StreamFlags;
 use cuda_kernels_device::fault::{FAULT_POINTER_SYMBOL, FaultRecord};
 use cuda_kernels_device::sim::Limits;
 
+use crate::image::KernelResources;
+
 use crate::error::{CudaResultExt, Error, Result};
 use crate::image::{Images, LoadedImage};
 use crate::kernel::Kernel;
@@ -210,6 +212,9 @@ pub struct Gpu {
     /// launch here); `None` for PTX that names none.
     image_crate: Option<String>,
     backend: Backend,
+    /// The kernels' registers and local memory as `ptxas` reported them
+    /// (the simulator checks a launch against them, as the driver does).
+    kernel_resources: &'static [KernelResources],
 }
 
 /// What a [`Gpu`] runs on.
@@ -319,6 +324,7 @@ impl Gpu {
                 functions: Mutex::default(),
                 limits: launch_limits(device)?,
             }),
+            kernel_resources: &[],
         })
     }
 
@@ -373,6 +379,7 @@ impl Gpu {
             id,
             image_crate: Some(image.to_string()),
             backend: Backend::Simulator,
+            kernel_resources: &[],
         }
     }
 
@@ -407,6 +414,23 @@ impl Gpu {
                 kernel.image()
             ),
         })
+    }
+
+    /// This simulator with the kernels' resources as `ptxas` reported them
+    /// for an H100 (the sm_90 [`Cubin`](crate::Cubin)'s): a launch whose
+    /// block needs more registers than the register file is then refused
+    /// with `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`, as the driver refuses it.
+    pub fn with_kernel_resources(self, resources: &'static [KernelResources]) -> Self {
+        Self {
+            kernel_resources: resources,
+            ..self
+        }
+    }
+
+    /// What `ptxas` reported of kernel `name` (on the simulator, given by
+    /// [`Gpu::with_kernel_resources`]).
+    pub fn kernel_resources(&self, name: &str) -> Option<&'static KernelResources> {
+        self.kernel_resources.iter().find(|r| r.name == name)
     }
 
     /// Whether this is the simulator.

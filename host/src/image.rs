@@ -44,9 +44,9 @@ pub const FORCE_PTX_VAR: &str = "CUDA_KERNELS_FORCE_PTX";
 #[macro_export]
 macro_rules! embedded_images {
     ($name:literal) => {{
-        // The cubin list names `Cubin` unqualified.
+        // The cubin list names `Cubin` and `KernelResources` unqualified.
         #[allow(unused_imports)]
-        use $crate::Cubin;
+        use $crate::image::{Cubin, KernelResources};
         const IMAGES: $crate::Images<'static> = $crate::Images {
             ptx: include_str!(concat!(env!("OUT_DIR"), "/", $name, ".ptx")),
             cubins: include!(concat!(env!("OUT_DIR"), "/", $name, ".cubins.rs")),
@@ -62,6 +62,48 @@ pub struct Cubin {
     pub sm: u32,
     /// The ELF image, as `ptxas` wrote it.
     pub image: &'static [u8],
+    /// What `ptxas -v` reported of each kernel in it.
+    pub resources: &'static [KernelResources],
+}
+
+/// One kernel's registers and local memory, as `ptxas -v` reported them
+/// when it assembled a [`Cubin`] (recorded at build time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelResources {
+    /// The entry point.
+    pub name: &'static str,
+    /// Registers per thread.
+    pub registers: u32,
+    /// Bytes of stack frame (local memory) per thread.
+    pub stack_bytes: u32,
+}
+
+/// Registers of a multiprocessor's register file (compute capability 5.0
+/// to 9.0: 64 K 32-bit registers), the most one block may use.
+pub const REGISTERS_PER_BLOCK: u64 = 65_536;
+
+/// Refuses a launch of `threads` threads per block of a kernel with
+/// `resources` whose registers exceed the register file, as the driver
+/// refuses it (`CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`): the check both
+/// backends make before a launch. (The hardware allocates registers per
+/// warp in units of 256: a block needs ⌈threads/32⌉ warps of
+/// `registers` rounded up to a multiple of 8 × 32 registers.)
+pub fn check_registers(
+    kernel: &'static str,
+    resources: Option<&KernelResources>,
+    threads: u64,
+) -> crate::Result<()> {
+    let Some(r) = resources else { return Ok(()) };
+    let per_warp = (r.registers as u64).next_multiple_of(8) * 32;
+    let needed = threads.div_ceil(32) * per_warp;
+    if needed > REGISTERS_PER_BLOCK {
+        return Err(crate::Error::Cuda {
+            kernel,
+            operation: "launch",
+            source: cust::error::CudaError::LaunchOutOfResources,
+        });
+    }
+    Ok(())
 }
 
 /// One module's images: its PTX and the cubins assembled from it.
@@ -178,7 +220,10 @@ mod tests {
 
     #[test]
     fn a_cubin_runs_on_its_major_architecture_from_its_minor_up() {
-        let cubins = [Cubin { sm: 80, image: &[] }, Cubin { sm: 90, image: &[] }];
+        let cubins = [
+            Cubin { sm: 80, image: &[], resources: &[] },
+            Cubin { sm: 90, image: &[], resources: &[] },
+        ];
         let sm = |major, minor| pick_cubin(&cubins, major, minor).map(|c| c.sm);
         assert_eq!(sm(8, 0), Some(80));
         assert_eq!(sm(8, 6), Some(80));
@@ -187,7 +232,7 @@ mod tests {
         assert_eq!(sm(7, 5), None);
         assert_eq!(sm(10, 0), None);
         assert_eq!(sm(12, 0), None);
-        let only_86 = [Cubin { sm: 86, image: &[] }];
+        let only_86 = [Cubin { sm: 86, image: &[], resources: &[] }];
         assert_eq!(pick_cubin(&only_86, 8, 0).map(|c| c.sm), None);
         assert_eq!(pick_cubin(&only_86, 8, 9).map(|c| c.sm), Some(86));
     }

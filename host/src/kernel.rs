@@ -266,6 +266,10 @@ impl Gpu {
             let entry = kernel
                 .sim_entry()
                 .ok_or(Error::NoSimEntry { kernel: name })?;
+            crate::simulator::check_launch_shape(name, cfg, &crate::simulator::LIMITS)?;
+            let (bx, by, bz) = cfg.block;
+            let threads = bx as u64 * by as u64 * bz as u64;
+            crate::image::check_registers(name, self.kernel_resources(name), threads)?;
             // SAFETY: `entry` is the kernel's own host entry, which reads the
             // parameters the handle's `P` lists, in order, from the array that
             // `with_params` builds for exactly those types; the pointers'

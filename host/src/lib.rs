@@ -26,6 +26,7 @@ pub mod device_info;
 pub mod devices;
 pub mod dynlib;
 pub mod error;
+pub mod fidelity;
 pub mod gpu;
 pub mod hello;
 pub mod image;
@@ -47,7 +48,7 @@ pub mod util;
 
 pub use error::{CudaResultExt, Error, Result};
 pub use gpu::{Gpu, SIM_ENV, init, sim_requested};
-pub use image::{Cubin, Images, LoadedImage};
+pub use image::{Cubin, Images, KernelResources, LoadedImage};
 pub use kernel::{ElementwiseArgs, Kernel, KernelArgs, KernelParam, LaunchConfig};
 pub use memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
 

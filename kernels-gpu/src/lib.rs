@@ -51,6 +51,8 @@ pub mod bandwidth;
 pub mod device_checks;
 pub mod elementwise;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub mod fidelity;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod hello;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod life;
@@ -91,4 +93,5 @@ pub const KERNELS: &[&str] = device::kernel_list!(
     streams::KERNELS,
     life::KERNELS,
     math_checks::KERNELS,
+    fidelity::FIDELITY_KERNELS,
 );

@@ -13,6 +13,7 @@
 //! | `multi`      | every device, copies between devices, the multi-device launchers |
 //! | `agreement`  | every kernel on the GPU and on the simulator: equal results    |
 //! | `handles`    | kernel handles launch only on their own crate's image          |
+//! | `fidelity`   | adversarial cases with values from the PTX ISA and CUDA guide, both backends |
 //! | `harness`    | this harness: where each kind of test runs, with and without a GPU |
 //!
 //! Tests are named `family::test` and marked with their kind: `[cpu]`, a
@@ -81,6 +82,7 @@ macro_rules! cpu {
 mod support;
 
 mod agreement;
+mod fidelity;
 mod foundation;
 mod handles;
 mod harness;
@@ -96,6 +98,9 @@ fn main() -> ExitCode {
     if let Some(code) = foundation::child_process() {
         return code;
     }
+    if let Some(code) = fidelity::child_process() {
+        return code;
+    }
     let trials = [
         foundation::trials(),
         handles::trials(),
@@ -106,6 +111,7 @@ fn main() -> ExitCode {
         multi::trials(),
         stress::trials(),
         agreement::trials(),
+        fidelity::trials(),
         harness::trials(),
     ]
     .into_iter()

@@ -33,27 +33,38 @@ pub(crate) unsafe fn compare_exchange_u32(ptr: *mut u32, current: u32, new: u32)
     }
 }
 
-macro_rules! float_add {
-    ($($name:ident: $t:ty, $atomic:ty;)*) => {$(
-        /// A compare-exchange loop: the add of the GPU's `atom.add.f*`.
-        ///
-        /// # Safety
-        /// As for [`fetch_add_u32`].
-        pub(crate) unsafe fn $name(ptr: *mut $t, value: $t) -> $t {
-            // SAFETY: forwarded from the caller; the float and its bits have
-            // one size and alignment.
-            let a = unsafe { <$atomic>::from_ptr(ptr.cast()) };
-            let old = a.fetch_update(Relaxed, Relaxed, |bits| {
-                Some((<$t>::from_bits(bits) + value).to_bits())
-            });
-            match old {
-                Ok(v) | Err(v) => <$t>::from_bits(v),
-            }
-        }
-    )*};
+/// `atom.add.f32`: subnormal inputs and results flushed to zero of their
+/// sign, a NaN result the canonical NaN (PTX ISA, `atom`), as a
+/// compare-exchange loop.
+///
+/// # Safety
+/// As for [`fetch_add_u32`].
+pub(crate) unsafe fn fetch_add_f32(ptr: *mut f32, value: f32) -> f32 {
+    let flush = |x: f32| if x.is_subnormal() { 0f32.copysign(x) } else { x };
+    // SAFETY: forwarded from the caller; the float and its bits have one
+    // size and alignment.
+    let a = unsafe { AtomicU32::from_ptr(ptr.cast()) };
+    let old = a.fetch_update(Relaxed, Relaxed, |bits| {
+        let sum = flush(flush(f32::from_bits(bits)) + flush(value));
+        Some(super::gpu_nan_f32(sum).to_bits())
+    });
+    match old {
+        Ok(v) | Err(v) => f32::from_bits(v),
+    }
 }
 
-float_add! {
-    fetch_add_f32: f32, AtomicU32;
-    fetch_add_f64: f64, AtomicU64;
+/// `atom.add.f64`: subnormals kept, a NaN result the GPU's NaN, as a
+/// compare-exchange loop.
+///
+/// # Safety
+/// As for [`fetch_add_u32`].
+pub(crate) unsafe fn fetch_add_f64(ptr: *mut f64, value: f64) -> f64 {
+    // SAFETY: as in `fetch_add_f32`.
+    let a = unsafe { AtomicU64::from_ptr(ptr.cast()) };
+    let old = a.fetch_update(Relaxed, Relaxed, |bits| {
+        Some(super::gpu_nan_f64(f64::from_bits(bits) + value).to_bits())
+    });
+    match old {
+        Ok(v) | Err(v) => f64::from_bits(v),
+    }
 }

@@ -96,12 +96,20 @@ pub(crate) struct BlockState {
     epoch: Cell<u32>,
     first_epoch: Cell<u32>,
     /// printf output of the block, written out when it ends.
-    pub out: RefCell<String>,
+    pub out: RefCell<Vec<u8>>,
+    /// The launch's printf FIFO.
+    pub fifo: std::sync::Arc<super::printf::Fifo>,
 }
 
 impl BlockState {
     /// A worker's block state for a launch.
-    pub fn new(kernel: &'static str, block_dim: [u32; 3], dynamic: u32, budget: u32) -> Self {
+    pub fn new(
+        kernel: &'static str,
+        block_dim: [u32; 3],
+        dynamic: u32,
+        budget: u32,
+        fifo: std::sync::Arc<super::printf::Fifo>,
+    ) -> Self {
         let bytes = budget.max(dynamic) as usize + 16;
         BlockState {
             kernel,
@@ -114,7 +122,8 @@ impl BlockState {
             shadow: UnsafeCell::new(vec![Shadow::default(); bytes.div_ceil(4)]),
             epoch: Cell::new(0),
             first_epoch: Cell::new(1),
-            out: RefCell::new(String::new()),
+            out: RefCell::new(Vec::new()),
+            fifo,
         }
     }
 

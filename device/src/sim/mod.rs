@@ -67,6 +67,30 @@ pub(crate) use context::{current, dynamic_shared, fail};
 pub use error::{Access, SimError, SimThread, Stuck};
 pub use printf::capture_printf;
 
+/// The f32 NaN the GPU gives for every NaN result of arithmetic (its
+/// canonical NaN; payloads and signs are not kept).
+pub const GPU_NAN_F32: u32 = 0x7fff_ffff;
+
+/// The f64 NaN the GPU gives for a NaN result of arithmetic.
+pub const GPU_NAN_F64: u64 = 0x7fff_ffff_ffff_ffff;
+
+/// `x`, or the GPU's NaN when `x` is a NaN. (On the bits: LLVM folds a
+/// float comparison's `select` of a NaN constant back into `x`, taking one
+/// NaN for another.)
+#[inline]
+pub(crate) fn gpu_nan_f32(x: f32) -> f32 {
+    let bits = x.to_bits();
+    f32::from_bits(if bits & 0x7fff_ffff > 0x7f80_0000 { GPU_NAN_F32 } else { bits })
+}
+
+/// `x`, or the GPU's NaN when `x` is a NaN (as [`gpu_nan_f32`]).
+#[inline]
+pub(crate) fn gpu_nan_f64(x: f64) -> f64 {
+    let bits = x.to_bits();
+    let nan = bits & 0x7fff_ffff_ffff_ffff > 0x7ff0_0000_0000_0000;
+    f64::from_bits(if nan { GPU_NAN_F64 } else { bits })
+}
+
 /// A kernel's host entry: reads its parameters from an array of pointers to
 /// each parameter value (what `cuLaunchKernel` takes) and runs the kernel
 /// body as the current simulated thread.
@@ -119,7 +143,7 @@ impl Default for Limits {
 }
 
 /// How the simulator runs a launch.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SimOptions {
     /// `None`: threads resume in a fixed order (deterministic). `Some(seed)`:
     /// the order is shuffled by this seed, to expose code that depends on it.
@@ -130,6 +154,25 @@ pub struct SimOptions {
     pub limits: Limits,
     /// Whether the kernel opted in to more than 48 KiB of shared memory.
     pub shared_opt_in: bool,
+    /// Bytes of the printf FIFO (`cudaLimitPrintfFifoSize`): what the
+    /// kernel prints past it is dropped, as on the GPU, and the count
+    /// reported on stderr.
+    pub printf_fifo_bytes: usize,
+}
+
+/// The GPU's default printf FIFO: 1 MiB (`cudaLimitPrintfFifoSize`).
+pub const PRINTF_FIFO_BYTES: usize = 1 << 20;
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            seed: None,
+            threads: 0,
+            limits: Limits::default(),
+            shared_opt_in: false,
+            printf_fifo_bytes: PRINTF_FIFO_BYTES,
+        }
+    }
 }
 
 impl SimOptions {
@@ -209,10 +252,35 @@ fn run_grid(
     params: scheduler::Params,
     options: &SimOptions,
 ) -> Result<(), SimError> {
+    let budget = shared_budget(options);
+    let fifo = std::sync::Arc::new(printf::Fifo::new(options.printf_fifo_bytes));
+    let result = run_blocks(kernel, shape, entry, params, options, budget, &fifo);
+    if fifo.dropped() > 0 {
+        eprintln!(
+            "cuda-kernels simulator: {kernel}: {} printf lines dropped: the printf FIFO of {} \
+             bytes (cudaLimitPrintfFifoSize) was full, as the GPU drops them",
+            fifo.dropped(),
+            fifo.capacity()
+        );
+    }
+    result
+}
+
+/// [`run_grid`]'s blocks, with the launch's printf FIFO.
+fn run_blocks(
+    kernel: &'static str,
+    shape: LaunchShape,
+    entry: Entry,
+    params: scheduler::Params,
+    options: &SimOptions,
+    budget: u32,
+    fifo: &std::sync::Arc<printf::Fifo>,
+) -> Result<(), SimError> {
     let [gx, gy, gz] = shape.grid;
     let blocks = gx as u64 * gy as u64 * gz as u64;
-    let budget = shared_budget(options);
-    let worker = || scheduler::Worker::new(kernel, shape, entry, params, options.seed, budget);
+    let worker = || {
+        scheduler::Worker::new(kernel, shape, entry, params, options.seed, budget, fifo.clone())
+    };
     let threads = options.threads.clamp(1, 256).min(blocks as usize);
     if threads <= 1 {
         let mut w = worker();
@@ -227,7 +295,7 @@ fn run_grid(
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     let next = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
-    let outputs: Mutex<Vec<(u64, String)>> = Mutex::new(Vec::new());
+    let outputs: Mutex<Vec<(u64, Vec<u8>)>> = Mutex::new(Vec::new());
     let errors: Mutex<Vec<(u64, SimError)>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -344,10 +412,28 @@ pub(crate) fn shared_budget(options: &SimOptions) -> u32 {
     }
 }
 
+/// A located fault unless `addr` is aligned to the `size`-byte access made
+/// there (the GPU's shared loads and stores, vector ones included, need
+/// their natural alignment: `CUDA_ERROR_MISALIGNED_ADDRESS` otherwise).
+fn check_shared_alignment(addr: u32, size: usize, site: &'static std::panic::Location<'static>) {
+    if size.is_power_of_two() && addr as usize % size != 0 {
+        fail(
+            site.file(),
+            site.line(),
+            site.column(),
+            &format!(
+                "misaligned address: a {size}-byte shared-memory access at offset {addr}, \
+                 not a multiple of {size}"
+            ),
+        );
+    }
+}
+
 /// The current thread's load of a `T` at shared offset `addr`.
 #[track_caller]
 pub(crate) fn shared_load<T: Copy>(addr: u32) -> T {
     let site = std::panic::Location::caller();
+    check_shared_alignment(addr, size_of::<T>(), site);
     let p = context::shared_ptr(addr, size_of::<T>(), Access::Read, site);
     // SAFETY: `shared_ptr` checked that the bytes lie in the block's shared memory.
     unsafe { p.cast::<T>().read_unaligned() }
@@ -357,6 +443,7 @@ pub(crate) fn shared_load<T: Copy>(addr: u32) -> T {
 #[track_caller]
 pub(crate) fn shared_store<T: Copy>(addr: u32, value: T) {
     let site = std::panic::Location::caller();
+    check_shared_alignment(addr, size_of::<T>(), site);
     let p = context::shared_ptr(addr, size_of::<T>(), Access::Write, site);
     // SAFETY: `shared_ptr` checked that the bytes lie in the block's shared memory.
     unsafe { p.cast::<T>().write_unaligned(value) }

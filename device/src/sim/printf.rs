@@ -3,42 +3,105 @@
 //! alignment, `f32` promoted to `f64`, as `vprintf` reads them).
 use std::cell::RefCell;
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use super::context;
 
 thread_local! {
-    static CAPTURE: RefCell<Option<String>> = const { RefCell::new(None) };
+    static CAPTURE: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
 }
 
 /// Runs `f` (which launches simulated kernels on this OS thread) and returns
 /// its result with the text the kernels printed with `gpu_printf!`, instead
-/// of writing that text to stdout.
+/// of writing that text to stdout (bytes that are not UTF-8, from `%c` of a
+/// byte ≥ 0x80, as U+FFFD).
 pub fn capture_printf<R>(f: impl FnOnce() -> R) -> (R, String) {
-    let saved = CAPTURE.with(|c| c.borrow_mut().replace(String::new()));
+    let saved = CAPTURE.with(|c| c.borrow_mut().replace(Vec::new()));
     let r = f();
     let text = CAPTURE.with(|c| std::mem::replace(&mut *c.borrow_mut(), saved));
-    (r, text.unwrap_or_default())
+    (r, String::from_utf8_lossy(&text.unwrap_or_default()).into_owned())
 }
 
-/// Writes a block's printf output (captured, or to stdout).
-pub(crate) fn emit(text: &str) {
+/// Writes a block's printf output (captured, or to stdout), byte for byte.
+pub(crate) fn emit(text: &[u8]) {
     if text.is_empty() {
         return;
     }
     let captured = CAPTURE.with(|c| match c.borrow_mut().as_mut() {
         Some(s) => {
-            s.push_str(text);
+            s.extend_from_slice(text);
             true
         }
         None => false,
     });
     if !captured {
-        print!("{text}");
+        use std::io::Write;
+        let mut stdout = std::io::stdout().lock();
+        // As `print!`, which panics when stdout is gone: the output is lost.
+        let _ = stdout.write_all(text).and_then(|()| stdout.flush());
     }
 }
 
+/// The GPU's printf FIFO of one launch: what `vprintf` writes is a record
+/// of [`record_bytes`] in a buffer of `capacity` bytes
+/// (`cudaLimitPrintfFifoSize`), which the host reads when the launch ends;
+/// a record that does not fit is dropped, silently on the GPU, counted here.
+#[derive(Debug)]
+pub(crate) struct Fifo {
+    capacity: usize,
+    used: AtomicUsize,
+    dropped: AtomicUsize,
+}
+
+impl Fifo {
+    /// An empty FIFO of `capacity` bytes.
+    pub fn new(capacity: usize) -> Fifo {
+        Fifo {
+            capacity,
+            used: AtomicUsize::new(0),
+            dropped: AtomicUsize::new(0),
+        }
+    }
+
+    /// Room for a record of `bytes`: `false` (and one more dropped) when
+    /// the FIFO is full.
+    fn take(&self, bytes: usize) -> bool {
+        let fits = self
+            .used
+            .fetch_update(Relaxed, Relaxed, |u| {
+                (u + bytes <= self.capacity).then_some(u + bytes)
+            })
+            .is_ok();
+        if !fits {
+            self.dropped.fetch_add(1, Relaxed);
+        }
+        fits
+    }
+
+    /// The records dropped so far.
+    pub fn dropped(&self) -> usize {
+        self.dropped.load(Relaxed)
+    }
+
+    /// Its size in bytes.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
+/// Bytes of a `vprintf` record in the GPU's FIFO with `args` bytes of
+/// packed arguments (measured on an H100, see `docs/simulator.md`).
+pub(crate) fn record_bytes(args: usize) -> usize {
+    RECORD_HEADER_BYTES + args.next_multiple_of(8)
+}
+
+/// The fixed part of a FIFO record.
+const RECORD_HEADER_BYTES: usize = 16;
+
 /// Formats `format` with `args` into the current block's output; returns
 /// the bytes formatted. Outside a simulated kernel it writes to stdout.
+/// In a kernel whose printf FIFO is full, nothing is written (the record is
+/// dropped, as on the GPU) and −1 returned.
 ///
 /// # Safety
 /// `format` is NUL-terminated; a `%s` argument points to a NUL-terminated
@@ -48,11 +111,11 @@ pub(crate) unsafe fn vprintf(format: *const u8, args: &[u8]) -> i32 {
     let format = unsafe { CStr::from_ptr(format.cast()) };
     let text = format_c(format.to_bytes(), args);
     if context::in_simulated_thread() {
-        context::current()
-            .block_state()
-            .out
-            .borrow_mut()
-            .push_str(&text);
+        let block = context::current().block_state();
+        if !block.fifo.take(record_bytes(args.len())) {
+            return -1;
+        }
+        block.out.borrow_mut().extend_from_slice(&text);
     } else {
         emit(&text);
     }
@@ -87,6 +150,20 @@ impl Args<'_> {
     }
 }
 
+/// A length modifier of an integer conversion.
+#[derive(Default, Clone, Copy, PartialEq)]
+enum Length {
+    /// `hh`: the argument converted to a char.
+    Char,
+    /// `h`: converted to a short.
+    Short,
+    /// None: an int.
+    #[default]
+    Int,
+    /// `l`, `ll`, `z`, `j`, `t`, `q`: 64 bits.
+    Long,
+}
+
 #[derive(Default)]
 struct Spec {
     left: bool,
@@ -98,12 +175,13 @@ struct Spec {
     precision: Option<usize>,
 }
 
-/// The text of the C format string `format` with the packed `args`:
-/// conversions `d i u x X o c s p f F e E g G %`, flags `- + space # 0`,
-/// width and precision (numbers or `*`), length modifiers `hh h l ll z j t L`.
-pub(crate) fn format_c(format: &[u8], args: &[u8]) -> String {
+/// The bytes of the C format string `format` with the packed `args`, as
+/// `vprintf` writes them: conversions `d i u x X o c s p f F e E g G a A %`,
+/// flags `- + space # 0`, width and precision (numbers or `*`), length
+/// modifiers `hh h l ll z j t L`.
+pub(crate) fn format_c(format: &[u8], args: &[u8]) -> Vec<u8> {
     let mut args = Args { bytes: args, at: 0 };
-    let mut out = String::new();
+    let mut out = Vec::new();
     let mut i = 0;
     while i < format.len() {
         let c = format[i];
@@ -112,7 +190,7 @@ pub(crate) fn format_c(format: &[u8], args: &[u8]) -> String {
                 .iter()
                 .position(|&b| b == b'%')
                 .map_or(format.len(), |p| i + p);
-            out.push_str(&String::from_utf8_lossy(&format[i..end]));
+            out.extend_from_slice(&format[i..end]);
             i = end;
             continue;
         }
@@ -156,45 +234,55 @@ pub(crate) fn format_c(format: &[u8], args: &[u8]) -> String {
                 spec.precision = Some(p);
             }
         }
-        let mut long = false;
+        let mut length = Length::Int;
         while let Some(&l) = format.get(i) {
-            match l {
-                b'l' | b'z' | b'j' | b't' | b'q' => long = true,
-                b'h' | b'L' => {}
+            length = match (l, length) {
+                (b'l' | b'z' | b'j' | b't' | b'q', _) => Length::Long,
+                (b'h', Length::Short) => Length::Char,
+                (b'h', _) => Length::Short,
+                (b'L', _) => length,
                 _ => break,
-            }
+            };
             i += 1;
         }
+        let long = length == Length::Long;
         let Some(&conv) = format.get(i) else {
-            out.push_str(&String::from_utf8_lossy(&format[start..]));
+            out.extend_from_slice(&format[start..]);
             break;
         };
         i += 1;
         match conv {
-            b'%' => out.push('%'),
+            b'%' => out.push(b'%'),
             b'd' | b'i' => {
                 let v = args.int(long);
-                let v = if long {
-                    v as i64
-                } else {
-                    v as u32 as i32 as i64
+                let v = match length {
+                    Length::Long => v as i64,
+                    Length::Int => v as u32 as i32 as i64,
+                    Length::Short => v as u16 as i16 as i64,
+                    Length::Char => v as u8 as i8 as i64,
                 };
                 let sign = spec.sign(v < 0);
-                integer(&mut out, &spec, sign, "", v.unsigned_abs().to_string());
+                integer(&mut out, &spec, sign, "", v.unsigned_abs().to_string(), false);
             }
             b'u' | b'x' | b'X' | b'o' => {
                 let v = args.int(long);
+                let v = match length {
+                    Length::Long => v,
+                    Length::Int => v as u32 as u64,
+                    Length::Short => v as u16 as u64,
+                    Length::Char => v as u8 as u64,
+                };
                 let (digits, prefix) = match conv {
                     b'u' => (v.to_string(), ""),
                     b'x' => (format!("{v:x}"), if spec.alt && v != 0 { "0x" } else { "" }),
                     b'X' => (format!("{v:X}"), if spec.alt && v != 0 { "0X" } else { "" }),
-                    _ => (format!("{v:o}"), if spec.alt && v != 0 { "0" } else { "" }),
+                    _ => (format!("{v:o}"), ""),
                 };
-                integer(&mut out, &spec, "", prefix, digits);
+                integer(&mut out, &spec, "", prefix, digits, conv == b'o' && spec.alt);
             }
             b'c' => {
                 let v = args.int(false) as u8;
-                pad(&mut out, &spec, String::from(v as char), false);
+                pad(&mut out, &spec, "", &[v], false);
             }
             b's' => {
                 let p = u64::from_ne_bytes(args.take()) as usize as *const std::ffi::c_char;
@@ -209,7 +297,7 @@ pub(crate) fn format_c(format: &[u8], args: &[u8]) -> String {
                     Some(p) => s.chars().take(p).collect(),
                     None => s,
                 };
-                pad(&mut out, &spec, s, false);
+                pad(&mut out, &spec, "", s.as_bytes(), false);
             }
             b'p' => {
                 let v = u64::from_ne_bytes(args.take());
@@ -218,13 +306,13 @@ pub(crate) fn format_c(format: &[u8], args: &[u8]) -> String {
                 } else {
                     format!("{v:#x}")
                 };
-                pad(&mut out, &spec, s, false);
+                pad(&mut out, &spec, "", s.as_bytes(), false);
             }
-            b'f' | b'F' | b'e' | b'E' | b'g' | b'G' => {
+            b'f' | b'F' | b'e' | b'E' | b'g' | b'G' | b'a' | b'A' => {
                 let v = args.float();
                 float(&mut out, &spec, conv, v);
             }
-            _ => out.push_str(&String::from_utf8_lossy(&format[start..i])),
+            _ => out.extend_from_slice(&format[start..i]),
         }
     }
     out
@@ -245,72 +333,135 @@ impl Spec {
     }
 }
 
-/// Pads `body` to the width (`zero`: with zeros after a sign or prefix).
-fn pad(out: &mut String, spec: &Spec, body: String, zero: bool) {
-    let len = body.chars().count();
-    if len >= spec.width {
-        out.push_str(&body);
-    } else if spec.left {
-        out.push_str(&body);
-        out.extend(std::iter::repeat_n(' ', spec.width - len));
+/// `head` (a sign, a prefix) and `body` padded to the width: with spaces
+/// before (or after, for `-`), or (`zero`) with zeros between the two.
+fn pad(out: &mut Vec<u8>, spec: &Spec, head: &str, body: &[u8], zero: bool) {
+    let len = head.len() + body.len();
+    let fill = spec.width.saturating_sub(len);
+    if spec.left {
+        out.extend_from_slice(head.as_bytes());
+        out.extend_from_slice(body);
+        out.extend(std::iter::repeat_n(b' ', fill));
     } else if zero {
-        let split = body.find(|c: char| c.is_ascii_digit()).unwrap_or(0);
-        let split = if body[split..].starts_with("0x") || body[split..].starts_with("0X") {
-            split + 2
-        } else {
-            split
-        };
-        out.push_str(&body[..split]);
-        out.extend(std::iter::repeat_n('0', spec.width - len));
-        out.push_str(&body[split..]);
+        out.extend_from_slice(head.as_bytes());
+        out.extend(std::iter::repeat_n(b'0', fill));
+        out.extend_from_slice(body);
     } else {
-        out.extend(std::iter::repeat_n(' ', spec.width - len));
-        out.push_str(&body);
+        out.extend(std::iter::repeat_n(b' ', fill));
+        out.extend_from_slice(head.as_bytes());
+        out.extend_from_slice(body);
     }
 }
 
-fn integer(out: &mut String, spec: &Spec, sign: &str, prefix: &str, digits: String) {
+/// An integer conversion: `digits` to the precision (none for a 0 of
+/// precision 0), with `#o`'s leading zero (`alt_octal`: added when the
+/// digits do not start with one), after `sign` and `prefix`.
+fn integer(
+    out: &mut Vec<u8>,
+    spec: &Spec,
+    sign: &str,
+    prefix: &str,
+    digits: String,
+    alt_octal: bool,
+) {
     let digits = match spec.precision {
         Some(0) if digits == "0" => String::new(),
         Some(p) if digits.len() < p => format!("{}{digits}", "0".repeat(p - digits.len())),
         _ => digits,
     };
+    let digits = if alt_octal && !digits.starts_with('0') {
+        format!("0{digits}")
+    } else {
+        digits
+    };
     let zero = spec.zero && !spec.left && spec.precision.is_none();
-    pad(out, spec, format!("{sign}{prefix}{digits}"), zero);
+    pad(out, spec, &format!("{sign}{prefix}"), digits.as_bytes(), zero);
 }
 
-fn float(out: &mut String, spec: &Spec, conv: u8, v: f64) {
+fn float(out: &mut Vec<u8>, spec: &Spec, conv: u8, v: f64) {
     let upper = conv.is_ascii_uppercase();
-    let sign = spec.sign(v.is_sign_negative() && !v.is_nan());
+    // glibc's, and the GPU's: the sign of a NaN is printed too.
+    let sign = spec.sign(v.is_sign_negative());
     let a = v.abs();
-    let body = if !a.is_finite() {
+    if !a.is_finite() {
         let s = if a.is_nan() { "nan" } else { "inf" };
         let s = if upper {
             s.to_uppercase()
         } else {
             s.to_string()
         };
-        return pad(out, spec, format!("{sign}{s}"), false);
-    } else {
-        let p = spec.precision.unwrap_or(6);
-        match conv.to_ascii_lowercase() {
-            b'f' => fixed(a, p, spec.alt),
-            b'e' => exponent(a, p, spec.alt),
-            _ => {
-                let p = p.max(1);
-                let x = exponent_of(a, p - 1);
-                let s = if (x as i64) < p as i64 && x >= -4 {
-                    fixed(a, (p as i64 - 1 - x as i64) as usize, spec.alt)
-                } else {
-                    exponent(a, p - 1, spec.alt)
-                };
-                if spec.alt { s } else { strip_zeros(&s) }
-            }
+        return pad(out, spec, sign, s.as_bytes(), false);
+    }
+    let (prefix, body) = match conv.to_ascii_lowercase() {
+        b'a' => ("0x", hex_float(a, spec.precision, spec.alt)),
+        b'f' => ("", fixed(a, spec.precision.unwrap_or(6), spec.alt)),
+        b'e' => ("", exponent(a, spec.precision.unwrap_or(6), spec.alt)),
+        _ => {
+            let p = spec.precision.unwrap_or(6).max(1);
+            let x = exponent_of(a, p - 1);
+            let s = if (x as i64) < p as i64 && x >= -4 {
+                fixed(a, (p as i64 - 1 - x as i64) as usize, spec.alt)
+            } else {
+                exponent(a, p - 1, spec.alt)
+            };
+            ("", if spec.alt { s } else { strip_zeros(&s) })
         }
     };
-    let body = if upper { body.to_uppercase() } else { body };
+    let (prefix, body) = if upper {
+        (prefix.to_uppercase(), body.to_uppercase())
+    } else {
+        (prefix.to_string(), body)
+    };
     let zero = spec.zero && !spec.left;
-    pad(out, spec, format!("{sign}{body}"), zero);
+    pad(out, spec, &format!("{sign}{prefix}"), body.as_bytes(), zero);
+}
+
+/// `%a` of `a ≥ 0` after the `0x`, as glibc writes it: `1.<hex>p±e` for
+/// normal numbers, `0.<hex>p-1022` for subnormals, `0p+0` for zero;
+/// without a precision, the fraction's trailing zeros dropped; with one,
+/// rounded to that many hex digits (to nearest, ties to even).
+fn hex_float(a: f64, precision: Option<usize>, alt: bool) -> String {
+    let bits = a.to_bits();
+    let (mut lead, mut frac, exp) = match ((bits >> 52) as i64, bits & ((1 << 52) - 1)) {
+        (0, 0) => (0u64, 0u64, 0i64),
+        (0, f) => (0, f, -1022),
+        (e, f) => (1, f, e - 1023),
+    };
+    let digits = match precision {
+        None => {
+            let mut d = 13;
+            while d > 0 && (frac >> (4 * (13 - d))) & 0xf == 0 {
+                d -= 1;
+            }
+            d
+        }
+        Some(p) if p < 13 => {
+            let drop = 4 * (13 - p) as u32;
+            let rest = frac & ((1u64 << drop) - 1);
+            let half = 1u64 << (drop - 1);
+            frac >>= drop;
+            let odd = if p == 0 { lead & 1 == 1 } else { frac & 1 == 1 };
+            if rest > half || (rest == half && odd) {
+                frac += 1;
+                if frac >> (4 * p) != 0 {
+                    frac &= (1u64 << (4 * p)) - 1;
+                    lead += 1;
+                }
+            }
+            frac <<= drop;
+            p
+        }
+        Some(p) => p,
+    };
+    let hex = format!("{frac:013x}");
+    let mut s = format!("{lead}");
+    if digits > 0 || alt {
+        s.push('.');
+    }
+    s.push_str(&hex[..digits.min(13)]);
+    s.extend(std::iter::repeat_n('0', digits.saturating_sub(13)));
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{s}p{sign}{}", exp.unsigned_abs())
 }
 
 fn fixed(a: f64, p: usize, alt: bool) -> String {
@@ -356,7 +507,9 @@ fn strip_zeros(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::format_c;
+    fn format_c(format: &[u8], args: &[u8]) -> String {
+        String::from_utf8(super::format_c(format, args)).expect("UTF-8")
+    }
 
     fn args(parts: &[&[u8]]) -> Vec<u8> {
         let mut v = Vec::new();
@@ -415,6 +568,31 @@ mod tests {
         assert_eq!(format_c(b"%f %F", &a), "inf NAN");
         let a = args(&[&(-2.5f64).to_ne_bytes()]);
         assert_eq!(format_c(b"%08.2f", &a), "-0002.50");
+        let a = args(&[&(-f64::NAN).to_ne_bytes()]);
+        assert_eq!(format_c(b"%f", &a), "-nan");
+    }
+
+    #[test]
+    fn as_vprintf_writes_them() {
+        let a = args(&[&0x0a1a_7c86u32.to_ne_bytes(), &0xffu32.to_ne_bytes()]);
+        assert_eq!(format_c(b"%08x|%#06x", &a), "0a1a7c86|0x00ff");
+        let a = args(&[&300u32.to_ne_bytes(), &70000u32.to_ne_bytes(), &0x1ffu32.to_ne_bytes()]);
+        assert_eq!(format_c(b"%hhd %hd %hhx", &a), "44 4464 ff");
+        let a = args(&[&8u32.to_ne_bytes(), &0u32.to_ne_bytes(), &8u32.to_ne_bytes()]);
+        assert_eq!(format_c(b"%#.3o %#.0o %#o", &a), "010 0 010");
+        let a = args(&[&0xe9u32.to_ne_bytes()]);
+        assert_eq!(super::format_c(b"%c", &a), [0xe9]);
+        let a = args(&[
+            &1.0f64.to_ne_bytes(),
+            &0.5f64.to_ne_bytes(),
+            &0.1f64.to_ne_bytes(),
+            &0.0f64.to_ne_bytes(),
+            &1.5f64.to_ne_bytes(),
+        ]);
+        assert_eq!(
+            format_c(b"%a %A %a %a %.0a", &a),
+            "0x1p+0 0X1P-1 0x1.999999999999ap-4 0x0p+0 0x2p+0"
+        );
     }
 
     #[test]

@@ -22,8 +22,10 @@ use super::context::{self, BlockState, Finding, Site, ThreadCtx};
 use super::{Entry, LaunchShape, SimError, Stuck, WarpOp, trap};
 
 /// Bytes of each simulated thread's stack (address space; only the pages a
-/// thread touches are ever backed by memory).
-const STACK_BYTES: usize = 256 * 1024;
+/// thread touches are ever backed by memory): the GPU's 512 KiB of local
+/// memory per thread (compute capability 9.0) and room for the host's own
+/// frames, so that a kernel with a large local array runs as it does there.
+const STACK_BYTES: usize = 1024 * 1024;
 
 /// Why a simulated thread suspended.
 pub(crate) enum Event {
@@ -158,6 +160,7 @@ impl Worker {
         params: Params,
         seed: Option<u64>,
         budget: u32,
+        fifo: std::sync::Arc<super::printf::Fifo>,
     ) -> Worker {
         trap::install();
         Worker {
@@ -175,6 +178,7 @@ impl Worker {
                 shape.block,
                 shape.dynamic_shared_bytes,
                 budget,
+                fifo,
             )),
             ctxs: Vec::new(),
             states: Vec::new(),
@@ -186,7 +190,7 @@ impl Worker {
     }
 
     /// The printf output of the blocks run since the last call.
-    pub fn take_output(&self) -> String {
+    pub fn take_output(&self) -> Vec<u8> {
         std::mem::take(&mut self.state.out.borrow_mut())
     }
 
@@ -391,7 +395,12 @@ impl Worker {
         }
     }
 
-    /// Thread `i` joined a collective: resolve it when its lanes are all there.
+    /// Thread `i` joined a collective: resolve it when every lane of its
+    /// mask that has not exited is there, at a collective of the same kind
+    /// and mask (CUDA's rule: the non-exited lanes named in the mask must
+    /// call). A lane of the mask still running, or waiting in another
+    /// collective, is waited for: a wait that never ends is reported when no
+    /// thread of the block can go on.
     fn try_resolve(&mut self, i: usize) -> Result<(), SimError> {
         let p = self.pending[i].expect("a pending collective");
         let (first, present) = self.warp_lanes(i);
@@ -408,41 +417,17 @@ impl Worker {
                 ),
             ));
         }
-        let mask = p.mask & present;
+        let exited = (0..32u32)
+            .filter(|&l| present & (1 << l) != 0 && self.states[first + l as usize] == State::Done)
+            .fold(0u32, |m, l| m | (1 << l));
+        let mask = p.mask & present & !exited;
         for l in 0..32 {
             if mask & (1 << l) == 0 {
                 continue;
             }
-            let t = first + l;
-            if self.states[t] == State::Done {
-                return Err(self.warp_error(
-                    i,
-                    format!(
-                        "{:?} at {} with mask {:#010x}: lane {l} of the mask has exited",
-                        p.op,
-                        at(p.site),
-                        p.mask
-                    ),
-                ));
-            }
-            match self.pending[t] {
-                None => return Ok(()),
-                Some(q) if q.op != p.op || q.mask != p.mask => {
-                    return Err(self.warp_error(
-                        i,
-                        format!(
-                            "lanes of one mask called different collectives: lane {lane} {:?} \
-                             (mask {:#010x}) at {}, lane {l} {:?} (mask {:#010x}) at {}",
-                            p.op,
-                            p.mask,
-                            at(p.site),
-                            q.op,
-                            q.mask,
-                            at(q.site)
-                        ),
-                    ));
-                }
-                Some(_) => {}
+            match self.pending[first + l] {
+                Some(q) if q.op == p.op && q.mask == p.mask => {}
+                _ => return Ok(()),
             }
         }
         let value = |l: u32| self.pending[first + l as usize].map(|q| q.value);
@@ -461,6 +446,18 @@ impl Worker {
                 WarpOp::All => (ballot == mask) as u32,
                 op => {
                     let src = shfl_source(op, l, q.arg);
+                    if exited & p.mask & (1 << src) != 0 {
+                        // Undefined on the GPU: reported.
+                        return Err(self.warp_error(
+                            first + l as usize,
+                            format!(
+                                "{op:?} at {} with mask {:#010x}: lane {l} reads lane {src}, \
+                                 which has exited (undefined on the GPU)",
+                                at(q.site),
+                                q.mask
+                            ),
+                        ));
+                    }
                     // A source outside the mask is undefined on the GPU: the
                     // lane gets its own value here.
                     if mask & (1 << src) != 0 {
@@ -483,40 +480,26 @@ impl Worker {
         Ok(())
     }
 
-    /// Thread `i` exited: a lane of its warp waiting for it is an error.
-    fn check_exit(&self, i: usize) -> Result<(), SimError> {
+    /// Thread `i` exited: the collectives of its warp that waited for it
+    /// may now be complete (exited lanes take no part).
+    fn check_exit(&mut self, i: usize) -> Result<(), SimError> {
         if self.waiting[i / 32] == 0 {
             return Ok(());
         }
         let (first, present) = self.warp_lanes(i);
-        let lane = i - first;
         for l in 0..32 {
-            if present & (1 << l) == 0 {
-                continue;
-            }
-            if let Some(q) = self.pending[first + l]
-                && q.mask & (1 << lane) != 0
-            {
-                return Err(self.warp_error(
-                    first + l,
-                    format!(
-                        "{:?} at {}:{}:{} with mask {:#010x}: lane {lane} of the mask has exited",
-                        q.op,
-                        q.site.file(),
-                        q.site.line(),
-                        q.site.column(),
-                        q.mask
-                    ),
-                ));
+            if present & (1 << l) != 0 && self.pending[first + l].is_some() {
+                self.try_resolve(first + l)?;
             }
         }
         Ok(())
     }
 
-    /// No thread can run: release the barrier when every thread waits at the
-    /// same one, else report the divergence.
+    /// No thread can run: release the barrier when every thread that has
+    /// not exited waits at the same one (exited threads count as arrived, as
+    /// on compute capability 7.0 and later), else report what each waits at.
     fn release_barrier(&mut self) -> Result<(), SimError> {
-        let first_site = match self.states.first() {
+        let first_site = match self.states.iter().find(|s| **s != State::Done) {
             Some(State::Barrier(s)) => Some(*s),
             _ => None,
         };
@@ -524,12 +507,14 @@ impl Worker {
             && self
                 .states
                 .iter()
-                .all(|s| matches!(s, State::Barrier(t) if *t == site))
+                .all(|s| *s == State::Done || matches!(s, State::Barrier(t) if *t == site))
         {
             self.state.barrier_passed();
             for (i, s) in self.states.iter_mut().enumerate() {
-                *s = State::Ready;
-                self.ready.push_back((i, 0));
+                if *s != State::Done {
+                    *s = State::Ready;
+                    self.ready.push_back((i, 0));
+                }
             }
             return Ok(());
         }
