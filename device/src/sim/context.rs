@@ -61,17 +61,57 @@ impl ThreadCtx {
     }
 }
 
-/// The race detector's record of one 4-byte shared word.
+/// The race detector's record of one 4-byte shared word. Each access
+/// keeps the barrier epoch it happened in and the `syncwarp` sequence number
+/// of the accessing thread's warp at the time (see [`BlockState::ordered`]).
 #[derive(Clone, Copy, Default)]
 struct Shadow {
     /// The barrier epoch of the last write (0: never).
     write_epoch: u32,
     /// The last writer's linear thread index.
     writer: u32,
-    /// The barrier epoch of the reads below.
-    read_epoch: u32,
-    /// Two distinct readers in `read_epoch` (`NO_THREAD`: none).
-    readers: [u32; 2],
+    /// Its warp's `syncwarp` sequence number at the write.
+    write_seq: u32,
+    /// Plain reads.
+    reads: Accessors,
+    /// Atomic read-modify-writes.
+    atomics: Accessors,
+}
+
+/// Up to two distinct threads that accessed a word in one barrier epoch.
+#[derive(Clone, Copy, Default)]
+struct Accessors {
+    /// The barrier epoch of the accesses below (0: none).
+    epoch: u32,
+    /// The threads (`NO_THREAD`: none).
+    threads: [u32; 2],
+    /// Each one's warp `syncwarp` sequence number at its latest access.
+    seqs: [u32; 2],
+}
+
+impl Accessors {
+    fn record(&mut self, epoch: u32, thread: u32, seq: u32) {
+        if self.epoch != epoch {
+            *self = Accessors {
+                epoch,
+                threads: [thread, NO_THREAD],
+                seqs: [seq, 0],
+            };
+        } else if let Some(k) = (0..2).find(|&k| self.threads[k] == thread) {
+            self.seqs[k] = seq;
+        } else if self.threads[1] == NO_THREAD {
+            self.threads[1] = thread;
+            self.seqs[1] = seq;
+        }
+    }
+
+    /// A thread of `epoch` for which `races(thread, seq)` holds.
+    fn racing(&self, epoch: u32, races: impl Fn(u32, u32) -> bool) -> Option<u32> {
+        (self.epoch == epoch)
+            .then(|| (0..2).find(|&k| races(self.threads[k], self.seqs[k])))
+            .flatten()
+            .map(|k| self.threads[k])
+    }
 }
 
 const NO_THREAD: u32 = u32::MAX;
@@ -95,6 +135,10 @@ pub(crate) struct BlockState {
     /// for the whole launch so that the shadow never needs clearing.
     epoch: Cell<u32>,
     first_epoch: Cell<u32>,
+    /// Per warp: how many `syncwarp`s its lanes completed (the launch long).
+    warp_seq: RefCell<Vec<u32>>,
+    /// Per thread: the sequence number and mask of its latest `syncwarp`.
+    last_sync: RefCell<Vec<(u32, u32)>>,
     /// printf output of the block, written out when it ends.
     pub out: RefCell<String>,
 }
@@ -103,6 +147,7 @@ impl BlockState {
     /// A worker's block state for a launch.
     pub fn new(kernel: &'static str, block_dim: [u32; 3], dynamic: u32, budget: u32) -> Self {
         let bytes = budget.max(dynamic) as usize + 16;
+        let threads = block_dim.iter().map(|&d| d as usize).product::<usize>();
         BlockState {
             kernel,
             block: Cell::new([0; 3]),
@@ -114,6 +159,8 @@ impl BlockState {
             shadow: UnsafeCell::new(vec![Shadow::default(); bytes.div_ceil(4)]),
             epoch: Cell::new(0),
             first_epoch: Cell::new(1),
+            warp_seq: RefCell::new(vec![0; threads.div_ceil(32)]),
+            last_sync: RefCell::new(vec![(0, 0); threads]),
             out: RefCell::new(String::new()),
         }
     }
@@ -128,6 +175,30 @@ impl BlockState {
     /// Every thread passed a barrier: a new barrier interval.
     pub fn barrier_passed(&self) {
         self.epoch.set(self.epoch.get() + 1);
+    }
+
+    /// The lanes of `mask` in the warp whose first thread is `first`
+    /// completed a `syncwarp`: their shared-memory accesses before it are
+    /// ordered before the ones after it.
+    pub fn warp_synced(&self, first: usize, mask: u32) {
+        let mut seqs = self.warp_seq.borrow_mut();
+        let seq = &mut seqs[first / 32];
+        *seq += 1;
+        let mut last = self.last_sync.borrow_mut();
+        for lane in (0..32).filter(|l| mask & (1 << l) != 0) {
+            if let Some(slot) = last.get_mut(first + lane) {
+                *slot = (*seq, mask);
+            }
+        }
+    }
+
+    /// Whether an access by thread `other` at its warp's `syncwarp` sequence
+    /// number `other_seq` is ordered before the current access of thread
+    /// `me` by a `syncwarp` of them both since (same warp, `me`'s latest
+    /// `syncwarp` later than that access and with `other` in its mask).
+    fn ordered(&self, other: u32, other_seq: u32, me: u32) -> bool {
+        let (seq, mask) = self.last_sync.borrow()[me as usize];
+        other / 32 == me / 32 && seq > other_seq && mask & (1 << (other % 32)) != 0
     }
 
     /// `threadIdx` of the linear index `linear`.
@@ -159,37 +230,34 @@ impl BlockState {
             );
         }
         let epoch = self.epoch.get();
+        let seq = self.warp_seq.borrow()[linear as usize / 32];
+        let races =
+            |t: u32, t_seq: u32| t != NO_THREAD && t != linear && !self.ordered(t, t_seq, linear);
         // SAFETY: the shadow is only touched by the worker running this block,
         // one simulated thread at a time, and no reference to it outlives this call.
         let shadow = unsafe { &mut *self.shadow.get() };
         for word in offset / 4..(end as u32).div_ceil(4) {
             let s = &mut shadow[word as usize];
+            let write = (s.write_epoch == epoch && races(s.writer, s.write_seq))
+                .then_some((s.writer, Access::Write));
+            let read = s.reads.racing(epoch, races).map(|t| (t, Access::Read));
+            let atomic = s.atomics.racing(epoch, races).map(|t| (t, Access::Atomic));
+            // A write races with every access of another thread, a read with
+            // writes and atomics, an atomic with writes and reads.
             let other = match kind {
                 Access::Write => {
-                    let w = (s.write_epoch == epoch && s.writer != linear)
-                        .then_some((s.writer, Access::Write));
-                    let r = (s.read_epoch == epoch)
-                        .then(|| {
-                            s.readers
-                                .into_iter()
-                                .find(|&r| r != NO_THREAD && r != linear)
-                        })
-                        .flatten()
-                        .map(|r| (r, Access::Read));
                     s.write_epoch = epoch;
                     s.writer = linear;
-                    w.or(r)
+                    s.write_seq = seq;
+                    write.or(read).or(atomic)
                 }
                 Access::Read => {
-                    let w = (s.write_epoch == epoch && s.writer != linear)
-                        .then_some((s.writer, Access::Write));
-                    if s.read_epoch != epoch {
-                        s.read_epoch = epoch;
-                        s.readers = [linear, NO_THREAD];
-                    } else if s.readers[0] != linear && s.readers[1] == NO_THREAD {
-                        s.readers[1] = linear;
-                    }
-                    w
+                    s.reads.record(epoch, linear, seq);
+                    write.or(atomic)
+                }
+                Access::Atomic => {
+                    s.atomics.record(epoch, linear, seq);
+                    write.or(read)
                 }
             };
             if let Some((first, first_kind)) = other {

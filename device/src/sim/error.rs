@@ -25,6 +25,9 @@ pub enum Access {
     Read,
     /// A store.
     Write,
+    /// A shared-memory atomic (`SharedArray::fetch_add` …): it races
+    /// with plain accesses of other threads, not with their atomics.
+    Atomic,
 }
 
 impl fmt::Display for Access {
@@ -32,6 +35,7 @@ impl fmt::Display for Access {
         f.write_str(match self {
             Access::Read => "read",
             Access::Write => "wrote",
+            Access::Atomic => "atomically updated",
         })
     }
 }

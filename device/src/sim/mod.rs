@@ -189,6 +189,9 @@ pub unsafe fn launch_with(
     options: &SimOptions,
 ) -> Result<(), SimError> {
     check_launch_shape(kernel, &shape, &options.limits, options.shared_opt_in)?;
+    if cfg!(debug_assertions) {
+        warn_unoptimised(env!("CARGO_PKG_NAME"));
+    }
     run_grid(
         kernel,
         shape,
@@ -196,6 +199,40 @@ pub unsafe fn launch_with(
         scheduler::Params(params.as_ptr()),
         options,
     )
+}
+
+/// Says once per process and crate, on stderr, that `package` (a kernel
+/// crate, or this one) was compiled with debug assertions, as a dev build
+/// compiles it unless told otherwise: the simulator then runs its code
+/// without optimisation, about ten times slower. The message gives the
+/// `Cargo.toml` lines that fix it. Called by the host entries that
+/// [`kernels!`](crate::kernels) writes, with their crate's name.
+#[doc(hidden)]
+pub fn warn_unoptimised(package: &'static str) {
+    use std::sync::Mutex;
+    static WARNED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if warned.contains(&package) {
+        return;
+    }
+    warned.push(package);
+    // A kernel crate also as the GPU build compiles it: wrapping arithmetic.
+    let lines = if package == env!("CARGO_PKG_NAME") {
+        format!(
+            "[profile.dev.package.{package}]\nopt-level = 3\ndebug-assertions = false\n\
+             [profile.dev.package.corosensei]\nopt-level = 3\n"
+        )
+    } else {
+        format!(
+            "[profile.dev.package.{package}]\nopt-level = 3\ndebug-assertions = false\n\
+             overflow-checks = false\n"
+        )
+    };
+    eprintln!(
+        "cuda-kernels simulator: {package} was built without optimisation (a dev build), so \
+         the simulator runs its kernel code about 10x slower. Add to your workspace's \
+         Cargo.toml (or build with --release):\n{lines}"
+    );
 }
 
 /// Runs the blocks, in order on the calling thread, or on
@@ -394,6 +431,16 @@ pub(crate) enum WarpOp {
     Any,
     /// `vote.sync.all`.
     All,
+    /// `bar.warp.sync`: the lanes of the mask wait for each other; their
+    /// shared-memory accesses before it are ordered before those after it.
+    Sync,
+    /// `match.any.sync.b32`.
+    MatchAny,
+    /// `match.all.sync.b32`.
+    MatchAll,
+    /// `activemask`: not a wait; the lanes of the warp that reach the same
+    /// call site while no other thread can run get the mask of them.
+    ActiveMask,
 }
 
 /// The current thread's part in a warp collective of the lanes in `mask`.
