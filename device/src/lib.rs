@@ -92,6 +92,7 @@ pub mod fault;
 pub mod kernel;
 pub mod load;
 pub mod math;
+pub mod prelude;
 pub mod print;
 pub mod shared;
 #[cfg(not(target_arch = "nvptx64"))]
