@@ -399,6 +399,23 @@ pub(crate) fn shared_store<T: Copy>(addr: u32, value: T) {
     unsafe { p.cast::<T>().write_unaligned(value) }
 }
 
+/// The current thread's atomic read-modify-write of the `T` at shared
+/// offset `addr` (aligned: the caller checked): `update` maps the old value
+/// to the new one; returns the old one. Atomic among the block's simulated
+/// threads, which run one at a time on the block's OS thread.
+#[track_caller]
+pub(crate) fn shared_rmw<T: Copy>(addr: u32, update: impl FnOnce(T) -> T) -> T {
+    let site = std::panic::Location::caller();
+    let p = context::shared_ptr(addr, size_of::<T>(), Access::Atomic, site).cast::<T>();
+    // SAFETY: `shared_ptr` checked that the bytes lie in the block's shared
+    // memory; `addr` is aligned to T, and so is the memory (16-byte aligned).
+    unsafe {
+        let old = p.read();
+        p.write(update(old));
+        old
+    }
+}
+
 /// A plain read of global memory (no alignment needed).
 ///
 /// # Safety
