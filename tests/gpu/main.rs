@@ -11,6 +11,7 @@
 //! | `streams`    | mult_ker, batches on streams, events, lanes, Life, contexts    |
 //! | `stress`     | many host threads × many launches, no leak                     |
 //! | `multi`      | every device, copies between devices, the multi-device launchers |
+//! | `primitives` | shared-memory atomics (and a misaligned one), syncwarp, activemask, match_any/match_all |
 //! | `agreement`  | every kernel on the GPU and on the simulator: equal results    |
 //! | `harness`    | this harness: where each kind of test runs, with and without a GPU |
 //!
@@ -85,19 +86,21 @@ mod harness;
 mod mandelbrot;
 mod matrices;
 mod multi;
+mod primitives;
 mod reduce;
 mod streams;
 mod stress;
 
 fn main() -> ExitCode {
     // Child processes of tests that need a process of their own.
-    if let Some(code) = foundation::child_process() {
+    if let Some(code) = foundation::child_process().or_else(primitives::child_process) {
         return code;
     }
     let trials = [
         foundation::trials(),
         matrices::trials(),
         reduce::trials(),
+        primitives::trials(),
         mandelbrot::trials(),
         streams::trials(),
         multi::trials(),
