@@ -21,6 +21,9 @@ pub const STRIPPED_VARS: [&str; 10] = [
     "CARGO_PRIMARY_PACKAGE",
 ];
 
+/// The PTX ISA the inner build asks for at least (see [`rustflags`]).
+const MIN_PTX_ISA: &str = "ptx62";
+
 /// The kernels' own release profile (the outer workspace's is the host's).
 pub const PROFILE: [(&str, &str); 7] = [
     ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "3"),
@@ -34,9 +37,14 @@ pub const PROFILE: [(&str, &str); 7] = [
 
 /// `CARGO_ENCODED_RUSTFLAGS` for the inner build: the PTX target and, when
 /// given, libdevice for the bitcode linker (which keeps only what the kernels
-/// call).
+/// call). Below sm_75, whose PTX LLVM writes as ISA 6.1 or older, PTX ISA
+/// 6.2 (`+ptx62`, CUDA 10.0's), the first with `activemask`
+/// (`warp::activemask`).
 pub fn rustflags(arch: &str, libdevice: Option<&Path>) -> String {
     let mut flags = format!("-Ctarget-cpu={arch}");
+    if sm(arch).is_some_and(|n| n < 75) {
+        flags.push_str(&format!("\x1f-Ctarget-feature=+{MIN_PTX_ISA}"));
+    }
     if let Some(path) = libdevice {
         flags.push_str(&format!("\x1f-Clink-arg={}", path.display()));
     }
@@ -118,8 +126,11 @@ pub fn dep_info_files(text: &str) -> Vec<PathBuf> {
 }
 
 /// Each warning block of the inner build's stderr (from a `warning` line to
-/// the next blank line, `error` line or cargo status line), line by line.
+/// the next blank line, `error` line or cargo status line), line by line;
+/// not rustc's note, for every crate, that [`rustflags`]' `+ptx62` is an
+/// unstable target feature.
 pub fn warnings(stderr: &str) -> Vec<&str> {
+    let ours = format!("unstable feature specified for `-Ctarget-feature`: `{MIN_PTX_ISA}`");
     let mut in_warning = false;
     let mut out = Vec::new();
     for line in stderr.lines() {
@@ -130,7 +141,8 @@ pub fn warnings(stderr: &str) -> Vec<&str> {
                     && w.chars().all(|c| c.is_ascii_alphabetic())
             });
         if line.starts_with("warning") {
-            in_warning = true;
+            // Not ours, nor cargo's count of a crate's warnings.
+            in_warning = !line.contains(&ours) && !line.contains(") generated ");
         } else if line.trim().is_empty() || status || line.starts_with("error") {
             in_warning = false;
         }
@@ -176,12 +188,79 @@ pub fn kernel_target_dir(out_dir: &Path, crate_dir: &Path) -> PathBuf {
         .join(format!("{name}-{hash:016x}"))
 }
 
-/// The number of an architecture name: 80 for `sm_80`; `None` for anything
-/// that is not `sm_<number>` with a number of at least 50.
+/// The number of an architecture name: 80 for `sm_80` (and `sm_90a`);
+/// `None` for anything that is not `sm_<number>[a|f]` with a number of at
+/// least 50.
 pub fn sm(arch: &str) -> Option<u32> {
-    arch.strip_prefix("sm_")
-        .and_then(|n| n.parse::<u32>().ok())
-        .filter(|&n| n >= 50)
+    let n = arch.strip_prefix("sm_")?;
+    let n = n.strip_suffix(['a', 'f']).unwrap_or(n);
+    n.parse::<u32>().ok().filter(|&n| n >= 50)
+}
+
+/// The architectures rustc's NVPTX backend knows (`rustc --print
+/// target-cpus --target nvptx64-nvidia-cuda`, with cargo's `$RUSTC`);
+/// `None` when rustc cannot say.
+pub fn known_archs() -> Option<Vec<String>> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc)
+        .args(["--print", "target-cpus", "--target", TARGET])
+        .output()
+        .ok()?;
+    let list: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| sm(w).is_some())
+        .map(str::to_string)
+        .collect();
+    (out.status.success() && !list.is_empty()).then_some(list)
+}
+
+/// Refuses a kernel crate folder without `Cargo.toml`, a crate without a
+/// library (`src/lib.rs`, or the `path` of its `[lib]` section), and a
+/// library whose root never says `no_std`.
+pub fn check_kernel_crate(crate_dir: &Path) -> Result<(), crate::Error> {
+    let manifest = crate_dir.join("Cargo.toml");
+    let Ok(text) = std::fs::read_to_string(&manifest) else {
+        return Err(crate::Error::NoKernelCrate {
+            crate_dir: crate_dir.to_path_buf(),
+        });
+    };
+    let lib = crate_dir.join(lib_path(&text).unwrap_or("src/lib.rs"));
+    let Ok(source) = std::fs::read_to_string(&lib) else {
+        return Err(crate::Error::NotALibrary { manifest });
+    };
+    if !source.contains("no_std") {
+        return Err(crate::Error::NotNoStd { lib });
+    }
+    Ok(())
+}
+
+/// The `path` of a manifest's `[lib]` section, if it names one.
+fn lib_path(manifest: &str) -> Option<&str> {
+    let mut in_lib = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_lib = line == "[lib]";
+        } else if in_lib && let Some(value) = line.strip_prefix("path") {
+            return Some(
+                value
+                    .trim_start()
+                    .strip_prefix('=')?
+                    .trim()
+                    .trim_matches('"'),
+            );
+        }
+    }
+    None
+}
+
+/// Whether rustc's messages say a float method (`exp`, `sin`…) was not
+/// found on `f32` or `f64`: in `no_std` they come from `GpuFloat`.
+pub fn misses_float_methods(stderr: &str) -> bool {
+    stderr.lines().any(|l| {
+        l.contains("no method named")
+            && (l.contains("for type `f32`") || l.contains("for type `f64`"))
+    })
 }
 
 /// The Rust expression (of type `&[Cubin]`) that lists `cubins`
@@ -259,7 +338,12 @@ mod tests {
 
     #[test]
     fn without_libdevice_only_the_target_cpu_is_passed() {
-        assert_eq!(rustflags("sm_70", None), "-Ctarget-cpu=sm_70");
+        assert_eq!(rustflags("sm_80", None), "-Ctarget-cpu=sm_80");
+        // PTX ISA 6.2 at least (activemask), where sm_70's default is 6.0.
+        assert_eq!(
+            rustflags("sm_70", None),
+            "-Ctarget-cpu=sm_70\x1f-Ctarget-feature=+ptx62"
+        );
     }
 
     #[test]
@@ -300,7 +384,7 @@ mod tests {
 
     #[test]
     fn warning_blocks_are_kept_and_the_rest_dropped() {
-        let stderr = "   Compiling k v0.1.0 (/ws/k)\nwarning: unused variable: `x`\n --> src/lib.rs:3:9\n  |\n3 |     let x = 1;\n\nerror: aborting\n    Finished `release` profile\n";
+        let stderr = "   Compiling k v0.1.0 (/ws/k)\nwarning: unstable feature specified for `-Ctarget-feature`: `ptx62`\n  = note: unstable\n\nwarning: unused variable: `x`\n --> src/lib.rs:3:9\n  |\n3 |     let x = 1;\n\nerror: aborting\n    Finished `release` profile\n";
         assert_eq!(
             warnings(stderr),
             [
@@ -352,10 +436,28 @@ mod tests {
     fn architectures_are_sm_numbers() {
         assert_eq!(sm("sm_70"), Some(70));
         assert_eq!(sm("sm_90"), Some(90));
+        assert_eq!(sm("sm_90a"), Some(90));
         assert_eq!(sm("sm_35"), None);
         assert_eq!(sm("compute_70"), None);
         assert_eq!(sm("sm_9x"), None);
         assert_eq!(sm("70"), None);
+    }
+
+    #[test]
+    fn the_lib_path_comes_from_the_lib_section() {
+        let manifest =
+            "[package]\npath = \"x\"\n[lib]\ncrate-type = [\"cdylib\"]\npath = \"src/k.rs\"\n";
+        assert_eq!(lib_path(manifest), Some("src/k.rs"));
+        assert_eq!(lib_path("[package]\nname = \"k\"\n[lib]\n"), None);
+    }
+
+    #[test]
+    fn a_missing_float_method_is_recognised() {
+        let e = "error[E0599]: no method named `exp` found for type `f32` in the current scope";
+        assert!(misses_float_methods(e));
+        assert!(!misses_float_methods(
+            "error[E0599]: no method named `x` found for struct `S`"
+        ));
     }
 
     #[test]
