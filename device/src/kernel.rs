@@ -248,6 +248,14 @@ macro_rules! kernel_handle {
                         params.next().unwrap_unchecked().cast::<$ty>().read()
                     };
                 )*
+                // The parameters' names, for an out-of-bounds report.
+                if $crate::sim::first_thread() {
+                    #[allow(unused_imports)]
+                    use $crate::sim::{ParamPointer as _, ParamValue as _};
+                    $crate::sim::note_params(&[$(
+                        (stringify!($arg), (&&$crate::sim::ParamProbe(&$arg)).param_address())
+                    ),*]);
+                }
                 $body
             }
             $name

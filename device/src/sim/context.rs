@@ -14,6 +14,11 @@ use super::{Access, SimError, SimThread};
 /// A call site in kernel code (`#[track_caller]`).
 pub(crate) type Site = &'static Location<'static>;
 
+/// `file:line:column` of a site.
+pub(crate) fn at(site: Site) -> String {
+    format!("{}:{}:{}", site.file(), site.line(), site.column())
+}
+
 /// One simulated thread: its index registers and its block.
 pub(crate) struct ThreadCtx {
     /// `threadIdx`.
@@ -72,6 +77,8 @@ struct Shadow {
     writer: u32,
     /// Its warp's `syncwarp` sequence number at the write.
     write_seq: u32,
+    /// Where it wrote.
+    write_site: Option<Site>,
     /// Plain reads.
     reads: Accessors,
     /// Atomic read-modify-writes.
@@ -87,31 +94,47 @@ struct Accessors {
     threads: [u32; 2],
     /// Each one's warp `syncwarp` sequence number at its latest access.
     seqs: [u32; 2],
+    /// Where each one accessed it last.
+    sites: [Option<Site>; 2],
 }
 
 impl Accessors {
-    fn record(&mut self, epoch: u32, thread: u32, seq: u32) {
+    fn record(&mut self, epoch: u32, thread: u32, seq: u32, site: Site) {
         if self.epoch != epoch {
             *self = Accessors {
                 epoch,
                 threads: [thread, NO_THREAD],
                 seqs: [seq, 0],
+                sites: [Some(site), None],
             };
         } else if let Some(k) = (0..2).find(|&k| self.threads[k] == thread) {
             self.seqs[k] = seq;
+            self.sites[k] = Some(site);
         } else if self.threads[1] == NO_THREAD {
             self.threads[1] = thread;
             self.seqs[1] = seq;
+            self.sites[1] = Some(site);
         }
     }
 
-    /// A thread of `epoch` for which `races(thread, seq)` holds.
-    fn racing(&self, epoch: u32, races: impl Fn(u32, u32) -> bool) -> Option<u32> {
+    /// A thread of `epoch` for which `races(thread, seq)` holds, and where
+    /// it accessed the word.
+    fn racing(&self, epoch: u32, races: impl Fn(u32, u32) -> bool) -> Option<(u32, Option<Site>)> {
         (self.epoch == epoch)
             .then(|| (0..2).find(|&k| races(self.threads[k], self.seqs[k])))
             .flatten()
-            .map(|k| self.threads[k])
+            .map(|k| (self.threads[k], self.sites[k]))
     }
+}
+
+/// A static shared array of the launch, for reports.
+struct StaticArray {
+    /// Its offset in the block's shared memory, and its end.
+    range: std::ops::Range<u32>,
+    /// Its name in `shared_array!`.
+    name: &'static str,
+    /// Where it is declared.
+    declared: Site,
 }
 
 const NO_THREAD: u32 = u32::MAX;
@@ -129,6 +152,9 @@ pub(crate) struct BlockState {
     shared: UnsafeCell<Vec<u128>>,
     shared_len: Cell<u32>,
     statics: RefCell<HashMap<usize, u32>>,
+    arrays: RefCell<Vec<StaticArray>>,
+    /// The launch's pointer parameters: name and address.
+    params: RefCell<Vec<(&'static str, usize)>>,
     budget: u32,
     shadow: UnsafeCell<Vec<Shadow>>,
     /// Barrier epochs: one per block start and per barrier passed; they grow
@@ -155,6 +181,8 @@ impl BlockState {
             shared: UnsafeCell::new(vec![0; bytes.div_ceil(16)]),
             shared_len: Cell::new(dynamic.next_multiple_of(16)),
             statics: RefCell::new(HashMap::new()),
+            arrays: RefCell::new(Vec::new()),
+            params: RefCell::new(Vec::new()),
             budget,
             shadow: UnsafeCell::new(vec![Shadow::default(); bytes.div_ceil(4)]),
             epoch: Cell::new(0),
@@ -201,6 +229,41 @@ impl BlockState {
         other / 32 == me / 32 && seq > other_seq && mask & (1 << (other % 32)) != 0
     }
 
+    /// Keeps the launch's pointer parameters (once per launch and worker).
+    pub fn note_params(&self, params: &[(&'static str, Option<usize>)]) {
+        let mut kept = self.params.borrow_mut();
+        if kept.is_empty() {
+            kept.extend(params.iter().filter_map(|&(name, a)| Some((name, a?))));
+        }
+    }
+
+    /// The pointer parameter that points into `[base, base + len]`, if any.
+    pub fn parameter_into(&self, base: usize, len: usize) -> Option<&'static str> {
+        let params = self.params.borrow();
+        let found = params.iter().find(|&&(_, a)| a >= base && a <= base + len);
+        found.map(|&(name, _)| name)
+    }
+
+    /// What an access of `size` bytes at `offset` touched, for a race
+    /// report: the static array's element and declaration, or the dynamic
+    /// shared memory's byte.
+    fn place(&self, offset: u32, size: usize) -> String {
+        match self
+            .arrays
+            .borrow()
+            .iter()
+            .find(|a| a.range.contains(&offset))
+        {
+            Some(a) => format!(
+                "`{}[{}]` (shared_array! at {})",
+                a.name,
+                (offset - a.range.start) as usize / size.max(1),
+                at(a.declared)
+            ),
+            None => format!("dynamic shared memory byte {offset}"),
+        }
+    }
+
     /// `threadIdx` of the linear index `linear`.
     pub fn thread_idx(&self, linear: u32) -> [u32; 3] {
         let [bx, by, _] = self.block_dim;
@@ -238,10 +301,19 @@ impl BlockState {
         let shadow = unsafe { &mut *self.shadow.get() };
         for word in offset / 4..(end as u32).div_ceil(4) {
             let s = &mut shadow[word as usize];
-            let write = (s.write_epoch == epoch && races(s.writer, s.write_seq))
-                .then_some((s.writer, Access::Write));
-            let read = s.reads.racing(epoch, races).map(|t| (t, Access::Read));
-            let atomic = s.atomics.racing(epoch, races).map(|t| (t, Access::Atomic));
+            let write = (s.write_epoch == epoch && races(s.writer, s.write_seq)).then_some((
+                s.writer,
+                s.write_site,
+                Access::Write,
+            ));
+            let read = s
+                .reads
+                .racing(epoch, races)
+                .map(|(t, at)| (t, at, Access::Read));
+            let atomic = s
+                .atomics
+                .racing(epoch, races)
+                .map(|(t, at)| (t, at, Access::Atomic));
             // A write races with every access of another thread, a read with
             // writes and atomics, an atomic with writes and reads.
             let other = match kind {
@@ -249,23 +321,26 @@ impl BlockState {
                     s.write_epoch = epoch;
                     s.writer = linear;
                     s.write_seq = seq;
+                    s.write_site = Some(site);
                     write.or(read).or(atomic)
                 }
                 Access::Read => {
-                    s.reads.record(epoch, linear, seq);
+                    s.reads.record(epoch, linear, seq, site);
                     write.or(atomic)
                 }
                 Access::Atomic => {
-                    s.atomics.record(epoch, linear, seq);
+                    s.atomics.record(epoch, linear, seq, site);
                     write.or(read)
                 }
             };
-            if let Some((first, first_kind)) = other {
+            if let Some((first, first_site, first_kind)) = other {
                 raise(SimError::SharedRace {
                     kernel: self.kernel,
                     offset: word * 4,
+                    place: self.place(offset, size),
                     first: (self.thread(first), first_kind),
                     second: (self.thread(linear), kind),
+                    sites: [first_site.map_or_else(|| "?".into(), at), at(site)],
                     interval: epoch - self.first_epoch.get(),
                 });
             }
@@ -343,7 +418,9 @@ pub(crate) fn fail(file: &str, line: u32, column: u32, message: &str) -> ! {
 
 /// The shared-memory offset of the static array keyed `key` (`bytes` long),
 /// laid out after the dynamic memory and the arrays declared before it.
+#[track_caller]
 pub(crate) fn static_shared(key: usize, name: &'static str, bytes: usize) -> u32 {
+    let declared = Location::caller();
     let ctx = current();
     let b = ctx.block_state();
     if let Some(&off) = b.statics.borrow().get(&key) {
@@ -363,6 +440,11 @@ pub(crate) fn static_shared(key: usize, name: &'static str, bytes: usize) -> u32
     }
     b.shared_len.set(end as u32);
     b.statics.borrow_mut().insert(key, off);
+    b.arrays.borrow_mut().push(StaticArray {
+        range: off..end as u32,
+        name,
+        declared,
+    });
     off
 }
 

@@ -87,10 +87,16 @@ pub enum SimError {
         kernel: &'static str,
         /// Byte offset of the word in the block's shared memory.
         offset: u32,
+        /// What the later access touched: "`tile[3]` (shared_array! at
+        /// file:line:column)", the array by its declaration, or the dynamic
+        /// shared memory's byte.
+        place: String,
         /// The earlier access.
         first: (SimThread, Access),
         /// The later access.
         second: (SimThread, Access),
+        /// Where each access is in the kernel's source, `file:line:column`.
+        sites: [String; 2],
         /// The barrier interval: how many barriers the block had passed
         /// (0: before the first).
         interval: u32,
@@ -120,6 +126,8 @@ pub enum SimError {
     OutOfBounds {
         /// The kernel.
         kernel: &'static str,
+        /// The kernel parameter that points into the buffer, if one does.
+        parameter: Option<&'static str>,
         /// The buffer's label.
         buffer: String,
         /// The element index, `(address − base) / element size` (negative
@@ -173,17 +181,21 @@ impl fmt::Display for SimError {
             SimError::SharedRace {
                 kernel,
                 offset,
+                place,
                 first,
                 second,
+                sites,
                 interval,
             } => write!(
                 f,
-                "{kernel}: shared-memory race on the word at shared byte offset {offset}: \
-                 {} {} it and {} {} it with no barrier between, {}",
+                "{kernel}: shared-memory race on {place}, the word at shared byte offset \
+                 {offset}: {} {} it at {} and {} {} it at {} with no barrier between, {}",
                 first.0,
                 first.1,
+                sites[0],
                 second.0,
                 second.1,
+                sites[1],
                 match interval {
                     0 => "before the block's first barrier".to_string(),
                     k => format!("after the block's barrier {k}"),
@@ -215,15 +227,21 @@ impl fmt::Display for SimError {
             }
             SimError::OutOfBounds {
                 kernel,
+                parameter,
                 buffer,
                 index,
                 len,
                 at,
-            } => write!(
-                f,
-                "{kernel}: out-of-bounds access to buffer {buffer} (length {len}) at element \
-                 index {index} by {at}"
-            ),
+            } => {
+                write!(f, "{kernel}: out-of-bounds access ")?;
+                if let Some(p) = parameter {
+                    write!(f, "through parameter `{p}`, ")?;
+                }
+                write!(
+                    f,
+                    "to buffer {buffer} (length {len}) at element index {index} by {at}"
+                )
+            }
             SimError::Memory { what, reason } => write!(f, "simulator memory: {what}: {reason}"),
         }
     }

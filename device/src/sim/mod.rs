@@ -473,10 +473,64 @@ pub(crate) fn warp_collective(op: WarpOp, mask: u32, value: u32, arg: u32) -> u3
     }))
 }
 
+/// Whether the current simulated thread is thread 0 of its block (the one
+/// that tells the simulator the launch's parameters, [`note_params`]).
+#[doc(hidden)]
+pub fn first_thread() -> bool {
+    current().linear == 0
+}
+
+/// For the host entries of [`kernels!`](crate::kernels): the kernel's
+/// parameters by name, with the address each pointer parameter holds, so
+/// that an out-of-bounds access names the parameter it went through.
+#[doc(hidden)]
+pub fn note_params(params: &[(&'static str, Option<usize>)]) {
+    current().block_state().note_params(params);
+}
+
+/// A kernel parameter, for [`ParamPointer`] and [`ParamValue`]:
+/// `(&&ParamProbe(&x)).param_address()` is the address a pointer parameter
+/// holds, `None` for any other.
+#[doc(hidden)]
+pub struct ParamProbe<'a, T>(pub &'a T);
+
+/// [`ParamProbe`] of a pointer: its address.
+#[doc(hidden)]
+pub trait ParamPointer {
+    /// The address the parameter holds.
+    fn param_address(&self) -> Option<usize>;
+}
+
+impl<T> ParamPointer for &ParamProbe<'_, *const T> {
+    fn param_address(&self) -> Option<usize> {
+        Some(*self.0 as usize)
+    }
+}
+
+impl<T> ParamPointer for &ParamProbe<'_, *mut T> {
+    fn param_address(&self) -> Option<usize> {
+        Some(*self.0 as usize)
+    }
+}
+
+/// [`ParamProbe`] of anything else: no address.
+#[doc(hidden)]
+pub trait ParamValue {
+    /// `None`: not a pointer.
+    fn param_address(&self) -> Option<usize>;
+}
+
+impl<T> ParamValue for ParamProbe<'_, T> {
+    fn param_address(&self) -> Option<usize> {
+        None
+    }
+}
+
 /// For [`shared_array!`](crate::shared_array) on the host: the shared
 /// offset of the static array identified by `key` (the address of a static
 /// of the invocation), `bytes` long, in the current block.
 #[doc(hidden)]
+#[track_caller]
 pub fn static_shared(key: usize, name: &'static str, bytes: usize) -> u32 {
     context::static_shared(key, name, bytes)
 }

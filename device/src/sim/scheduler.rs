@@ -401,7 +401,7 @@ impl Worker {
         let p = self.pending[i].expect("a pending collective");
         let (first, present) = self.warp_lanes(i);
         let lane = (i - first) as u32;
-        let at = |site: Site| format!("{}:{}:{}", site.file(), site.line(), site.column());
+        let at = context::at;
         if p.mask & (1 << lane) == 0 {
             return Err(self.warp_error(
                 i,

@@ -246,6 +246,7 @@ pub(crate) fn report(ctx: &ThreadCtx, addr: usize, on_stack: bool) -> SimError {
             let offset = addr as i128 - info.base as i128;
             SimError::OutOfBounds {
                 kernel,
+                parameter: ctx.block_state().parameter_into(info.base, info.len_bytes),
                 buffer: info.label,
                 index: offset.div_euclid(info.element_size as i128) as i64,
                 len: info.len_bytes / info.element_size,
