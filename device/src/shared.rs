@@ -7,13 +7,28 @@
 //! `LD`/`ST`.
 //!
 //! Static arrays:
-//! ```ignore
-//! use cuda_kernels_device::{shared_array, sync::sync_threads};
-//! let tile = shared_array!(matmul_tile_a: [f32; 32 * 32]);
-//! // SAFETY: i < 32 * 32.
-//! unsafe { tile.store(i, x) };
-//! sync_threads();
-//! let y = unsafe { tile.load(j) };
+//! ```
+//! use cuda_kernels_device::prelude::*;
+//! kernels! {
+//!     /// Each block of 1024 threads reverses its values of `x` through a tile.
+//!     ///
+//!     /// # Safety
+//!     /// `x` holds 1024 f32 per block; blocks of 1024 threads.
+//!     pub fn reverse(x: *mut f32) as REVERSE {
+//!         let tile = shared_array!(matmul_tile_a: [f32; 32 * 32]);
+//!         let (i, j) = (thread::thread_idx_x() as usize, 1023 - thread::thread_idx_x() as usize);
+//!         // SAFETY: the block's 1024 values.
+//!         let x = unsafe { x.add(thread::block_idx_x() as usize * 1024) };
+//!         // SAFETY: i < 32 * 32.
+//!         unsafe { tile.store(i, *x.add(i)) };
+//!         sync_threads();
+//!         // SAFETY: j < 32 * 32, written before the barrier.
+//!         let y = unsafe { tile.load(j) };
+//!         // SAFETY: i < 1024, this thread's value.
+//!         unsafe { *x.add(i) = y };
+//!     }
+//! }
+//! # fn main() {}
 //! ```
 //! The name becomes a module-scope PTX symbol: it must be unique in the crate
 //! (a duplicate is a `ptxas` error, caught by the offline PTX check), and the

@@ -7,12 +7,26 @@
 //! block size that is a multiple of 32), or the result is undefined. The
 //! host launchers that use them enforce block sizes that are multiples of 32.
 //!
-//! ```ignore
-//! use cuda_kernels_device::warp;
-//! // Sum over the warp: lane 0 gets the total.
-//! let total = warp::reduce(x, |a, b| a + b);
-//! // Everyone gets lane 0's value.
-//! let first = warp::shuffle_idx(x, 0);
+//! ```
+//! use cuda_kernels_device::{kernels, thread, warp};
+//! kernels! {
+//!     /// `out[i]` = the warp's sum of `x` (lane 0's result) plus lane 0's `x`.
+//!     ///
+//!     /// # Safety
+//!     /// `x` and `out` hold one f32 per thread; blocks of a multiple of 32 threads.
+//!     pub fn warp_sums(x: *const f32, out: *mut f32) as WARP_SUMS {
+//!         let i = thread::index_1d();
+//!         // SAFETY: one value per thread.
+//!         let x = unsafe { *x.add(i) };
+//!         // Sum over the warp: lane 0 gets the total.
+//!         let total = warp::reduce(x, |a, b| a + b);
+//!         // Everyone gets lane 0's value.
+//!         let first = warp::shuffle_idx(x, 0);
+//!         // SAFETY: one slot per thread.
+//!         unsafe { *out.add(i) = total + first };
+//!     }
+//! }
+//! # fn main() {}
 //! ```
 //! 32-bit values are one `shfl.sync.*.b32`; 64-bit values are two (the low
 //! and the high word), as CUDA C's `__shfl_*_sync` does for `long long` and
