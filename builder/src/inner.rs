@@ -125,29 +125,35 @@ pub fn dep_info_files(text: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Each warning block of the inner build's stderr (from a `warning` line to
-/// the next blank line, `error` line or cargo status line), line by line;
-/// not rustc's note, for every crate, that [`rustflags`]' `+ptx62` is an
-/// unstable target feature.
-pub fn warnings(stderr: &str) -> Vec<&str> {
+/// One line per warning of the inner build's stderr: its message and the
+/// first place rustc names (` --> file:line:column`, relative to the kernel
+/// crate's workspace), `"unused variable: `x` at src/lib.rs:3:9"`. The host
+/// build of the same crate prints the full warning; this line says it holds
+/// for the GPU build too, or is the GPU build's own. Not rustc's note, for
+/// every crate, that [`rustflags`]' `+ptx62` is an unstable target feature,
+/// nor cargo's count of a crate's warnings.
+pub fn warnings(stderr: &str) -> Vec<String> {
     let ours = format!("unstable feature specified for `-Ctarget-feature`: `{MIN_PTX_ISA}`");
+    let mut out: Vec<String> = Vec::new();
     let mut in_warning = false;
-    let mut out = Vec::new();
+    let mut placed = false;
     for line in stderr.lines() {
-        // Cargo's status lines: an indented capitalised verb ("    Finished …").
-        let status = line.starts_with(' ')
-            && line.split_whitespace().next().is_some_and(|w| {
-                w.starts_with(|c: char| c.is_ascii_uppercase())
-                    && w.chars().all(|c| c.is_ascii_alphabetic())
-            });
-        if line.starts_with("warning") {
-            // Not ours, nor cargo's count of a crate's warnings.
+        if let Some(message) = line.strip_prefix("warning: ") {
             in_warning = !line.contains(&ours) && !line.contains(") generated ");
-        } else if line.trim().is_empty() || status || line.starts_with("error") {
+            placed = false;
+            if in_warning {
+                out.push(message.to_string());
+            }
+        } else if !line.starts_with(' ') || line.trim().is_empty() {
             in_warning = false;
-        }
-        if in_warning {
-            out.push(line);
+        } else if let Some(place) = line.trim_start().strip_prefix("--> ")
+            && in_warning
+            && !placed
+            && let Some(last) = out.last_mut()
+        {
+            last.push_str(" at ");
+            last.push_str(place);
+            placed = true;
         }
     }
     out
@@ -383,17 +389,10 @@ mod tests {
     }
 
     #[test]
-    fn warning_blocks_are_kept_and_the_rest_dropped() {
-        let stderr = "   Compiling k v0.1.0 (/ws/k)\nwarning: unstable feature specified for `-Ctarget-feature`: `ptx62`\n  = note: unstable\n\nwarning: unused variable: `x`\n --> src/lib.rs:3:9\n  |\n3 |     let x = 1;\n\nerror: aborting\n    Finished `release` profile\n";
-        assert_eq!(
-            warnings(stderr),
-            [
-                "warning: unused variable: `x`",
-                " --> src/lib.rs:3:9",
-                "  |",
-                "3 |     let x = 1;"
-            ]
-        );
+    fn each_warning_is_one_line_with_its_place() {
+        let stderr = "   Compiling k v0.1.0 (/ws/k)\nwarning: unstable feature specified for `-Ctarget-feature`: `ptx62`\n  = note: unstable\n\nwarning: unused variable: `x`\n --> src/lib.rs:3:9\n  |\n3 |     let x = 1;\n\nwarning: `k` (lib) generated 2 warnings\nerror: aborting\n    Finished `release` profile\n";
+        assert_eq!(warnings(stderr), ["unused variable: `x` at src/lib.rs:3:9"]);
+        assert_eq!(warnings("warning: no place\n"), ["no place"]);
     }
 
     #[test]

@@ -38,8 +38,9 @@
 //!   in `$OUT_DIR/<name>.cubins.rs` (empty, with a cargo warning, without
 //!   `ptxas`);
 //! - prints `cargo::rerun-if-changed` for every source file of the kernel
-//!   crate and its path dependencies, and forwards the inner build's
-//!   warnings as cargo warnings.
+//!   crate and its path dependencies, and forwards each of the inner build's
+//!   warnings as one cargo warning line (its message and place; the host
+//!   build of the crate shows it in full).
 //!
 //! Its errors say what to do: a toolchain without `rust-src`,
 //! `llvm-tools` or `llvm-bitcode-linker` gets the `rustup component add …
@@ -515,10 +516,11 @@ impl KernelBuild {
         if !output.status.success() {
             return Err(failure(&crate_dir, libdevice.is_none(), searched, stderr));
         }
-        for line in inner::warnings(&stderr) {
+        let crate_name = crate_dir.file_name().unwrap_or_default().to_string_lossy();
+        for warning in inner::warnings(&stderr) {
             cargo(
                 "warning",
-                format_args!("{} (nvptx64): {line}", crate_dir.display()),
+                format_args!("{crate_name} (nvptx64 build): {warning}"),
             );
         }
         let stdout = String::from_utf8_lossy(&output.stdout);
