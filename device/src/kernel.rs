@@ -142,26 +142,23 @@ impl<P> core::fmt::Debug for Kernel<P> {
 /// }
 /// assert_eq!((k::ONES.name(), k::ZEROS.name()), ("ones", "zeros"));
 /// ```
+/// A kernel written otherwise (here without `as HANDLE`) is one error,
+/// "kernels!: each kernel is `/// docs` then `pub fn name(arg: Type, …) as
+/// HANDLE { body }`":
+/// ```compile_fail
+/// cuda_kernels_device::kernels! {
+///     pub fn no_handle(x: *mut f32) {}
+/// }
+/// ```
 ///
 /// On the host, the body is compiled too, as the handle's host entry
 /// (`Kernel::sim_entry`) that the simulator runs; it may use the items of
 /// the enclosing module. On nvptx64 nothing of it is emitted.
 #[macro_export]
 macro_rules! kernels {
-    (list $list:ident; $(
+    (@emit [$($list:tt)*] $(
         $(#[$attr:meta])*
         pub fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) as $handle:ident $body:block
-    )*) => {
-        $crate::kernels! { @items $(
-            $(#[$attr])* pub fn $name($($arg: $ty),*) as $handle $body
-        )* }
-
-        /// The PTX entry points this invocation declares, in declaration order.
-        pub const $list: &[&str] = &[$(stringify!($name)),*];
-    };
-    (@items $(
-        $(#[$attr:meta])*
-        pub fn $name:ident ( $($arg:ident : $ty:ty),* ) as $handle:ident $body:block
     )*) => {
         $(
             $(#[$attr])*
@@ -176,13 +173,23 @@ macro_rules! kernels {
             pub const $handle: $crate::kernel::Kernel<($($ty,)*)> =
                 $crate::kernel_handle!($name($($arg: $ty),*) $body);
         )*
+        $crate::kernels! { @list [$($list)*] $($name)* }
+    };
+    (@emit $($malformed:tt)*) => {
+        ::core::compile_error!(
+            "kernels!: each kernel is `/// docs` then `pub fn name(arg: Type, …) as HANDLE { body }`"
+        );
+    };
+    (@list [const $list:ident] $($name:ident)*) => {
+        /// The PTX entry points this invocation declares, in declaration order.
+        pub const $list: &[&str] = &[$(stringify!($name)),*];
     };
     // Without `list NAME;`: the list is `KERNELS`, in a hidden module named
     // after the first kernel and glob re-exported, so that several blocks in
     // one module compile (their `KERNELS` only clash where one is named:
     // rustc then says it is ambiguous; give each block a `list NAME;`).
-    (@list) => {};
-    (@list $first:ident $($name:ident)*) => {
+    (@list [glob]) => {};
+    (@list [glob] $first:ident $($name:ident)*) => {
         #[doc(hidden)]
         pub mod $first {
             /// The PTX entry points this invocation declares, in declaration order.
@@ -191,14 +198,11 @@ macro_rules! kernels {
         #[allow(ambiguous_glob_reexports)]
         pub use self::$first::*;
     };
-    ($(
-        $(#[$attr:meta])*
-        pub fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) as $handle:ident $body:block
-    )*) => {
-        $crate::kernels! { @items $(
-            $(#[$attr])* pub fn $name($($arg: $ty),*) as $handle $body
-        )* }
-        $crate::kernels! { @list $($name)* }
+    (list $list:ident; $($kernels:tt)*) => {
+        $crate::kernels! { @emit [const $list] $($kernels)* }
+    };
+    ($($kernels:tt)*) => {
+        $crate::kernels! { @emit [glob] $($kernels)* }
     };
 }
 

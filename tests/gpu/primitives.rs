@@ -13,7 +13,7 @@ use cuda_kernels::{Error, Gpu, LaunchConfig};
 use libtest_mimic::{Failed, Trial};
 
 use crate::common::{ensure, fail};
-use crate::support::rerun_self;
+use crate::support::rerun_self_printing;
 
 const MISALIGNED_CHILD: &str = "CUDA_KERNELS_TEST_MISALIGNED_CHILD";
 
@@ -75,19 +75,17 @@ fn shared_atomics_match_their_formulas(gpu: &Gpu) -> Result<(), Failed> {
     }
     .map_err(fail)?;
     gpu.synchronize(SHARED_ATOMICS_TEST.name()).map_err(fail)?;
-    let mut got = vec![0u64; ATOMICS_RESULTS];
-    let mut threads = vec![0u32; 3 * T];
-    out.copy_to(&mut got).map_err(fail)?;
-    per_thread.copy_to(&mut threads).map_err(fail)?;
+    let got = out.to_vec().map_err(fail)?;
+    let threads = per_thread.to_vec().map_err(fail)?;
 
     let ts = 0..T as u64;
     let spread = |t: u64| 1000 + (37 * t + 11) % 256;
     let (exchanged_last, cas_last) = (got[6], got[7]);
-    let want: [u64; ATOMICS_RESULTS] = [
+    let want = [
         T as u64,
         ts.clone().map(spread).min().unwrap_or(0),
         ts.clone().map(spread).max().unwrap_or(0),
-        u64::from(u32::MAX & !0xffff),
+        u64::from(!0xffff_u32),
         0xf_ffff,
         ts.clone()
             .fold(0u32, |x, t| x ^ (t as u32).wrapping_mul(t as u32))
@@ -139,21 +137,15 @@ fn shared_atomics_match_their_formulas(gpu: &Gpu) -> Result<(), Failed> {
 }
 
 fn misaligned_shared_atomic_is_a_located_fault(gpu: &Gpu) -> Result<(), Failed> {
-    let out = rerun_self(gpu, MISALIGNED_CHILD)?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    ensure(out.status.success(), || {
-        format!("child: {stdout} {}", String::from_utf8_lossy(&out.stderr))
-    })?;
-    for needle in [
-        "shared_atomic_misaligned: the kernel failed at",
-        "device_checks.rs:",
-        "misaligned shared-memory atomic",
-    ] {
-        ensure(stdout.contains(needle), || {
-            format!("{needle:?} not in {stdout:?}")
-        })?;
-    }
-    Ok(())
+    rerun_self_printing(
+        gpu,
+        MISALIGNED_CHILD,
+        &[
+            "shared_atomic_misaligned: the kernel failed at",
+            "device_checks.rs:",
+            "misaligned shared-memory atomic",
+        ],
+    )
 }
 
 fn warp_match_activemask_and_syncwarp(gpu: &Gpu) -> Result<(), Failed> {
@@ -169,8 +161,7 @@ fn warp_match_activemask_and_syncwarp(gpu: &Gpu) -> Result<(), Failed> {
     }
     .map_err(fail)?;
     gpu.synchronize(WARP_MATCH_TEST.name()).map_err(fail)?;
-    let mut got = vec![0u32; MATCH_ROWS * MATCH_BLOCK];
-    out.copy_to(&mut got).map_err(fail)?;
+    let got = out.to_vec().map_err(fail)?;
     let lanes_where =
         |f: &dyn Fn(u32) -> bool| (0..32).filter(|&k| f(k)).fold(0u32, |m, k| m | 1 << k);
     for t in 0..MATCH_BLOCK {

@@ -9,7 +9,7 @@ use std::panic::Location;
 use corosensei::Yielder;
 
 use super::scheduler::{Event, Yield};
-use super::{Access, SimError, SimThread};
+use super::{Access, RaceSource, SimError, SimThread};
 
 /// A call site in kernel code (`#[track_caller]`).
 pub(crate) type Site = &'static Location<'static>;
@@ -337,10 +337,12 @@ impl BlockState {
                 raise(SimError::SharedRace {
                     kernel: self.kernel,
                     offset: word * 4,
-                    place: self.place(offset, size),
                     first: (self.thread(first), first_kind),
                     second: (self.thread(linear), kind),
-                    sites: [first_site.map_or_else(|| "?".into(), at), at(site)],
+                    source: Box::new(RaceSource {
+                        place: self.place(offset, size),
+                        sites: [first_site, Some(site)],
+                    }),
                     interval: epoch - self.first_epoch.get(),
                 });
             }

@@ -40,6 +40,17 @@ impl fmt::Display for Access {
     }
 }
 
+/// Where a [`SimError::SharedRace`] is in the kernel's source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaceSource {
+    /// What the later access touched: "`tile[3]` (shared_array! at
+    /// file:line:column)", the array by its declaration, or the dynamic
+    /// shared memory's byte.
+    pub place: String,
+    /// Where each access is, earlier then later.
+    pub sites: [Option<&'static std::panic::Location<'static>>; 2],
+}
+
 /// Threads of a block that are stuck in the same place, for
 /// [`SimError::BarrierDivergence`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,16 +98,13 @@ pub enum SimError {
         kernel: &'static str,
         /// Byte offset of the word in the block's shared memory.
         offset: u32,
-        /// What the later access touched: "`tile[3]` (shared_array! at
-        /// file:line:column)", the array by its declaration, or the dynamic
-        /// shared memory's byte.
-        place: String,
         /// The earlier access.
         first: (SimThread, Access),
         /// The later access.
         second: (SimThread, Access),
-        /// Where each access is in the kernel's source, `file:line:column`.
-        sites: [String; 2],
+        /// Which array, and where in the source (boxed: the error stays
+        /// small).
+        source: Box<RaceSource>,
         /// The barrier interval: how many barriers the block had passed
         /// (0: before the first).
         interval: u32,
@@ -126,9 +134,8 @@ pub enum SimError {
     OutOfBounds {
         /// The kernel.
         kernel: &'static str,
-        /// The kernel parameter that points into the buffer, if one does.
-        parameter: Option<&'static str>,
-        /// The buffer's label.
+        /// The buffer: "parameter `x`, buffer <label>" when a kernel
+        /// parameter points into it, else "buffer <label>".
         buffer: String,
         /// The element index, `(address − base) / element size` (negative
         /// before the start).
@@ -161,6 +168,18 @@ fn threads(list: &[[u32; 3]]) -> String {
     s
 }
 
+/// A source location as `file:line:column` (`?` when unknown).
+struct Site(Option<&'static std::panic::Location<'static>>);
+
+impl fmt::Display for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(l) => write!(f, "{}:{}:{}", l.file(), l.line(), l.column()),
+            None => f.write_str("?"),
+        }
+    }
+}
+
 impl fmt::Display for SimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -181,21 +200,21 @@ impl fmt::Display for SimError {
             SimError::SharedRace {
                 kernel,
                 offset,
-                place,
                 first,
                 second,
-                sites,
+                source,
                 interval,
             } => write!(
                 f,
-                "{kernel}: shared-memory race on {place}, the word at shared byte offset \
+                "{kernel}: shared-memory race on {}, the word at shared byte offset \
                  {offset}: {} {} it at {} and {} {} it at {} with no barrier between, {}",
+                source.place,
                 first.0,
                 first.1,
-                sites[0],
+                Site(source.sites[0]),
                 second.0,
                 second.1,
-                sites[1],
+                Site(source.sites[1]),
                 match interval {
                     0 => "before the block's first barrier".to_string(),
                     k => format!("after the block's barrier {k}"),
@@ -227,21 +246,15 @@ impl fmt::Display for SimError {
             }
             SimError::OutOfBounds {
                 kernel,
-                parameter,
                 buffer,
                 index,
                 len,
                 at,
-            } => {
-                write!(f, "{kernel}: out-of-bounds access ")?;
-                if let Some(p) = parameter {
-                    write!(f, "through parameter `{p}`, ")?;
-                }
-                write!(
-                    f,
-                    "to buffer {buffer} (length {len}) at element index {index} by {at}"
-                )
-            }
+            } => write!(
+                f,
+                "{kernel}: out-of-bounds access to {buffer} (length {len}) at element index \
+                 {index} by {at}"
+            ),
             SimError::Memory { what, reason } => write!(f, "simulator memory: {what}: {reason}"),
         }
     }

@@ -64,7 +64,7 @@ mod scheduler;
 mod trap;
 
 pub(crate) use context::{current, dynamic_shared, fail};
-pub use error::{Access, SimError, SimThread, Stuck};
+pub use error::{Access, RaceSource, SimError, SimThread, Stuck};
 pub use printf::capture_printf;
 
 /// A kernel's host entry: reads its parameters from an array of pointers to
