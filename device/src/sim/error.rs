@@ -134,8 +134,8 @@ pub enum SimError {
     OutOfBounds {
         /// The kernel.
         kernel: &'static str,
-        /// The buffer: "parameter `x`, buffer <label>" when a kernel
-        /// parameter points into it, else "buffer <label>".
+        /// The buffer: "parameter `x`, buffer `label`" when a kernel
+        /// parameter points into it, else "buffer `label`" (its label).
         buffer: String,
         /// The element index, `(address − base) / element size` (negative
         /// before the start).
