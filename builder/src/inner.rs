@@ -451,6 +451,36 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_crate_that_is_not_one_is_refused_naming_the_file() {
+        let root = std::env::temp_dir().join(format!("ckb-crate-{}", std::process::id()));
+        let dir = root.join("kernels");
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        let refused = |what: &str| {
+            let e = check_kernel_crate(&dir).unwrap_err();
+            let text = e.to_string();
+            assert_eq!(text.lines().count(), 1, "{text}");
+            assert!(text.contains(what), "{text}");
+        };
+        refused("no kernel crate at");
+        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"k\"\n").unwrap();
+        refused("Cargo.toml has no library");
+        std::fs::write(dir.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+        refused("lib.rs is not no_std");
+        std::fs::write(dir.join("src/lib.rs"), "#![no_std]\n").unwrap();
+        check_kernel_crate(&dir).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn rustc_lists_the_architectures_it_knows() {
+        // Where rustc answers (it does wherever the builder runs).
+        if let Some(known) = known_archs() {
+            assert!(known.iter().any(|a| a == "sm_70") && known.iter().any(|a| a == "sm_90a"));
+            assert!(!known.iter().any(|a| a == "sm_999"));
+        }
+    }
+
+    #[test]
     fn a_missing_float_method_is_recognised() {
         let e = "error[E0599]: no method named `exp` found for type `f32` in the current scope";
         assert!(misses_float_methods(e));

@@ -696,6 +696,20 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_architecture_is_one_line_with_the_known_ones() {
+        let e = Error::UnknownArch {
+            arch: "sm_999".into(),
+            var: Some("DOWNSTREAM_ARCH".into()),
+            known: vec!["sm_80".into(), "sm_90".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "\"sm_999\" (from $DOWNSTREAM_ARCH) is not a GPU architecture rustc's NVPTX backend \
+             knows: give one of sm_80, sm_90 (`DOWNSTREAM_ARCH=sm_80`)"
+        );
+    }
+
+    #[test]
     fn a_missing_component_gives_the_command_for_the_toolchain() {
         let e = Error::MissingComponents {
             toolchain: Some("1.95.0-x86_64-unknown-linux-gnu".into()),
