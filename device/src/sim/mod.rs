@@ -209,11 +209,18 @@ pub unsafe fn launch_with(
 /// [`kernels!`](crate::kernels) writes, with their crate's name.
 #[doc(hidden)]
 pub fn warn_unoptimised(package: &'static str) {
+    if let Some(message) = unoptimised_message(package) {
+        eprintln!("{message}");
+    }
+}
+
+/// [`warn_unoptimised`]'s message, the first time for `package` only.
+fn unoptimised_message(package: &'static str) -> Option<String> {
     use std::sync::Mutex;
     static WARNED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
     let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
     if warned.contains(&package) {
-        return;
+        return None;
     }
     warned.push(package);
     // A kernel crate also as the GPU build compiles it: wrapping arithmetic.
@@ -228,11 +235,31 @@ pub fn warn_unoptimised(package: &'static str) {
              overflow-checks = false\n"
         )
     };
-    eprintln!(
+    Some(format!(
         "cuda-kernels simulator: {package} was built without optimisation (a dev build), so \
          the simulator runs its kernel code about 10x slower. Add to your workspace's \
          Cargo.toml (or build with --release):\n{lines}"
-    );
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_unoptimised_crate_is_named_once_with_its_profile_lines() {
+        let first = super::unoptimised_message("my-kernels").expect("the first time");
+        assert!(
+            first.contains("my-kernels was built without optimisation"),
+            "{first}"
+        );
+        assert!(
+            first.ends_with(
+                "[profile.dev.package.my-kernels]\nopt-level = 3\ndebug-assertions = false\n\
+                 overflow-checks = false\n"
+            ),
+            "{first}"
+        );
+        assert_eq!(super::unoptimised_message("my-kernels"), None);
+    }
 }
 
 /// Runs the blocks, in order on the calling thread, or on
