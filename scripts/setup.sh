@@ -7,7 +7,8 @@
 #     that `cust` links and fails cleanly at run time with "no device";
 #  3. a CUDA root with `lib64/` for cust's build script (CUDA_LIBRARY_PATH);
 #  4. `ptxas` from the PyPI wheel nvidia-cuda-nvcc-cu12, pinned, in
-#     .tools/ptxas: build.rs assembles the embedded sm_80/sm_90 cubins with it
+#     .tools/ptxas (linked from ~/.cache/cuda-kernels/ptxas for workspaces
+#     outside the clone): build.rs assembles the embedded sm_80/sm_90 cubins with it
 #     and tests/ptx.rs checks the PTX for sm_70/80/90 (CUDA 13's ptxas
 #     dropped sm_70; 12.9 assembles it). build.rs and the tests find it there
 #     themselves (after $PTXAS and PATH): nothing to export;
@@ -72,6 +73,12 @@ if [ ! -d "$TOOLS/ptxas/nvidia_cuda_nvcc_cu12-12.9.86.dist-info" ] || [ ! -x "$P
 fi
 if ! "$PTXAS_BIN" --version >/dev/null 2>&1; then
   missing "no working ptxas at $PTXAS_BIN" "the library embeds PTX only and the ptxas checks are ignored"
+fi
+# The same wheel for workspaces outside this clone: cuda-kernels-builder also
+# looks in the user's cache, ${XDG_CACHE_HOME:-~/.cache}/cuda-kernels/ptxas.
+CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/cuda-kernels"
+if [ -x "$PTXAS_BIN" ] && { [ -L "$CACHE/ptxas" ] || [ ! -e "$CACHE/ptxas" ]; }; then
+  mkdir -p "$CACHE" && ln -sfn "$TOOLS/ptxas" "$CACHE/ptxas"
 fi
 
 # 5. the C ABI callers (tests/capi_callers.rs): NumPy for the Python ctypes

@@ -43,9 +43,29 @@ downstream() {
 downstream fmt --all -- --check
 downstream clippy --release --target-dir target/downstream --all-targets -- -D warnings
 MANIFEST=examples/downstream/Cargo.toml nvptx clippy --quiet -p downstream-kernels -- -D warnings
-downstream build --release --target-dir target/downstream
-target/downstream/release/downstream-app
-downstream test --release --target-dir target/downstream
+# A user's first build, outside this clone: the downstream workspace copied
+# to a temporary folder as a `cargo new`-style template (our crates by
+# absolute path, as a user's git dependencies), with no .cargo/config.toml
+# anywhere above it: ptxas and libdevice are found by the builder itself (the
+# cache scripts/setup.sh fills); only cust's build script needs a CUDA root
+# with lib64/, which a machine without the toolkit names in CUDA_LIBRARY_PATH
+# (the README's one line). Its dev profile is the simulator's (quiet: no
+# "built without optimisation" warning).
+template="$(mktemp -d)"
+tar -C examples/downstream --exclude=./target -cf - . | tar -C "$template" -xf -
+sed -i "s#path = \"\.\./\.\.#path = \"$PWD#" "$template/Cargo.toml"
+if grep -q 'path = "\.\.' "$template/Cargo.toml"; then echo "template: a relative path left" >&2; exit 1; fi
+(
+  cd "$template"
+  [ -d /usr/local/cuda/lib64 ] || export CUDA_LIBRARY_PATH=/usr
+  unset PTXAS CUDA_KERNELS_LIBDEVICE
+  cargo build --release --target-dir "$OLDPWD/target/downstream"
+  "$OLDPWD/target/downstream/release/downstream-app"
+  cargo test --release --target-dir "$OLDPWD/target/downstream"
+  CUDA_KERNELS_SIM=1 cargo run --target-dir "$OLDPWD/target/downstream" 2>&1 | tee run.log
+  if grep -q "built without optimisation" run.log; then exit 1; fi
+)
+rm -rf "$template"
 cargo test --workspace "$@"
 # The simulator's other schedules: the kernels' smoke tier under three fixed
 # seeds (threads started and resumed in a random order, a different one per

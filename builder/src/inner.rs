@@ -21,6 +21,9 @@ pub const STRIPPED_VARS: [&str; 10] = [
     "CARGO_PRIMARY_PACKAGE",
 ];
 
+/// The PTX ISA the inner build asks for at least (see [`rustflags`]).
+const MIN_PTX_ISA: &str = "ptx62";
+
 /// The kernels' own release profile (the outer workspace's is the host's).
 pub const PROFILE: [(&str, &str); 7] = [
     ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "3"),
@@ -34,9 +37,14 @@ pub const PROFILE: [(&str, &str); 7] = [
 
 /// `CARGO_ENCODED_RUSTFLAGS` for the inner build: the PTX target and, when
 /// given, libdevice for the bitcode linker (which keeps only what the kernels
-/// call).
+/// call). Below sm_75, whose PTX LLVM writes as ISA 6.1 or older, PTX ISA
+/// 6.2 (`+ptx62`, CUDA 10.0's), the first with `activemask`
+/// (`warp::activemask`).
 pub fn rustflags(arch: &str, libdevice: Option<&Path>) -> String {
     let mut flags = format!("-Ctarget-cpu={arch}");
+    if sm(arch).is_some_and(|n| n < 75) {
+        flags.push_str(&format!("\x1f-Ctarget-feature=+{MIN_PTX_ISA}"));
+    }
     if let Some(path) = libdevice {
         flags.push_str(&format!("\x1f-Clink-arg={}", path.display()));
     }
@@ -176,25 +184,35 @@ pub fn dep_info_files(text: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Each warning block of the inner build's stderr (from a `warning` line to
-/// the next blank line, `error` line or cargo status line), line by line.
-pub fn warnings(stderr: &str) -> Vec<&str> {
+/// One line per warning of the inner build's stderr: its message and the
+/// first place rustc names (` --> file:line:column`, relative to the kernel
+/// crate's workspace), `"unused variable: `x` at src/lib.rs:3:9"`. The host
+/// build of the same crate prints the full warning; this line says it holds
+/// for the GPU build too, or is the GPU build's own. Not rustc's note, for
+/// every crate, that [`rustflags`]' `+ptx62` is an unstable target feature,
+/// nor cargo's count of a crate's warnings.
+pub fn warnings(stderr: &str) -> Vec<String> {
+    let ours = format!("unstable feature specified for `-Ctarget-feature`: `{MIN_PTX_ISA}`");
+    let mut out: Vec<String> = Vec::new();
     let mut in_warning = false;
-    let mut out = Vec::new();
+    let mut placed = false;
     for line in stderr.lines() {
-        // Cargo's status lines: an indented capitalised verb ("    Finished …").
-        let status = line.starts_with(' ')
-            && line.split_whitespace().next().is_some_and(|w| {
-                w.starts_with(|c: char| c.is_ascii_uppercase())
-                    && w.chars().all(|c| c.is_ascii_alphabetic())
-            });
-        if line.starts_with("warning") {
-            in_warning = true;
-        } else if line.trim().is_empty() || status || line.starts_with("error") {
+        if let Some(message) = line.strip_prefix("warning: ") {
+            in_warning = !line.contains(&ours) && !line.contains(") generated ");
+            placed = false;
+            if in_warning {
+                out.push(message.to_string());
+            }
+        } else if !line.starts_with(' ') || line.trim().is_empty() {
             in_warning = false;
-        }
-        if in_warning {
-            out.push(line);
+        } else if let Some(place) = line.trim_start().strip_prefix("--> ")
+            && in_warning
+            && !placed
+            && let Some(last) = out.last_mut()
+        {
+            last.push_str(" at ");
+            last.push_str(place);
+            placed = true;
         }
     }
     out
@@ -235,12 +253,79 @@ pub fn kernel_target_dir(out_dir: &Path, crate_dir: &Path) -> PathBuf {
         .join(format!("{name}-{hash:016x}"))
 }
 
-/// The number of an architecture name: 80 for `sm_80`; `None` for anything
-/// that is not `sm_<number>` with a number of at least 50.
+/// The number of an architecture name: 80 for `sm_80` (and `sm_90a`);
+/// `None` for anything that is not `sm_<number>[a|f]` with a number of at
+/// least 50.
 pub fn sm(arch: &str) -> Option<u32> {
-    arch.strip_prefix("sm_")
-        .and_then(|n| n.parse::<u32>().ok())
-        .filter(|&n| n >= 50)
+    let n = arch.strip_prefix("sm_")?;
+    let n = n.strip_suffix(['a', 'f']).unwrap_or(n);
+    n.parse::<u32>().ok().filter(|&n| n >= 50)
+}
+
+/// The architectures rustc's NVPTX backend knows (`rustc --print
+/// target-cpus --target nvptx64-nvidia-cuda`, with cargo's `$RUSTC`);
+/// `None` when rustc cannot say.
+pub fn known_archs() -> Option<Vec<String>> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc)
+        .args(["--print", "target-cpus", "--target", TARGET])
+        .output()
+        .ok()?;
+    let list: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| sm(w).is_some())
+        .map(str::to_string)
+        .collect();
+    (out.status.success() && !list.is_empty()).then_some(list)
+}
+
+/// Refuses a kernel crate folder without `Cargo.toml`, a crate without a
+/// library (`src/lib.rs`, or the `path` of its `[lib]` section), and a
+/// library whose root never says `no_std`.
+pub fn check_kernel_crate(crate_dir: &Path) -> Result<(), crate::Error> {
+    let manifest = crate_dir.join("Cargo.toml");
+    let Ok(text) = std::fs::read_to_string(&manifest) else {
+        return Err(crate::Error::NoKernelCrate {
+            crate_dir: crate_dir.to_path_buf(),
+        });
+    };
+    let lib = crate_dir.join(lib_path(&text).unwrap_or("src/lib.rs"));
+    let Ok(source) = std::fs::read_to_string(&lib) else {
+        return Err(crate::Error::NotALibrary { manifest });
+    };
+    if !source.contains("no_std") {
+        return Err(crate::Error::NotNoStd { lib });
+    }
+    Ok(())
+}
+
+/// The `path` of a manifest's `[lib]` section, if it names one.
+fn lib_path(manifest: &str) -> Option<&str> {
+    let mut in_lib = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_lib = line == "[lib]";
+        } else if in_lib && let Some(value) = line.strip_prefix("path") {
+            return Some(
+                value
+                    .trim_start()
+                    .strip_prefix('=')?
+                    .trim()
+                    .trim_matches('"'),
+            );
+        }
+    }
+    None
+}
+
+/// Whether rustc's messages say a float method (`exp`, `sin`…) was not
+/// found on `f32` or `f64`: in `no_std` they come from `GpuFloat`.
+pub fn misses_float_methods(stderr: &str) -> bool {
+    stderr.lines().any(|l| {
+        l.contains("no method named")
+            && (l.contains("for type `f32`") || l.contains("for type `f64`"))
+    })
 }
 
 /// The Rust expression (of type `&[Cubin]`) that lists `cubins`
@@ -386,7 +471,12 @@ mod tests {
 
     #[test]
     fn without_libdevice_only_the_target_cpu_is_passed() {
-        assert_eq!(rustflags("sm_70", None), "-Ctarget-cpu=sm_70");
+        assert_eq!(rustflags("sm_80", None), "-Ctarget-cpu=sm_80");
+        // PTX ISA 6.2 at least (activemask), where sm_70's default is 6.0.
+        assert_eq!(
+            rustflags("sm_70", None),
+            "-Ctarget-cpu=sm_70\x1f-Ctarget-feature=+ptx62"
+        );
     }
 
     #[test]
@@ -426,17 +516,10 @@ mod tests {
     }
 
     #[test]
-    fn warning_blocks_are_kept_and_the_rest_dropped() {
-        let stderr = "   Compiling k v0.1.0 (/ws/k)\nwarning: unused variable: `x`\n --> src/lib.rs:3:9\n  |\n3 |     let x = 1;\n\nerror: aborting\n    Finished `release` profile\n";
-        assert_eq!(
-            warnings(stderr),
-            [
-                "warning: unused variable: `x`",
-                " --> src/lib.rs:3:9",
-                "  |",
-                "3 |     let x = 1;"
-            ]
-        );
+    fn each_warning_is_one_line_with_its_place() {
+        let stderr = "   Compiling k v0.1.0 (/ws/k)\nwarning: unstable feature specified for `-Ctarget-feature`: `ptx62`\n  = note: unstable\n\nwarning: unused variable: `x`\n --> src/lib.rs:3:9\n  |\n3 |     let x = 1;\n\nwarning: `k` (lib) generated 2 warnings\nerror: aborting\n    Finished `release` profile\n";
+        assert_eq!(warnings(stderr), ["unused variable: `x` at src/lib.rs:3:9"]);
+        assert_eq!(warnings("warning: no place\n"), ["no place"]);
     }
 
     #[test]
@@ -479,6 +562,7 @@ mod tests {
     fn architectures_are_sm_numbers() {
         assert_eq!(sm("sm_70"), Some(70));
         assert_eq!(sm("sm_90"), Some(90));
+        assert_eq!(sm("sm_90a"), Some(90));
         assert_eq!(sm("sm_35"), None);
         assert_eq!(sm("compute_70"), None);
         assert_eq!(sm("sm_9x"), None);
@@ -510,6 +594,53 @@ ptxas info    : Used 111 registers, used 1 barriers, 256 bytes smem\n";
                 },
             ]
         );
+    }
+
+    #[test]
+    fn the_lib_path_comes_from_the_lib_section() {
+        let manifest =
+            "[package]\npath = \"x\"\n[lib]\ncrate-type = [\"cdylib\"]\npath = \"src/k.rs\"\n";
+        assert_eq!(lib_path(manifest), Some("src/k.rs"));
+        assert_eq!(lib_path("[package]\nname = \"k\"\n[lib]\n"), None);
+    }
+
+    #[test]
+    fn a_kernel_crate_that_is_not_one_is_refused_naming_the_file() {
+        let root = std::env::temp_dir().join(format!("ckb-crate-{}", std::process::id()));
+        let dir = root.join("kernels");
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        let refused = |what: &str| {
+            let e = check_kernel_crate(&dir).unwrap_err();
+            let text = e.to_string();
+            assert_eq!(text.lines().count(), 1, "{text}");
+            assert!(text.contains(what), "{text}");
+        };
+        refused("no kernel crate at");
+        std::fs::write(dir.join("Cargo.toml"), "[package]\nname = \"k\"\n").unwrap();
+        refused("Cargo.toml has no library");
+        std::fs::write(dir.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+        refused("lib.rs is not no_std");
+        std::fs::write(dir.join("src/lib.rs"), "#![no_std]\n").unwrap();
+        check_kernel_crate(&dir).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn rustc_lists_the_architectures_it_knows() {
+        // Where rustc answers (it does wherever the builder runs).
+        if let Some(known) = known_archs() {
+            assert!(known.iter().any(|a| a == "sm_70") && known.iter().any(|a| a == "sm_90a"));
+            assert!(!known.iter().any(|a| a == "sm_999"));
+        }
+    }
+
+    #[test]
+    fn a_missing_float_method_is_recognised() {
+        let e = "error[E0599]: no method named `exp` found for type `f32` in the current scope";
+        assert!(misses_float_methods(e));
+        assert!(!misses_float_methods(
+            "error[E0599]: no method named `x` found for struct `S`"
+        ));
     }
 
     #[test]

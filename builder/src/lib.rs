@@ -38,8 +38,9 @@
 //!   in `$OUT_DIR/<name>.cubins.rs` (empty, with a cargo warning, without
 //!   `ptxas`);
 //! - prints `cargo::rerun-if-changed` for every source file of the kernel
-//!   crate and its path dependencies, and forwards the inner build's
-//!   warnings as cargo warnings.
+//!   crate and its path dependencies, and forwards each of the inner build's
+//!   warnings as one cargo warning line (its message and place; the host
+//!   build of the crate shows it in full).
 //!
 //! Its errors say what to do: a toolchain without `rust-src`,
 //! `llvm-tools` or `llvm-bitcode-linker` gets the `rustup component add …
@@ -48,9 +49,16 @@
 //!
 //! Where the tools are looked for ([`find_ptxas`], [`find_libdevice`]):
 //! `$PTXAS` / `$CUDA_KERNELS_LIBDEVICE`, then (`ptxas`) the `PATH`, then the
-//! `nvidia-cuda-nvcc-cu12` wheel in a `.tools/ptxas` folder at or above the
-//! calling crate, then `/usr/local/cuda`, then that wheel in `python3`'s
-//! environment (`pip install nvidia-cuda-nvcc-cu12`).
+//! CUDA roots `$CUDA_HOME` and `$CUDA_PATH`, the `nvidia-cuda-nvcc-cu12`
+//! wheel in a `.tools/ptxas` folder at or above the calling crate and in the
+//! user's cache (`~/.cache/cuda-kernels/ptxas`, which this project's
+//! `scripts/setup.sh` fills), `/usr/local/cuda`, and that wheel installed for
+//! any Python on `PATH` (`pip install nvidia-cuda-nvcc-cu12`). A failed
+//! search lists every place it looked at, and that one command.
+//!
+//! Bad input is one line naming the file or value and the fix: a kernel
+//! crate folder without `Cargo.toml`, a crate without a library or not
+//! `no_std`, an architecture rustc's NVPTX backend does not know.
 #![warn(missing_docs)]
 
 mod inner;
@@ -63,7 +71,7 @@ use std::process::{Command, Stdio};
 
 pub use inner::{AssembledCubin, KernelResources, TARGET};
 pub use toolchain::COMPONENTS;
-pub use tools::{LIBDEVICE_VAR, PTXAS_VAR, find_libdevice, find_ptxas};
+pub use tools::{LIBDEVICE_VAR, PTXAS_VAR, cache_dir, find_libdevice, find_ptxas};
 
 /// One kernel crate to build to PTX: set it up with the methods, then
 /// [`build`](Self::build).
@@ -132,6 +140,31 @@ pub enum Error {
         arch: String,
         /// The environment variable it came from, if any.
         var: Option<String>,
+    },
+    /// The architecture is not one rustc's NVPTX backend knows.
+    UnknownArch {
+        /// What was given.
+        arch: String,
+        /// The environment variable it came from, if any.
+        var: Option<String>,
+        /// The architectures `rustc --print target-cpus` lists.
+        known: Vec<String>,
+    },
+    /// The kernel crate's folder has no `Cargo.toml`.
+    NoKernelCrate {
+        /// The folder looked at.
+        crate_dir: PathBuf,
+    },
+    /// The kernel crate has no library target (no `src/lib.rs`, no `[lib]
+    /// path` that exists).
+    NotALibrary {
+        /// The crate's `Cargo.toml`.
+        manifest: PathBuf,
+    },
+    /// The kernel crate's library is not `no_std` (nvptx64 has no `std`).
+    NotNoStd {
+        /// The library's root file.
+        lib: PathBuf,
     },
     /// A program could not be started.
     Spawn {
@@ -213,6 +246,38 @@ impl fmt::Display for Error {
                     None => Ok(()),
                 }
             }
+            Self::UnknownArch { arch, var, known } => {
+                let from = var
+                    .as_ref()
+                    .map_or(String::new(), |v| format!(" (from ${v})"));
+                let fix = var
+                    .as_ref()
+                    .map_or("`.arch(\"sm_80\")`".to_string(), |v| format!("`{v}=sm_80`"));
+                write!(
+                    f,
+                    "{arch:?}{from} is not a GPU architecture rustc's NVPTX backend knows: give one \
+                     of {} ({fix})",
+                    known.join(", ")
+                )
+            }
+            Self::NoKernelCrate { crate_dir } => write!(
+                f,
+                "no kernel crate at {}: there is no Cargo.toml there (KernelBuild::new takes the \
+                 kernel crate's folder, relative to the crate whose build.rs calls it)",
+                crate_dir.display()
+            ),
+            Self::NotALibrary { manifest } => write!(
+                f,
+                "{} has no library (no src/lib.rs, no [lib] path): a kernel crate is a library; \
+                 add src/lib.rs and `[lib] crate-type = [\"cdylib\", \"rlib\"]`",
+                manifest.display()
+            ),
+            Self::NotNoStd { lib } => write!(
+                f,
+                "{} is not no_std, and nvptx64 has no std: add \
+                 `#![cfg_attr(target_arch = \"nvptx64\", no_std)]` at its top",
+                lib.display()
+            ),
             Self::Spawn { program, reason } => write!(f, "could not run `{program}`: {reason}"),
             Self::MissingComponents {
                 toolchain,
@@ -231,12 +296,23 @@ impl fmt::Display for Error {
                     toolchain::component_add_line(toolchain.as_deref(), missing)
                 )
             }
-            Self::Compile { crate_dir, stderr } => write!(
-                f,
-                "the kernel crate {} does not compile for nvptx64: rustc's messages follow (paths \
-                 relative to its workspace's root)\n\n{stderr}",
-                crate_dir.display()
-            ),
+            Self::Compile { crate_dir, stderr } => {
+                write!(
+                    f,
+                    "the kernel crate {} does not compile for nvptx64: rustc's messages follow \
+                     (paths relative to its workspace's root)",
+                    crate_dir.display()
+                )?;
+                if inner::misses_float_methods(stderr) {
+                    write!(
+                        f,
+                        "; a float method such as `.exp()` is not in `core`: add `use \
+                         cuda_kernels_device::prelude::*;` (its trait GpuFloat gives them, \
+                         through libdevice)"
+                    )?;
+                }
+                write!(f, "\n\n{stderr}")
+            }
             Self::DuplicateEntry { symbol, crates } => write!(
                 f,
                 "two kernels have the entry name `{symbol}` (declared in {}): entry names are \
@@ -263,8 +339,9 @@ impl fmt::Display for Error {
                 write!(
                     f,
                     "the kernels call NVIDIA's libdevice (`__nv_…` math functions) and no \
-                     libdevice.10.bc was found; set {LIBDEVICE_VAR} to one (CUDA has it in \
-                     nvvm/libdevice/; so has the PyPI wheel nvidia-cuda-nvcc-cu12). Looked at:"
+                     libdevice.10.bc was found: run `{}` (or set {LIBDEVICE_VAR} to one; a CUDA \
+                     toolkit has it in nvvm/libdevice/). Looked at:",
+                    tools::INSTALL_LINE
                 )?;
                 for path in searched {
                     write!(f, "\n  {}", path.display())?;
@@ -452,6 +529,16 @@ impl KernelBuild {
         let manifest_dir =
             env_dir("CARGO_MANIFEST_DIR").or_else(|e| std::env::current_dir().map_err(|_| e))?;
         let crate_dir = manifest_dir.join(&self.crate_dir);
+        inner::check_kernel_crate(&crate_dir)?;
+        if let Some(known) = inner::known_archs()
+            && !known.contains(&self.arch)
+        {
+            return Err(Error::UnknownArch {
+                arch: self.arch.clone(),
+                var: self.arch_var.clone(),
+                known,
+            });
+        }
         // Rebuild triggers that hold even when this build fails.
         cargo("rerun-if-changed", crate_dir.join("src").display());
         cargo("rerun-if-changed", crate_dir.join("Cargo.toml").display());
@@ -486,10 +573,11 @@ impl KernelBuild {
         if !output.status.success() {
             return Err(failure(&crate_dir, libdevice.is_none(), searched, stderr));
         }
-        for line in inner::warnings(&stderr) {
+        let crate_name = crate_dir.file_name().unwrap_or_default().to_string_lossy();
+        for warning in inner::warnings(&stderr) {
             cargo(
                 "warning",
-                format_args!("{} (nvptx64): {line}", crate_dir.display()),
+                format_args!("{crate_name} (nvptx64 build): {warning}"),
             );
         }
         let stdout = String::from_utf8_lossy(&output.stdout);
@@ -605,13 +693,16 @@ fn assemble(
     ptx: &Path,
     archs: &[(&str, u32)],
 ) -> Result<(Option<PathBuf>, Vec<inner::AssembledCubin>), Error> {
-    let Some(ptxas) = find_ptxas(manifest_dir) else {
+    let (found, searched) = find_ptxas(manifest_dir);
+    let Some(ptxas) = found else {
+        let places: Vec<_> = searched.iter().map(|p| p.display().to_string()).collect();
         cargo(
             "warning",
             format_args!(
-                "no ptxas found (${PTXAS_VAR}, PATH, .tools/ptxas, /usr/local/cuda/bin, \
-                 python3's nvidia-cuda-nvcc-cu12): {name} embeds PTX only, and the driver \
-                 JIT-compiles it at the first start; set {PTXAS_VAR} or install CUDA's ptxas"
+                "no ptxas found: {name} embeds PTX only, and the driver JIT-compiles it at the \
+                 first start; run `{}` (or set {PTXAS_VAR}). Looked at: {}",
+                tools::INSTALL_LINE,
+                places.join(", ")
             ),
         );
         return Ok((None, Vec::new()));
@@ -692,6 +783,20 @@ mod tests {
                 arch: "compute_80".into(),
                 var: None
             }
+        );
+    }
+
+    #[test]
+    fn an_unknown_architecture_is_one_line_with_the_known_ones() {
+        let e = Error::UnknownArch {
+            arch: "sm_999".into(),
+            var: Some("DOWNSTREAM_ARCH".into()),
+            known: vec!["sm_80".into(), "sm_90".into()],
+        };
+        assert_eq!(
+            e.to_string(),
+            "\"sm_999\" (from $DOWNSTREAM_ARCH) is not a GPU architecture rustc's NVPTX backend \
+             knows: give one of sm_80, sm_90 (`DOWNSTREAM_ARCH=sm_80`)"
         );
     }
 

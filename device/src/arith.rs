@@ -54,3 +54,25 @@ pub fn f64_halves(x: f64) -> (u32, u32) {
         (lo, hi)
     }
 }
+
+/// `a * b + c` with a single rounding (`fma.rn.f64`), the same result as
+/// `f64::mul_add` on the host.
+#[inline(always)]
+pub fn fma_f64(a: f64, b: f64, c: f64) -> f64 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    return a.mul_add(b, c);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let d: u64;
+        // SAFETY: a register-only arithmetic instruction.
+        unsafe {
+            asm!(
+                "fma.rn.f64 {d}, {a}, {b}, {c};",
+                d = out(reg64) d,
+                a = in(reg64) a.to_bits(), b = in(reg64) b.to_bits(), c = in(reg64) c.to_bits(),
+                options(nostack, nomem, pure, preserves_flags),
+            );
+        }
+        f64::from_bits(d)
+    }
+}

@@ -12,10 +12,21 @@
 //! publishing atomic and after the observing one, as the reduction's
 //! last-block-done step does.
 //!
-//! ```ignore
-//! use cuda_kernels_device::atomic;
-//! // SAFETY: `counter` points to a live, aligned u32 in global memory.
-//! let ticket = unsafe { atomic::fetch_add_u32(counter, 1) };
+//! ```
+//! use cuda_kernels_device::prelude::*;
+//! kernels! {
+//!     /// Thread `i` draws a ticket from `counter` into `tickets[i]`.
+//!     ///
+//!     /// # Safety
+//!     /// `counter` points to a u32, `tickets` to one u32 per thread.
+//!     pub fn draw(counter: *mut u32, tickets: *mut u32) as DRAW {
+//!         // SAFETY: `counter` points to a live, aligned u32 in global memory.
+//!         let ticket = unsafe { atomic::fetch_add_u32(counter, 1) };
+//!         // SAFETY: one slot per thread.
+//!         unsafe { *tickets.add(thread::index_1d()) = ticket };
+//!     }
+//! }
+//! # fn main() {}
 //! ```
 //!
 //! (`core::sync::atomic` types lower to the same instructions, but rustc's

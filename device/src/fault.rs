@@ -32,8 +32,19 @@ pub fn fail(file: &str, line: u32, column: u32, message: &str) -> ! {
 /// file, line, block and thread with the message for the host, and traps
 /// (on the host: the simulated launch returns the fault).
 ///
-/// ```ignore
-/// gpu_assert!(i < n, "index past the end");
+/// ```
+/// use cuda_kernels_device::prelude::*;
+/// kernels! {
+///     /// Fails, located, in a thread past `n`.
+///     ///
+///     /// # Safety
+///     /// None needed.
+///     pub fn check(n: usize) as CHECK {
+///         let i = thread::index_1d();
+///         gpu_assert!(i < n, "index past the end");
+///     }
+/// }
+/// # fn main() {}
 /// ```
 #[macro_export]
 macro_rules! gpu_assert {

@@ -125,17 +125,60 @@ impl<P> core::fmt::Debug for Kernel<P> {
 /// gives, on nvptx64, the entry point `#[unsafe(no_mangle)] pub unsafe
 /// extern "ptx-kernel" fn multiply(…)` with these docs and body; everywhere,
 /// the handle `pub const MULTIPLY: Kernel<(*const f32, *const f32, *mut f32,
-/// usize)>`; and once per invocation `pub const KERNELS: &[&str]`, the entry
-/// names in declaration order (join the modules' lists with
+/// usize)>`; and once per invocation `KERNELS: &[&str]`, the entry names in
+/// declaration order (join the modules' lists with
 /// [`kernel_list!`](crate::kernel_list)); `kernels! { list NAME; … }` names
-/// that list `NAME` instead (for a module with two such lists).
+/// that list `NAME` instead.
+///
+/// Several blocks may share a module: each one's `KERNELS` is re-exported
+/// from a hidden module of its own, so they only clash where `KERNELS` is
+/// named (rustc: "`KERNELS` is ambiguous"); to join such lists, give each
+/// block a `list NAME;`:
+/// ```
+/// mod k {
+///     use cuda_kernels_device::thread;
+///     cuda_kernels_device::kernels! {
+///         /// `x[i] = 1` for `i < n`.
+///         ///
+///         /// # Safety
+///         /// `x` holds `n` u32.
+///         pub fn ones(x: *mut u32, n: usize) as ONES {
+///             for i in thread::grid_stride(n) {
+///                 // SAFETY: i < n.
+///                 unsafe { *x.add(i) = 1 };
+///             }
+///         }
+///     }
+///     cuda_kernels_device::kernels! {
+///         /// `x[i] = 0` for `i < n`.
+///         ///
+///         /// # Safety
+///         /// `x` holds `n` u32.
+///         pub fn zeros(x: *mut u32, n: usize) as ZEROS {
+///             for i in thread::grid_stride(n) {
+///                 // SAFETY: i < n.
+///                 unsafe { *x.add(i) = 0 };
+///             }
+///         }
+///     }
+/// }
+/// assert_eq!((k::ONES.name(), k::ZEROS.name()), ("ones", "zeros"));
+/// ```
+/// A kernel written otherwise (here without `as HANDLE`) is one error,
+/// "kernels!: each kernel is `/// docs` then `pub fn name(arg: Type, …) as
+/// HANDLE { body }`":
+/// ```compile_fail
+/// cuda_kernels_device::kernels! {
+///     pub fn no_handle(x: *mut f32) {}
+/// }
+/// ```
 ///
 /// On the host, the body is compiled too, as the handle's host entry
 /// (`Kernel::sim_entry`) that the simulator runs; it may use the items of
 /// the enclosing module. On nvptx64 nothing of it is emitted.
 #[macro_export]
 macro_rules! kernels {
-    (list $list:ident; $(
+    (@emit [$($list:tt)*] $(
         $(#[$attr:meta])*
         pub fn $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) as $handle:ident $body:block
     )*) => {
@@ -152,12 +195,36 @@ macro_rules! kernels {
             pub const $handle: $crate::kernel::Kernel<($($ty,)*)> =
                 $crate::kernel_handle!($name($($arg: $ty),*) $body);
         )*
-
+        $crate::kernels! { @list [$($list)*] $($name)* }
+    };
+    (@emit $($malformed:tt)*) => {
+        ::core::compile_error!(
+            "kernels!: each kernel is `/// docs` then `pub fn name(arg: Type, …) as HANDLE { body }`"
+        );
+    };
+    (@list [const $list:ident] $($name:ident)*) => {
         /// The PTX entry points this invocation declares, in declaration order.
         pub const $list: &[&str] = &[$(stringify!($name)),*];
     };
-    ($($rest:tt)*) => {
-        $crate::kernels! { list KERNELS; $($rest)* }
+    // Without `list NAME;`: the list is `KERNELS`, in a hidden module named
+    // after the first kernel and glob re-exported, so that several blocks in
+    // one module compile (their `KERNELS` only clash where one is named:
+    // rustc then says it is ambiguous; give each block a `list NAME;`).
+    (@list [glob]) => {};
+    (@list [glob] $first:ident $($name:ident)*) => {
+        #[doc(hidden)]
+        pub mod $first {
+            /// The PTX entry points this invocation declares, in declaration order.
+            pub const KERNELS: &[&str] = &[stringify!($first) $(, stringify!($name))*];
+        }
+        #[allow(ambiguous_glob_reexports)]
+        pub use self::$first::*;
+    };
+    (list $list:ident; $($kernels:tt)*) => {
+        $crate::kernels! { @emit [const $list] $($kernels)* }
+    };
+    ($($kernels:tt)*) => {
+        $crate::kernels! { @emit [glob] $($kernels)* }
     };
 }
 
@@ -199,6 +266,10 @@ macro_rules! kernel_handle {
                 let params = unsafe { ::core::slice::from_raw_parts(params, N) };
                 #[allow(unused_mut, unused_variables)]
                 let mut params = params.iter();
+                // The kernel crate's own profile: a dev build runs it slowly.
+                if cfg!(debug_assertions) {
+                    $crate::sim::warn_unoptimised(env!("CARGO_PKG_NAME"));
+                }
                 $(
                     // SAFETY: the launch passes a pointer to a value of the
                     // parameter's type (the handle's parameter types).
@@ -206,6 +277,14 @@ macro_rules! kernel_handle {
                         params.next().unwrap_unchecked().cast::<$ty>().read()
                     };
                 )*
+                // The parameters' names, for an out-of-bounds report.
+                if $crate::sim::first_thread() {
+                    #[allow(unused_imports)]
+                    use $crate::sim::{ParamPointer as _, ParamValue as _};
+                    $crate::sim::note_params(&[$(
+                        (stringify!($arg), (&&$crate::sim::ParamProbe(&$arg)).param_address())
+                    ),*]);
+                }
                 $body
             }
             $name

@@ -9,25 +9,43 @@
 //! ```text
 //! #![cfg_attr(target_arch = "nvptx64", no_std)]
 //! #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
+//! ```
+//! Its kernels are declared in [`kernels!`] blocks: on nvptx64 each is an
+//! `extern "ptx-kernel"` entry point; on the host its handle carries the same
+//! body, which the CPU simulator runs (here with [`sim::launch`](sim/fn.launch.html);
+//! the host crate's `Gpu::launch` does it for a program):
+//! ```
+//! use cuda_kernels_device::prelude::*;
+//! use cuda_kernels_device::sim::{self, LaunchShape, SimError, memory::Allocation};
 //!
-//! #[cfg(target_arch = "nvptx64")]
-//! mod entry {
-//!     use cuda_kernels_device::{shared_array, sync::sync_threads, thread};
-//!
-//!     /// `x[i] *= a` for `i < n`.
+//! kernels! {
+//!     /// `x[i] = a · e^x[i]` for `i < n`.
 //!     ///
 //!     /// # Safety
 //!     /// `x` points to `n` f32.
-//!     #[unsafe(no_mangle)]
-//!     pub unsafe extern "ptx-kernel" fn scale(x: *mut f32, n: usize, a: f32) {
+//!     pub fn scale_exp(x: *mut f32, n: usize, a: f32) as SCALE_EXP {
 //!         for i in thread::grid_stride(n) {
 //!             // SAFETY: i < n, the length of `x`.
-//!             unsafe { *x.add(i) *= a };
+//!             unsafe { *x.add(i) = a * (*x.add(i)).exp() };
 //!         }
 //!     }
 //! }
+//!
+//! # fn main() -> Result<(), SimError> {
+//! let n = 1000;
+//! let buf = Allocation::new(n * 4, 4, "x")?; // zeroed: e^0 = 1
+//! let (mut x, mut len, mut a) = (buf.ptr().cast::<f32>(), n, 3.0f32);
+//! let params = [(&raw mut x).cast(), (&raw mut len).cast(), (&raw mut a).cast()];
+//! let shape = LaunchShape { grid: [4, 1, 1], block: [256, 1, 1], dynamic_shared_bytes: 0 };
+//! let entry = SCALE_EXP.sim_entry().expect("kernels! gives a host entry");
+//! // SAFETY: the parameters are the kernel's, with a buffer of n f32.
+//! unsafe { sim::launch(SCALE_EXP.name(), shape, entry, &params) }?;
+//! // SAFETY: as above.
+//! assert_eq!(unsafe { x.add(n - 1).read() }, 3.0);
+//! # Ok(())
+//! # }
 //! ```
-//! - `abi_ptx` is for `extern "ptx-kernel"`. `asm_experimental_arch` is
+//! - `abi_ptx` is for the `extern "ptx-kernel"` entry points `kernels!` writes. `asm_experimental_arch` is
 //!   needed by a crate that uses `shared_array!` (nvptx64 only): the
 //!   array's PTX declaration and the `mov` of its address expand in the
 //!   kernel crate, where its name is known. The nvptx64 build sets
@@ -51,11 +69,13 @@
 //! | [`sync`](sync/index.html) | `__syncthreads`, `__threadfence` | `sync_threads()`, `thread_fence()`, `thread_fence_block()` | `thread::sync_threads()`, `thread::device_fence()` |
 //! | [`shared`](shared/index.html) | `__shared__`, `extern __shared__` | static (`shared_array!`) and dynamic block-shared memory, accessed with `ld.shared`/`st.shared` | `shared_array!`, `shared::dynamic_shared_mem()` |
 //! | [`vector`](vector/index.html) | `float4` from `__shared__` | 128-bit shared loads and stores (`ld.shared.v4.f32`) | — |
-//! | [`warp`](warp/index.html) | `__shfl_*_sync`, `__ballot_sync`, `__any_sync`, `__all_sync` | lane index, shuffles (down/up/xor/idx, 32 and 64 bits), votes, warp reductions; `_sync` variants with a member mask | `warp::lane_id()`, `warp::warp_shuffle_down(mask, …)`, `warp::warp_vote_ballot(mask, …)` |
+//! | [`warp`](warp/index.html) | `__shfl_*_sync`, `__ballot_sync`, `__any_sync`, `__all_sync`, `__syncwarp`, `__activemask`, `__match_any_sync`, `__match_all_sync` | lane index, shuffles (down/up/xor/idx, 32 and 64 bits), votes, warp reductions, `syncwarp`, `activemask`, `match_any_sync`, `match_all_sync`; `_sync` variants with a member mask | `warp::lane_id()`, `warp::warp_shuffle_down(mask, …)`, `warp::warp_vote_ballot(mask, …)` |
 //! | [`atomic`](atomic/index.html) | `atomicAdd`, `atomicMin`, `atomicMax`, `atomicExch`, `atomicCAS` | relaxed `atom.global.*` on global memory | its `atomic` module |
+//! | [`shared`](shared/index.html) (atomics) | `atomicAdd` … on `__shared__` | `SharedArray::fetch_add`, `fetch_min`, `fetch_max`, `fetch_and`, `fetch_or`, `fetch_xor`, `exchange`, `compare_exchange` (`atom.shared.*`, 32/64-bit integers; add also f32/f64) | — |
 //! | [`load`](load/index.html) | `__ldg` on a `uint4`, `__ldcg` | 128-bit read-only loads (`ld.global.nc.v4`), L2-only loads (`ld.global.cg`) | — |
 //! | [`arith`](arith/index.html) | `fmaf` | `fma_f32` (`fma.rn.f32`: rustc never contracts `a * b + c`) | `GpuFloat::mul_add` |
-//! | [`math`](math/index.html) | `sinf`, `exp`, `powf`, `erfc`, … | f32 and f64 `<function>_<type>` from libdevice (`sin_f32` is `__nv_sinf`) | `GpuFloat::sin`, … |
+//! | [`math`](math/index.html) | `sinf`, `exp`, `powf`, `erfc`, … | f32 and f64 `<function>_<type>` from libdevice (`sin_f32` is `__nv_sinf`), and [`GpuFloat`](math::GpuFloat): `x.sin()`, `x.exp()` … | `GpuFloat::sin`, … |
+//! | [`prelude`](prelude/index.html) | — | `use cuda_kernels_device::prelude::*;`: the above in one `use` | `cuda_std::prelude` |
 //! | [`print`](print/index.html) | `printf` | `gpu_printf!` through the `vprintf` system call | `println!` |
 //! | [`fault`] | `assert` | `gpu_assert!`, the panic handler, and the [`FaultRecord`](fault::FaultRecord) they fill for the host | — |
 //!
@@ -92,6 +112,7 @@ pub mod fault;
 pub mod kernel;
 pub mod load;
 pub mod math;
+pub mod prelude;
 pub mod print;
 pub mod shared;
 #[cfg(not(target_arch = "nvptx64"))]

@@ -9,11 +9,22 @@
 //!   same launch* wrote, after a fence (the reduction's last block reads
 //!   the other blocks' partial results this way).
 //!
-//! ```ignore
-//! use cuda_kernels_device::load;
-//! // SAFETY: `v` is 16-byte aligned and points to 16 readable bytes that no
-//! // thread writes during this launch.
-//! let [a, b, c, d] = unsafe { load::load_nc_v4(v) };
+//! ```
+//! use cuda_kernels_device::{kernels, load, thread};
+//! kernels! {
+//!     /// `out[i] = ` the sum of the four words at `v`.
+//!     ///
+//!     /// # Safety
+//!     /// `v` is 16-byte aligned, 16 bytes no thread writes; `out` one u32 per thread.
+//!     pub fn sum4(v: *const [u32; 4], out: *mut u32) as SUM4 {
+//!         // SAFETY: `v` is 16-byte aligned and points to 16 readable bytes that no
+//!         // thread writes during this launch.
+//!         let [a, b, c, d] = unsafe { load::load_nc_v4(v) };
+//!         // SAFETY: one slot per thread.
+//!         unsafe { *out.add(thread::index_1d()) = a + b + c + d };
+//!     }
+//! }
+//! # fn main() {}
 //! ```
 //! On the host these are plain reads (the 16-byte one unaligned: simulated
 //! buffers end at a guard page, so their start is only element-aligned; see

@@ -336,6 +336,142 @@ pub fn sincos_f64(x: f64) -> (f64, f64) {
     }
 }
 
+/// `std`'s float methods in kernels: `x.exp()`, `x.sin()`, `x.sqrt()`,
+/// `x.mul_add(a, b)` and the rest, on `f32` and `f64` (Rust-CUDA's
+/// `GpuFloat`). `core` has none of them, so in a `no_std` kernel crate
+/// `(x - m).exp()` needs this trait in scope: `use
+/// cuda_kernels_device::prelude::*;` (or `math::GpuFloat`).
+///
+/// On the GPU each method is this module's function of the same meaning
+/// (`exp` is [`exp_f32`], libdevice's `__nv_expf`; `mul_add` is
+/// [`fma_f32`](crate::arith::fma_f32), `fma.rn`); on the host the
+/// simulator runs `std`'s inherent method of the same name (which Rust
+/// prefers to a trait's), the implementation this module's host side uses
+/// too. Accuracy: as the module docs say, per function.
+///
+/// ```
+/// use cuda_kernels_device::prelude::*;
+///
+/// fn softmax_term(x: f32, max: f32) -> f32 {
+///     (x - max).exp()
+/// }
+/// assert_eq!(softmax_term(1.0, 1.0), 1.0);
+/// assert_eq!(GpuFloat::mul_add(2.0f64, 3.0, 1.0), 7.0);
+/// ```
+pub trait GpuFloat: Copy {
+    /// √x, correctly rounded.
+    fn sqrt(self) -> Self;
+    /// 1/√x.
+    fn rsqrt(self) -> Self;
+    /// ∛x.
+    fn cbrt(self) -> Self;
+    /// eˣ.
+    fn exp(self) -> Self;
+    /// 2ˣ.
+    fn exp2(self) -> Self;
+    /// eˣ − 1, accurate near 0.
+    fn exp_m1(self) -> Self;
+    /// Natural logarithm.
+    fn ln(self) -> Self;
+    /// Base-2 logarithm.
+    fn log2(self) -> Self;
+    /// Base-10 logarithm.
+    fn log10(self) -> Self;
+    /// ln(1 + x), accurate near 0.
+    fn ln_1p(self) -> Self;
+    /// Sine (radians).
+    fn sin(self) -> Self;
+    /// Cosine (radians).
+    fn cos(self) -> Self;
+    /// Tangent (radians).
+    fn tan(self) -> Self;
+    /// `(sin x, cos x)`, one argument reduction.
+    fn sin_cos(self) -> (Self, Self);
+    /// Arc sine.
+    fn asin(self) -> Self;
+    /// Arc cosine.
+    fn acos(self) -> Self;
+    /// Arc tangent.
+    fn atan(self) -> Self;
+    /// Arc tangent of `self / x`, in the quadrant of the signs of both.
+    fn atan2(self, x: Self) -> Self;
+    /// Hyperbolic sine.
+    fn sinh(self) -> Self;
+    /// Hyperbolic cosine.
+    fn cosh(self) -> Self;
+    /// Hyperbolic tangent.
+    fn tanh(self) -> Self;
+    /// Error function.
+    fn erf(self) -> Self;
+    /// Complementary error function, 1 − erf(x).
+    fn erfc(self) -> Self;
+    /// Largest integer ≤ x.
+    fn floor(self) -> Self;
+    /// Smallest integer ≥ x.
+    fn ceil(self) -> Self;
+    /// Nearest integer, halfway cases away from zero.
+    fn round(self) -> Self;
+    /// Integer part.
+    fn trunc(self) -> Self;
+    /// xʸ.
+    fn powf(self, y: Self) -> Self;
+    /// √(x² + y²) without undue overflow.
+    fn hypot(self, y: Self) -> Self;
+    /// `self * a + b` with one rounding.
+    fn mul_add(self, a: Self, b: Self) -> Self;
+}
+
+macro_rules! gpu_float {
+    ($t:ty: sqrt $sqrt:ident, rsqrt $rsqrt:ident, sincos $sincos:ident, fma $fma:path;
+     $($method:ident => $fun:ident),*; $($method2:ident => $fun2:ident),*) => {
+        impl GpuFloat for $t {
+            #[inline(always)]
+            fn sqrt(self) -> $t {
+                $sqrt(self)
+            }
+            #[inline(always)]
+            fn rsqrt(self) -> $t {
+                $rsqrt(self)
+            }
+            #[inline(always)]
+            fn sin_cos(self) -> ($t, $t) {
+                $sincos(self)
+            }
+            #[inline(always)]
+            fn mul_add(self, a: $t, b: $t) -> $t {
+                $fma(self, a, b)
+            }
+            $(
+                #[inline(always)]
+                fn $method(self) -> $t {
+                    $fun(self)
+                }
+            )*
+            $(
+                #[inline(always)]
+                fn $method2(self, y: $t) -> $t {
+                    $fun2(self, y)
+                }
+            )*
+        }
+    };
+}
+
+gpu_float!(f32: sqrt sqrt_f32, rsqrt rsqrt_f32, sincos sincos_f32, fma crate::arith::fma_f32;
+    cbrt => cbrt_f32, exp => exp_f32, exp2 => exp2_f32, exp_m1 => expm1_f32, ln => log_f32,
+    log2 => log2_f32, log10 => log10_f32, ln_1p => log1p_f32, sin => sin_f32, cos => cos_f32,
+    tan => tan_f32, asin => asin_f32, acos => acos_f32, atan => atan_f32, sinh => sinh_f32,
+    cosh => cosh_f32, tanh => tanh_f32, erf => erf_f32, erfc => erfc_f32, floor => floor_f32,
+    ceil => ceil_f32, round => round_f32, trunc => trunc_f32;
+    atan2 => atan2_f32, powf => pow_f32, hypot => hypot_f32);
+gpu_float!(f64: sqrt sqrt_f64, rsqrt rsqrt_f64, sincos sincos_f64, fma crate::arith::fma_f64;
+    cbrt => cbrt_f64, exp => exp_f64, exp2 => exp2_f64, exp_m1 => expm1_f64, ln => log_f64,
+    log2 => log2_f64, log10 => log10_f64, ln_1p => log1p_f64, sin => sin_f64, cos => cos_f64,
+    tan => tan_f64, asin => asin_f64, acos => acos_f64, atan => atan_f64, sinh => sinh_f64,
+    cosh => cosh_f64, tanh => tanh_f64, erf => erf_f64, erfc => erfc_f64, floor => floor_f64,
+    ceil => ceil_f64, round => round_f64, trunc => trunc_f64;
+    atan2 => atan2_f64, powf => pow_f64, hypot => hypot_f64);
+
 /// The host's implementations (see the module docs).
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {

@@ -1,9 +1,18 @@
 //! Device-side formatted printing through CUDA's `vprintf` system call
 //! (what `printf` in CUDA C compiles to).
 //!
-//! ```ignore
-//! use cuda_kernels_device::{gpu_printf, thread::{block_idx_x, thread_idx_x}};
-//! gpu_printf!("thread %u of block %u: x = %f\n", thread_idx_x(), block_idx_x(), x);
+//! ```
+//! use cuda_kernels_device::{gpu_printf, kernels, thread::{block_idx_x, thread_idx_x}};
+//! kernels! {
+//!     /// Prints each thread's `x`.
+//!     ///
+//!     /// # Safety
+//!     /// None needed.
+//!     pub fn show(x: f32) as SHOW {
+//!         gpu_printf!("thread %u of block %u: x = %f\n", thread_idx_x(), block_idx_x(), x);
+//!     }
+//! }
+//! # fn main() {}
 //! ```
 //! The format string follows C `printf`. Arguments are laid out as `vprintf`
 //! expects them: each at its natural alignment, `f32` promoted to `f64` (as C

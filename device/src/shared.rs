@@ -7,13 +7,28 @@
 //! `LD`/`ST`.
 //!
 //! Static arrays:
-//! ```ignore
-//! use cuda_kernels_device::{shared_array, sync::sync_threads};
-//! let tile = shared_array!(matmul_tile_a: [f32; 32 * 32]);
-//! // SAFETY: i < 32 * 32.
-//! unsafe { tile.store(i, x) };
-//! sync_threads();
-//! let y = unsafe { tile.load(j) };
+//! ```
+//! use cuda_kernels_device::prelude::*;
+//! kernels! {
+//!     /// Each block of 1024 threads reverses its values of `x` through a tile.
+//!     ///
+//!     /// # Safety
+//!     /// `x` holds 1024 f32 per block; blocks of 1024 threads.
+//!     pub fn reverse(x: *mut f32) as REVERSE {
+//!         let tile = shared_array!(matmul_tile_a: [f32; 32 * 32]);
+//!         let (i, j) = (thread::thread_idx_x() as usize, 1023 - thread::thread_idx_x() as usize);
+//!         // SAFETY: the block's 1024 values.
+//!         let x = unsafe { x.add(thread::block_idx_x() as usize * 1024) };
+//!         // SAFETY: i < 32 * 32.
+//!         unsafe { tile.store(i, *x.add(i)) };
+//!         sync_threads();
+//!         // SAFETY: j < 32 * 32, written before the barrier.
+//!         let y = unsafe { tile.load(j) };
+//!         // SAFETY: i < 1024, this thread's value.
+//!         unsafe { *x.add(i) = y };
+//!     }
+//! }
+//! # fn main() {}
 //! ```
 //! The name becomes a module-scope PTX symbol: it must be unique in the crate
 //! (a duplicate is a `ptxas` error, caught by the offline PTX check), and the
@@ -92,6 +107,215 @@ macro_rules! shared_scalar {
 shared_scalar!(u32, reg32, "ld.shared.b32", "st.shared.b32": u32, i32, f32);
 shared_scalar!(u64, reg64, "ld.shared.b64", "st.shared.b64": u64, i64, f64);
 
+/// A [`SharedScalar`] with atomic addition on shared memory (CUDA's
+/// `atomicAdd` on a `__shared__` address): `u32`, `i32`, `u64`, `i64`, `f32`,
+/// `f64`, as `atom.shared.add.*`.
+///
+/// Atomic with respect to every other atomic on the same location from the
+/// threads of the block (`.cta` scope is all shared memory has), relaxed:
+/// they order nothing else (put a [`sync_threads`](super::sync::sync_threads)
+/// between the atomics and the plain reads of their result). A plain load or
+/// store of the same location by another thread, with no barrier between,
+/// is a race (the simulator reports it).
+///
+/// The address must be aligned to the type's size: a misaligned one is a
+/// located fault (file, line, block and thread), on the GPU and on the
+/// simulator.
+pub trait SharedAtomicAdd: SharedScalar {
+    /// Adds `value` to the `Self` at shared-window address `addr` (wrapping
+    /// for integers; round to nearest even for floats) and returns the
+    /// previous value.
+    ///
+    /// # Safety
+    /// `addr` is a shared-window address of a live `Self`.
+    unsafe fn shared_fetch_add(addr: u32, value: Self) -> Self;
+}
+
+/// A [`SharedAtomicAdd`] integer (`u32`, `i32`, `u64`, `i64`) with the other
+/// atomic operations on shared memory: CUDA's `atomicMin`, `atomicMax`,
+/// `atomicAnd`, `atomicOr`, `atomicXor`, `atomicExch` and `atomicCAS`, as
+/// `atom.shared.*`. Each returns the previous value; ordering and alignment
+/// as for [`SharedAtomicAdd`].
+pub trait SharedAtomic: SharedAtomicAdd + Eq {
+    /// Stores the smaller of the value at `addr` and `value`.
+    ///
+    /// # Safety
+    /// `addr` is a shared-window address of a live `Self`.
+    unsafe fn shared_fetch_min(addr: u32, value: Self) -> Self;
+    /// Stores the larger of the value at `addr` and `value`.
+    ///
+    /// # Safety
+    /// As for [`shared_fetch_min`](Self::shared_fetch_min).
+    unsafe fn shared_fetch_max(addr: u32, value: Self) -> Self;
+    /// Stores the bitwise and of the value at `addr` and `value`.
+    ///
+    /// # Safety
+    /// As for [`shared_fetch_min`](Self::shared_fetch_min).
+    unsafe fn shared_fetch_and(addr: u32, value: Self) -> Self;
+    /// Stores the bitwise or of the value at `addr` and `value`.
+    ///
+    /// # Safety
+    /// As for [`shared_fetch_min`](Self::shared_fetch_min).
+    unsafe fn shared_fetch_or(addr: u32, value: Self) -> Self;
+    /// Stores the bitwise exclusive or of the value at `addr` and `value`.
+    ///
+    /// # Safety
+    /// As for [`shared_fetch_min`](Self::shared_fetch_min).
+    unsafe fn shared_fetch_xor(addr: u32, value: Self) -> Self;
+    /// Stores `value`.
+    ///
+    /// # Safety
+    /// As for [`shared_fetch_min`](Self::shared_fetch_min).
+    unsafe fn shared_exchange(addr: u32, value: Self) -> Self;
+    /// Stores `new` if the value at `addr` is `current`; the returned
+    /// previous value equals `current` exactly when the store happened.
+    ///
+    /// # Safety
+    /// As for [`shared_fetch_min`](Self::shared_fetch_min).
+    unsafe fn shared_compare_exchange(addr: u32, current: Self, new: Self) -> Self;
+}
+
+/// Ends the thread with a located fault when `addr` is not aligned to `T`
+/// (the GPU's `atom.shared` would raise an unlocated misaligned-address
+/// error instead).
+#[inline(always)]
+#[track_caller]
+fn check_atomic_alignment<T>(addr: u32) {
+    if !addr.is_multiple_of(core::mem::size_of::<T>() as u32) {
+        let at = core::panic::Location::caller();
+        crate::fault::fail(
+            at.file(),
+            at.line(),
+            at.column(),
+            "misaligned shared-memory atomic",
+        );
+    }
+}
+
+/// One shared-memory atomic: the alignment check, then `atom.shared.<op>`
+/// on the GPU or the simulator's read-modify-write (`$host`, a closure from
+/// the old value to the new one).
+macro_rules! shared_rmw {
+    ($t:ty, $reg:ident, $instr:expr, $addr:ident, $value:ident, $host:expr) => {{
+        check_atomic_alignment::<$t>($addr);
+        #[cfg(not(target_arch = "nvptx64"))]
+        return crate::sim::shared_rmw::<$t>($addr, $host);
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let old: $t;
+            // SAFETY: the caller guarantees `addr` is a live shared slot of
+            // this type; its alignment was checked above.
+            unsafe {
+                asm!(
+                    concat!($instr, " {o}, [{a}], {v};"),
+                    o = out($reg) old,
+                    a = in(reg32) $addr,
+                    v = in($reg) $value,
+                    options(nostack, preserves_flags),
+                );
+            }
+            old
+        }
+    }};
+}
+
+macro_rules! shared_atomic_add {
+    ($($t:ty, $reg:ident, $instr:literal, $host_add:expr;)*) => {$(
+        impl SharedAtomicAdd for $t {
+            #[inline(always)]
+            #[track_caller]
+            unsafe fn shared_fetch_add(addr: u32, value: $t) -> $t {
+                shared_rmw!($t, $reg, $instr, addr, value, |old: $t| $host_add(old, value))
+            }
+        }
+    )*};
+}
+
+shared_atomic_add! {
+    u32, reg32, "atom.shared.add.u32", u32::wrapping_add;
+    i32, reg32, "atom.shared.add.s32", i32::wrapping_add;
+    u64, reg64, "atom.shared.add.u64", u64::wrapping_add;
+    // PTX has no `atom.add.s64`: in two's complement u64's is the same.
+    i64, reg64, "atom.shared.add.u64", i64::wrapping_add;
+    f32, reg32, "atom.shared.add.f32", <f32 as core::ops::Add>::add;
+    f64, reg64, "atom.shared.add.f64", <f64 as core::ops::Add>::add;
+}
+
+macro_rules! shared_atomic_int {
+    ($($t:ty, $reg:ident, $signed:literal, $bits:literal;)*) => {$(
+        impl SharedAtomic for $t {
+            #[inline(always)]
+            #[track_caller]
+            unsafe fn shared_fetch_min(addr: u32, value: $t) -> $t {
+                shared_rmw!($t, $reg, concat!("atom.shared.min.", $signed), addr, value,
+                            |old: $t| old.min(value))
+            }
+            #[inline(always)]
+            #[track_caller]
+            unsafe fn shared_fetch_max(addr: u32, value: $t) -> $t {
+                shared_rmw!($t, $reg, concat!("atom.shared.max.", $signed), addr, value,
+                            |old: $t| old.max(value))
+            }
+            #[inline(always)]
+            #[track_caller]
+            unsafe fn shared_fetch_and(addr: u32, value: $t) -> $t {
+                shared_rmw!($t, $reg, concat!("atom.shared.and.", $bits), addr, value,
+                            |old: $t| old & value)
+            }
+            #[inline(always)]
+            #[track_caller]
+            unsafe fn shared_fetch_or(addr: u32, value: $t) -> $t {
+                shared_rmw!($t, $reg, concat!("atom.shared.or.", $bits), addr, value,
+                            |old: $t| old | value)
+            }
+            #[inline(always)]
+            #[track_caller]
+            unsafe fn shared_fetch_xor(addr: u32, value: $t) -> $t {
+                shared_rmw!($t, $reg, concat!("atom.shared.xor.", $bits), addr, value,
+                            |old: $t| old ^ value)
+            }
+            #[inline(always)]
+            #[track_caller]
+            unsafe fn shared_exchange(addr: u32, value: $t) -> $t {
+                shared_rmw!($t, $reg, concat!("atom.shared.exch.", $bits), addr, value,
+                            |_: $t| value)
+            }
+            #[inline(always)]
+            #[track_caller]
+            unsafe fn shared_compare_exchange(addr: u32, current: $t, new: $t) -> $t {
+                check_atomic_alignment::<$t>(addr);
+                #[cfg(not(target_arch = "nvptx64"))]
+                return crate::sim::shared_rmw::<$t>(addr, |old: $t| {
+                    if old == current { new } else { old }
+                });
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let old: $t;
+                    // SAFETY: as in `shared_rmw!`.
+                    unsafe {
+                        asm!(
+                            concat!("atom.shared.cas.", $bits, " {o}, [{a}], {c}, {n};"),
+                            o = out($reg) old,
+                            a = in(reg32) addr,
+                            c = in($reg) current,
+                            n = in($reg) new,
+                            options(nostack, preserves_flags),
+                        );
+                    }
+                    old
+                }
+            }
+        }
+    )*};
+}
+
+shared_atomic_int! {
+    u32, reg32, "u32", "b32";
+    i32, reg32, "s32", "b32";
+    u64, reg64, "u64", "b64";
+    i64, reg64, "s64", "b64";
+}
+
 /// A typed view of `N` elements of block-shared memory, by shared-window
 /// address. Copyable: every thread of the block holds the same address.
 #[derive(Clone, Copy)]
@@ -120,6 +344,12 @@ impl<T: SharedScalar, const N: usize> SharedArray<T, N> {
         self.base
     }
 
+    /// The shared-window address of element `i` (not checked against `N`).
+    #[inline(always)]
+    pub fn element_address(&self, i: usize) -> u32 {
+        self.base + (i * core::mem::size_of::<T>()) as u32
+    }
+
     /// Number of elements.
     #[inline(always)]
     pub const fn len(&self) -> usize {
@@ -141,7 +371,7 @@ impl<T: SharedScalar, const N: usize> SharedArray<T, N> {
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn load(&self, i: usize) -> T {
         // SAFETY: i < N by the caller; the array lives for the kernel.
-        unsafe { T::load_shared(self.base + (i * core::mem::size_of::<T>()) as u32) }
+        unsafe { T::load_shared(self.element_address(i)) }
     }
 
     /// Writes element `i` (`st.shared`).
@@ -152,7 +382,102 @@ impl<T: SharedScalar, const N: usize> SharedArray<T, N> {
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn store(&self, i: usize, value: T) {
         // SAFETY: i < N by the caller; the array lives for the kernel.
-        unsafe { T::store_shared(self.base + (i * core::mem::size_of::<T>()) as u32, value) }
+        unsafe { T::store_shared(self.element_address(i), value) }
+    }
+}
+
+impl<T: SharedAtomicAdd, const N: usize> SharedArray<T, N> {
+    /// `atomicAdd` on element `i`: adds `value` and returns the previous
+    /// value (see [`SharedAtomicAdd`] for what it orders).
+    ///
+    /// # Safety
+    /// `i < N`; no other thread reads or writes element `i` without an
+    /// atomic meanwhile (separate plain accesses by a barrier).
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn fetch_add(&self, i: usize, value: T) -> T {
+        // SAFETY: i < N by the caller; the array lives for the kernel.
+        unsafe { T::shared_fetch_add(self.element_address(i), value) }
+    }
+}
+
+impl<T: SharedAtomic, const N: usize> SharedArray<T, N> {
+    /// `atomicMin` on element `i`; returns the previous value.
+    ///
+    /// # Safety
+    /// As for [`fetch_add`](Self::fetch_add).
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn fetch_min(&self, i: usize, value: T) -> T {
+        // SAFETY: i < N by the caller; the array lives for the kernel.
+        unsafe { T::shared_fetch_min(self.element_address(i), value) }
+    }
+
+    /// `atomicMax` on element `i`; returns the previous value.
+    ///
+    /// # Safety
+    /// As for [`fetch_add`](Self::fetch_add).
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn fetch_max(&self, i: usize, value: T) -> T {
+        // SAFETY: i < N by the caller; the array lives for the kernel.
+        unsafe { T::shared_fetch_max(self.element_address(i), value) }
+    }
+
+    /// `atomicAnd` on element `i`; returns the previous value.
+    ///
+    /// # Safety
+    /// As for [`fetch_add`](Self::fetch_add).
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn fetch_and(&self, i: usize, value: T) -> T {
+        // SAFETY: i < N by the caller; the array lives for the kernel.
+        unsafe { T::shared_fetch_and(self.element_address(i), value) }
+    }
+
+    /// `atomicOr` on element `i`; returns the previous value.
+    ///
+    /// # Safety
+    /// As for [`fetch_add`](Self::fetch_add).
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn fetch_or(&self, i: usize, value: T) -> T {
+        // SAFETY: i < N by the caller; the array lives for the kernel.
+        unsafe { T::shared_fetch_or(self.element_address(i), value) }
+    }
+
+    /// `atomicXor` on element `i`; returns the previous value.
+    ///
+    /// # Safety
+    /// As for [`fetch_add`](Self::fetch_add).
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn fetch_xor(&self, i: usize, value: T) -> T {
+        // SAFETY: i < N by the caller; the array lives for the kernel.
+        unsafe { T::shared_fetch_xor(self.element_address(i), value) }
+    }
+
+    /// `atomicExch` on element `i`: stores `value`, returns the previous one.
+    ///
+    /// # Safety
+    /// As for [`fetch_add`](Self::fetch_add).
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn exchange(&self, i: usize, value: T) -> T {
+        // SAFETY: i < N by the caller; the array lives for the kernel.
+        unsafe { T::shared_exchange(self.element_address(i), value) }
+    }
+
+    /// `atomicCAS` on element `i`: stores `new` if it holds `current`;
+    /// returns the previous value (equal to `current` exactly when stored).
+    ///
+    /// # Safety
+    /// As for [`fetch_add`](Self::fetch_add).
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn compare_exchange(&self, i: usize, current: T, new: T) -> T {
+        // SAFETY: i < N by the caller; the array lives for the kernel.
+        unsafe { T::shared_compare_exchange(self.element_address(i), current, new) }
     }
 }
 

@@ -78,11 +78,21 @@ pub fn grid_size_1d() -> usize {
 
 /// The indices `index_1d(), index_1d() + grid_size_1d(), …` below `len`.
 ///
-/// ```ignore
-/// for i in thread::grid_stride(n) {
-///     // SAFETY: i < n, the length of both buffers.
-///     unsafe { *out.add(i) = *inp.add(i) * 2.0 };
+/// ```
+/// use cuda_kernels_device::{kernels, thread};
+/// kernels! {
+///     /// `out[i] = 2 inp[i]` for `i < n`.
+///     ///
+///     /// # Safety
+///     /// `inp` and `out` hold `n` f32.
+///     pub fn double(inp: *const f32, out: *mut f32, n: usize) as DOUBLE {
+///         for i in thread::grid_stride(n) {
+///             // SAFETY: i < n, the length of both buffers.
+///             unsafe { *out.add(i) = *inp.add(i) * 2.0 };
+///         }
+///     }
 /// }
+/// # fn main() {}
 /// ```
 #[inline(always)]
 pub fn grid_stride(len: usize) -> GridStride {

@@ -7,12 +7,26 @@
 //! block size that is a multiple of 32), or the result is undefined. The
 //! host launchers that use them enforce block sizes that are multiples of 32.
 //!
-//! ```ignore
-//! use cuda_kernels_device::warp;
-//! // Sum over the warp: lane 0 gets the total.
-//! let total = warp::reduce(x, |a, b| a + b);
-//! // Everyone gets lane 0's value.
-//! let first = warp::shuffle_idx(x, 0);
+//! ```
+//! use cuda_kernels_device::{kernels, thread, warp};
+//! kernels! {
+//!     /// `out[i]` = the warp's sum of `x` (lane 0's result) plus lane 0's `x`.
+//!     ///
+//!     /// # Safety
+//!     /// `x` and `out` hold one f32 per thread; blocks of a multiple of 32 threads.
+//!     pub fn warp_sums(x: *const f32, out: *mut f32) as WARP_SUMS {
+//!         let i = thread::index_1d();
+//!         // SAFETY: one value per thread.
+//!         let x = unsafe { *x.add(i) };
+//!         // Sum over the warp: lane 0 gets the total.
+//!         let total = warp::reduce(x, |a, b| a + b);
+//!         // Everyone gets lane 0's value.
+//!         let first = warp::shuffle_idx(x, 0);
+//!         // SAFETY: one slot per thread.
+//!         unsafe { *out.add(i) = total + first };
+//!     }
+//! }
+//! # fn main() {}
 //! ```
 //! 32-bit values are one `shfl.sync.*.b32`; 64-bit values are two (the low
 //! and the high word), as CUDA C's `__shfl_*_sync` does for `long long` and
@@ -339,5 +353,129 @@ fn vote(mask: u32, pred: bool, all: bool) -> bool {
             }
         }
         out != 0
+    }
+}
+
+/// `__syncwarp(mask)`: the lanes of `mask` wait for each other, and their
+/// memory accesses before it (shared memory included) are ordered before
+/// those after it: what a warp needs between writing shared memory and
+/// reading another lane's part of it. Each lane of `mask` must call it with
+/// the same mask (`bar.warp.sync`).
+///
+/// On the host the simulator waits the same way, and its race detector takes
+/// a `syncwarp` of two lanes as ordering their shared-memory accesses.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn syncwarp(mask: u32) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::sim::warp_collective(crate::sim::WarpOp::Sync, mask, 0, 0);
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a warp barrier has no memory-safety preconditions; every lane
+    // of the mask calling it is a liveness rule on the caller.
+    unsafe {
+        asm!("bar.warp.sync {m};", m = in(reg32) mask, options(nostack, preserves_flags));
+    }
+}
+
+/// `__activemask()`: the lanes of this thread's warp that execute this call
+/// together with it (`activemask.b32`). Not a synchronisation: use the
+/// result as the member mask of a collective in a branch only some lanes
+/// take.
+///
+/// On the host the simulator runs every thread of the block as far as it
+/// can go first, then gives the lanes of the warp that reached the same call
+/// site the mask of them.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn activemask() -> u32 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::sim::warp_collective(crate::sim::WarpOp::ActiveMask, 0, 0, 0);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let mask: u32;
+        // SAFETY: reading the warp's active lanes has no preconditions.
+        unsafe {
+            asm!("activemask.b32 {d};", d = out(reg32) mask,
+                 options(nostack, nomem, preserves_flags));
+        }
+        mask
+    }
+}
+
+/// `__match_any_sync(mask, value)`: the lanes of `mask` whose `value` equals
+/// this lane's (`match.any.sync.b32`; sm_70 and later). A warp collective
+/// of the lanes in `mask`.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn match_any_sync(mask: u32, value: u32) -> u32 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::sim::warp_collective(crate::sim::WarpOp::MatchAny, mask, value, 0);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: u32;
+        // SAFETY: a warp collective on registers; the uniform-call rule of
+        // the module docs applies.
+        unsafe {
+            asm!("match.any.sync.b32 {d}, {v}, {m};", d = out(reg32) out,
+                 v = in(reg32) value, m = in(reg32) mask, options(nostack, nomem, preserves_flags));
+        }
+        out
+    }
+}
+
+/// [`match_any_sync`] of a 64-bit value (`match.any.sync.b64`).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn match_any_sync_u64(mask: u32, value: u64) -> u32 {
+    // The lanes with the same 64 bits: those with the same low and high words.
+    #[cfg(not(target_arch = "nvptx64"))]
+    return match_any_sync(mask, value as u32) & match_any_sync(mask, (value >> 32) as u32);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: u32;
+        // SAFETY: as for `match_any_sync`.
+        unsafe {
+            asm!("match.any.sync.b64 {d}, {v}, {m};", d = out(reg32) out,
+                 v = in(reg64) value, m = in(reg32) mask, options(nostack, nomem, preserves_flags));
+        }
+        out
+    }
+}
+
+/// `__match_all_sync(mask, value, &pred)`: `mask` when every lane of `mask`
+/// has the same `value`, else 0 (`match.all.sync.b32`; sm_70 and later). A
+/// warp collective of the lanes in `mask`.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn match_all_sync(mask: u32, value: u32) -> u32 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::sim::warp_collective(crate::sim::WarpOp::MatchAll, mask, value, 0);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: u32;
+        // SAFETY: as for `match_any_sync`.
+        unsafe {
+            asm!("match.all.sync.b32 {d}, {v}, {m};", d = out(reg32) out,
+                 v = in(reg32) value, m = in(reg32) mask, options(nostack, nomem, preserves_flags));
+        }
+        out
+    }
+}
+
+/// [`match_all_sync`] of a 64-bit value (`match.all.sync.b64`).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub fn match_all_sync_u64(mask: u32, value: u64) -> u32 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    return match_all_sync(mask, value as u32) & match_all_sync(mask, (value >> 32) as u32);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let out: u32;
+        // SAFETY: as for `match_any_sync`.
+        unsafe {
+            asm!("match.all.sync.b64 {d}, {v}, {m};", d = out(reg32) out,
+                 v = in(reg64) value, m = in(reg32) mask, options(nostack, nomem, preserves_flags));
+        }
+        out
     }
 }

@@ -633,6 +633,12 @@ fn a_shared_memory_race_is_reported() {
     }
     let text = e.to_string();
     assert!(text.contains("offset 12"), "{text}");
+    // The array by its declaration, and both accesses' lines in this file.
+    assert!(
+        text.contains("(shared_array! at device/tests/sim.rs:"),
+        "{text}"
+    );
+    assert_eq!(text.matches("device/tests/sim.rs:").count(), 3, "{text}");
     let out = buffer(&vec![0u32; k::TILE], "out");
     let mut op = out.ptr();
     let e = run(k::RACY_NEIGHBOUR, line(1, k::TILE as u32), &[p(&mut op)]).unwrap_err();
@@ -719,7 +725,7 @@ fn reads_past_the_end_are_reported() {
                 at,
             } => {
                 assert_eq!(*kernel, "read_past");
-                assert_eq!(buffer, "x");
+                assert_eq!(buffer, "parameter `x`, buffer x");
                 assert_eq!(*len, 1000);
                 // The first thread to go past: global index 1000 - past
                 // (or thread 0 when past ≥ 1000).

@@ -143,7 +143,7 @@ pub enum Error {
     /// The simulator saw two threads of one block touch the same
     /// shared-memory word between two barriers, at least one of them writing
     /// (`detail` names the offset, both threads and the barrier interval).
-    #[error("{kernel}: {detail}")]
+    #[error("{}", with_kernel(kernel, detail))]
     SharedRace {
         /// The kernel.
         kernel: &'static str,
@@ -152,7 +152,7 @@ pub enum Error {
     },
     /// The simulator saw threads of a block wait at a barrier (or a warp
     /// collective) that the others never reach: reported instead of a hang.
-    #[error("{kernel}: {detail}")]
+    #[error("{}", with_kernel(kernel, detail))]
     BarrierDivergence {
         /// The kernel.
         kernel: &'static str,
@@ -161,7 +161,7 @@ pub enum Error {
     },
     /// The simulator saw a thread read or write past a simulated device
     /// buffer (the buffer, the element index and the thread are in `detail`).
-    #[error("{kernel}: {detail}")]
+    #[error("{}", with_kernel(kernel, detail))]
     OutOfBounds {
         /// The kernel.
         kernel: &'static str,
@@ -170,7 +170,7 @@ pub enum Error {
     },
     /// Any other failure the simulator reported (a warp collective misused,
     /// its own memory failing).
-    #[error("{kernel}: {detail}")]
+    #[error("{}", with_kernel(kernel, detail))]
     Simulator {
         /// The kernel or operation.
         kernel: &'static str,
@@ -239,6 +239,18 @@ pub enum Error {
         /// image's.
         reason: String,
     },
+}
+
+/// The simulator's report, which names the kernel itself (but for its own
+/// memory failures), prefixed with `kernel` only where it does not: the
+/// kernel's name once.
+fn with_kernel(kernel: &str, detail: &SimError) -> String {
+    let text = detail.to_string();
+    if text.starts_with(&format!("{kernel}: ")) {
+        text
+    } else {
+        format!("{kernel}: {text}")
+    }
 }
 
 /// The end of a [`Error::DeviceFault`] message: the driver's error and the

@@ -419,6 +419,14 @@ impl<T: DeviceCopy + Pod> DeviceSlice<T> {
 }
 
 impl<T: DeviceCopy + Zeroable> DeviceSlice<T> {
+    /// The slice's elements copied to a new `Vec` (a kernel's output in one
+    /// call), waiting for the copy.
+    pub fn to_vec(&self) -> Result<Vec<T>> {
+        let mut host = vec![T::zeroed(); self.len];
+        self.copy_to(&mut host)?;
+        Ok(host)
+    }
+
     /// Sets every byte of the slice to 0, waiting for it.
     pub fn set_zero(&mut self) -> Result<()> {
         if self.device.is_simulated() {

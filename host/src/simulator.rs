@@ -324,7 +324,7 @@ mod tests {
             "k",
             SimError::OutOfBounds {
                 kernel: "k",
-                buffer: "f32".into(),
+                buffer: "buffer f32".into(),
                 index: 7,
                 len: 7,
                 at,

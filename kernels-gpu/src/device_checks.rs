@@ -1,6 +1,8 @@
 //! Small kernels that exercise the device layer on its own: static shared
-//! memory (`shared_array!`) with block barriers. (The warp, atomic and load
-//! primitives have theirs in `reduce::primitive_tests`.)
+//! memory (`shared_array!`) with block barriers, shared-memory atomics, and
+//! the warp primitives `syncwarp`, `activemask`, `match_any_sync` and
+//! `match_all_sync`. (The shuffles, votes, global atomics and loads have
+//! theirs in `reduce::primitive_tests`.)
 
 /// Threads per block of `block_reverse_i32`, and its shared tile's length.
 pub const REVERSE_BLOCK: usize = 256;
@@ -11,8 +13,18 @@ pub fn reversed_index(i: usize, len: usize) -> usize {
     len - 1 - i
 }
 
+/// Threads of the one block of `shared_atomics_test`.
+pub const ATOMICS_BLOCK: usize = 256;
+/// Results `shared_atomics_test` writes to `out` (see its docs).
+pub const ATOMICS_RESULTS: usize = 20;
+/// Threads of the one block of `warp_match_test`, and the values per thread.
+pub const MATCH_BLOCK: usize = 64;
+/// Values per thread `warp_match_test` writes.
+pub const MATCH_ROWS: usize = 8;
+
+use crate::device::shared::SharedAtomicAdd;
 use crate::device::sync::sync_threads;
-use crate::device::thread;
+use crate::device::{thread, warp};
 use crate::shared_array;
 
 crate::device::kernels! {
@@ -41,6 +53,181 @@ crate::device::kernels! {
         if t < len {
             // SAFETY: reversed_index(t, len) < len ≤ REVERSE_BLOCK, written before the barrier.
             unsafe { *output.add(start + t) = tile.load(reversed_index(t, len)) };
+        }
+    }
+
+    /// Every shared-memory atomic of the device layer, by the one block of
+    /// [`ATOMICS_BLOCK`] threads, thread `t`:
+    /// - u32 slots: `fetch_add(0, 1)` (its ticket), `fetch_min`/`fetch_max`
+    ///   of `1000 + (37t + 11) mod 256`, `fetch_and(!(1 << t mod 16))` from
+    ///   all ones, `fetch_or(1 << t mod 20)`, `fetch_xor(t·t)`,
+    ///   `exchange(t + 1)`, `compare_exchange(0, t + 1)`;
+    /// - i32: `fetch_add(t − 200)`, `fetch_min(100 − t)`, `fetch_max(3t − 400)`;
+    /// - u64: `fetch_add(t << 33)`, `fetch_min`/`fetch_max` of `(t ^ 0x55) << 40`,
+    ///   `fetch_or(1 << t mod 64)`;
+    /// - i64: `fetch_add(−t << 35)`, `fetch_min(−t · 1000000007)`,
+    ///   `fetch_max(3t − 1000)`;
+    /// - f32 `fetch_add(0.5)`, `fetch_add(t)`; f64 `fetch_add(0.25)`.
+    ///
+    /// After a barrier thread 0 writes the final values to `out` in that
+    /// order ([`ATOMICS_RESULTS`] of them, signed values sign-extended, the
+    /// two f32 as their bits in the low and high word of one); thread `t` writes its ticket,
+    /// its exchange's and its compare-exchange's previous values to
+    /// `per_thread[t]`, `[256 + t]` and `[512 + t]`.
+    ///
+    /// # Safety
+    /// `out` holds [`ATOMICS_RESULTS`] u64, `per_thread` `3 ·`
+    /// [`ATOMICS_BLOCK`] u32; one block of [`ATOMICS_BLOCK`] threads.
+    pub fn shared_atomics_test(out: *mut u64, per_thread: *mut u32) as SHARED_ATOMICS_TEST {
+        let a32 = shared_array!(atomics_u32: [u32; 8]);
+        let s32 = shared_array!(atomics_i32: [i32; 3]);
+        let a64 = shared_array!(atomics_u64: [u64; 4]);
+        let s64 = shared_array!(atomics_i64: [i64; 3]);
+        let f32s = shared_array!(atomics_f32: [f32; 2]);
+        let f64s = shared_array!(atomics_f64: [f64; 1]);
+        let t = thread::thread_idx_x() as usize;
+        if t == 0 {
+            let init32 = [0, u32::MAX, 0, u32::MAX, 0, 0, 0, 0];
+            // SAFETY: thread 0 alone initialises every slot, before the barrier.
+            unsafe {
+                for (k, v) in init32.into_iter().enumerate() {
+                    a32.store(k, v);
+                }
+                for (k, v) in [0, i32::MAX, i32::MIN].into_iter().enumerate() {
+                    s32.store(k, v);
+                }
+                for (k, v) in [0, u64::MAX, 0, 0].into_iter().enumerate() {
+                    a64.store(k, v);
+                }
+                for (k, v) in [0, i64::MAX, i64::MIN].into_iter().enumerate() {
+                    s64.store(k, v);
+                }
+                f32s.store(0, 0.0);
+                f32s.store(1, 0.0);
+                f64s.store(0, 0.0);
+            }
+        }
+        sync_threads();
+        let (tu, ti) = (t as u32, t as i32);
+        let spread = 1000 + (37 * tu + 11) % 256;
+        // SAFETY: every index is within its array; between the barriers the
+        // slots are touched by atomics only.
+        let (ticket, exchanged, compared) = unsafe {
+            let ticket = a32.fetch_add(0, 1);
+            a32.fetch_min(1, spread);
+            a32.fetch_max(2, spread);
+            a32.fetch_and(3, !(1 << (tu % 16)));
+            a32.fetch_or(4, 1 << (tu % 20));
+            a32.fetch_xor(5, tu.wrapping_mul(tu));
+            let exchanged = a32.exchange(6, tu + 1);
+            let compared = a32.compare_exchange(7, 0, tu + 1);
+            s32.fetch_add(0, ti - 200);
+            s32.fetch_min(1, 100 - ti);
+            s32.fetch_max(2, 3 * ti - 400);
+            a64.fetch_add(0, (t as u64) << 33);
+            a64.fetch_min(1, ((t as u64) ^ 0x55) << 40);
+            a64.fetch_max(2, ((t as u64) ^ 0x55) << 40);
+            a64.fetch_or(3, 1 << (t % 64));
+            s64.fetch_add(0, -(t as i64) << 35);
+            s64.fetch_min(1, -(t as i64) * 1_000_000_007);
+            s64.fetch_max(2, 3 * t as i64 - 1000);
+            f32s.fetch_add(0, 0.5);
+            f32s.fetch_add(1, t as f32);
+            f64s.fetch_add(0, 0.25);
+            (ticket, exchanged, compared)
+        };
+        // SAFETY: t < ATOMICS_BLOCK; per_thread holds 3 · ATOMICS_BLOCK u32.
+        unsafe {
+            *per_thread.add(t) = ticket;
+            *per_thread.add(ATOMICS_BLOCK + t) = exchanged;
+            *per_thread.add(2 * ATOMICS_BLOCK + t) = compared;
+        }
+        sync_threads();
+        if t == 0 {
+            // SAFETY: after the barrier every atomic is done; out holds
+            // ATOMICS_RESULTS u64.
+            unsafe {
+                let mut k = 0;
+                let mut put = |v: u64| {
+                    *out.add(k) = v;
+                    k += 1;
+                };
+                for i in 0..8 {
+                    put(a32.load(i) as u64);
+                }
+                for i in 0..3 {
+                    put(s32.load(i) as i64 as u64);
+                }
+                for i in 0..4 {
+                    put(a64.load(i));
+                }
+                for i in 0..3 {
+                    put(s64.load(i) as u64);
+                }
+                put(f32s.load(0).to_bits() as u64 | (f32s.load(1).to_bits() as u64) << 32);
+                put(f64s.load(0).to_bits());
+            }
+        }
+    }
+
+    /// A shared-memory atomic on a misaligned address (two bytes into a u32
+    /// slot), by thread 0 of the block: a located fault on the GPU and on
+    /// the simulator. The other threads do nothing.
+    ///
+    /// # Safety
+    /// None beyond a valid launch: the fault is the point.
+    pub fn shared_atomic_misaligned(out: *mut u32) as SHARED_ATOMIC_MISALIGNED {
+        let slots = shared_array!(misaligned_slots: [u32; 4]);
+        if thread::thread_idx_x() == 0 {
+            // SAFETY: the address lies inside `slots`; its misalignment is
+            // the fault this kernel exists for.
+            let old = unsafe { u32::shared_fetch_add(slots.address() + 2, 1) };
+            // SAFETY: never reached (the atomic faults); out holds one u32.
+            unsafe { *out = old };
+        }
+    }
+
+    /// The warp primitives, by every thread of one block of [`MATCH_BLOCK`]
+    /// threads, lane `l`: row `r` of `out` (`MATCH_ROWS × MATCH_BLOCK`,
+    /// row-major) holds
+    /// 0. `activemask()` with every lane converged;
+    /// 1. `match_any_sync(FULL, l / 4)`;
+    /// 2. `match_all_sync(FULL, 7)`;
+    /// 3. `match_all_sync(FULL, l)`;
+    /// 4. `match_any_sync_u64(FULL, (l mod 3) << 40 | 5)`;
+    /// 5. `match_all_sync_u64(FULL, 1 << 40)`;
+    /// 6. `activemask()` in a branch of the lanes `l < 10` (0 for the others);
+    /// 7. the shared value lane `l ^ 1` stored before a `syncwarp(FULL)`:
+    ///    `5 · (t ^ 1)`, `t` the thread index.
+    ///
+    /// # Safety
+    /// `out` holds `MATCH_ROWS · MATCH_BLOCK` u32; one block of
+    /// [`MATCH_BLOCK`] threads.
+    pub fn warp_match_test(out: *mut u32) as WARP_MATCH_TEST {
+        let tile = shared_array!(warp_match_tile: [u32; MATCH_BLOCK]);
+        let t = thread::thread_idx_x() as usize;
+        let l = warp::lane_id();
+        let full = warp::FULL_MASK;
+        let converged = warp::activemask();
+        let rows = [
+            converged,
+            warp::match_any_sync(full, l / 4),
+            warp::match_all_sync(full, 7),
+            warp::match_all_sync(full, l),
+            warp::match_any_sync_u64(full, ((l % 3) as u64) << 40 | 5),
+            warp::match_all_sync_u64(full, 1 << 40),
+        ];
+        let branch = if l < 10 { warp::activemask() } else { 0 };
+        // SAFETY: t < MATCH_BLOCK; each lane writes its own slot, and reads
+        // its neighbour's after the warp barrier.
+        let neighbour = unsafe {
+            tile.store(t, 5 * t as u32);
+            warp::syncwarp(full);
+            tile.load(t ^ 1)
+        };
+        for (r, v) in rows.into_iter().chain([branch, neighbour]).enumerate() {
+            // SAFETY: r < MATCH_ROWS, t < MATCH_BLOCK.
+            unsafe { *out.add(r * MATCH_BLOCK + t) = v };
         }
     }
 }

@@ -29,7 +29,7 @@ use crate::support::cases::{Cases, Want, equal, harmless, kernel_less, m, requir
 use crate::support::props::{Draw, all_same, brief, case_err, check};
 use crate::support::{
     PTX_GARBAGE, PTX_WITHOUT_KERNEL, TempFile, huge1, huge2, huged, missing_path, rerun_self,
-    truncated_ptx,
+    rerun_self_printing, truncated_ptx,
 };
 
 const HELLO_CHILD: &str = "CUDA_KERNELS_TEST_HELLO_CHILD";
@@ -413,23 +413,17 @@ fn fault_child() -> ExitCode {
 }
 
 fn device_fault_is_reported_with_location(gpu: &Gpu) -> Result<(), Failed> {
-    let out = rerun_self(gpu, FAULT_CHILD)?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    ensure(out.status.success(), || {
-        format!("child: {stdout} {}", String::from_utf8_lossy(&out.stderr))
-    })?;
-    for needle in [
-        "fault_test_kernel: the kernel failed at",
-        "hello.rs:",
-        "block [2, 0, 0], thread [5, 0, 0]",
-        "fails here on purpose",
-        "AFTER:",
-    ] {
-        ensure(stdout.contains(needle), || {
-            format!("{needle:?} not in {stdout:?}")
-        })?;
-    }
-    Ok(())
+    rerun_self_printing(
+        gpu,
+        FAULT_CHILD,
+        &[
+            "fault_test_kernel: the kernel failed at",
+            "hello.rs:",
+            "block [2, 0, 0], thread [5, 0, 0]",
+            "fails here on purpose",
+            "AFTER:",
+        ],
+    )
 }
 
 fn shared_array_block_reverse(gpu: &Gpu) -> Result<(), Failed> {

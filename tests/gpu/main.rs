@@ -11,6 +11,7 @@
 //! | `streams`    | mult_ker, batches on streams, events, lanes, Life, contexts    |
 //! | `stress`     | many host threads × many launches, no leak                     |
 //! | `multi`      | every device, copies between devices, the multi-device launchers |
+//! | `primitives` | shared-memory atomics (and a misaligned one), syncwarp, activemask, match_any/match_all |
 //! | `agreement`  | every kernel on the GPU and on the simulator: equal results    |
 //! | `handles`    | kernel handles launch only on their own crate's image          |
 //! | `fidelity`   | adversarial cases with values from the PTX ISA and CUDA guide, both backends |
@@ -89,13 +90,14 @@ mod harness;
 mod mandelbrot;
 mod matrices;
 mod multi;
+mod primitives;
 mod reduce;
 mod streams;
 mod stress;
 
 fn main() -> ExitCode {
     // Child processes of tests that need a process of their own.
-    if let Some(code) = foundation::child_process() {
+    if let Some(code) = foundation::child_process().or_else(primitives::child_process) {
         return code;
     }
     if let Some(code) = fidelity::child_process() {
@@ -106,6 +108,7 @@ fn main() -> ExitCode {
         handles::trials(),
         matrices::trials(),
         reduce::trials(),
+        primitives::trials(),
         mandelbrot::trials(),
         streams::trials(),
         multi::trials(),

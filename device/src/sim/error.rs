@@ -25,6 +25,9 @@ pub enum Access {
     Read,
     /// A store.
     Write,
+    /// A shared-memory atomic (`SharedArray::fetch_add` …): it races
+    /// with plain accesses of other threads, not with their atomics.
+    Atomic,
 }
 
 impl fmt::Display for Access {
@@ -32,8 +35,20 @@ impl fmt::Display for Access {
         f.write_str(match self {
             Access::Read => "read",
             Access::Write => "wrote",
+            Access::Atomic => "atomically updated",
         })
     }
+}
+
+/// Where a [`SimError::SharedRace`] is in the kernel's source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaceSource {
+    /// What the later access touched: "`tile[3]` (shared_array! at
+    /// file:line:column)", the array by its declaration, or the dynamic
+    /// shared memory's byte.
+    pub place: String,
+    /// Where each access is, earlier then later.
+    pub sites: [Option<&'static std::panic::Location<'static>>; 2],
 }
 
 /// Threads of a block that are stuck in the same place, for
@@ -87,6 +102,9 @@ pub enum SimError {
         first: (SimThread, Access),
         /// The later access.
         second: (SimThread, Access),
+        /// Which array, and where in the source (boxed: the error stays
+        /// small).
+        source: Box<RaceSource>,
         /// The barrier interval: how many barriers the block had passed
         /// (0: before the first).
         interval: u32,
@@ -116,7 +134,8 @@ pub enum SimError {
     OutOfBounds {
         /// The kernel.
         kernel: &'static str,
-        /// The buffer's label.
+        /// The buffer: "parameter `x`, buffer `label`" when a kernel
+        /// parameter points into it, else "buffer `label`" (its label).
         buffer: String,
         /// The element index, `(address − base) / element size` (negative
         /// before the start).
@@ -149,6 +168,18 @@ fn threads(list: &[[u32; 3]]) -> String {
     s
 }
 
+/// A source location as `file:line:column` (`?` when unknown).
+struct Site(Option<&'static std::panic::Location<'static>>);
+
+impl fmt::Display for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(l) => write!(f, "{}:{}:{}", l.file(), l.line(), l.column()),
+            None => f.write_str("?"),
+        }
+    }
+}
+
 impl fmt::Display for SimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -171,15 +202,19 @@ impl fmt::Display for SimError {
                 offset,
                 first,
                 second,
+                source,
                 interval,
             } => write!(
                 f,
-                "{kernel}: shared-memory race on the word at shared byte offset {offset}: \
-                 {} {} it and {} {} it with no barrier between, {}",
+                "{kernel}: shared-memory race on {}, the word at shared byte offset \
+                 {offset}: {} {} it at {} and {} {} it at {} with no barrier between, {}",
+                source.place,
                 first.0,
                 first.1,
+                Site(source.sites[0]),
                 second.0,
                 second.1,
+                Site(source.sites[1]),
                 match interval {
                     0 => "before the block's first barrier".to_string(),
                     k => format!("after the block's barrier {k}"),
@@ -217,8 +252,8 @@ impl fmt::Display for SimError {
                 at,
             } => write!(
                 f,
-                "{kernel}: out-of-bounds access to buffer {buffer} (length {len}) at element \
-                 index {index} by {at}"
+                "{kernel}: out-of-bounds access to {buffer} (length {len}) at element index \
+                 {index} by {at}"
             ),
             SimError::Memory { what, reason } => write!(f, "simulator memory: {what}: {reason}"),
         }

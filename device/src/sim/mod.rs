@@ -64,7 +64,7 @@ mod scheduler;
 mod trap;
 
 pub(crate) use context::{current, dynamic_shared, fail};
-pub use error::{Access, SimError, SimThread, Stuck};
+pub use error::{Access, RaceSource, SimError, SimThread, Stuck};
 pub use printf::capture_printf;
 
 /// The f32 NaN the GPU gives for every NaN result of arithmetic (its
@@ -232,6 +232,9 @@ pub unsafe fn launch_with(
     options: &SimOptions,
 ) -> Result<(), SimError> {
     check_launch_shape(kernel, &shape, &options.limits, options.shared_opt_in)?;
+    if cfg!(debug_assertions) {
+        warn_unoptimised(env!("CARGO_PKG_NAME"));
+    }
     run_grid(
         kernel,
         shape,
@@ -239,6 +242,67 @@ pub unsafe fn launch_with(
         scheduler::Params(params.as_ptr()),
         options,
     )
+}
+
+/// Says once per process and crate, on stderr, that `package` (a kernel
+/// crate, or this one) was compiled with debug assertions, as a dev build
+/// compiles it unless told otherwise: the simulator then runs its code
+/// without optimisation, about ten times slower. The message gives the
+/// `Cargo.toml` lines that fix it. Called by the host entries that
+/// [`kernels!`](crate::kernels) writes, with their crate's name.
+#[doc(hidden)]
+pub fn warn_unoptimised(package: &'static str) {
+    if let Some(message) = unoptimised_message(package) {
+        eprintln!("{message}");
+    }
+}
+
+/// [`warn_unoptimised`]'s message, the first time for `package` only.
+fn unoptimised_message(package: &'static str) -> Option<String> {
+    use std::sync::Mutex;
+    static WARNED: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if warned.contains(&package) {
+        return None;
+    }
+    warned.push(package);
+    // A kernel crate also as the GPU build compiles it: wrapping arithmetic.
+    let lines = if package == env!("CARGO_PKG_NAME") {
+        format!(
+            "[profile.dev.package.{package}]\nopt-level = 3\ndebug-assertions = false\n\
+             [profile.dev.package.corosensei]\nopt-level = 3\n"
+        )
+    } else {
+        format!(
+            "[profile.dev.package.{package}]\nopt-level = 3\ndebug-assertions = false\n\
+             overflow-checks = false\n"
+        )
+    };
+    Some(format!(
+        "cuda-kernels simulator: {package} was built without optimisation (a dev build), so \
+         the simulator runs its kernel code about 10x slower. Add to your workspace's \
+         Cargo.toml (or build with --release):\n{lines}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_unoptimised_crate_is_named_once_with_its_profile_lines() {
+        let first = super::unoptimised_message("my-kernels").expect("the first time");
+        assert!(
+            first.contains("my-kernels was built without optimisation"),
+            "{first}"
+        );
+        assert!(
+            first.ends_with(
+                "[profile.dev.package.my-kernels]\nopt-level = 3\ndebug-assertions = false\n\
+                 overflow-checks = false\n"
+            ),
+            "{first}"
+        );
+        assert_eq!(super::unoptimised_message("my-kernels"), None);
+    }
 }
 
 /// Runs the blocks, in order on the calling thread, or on
@@ -449,6 +513,23 @@ pub(crate) fn shared_store<T: Copy>(addr: u32, value: T) {
     unsafe { p.cast::<T>().write_unaligned(value) }
 }
 
+/// The current thread's atomic read-modify-write of the `T` at shared
+/// offset `addr` (aligned: the caller checked): `update` maps the old value
+/// to the new one; returns the old one. Atomic among the block's simulated
+/// threads, which run one at a time on the block's OS thread.
+#[track_caller]
+pub(crate) fn shared_rmw<T: Copy>(addr: u32, update: impl FnOnce(T) -> T) -> T {
+    let site = std::panic::Location::caller();
+    let p = context::shared_ptr(addr, size_of::<T>(), Access::Atomic, site).cast::<T>();
+    // SAFETY: `shared_ptr` checked that the bytes lie in the block's shared
+    // memory; `addr` is aligned to T, and so is the memory (16-byte aligned).
+    unsafe {
+        let old = p.read();
+        p.write(update(old));
+        old
+    }
+}
+
 /// A plain read of global memory (no alignment needed).
 ///
 /// # Safety
@@ -481,6 +562,16 @@ pub(crate) enum WarpOp {
     Any,
     /// `vote.sync.all`.
     All,
+    /// `bar.warp.sync`: the lanes of the mask wait for each other; their
+    /// shared-memory accesses before it are ordered before those after it.
+    Sync,
+    /// `match.any.sync.b32`.
+    MatchAny,
+    /// `match.all.sync.b32`.
+    MatchAll,
+    /// `activemask`: not a wait; the lanes of the warp that reach the same
+    /// call site while no other thread can run get the mask of them.
+    ActiveMask,
 }
 
 /// The current thread's part in a warp collective of the lanes in `mask`.
@@ -496,10 +587,64 @@ pub(crate) fn warp_collective(op: WarpOp, mask: u32, value: u32, arg: u32) -> u3
     }))
 }
 
+/// Whether the current simulated thread is thread 0 of its block (the one
+/// that tells the simulator the launch's parameters, [`note_params`]).
+#[doc(hidden)]
+pub fn first_thread() -> bool {
+    current().linear == 0
+}
+
+/// For the host entries of [`kernels!`](crate::kernels): the kernel's
+/// parameters by name, with the address each pointer parameter holds, so
+/// that an out-of-bounds access names the parameter it went through.
+#[doc(hidden)]
+pub fn note_params(params: &[(&'static str, Option<usize>)]) {
+    current().block_state().note_params(params);
+}
+
+/// A kernel parameter, for [`ParamPointer`] and [`ParamValue`]:
+/// `(&&ParamProbe(&x)).param_address()` is the address a pointer parameter
+/// holds, `None` for any other.
+#[doc(hidden)]
+pub struct ParamProbe<'a, T>(pub &'a T);
+
+/// [`ParamProbe`] of a pointer: its address.
+#[doc(hidden)]
+pub trait ParamPointer {
+    /// The address the parameter holds.
+    fn param_address(&self) -> Option<usize>;
+}
+
+impl<T> ParamPointer for &ParamProbe<'_, *const T> {
+    fn param_address(&self) -> Option<usize> {
+        Some(*self.0 as usize)
+    }
+}
+
+impl<T> ParamPointer for &ParamProbe<'_, *mut T> {
+    fn param_address(&self) -> Option<usize> {
+        Some(*self.0 as usize)
+    }
+}
+
+/// [`ParamProbe`] of anything else: no address.
+#[doc(hidden)]
+pub trait ParamValue {
+    /// `None`: not a pointer.
+    fn param_address(&self) -> Option<usize>;
+}
+
+impl<T> ParamValue for ParamProbe<'_, T> {
+    fn param_address(&self) -> Option<usize> {
+        None
+    }
+}
+
 /// For [`shared_array!`](crate::shared_array) on the host: the shared
 /// offset of the static array identified by `key` (the address of a static
 /// of the invocation), `bytes` long, in the current block.
 #[doc(hidden)]
+#[track_caller]
 pub fn static_shared(key: usize, name: &'static str, bytes: usize) -> u32 {
     context::static_shared(key, name, bytes)
 }

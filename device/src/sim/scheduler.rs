@@ -289,7 +289,9 @@ impl Worker {
                     Some(x) => Some(x),
                     None if done == self.states.len() => return Ok(()),
                     None => {
-                        self.release_barrier()?;
+                        if !self.resolve_active_masks() {
+                            self.release_barrier()?;
+                        }
                         continue;
                     }
                 },
@@ -326,7 +328,10 @@ impl Worker {
                     self.pending[t] = Some(p);
                     self.waiting[t / 32] += 1;
                     cos[t] = Some(co);
-                    self.try_resolve(t)?;
+                    // `activemask` resolves when no thread can run (below).
+                    if p.op != WarpOp::ActiveMask {
+                        self.try_resolve(t)?;
+                    }
                 }
                 CoroutineResult::Return(end) => {
                     let handler = co.trap_handler();
@@ -405,7 +410,7 @@ impl Worker {
         let p = self.pending[i].expect("a pending collective");
         let (first, present) = self.warp_lanes(i);
         let lane = (i - first) as u32;
-        let at = |site: Site| format!("{}:{}:{}", site.file(), site.line(), site.column());
+        let at = context::at;
         if p.mask & (1 << lane) == 0 {
             return Err(self.warp_error(
                 i,
@@ -440,10 +445,25 @@ impl Worker {
                 continue;
             }
             let q = self.pending[first + l as usize].expect("checked above");
+            // The lanes of the mask holding this lane's value.
+            let same = || {
+                (0..32)
+                    .filter(|&k| mask & (1 << k) != 0 && value(k) == Some(q.value))
+                    .fold(0u32, |b, k| b | (1 << k))
+            };
             results[l as usize] = match q.op {
                 WarpOp::Ballot => ballot,
                 WarpOp::Any => (ballot != 0) as u32,
                 WarpOp::All => (ballot == mask) as u32,
+                WarpOp::Sync | WarpOp::ActiveMask => 0,
+                WarpOp::MatchAny => same(),
+                WarpOp::MatchAll => {
+                    if same() == mask {
+                        mask
+                    } else {
+                        0
+                    }
+                }
                 op => {
                     let src = shfl_source(op, l, q.arg);
                     if exited & p.mask & (1 << src) != 0 {
@@ -468,6 +488,9 @@ impl Worker {
                 }
             };
         }
+        if p.op == WarpOp::Sync {
+            self.state.warp_synced(first, mask);
+        }
         for (l, &result) in results.iter().enumerate() {
             if mask & (1 << l) != 0 {
                 let t = first + l;
@@ -478,6 +501,33 @@ impl Worker {
             }
         }
         Ok(())
+    }
+
+    /// No thread can run: the lanes of a warp that wait at one `activemask`
+    /// call site get the mask of them (the lanes that reached it together).
+    /// Returns whether any did.
+    fn resolve_active_masks(&mut self) -> bool {
+        let mut resolved = false;
+        for i in 0..self.states.len() {
+            let Some(p) = self.pending[i].filter(|p| p.op == WarpOp::ActiveMask) else {
+                continue;
+            };
+            let first = i / 32 * 32;
+            let lanes: Vec<usize> = (first..(first + 32).min(self.states.len()))
+                .filter(|&t| {
+                    self.pending[t].is_some_and(|q| q.op == WarpOp::ActiveMask && q.site == p.site)
+                })
+                .collect();
+            let mask = lanes.iter().fold(0u32, |m, &t| m | 1 << (t - first));
+            for t in lanes {
+                self.pending[t] = None;
+                self.waiting[t / 32] -= 1;
+                self.states[t] = State::Ready;
+                self.ready.push_back((t, mask));
+            }
+            resolved = true;
+        }
+        resolved
     }
 
     /// Thread `i` exited: the collectives of its warp that waited for it

@@ -244,9 +244,13 @@ pub(crate) fn report(ctx: &ThreadCtx, addr: usize, on_stack: bool) -> SimError {
     match memory::find(addr) {
         Some((info, true)) => {
             let offset = addr as i128 - info.base as i128;
+            let buffer = match ctx.block_state().parameter_into(info.base, info.len_bytes) {
+                Some(p) => format!("parameter `{p}`, buffer {}", info.label),
+                None => format!("buffer {}", info.label),
+            };
             SimError::OutOfBounds {
                 kernel,
-                buffer: info.label,
+                buffer,
                 index: offset.div_euclid(info.element_size as i128) as i64,
                 len: info.len_bytes / info.element_size,
                 at: ctx.id(),

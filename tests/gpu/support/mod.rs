@@ -201,6 +201,26 @@ pub fn rerun_self(gpu: &cuda_kernels::Gpu, var: &str) -> Result<std::process::Ou
         .map_err(|e| Failed::from(format!("re-running the test binary: {e}")))
 }
 
+/// Re-runs this test binary with `var` set (see [`rerun_self`]) and checks
+/// that the child succeeded and printed each of `needles`.
+pub fn rerun_self_printing(
+    gpu: &cuda_kernels::Gpu,
+    var: &str,
+    needles: &[&str],
+) -> Result<(), Failed> {
+    let out = rerun_self(gpu, var)?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    crate::common::ensure(out.status.success(), || {
+        format!("child: {stdout} {}", String::from_utf8_lossy(&out.stderr))
+    })?;
+    for needle in needles {
+        crate::common::ensure(stdout.contains(needle), || {
+            format!("{needle:?} not in {stdout:?}")
+        })?;
+    }
+    Ok(())
+}
+
 /// The crate's PTX cut right after the opening brace of the first kernel
 /// body: the braces do not balance, whatever the PTX holds.
 pub fn truncated_ptx() -> String {

@@ -13,7 +13,7 @@ use cuda_kernels::ndarray::{Array1, Array2, ArrayView1, ArrayView2, LinalgScalar
 use cuda_kernels::reduce::reduce_cpu;
 use cuda_kernels::{Error, Gpu, Images, LaunchConfig, Result};
 use downstream_kernels::{
-    MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, SOFTMAX_ROWS, leaky_relu, softmax_term,
+    BINS, HISTOGRAM, MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, SOFTMAX_ROWS, leaky_relu, softmax_term,
 };
 
 /// This program's kernels: the PTX and cubins `build.rs` wrote.
@@ -157,7 +157,37 @@ fn run(gpu: &Gpu) -> Result<bool> {
         &format!("worst relative error {worst:.2e} ≤ {bound:.2e}:"),
         worst <= bound,
     );
+
+    // histogram: exact (integer counts, in any order).
+    let bytes: Vec<u8> = inputs(N, 3)
+        .iter()
+        .map(|v| (v.abs() * 31.0) as u8)
+        .collect();
+    let (g, c) = (histogram_gpu(gpu, &bytes)?, histogram_cpu(&bytes));
+    ok &= row("histogram (2^20 bytes), bin 7", g[7], c[7], "exact", g == c);
     Ok(ok)
+}
+
+/// The CPU reference of `histogram`: each byte counted in its bin.
+fn histogram_cpu(x: &[u8]) -> Vec<u32> {
+    let mut hist = vec![0u32; BINS];
+    for &b in x {
+        hist[usize::from(b)] += 1;
+    }
+    hist
+}
+
+/// The byte histogram of `x` with the kernel crate's `histogram`.
+fn histogram_gpu(gpu: &Gpu, x: &[u8]) -> Result<Vec<u32>> {
+    let input = gpu.to_device(x)?;
+    let mut hist = gpu.zeroed::<u32>(BINS)?;
+    // Enough blocks to fill a GPU; each grid-strides over its share.
+    let cfg = LaunchConfig::linear(x.len().div_ceil(4096).clamp(1, 1024) as u32, 256);
+    // SAFETY: `input` holds x.len() bytes and `hist` BINS u32 (the handle
+    // checks the parameter types: x: *const u8, n, hist: *mut u32).
+    unsafe { gpu.launch(HISTOGRAM, cfg, gpu.stream(), (&input, x.len(), &mut hist)) }?;
+    gpu.synchronize(HISTOGRAM.name())?;
+    hist.to_vec()
 }
 
 /// Runs `leaky_relu` for `T` on the GPU and in its CPU reference, and
@@ -220,7 +250,6 @@ fn softmax_gpu(gpu: &Gpu, x: ArrayView2<f32>) -> Result<Array2<f32>> {
         )
     }?;
     gpu.synchronize(K)?;
-    let mut y = vec![0.0f32; rows * cols];
-    output.copy_to(&mut y[..])?;
-    Array2::from_shape_vec((rows, cols), y).map_err(|e| Error::invalid(K, e.to_string()))
+    Array2::from_shape_vec((rows, cols), output.to_vec()?)
+        .map_err(|e| Error::invalid(K, e.to_string()))
 }

@@ -14,6 +14,7 @@ fn the_ptx_has_every_kernel_the_app_launches_and_no_other() {
         [
             "elementwise_leaky_relu_f32",
             "elementwise_leaky_relu_f64",
+            "histogram",
             "reduce_max_abs_f32",
             "reduce_max_abs_f64",
             "softmax_rows",

@@ -7,7 +7,9 @@
 //!   `cuda_kernels_gpu::elementwise!` (entry points
 //!   `elementwise_leaky_relu_f32` and `_f64`);
 //! - [`MaxAbs`], a reduction declared with `cuda_kernels_gpu::reduce_kernels!`
-//!   under its own name (entry points `reduce_max_abs_f32` and `_f64`).
+//!   under its own name (entry points `reduce_max_abs_f32` and `_f64`);
+//! - [`HISTOGRAM`], a byte histogram in shared memory: each block counts
+//!   with shared-memory atomics, then adds its counts to the global ones.
 //!
 //! On the host the same crate is an ordinary library: the per-element
 //! functions ([`softmax_term`], [`leaky_relu`]'s body, [`MaxAbs`]'s
@@ -21,6 +23,7 @@
 // them.
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
+use cuda_kernels_device::prelude::*;
 use cuda_kernels_gpu::reduce::ReduceOp;
 
 /// Threads per block of `softmax_rows`: the host launches exactly this many.
@@ -34,9 +37,10 @@ pub const SOFTMAX_ENTRY: &str = SOFTMAX_ROWS.name();
 /// `[0, 1]` and cannot overflow).
 #[inline(always)]
 pub fn softmax_term(x: f32, max: f32) -> f32 {
-    // libdevice's `__nv_expf` on the device (at most 2 ulps from the exact
-    // value, CUDA's documented bound), the standard library's on the host.
-    cuda_kernels_device::math::exp_f32(x - max)
+    // `GpuFloat::exp` (the prelude's): libdevice's `__nv_expf` on the device
+    // (at most 2 ulps from the exact value, CUDA's documented bound), the
+    // standard library's on the host.
+    (x - max).exp()
 }
 
 cuda_kernels_gpu::elementwise! {
@@ -74,7 +78,6 @@ max_abs!(f32, f64);
 cuda_kernels_gpu::reduce_kernels!(MaxAbs, "max_abs": f32, f64);
 
 use cuda_kernels_device::shared::SharedArray;
-use cuda_kernels_device::{shared_array, sync::sync_threads, thread};
 
 const BLOCK: usize = SOFTMAX_BLOCK as usize;
 
@@ -154,6 +157,35 @@ cuda_kernels_device::kernels! {
                 unsafe { *yr.add(c) = softmax_term(*xr.add(c), max) / sum };
             }
             row += thread::grid_dim_x() as usize;
+        }
+    }
+}
+
+/// Bins of [`HISTOGRAM`]: one per byte value.
+pub const BINS: usize = 256;
+
+cuda_kernels_device::kernels! {
+    /// `hist[b] += |{i < n : x[i] = b}|`: each block counts its grid-stride
+    /// share in shared memory, then adds its counts to `hist`.
+    ///
+    /// # Safety
+    /// `x` holds `n` bytes and `hist` [`BINS`] u32 on the device.
+    pub fn histogram(x: *const u8, n: usize, hist: *mut u32) as HISTOGRAM {
+        let counts = shared_array!(histogram_counts: [u32; BINS]);
+        let bins = || (thread::thread_idx_x() as usize..BINS).step_by(thread::block_dim_x() as usize);
+        for b in bins() {
+            // SAFETY: b < BINS; each thread clears its own bins.
+            unsafe { counts.store(b, 0) };
+        }
+        sync_threads();
+        for i in thread::grid_stride(n) {
+            // SAFETY: i < n, and a byte is < BINS; the bins are updated atomically.
+            unsafe { counts.fetch_add(*x.add(i) as usize, 1) };
+        }
+        sync_threads();
+        for b in bins() {
+            // SAFETY: b < BINS, the length of `hist`; counted before the barrier.
+            unsafe { atomic::fetch_add_u32(hist.add(b), counts.load(b)) };
         }
     }
 }
