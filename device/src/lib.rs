@@ -55,6 +55,7 @@
 //! | [`atomic`](atomic/index.html) | `atomicAdd`, `atomicMin`, `atomicMax`, `atomicExch`, `atomicCAS` | relaxed `atom.global.*` on global memory | its `atomic` module |
 //! | [`load`](load/index.html) | `__ldg` on a `uint4`, `__ldcg` | 128-bit read-only loads (`ld.global.nc.v4`), L2-only loads (`ld.global.cg`) | — |
 //! | [`arith`](arith/index.html) | `fmaf` | `fma_f32` (`fma.rn.f32`: rustc never contracts `a * b + c`) | `GpuFloat::mul_add` |
+//! | [`float16`](float16/index.html) | `__half`, `__nv_bfloat16`, `__half2`, `__float2bfloat16_rn` | `f16`, `bf16` and their packed pairs: `cvt.rn`, `fma.rn.f16x2`, `min`/`max`, comparisons | — |
 //! | [`math`](math/index.html) | `sinf`, `exp`, `powf`, `erfc`, … | f32 and f64 `<function>_<type>` from libdevice (`sin_f32` is `__nv_sinf`) | `GpuFloat::sin`, … |
 //! | [`print`](print/index.html) | `printf` | `gpu_printf!` through the `vprintf` system call | `println!` |
 //! | [`fault`] | `assert` | `gpu_assert!`, the panic handler, and the [`FaultRecord`](fault::FaultRecord) they fill for the host | — |
@@ -89,6 +90,7 @@
 pub mod arith;
 pub mod atomic;
 pub mod fault;
+pub mod float16;
 pub mod kernel;
 pub mod load;
 pub mod math;
