@@ -51,6 +51,8 @@ pub mod bandwidth;
 pub mod device_checks;
 pub mod elementwise;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub mod float16_checks;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod gemm;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod hello;
@@ -82,6 +84,7 @@ pub const KERNELS: &[&str] = device::kernel_list!(
     matmul::KERNELS,
     matmul::SGEMM_KERNELS,
     gemm::GEMM_KERNELS,
+    float16_checks::KERNELS,
     reduce::built_in::REDUCE_KERNELS,
     reduce::primitive_tests::KERNELS,
     mandelbrot::KERNELS,
