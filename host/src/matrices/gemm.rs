@@ -248,6 +248,8 @@ pub trait GemmInput: Copy + 'static {
 pub trait GemmOutput<I: GemmInput>: Copy + 'static {
     /// The device crate's type of the same bits.
     type Dev: DeviceCopy + Pod + Copy + 'static;
+    /// Its name (`f32`, `bf16`, `f16`).
+    const NAME: &'static str;
     /// Significand bits of the output (24 for f32).
     const PRECISION: i32;
     /// The CUDA-core kernel.
@@ -284,9 +286,10 @@ gemm_types! {
 }
 
 macro_rules! gemm_outputs {
-    ($($in:ty => $out:ty, $dev:ty, $p:literal, $simt:ident, $mma:ident, $from:expr;)*) => {$(
+    ($($in:ty => $out:ty, $dev:ty, $name:literal, $p:literal, $simt:ident, $mma:ident, $from:expr;)*) => {$(
         impl GemmOutput<$in> for $out {
             type Dev = $dev;
+            const NAME: &'static str = $name;
             const PRECISION: i32 = $p;
             const SIMT: Kernel<GemmParams<<$in as GemmInput>::Dev, $dev>> = $simt;
             const MMA: Kernel<GemmParams<<$in as GemmInput>::Dev, $dev>> = $mma;
@@ -303,11 +306,11 @@ macro_rules! gemm_outputs {
     )*};
 }
 gemm_outputs! {
-    half::bf16 => f32, f32, 24, GEMM_SIMT_BF16_F32, GEMM_MMA_BF16_F32, |d| d;
-    half::bf16 => half::bf16, dev::bf16, 8, GEMM_SIMT_BF16_BF16, GEMM_MMA_BF16_BF16, half::bf16::from;
-    half::f16 => f32, f32, 24, GEMM_SIMT_F16_F32, GEMM_MMA_F16_F32, |d| d;
-    half::f16 => half::f16, dev::f16, 11, GEMM_SIMT_F16_F16, GEMM_MMA_F16_F16, half::f16::from;
-    f32 => f32, f32, 24, GEMM_SIMT_F32_F32, GEMM_MMA_TF32_F32, |d| d;
+    half::bf16 => f32, f32, "f32", 24, GEMM_SIMT_BF16_F32, GEMM_MMA_BF16_F32, |d| d;
+    half::bf16 => half::bf16, dev::bf16, "bf16", 8, GEMM_SIMT_BF16_BF16, GEMM_MMA_BF16_BF16, half::bf16::from;
+    half::f16 => f32, f32, "f32", 24, GEMM_SIMT_F16_F32, GEMM_MMA_F16_F32, |d| d;
+    half::f16 => half::f16, dev::f16, "f16", 11, GEMM_SIMT_F16_F16, GEMM_MMA_F16_F16, half::f16::from;
+    f32 => f32, f32, "f32", 24, GEMM_SIMT_F32_F32, GEMM_MMA_TF32_F32, |d| d;
 }
 
 /// A host operand as the kernels read it: its elements as stored, and how.
@@ -565,7 +568,7 @@ pub fn gemm_reference<I: GemmInput, O: GemmOutput<I>>(
     let ((m, k), n) = (a.dim(), b.ncols());
     let u = 2f64.powi(-23);
     let gamma = (k as f64 * u) / (1.0 - k as f64 * u);
-    let e_in = if I::NAME == "tf32" { 2.0 * 2f64.powi(-11) + 2f64.powi(-22) } else { 0.0 };
+    let e_in = if I::NAME == "tf32" { 2.0 * 2f64.powi(-10) + 2f64.powi(-20) } else { 0.0 };
     let u_out = 2f64.powi(-O::PRECISION);
     let (alpha, beta) = (alpha as f64, beta as f64);
     let mut exact = Array2::zeros((m, n));
