@@ -87,6 +87,7 @@ pub struct KernelBuild {
     arch: String,
     arch_var: Option<String>,
     cubins: Vec<String>,
+    max_registers: Option<u32>,
     out_dir: Option<PathBuf>,
     target_dir: Option<PathBuf>,
 }
@@ -293,6 +294,7 @@ impl KernelBuild {
             arch: "sm_70".into(),
             arch_var: None,
             cubins: Vec::new(),
+            max_registers: None,
             out_dir: None,
             target_dir: None,
         }
@@ -354,6 +356,21 @@ impl KernelBuild {
     /// ```
     pub fn cubins(mut self, archs: &[&str]) -> Self {
         self.cubins = archs.iter().map(|a| a.to_string()).collect();
+        self
+    }
+
+    /// `ptxas -maxrregcount=<n>` for every cubin: the register limit of
+    /// each kernel at launch. A warp-specialised kernel that moves registers
+    /// between its warpgroups with `setmaxnreg` needs one (ptxas ignores
+    /// `setmaxnreg` in a kernel whose register count at entry it cannot
+    /// determine): 168 lets 384 threads launch. Kernels needing more are
+    /// held to it (ptxas spills; the offline PTX check reports spills).
+    ///
+    /// ```no_run
+    /// let build = cuda_kernels_builder::KernelBuild::new("kernels").max_registers(168);
+    /// ```
+    pub fn max_registers(mut self, n: u32) -> Self {
+        self.max_registers = Some(n);
         self
     }
 
@@ -470,7 +487,15 @@ impl KernelBuild {
         let (ptxas, cubins) = if archs.is_empty() {
             (None, Vec::new())
         } else {
-            assemble(&manifest_dir, &out_dir, &name, &arch_ptx, &archs)
+            let max_registers = self.max_registers.map(|n| format!("-maxrregcount={n}"));
+            assemble(
+                &manifest_dir,
+                &out_dir,
+                &name,
+                &arch_ptx,
+                &archs,
+                max_registers.as_deref(),
+            )
         };
         let cubins_rs = out_dir.join(format!("{name}.cubins.rs"));
         std::fs::write(&cubins_rs, inner::cubins_rs(&cubins)).map_err(io(&cubins_rs))?;
@@ -564,7 +589,7 @@ fn failure(crate_dir: &Path, no_libdevice: bool, searched: Vec<PathBuf>, stderr:
 }
 
 /// Assembles each architecture's PTX (`arch_ptx`, in the order of `archs`)
-/// with `ptxas`, in parallel, into `<out_dir>/<name>.<arch>.cubin`. Without
+/// with `ptxas` (and `extra_arg`), in parallel, into `<out_dir>/<name>.<arch>.cubin`. Without
 /// `ptxas`, or where it fails, a cargo warning says so and that cubin is
 /// left out.
 fn assemble(
@@ -573,6 +598,7 @@ fn assemble(
     name: &str,
     arch_ptx: &[(String, PathBuf)],
     archs: &[(&str, u32)],
+    extra_arg: Option<&str>,
 ) -> (Option<PathBuf>, Vec<(u32, PathBuf)>) {
     let Some(ptxas) = find_ptxas(manifest_dir) else {
         cargo(
@@ -594,6 +620,7 @@ fn assemble(
             let _ = std::fs::remove_file(&cubin);
             let child = Command::new(&ptxas)
                 .arg(format!("-arch={arch}"))
+                .args(extra_arg)
                 .arg("-o")
                 .arg(&cubin)
                 .arg(ptx)

@@ -57,6 +57,7 @@
 //! | [`arith`](arith/index.html) | `fmaf` | `fma_f32` (`fma.rn.f32`: rustc never contracts `a * b + c`) | `GpuFloat::mul_add` |
 //! | [`math`](math/index.html) | `sinf`, `exp`, `powf`, `erfc`, … | f32 and f64 `<function>_<type>` from libdevice (`sin_f32` is `__nv_sinf`) | `GpuFloat::sin`, … |
 //! | [`print`](print/index.html) | `printf` | `gpu_printf!` through the `vprintf` system call | `println!` |
+//! | [`hopper`](hopper/index.html) | `wgmma::mma_async`, `cuda::barrier`, `cp.async.bulk.tensor` (CUTLASS/CuTe) | sm_90a: warpgroup MMA from shared-memory descriptors (128-byte swizzle), `mbarrier` with transaction counts, 3-D TMA loads, `setmaxnreg` (not modelled by the simulator) | — |
 //! | [`fault`] | `assert` | `gpu_assert!`, the panic handler, and the [`FaultRecord`](fault::FaultRecord) they fill for the host | — |
 //!
 //! # Faults and the panic handler
@@ -89,6 +90,7 @@
 pub mod arith;
 pub mod atomic;
 pub mod fault;
+pub mod hopper;
 pub mod kernel;
 pub mod load;
 pub mod math;
