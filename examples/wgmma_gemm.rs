@@ -184,7 +184,13 @@ fn time<T: cuda_kernels::cust::memory::DeviceCopy>(
     c: &mut cuda_kernels::memory::DeviceSlice<f32>,
     shape: &WgmmaShape,
 ) -> cuda_kernels::Result<f32> {
-    let gemm = gpu.gemm_wgmma_plan(input, a, b, c, shape, 1.0, 0.0)?;
+    let mut gemm = gpu.gemm_wgmma_plan(input, a, b, c, shape, 1.0, 0.0)?;
+    if let Some(g) = std::env::var("WGMMA_GROUP_M")
+        .ok()
+        .and_then(|g| g.parse().ok())
+    {
+        gemm.set_group_m(g);
+    }
     for _ in 0..3 {
         gemm.launch(gpu)?;
     }

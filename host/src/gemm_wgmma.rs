@@ -56,6 +56,7 @@ type GemmParams = (
     u64,
     f32,
     f32,
+    u32,
 );
 
 impl WgmmaInput {
@@ -229,6 +230,7 @@ pub struct WgmmaGemm<'a> {
     shape: WgmmaShape,
     alpha: f32,
     beta: f32,
+    group_m: u32,
     _operands: PhantomData<&'a mut DeviceSlice<f32>>,
 }
 
@@ -280,7 +282,8 @@ impl Gpu {
             c_batch_stride,
         } = *shape;
         let limit = i32::MAX as usize;
-        if [m, n, k, batches].iter().any(|&d| d == 0 || d > limit) {
+        let tiles = m.div_ceil(BLOCK_M as usize) * n.div_ceil(BLOCK_N as usize);
+        if [m, n, k, batches].iter().any(|&d| d == 0 || d > limit) || tiles > limit {
             return invalid(format!(
                 "m, n, k, batches = {m}, {n}, {k}, {batches}: each must be in 1..=2^31-1"
             ));
@@ -354,6 +357,7 @@ impl Gpu {
             shape: *shape,
             alpha,
             beta,
+            group_m: DEFAULT_GROUP_M,
             _operands: PhantomData,
         })
     }
@@ -376,7 +380,17 @@ impl Gpu {
     }
 }
 
+/// Tile rows a group of the kernel's grouped tile order spans (see
+/// `kernels::gemm_wgmma`).
+pub const DEFAULT_GROUP_M: u32 = 16;
+
 impl WgmmaGemm<'_> {
+    /// Sets the tile rows a group of the grouped tile order spans (1: row
+    /// by row), for tuning.
+    pub fn set_group_m(&mut self, group_m: u32) {
+        self.group_m = group_m.max(1);
+    }
+
     /// Queues the GEMM on `gpu`'s stream (the GPU it was planned on).
     pub fn launch(&self, gpu: &Gpu) -> Result<()> {
         let name = self.kernel.name();
@@ -389,12 +403,9 @@ impl WgmmaGemm<'_> {
             c_batch_stride,
             ..
         } = self.shape;
+        let tiles = m.div_ceil(BLOCK_M as usize) * n.div_ceil(BLOCK_N as usize);
         let cfg = LaunchConfig {
-            grid: (
-                n.div_ceil(BLOCK_N as usize) as u32,
-                m.div_ceil(BLOCK_M as usize) as u32,
-                batches as u32,
-            ),
+            grid: (tiles as u32, 1, batches as u32),
             block: (THREADS, 1, 1),
             shared_mem_bytes: SHARED_BYTES,
         };
@@ -411,6 +422,7 @@ impl WgmmaGemm<'_> {
             c_batch_stride as u64,
             self.alpha,
             self.beta,
+            self.group_m,
         );
         let function = gpu.raw_function(name)?;
         let stream = gpu.stream().as_cust()?;

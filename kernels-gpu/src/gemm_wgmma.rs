@@ -54,7 +54,8 @@ const K_STEPS: u32 = ROW_BYTES / 32;
 ///
 /// # Safety
 /// Launched with [`THREADS`] threads a block, [`SHARED_BYTES`] of dynamic
-/// shared memory, a grid of `(ceil(n / 256), ceil(m / 128), batches)`;
+/// shared memory, a grid of `(ceil(m / 128) · ceil(n / 256), 1, batches)`,
+/// `group_m ≥ 1`;
 /// `a_map` and `b_map` point to tensor maps (`CUtensorMap`, 16 words, 64-byte
 /// aligned, in global memory) of A (`k × m × batches`, box
 /// `ROW_BYTES / T::BYTES × 128 × 1`) and B (`k × n × batches`, box
@@ -73,6 +74,7 @@ unsafe fn gemm<T: WgmmaInput>(
     c_batch_stride: u64,
     alpha: f32,
     beta: f32,
+    group_m: u32,
 ) {
     let ring = (shared::dynamic_shared_address() + 1023) & !1023;
     let a_tile = |s: u32| ring + s * STAGE_BYTES;
@@ -99,8 +101,18 @@ unsafe fn gemm<T: WgmmaInput>(
 
     let k_per_stage = ROW_BYTES / T::BYTES;
     let k_tiles = k.div_ceil(k_per_stage);
-    let row0 = thread::block_idx_y() * BLOCK_M;
-    let col0 = thread::block_idx_x() * BLOCK_N;
+    // The block's tile, in a grouped order: the blocks that run together
+    // cover `group_m` tile rows and as many columns, not whole rows of C, so
+    // that their slabs of A and B stay in L2.
+    let (tiles_m, tiles_n) = (m.div_ceil(BLOCK_M), n.div_ceil(BLOCK_N));
+    let tile = thread::block_idx_x();
+    let group = tile / (group_m * tiles_n);
+    let first_m = group * group_m;
+    let rows_in_group = (tiles_m - first_m).min(group_m);
+    let tile_m = first_m + tile % rows_in_group;
+    let tile_n = (tile % (group_m * tiles_n)) / rows_in_group;
+    let row0 = tile_m * BLOCK_M;
+    let col0 = tile_n * BLOCK_N;
     let batch = thread::block_idx_z();
 
     if warpgroup == 0 {
@@ -154,12 +166,16 @@ unsafe fn gemm<T: WgmmaInput>(
             };
         }
         hopper::wgmma_commit_group();
-        hopper::wgmma_wait_group::<0>();
+        // One group stays in flight: the previous stage's is done, so that
+        // stage goes back to the producer.
+        hopper::wgmma_wait_group::<1>();
         hopper::fence_accumulators(&mut acc);
-        if tid % 128 == 0 {
-            empty(s).arrive();
+        if kt > 0 && tid % 128 == 0 {
+            empty((kt - 1) % STAGES).arrive();
         }
     }
+    hopper::wgmma_wait_group::<0>();
+    hopper::fence_accumulators(&mut acc);
 
     // The epilogue: each thread's fragment (see `device::hopper`) to C,
     // element by element with constant indices (straight-line code: the
@@ -211,9 +227,10 @@ crate::device::kernels! {
         c_batch_stride: u64,
         alpha: f32,
         beta: f32,
+        group_m: u32,
     ) as GEMM_WGMMA_BF16 {
         // SAFETY: the entry's contract.
-        unsafe { gemm::<Bf16>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta) }
+        unsafe { gemm::<Bf16>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m) }
     }
 
     /// As `gemm_wgmma_bf16`, for f16 A and B.
@@ -231,9 +248,10 @@ crate::device::kernels! {
         c_batch_stride: u64,
         alpha: f32,
         beta: f32,
+        group_m: u32,
     ) as GEMM_WGMMA_F16 {
         // SAFETY: the entry's contract.
-        unsafe { gemm::<F16>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta) }
+        unsafe { gemm::<F16>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m) }
     }
 
     /// As `gemm_wgmma_bf16`, for f32 A and B multiplied as tf32 (32
@@ -252,8 +270,9 @@ crate::device::kernels! {
         c_batch_stride: u64,
         alpha: f32,
         beta: f32,
+        group_m: u32,
     ) as GEMM_WGMMA_TF32 {
         // SAFETY: the entry's contract.
-        unsafe { gemm::<Tf32>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta) }
+        unsafe { gemm::<Tf32>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m) }
     }
 }
