@@ -32,11 +32,28 @@ pub const PROFILE: [(&str, &str); 7] = [
     ("CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS", "false"),
 ];
 
-/// `CARGO_ENCODED_RUSTFLAGS` for the inner build: the PTX target and, when
-/// given, libdevice for the bitcode linker (which keeps only what the kernels
-/// call).
+/// The PTX ISA an architecture needs, as an nvptx target feature, where
+/// LLVM's default (PTX 6.0) is too old for it: 7.0 for sm_80, 7.1 for
+/// sm_86, 7.4 for sm_87, 7.8 for sm_89, 8.0 for sm_90 and sm_90a.
+pub fn ptx_isa(arch: &str) -> Option<&'static str> {
+    match arch.strip_prefix("sm_")? {
+        "80" => Some("ptx70"),
+        "86" => Some("ptx71"),
+        "87" => Some("ptx74"),
+        "89" => Some("ptx78"),
+        "90" | "90a" => Some("ptx80"),
+        _ => None,
+    }
+}
+
+/// `CARGO_ENCODED_RUSTFLAGS` for the inner build: the PTX target (and the
+/// PTX ISA it needs) and, when given, libdevice for the bitcode linker
+/// (which keeps only what the kernels call).
 pub fn rustflags(arch: &str, libdevice: Option<&Path>) -> String {
     let mut flags = format!("-Ctarget-cpu={arch}");
+    if let Some(isa) = ptx_isa(arch) {
+        flags.push_str(&format!("\x1f-Ctarget-feature=+{isa}"));
+    }
     if let Some(path) = libdevice {
         flags.push_str(&format!("\x1f-Clink-arg={}", path.display()));
     }
@@ -117,8 +134,18 @@ pub fn dep_info_files(text: &str) -> Vec<PathBuf> {
     out
 }
 
+/// The warning rustc gives for the PTX ISA feature [`rustflags`] passes
+/// (`ptx80` is an unstable target feature): the builder's own choice, not the
+/// kernel crate's to act on, so not forwarded; nor are cargo's counts of
+/// warnings (`generated 1 warning`).
+const OWN_WARNINGS: [&str; 2] = [
+    "warning: unstable feature specified for `-Ctarget-feature`: `ptx",
+    ") generated ",
+];
+
 /// Each warning block of the inner build's stderr (from a `warning` line to
-/// the next blank line, `error` line or cargo status line), line by line.
+/// the next blank line, `error` line or cargo status line), line by line,
+/// less the builder's own ([`OWN_WARNINGS`]).
 pub fn warnings(stderr: &str) -> Vec<&str> {
     let mut in_warning = false;
     let mut out = Vec::new();
@@ -130,7 +157,7 @@ pub fn warnings(stderr: &str) -> Vec<&str> {
                     && w.chars().all(|c| c.is_ascii_alphabetic())
             });
         if line.starts_with("warning") {
-            in_warning = true;
+            in_warning = !OWN_WARNINGS.iter().any(|own| line.contains(own));
         } else if line.trim().is_empty() || status || line.starts_with("error") {
             in_warning = false;
         }
@@ -176,11 +203,16 @@ pub fn kernel_target_dir(out_dir: &Path, crate_dir: &Path) -> PathBuf {
         .join(format!("{name}-{hash:016x}"))
 }
 
-/// The number of an architecture name: 80 for `sm_80`; `None` for anything
-/// that is not `sm_<number>` with a number of at least 50.
+/// The number of an architecture name: 80 for `sm_80`, 90 for `sm_90a`
+/// (the architecture-specific variant, whose cubin runs on compute
+/// capability 9.0 alone); `None` for anything that is not `sm_<number>` or
+/// `sm_<number>a` with a number of at least 50.
 pub fn sm(arch: &str) -> Option<u32> {
-    arch.strip_prefix("sm_")
-        .and_then(|n| n.parse::<u32>().ok())
+    let n = arch.strip_prefix("sm_")?;
+    n.strip_suffix('a')
+        .unwrap_or(n)
+        .parse::<u32>()
+        .ok()
         .filter(|&n| n >= 50)
 }
 
@@ -239,7 +271,8 @@ mod tests {
         assert_eq!(
             env("CARGO_ENCODED_RUSTFLAGS"),
             Some(Some(
-                "-Ctarget-cpu=sm_80\x1f-Clink-arg=/cuda/libdevice.10.bc".into()
+                "-Ctarget-cpu=sm_80\x1f-Ctarget-feature=+ptx70\x1f-Clink-arg=/cuda/libdevice.10.bc"
+                    .into()
             ))
         );
         assert_eq!(env("CARGO_PROFILE_RELEASE_LTO"), Some(Some("fat".into())));
@@ -260,6 +293,10 @@ mod tests {
     #[test]
     fn without_libdevice_only_the_target_cpu_is_passed() {
         assert_eq!(rustflags("sm_70", None), "-Ctarget-cpu=sm_70");
+        assert_eq!(
+            rustflags("sm_90a", None),
+            "-Ctarget-cpu=sm_90a\x1f-Ctarget-feature=+ptx80"
+        );
     }
 
     #[test]
@@ -296,6 +333,12 @@ mod tests {
             ]
         );
         assert!(dep_info_files("").is_empty());
+    }
+
+    #[test]
+    fn the_builders_own_ptx_isa_warning_is_dropped() {
+        let stderr = "warning: unstable feature specified for `-Ctarget-feature`: `ptx80`\n  |\n  = note: this feature is not stably supported\nwarning: `k` (lib) generated 1 warning\n    Finished `release` profile\n";
+        assert!(warnings(stderr).is_empty(), "{:?}", warnings(stderr));
     }
 
     #[test]
@@ -352,6 +395,8 @@ mod tests {
     fn architectures_are_sm_numbers() {
         assert_eq!(sm("sm_70"), Some(70));
         assert_eq!(sm("sm_90"), Some(90));
+        assert_eq!(sm("sm_90a"), Some(90));
+        assert_eq!(sm("sm_90b"), None);
         assert_eq!(sm("sm_35"), None);
         assert_eq!(sm("compute_70"), None);
         assert_eq!(sm("sm_9x"), None);

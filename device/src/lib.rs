@@ -59,6 +59,7 @@
 //! | [`math`](math/index.html) | `sinf`, `exp`, `powf`, `erfc`, … | f32 and f64 `<function>_<type>` from libdevice (`sin_f32` is `__nv_sinf`) | `GpuFloat::sin`, … |
 //! | [`mma`](mma/index.html) | `mma.sync` (CUTLASS's `SM80_16x8x16_F32BF16BF16F32_TN`), `ldmatrix`, `cp.async` | fragments with their lane layouts as data, `mma_m16n8k16`, `mma_m16n8k8_tf32`, `ldmatrix_x4_trans`, `cp_async_16`, commit and wait groups | — |
 //! | [`print`](print/index.html) | `printf` | `gpu_printf!` through the `vprintf` system call | `println!` |
+//! | [`hopper`](hopper/index.html) | `wgmma::mma_async`, `cuda::barrier`, `cp.async.bulk.tensor` (CUTLASS/CuTe) | sm_90a: warpgroup MMA from shared-memory descriptors (128-byte swizzle), `mbarrier` with transaction counts, 3-D TMA loads, `setmaxnreg` (not modelled by the simulator) | — |
 //! | [`fault`] | `assert` | `gpu_assert!`, the panic handler, and the [`FaultRecord`](fault::FaultRecord) they fill for the host | — |
 //!
 //! # Faults and the panic handler
@@ -92,6 +93,7 @@ pub mod arith;
 pub mod atomic;
 pub mod fault;
 pub mod float16;
+pub mod hopper;
 pub mod kernel;
 pub mod load;
 pub mod math;
