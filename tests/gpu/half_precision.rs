@@ -27,6 +27,7 @@ pub fn trials() -> Vec<Trial> {
         kernel!(gemm_layouts_types_and_edges),
         kernel!(gemm_misaligned_and_batched),
         kernel!(gemm_nan_and_infinity),
+        hardware!("cuBLAS", gemm_agrees_with_cublas),
         cpu!(gemm_bound_catches_a_dropped_k_slab),
         kernel!(gemm_refusals),
     ]
@@ -399,6 +400,54 @@ fn gemm_nan_and_infinity(gpu: &Gpu) -> Result<(), Failed> {
     let mut c = Array2::<f32>::zeros((m, n));
     c[(0, 0)] = f32::NAN;
     gemm_case(gpu, 1.0, a.view(), b.view(), 0.0, &c)?;
+    Ok(())
+}
+
+/// Ours and `cublasGemmEx` on the same bf16 operands with NaN and
+/// infinities (NN and TN, f32 output): NaN in the same places, the same
+/// infinities, every finite element of both within the f64 bound.
+fn gemm_agrees_with_cublas(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::cublas::Cublas;
+    let lib = Cublas::find().map_err(|why| Failed::from(format!("cuBLAS missing: {why}")))?;
+    let cublas = Cublas::new(gpu, lib).map_err(fail)?;
+    let (m, n, k) = (200, 136, 264);
+    for op_a in [Op::N, Op::T] {
+        let stored = if op_a == Op::N { (m, k) } else { (k, m) };
+        let mut a = random(stored.0, stored.1, 70, bf16::from_f32);
+        let mut b = random(k, n, 71, bf16::from_f32);
+        a[(3, 5)] = bf16::NAN;
+        a[(7, 9)] = bf16::INFINITY;
+        a[(20, 1)] = bf16::NEG_INFINITY;
+        b[(9, 2)] = bf16::ZERO;
+        b[(30, 11)] = bf16::INFINITY;
+        b[(1, 100)] = bf16::NEG_INFINITY;
+        let flat = |x: &Array2<bf16>| x.iter().map(|&v| GemmInput::to_dev(v)).collect::<Vec<_>>();
+        let da = gpu.to_device(&flat(&a)).map_err(fail)?;
+        let db = gpu.to_device(&flat(&b)).map_err(fail)?;
+        let shape = GemmShape::with_ops(m, n, k, op_a, Op::N);
+        let av = if op_a == Op::N { a.view() } else { a.t() };
+        let zero = Array2::<f32>::zeros((m, n));
+        let reference = gemm_reference(1.0, av, b.view(), 0.0, zero.view());
+        let mut results = Vec::new();
+        for ours in [true, false] {
+            let mut dc = gpu.zeroed::<f32>(m * n).map_err(fail)?;
+            if ours {
+                gpu.gemm_on_device::<bf16, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc).map_err(fail)?;
+            } else {
+                cublas.gemm_ex::<bf16, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc).map_err(fail)?;
+            }
+            gpu.synchronize("gemm").map_err(fail)?;
+            let mut c = vec![0f32; m * n];
+            dc.copy_to(&mut c[..]).map_err(fail)?;
+            let c = Array2::from_shape_vec((m, n), c).map_err(fail)?;
+            if let Some(bad) = gemm_check(c.view(), &reference, |v| v as f64) {
+                return Err(Failed::from(format!("{} ({op_a:?}N): {bad:?}", if ours { "ours" } else { "cuBLAS" })));
+            }
+            results.push(c);
+        }
+        let classes = |c: &Array2<f32>| c.mapv(|v| if v.is_nan() { 2 } else if v.is_infinite() { v.signum() as i32 * 3 } else { 0 });
+        ensure(classes(&results[0]) == classes(&results[1]), || format!("{op_a:?}N: NaN/infinity places differ from cuBLAS"))?;
+    }
     Ok(())
 }
 
