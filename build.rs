@@ -3,8 +3,12 @@
 //! (`DEP_CUDA_KERNELS_GPU_MANIFEST_DIR`, through its `links` key): `kernels-gpu/`
 //! here, the unpacked crate when this one comes from a registry or from
 //! `cargo package`. Writes `$OUT_DIR/kernels.ptx` for `CUDA_KERNELS_ARCH`
-//! (default `sm_70`), and the sm_80/sm_90 cubins when `ptxas` is found
-//! (`src/lib.rs` embeds them with `embedded_images!("kernels")`).
+//! (default `sm_70`), the portable PTX; and builds the crate again for sm_80
+//! and for sm_90a (Hopper's wgmma and TMA kernels, `#[cfg(target_feature =
+//! "sm_90a")]`, exist in that build alone), each assembled to a cubin when
+//! `ptxas` is found (`src/lib.rs` embeds them with
+//! `embedded_images!("kernels")`; the runtime loads the cubin of the
+//! device's compute capability).
 //!
 //! Passed on to the crate: `CUDA_KERNELS_ARCH_BUILT` (the PTX's target) and
 //! `CUDA_KERNELS_PTXAS` (the `ptxas` used, empty when none; `tests/ptx.rs`
@@ -20,7 +24,9 @@ fn main() {
     let built = cuda_kernels_builder::KernelBuild::new(kernels)
         .name("kernels")
         .arch_from_env("CUDA_KERNELS_ARCH", "sm_70")
-        .cubins(&["sm_80", "sm_90"])
+        .cubins(&["sm_80", "sm_90a"])
+        // The wgmma GEMM's 384 threads move registers with setmaxnreg.
+        .max_registers(168)
         .build()
         .unwrap_or_else(|e| e.fail());
     println!("cargo::rustc-env=CUDA_KERNELS_ARCH_BUILT={}", built.arch);

@@ -35,15 +35,30 @@ pub const PROFILE: [(&str, &str); 7] = [
     ("CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS", "false"),
 ];
 
-/// `CARGO_ENCODED_RUSTFLAGS` for the inner build: the PTX target and, when
-/// given, libdevice for the bitcode linker (which keeps only what the kernels
-/// call). Below sm_75, whose PTX LLVM writes as ISA 6.1 or older, PTX ISA
-/// 6.2 (`+ptx62`, CUDA 10.0's), the first with `activemask`
-/// (`warp::activemask`).
+/// The PTX ISA an architecture needs, as an nvptx target feature, where
+/// LLVM's default is too old for it: below sm_75, whose PTX LLVM writes as
+/// ISA 6.1 or older, 6.2 (`+ptx62`, CUDA 10.0's), the first with `activemask`
+/// (`warp::activemask`); 7.0 for sm_80, 7.1 for sm_86, 7.4 for sm_87, 7.8
+/// for sm_89, 8.0 for sm_90 and sm_90a.
+pub fn ptx_isa(arch: &str) -> Option<&'static str> {
+    match arch.strip_prefix("sm_")? {
+        "80" => Some("ptx70"),
+        "86" => Some("ptx71"),
+        "87" => Some("ptx74"),
+        "89" => Some("ptx78"),
+        "90" | "90a" => Some("ptx80"),
+        _ if sm(arch).is_some_and(|n| n < 75) => Some(MIN_PTX_ISA),
+        _ => None,
+    }
+}
+
+/// `CARGO_ENCODED_RUSTFLAGS` for the inner build: the PTX target (and the
+/// PTX ISA it needs) and, when given, libdevice for the bitcode linker
+/// (which keeps only what the kernels call).
 pub fn rustflags(arch: &str, libdevice: Option<&Path>) -> String {
     let mut flags = format!("-Ctarget-cpu={arch}");
-    if sm(arch).is_some_and(|n| n < 75) {
-        flags.push_str(&format!("\x1f-Ctarget-feature=+{MIN_PTX_ISA}"));
+    if let Some(isa) = ptx_isa(arch) {
+        flags.push_str(&format!("\x1f-Ctarget-feature=+{isa}"));
     }
     if let Some(path) = libdevice {
         flags.push_str(&format!("\x1f-Clink-arg={}", path.display()));
@@ -189,16 +204,17 @@ pub fn dep_info_files(text: &str) -> Vec<PathBuf> {
 /// crate's workspace), `"unused variable: `x` at src/lib.rs:3:9"`. The host
 /// build of the same crate prints the full warning; this line says it holds
 /// for the GPU build too, or is the GPU build's own. Not rustc's note, for
-/// every crate, that [`rustflags`]' `+ptx62` is an unstable target feature,
+/// every crate, that [`rustflags`]' PTX ISA (`+ptx62`, `+ptx80`…) is an unstable
+/// target feature,
 /// nor cargo's count of a crate's warnings.
 pub fn warnings(stderr: &str) -> Vec<String> {
-    let ours = format!("unstable feature specified for `-Ctarget-feature`: `{MIN_PTX_ISA}`");
+    let ours = "unstable feature specified for `-Ctarget-feature`: `ptx";
     let mut out: Vec<String> = Vec::new();
     let mut in_warning = false;
     let mut placed = false;
     for line in stderr.lines() {
         if let Some(message) = line.strip_prefix("warning: ") {
-            in_warning = !line.contains(&ours) && !line.contains(") generated ");
+            in_warning = !line.contains(ours) && !line.contains(") generated ");
             placed = false;
             if in_warning {
                 out.push(message.to_string());
@@ -451,7 +467,8 @@ mod tests {
         assert_eq!(
             env("CARGO_ENCODED_RUSTFLAGS"),
             Some(Some(
-                "-Ctarget-cpu=sm_80\x1f-Clink-arg=/cuda/libdevice.10.bc".into()
+                "-Ctarget-cpu=sm_80\x1f-Ctarget-feature=+ptx70\x1f-Clink-arg=/cuda/libdevice.10.bc"
+                    .into()
             ))
         );
         assert_eq!(env("CARGO_PROFILE_RELEASE_LTO"), Some(Some("fat".into())));
@@ -471,11 +488,15 @@ mod tests {
 
     #[test]
     fn without_libdevice_only_the_target_cpu_is_passed() {
-        assert_eq!(rustflags("sm_80", None), "-Ctarget-cpu=sm_80");
+        assert_eq!(rustflags("sm_75", None), "-Ctarget-cpu=sm_75");
         // PTX ISA 6.2 at least (activemask), where sm_70's default is 6.0.
         assert_eq!(
             rustflags("sm_70", None),
             "-Ctarget-cpu=sm_70\x1f-Ctarget-feature=+ptx62"
+        );
+        assert_eq!(
+            rustflags("sm_90a", None),
+            "-Ctarget-cpu=sm_90a\x1f-Ctarget-feature=+ptx80"
         );
     }
 
@@ -523,6 +544,12 @@ mod tests {
     }
 
     #[test]
+    fn the_builders_own_ptx_isa_warning_is_dropped() {
+        let stderr = "warning: unstable feature specified for `-Ctarget-feature`: `ptx80`\n  |\n  = note: this feature is not stably supported\nwarning: `k` (lib) generated 1 warning\n    Finished `release` profile\n";
+        assert!(warnings(stderr).is_empty(), "{:?}", warnings(stderr));
+    }
+
+    #[test]
     fn the_kernel_target_dir_sits_beside_the_profiles_one_per_kernel_crate() {
         let kernels = Path::new("/ws/kernels");
         let dir = kernel_target_dir(Path::new("/ws/target/debug/build/pkg-abc/out"), kernels);
@@ -563,6 +590,7 @@ mod tests {
         assert_eq!(sm("sm_70"), Some(70));
         assert_eq!(sm("sm_90"), Some(90));
         assert_eq!(sm("sm_90a"), Some(90));
+        assert_eq!(sm("sm_90b"), None);
         assert_eq!(sm("sm_35"), None);
         assert_eq!(sm("compute_70"), None);
         assert_eq!(sm("sm_9x"), None);

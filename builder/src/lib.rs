@@ -7,7 +7,7 @@
 //! cuda_kernels_builder::KernelBuild::new("kernels")
 //!     .name("kernels")
 //!     .arch_from_env("CUDA_KERNELS_ARCH", "sm_70")
-//!     .cubins(&["sm_80", "sm_90"])
+//!     .cubins(&["sm_80", "sm_90a"])
 //!     .build()
 //!     .unwrap_or_else(|e| e.fail());
 //! ```
@@ -33,9 +33,14 @@
 //!   what they call); when it is not found and the kernels call it, the
 //!   error says where it was looked for and how to name it
 //!   (`CUDA_KERNELS_LIBDEVICE`);
-//! - writes `$OUT_DIR/<name>.ptx`, and with [`KernelBuild::cubins`] the
-//!   cubins `ptxas` assembles from it, `$OUT_DIR/<name>.<arch>.cubin`, listed
-//!   in `$OUT_DIR/<name>.cubins.rs` (empty, with a cargo warning, without
+//! - writes `$OUT_DIR/<name>.ptx` (the portable PTX, for the oldest
+//!   architecture); with [`KernelBuild::cubins`] it builds the crate once
+//!   more for each architecture listed (`sm_80`, `sm_90a`: a build of its
+//!   own, `-Ctarget-cpu=<arch>` with that architecture's PTX ISA, so code
+//!   under `#[cfg(target_feature = "sm_90a")]` exists in that image alone),
+//!   writes its PTX to `$OUT_DIR/<name>.<arch>.ptx` and the cubin `ptxas`
+//!   assembles from it to `$OUT_DIR/<name>.<arch>.cubin`, listed in
+//!   `$OUT_DIR/<name>.cubins.rs` (empty, with a cargo warning, without
 //!   `ptxas`);
 //! - prints `cargo::rerun-if-changed` for every source file of the kernel
 //!   crate and its path dependencies, and forwards each of the inner build's
@@ -90,6 +95,7 @@ pub struct KernelBuild {
     arch: String,
     arch_var: Option<String>,
     cubins: Vec<String>,
+    max_registers: Option<u32>,
     out_dir: Option<PathBuf>,
     target_dir: Option<PathBuf>,
 }
@@ -113,6 +119,9 @@ pub struct Built {
     /// The cubins assembled: architecture number (80 for `sm_80`), file and
     /// each kernel's resources.
     pub cubins: Vec<inner::AssembledCubin>,
+    /// The PTX of each per-architecture build ([`KernelBuild::cubins`]):
+    /// its architecture (`sm_90a`) and `<out dir>/<name>.<arch>.ptx`.
+    pub arch_ptx: Vec<(String, PathBuf)>,
     /// The `include!` file listing [`cubins`](Self::cubins):
     /// `<out dir>/<name>.cubins.rs`.
     pub cubins_rs: PathBuf,
@@ -134,7 +143,8 @@ pub enum Error {
         /// The variable (`OUT_DIR`, `CARGO_MANIFEST_DIR`).
         var: &'static str,
     },
-    /// The architecture is not `sm_<number>` (at least `sm_50`).
+    /// The architecture is not `sm_<number>` (at least `sm_50`), or
+    /// `sm_<number>a`.
     BadArch {
         /// What was given.
         arch: String,
@@ -417,6 +427,7 @@ impl KernelBuild {
             arch: "sm_70".into(),
             arch_var: None,
             cubins: Vec::new(),
+            max_registers: None,
             out_dir: None,
             target_dir: None,
         }
@@ -462,16 +473,37 @@ impl KernelBuild {
         self
     }
 
-    /// Also assemble the PTX into cubins for these architectures (those at
-    /// or above the PTX's), with `ptxas`, so that a GPU of one of them loads
-    /// machine code instead of JIT-compiling the PTX. Without `ptxas` the
-    /// build goes on with the PTX alone and a cargo warning says so.
+    /// The per-architecture builds: for each of these architectures (those
+    /// at or above the PTX's) the kernel crate is built once more with
+    /// `-Ctarget-cpu=<arch>` and that architecture's PTX ISA (`sm_90a`: PTX
+    /// 8.0), and `ptxas` assembles that PTX into a cubin, so that a GPU of
+    /// one of them loads machine code instead of JIT-compiling the portable
+    /// PTX. A kernel crate gates code on an architecture with
+    /// `#[cfg(target_feature = "sm_80")]` (set for sm_80 and above) or
+    /// `#[cfg(target_feature = "sm_90a")]` (Hopper's wgmma, TMA): it is in
+    /// that architecture's cubin and not in the portable PTX. Without `ptxas`
+    /// the build goes on with the PTX alone and a cargo warning says so.
     ///
     /// ```no_run
-    /// let build = cuda_kernels_builder::KernelBuild::new("kernels").cubins(&["sm_80", "sm_90"]);
+    /// let build = cuda_kernels_builder::KernelBuild::new("kernels").cubins(&["sm_80", "sm_90a"]);
     /// ```
     pub fn cubins(mut self, archs: &[&str]) -> Self {
         self.cubins = archs.iter().map(|a| a.to_string()).collect();
+        self
+    }
+
+    /// `ptxas -maxrregcount=<n>` for every cubin: the register limit of
+    /// each kernel at launch. A warp-specialised kernel that moves registers
+    /// between its warpgroups with `setmaxnreg` needs one (ptxas ignores
+    /// `setmaxnreg` in a kernel whose register count at entry it cannot
+    /// determine): 168 lets 384 threads launch. Kernels needing more are
+    /// held to it (ptxas spills; the offline PTX check reports spills).
+    ///
+    /// ```no_run
+    /// let build = cuda_kernels_builder::KernelBuild::new("kernels").max_registers(168);
+    /// ```
+    pub fn max_registers(mut self, n: u32) -> Self {
+        self.max_registers = Some(n);
         self
     }
 
@@ -552,58 +584,6 @@ impl KernelBuild {
             // A set variable that names no file is a mistake, math or not.
             return Err(Error::NoLibdevice { searched });
         }
-        let target_dir = self
-            .target_dir
-            .clone()
-            .unwrap_or_else(|| inner::kernel_target_dir(&out_dir, &crate_dir));
-        let cargo_bin = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let output = inner::command(
-            &cargo_bin,
-            &crate_dir,
-            &target_dir,
-            &self.arch,
-            libdevice.as_deref(),
-        )
-        .output()
-        .map_err(|e| Error::Spawn {
-            program: cargo_bin.to_string_lossy().into_owned(),
-            reason: e.to_string(),
-        })?;
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        if !output.status.success() {
-            return Err(failure(&crate_dir, libdevice.is_none(), searched, stderr));
-        }
-        let crate_name = crate_dir.file_name().unwrap_or_default().to_string_lossy();
-        for warning in inner::warnings(&stderr) {
-            cargo(
-                "warning",
-                format_args!("{crate_name} (nvptx64 build): {warning}"),
-            );
-        }
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let artifact = inner::ptx_artifact(&stdout).ok_or_else(|| Error::NoPtx {
-            crate_dir: crate_dir.clone(),
-        })?;
-        let text = std::fs::read_to_string(&artifact).map_err(io(&artifact))?;
-        if libdevice.is_none() && text.contains("__nv_") {
-            return Err(Error::NoLibdevice { searched });
-        }
-        // Every source of the kernel crate and its path dependencies.
-        if let Ok(dep_info) = std::fs::read_to_string(artifact.with_extension("d")) {
-            for file in inner::dep_info_files(&dep_info) {
-                cargo("rerun-if-changed", file.display());
-            }
-        }
-        // The kernel crate's library name (the artifact is `<lib name>.ptx`):
-        // the image identity its kernels' handles carry.
-        let lib_name = artifact
-            .file_stem()
-            .map_or("kernels".into(), |s| s.to_string_lossy().into_owned());
-        let name = self.name.clone().unwrap_or_else(|| lib_name.clone());
-        std::fs::create_dir_all(&out_dir).map_err(io(&out_dir))?;
-        let ptx = out_dir.join(format!("{name}.ptx"));
-        let text = format!("{IMAGE_MARK}{lib_name}\n{text}");
-        std::fs::write(&ptx, &text).map_err(io(&ptx))?;
         let archs: Vec<_> = self
             .cubins
             .iter()
@@ -616,10 +596,55 @@ impl KernelBuild {
                 })),
             })
             .collect::<Result<_, _>>()?;
+        let target_dir = self
+            .target_dir
+            .clone()
+            .unwrap_or_else(|| inner::kernel_target_dir(&out_dir, &crate_dir));
+        // The portable build forwards the kernel crate's warnings; the
+        // per-architecture builds compile the same code and would repeat them.
+        let compile = |arch: &str, target_dir: &Path, forward_warnings| {
+            compile(
+                &crate_dir,
+                target_dir,
+                arch,
+                libdevice.as_deref(),
+                &searched,
+                forward_warnings,
+            )
+        };
+        let (artifact, text) = compile(&self.arch, &target_dir, true)?;
+        // The kernel crate's library name (the artifact is `<lib name>.ptx`):
+        // the image identity its kernels' handles carry, on every image's
+        // first line.
+        let lib_name = artifact
+            .file_stem()
+            .map_or("kernels".into(), |s| s.to_string_lossy().into_owned());
+        let marked = |text: &str| format!("{IMAGE_MARK}{lib_name}\n{text}");
+        let name = self.name.clone().unwrap_or_else(|| lib_name.clone());
+        std::fs::create_dir_all(&out_dir).map_err(io(&out_dir))?;
+        let ptx = out_dir.join(format!("{name}.ptx"));
+        std::fs::write(&ptx, marked(&text)).map_err(io(&ptx))?;
+        // Each architecture's build in a folder of its own (its flags differ,
+        // and cargo writes the PTX under the library name alone).
+        let mut arch_ptx = Vec::new();
+        for &(arch, _) in &archs {
+            let (_, text) = compile(arch, &target_dir.join(arch), false)?;
+            let path = out_dir.join(format!("{name}.{arch}.ptx"));
+            std::fs::write(&path, marked(&text)).map_err(io(&path))?;
+            arch_ptx.push((arch.to_string(), path));
+        }
         let (ptxas, cubins) = if archs.is_empty() {
             (None, Vec::new())
         } else {
-            assemble(&manifest_dir, &out_dir, &name, &ptx, &archs)?
+            let max_registers = self.max_registers.map(|n| format!("-maxrregcount={n}"));
+            assemble(
+                &manifest_dir,
+                &out_dir,
+                &name,
+                &arch_ptx,
+                &archs,
+                max_registers.as_deref(),
+            )?
         };
         let cubins_rs = out_dir.join(format!("{name}.cubins.rs"));
         std::fs::write(&cubins_rs, inner::cubins_rs(&cubins)).map_err(io(&cubins_rs))?;
@@ -628,11 +653,65 @@ impl KernelBuild {
             ptx,
             arch: self.arch.clone(),
             cubins,
+            arch_ptx,
             cubins_rs,
             ptxas,
             libdevice,
         })
     }
+}
+
+/// One inner build of the kernel crate for `arch` into `target_dir`: the
+/// PTX artifact's path and text. Forwards the build's warnings and prints
+/// the rerun triggers for every source it read.
+fn compile(
+    crate_dir: &Path,
+    target_dir: &Path,
+    arch: &str,
+    libdevice: Option<&Path>,
+    searched: &[PathBuf],
+    forward_warnings: bool,
+) -> Result<(PathBuf, String), Error> {
+    let cargo_bin = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = inner::command(&cargo_bin, crate_dir, target_dir, arch, libdevice)
+        .output()
+        .map_err(|e| Error::Spawn {
+            program: cargo_bin.to_string_lossy().into_owned(),
+            reason: e.to_string(),
+        })?;
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    if !output.status.success() {
+        return Err(failure(
+            crate_dir,
+            libdevice.is_none(),
+            searched.to_vec(),
+            stderr,
+        ));
+    }
+    let crate_name = crate_dir.file_name().unwrap_or_default().to_string_lossy();
+    for warning in inner::warnings(&stderr).into_iter().filter(|_| forward_warnings) {
+        cargo(
+            "warning",
+            format_args!("{crate_name} (nvptx64 build): {warning}"),
+        );
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let artifact = inner::ptx_artifact(&stdout).ok_or_else(|| Error::NoPtx {
+        crate_dir: crate_dir.to_path_buf(),
+    })?;
+    let text = std::fs::read_to_string(&artifact).map_err(io(&artifact))?;
+    if libdevice.is_none() && text.contains("__nv_") {
+        return Err(Error::NoLibdevice {
+            searched: searched.to_vec(),
+        });
+    }
+    // Every source of the kernel crate and its path dependencies.
+    if let Ok(dep_info) = std::fs::read_to_string(artifact.with_extension("d")) {
+        for file in inner::dep_info_files(&dep_info) {
+            cargo("rerun-if-changed", file.display());
+        }
+    }
+    Ok((artifact, text))
 }
 
 /// Classifies a failed inner build: missing toolchain components first
@@ -681,7 +760,8 @@ fn failure(crate_dir: &Path, no_libdevice: bool, searched: Vec<PathBuf>, stderr:
     }
 }
 
-/// Assembles `ptx` for each of `archs` with `ptxas -v`, in parallel, into
+/// Assembles each architecture's PTX (`arch_ptx`, in the order of `archs`)
+/// with `ptxas -v` (and `extra_arg`), in parallel, into
 /// `<out_dir>/<name>.<arch>.cubin`, with each kernel's registers and stack
 /// frame as `ptxas` reports them. Without `ptxas`, or where it cannot be
 /// run, a cargo warning says so and that cubin is left out; where it rejects
@@ -690,8 +770,9 @@ fn assemble(
     manifest_dir: &Path,
     out_dir: &Path,
     name: &str,
-    ptx: &Path,
+    arch_ptx: &[(String, PathBuf)],
     archs: &[(&str, u32)],
+    extra_arg: Option<&str>,
 ) -> Result<(Option<PathBuf>, Vec<inner::AssembledCubin>), Error> {
     let (found, searched) = find_ptxas(manifest_dir);
     let Some(ptxas) = found else {
@@ -709,24 +790,26 @@ fn assemble(
     };
     let jobs: Vec<_> = archs
         .iter()
-        .map(|&(arch, sm)| {
+        .zip(arch_ptx)
+        .map(|(&(arch, sm), (_, ptx))| {
             let cubin = out_dir.join(format!("{name}.{arch}.cubin"));
             // A previous build's cubin must not pass for this one's.
             let _ = std::fs::remove_file(&cubin);
             let child = Command::new(&ptxas)
                 .arg(format!("-arch={arch}"))
                 .arg("-v")
+                .args(extra_arg)
                 .arg("-o")
                 .arg(&cubin)
                 .arg(ptx)
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn();
-            (arch, sm, cubin, child)
+            (arch, sm, ptx, cubin, child)
         })
         .collect();
     let mut cubins = Vec::new();
-    for (arch, sm, cubin, child) in jobs {
+    for (arch, sm, ptx, cubin, child) in jobs {
         match child.and_then(|c| c.wait_with_output()) {
             Ok(o) if o.status.success() && cubin.metadata().is_ok_and(|m| m.len() > 0) => {
                 cubins.push(inner::AssembledCubin {

@@ -44,6 +44,16 @@ fn a_kernel_crate_builds_to_ptx_with_libdevice_linked() {
         "libdevice not found: the build should have failed"
     );
     assert!(!ptx.contains(".extern .func"), "{ptx}");
+    // The sm_80 build is a build of its own: its cfg-gated kernel is in its
+    // PTX, not in the portable one.
+    assert!(!ptx.contains("only_on_sm80"), "{ptx}");
+    assert_eq!(
+        built.arch_ptx,
+        [("sm_80".to_string(), out.join("tiny_kernels.sm_80.ptx"))]
+    );
+    let sm80 = std::fs::read_to_string(&built.arch_ptx[0].1).unwrap();
+    assert!(sm80.lines().any(|l| l.trim() == ".target sm_80"), "{sm80}");
+    assert!(sm80.contains(".visible .entry only_on_sm80("), "{sm80}");
     match &built.ptxas {
         Some(_) => {
             assert_eq!(built.cubins.len(), 1);

@@ -34,7 +34,7 @@ pub const FORCE_PTX_VAR: &str = "CUDA_KERNELS_FORCE_PTX";
 /// `$OUT_DIR/<name>.cubins.rs`. An `Images<'static>` constant expression.
 ///
 /// With, in `build.rs`,
-/// `cuda_kernels_builder::KernelBuild::new("kernels").name("kernels").cubins(&["sm_80", "sm_90"]).build()`:
+/// `cuda_kernels_builder::KernelBuild::new("kernels").name("kernels").cubins(&["sm_80", "sm_90a"]).build()`:
 ///
 /// ```text
 /// // (needs the build script's `OUT_DIR`, so not compiled here)

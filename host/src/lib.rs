@@ -27,6 +27,8 @@ pub mod devices;
 pub mod dynlib;
 pub mod error;
 pub mod fidelity;
+pub mod float16_checks;
+pub mod gemm_wgmma;
 pub mod gpu;
 pub mod hello;
 pub mod image;

@@ -50,6 +50,17 @@ pub mod bandwidth;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod device_checks;
 pub mod elementwise;
+// Hopper's wgmma GEMM: in the sm_90a build alone on nvptx64 (its list,
+// `gemm_wgmma::KERNELS`, is not in `KERNELS`, which the portable PTX holds).
+#[cfg(any(
+    not(target_arch = "nvptx64"),
+    all(feature = "builtin-kernels", target_feature = "sm_90a")
+))]
+pub mod gemm_wgmma;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub mod float16_checks;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub mod gemm;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod fidelity;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
@@ -87,6 +98,8 @@ pub const KERNELS: &[&str] = device::kernel_list!(
     elementwise::REPEAT_KERNELS,
     matmul::KERNELS,
     matmul::SGEMM_KERNELS,
+    gemm::GEMM_KERNELS,
+    float16_checks::KERNELS,
     reduce::built_in::REDUCE_KERNELS,
     reduce::primitive_tests::KERNELS,
     mandelbrot::KERNELS,

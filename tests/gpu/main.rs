@@ -6,6 +6,7 @@
 //! |--------------|----------------------------------------------------------------|
 //! | `foundation` | the `Gpu`, PTX modules, launch helpers, multiply, vector_sum_i32, hello, block_reverse, device faults |
 //! | `matrices`   | doubles_matrix, matmul (naive, tiled), elementwise, vector_sum_repeat, gufunc_matmul_i64 |
+//! | `half_precision` | the 16-bit float check (every conversion, packed operations), the GEMM family (mma.sync, CUDA cores) |
 //! | `reduce`     | the reductions and the device primitives (warps, atomics, loads, block tree) |
 //! | `mandelbrot` | mandelbrot_ker on every path: high-level, PTX file, driver API, explicit sync, the C ABI |
 //! | `streams`    | mult_ker, batches on streams, events, lanes, Life, contexts    |
@@ -86,6 +87,7 @@ mod agreement;
 mod fidelity;
 mod foundation;
 mod handles;
+mod half_precision;
 mod harness;
 mod mandelbrot;
 mod matrices;
@@ -107,6 +109,7 @@ fn main() -> ExitCode {
         foundation::trials(),
         handles::trials(),
         matrices::trials(),
+        half_precision::trials(),
         reduce::trials(),
         primitives::trials(),
         mandelbrot::trials(),

@@ -6,7 +6,7 @@ fn main() {
     let built = cuda_kernels_builder::KernelBuild::new("../kernels")
         .name("downstream")
         .arch_from_env("DOWNSTREAM_ARCH", "sm_70")
-        .cubins(&["sm_80", "sm_90"])
+        .cubins(&["sm_80", "sm_90a"])
         .build()
         .unwrap_or_else(|e| e.fail());
     // For tests/ptx.rs: the `ptxas` the build used (empty when none was found).

@@ -1,0 +1,508 @@
+//! Hopper (sm_90a): warpgroup MMA (`wgmma.mma_async`) from shared-memory
+//! matrix descriptors, `mbarrier` transaction barriers, 3-D TMA loads
+//! (`cp.async.bulk.tensor`) and `setmaxnreg`.
+//!
+//! These instructions exist on sm_90a alone: a kernel that uses them is
+//! compiled under `#[cfg(target_feature = "sm_90a")]`, which the builder's
+//! sm_90a build sets (`KernelBuild::cubins(&["sm_90a"])`); the portable PTX
+//! never holds it. On the host every function here ends the simulated thread
+//! with a fault saying the simulator does not model it (the host launcher
+//! refuses such a kernel on the simulator beforehand, with
+//! `Error::NotOnSimulator`).
+//!
+//! Shared memory is named by its 32-bit shared-window address, as in
+//! [`shared`](crate::shared).
+//!
+//! # The operand layout wgmma reads
+//! [`sw128_descriptor`] describes a K-major tile written by a TMA load with
+//! the 128-byte swizzle: rows of 128 bytes (64 16-bit or 32 32-bit elements
+//! along K), eight rows (1024 bytes, the swizzle's period) a core-matrix
+//! group, the tile 1024-byte aligned. One `k16` (16-bit) or `k8` (tf32) step
+//! is 32 bytes of each row: the descriptor of step `s` is that of the tile
+//! with its start advanced by `32 s` bytes (the hardware applies the swizzle
+//! to the address it forms, so the advanced start reads the right chunks).
+//!
+//! # Accumulator fragment (m64nN, f32)
+//! Thread `t` of the warpgroup (warp `w = t / 32`, lane `l = t % 32`) holds,
+//! for each 8-column slab `j < N / 8`, `acc[4j]`, `acc[4j + 1]` at row
+//! `16 w + l / 4`, columns `8 j + 2 (l % 4)` and `+ 1`, and `acc[4j + 2]`,
+//! `acc[4j + 3]` at the row 8 below.
+#[cfg(target_arch = "nvptx64")]
+use core::arch::asm;
+
+/// The number of f32 accumulators a thread holds for one m64n256 wgmma.
+pub const N256_ACCUMULATORS: usize = 128;
+
+/// The shared-memory descriptor of a K-major operand tile at shared address
+/// `addr` (1024-byte aligned at the tile's start; advanced by 32-byte steps
+/// along K), laid out by a TMA load with the 128-byte swizzle: 8-row groups
+/// 1024 bytes apart (the stride byte offset), the leading byte offset unused
+/// (1, by convention), swizzle mode 1 (128 bytes) in bits 62–63.
+#[inline(always)]
+pub const fn sw128_descriptor(addr: u32) -> u64 {
+    let start = ((addr as u64) & 0x3_FFFF) >> 4;
+    let leading = 1u64;
+    let stride = 1024u64 >> 4;
+    start | (leading << 16) | (stride << 32) | (1u64 << 62)
+}
+
+/// A transaction barrier (`mbarrier`, 8 bytes of shared memory, 8-byte
+/// aligned), by shared address. Its phase completes when the expected
+/// number of arrivals has come and every byte a TMA load announced
+/// (`expect-tx`) has landed; the phases alternate parity 0, 1, 0, …
+#[derive(Clone, Copy)]
+pub struct MBarrier {
+    addr: u32,
+}
+
+impl MBarrier {
+    /// The barrier at shared address `addr`.
+    ///
+    /// # Safety
+    /// `addr` is the shared address of 8 bytes, 8-byte aligned, that are a
+    /// barrier for the kernel's lifetime (initialised by one thread with
+    /// [`init`](Self::init) before any other use, with
+    /// [`fence_barrier_init`] and a block barrier in between).
+    #[inline(always)]
+    pub const unsafe fn at(addr: u32) -> Self {
+        Self { addr }
+    }
+
+    /// The barrier's shared address.
+    #[inline(always)]
+    pub const fn address(&self) -> u32 {
+        self.addr
+    }
+
+    /// `mbarrier.init`: the phase completes after `count` arrivals.
+    #[inline(always)]
+    pub fn init(&self, count: u32) {
+        imp::mbarrier_init(self.addr, count)
+    }
+
+    /// `mbarrier.arrive`: this thread's arrival on the current phase.
+    #[inline(always)]
+    pub fn arrive(&self) {
+        imp::mbarrier_arrive(self.addr)
+    }
+
+    /// `mbarrier.arrive.expect_tx`: this thread's arrival, announcing `bytes`
+    /// that asynchronous copies (TMA loads naming this barrier) will bring in
+    /// the current phase.
+    #[inline(always)]
+    pub fn arrive_expect_tx(&self, bytes: u32) {
+        imp::mbarrier_arrive_expect_tx(self.addr, bytes)
+    }
+
+    /// `mbarrier.try_wait.parity`: whether the phase of parity `parity` has
+    /// completed (waits a while in hardware before saying no).
+    #[inline(always)]
+    pub fn try_wait(&self, parity: u32) -> bool {
+        imp::mbarrier_try_wait(self.addr, parity)
+    }
+
+    /// Waits until the phase of parity `parity` has completed; then the
+    /// shared memory the phase's TMA loads wrote is visible to this thread.
+    #[inline(always)]
+    pub fn wait(&self, parity: u32) {
+        while !self.try_wait(parity) {}
+    }
+}
+
+/// `fence.mbarrier_init.release.cluster`: makes the barriers this thread
+/// initialised visible to the asynchronous proxy (TMA) before a block
+/// barrier hands them to the other threads.
+#[inline(always)]
+pub fn fence_barrier_init() {
+    imp::fence_barrier_init()
+}
+
+/// `prefetch.tensormap`: brings a tensor map (in global memory) into the
+/// TMA unit's cache.
+///
+/// # Safety
+/// `map` is the generic address of a 64-byte aligned, 128-byte tensor map
+/// made by the driver (`cuTensorMapEncodeTiled`).
+#[inline(always)]
+pub unsafe fn prefetch_tensor_map(map: u64) {
+    // SAFETY: the caller's promise.
+    unsafe { imp::prefetch_tensor_map(map) }
+}
+
+/// `cp.async.bulk.tensor.3d`: loads the box at coordinates `(c0, c1, c2)`
+/// (innermost first, in elements) of the tensor `map` describes into shared
+/// memory at `dst`, swizzled as the map says, elements outside the tensor
+/// filled with zeros; its bytes count towards `barrier`'s current phase
+/// (announced before with [`MBarrier::arrive_expect_tx`]).
+///
+/// # Safety
+/// `map` is the generic address of a tensor map made by the driver (in
+/// global memory, 64-byte aligned); `dst` is the shared address of the box's
+/// bytes (1024-byte aligned for the 128-byte swizzle), which nothing else
+/// reads or writes until `barrier`'s phase completes.
+#[inline(always)]
+pub unsafe fn tma_load_3d(dst: u32, map: u64, barrier: &MBarrier, c0: i32, c1: i32, c2: i32) {
+    // SAFETY: the caller's promise.
+    unsafe { imp::tma_load_3d(dst, map, barrier.addr, c0, c1, c2) }
+}
+
+/// `wgmma.fence`: orders this thread's register accesses to the
+/// accumulators before the wgmma that follow (needed before the first
+/// wgmma, and whenever the accumulators were touched in between).
+#[inline(always)]
+pub fn wgmma_fence() {
+    imp::wgmma_fence()
+}
+
+/// `wgmma.commit_group`: closes the group of the wgmma issued since the
+/// last commit.
+#[inline(always)]
+pub fn wgmma_commit_group() {
+    imp::wgmma_commit_group()
+}
+
+/// `wgmma.wait_group N`: waits until at most `N` committed groups are still
+/// running; the accumulators of the others may then be read, and the shared
+/// memory they read be overwritten.
+#[inline(always)]
+pub fn wgmma_wait_group<const N: u32>() {
+    imp::wgmma_wait_group::<N>()
+}
+
+/// `setmaxnreg.inc`: raises this warpgroup's register limit to `N` (a
+/// multiple of 8 in 24..=256), waiting for the registers to be free.
+#[inline(always)]
+pub fn setmaxnreg_inc<const N: u32>() {
+    imp::setmaxnreg_inc::<N>()
+}
+
+/// `setmaxnreg.dec`: lowers this warpgroup's register limit to `N`,
+/// releasing the rest to the block's other warpgroups.
+#[inline(always)]
+pub fn setmaxnreg_dec<const N: u32>() {
+    imp::setmaxnreg_dec::<N>()
+}
+
+/// An element type wgmma multiplies, with f32 accumulators: `bf16` and `f16`
+/// (`k16`, K-major from 128-byte rows of 64 elements) and `tf32` (`k8`, 32
+/// elements a row). Each k step reads 32 bytes of each operand row.
+pub trait WgmmaInput {
+    /// Bytes of one element (2, or 4 for tf32).
+    const BYTES: u32;
+    /// `acc += A · Bᵀ` for one m64n256 k step: `a` and `b` the descriptors
+    /// of K-major tiles (64 rows of A, 256 rows of B), [`sw128_descriptor`]s.
+    ///
+    /// # Safety
+    /// Issued by all 128 threads of a warpgroup together, after a
+    /// [`wgmma_fence`]; the tiles are in shared memory and stay unchanged,
+    /// and the accumulators unread, until a [`wgmma_wait_group`] covers it.
+    unsafe fn mma_m64n256(acc: &mut [f32; N256_ACCUMULATORS], a: u64, b: u64);
+}
+
+/// bf16 inputs, as raw bits (`half::bf16` on the host).
+pub struct Bf16;
+/// f16 inputs, as raw bits (`half::f16` on the host).
+pub struct F16;
+/// tf32 inputs: f32 in memory, read with tf32's 10-bit mantissa.
+pub struct Tf32;
+
+/// Calls `$m!($args; 0 1 … 127)`: the accumulator indices of an m64n256
+/// fragment, for macros that name each accumulator by a constant index (as
+/// an asm operand, or in an epilogue that must not index the fragment at run
+/// time: that would put it in local memory).
+#[macro_export]
+macro_rules! with_n256_indices {
+    ($m:ident!($($args:tt)*)) => {
+        $m!($($args)*;
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29
+            30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56
+            57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83
+            84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107
+            108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127
+        )
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+macro_rules! wgmma_m64n256 {
+    ($acc:ident, $a:ident, $b:ident, $shape:literal, $types:literal, $tail:literal;
+     $first:literal $($i:literal)*) => {
+        // SAFETY: the caller's promise (all of the warpgroup, fenced, tiles
+        // in place); the accumulators are read and written as registers.
+        unsafe {
+            asm!(
+                "{{",
+                ".reg .pred p;",
+                "setp.ne.b32 p, 1, 0;",
+                concat!(
+                    "wgmma.mma_async.sync.aligned.", $shape, ".f32.", $types, " {{",
+                    "{", $first, "}" $(, ", {", $i, "}")*,
+                    "}}, {a}, {b}, p, 1, 1", $tail, ";"
+                ),
+                "}}",
+                inout(reg32) $acc[$first],
+                $(inout(reg32) $acc[$i],)*
+                a = in(reg64) $a,
+                b = in(reg64) $b,
+                options(nostack),
+            )
+        }
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+macro_rules! fence_n256 {
+    ($acc:ident; $($i:literal)*) => {
+        // SAFETY: an empty template (a PTX comment naming the registers).
+        unsafe {
+            asm!(
+                concat!("//", $(" {", $i, "}"),*),
+                $(inout(reg32) $acc[$i],)*
+                options(nostack, nomem, preserves_flags),
+            )
+        }
+    };
+}
+
+/// Pins the accumulators in place for the compiler: an empty instruction
+/// that reads and writes each of them, so that no read or write of one moves
+/// across it. Issued after [`wgmma_wait_group`] (before the accumulators are
+/// read) and before the wgmma of a k loop (CUTLASS's
+/// `warpgroup_fence_operand`): the wgmma write their registers
+/// asynchronously, which the compiler cannot see.
+#[inline(always)]
+pub fn fence_accumulators(acc: &mut [f32; N256_ACCUMULATORS]) {
+    #[cfg(target_arch = "nvptx64")]
+    crate::with_n256_indices!(fence_n256!(acc));
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = acc;
+}
+
+#[cfg(target_arch = "nvptx64")]
+macro_rules! wgmma_input {
+    ($t:ty, $bytes:literal, $shape:literal, $types:literal, $tail:literal) => {
+        impl WgmmaInput for $t {
+            const BYTES: u32 = $bytes;
+            #[inline(always)]
+            unsafe fn mma_m64n256(acc: &mut [f32; N256_ACCUMULATORS], a: u64, b: u64) {
+                crate::with_n256_indices!(wgmma_m64n256!(acc, a, b, $shape, $types, $tail))
+            }
+        }
+    };
+}
+#[cfg(not(target_arch = "nvptx64"))]
+macro_rules! wgmma_input {
+    ($t:ty, $bytes:literal, $shape:literal, $types:literal, $tail:literal) => {
+        impl WgmmaInput for $t {
+            const BYTES: u32 = $bytes;
+            #[track_caller]
+            unsafe fn mma_m64n256(_: &mut [f32; N256_ACCUMULATORS], _: u64, _: u64) {
+                imp::not_simulated("wgmma.mma_async")
+            }
+        }
+    };
+}
+// The operands' transpose flags (0, 0: both K-major) exist for 16-bit types
+// alone; tf32 is K-major only.
+wgmma_input!(Bf16, 2, "m64n256k16", "bf16.bf16", ", 0, 0");
+wgmma_input!(F16, 2, "m64n256k16", "f16.f16", ", 0, 0");
+wgmma_input!(Tf32, 4, "m64n256k8", "tf32.tf32", "");
+
+#[cfg(target_arch = "nvptx64")]
+mod imp {
+    use core::arch::asm;
+
+    #[inline(always)]
+    pub fn mbarrier_init(addr: u32, count: u32) {
+        // SAFETY: MBarrier::at's promise: addr is a barrier's 8 shared bytes.
+        unsafe {
+            asm!("mbarrier.init.shared::cta.b64 [{a}], {c};", a = in(reg32) addr,
+                 c = in(reg32) count, options(nostack))
+        }
+    }
+
+    #[inline(always)]
+    pub fn mbarrier_arrive(addr: u32) {
+        // SAFETY: as above.
+        unsafe {
+            asm!("mbarrier.arrive.shared::cta.b64 _, [{a}];", a = in(reg32) addr,
+                 options(nostack))
+        }
+    }
+
+    #[inline(always)]
+    pub fn mbarrier_arrive_expect_tx(addr: u32, bytes: u32) {
+        // SAFETY: as above.
+        unsafe {
+            asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{a}], {b};",
+                 a = in(reg32) addr, b = in(reg32) bytes, options(nostack))
+        }
+    }
+
+    #[inline(always)]
+    pub fn mbarrier_try_wait(addr: u32, parity: u32) -> bool {
+        let done: u32;
+        // SAFETY: as above; the wait has acquire semantics for the phase.
+        unsafe {
+            asm!(
+                "{{",
+                ".reg .pred p;",
+                "mbarrier.try_wait.parity.shared::cta.b64 p, [{a}], {ph};",
+                "selp.u32 {d}, 1, 0, p;",
+                "}}",
+                a = in(reg32) addr, ph = in(reg32) parity, d = out(reg32) done,
+                options(nostack),
+            )
+        }
+        done != 0
+    }
+
+    #[inline(always)]
+    pub fn fence_barrier_init() {
+        // SAFETY: a fence only orders memory operations.
+        unsafe { asm!("fence.mbarrier_init.release.cluster;", options(nostack)) }
+    }
+
+    #[inline(always)]
+    pub unsafe fn prefetch_tensor_map(map: u64) {
+        // SAFETY: the caller's promise: map is a tensor map.
+        unsafe { asm!("prefetch.tensormap [{m}];", m = in(reg64) map, options(nostack)) }
+    }
+
+    #[inline(always)]
+    pub unsafe fn tma_load_3d(dst: u32, map: u64, barrier: u32, c0: i32, c1: i32, c2: i32) {
+        // SAFETY: the caller's promise: a tensor map, a free box of shared
+        // memory, a barrier whose phase counts the bytes.
+        unsafe {
+            asm!(
+                "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes \
+                 [{d}], [{m}, {{{c0}, {c1}, {c2}}}], [{b}];",
+                d = in(reg32) dst, m = in(reg64) map, b = in(reg32) barrier,
+                c0 = in(reg32) c0, c1 = in(reg32) c1, c2 = in(reg32) c2,
+                options(nostack),
+            )
+        }
+    }
+
+    #[inline(always)]
+    pub fn wgmma_fence() {
+        // SAFETY: orders register and shared accesses; no operands.
+        unsafe { asm!("wgmma.fence.sync.aligned;", options(nostack)) }
+    }
+
+    #[inline(always)]
+    pub fn wgmma_commit_group() {
+        // SAFETY: as above.
+        unsafe { asm!("wgmma.commit_group.sync.aligned;", options(nostack)) }
+    }
+
+    #[inline(always)]
+    pub fn wgmma_wait_group<const N: u32>() {
+        // SAFETY: as above.
+        unsafe { asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack)) }
+    }
+
+    #[inline(always)]
+    pub fn setmaxnreg_inc<const N: u32>() {
+        // SAFETY: changes the register budget of the warpgroup only.
+        unsafe { asm!("setmaxnreg.inc.sync.aligned.u32 {n};", n = const N, options(nostack)) }
+    }
+
+    #[inline(always)]
+    pub fn setmaxnreg_dec<const N: u32>() {
+        // SAFETY: as above.
+        unsafe { asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const N, options(nostack)) }
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod imp {
+    /// Ends the simulated thread: the simulator does not model `what`.
+    #[track_caller]
+    #[cold]
+    pub fn not_simulated(what: &str) -> ! {
+        let at = std::panic::Location::caller();
+        crate::fault::fail(
+            at.file(),
+            at.line(),
+            at.column(),
+            &format!("{what} (Hopper, sm_90a) is not modelled by the simulator"),
+        )
+    }
+
+    #[track_caller]
+    pub fn mbarrier_init(_: u32, _: u32) {
+        not_simulated("mbarrier.init")
+    }
+
+    #[track_caller]
+    pub fn mbarrier_arrive(_: u32) {
+        not_simulated("mbarrier.arrive")
+    }
+
+    #[track_caller]
+    pub fn mbarrier_arrive_expect_tx(_: u32, _: u32) {
+        not_simulated("mbarrier.arrive.expect_tx")
+    }
+
+    #[track_caller]
+    pub fn mbarrier_try_wait(_: u32, _: u32) -> bool {
+        not_simulated("mbarrier.try_wait")
+    }
+
+    #[track_caller]
+    pub fn fence_barrier_init() {
+        not_simulated("fence.mbarrier_init")
+    }
+
+    #[track_caller]
+    pub unsafe fn prefetch_tensor_map(_: u64) {
+        not_simulated("prefetch.tensormap")
+    }
+
+    #[track_caller]
+    pub unsafe fn tma_load_3d(_: u32, _: u64, _: u32, _: i32, _: i32, _: i32) {
+        not_simulated("cp.async.bulk.tensor")
+    }
+
+    #[track_caller]
+    pub fn wgmma_fence() {
+        not_simulated("wgmma.fence")
+    }
+
+    #[track_caller]
+    pub fn wgmma_commit_group() {
+        not_simulated("wgmma.commit_group")
+    }
+
+    #[track_caller]
+    pub fn wgmma_wait_group<const N: u32>() {
+        not_simulated("wgmma.wait_group")
+    }
+
+    #[track_caller]
+    pub fn setmaxnreg_inc<const N: u32>() {
+        not_simulated("setmaxnreg")
+    }
+
+    #[track_caller]
+    pub fn setmaxnreg_dec<const N: u32>() {
+        not_simulated("setmaxnreg")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_swizzled_descriptor_packs_address_strides_and_mode() {
+        let d = sw128_descriptor(0x4400);
+        assert_eq!(d & 0x3FFF, 0x4400 >> 4);
+        assert_eq!((d >> 16) & 0x3FFF, 1);
+        assert_eq!((d >> 32) & 0x3FFF, 64);
+        assert_eq!(d >> 62, 1);
+        // A k step is 32 bytes: two units of the start address.
+        assert_eq!(sw128_descriptor(0x4400 + 32) - d, 2);
+    }
+}
