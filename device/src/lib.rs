@@ -55,7 +55,9 @@
 //! | [`atomic`](atomic/index.html) | `atomicAdd`, `atomicMin`, `atomicMax`, `atomicExch`, `atomicCAS` | relaxed `atom.global.*` on global memory | its `atomic` module |
 //! | [`load`](load/index.html) | `__ldg` on a `uint4`, `__ldcg` | 128-bit read-only loads (`ld.global.nc.v4`), L2-only loads (`ld.global.cg`) | — |
 //! | [`arith`](arith/index.html) | `fmaf` | `fma_f32` (`fma.rn.f32`: rustc never contracts `a * b + c`) | `GpuFloat::mul_add` |
+//! | [`float16`](float16/index.html) | `__half`, `__nv_bfloat16`, `__half2`, `__float2bfloat16_rn` | `f16`, `bf16` and their packed pairs: `cvt.rn`, `fma.rn.f16x2`, `min`/`max`, comparisons | — |
 //! | [`math`](math/index.html) | `sinf`, `exp`, `powf`, `erfc`, … | f32 and f64 `<function>_<type>` from libdevice (`sin_f32` is `__nv_sinf`) | `GpuFloat::sin`, … |
+//! | [`mma`](mma/index.html) | `mma.sync` (CUTLASS's `SM80_16x8x16_F32BF16BF16F32_TN`), `ldmatrix`, `cp.async` | fragments with their lane layouts as data, `mma_m16n8k16`, `mma_m16n8k8_tf32`, `ldmatrix_x4_trans`, `cp_async_16`, commit and wait groups | — |
 //! | [`print`](print/index.html) | `printf` | `gpu_printf!` through the `vprintf` system call | `println!` |
 //! | [`hopper`](hopper/index.html) | `wgmma::mma_async`, `cuda::barrier`, `cp.async.bulk.tensor` (CUTLASS/CuTe) | sm_90a: warpgroup MMA from shared-memory descriptors (128-byte swizzle), `mbarrier` with transaction counts, 3-D TMA loads, `setmaxnreg` (not modelled by the simulator) | — |
 //! | [`fault`] | `assert` | `gpu_assert!`, the panic handler, and the [`FaultRecord`](fault::FaultRecord) they fill for the host | — |
@@ -90,10 +92,12 @@
 pub mod arith;
 pub mod atomic;
 pub mod fault;
+pub mod float16;
 pub mod hopper;
 pub mod kernel;
 pub mod load;
 pub mod math;
+pub mod mma;
 pub mod print;
 pub mod shared;
 #[cfg(not(target_arch = "nvptx64"))]

@@ -14,7 +14,7 @@ use cust::memory::DevicePointer;
 use crate::Gpu;
 use crate::dynlib::DynLib;
 use crate::error::{Error, Result};
-use crate::matrices::check_product_buffers;
+use crate::matrices::{GemmInput, GemmOutput, GemmShape, Op, check_product_buffers};
 use crate::memory::{DeviceId, DeviceSlice};
 
 type Handle = *mut c_void;
@@ -39,6 +39,53 @@ type Sgemm = unsafe extern "C" fn(
     *mut f32,
     c_int,
 ) -> c_int;
+
+#[allow(clippy::type_complexity)]
+type GemmStridedBatchedEx = unsafe extern "C" fn(
+    Handle,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    *const c_void,
+    *const c_void,
+    c_int,
+    c_int,
+    i64,
+    *const c_void,
+    c_int,
+    c_int,
+    i64,
+    *const c_void,
+    *mut c_void,
+    c_int,
+    c_int,
+    i64,
+    c_int,
+    c_int,
+    c_int,
+) -> c_int;
+
+/// `CUBLAS_OP_T`.
+const CUBLAS_OP_T: c_int = 1;
+/// `CUBLAS_COMPUTE_32F` (cublas_api.h): f32 accumulation, 16-bit inputs on
+/// the tensor cores.
+const CUBLAS_COMPUTE_32F: c_int = 68;
+/// `CUBLAS_COMPUTE_32F_FAST_TF32`: f32 inputs through tf32 tensor cores.
+const CUBLAS_COMPUTE_32F_FAST_TF32: c_int = 77;
+/// `CUBLAS_GEMM_DEFAULT`.
+const CUBLAS_GEMM_DEFAULT: c_int = -1;
+
+/// `CUDA_R_32F`, `CUDA_R_16F`, `CUDA_R_16BF` (library_types.h): the
+/// `cudaDataType_t` of an element of this size and name.
+fn cuda_data_type(name: &str) -> c_int {
+    match name {
+        "f16" => 2,
+        "bf16" => 14,
+        _ => 0,
+    }
+}
 
 /// `CUBLAS_DEFAULT_MATH` (cublas_api.h): no TF32.
 const CUBLAS_DEFAULT_MATH: c_int = 0;
@@ -82,6 +129,7 @@ pub struct Cublas {
     handle: Handle,
     destroy: Destroy,
     sgemm: Sgemm,
+    gemm_ex: GemmStridedBatchedEx,
     // Last: the library stays loaded until the handle is destroyed.
     lib: DynLib,
 }
@@ -142,22 +190,24 @@ impl Cublas {
             lib.symbol(name)
                 .map_err(|e| Error::invalid("cuBLAS", e.to_string()))
         };
-        let (create, destroy, set_stream, set_math, sgemm) = (
+        let (create, destroy, set_stream, set_math, sgemm, gemm_ex) = (
             sym("cublasCreate_v2")?,
             sym("cublasDestroy_v2")?,
             sym("cublasSetStream_v2")?,
             sym("cublasSetMathMode")?,
             sym("cublasSgemm_v2")?,
+            sym("cublasGemmStridedBatchedEx")?,
         );
         // SAFETY: these are cuBLAS's exported functions, whose C signatures
         // (cublas_api.h, stable since CUDA 10) the types above spell out.
-        let (create, destroy, set_stream, set_math, sgemm) = unsafe {
+        let (create, destroy, set_stream, set_math, sgemm, gemm_ex) = unsafe {
             (
                 std::mem::transmute::<*mut c_void, Create>(create),
                 std::mem::transmute::<*mut c_void, Destroy>(destroy),
                 std::mem::transmute::<*mut c_void, SetStream>(set_stream),
                 std::mem::transmute::<*mut c_void, SetMathMode>(set_math),
                 std::mem::transmute::<*mut c_void, Sgemm>(sgemm),
+                std::mem::transmute::<*mut c_void, GemmStridedBatchedEx>(gemm_ex),
             )
         };
         gpu.bind()?;
@@ -170,6 +220,7 @@ impl Cublas {
             handle,
             destroy,
             sgemm,
+            gemm_ex,
             lib,
         };
         // SAFETY: a live handle and the Gpu's live stream, which outlives
@@ -251,6 +302,78 @@ impl Cublas {
                 &beta,
                 ptr(c.as_device_ptr()) as *mut f32,
                 ni,
+            )
+        })
+    }
+}
+
+impl Cublas {
+    /// Queues the GEMM of [`Gpu::gemm_on_device`] (`C = alpha · op(A) ·
+    /// op(B) + beta · C`, row-major, strided batches) with
+    /// `cublasGemmStridedBatchedEx`: `CUBLAS_COMPUTE_32F` for bf16 and f16
+    /// inputs, `CUBLAS_COMPUTE_32F_FAST_TF32` for f32 (tf32) inputs. cuBLAS
+    /// is column-major: it computes `Cᵀ = op(B)ᵀ · op(A)ᵀ`, the same memory.
+    /// The shape is checked as for our kernels.
+    pub fn gemm_ex<I: GemmInput, O: GemmOutput<I>>(
+        &self,
+        shape: &GemmShape,
+        alpha: f32,
+        a: &DeviceSlice<I::Dev>,
+        b: &DeviceSlice<I::Dev>,
+        beta: f32,
+        c: &mut DeviceSlice<O::Dev>,
+    ) -> Result<()> {
+        const F: &str = "cublasGemmStridedBatchedEx";
+        shape.check(F, (a.len(), b.len(), c.len()))?;
+        for found in [a.device(), b.device(), c.device()] {
+            if found != self.device {
+                return Err(Error::WrongDevice {
+                    kernel: F,
+                    expected: self.device,
+                    found,
+                });
+            }
+        }
+        let op = |o: Op| if o == Op::N { CUBLAS_OP_N } else { CUBLAS_OP_T };
+        let (ta, tc) = (cuda_data_type(I::NAME), cuda_data_type(O::NAME));
+        let compute = if I::NAME == "tf32" {
+            CUBLAS_COMPUTE_32F_FAST_TF32
+        } else {
+            CUBLAS_COMPUTE_32F
+        };
+        let s = shape;
+        // Dimensions below 2^31 (checked): they fit an int.
+        let int = |v: usize| v as c_int;
+        // SAFETY: a live handle on the current context; A, B and C hold every
+        // element the checked shape reaches, in the element types named; C does
+        // not alias A or B (borrowed mutably); alpha and beta are host f32 (the
+        // default pointer mode, the compute type's scalar type) read before the
+        // call returns.
+        status(F, unsafe {
+            (self.gemm_ex)(
+                self.handle,
+                op(s.op_b),
+                op(s.op_a),
+                int(s.n),
+                int(s.m),
+                int(s.k),
+                (&alpha as *const f32).cast(),
+                b.as_device_ptr().as_raw() as *const c_void,
+                ta,
+                int(s.ldb),
+                s.stride_b as i64,
+                a.as_device_ptr().as_raw() as *const c_void,
+                ta,
+                int(s.lda),
+                s.stride_a as i64,
+                (&beta as *const f32).cast(),
+                c.as_device_ptr().as_raw() as *mut c_void,
+                tc,
+                int(s.ldc),
+                s.stride_c as i64,
+                int(s.batches),
+                compute,
+                CUBLAS_GEMM_DEFAULT,
             )
         })
     }

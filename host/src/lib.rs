@@ -26,6 +26,7 @@ pub mod device_info;
 pub mod devices;
 pub mod dynlib;
 pub mod error;
+pub mod float16_checks;
 pub mod gemm_wgmma;
 pub mod gpu;
 pub mod hello;

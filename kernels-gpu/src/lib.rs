@@ -58,6 +58,10 @@ pub mod elementwise;
 ))]
 pub mod gemm_wgmma;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub mod float16_checks;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub mod gemm;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod hello;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod life;
@@ -86,6 +90,8 @@ pub const KERNELS: &[&str] = device::kernel_list!(
     elementwise::REPEAT_KERNELS,
     matmul::KERNELS,
     matmul::SGEMM_KERNELS,
+    gemm::GEMM_KERNELS,
+    float16_checks::KERNELS,
     reduce::built_in::REDUCE_KERNELS,
     reduce::primitive_tests::KERNELS,
     mandelbrot::KERNELS,

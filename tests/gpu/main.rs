@@ -6,6 +6,7 @@
 //! |--------------|----------------------------------------------------------------|
 //! | `foundation` | the `Gpu`, PTX modules, launch helpers, multiply, vector_sum_i32, hello, block_reverse, device faults |
 //! | `matrices`   | doubles_matrix, matmul (naive, tiled), elementwise, vector_sum_repeat, gufunc_matmul_i64 |
+//! | `half_precision` | the 16-bit float check (every conversion, packed operations), the GEMM family (mma.sync, CUDA cores) |
 //! | `reduce`     | the reductions and the device primitives (warps, atomics, loads, block tree) |
 //! | `mandelbrot` | mandelbrot_ker on every path: high-level, PTX file, driver API, explicit sync, the C ABI |
 //! | `streams`    | mult_ker, batches on streams, events, lanes, Life, contexts    |
@@ -81,6 +82,7 @@ mod support;
 
 mod agreement;
 mod foundation;
+mod half_precision;
 mod harness;
 mod mandelbrot;
 mod matrices;
@@ -97,6 +99,7 @@ fn main() -> ExitCode {
     let trials = [
         foundation::trials(),
         matrices::trials(),
+        half_precision::trials(),
         reduce::trials(),
         mandelbrot::trials(),
         streams::trials(),

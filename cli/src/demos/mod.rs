@@ -23,6 +23,7 @@ use crate::{Gpu, Result};
 pub mod bandwidth;
 pub mod bench_table;
 pub mod foundation;
+pub mod gemm;
 pub mod mandelbrot;
 pub mod matrices;
 pub mod multi;
@@ -391,8 +392,9 @@ pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result
 /// no failed record keeps a ratio.
 pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     type Family = fn(&Gpu, &mut Vec<BenchRecord>) -> Result<()>;
-    let families: [(&str, Family); 6] = [
+    let families: [(&str, Family); 7] = [
         ("foundation", foundation::bench),
+        ("gemm", gemm::bench),
         ("bandwidth", bandwidth::bench),
         ("matrices", matrices::bench),
         ("reduce", reduce::bench),
@@ -414,7 +416,7 @@ pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
 }
 
 /// The environment variable that limits `bench` to some parts, as a
-/// comma-separated list of `foundation`, `bandwidth`, `matrices`, `reduce`,
+/// comma-separated list of `foundation`, `gemm`, `bandwidth`, `matrices`, `reduce`,
 /// `mandelbrot`, `streams`, `life` (for tuning runs; unset: all).
 pub const BENCH_ONLY_ENV: &str = "CUDA_KERNELS_BENCH_ONLY";
 

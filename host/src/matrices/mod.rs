@@ -1,7 +1,8 @@
 //! The matrices family (seed 001): K3 `doubles_matrix`, K4
 //! `matrix_mul_naive`, K5 `matrix_mul_tiled` ([`matmul`]), K7 elementwise
 //! kernels declared from an expression and K8 `vector_sum_repeat`
-//! ([`elementwise`]), K9 `gufunc_matmul_i64` ([`gufunc`]).
+//! ([`elementwise`]), K9 `gufunc_matmul_i64` ([`gufunc`]), and the GEMM
+//! family on the tensor cores ([`gemm`]).
 //!
 //! Every launcher is an `impl Gpu` method taking `ndarray` views; each
 //! kernel has its CPU reference next to it. Inputs in any memory layout are
@@ -10,9 +11,11 @@
 //! contiguous) layout on the host first, after every shape check, since the
 //! kernels read row-major contiguous buffers.
 pub mod elementwise;
+pub mod gemm;
 pub mod gufunc;
 pub mod matmul;
 
 pub use elementwise::*;
+pub use gemm::*;
 pub use gufunc::*;
 pub use matmul::*;

@@ -1,0 +1,130 @@
+//! The GEMM family's benchmark (`cuda-kernels bench`, part `gemm`): bf16 and
+//! f16 (f32 output) and tf32 at 2048³, 4096³ and 8192³ on the path the
+//! device takes (named in the row: `CUDA_KERNELS_GEMM_PATH` forces one),
+//! each against `cublasGemmEx` (`CUBLAS_COMPUTE_32F`, `…_FAST_TF32`) on the
+//! same buffers and stream. Both results are checked against the f64
+//! reference's bound on 512 sampled elements (a full f64 product at 8192³
+//! would take the CPU minutes).
+use ndarray::{Array2, ArrayView2};
+
+use super::{BenchRecord, Check, median_gpu_ms};
+use crate::cublas::Cublas;
+use crate::matrices::{GemmInput, GemmOutput, GemmShape, gemm_check, gemm_reference};
+use crate::util::Rng;
+use crate::{DeviceBuffer, Gpu, Result};
+
+/// The sizes timed.
+pub const GEMM_SIZES: [usize; 3] = [2048, 4096, 8192];
+
+/// Samples of C checked per result.
+const SAMPLES: usize = 512;
+
+/// The `SAMPLES` elements `(i, j)` checked, and for each its row of A and
+/// column of B.
+fn sample_check<I: GemmInput>(
+    a: &[I],
+    b: &[I],
+    n: usize,
+    k: usize,
+    got: &[f32],
+    picks: &[(usize, usize)],
+) -> Check
+where
+    f32: GemmOutput<I>,
+{
+    for &(i, j) in picks {
+        let row = ArrayView2::from_shape((1, k), &a[i * k..(i + 1) * k]).ok();
+        let col: Vec<I> = (0..k).map(|kk| b[kk * n + j]).collect();
+        let col = Array2::from_shape_vec((k, 1), col).ok();
+        let (Some(row), Some(col)) = (row, col) else {
+            return Check::Fail("sample shape".into());
+        };
+        let zero = Array2::<f32>::zeros((1, 1));
+        let reference = gemm_reference::<I, f32>(1.0, row, col.view(), 0.0, zero.view());
+        let g = Array2::from_elem((1, 1), got[i * n + j]);
+        if let Some(bad) = gemm_check(g.view(), &reference, |v| v as f64) {
+            return Check::Fail(format!("C[{i}][{j}]: {bad:?}"));
+        }
+    }
+    Check::Pass(format!("{SAMPLES} samples within the f64 bound"))
+}
+
+fn bench_type<I: GemmInput>(
+    gpu: &Gpu,
+    cublas: Option<&Cublas>,
+    from: impl Fn(f32) -> I,
+    records: &mut Vec<BenchRecord>,
+    rng: &mut Rng,
+) -> Result<()>
+where
+    f32: GemmOutput<I, Dev = f32>,
+{
+    for size in GEMM_SIZES {
+        let (m, n, k) = (size, size, size);
+        let a: Vec<I> = (0..m * k).map(|_| from(rng.uniform() as f32 * 2.0 - 1.0)).collect();
+        let b: Vec<I> = (0..k * n).map(|_| from(rng.uniform() as f32 * 2.0 - 1.0)).collect();
+        let da = gpu.to_device(&a.iter().map(|v| v.to_dev()).collect::<Vec<_>>())?;
+        let db = gpu.to_device(&b.iter().map(|v| v.to_dev()).collect::<Vec<_>>())?;
+        let mut dc: DeviceBuffer<f32> = gpu.zeroed(m * n)?;
+        let shape = GemmShape::dense(m, n, k);
+        let picks: Vec<(usize, usize)> =
+            (0..SAMPLES).map(|_| (rng.below(m as u64) as usize, rng.below(n as u64) as usize)).collect();
+        let tflops = |ms: f64| 2.0 * (m * n * k) as f64 / (ms * 1e9);
+        let reps = if size >= 8192 { 5 } else { 20 };
+        let label = format!("{size}³ {} → f32", I::NAME);
+        let checked = |dc: &mut DeviceBuffer<f32>| -> Result<Check> {
+            let mut c = vec![0f32; m * n];
+            dc.copy_to(&mut c[..])?;
+            dc.set_32(0)?;
+            Ok(sample_check(&a, &b, n, k, &c, &picks))
+        };
+        let reference = match cublas {
+            Some(cb) => {
+                let ms = median_gpu_ms(gpu, 2, reps, || cb.gemm_ex::<I, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc))? as f64;
+                let check = checked(&mut dc)?;
+                let name = format!("cuBLAS GemmEx {}", I::NAME);
+                let record = BenchRecord::new(&name, &label, ms, "TFLOP/s", tflops(ms), check);
+                let ok = !record.failed();
+                records.push(record);
+                ok.then_some((name, tflops(ms)))
+            }
+            None => None,
+        };
+        let mut path = None;
+        let ms = median_gpu_ms(gpu, 2, reps, || {
+            path = Some(gpu.gemm_on_device::<I, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc)?);
+            Ok(())
+        })? as f64;
+        let check = checked(&mut dc)?;
+        let kernel = format!(
+            "gemm {} ({})",
+            I::NAME,
+            path.map_or("no path", |p| p.name())
+        );
+        let record = BenchRecord::new(&kernel, &label, ms, "TFLOP/s", tflops(ms), check);
+        records.push(match reference {
+            Some((name, r)) => record.against(&name, tflops(ms) / r),
+            None => BenchRecord {
+                reference: Some("cuBLAS missing or wrong".into()),
+                ..record
+            },
+        });
+    }
+    Ok(())
+}
+
+/// The GEMM part of `cuda-kernels bench` (see the module docs).
+pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
+    gpu.bind()?;
+    let cublas = match Cublas::find() {
+        Ok(lib) => Some(Cublas::new(gpu, lib)?),
+        Err(why) => {
+            eprintln!("note: cuBLAS missing, GEMM ratios not measured: {why}");
+            None
+        }
+    };
+    let mut rng = Rng::new(21);
+    bench_type(gpu, cublas.as_ref(), half::bf16::from_f32, records, &mut rng)?;
+    bench_type(gpu, cublas.as_ref(), half::f16::from_f32, records, &mut rng)?;
+    bench_type(gpu, cublas.as_ref(), |x| x, records, &mut rng)
+}

@@ -1,0 +1,549 @@
+//! The GEMM family: `C = alpha · op(A) · op(B) + beta · C` over strided
+//! batches, with f32 accumulation, for bf16 and f16 inputs (output f32 or
+//! the input type) and tf32 from f32 inputs.
+//!
+//! Two paths, the host picking by device (`GemmPath` in the host crate):
+//! - `gemm_mma_*`: the tensor cores through `mma.sync` (sm_80 and later;
+//!   these entry points exist only in the sm_80 and later builds): blocks of
+//!   [`BLOCK_M`] × [`BLOCK_N`] of C, 8 warps of 64 × 32, k-tiles of
+//!   [`MmaInput::BK`] in a [`STAGES`]-deep `cp.async` pipeline in shared
+//!   memory (XOR-swizzled 16-byte chunks, [`tile_offset`]), fragments by
+//!   `ldmatrix` (16-bit inputs; `.trans` for the operand stored the other
+//!   way) or by the fragment layouts (tf32);
+//! - `gemm_simt_*`: the CUDA cores, one thread per element of C, each a dot
+//!   product in f32 fmas in k order (any GPU; also the path for operands
+//!   that are not 16-byte aligned).
+//!
+//! Matrices are row-major with leading dimensions (`lda` the distance
+//! between rows of A as stored). `flags` bit 0: A is stored transposed
+//! (`k × m`, "T"), bit 1: B is stored transposed (`n × k`). With
+//! `beta == 0` C is not read (a NaN there does not propagate, as in
+//! cuBLAS).
+use crate::device::float16::{bf16, f16};
+use crate::device::thread;
+
+/// Rows of C per block of the mma.sync kernels.
+pub const BLOCK_M: usize = 128;
+/// Columns of C per block of the mma.sync kernels.
+pub const BLOCK_N: usize = 128;
+/// Threads per block of the mma.sync kernels (8 warps: 2 along m × 4 along
+/// n, each 64 × 32 of C).
+pub const MMA_THREADS: u32 = 256;
+/// k-tiles in flight in shared memory.
+pub const STAGES: usize = 3;
+/// The dynamic shared memory of an mma.sync block: [`STAGES`] × (A tile +
+/// B tile), 16 KiB each stage (128 × 32 16-bit or 128 × 16 f32 elements
+/// per operand).
+pub const MMA_SMEM_BYTES: u32 = (STAGES * 2 * BLOCK_M * 64) as u32;
+/// Threads per block side of the CUDA-core kernels (16 × 16).
+pub const SIMT_BLOCK: u32 = 16;
+
+/// `flags` bit: A stored transposed (`k × m`).
+pub const TRANS_A: u32 = 1;
+/// `flags` bit: B stored transposed (`n × k`).
+pub const TRANS_B: u32 = 2;
+
+/// An input element: widened to f32 exactly.
+pub trait GemmInput: Copy + 'static {
+    /// The value as f32.
+    fn to_f32(self) -> f32;
+}
+
+/// An output element: rounded from f32 (nearest, ties to even).
+pub trait GemmOutput: Copy + 'static {
+    /// `x` rounded to this type.
+    fn from_f32(x: f32) -> Self;
+    /// The value as f32.
+    fn to_f32(self) -> f32;
+}
+
+impl GemmInput for f32 {
+    fn to_f32(self) -> f32 {
+        self
+    }
+}
+impl GemmOutput for f32 {
+    fn from_f32(x: f32) -> Self {
+        x
+    }
+    fn to_f32(self) -> f32 {
+        self
+    }
+}
+
+macro_rules! half_io {
+    ($($t:ident),*) => {$(
+        impl GemmInput for $t {
+            fn to_f32(self) -> f32 {
+                self.widen()
+            }
+        }
+        impl GemmOutput for $t {
+            fn from_f32(x: f32) -> Self {
+                $t::narrow(x)
+            }
+            fn to_f32(self) -> f32 {
+                self.widen()
+            }
+        }
+    )*};
+}
+half_io!(bf16, f16);
+
+/// The epilogue of one element: `alpha · acc + beta · c` (C not read when
+/// `beta == 0`), rounded to the output type. Shared with the CPU reference's
+/// last step.
+#[inline(always)]
+pub fn epilogue(acc: f32, alpha: f32, beta: f32, c: f32) -> f32 {
+    if beta == 0.0 {
+        alpha * acc
+    } else {
+        crate::device::arith::fma_f32(beta, c, alpha * acc)
+    }
+}
+
+/// The byte offset of element `(row, col)` in a shared tile of `chunks`
+/// 16-byte chunks per row, with `size`-byte elements: chunk `c` of row `r`
+/// is stored at chunk `c ^ phase(r)` of its row, `phase` cycling through 8
+/// (or, for 4-chunk rows, 4) values over the rows that share the 32 banks,
+/// so that the 8 rows an `ldmatrix` (or a column of scalar loads) reads hit
+/// 8 different bank groups. The one layout the copy and the fragment loads
+/// both use.
+#[inline(always)]
+pub const fn tile_offset(row: usize, col: usize, chunks: usize, size: usize) -> usize {
+    let chunk = col * size / 16;
+    let within = col * size % 16;
+    let phase = if chunks >= 8 { row & 7 } else { (row >> 1) & 3 };
+    row * chunks * 16 + ((chunk ^ phase) * 16) + within
+}
+
+/// The CUDA-core kernel's body: one thread per element of C, the dot
+/// product in k order with f32 fmas.
+///
+/// # Safety
+/// As the entry points' (see the module docs): A, B, C hold every element
+/// the shapes, leading dimensions and batch strides reach; C overlaps
+/// neither.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn gemm_simt<T: GemmInput, O: GemmOutput>(
+    a: *const T,
+    b: *const T,
+    c: *mut O,
+    m: u32,
+    n: u32,
+    k: u32,
+    lda: u32,
+    ldb: u32,
+    ldc: u32,
+    batch_strides: [u64; 3],
+    alpha: f32,
+    beta: f32,
+    flags: u32,
+) {
+    let (col, row) = thread::index_2d();
+    let z = thread::block_idx_z() as usize;
+    if row >= m as usize || col >= n as usize {
+        return;
+    }
+    // SAFETY: the batch offsets stay in the buffers (host-checked).
+    let (a, b, c) = unsafe {
+        (
+            a.add(z * batch_strides[0] as usize),
+            b.add(z * batch_strides[1] as usize),
+            c.add(z * batch_strides[2] as usize),
+        )
+    };
+    let (lda, ldb) = (lda as usize, ldb as usize);
+    let (sa_m, sa_k) = if flags & TRANS_A != 0 { (1, lda) } else { (lda, 1) };
+    let (sb_k, sb_n) = if flags & TRANS_B != 0 { (1, ldb) } else { (ldb, 1) };
+    let mut acc = 0.0f32;
+    for kk in 0..k as usize {
+        // SAFETY: row < m, col < n, kk < k: inside A and B (host-checked).
+        let (x, y) = unsafe { (*a.add(row * sa_m + kk * sa_k), *b.add(kk * sb_k + col * sb_n)) };
+        acc = crate::device::arith::fma_f32(x.to_f32(), y.to_f32(), acc);
+    }
+    let out = c.wrapping_add(row * ldc as usize + col);
+    let old = if beta == 0.0 {
+        0.0
+    } else {
+        // SAFETY: row < m, col < n: inside C.
+        unsafe { (*out).to_f32() }
+    };
+    // SAFETY: as above; one thread per element.
+    unsafe { *out = O::from_f32(epilogue(acc, alpha, beta, old)) };
+}
+
+/// The parameters of every GEMM entry point: `(a, b, c, m, n, k, lda, ldb,
+/// ldc, batch_a, batch_b, batch_c, alpha, beta, flags)`.
+pub type GemmParams<T, O> = (
+    *const T,
+    *const T,
+    *mut O,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u64,
+    u64,
+    u64,
+    f32,
+    f32,
+    u32,
+);
+
+/// An input type of the mma.sync kernels: how a warp turns one k-tile in
+/// shared memory into its 64 × 32 of C.
+#[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
+pub mod mma {
+    use super::{BLOCK_M, BLOCK_N, GemmInput, GemmOutput, STAGES, TRANS_A, TRANS_B, epilogue, tile_offset};
+    use crate::device::float16::{bf16, f16};
+    use crate::device::mma::{
+        self as tc, A_M16K8_TF32, B_K8N8_TF32, C_M16N8, FragATf32, FragBTf32, MmaHalf,
+    };
+    use crate::device::shared::{SharedScalar, dynamic_shared_address};
+    use crate::device::sync::sync_threads;
+    use crate::device::{thread, warp};
+
+    /// `body` 4 (or 2) times with `$i` = 0, 1, … as a constant: the
+    /// accumulators and fragments are arrays indexed by these, which stay in
+    /// registers only when every index is a constant (a loop LLVM does not
+    /// unroll fully would put them in local memory).
+    macro_rules! unroll {
+        ($i:ident in 2 => $body:block) => {{
+            { let $i: usize = 0; $body }
+            { let $i: usize = 1; $body }
+        }};
+        ($i:ident in 4 => $body:block) => {{
+            { let $i: usize = 0; $body }
+            { let $i: usize = 1; $body }
+            { let $i: usize = 2; $body }
+            { let $i: usize = 3; $body }
+        }};
+    }
+
+    /// How an input type computes: its k-tile depth and the per-k-tile work
+    /// of one warp.
+    pub trait MmaInput: GemmInput {
+        /// Elements of k per shared-memory tile (64 bytes of a row).
+        const BK: usize;
+        /// One k-tile: `acc[mi][ni]` (4 m16 × 4 n8 tiles of the warp at
+        /// `(wm, wn)` in the block) += A-tile · B-tile.
+        ///
+        /// # Safety
+        /// `sa`, `sb` address this stage's tiles, filled (waited and
+        /// synchronized).
+        unsafe fn warp_tile(sa: u32, sb: u32, flags: u32, wm: usize, wn: usize, acc: &mut [[[f32; 4]; 4]; 4]);
+    }
+
+    /// Chunks per row of an operand tile: `rows × cols` elements of `size`
+    /// bytes, stored with `cols` contiguous.
+    const fn chunks(cols: usize, size: usize) -> usize {
+        cols * size / 16
+    }
+
+    macro_rules! half_input {
+        ($t:ident) => {
+            impl MmaInput for $t {
+                const BK: usize = 32;
+                #[inline(always)]
+                unsafe fn warp_tile(sa: u32, sb: u32, flags: u32, wm: usize, wn: usize, acc: &mut [[[f32; 4]; 4]; 4]) {
+                    // SAFETY: forwarded.
+                    unsafe { warp_tile_16::<$t>(sa, sb, flags, wm, wn, acc) }
+                }
+            }
+        };
+    }
+    half_input!(bf16);
+    half_input!(f16);
+
+    /// [`MmaInput::warp_tile`] of a 16-bit type: two k16 steps, each 4 + 2
+    /// `ldmatrix_x4` and 16 `mma.m16n8k16`.
+    #[inline(always)]
+    unsafe fn warp_tile_16<T: MmaHalf>(sa: u32, sb: u32, flags: u32, wm: usize, wn: usize, acc: &mut [[[f32; 4]; 4]; 4]) {
+        let lane = warp::lane_id() as usize;
+        let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
+        unroll!(kk in 2 => {
+            let mut fa = [[0u32; 4]; 4];
+            unroll!(mi in 4 => {
+                let m0 = wm + mi * 16;
+                // SAFETY (both arms): the addresses are rows of this stage's A tile.
+                fa[mi] = if ta {
+                    // Stored k × m (BK rows of BLOCK_M): .trans; matrix i = (m + 8·(i%2), k + 8·(i/2)).
+                    let krow = kk * 16 + (lane / 16) * 8 + lane % 8;
+                    let mcol = m0 + ((lane / 8) % 2) * 8;
+                    unsafe { tc::ldmatrix_x4_trans(sa + tile_offset(krow, mcol, chunks(BLOCK_M, 2), 2) as u32) }
+                } else {
+                    let mrow = m0 + lane % 16;
+                    let kcol = kk * 16 + (lane / 16) * 8;
+                    unsafe { tc::ldmatrix_x4(sa + tile_offset(mrow, kcol, chunks(32, 2), 2) as u32) }
+                };
+            });
+            let mut fb = [[0u32; 2]; 4];
+            unroll!(pair in 2 => {
+                let n0 = wn + pair * 16;
+                // Matrices: 0 = (k 0-7, n 0-7), 1 = (k 8-15, n 0-7), 2, 3 the same for n 8-15.
+                // SAFETY (both arms): rows of this stage's B tile.
+                let r = if tb {
+                    let nrow = n0 + (lane / 16) * 8 + lane % 8;
+                    let kcol = kk * 16 + ((lane / 8) % 2) * 8;
+                    unsafe { tc::ldmatrix_x4(sb + tile_offset(nrow, kcol, chunks(32, 2), 2) as u32) }
+                } else {
+                    let krow = kk * 16 + ((lane / 8) % 2) * 8 + lane % 8;
+                    let ncol = n0 + (lane / 16) * 8;
+                    unsafe { tc::ldmatrix_x4_trans(sb + tile_offset(krow, ncol, chunks(BLOCK_N, 2), 2) as u32) }
+                };
+                fb[2 * pair] = [r[0], r[1]];
+                fb[2 * pair + 1] = [r[2], r[3]];
+            });
+            unroll!(mi in 4 => {
+                unroll!(ni in 4 => {
+                    acc[mi][ni] = tc::mma_m16n8k16::<T>(
+                        tc::FragA::from_regs(fa[mi]),
+                        tc::FragB::from_regs(fb[ni]),
+                        acc[mi][ni],
+                    );
+                });
+            });
+        });
+    }
+
+    impl MmaInput for f32 {
+        const BK: usize = 16;
+        /// Two k8 steps of `mma.m16n8k8.tf32`, the fragments read element
+        /// by element where [`A_M16K8_TF32`] and [`B_K8N8_TF32`] put them,
+        /// rounded to tf32 (`cvt.rna.tf32.f32`).
+        #[inline(always)]
+        unsafe fn warp_tile(sa: u32, sb: u32, flags: u32, wm: usize, wn: usize, acc: &mut [[[f32; 4]; 4]; 4]) {
+            let lane = warp::lane_id();
+            let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
+            // SAFETY: offsets inside this stage's tiles (rows < 128, k < 16).
+            let load = |base: u32, row: usize, col: usize, cols: usize| unsafe {
+                <u32 as SharedScalar>::load_shared(base + tile_offset(row, col, chunks(cols, 4), 4) as u32)
+            };
+            unroll!(kk in 2 => {
+                let mut fa = [FragATf32 { regs: [0; 4] }; 4];
+                unroll!(mi in 4 => {
+                    unroll!(e in 4 => {
+                        let (row, col) = A_M16K8_TF32.coord(lane, e as u32);
+                        let (m, k) = (wm + mi * 16 + row as usize, kk * 8 + col as usize);
+                        let x = if ta { load(sa, k, m, BLOCK_M) } else { load(sa, m, k, 16) };
+                        fa[mi].regs[e] = tc::to_tf32(f32::from_bits(x));
+                    });
+                });
+                let mut fb = [FragBTf32 { regs: [0; 2] }; 4];
+                unroll!(ni in 4 => {
+                    unroll!(e in 2 => {
+                        let (row, col) = B_K8N8_TF32.coord(lane, e as u32);
+                        let (k, n) = (kk * 8 + row as usize, wn + ni * 8 + col as usize);
+                        let x = if tb { load(sb, n, k, 16) } else { load(sb, k, n, BLOCK_N) };
+                        fb[ni].regs[e] = tc::to_tf32(f32::from_bits(x));
+                    });
+                });
+                unroll!(mi in 4 => {
+                    unroll!(ni in 4 => {
+                        acc[mi][ni] = tc::mma_m16n8k8_tf32(fa[mi], fb[ni], acc[mi][ni]);
+                    });
+                });
+            });
+        }
+    }
+
+    /// Copies one operand's k-tile `kt` into the shared tile at `dst` with
+    /// 16-byte `cp.async`s (zero-filled past the matrix's edges): the tile is
+    /// `rows × cols` elements of the operand as stored (`cols` contiguous),
+    /// starting at stored `(row0, col0)`, of a `total_rows × total_cols`
+    /// matrix with leading dimension `ld`.
+    ///
+    /// # Safety
+    /// `src` is 16-byte aligned and `ld` a multiple of 16 bytes
+    /// (host-checked); the matrix holds `total_rows` rows of `ld`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    unsafe fn load_tile<T>(
+        dst: u32,
+        src: *const T,
+        ld: usize,
+        (row0, col0): (usize, usize),
+        (rows, cols): (usize, usize),
+        (total_rows, total_cols): (usize, usize),
+    ) {
+        let size = core::mem::size_of::<T>();
+        let per_chunk = 16 / size;
+        let chunks = cols / per_chunk;
+        let tid = thread::thread_idx_x() as usize;
+        let mut id = tid;
+        while id < rows * chunks {
+            let (r, ch) = (id / chunks, id % chunks);
+            let (gr, gc) = (row0 + r, col0 + ch * per_chunk);
+            let (from, bytes) = if gr < total_rows && gc < total_cols {
+                let n = (total_cols - gc).min(per_chunk);
+                (src.wrapping_add(gr * ld + gc), (n * size) as u32)
+            } else {
+                (src, 0)
+            };
+            // SAFETY: `from` holds `bytes` bytes of the matrix (or none), 16-byte
+            // aligned (host-checked alignment of src and ld); the destination
+            // chunk is this thread's alone until the wait.
+            unsafe {
+                tc::cp_async_16(dst + tile_offset(r, ch * per_chunk, chunks, size) as u32, from.cast(), bytes)
+            };
+            id += super::MMA_THREADS as usize;
+        }
+    }
+
+    /// The mma.sync kernel's body (see the module docs).
+    ///
+    /// # Safety
+    /// As [`super::gemm_simt`], plus: A and B 16-byte aligned with leading
+    /// dimensions of whole 16 bytes; launched with [`super::MMA_THREADS`]
+    /// threads, [`super::MMA_SMEM_BYTES`] of dynamic shared memory and a grid
+    /// of `(⌈n / BLOCK_N⌉, ⌈m / BLOCK_M⌉, batches)`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    pub unsafe fn gemm_mma<T: MmaInput, O: GemmOutput>(
+        a: *const T,
+        b: *const T,
+        c: *mut O,
+        m: u32,
+        n: u32,
+        k: u32,
+        lda: u32,
+        ldb: u32,
+        ldc: u32,
+        batch_strides: [u64; 3],
+        alpha: f32,
+        beta: f32,
+        flags: u32,
+    ) {
+        let (m, n, k) = (m as usize, n as usize, k as usize);
+        let z = thread::block_idx_z() as usize;
+        let a = a.wrapping_add(z * batch_strides[0] as usize);
+        let b = b.wrapping_add(z * batch_strides[1] as usize);
+        let c = c.wrapping_add(z * batch_strides[2] as usize);
+        let bm = thread::block_idx_y() as usize * BLOCK_M;
+        let bn = thread::block_idx_x() as usize * BLOCK_N;
+        let bk = T::BK;
+        let stage_bytes = (BLOCK_M * bk * core::mem::size_of::<T>()) as u32;
+        let smem = dynamic_shared_address();
+        let tile_a = |s: usize| smem + 2 * s as u32 * stage_bytes;
+        let tile_b = |s: usize| tile_a(s) + stage_bytes;
+        let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
+        let load = |kt: usize, s: usize| {
+            let k0 = kt * bk;
+            // SAFETY: the kernel's contract (alignment, extents).
+            unsafe {
+                if ta {
+                    load_tile(tile_a(s), a, lda as usize, (k0, bm), (bk, BLOCK_M), (k, m));
+                } else {
+                    load_tile(tile_a(s), a, lda as usize, (bm, k0), (BLOCK_M, bk), (m, k));
+                }
+                if tb {
+                    load_tile(tile_b(s), b, ldb as usize, (bn, k0), (BLOCK_N, bk), (n, k));
+                } else {
+                    load_tile(tile_b(s), b, ldb as usize, (k0, bn), (bk, BLOCK_N), (k, n));
+                }
+            }
+        };
+        let warp_id = thread::thread_idx_x() as usize / 32;
+        let (wm, wn) = ((warp_id / 4) * 64, (warp_id % 4) * 32);
+        let mut acc = [[[0f32; 4]; 4]; 4];
+        let tiles = k.div_ceil(bk);
+        for s in 0..STAGES - 1 {
+            if s < tiles {
+                load(s, s);
+            }
+            tc::cp_async_commit();
+        }
+        for kt in 0..tiles {
+            tc::cp_async_wait::<{ STAGES as u32 - 2 }>();
+            sync_threads();
+            let next = kt + STAGES - 1;
+            if next < tiles {
+                load(next, next % STAGES);
+            }
+            tc::cp_async_commit();
+            let s = kt % STAGES;
+            // SAFETY: stage s holds tile kt (waited, synchronized above).
+            unsafe { T::warp_tile(tile_a(s), tile_b(s), flags, wm, wn, &mut acc) };
+        }
+        tc::cp_async_wait::<0>();
+        let lane = warp::lane_id();
+        unroll!(mi in 4 => {
+            unroll!(ni in 4 => {
+                unroll!(e in 4 => {
+                    let (r, col) = C_M16N8.coord(lane, e as u32);
+                    let gr = bm + wm + mi * 16 + r as usize;
+                    let gc = bn + wn + ni * 8 + col as usize;
+                    if gr < m && gc < n {
+                        let out = c.wrapping_add(gr * ldc as usize + gc);
+                        let old = if beta == 0.0 {
+                            0.0
+                        } else {
+                            // SAFETY: gr < m, gc < n: inside C.
+                            unsafe { (*out).to_f32() }
+                        };
+                        // SAFETY: as above; each element of C has one owner.
+                        unsafe { *out = O::from_f32(epilogue(acc[mi][ni][e], alpha, beta, old)) };
+                    }
+                });
+            });
+        });
+    }
+}
+
+/// Declares, for each `(input, output)` pair, the CUDA-core entry
+/// `gemm_simt_<in>_<out>` and (sm_80 and later) the tensor-core entry
+/// `gemm_mma_<in>_<out>`, in one `kernels!` list (`GEMM_KERNELS`).
+macro_rules! gemm_kernels {
+    ($($t:ident => $o:ident: $simt:ident as $simt_h:ident, $mma:ident as $mma_h:ident;)*) => {
+        crate::device::kernels! {
+            list GEMM_KERNELS;
+            $(
+                #[doc = concat!("`C = alpha · op(A) · op(B) + beta · C`, ", stringify!($t), " inputs, ",
+                    stringify!($o), " output, on the CUDA cores (see the module docs).")]
+                ///
+                /// # Safety
+                /// See [`gemm_simt`]. Launched with 16 × 16 blocks over
+                /// `(⌈n / 16⌉, ⌈m / 16⌉, batches)`.
+                pub fn $simt(
+                    a: *const $t, b: *const $t, c: *mut $o, m: u32, n: u32, k: u32,
+                    lda: u32, ldb: u32, ldc: u32, batch_a: u64, batch_b: u64, batch_c: u64,
+                    alpha: f32, beta: f32, flags: u32,
+                ) as $simt_h {
+                    // SAFETY: forwarded from this kernel's contract.
+                    unsafe {
+                        gemm_simt(a, b, c, m, n, k, lda, ldb, ldc, [batch_a, batch_b, batch_c], alpha, beta, flags)
+                    }
+                }
+
+                #[doc = concat!("`C = alpha · op(A) · op(B) + beta · C`, ", stringify!($t), " inputs, ",
+                    stringify!($o), " output, on the tensor cores by `mma.sync` (sm_80 and later builds only).")]
+                ///
+                /// # Safety
+                /// See [`mma::gemm_mma`].
+                #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
+                pub fn $mma(
+                    a: *const $t, b: *const $t, c: *mut $o, m: u32, n: u32, k: u32,
+                    lda: u32, ldb: u32, ldc: u32, batch_a: u64, batch_b: u64, batch_c: u64,
+                    alpha: f32, beta: f32, flags: u32,
+                ) as $mma_h {
+                    // SAFETY: forwarded from this kernel's contract.
+                    unsafe {
+                        mma::gemm_mma(a, b, c, m, n, k, lda, ldb, ldc, [batch_a, batch_b, batch_c], alpha, beta, flags)
+                    }
+                }
+            )*
+        }
+    };
+}
+
+gemm_kernels! {
+    bf16 => f32: gemm_simt_bf16_f32 as GEMM_SIMT_BF16_F32, gemm_mma_bf16_f32 as GEMM_MMA_BF16_F32;
+    bf16 => bf16: gemm_simt_bf16_bf16 as GEMM_SIMT_BF16_BF16, gemm_mma_bf16_bf16 as GEMM_MMA_BF16_BF16;
+    f16 => f32: gemm_simt_f16_f32 as GEMM_SIMT_F16_F32, gemm_mma_f16_f32 as GEMM_MMA_F16_F32;
+    f16 => f16: gemm_simt_f16_f16 as GEMM_SIMT_F16_F16, gemm_mma_f16_f16 as GEMM_MMA_F16_F16;
+    f32 => f32: gemm_simt_f32_f32 as GEMM_SIMT_F32_F32, gemm_mma_tf32_f32 as GEMM_MMA_TF32_F32;
+}

@@ -1,0 +1,519 @@
+//! The half-precision family: the 16-bit floats of `device::float16` (every
+//! 16 → 32 conversion input, a large set of 32 → 16 inputs with every tie,
+//! the packed operations) bit for bit against references written from the
+//! formula, and the GEMM family (mma.sync and CUDA-core paths, every layout,
+//! edges, misaligned operands, batches, NaN and infinity, alpha and beta)
+//! against the f64 reference and its error bound, with the bound shown to
+//! catch one dropped k-slab, and the refusals of bad shapes.
+use cuda_kernels::Gpu;
+use cuda_kernels::float16_checks::Float16Op;
+use cuda_kernels::matrices::{
+    GemmInput, GemmOutput, GemmPath, GemmReference, GemmShape, Op, gemm_check, gemm_reference,
+};
+use cuda_kernels::ndarray::{Array2, ArrayView2, s};
+use cuda_kernels::util::Rng;
+use half::{bf16, f16};
+use libtest_mimic::{Failed, Trial};
+
+use crate::common::{ensure, fail, simulated};
+
+/// The trials of this family, in the order they are listed.
+pub fn trials() -> Vec<Trial> {
+    vec![
+        kernel!(conversions_16_to_32_every_input),
+        kernel!(conversions_32_to_16_every_tie),
+        kernel!(packed_operations),
+        kernel!(gemm_bf16_256_cubed),
+        kernel!(gemm_layouts_types_and_edges),
+        kernel!(gemm_misaligned_and_batched),
+        kernel!(gemm_nan_and_infinity),
+        hardware!("cuBLAS", gemm_agrees_with_cublas),
+        cpu!(gemm_bound_catches_a_dropped_k_slab),
+        kernel!(gemm_refusals),
+    ]
+}
+
+// ---------------------------------------------------------------------------
+// 16-bit floats.
+
+/// The canonical NaNs the GPU gives (see `device::float16`).
+const NAN16: u32 = 0x7fff;
+const NAN32: u32 = 0x7fff_ffff;
+
+fn run(gpu: &Gpu, op: Float16Op, x: &[u32], y: &[u32], z: &[u32]) -> Result<Vec<u32>, Failed> {
+    gpu.float16_check(op, x, y, z).map_err(fail)
+}
+
+/// The first input whose result differs from `want`, described.
+fn compare(
+    what: &str,
+    inputs: &[(u32, u32, u32)],
+    got: &[u32],
+    want: impl Fn(u32, u32, u32) -> u32,
+) -> Result<(), Failed> {
+    let mut bad = 0usize;
+    let mut first = None;
+    for (&(x, y, z), &g) in inputs.iter().zip(got) {
+        let w = want(x, y, z);
+        if g != w {
+            bad += 1;
+            first.get_or_insert((x, y, z, g, w));
+        }
+    }
+    match first {
+        None => Ok(()),
+        Some((x, y, z, g, w)) => Err(Failed::from(format!(
+            "{what}: {bad} of {} inputs differ; first ({x:#010x}, {y:#010x}, {z:#010x}): got {g:#010x}, want {w:#010x}",
+            inputs.len()
+        ))),
+    }
+}
+
+fn check_op(
+    gpu: &Gpu,
+    op: Float16Op,
+    inputs: &[(u32, u32, u32)],
+    want: impl Fn(u32, u32, u32) -> u32,
+) -> Result<(), Failed> {
+    let x: Vec<u32> = inputs.iter().map(|i| i.0).collect();
+    let y: Vec<u32> = inputs.iter().map(|i| i.1).collect();
+    let z: Vec<u32> = inputs.iter().map(|i| i.2).collect();
+    let got = run(gpu, op, &x, &y, &z)?;
+    compare(&format!("{op:?}"), inputs, &got, want)
+}
+
+/// All 65,536 inputs of f16 → f32 and bf16 → f32: exact, NaN canonical
+/// (f16; bf16's widening is the shift and keeps the bits).
+fn conversions_16_to_32_every_input(gpu: &Gpu) -> Result<(), Failed> {
+    let all: Vec<(u32, u32, u32)> = (0..=0xffffu32).map(|h| (h, 0, 0)).collect();
+    check_op(gpu, Float16Op::F16ToF32, &all, |h, _, _| {
+        let v = f16::from_bits(h as u16);
+        if v.is_nan() { NAN32 } else { v.to_f32().to_bits() }
+    })?;
+    check_op(gpu, Float16Op::Bf16ToF32, &all, |h, _, _| h << 16)
+}
+
+/// f32 → f16 and f32 → bf16 on: every upper half with the lower halves
+/// that round differently (0, 1, the ties 0x8000 and neighbours, 0xffff),
+/// and for every f16 the f32 exactly between it and the next with both
+/// neighbours (f16's ties): 850,000 inputs, NaNs and infinities included.
+/// The reference is `half`'s round to nearest even, NaN canonical.
+fn conversions_32_to_16_every_tie(gpu: &Gpu) -> Result<(), Failed> {
+    let mut inputs = Vec::new();
+    for hi in 0..=0xffffu32 {
+        for lo in [0u32, 1, 0x7fff, 0x8000, 0x8001, 0xffff] {
+            inputs.push(((hi << 16) | lo, 0, 0));
+        }
+    }
+    for h in 0..0x7c00u16 {
+        let (a, b) = (f16::from_bits(h).to_f64(), f16::from_bits(h + 1).to_f64());
+        let mid = ((a + b) / 2.0) as f32;
+        for sign in [0, 0x8000_0000] {
+            for d in [-1i32, 0, 1] {
+                inputs.push((mid.to_bits().wrapping_add_signed(d) | sign, 0, 0));
+            }
+        }
+    }
+    check_op(gpu, Float16Op::F32ToF16, &inputs, |x, _, _| {
+        let v = f32::from_bits(x);
+        if v.is_nan() { NAN16 } else { f16::from_f32(v).to_bits() as u32 }
+    })?;
+    check_op(gpu, Float16Op::F32ToBf16, &inputs, |x, _, _| {
+        let v = f32::from_bits(x);
+        if v.is_nan() { NAN16 } else { bf16::from_f32(v).to_bits() as u32 }
+    })
+}
+
+/// `a · b + c` rounded once to a 16-bit type, nearest, ties to even: the
+/// product of two 16-bit values is exact in f64 and TwoSum gives the sum's
+/// error `err`, so the exact value is `s + err`; of `round(s)` and its two
+/// neighbours the nearest to it wins (`half`'s f64 → 16-bit conversion goes
+/// through f32, a double rounding, so it only proposes the candidates).
+fn fma_reference(a: f64, b: f64, c: f64, round: impl Fn(f64) -> u16, widen: impl Fn(u16) -> f64) -> u16 {
+    let p = a * b;
+    let s = p + c;
+    if s.is_nan() {
+        return NAN16 as u16;
+    }
+    if !s.is_finite() {
+        return round(s);
+    }
+    let pv = s - c;
+    let err = (p - pv) + (c - (s - pv));
+    let r = round(s);
+    // Which of two candidates is nearer the exact value: the sign of
+    // |s + err − va|² − |s + err − vb|² = (vb − va)(da + db + 2·err), da = s − va.
+    // Infinity stands for the next step past the largest finite value (IEEE's
+    // overflow threshold is the midpoint of the two).
+    let value = |x: u16| {
+        let v = widen(x);
+        if v.is_infinite() {
+            let (max, below) = (widen((x & 0x8000) | (x & 0x7fff) - 1), widen((x & 0x8000) | (x & 0x7fff) - 2));
+            2.0 * max - below
+        } else {
+            v
+        }
+    };
+    let nearer = |x: u16, y: u16| -> u16 {
+        let (va, vb) = (value(x), value(y));
+        if vb.is_nan() {
+            return x;
+        }
+        if va.is_nan() {
+            return y;
+        }
+        let (da, db) = (s - va, s - vb);
+        let sum = da + db;
+        let side = if sum != 0.0 { sum } else { err };
+        let key = (vb - va) * side;
+        if key > 0.0 {
+            y
+        } else if key < 0.0 {
+            x
+        } else if x & 1 == 0 {
+            x
+        } else {
+            y
+        }
+    };
+    let (down, up) = (r.wrapping_sub(1), r.wrapping_add(1));
+    let mut best = r;
+    for cand in [down, up] {
+        if cand & 0x7fff == r & 0x7fff || (cand ^ r) & 0x8000 != 0 {
+            continue;
+        }
+        best = nearer(best, cand);
+    }
+    best
+}
+
+/// PTX's min/max of one element: the other when one is NaN, NaN when both
+/// are, −0 below +0.
+fn min_max_reference(a: f64, b: f64, max: bool) -> Option<f64> {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => None,
+        (true, false) => Some(b),
+        (false, true) => Some(a),
+        _ if a == 0.0 && b == 0.0 => {
+            let negative = if max {
+                a.is_sign_negative() && b.is_sign_negative()
+            } else {
+                a.is_sign_negative() || b.is_sign_negative()
+            };
+            Some(if negative { -0.0 } else { 0.0 })
+        }
+        _ => Some(if (a < b) != max { a } else { b }),
+    }
+}
+
+/// The packed operations on random pairs and every pair of special values.
+fn packed_operations(gpu: &Gpu) -> Result<(), Failed> {
+    let specials: [u16; 12] =
+        [0, 0x8000, 0x0001, 0x8001, 0x3c00, 0xbc00, 0x7bff, 0x7c00, 0xfc00, 0x7e00, 0x7fff, 0x03ff];
+    let bf_specials: [u16; 12] =
+        [0, 0x8000, 0x0001, 0x8001, 0x3f80, 0xbf80, 0x7f7f, 0x7f80, 0xff80, 0x7fc0, 0x7fff, 0x007f];
+    let mut rng = Rng::new(21);
+    let mut inputs = |sp: &[u16; 12]| {
+        let mut v = Vec::new();
+        for &a in sp {
+            for &b in sp {
+                for &c in sp {
+                    v.push((a as u32 | (b as u32) << 16, b as u32 | (c as u32) << 16, c as u32 | (a as u32) << 16));
+                }
+            }
+        }
+        for _ in 0..20_000 {
+            let w = |r: &mut Rng| {
+                // Values near 1 often (products and sums that round), any bits otherwise.
+                let h = if r.below(2) == 0 { 0x3800 + r.below(0x0c00) as u32 } else { r.below(0x10000) as u32 };
+                h | (r.below(0x10000) as u32) << 16
+            };
+            v.push((w(&mut rng), w(&mut rng), w(&mut rng)));
+        }
+        v
+    };
+    let (h_in, b_in) = (inputs(&specials), inputs(&bf_specials));
+    fn pair(f: impl Fn(u16, u16, u16) -> u16) -> impl Fn(u32, u32, u32) -> u32 {
+        move |x, y, z| {
+            f(x as u16, y as u16, z as u16) as u32
+                | (f((x >> 16) as u16, (y >> 16) as u16, (z >> 16) as u16) as u32) << 16
+        }
+    }
+    let hw = |h: u16| f16::from_bits(h).to_f64();
+    let bw = |h: u16| bf16::from_bits(h).to_f64();
+    let hr = |v: f64| if v.is_nan() { NAN16 as u16 } else { f16::from_f64(v).to_bits() };
+    let br = |v: f64| if v.is_nan() { NAN16 as u16 } else { bf16::from_f64(v).to_bits() };
+    check_op(gpu, Float16Op::F16x2Fma, &h_in, pair(|a, b, c| fma_reference(hw(a), hw(b), hw(c), hr, hw)))?;
+    check_op(gpu, Float16Op::Bf16x2Fma, &b_in, pair(|a, b, c| fma_reference(bw(a), bw(b), bw(c), br, bw)))?;
+    for (op, max) in [(Float16Op::F16x2Min, false), (Float16Op::F16x2Max, true)] {
+        check_op(gpu, op, &h_in, pair(|a, b, _| min_max_reference(hw(a), hw(b), max).map_or(NAN16 as u16, hr)))?;
+    }
+    for (op, max) in [(Float16Op::Bf16x2Min, false), (Float16Op::Bf16x2Max, true)] {
+        check_op(gpu, op, &b_in, pair(|a, b, _| min_max_reference(bw(a), bw(b), max).map_or(NAN16 as u16, br)))?;
+    }
+    fn lt(w: impl Fn(u16) -> f64) -> impl Fn(u32, u32, u32) -> u32 {
+        move |x, y, _| {
+            u32::from(w(x as u16) < w(y as u16)) | u32::from(w((x >> 16) as u16) < w((y >> 16) as u16)) << 1
+        }
+    }
+    check_op(gpu, Float16Op::F16x2Lt, &h_in, lt(hw))?;
+    check_op(gpu, Float16Op::Bf16x2Lt, &b_in, lt(bw))
+}
+
+// ---------------------------------------------------------------------------
+// GEMM.
+
+fn random<I: GemmInput>(rows: usize, cols: usize, seed: u64, from: impl Fn(f32) -> I) -> Array2<I> {
+    let mut rng = Rng::new(seed);
+    Array2::from_shape_simple_fn((rows, cols), || from(rng.uniform() as f32 * 2.0 - 1.0))
+}
+
+/// Runs `C = alpha · A · B + beta · C` and checks it against the reference;
+/// returns the path taken.
+fn gemm_case<I: GemmInput, O: GemmOutput<I>>(
+    gpu: &Gpu,
+    alpha: f32,
+    a: ArrayView2<I>,
+    b: ArrayView2<I>,
+    beta: f32,
+    c: &Array2<O>,
+) -> Result<GemmPath, Failed> {
+    let mut got = c.clone();
+    let path = gpu.gemm(alpha, a, b, beta, got.view_mut()).map_err(fail)?;
+    let reference: GemmReference = gemm_reference(alpha, a, b, beta, c.view());
+    if let Some((i, j, g, e, bound)) = gemm_check(got.view(), &reference, |v| v.to_f64()) {
+        return Err(Failed::from(format!(
+            "{} {}x{}x{} ({path:?}): C[{i}][{j}] = {g}, exact {e}, bound {bound}",
+            I::NAME,
+            a.nrows(),
+            b.ncols(),
+            a.ncols()
+        )));
+    }
+    Ok(path)
+}
+
+fn expected_path(gpu: &Gpu) -> GemmPath {
+    // The simulator runs the production mma.sync kernel; a GPU without the
+    // sm_80 build's kernel takes the CUDA cores.
+    if simulated(gpu) { GemmPath::MmaSync } else { gpu.gemm_path::<bf16, f32>(true).unwrap_or(GemmPath::CudaCore) }
+}
+
+/// The 256³ bf16 product through the production mma.sync kernel (the
+/// simulator's budget: 30 s on 2 cores).
+fn gemm_bf16_256_cubed(gpu: &Gpu) -> Result<(), Failed> {
+    let (a, b) = (random(256, 256, 1, bf16::from_f32), random(256, 256, 2, bf16::from_f32));
+    let c = Array2::<f32>::zeros((256, 256));
+    let path = gemm_case(gpu, 1.0, a.view(), b.view(), 0.0, &c)?;
+    ensure(path == expected_path(gpu), || format!("path {path:?}"))
+}
+
+/// NN, NT, TN and TT; bf16 → bf16, f16 → f32, f16 → f16, tf32; alpha and
+/// beta; edges of every dimension (1, odd, past a block).
+fn gemm_layouts_types_and_edges(gpu: &Gpu) -> Result<(), Failed> {
+    let shapes: &[(usize, usize, usize)] = if simulated(gpu) {
+        &[(1, 1, 1), (17, 33, 45), (130, 9, 40)]
+    } else {
+        &[(1, 1, 1), (17, 33, 45), (130, 9, 40), (257, 300, 333), (1000, 1000, 1000)]
+    };
+    let ops = [(Op::N, Op::N), (Op::N, Op::T), (Op::T, Op::N), (Op::T, Op::T)];
+    for (idx, &(m, n, k)) in shapes.iter().enumerate() {
+        for (oi, &(oa, ob)) in ops.iter().enumerate() {
+            let seed = (idx * 4 + oi) as u64 * 10;
+            // A stored transposed: a k × m array viewed as m × k.
+            fn view<I: GemmInput>(x: &Array2<I>, op: Op) -> ArrayView2<'_, I> {
+                if op == Op::T { x.t() } else { x.view() }
+            }
+            let store = |rows: usize, cols: usize, op: Op| if op == Op::T { (cols, rows) } else { (rows, cols) };
+            let (ra, ca) = store(m, k, oa);
+            let (rb, cb) = store(k, n, ob);
+            let ab = random(ra, ca, seed, bf16::from_f32);
+            let bb = random(rb, cb, seed + 1, bf16::from_f32);
+            let cb16 = random(m, n, seed + 2, bf16::from_f32);
+            gemm_case(gpu, 1.5, view(&ab, oa), view(&bb, ob), -0.5, &cb16)?;
+            let ah = random(ra, ca, seed + 3, f16::from_f32);
+            let bh = random(rb, cb, seed + 4, f16::from_f32);
+            let c32 = random(m, n, seed + 5, |x| x);
+            gemm_case(gpu, 0.75, view(&ah, oa), view(&bh, ob), 2.0, &c32)?;
+            gemm_case(gpu, 1.0, view(&ah, oa), view(&bh, ob), 0.0, &random(m, n, seed + 6, f16::from_f32))?;
+            let af = random(ra, ca, seed + 7, |x| x);
+            let bf = random(rb, cb, seed + 8, |x| x);
+            gemm_case(gpu, -1.0, view(&af, oa), view(&bf, ob), 0.5, &c32)?;
+        }
+    }
+    Ok(())
+}
+
+/// The on-device API: an operand starting one element into its buffer and
+/// a leading dimension of an odd count take the CUDA-core path and are
+/// right; a strided batch of 3 is right, batch by batch.
+fn gemm_misaligned_and_batched(gpu: &Gpu) -> Result<(), Failed> {
+    let (m, n, k, batches) = (40, 24, 56, 3);
+    let a = random(batches * m + 1, k, 30, bf16::from_f32);
+    let b = random(batches * k, n, 31, bf16::from_f32);
+    let flat = |x: &Array2<bf16>| x.iter().map(|&v| GemmInput::to_dev(v)).collect::<Vec<_>>();
+    let da = gpu.to_device(&flat(&a)).map_err(fail)?;
+    let db = gpu.to_device(&flat(&b)).map_err(fail)?;
+    let mut shape = GemmShape::dense(m, n, k);
+    shape.batches = batches;
+    (shape.stride_a, shape.stride_b) = (m * k, k * n);
+    let check = |got: &[f32], a_off: usize, what: &str| -> Result<(), Failed> {
+        for z in 0..batches {
+            let az = a.as_slice().map(|s| &s[a_off + z * m * k..a_off + (z + 1) * m * k]).ok_or("layout")?;
+            let az = ArrayView2::from_shape((m, k), az).map_err(fail)?;
+            let bz = b.slice(s![z * k..(z + 1) * k, ..]);
+            let cz = Array2::<f32>::zeros((m, n));
+            let reference = gemm_reference(1.0, az, bz, 0.0, cz.view());
+            let gz = ArrayView2::from_shape((m, n), &got[z * m * n..(z + 1) * m * n]).map_err(fail)?;
+            if let Some(bad) = gemm_check(gz, &reference, |v| v as f64) {
+                return Err(Failed::from(format!("{what}, batch {z}: {bad:?}")));
+            }
+        }
+        Ok(())
+    };
+    for (a_off, want) in [(0, expected_path(gpu)), (1, GemmPath::CudaCore)] {
+        let mut dc = gpu.zeroed::<f32>(batches * m * n).map_err(fail)?;
+        let path = gpu
+            .gemm_on_device::<bf16, f32>(&shape, 1.0, &da.index(a_off..), &db, 0.0, &mut dc)
+            .map_err(fail)?;
+        gpu.synchronize("gemm").map_err(fail)?;
+        ensure(path == want, || format!("A at +{a_off}: path {path:?}, want {want:?}"))?;
+        let mut got = vec![0f32; batches * m * n];
+        dc.copy_to(&mut got[..]).map_err(fail)?;
+        check(&got, a_off, &format!("A at +{a_off}"))?;
+    }
+    Ok(())
+}
+
+/// NaN and infinity in A and B propagate as the exact product says (NaN
+/// where a NaN or ∞·0 or ∞−∞ meets, ∞ of its sign elsewhere); a NaN in C
+/// with beta = 0 does not.
+fn gemm_nan_and_infinity(gpu: &Gpu) -> Result<(), Failed> {
+    let (m, n, k) = (48, 40, 64);
+    let mut a = random(m, k, 40, bf16::from_f32);
+    let mut b = random(k, n, 41, bf16::from_f32);
+    a[(3, 5)] = bf16::NAN;
+    a[(7, 9)] = bf16::INFINITY;
+    a[(20, 1)] = bf16::NEG_INFINITY;
+    b[(9, 2)] = bf16::ZERO;
+    b[(30, 11)] = bf16::INFINITY;
+    let mut c = Array2::<f32>::zeros((m, n));
+    c[(0, 0)] = f32::NAN;
+    gemm_case(gpu, 1.0, a.view(), b.view(), 0.0, &c)?;
+    Ok(())
+}
+
+/// Ours and `cublasGemmEx` on the same bf16 operands with NaN and
+/// infinities (NN and TN, f32 output): NaN in the same places, the same
+/// infinities, every finite element of both within the f64 bound.
+fn gemm_agrees_with_cublas(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::cublas::Cublas;
+    let lib = Cublas::find().map_err(|why| Failed::from(format!("cuBLAS missing: {why}")))?;
+    let cublas = Cublas::new(gpu, lib).map_err(fail)?;
+    let (m, n, k) = (200, 136, 264);
+    for op_a in [Op::N, Op::T] {
+        let stored = if op_a == Op::N { (m, k) } else { (k, m) };
+        let mut a = random(stored.0, stored.1, 70, bf16::from_f32);
+        let mut b = random(k, n, 71, bf16::from_f32);
+        a[(3, 5)] = bf16::NAN;
+        a[(7, 9)] = bf16::INFINITY;
+        a[(20, 1)] = bf16::NEG_INFINITY;
+        b[(9, 2)] = bf16::ZERO;
+        b[(30, 11)] = bf16::INFINITY;
+        b[(1, 100)] = bf16::NEG_INFINITY;
+        let flat = |x: &Array2<bf16>| x.iter().map(|&v| GemmInput::to_dev(v)).collect::<Vec<_>>();
+        let da = gpu.to_device(&flat(&a)).map_err(fail)?;
+        let db = gpu.to_device(&flat(&b)).map_err(fail)?;
+        let shape = GemmShape::with_ops(m, n, k, op_a, Op::N);
+        let av = if op_a == Op::N { a.view() } else { a.t() };
+        let zero = Array2::<f32>::zeros((m, n));
+        let reference = gemm_reference(1.0, av, b.view(), 0.0, zero.view());
+        let mut results = Vec::new();
+        for ours in [true, false] {
+            let mut dc = gpu.zeroed::<f32>(m * n).map_err(fail)?;
+            if ours {
+                gpu.gemm_on_device::<bf16, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc).map_err(fail)?;
+            } else {
+                cublas.gemm_ex::<bf16, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc).map_err(fail)?;
+            }
+            gpu.synchronize("gemm").map_err(fail)?;
+            let mut c = vec![0f32; m * n];
+            dc.copy_to(&mut c[..]).map_err(fail)?;
+            let c = Array2::from_shape_vec((m, n), c).map_err(fail)?;
+            if let Some(bad) = gemm_check(c.view(), &reference, |v| v as f64) {
+                return Err(Failed::from(format!("{} ({op_a:?}N): {bad:?}", if ours { "ours" } else { "cuBLAS" })));
+            }
+            results.push(c);
+        }
+        let classes = |c: &Array2<f32>| c.mapv(|v| if v.is_nan() { 2 } else if v.is_infinite() { v.signum() as i32 * 3 } else { 0 });
+        ensure(classes(&results[0]) == classes(&results[1]), || format!("{op_a:?}N: NaN/infinity places differ from cuBLAS"))?;
+    }
+    Ok(())
+}
+
+/// The bound is tight enough to matter: the f32 sum in k order passes it,
+/// and the same sum with one k-slab of 16 dropped fails it, for every
+/// input type.
+fn gemm_bound_catches_a_dropped_k_slab() -> Result<(), Failed> {
+    fn case<I: GemmInput, O: GemmOutput<I>>(from: impl Fn(f32) -> I, to_out: impl Fn(f32) -> O) -> Result<(), Failed> {
+        let (m, n, k) = (32, 32, 512);
+        let (a, b) = (random(m, k, 50, &from), random(k, n, 51, &from));
+        let c = Array2::from_elem((m, n), to_out(0.0));
+        let reference = gemm_reference(1.0, a.view(), b.view(), 0.0, c.view());
+        let sum = |skip: Option<usize>| {
+            Array2::from_shape_fn((m, n), |(i, j)| {
+                let mut acc = 0f32;
+                for kk in 0..k {
+                    if skip.is_some_and(|s| kk / 16 == s) {
+                        continue;
+                    }
+                    let x = |v: I| {
+                        let f = v.to_f64() as f32;
+                        // tf32: the tensor core's input rounding.
+                        if I::NAME == "tf32" { f32::from_bits((f.to_bits() + 0x1000) & 0xffff_e000) } else { f }
+                    };
+                    acc = x(a[(i, kk)]).mul_add(x(b[(kk, j)]), acc);
+                }
+                to_out(acc)
+            })
+        };
+        ensure(gemm_check(sum(None).view(), &reference, |v| v.to_f64()).is_none(), || {
+            format!("{}: the f32 sum fails its own bound", I::NAME)
+        })?;
+        ensure(gemm_check(sum(Some(7)).view(), &reference, |v| v.to_f64()).is_some(), || {
+            format!("{}: a dropped k-slab passes the bound", I::NAME)
+        })
+    }
+    case::<bf16, f32>(bf16::from_f32, |x| x)?;
+    case::<bf16, bf16>(bf16::from_f32, bf16::from_f32)?;
+    case::<f16, f16>(f16::from_f32, f16::from_f32)?;
+    case::<f32, f32>(|x| x, |x| x)
+}
+
+/// Inner dimensions that differ, a zero dimension, a leading dimension
+/// shorter than a row, a dimension past 2^31 and a short buffer: errors
+/// naming the kernel, before any launch.
+fn gemm_refusals(gpu: &Gpu) -> Result<(), Failed> {
+    let a = random(4, 5, 60, bf16::from_f32);
+    let b = random(6, 3, 61, bf16::from_f32);
+    let mut c = Array2::<f32>::zeros((4, 3));
+    let named = |e: cuda_kernels::Error, what: &str| -> Result<(), Failed> {
+        let text = e.to_string();
+        ensure(text.contains("gemm_mma_bf16_f32") && text.contains(what), || format!("{what}: {text}"))
+    };
+    let e = gpu.gemm(1.0, a.view(), b.view(), 0.0, c.view_mut()).err().ok_or("inner dims accepted")?;
+    named(e, "inner dimensions differ")?;
+    let empty = Array2::from_elem((0, 5), bf16::ZERO);
+    let b5 = random(5, 3, 62, bf16::from_f32);
+    let mut c0 = Array2::<f32>::zeros((0, 3));
+    let e = gpu.gemm(1.0, empty.view(), b5.view(), 0.0, c0.view_mut()).err().ok_or("empty accepted")?;
+    named(e, "zero dimension")?;
+    let name = "gemm_mma_bf16_f32";
+    let mut shape = GemmShape::dense(4, 3, 5);
+    shape.lda = 4;
+    named(shape.check(name, (100, 100, 100)).err().ok_or("short lda accepted")?, "shorter than a row")?;
+    let huge = GemmShape::dense(1 << 31, 8, 8);
+    named(huge.check(name, (usize::MAX, usize::MAX, usize::MAX)).err().ok_or("2^31 accepted")?, "32-bit limit")?;
+    let shape = GemmShape::dense(4, 3, 5);
+    named(shape.check(name, (19, 15, 12)).err().ok_or("short A accepted")?, "A holds 19")
+}
