@@ -10,9 +10,10 @@
 //! `embedded_images!("kernels")`; the runtime loads the cubin of the
 //! device's compute capability).
 //!
-//! Passed on to the crate: `CUDA_KERNELS_ARCH_BUILT` (the PTX's target) and
-//! `CUDA_KERNELS_PTXAS` (the `ptxas` used, empty when none; `tests/ptx.rs`
-//! checks the PTX with it).
+//! Passed on to the crate: `CUDA_KERNELS_ARCH_BUILT` (the PTX's target),
+//! `CUDA_KERNELS_ARCH_PTX` (each per-architecture build's PTX,
+//! `sm_80=<path>;sm_90a=<path>`) and `CUDA_KERNELS_PTXAS` (the `ptxas` used,
+//! empty when none; `tests/ptx.rs` checks the PTX with it).
 fn main() {
     const KERNELS_DIR: &str = "DEP_CUDA_KERNELS_GPU_MANIFEST_DIR";
     let Some(kernels) = std::env::var_os(KERNELS_DIR) else {
@@ -30,6 +31,17 @@ fn main() {
         .build()
         .unwrap_or_else(|e| e.fail());
     println!("cargo::rustc-env=CUDA_KERNELS_ARCH_BUILT={}", built.arch);
+    // The per-architecture builds' PTX, `arch=path` joined by `;`, for the
+    // offline checks (tests/ptx.rs).
+    let arch_ptx: Vec<_> = built
+        .arch_ptx
+        .iter()
+        .map(|(arch, path)| format!("{arch}={}", path.display()))
+        .collect();
+    println!(
+        "cargo::rustc-env=CUDA_KERNELS_ARCH_PTX={}",
+        arch_ptx.join(";")
+    );
     let ptxas = built.ptxas.map(|p| p.display().to_string());
     println!(
         "cargo::rustc-env=CUDA_KERNELS_PTXAS={}",

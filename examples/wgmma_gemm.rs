@@ -58,7 +58,11 @@ fn check(gpu: &cuda_kernels::Gpu, rng: &mut Rng, case: &Case) -> cuda_kernels::R
         input => {
             let to16 = |x: &[f32]| x.iter().map(|&v| bits16(input, v)).collect::<Vec<_>>();
             let (da, db) = (gpu.to_device(&to16(&a))?, gpu.to_device(&to16(&b))?);
-            gpu.gemm_wgmma(case.input, &da, &db, &mut c, &s, case.alpha, case.beta)?;
+            let mut gemm =
+                gpu.gemm_wgmma_plan(case.input, &da, &db, &mut c, &s, case.alpha, case.beta)?;
+            gemm.set_variant(variant());
+            gemm.launch(gpu)?;
+            gpu.synchronize("gemm_wgmma")?;
         }
     }
     let mut got = vec![0f32; c.len()];
@@ -69,8 +73,13 @@ fn check(gpu: &cuda_kernels::Gpu, rng: &mut Rng, case: &Case) -> cuda_kernels::R
             for j in 0..s.n {
                 let mut dot = 0f64;
                 for p in 0..s.k {
+                    let bj = if s.b_n_major {
+                        p * s.ldb + j
+                    } else {
+                        j * s.ldb + p
+                    };
                     dot += f64::from(a[batch * s.a_batch_stride + i * s.lda + p])
-                        * f64::from(b[batch * s.b_batch_stride + j * s.ldb + p]);
+                        * f64::from(b[batch * s.b_batch_stride + bj]);
                 }
                 let at = batch * s.c_batch_stride + i * s.ldc + j;
                 let want = f64::from(case.alpha) * dot + f64::from(case.beta) * f64::from(c0[at]);
@@ -95,25 +104,56 @@ fn check(gpu: &cuda_kernels::Gpu, rng: &mut Rng, case: &Case) -> cuda_kernels::R
     Ok(wrong)
 }
 
+/// `WGMMA_MN_VARIANT`: the N-major descriptor experiment's variant.
+fn variant() -> u32 {
+    std::env::var("WGMMA_MN_VARIANT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let gpu = cuda_kernels::gpu()?;
     println!("device: {}, image: {}", gpu.name()?, gpu.image());
     let mut rng = Rng::new(21);
     let mut failed = 0;
-    for input in [WgmmaInput::Bf16, WgmmaInput::F16, WgmmaInput::Tf32] {
-        let edge = WgmmaShape::dense(300, 520, 200);
-        let mut padded = WgmmaShape::dense(130, 270, 96);
+    for (input, b_n_major) in [
+        (WgmmaInput::Bf16, true),
+        (WgmmaInput::F16, true),
+        (WgmmaInput::Bf16, false),
+        (WgmmaInput::F16, false),
+        (WgmmaInput::Tf32, false),
+    ] {
+        let cases = std::env::var("WGMMA_CASES").unwrap_or_default();
+        let name = format!("{}-{input:?}", if b_n_major { "nn" } else { "nt" });
+        if !cases.is_empty() && !cases.split(',').any(|c| name.starts_with(c)) {
+            continue;
+        }
+        let nn = |mut s: WgmmaShape| {
+            if b_n_major {
+                s.b_n_major = true;
+                s.ldb = s.n;
+                s.b_batch_stride = s.k * s.n;
+            }
+            s
+        };
+        let edge = nn(WgmmaShape::dense(300, 520, 200));
+        let mut padded = nn(WgmmaShape::dense(130, 270, 96));
         padded.lda = 104;
-        padded.ldb = 112;
+        padded.ldb = if b_n_major { 280 } else { 112 };
         padded.ldc = 280;
         padded.batches = 3;
         padded.a_batch_stride = 130 * 104 + 8;
-        padded.b_batch_stride = 270 * 112 + 16;
+        padded.b_batch_stride = if b_n_major {
+            96 * 280 + 16
+        } else {
+            270 * 112 + 16
+        };
         padded.c_batch_stride = 130 * 280 + 5;
         for (shape, alpha, beta) in [
-            (WgmmaShape::dense(128, 256, 64), 1.0, 0.0),
+            (nn(WgmmaShape::dense(128, 256, 64)), 1.0, 0.0),
             (edge, 1.5, 0.5),
-            (WgmmaShape::dense(1000, 1000, 1000), 1.0, 0.0),
+            (nn(WgmmaShape::dense(1000, 1000, 1000)), 1.0, 0.0),
             (padded, -0.5, 2.0),
         ] {
             let case = Case {
@@ -124,7 +164,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             };
             let wrong = check(&gpu, &mut rng, &case)?;
             println!(
-                "check {input:?} m {} n {} k {} batches {} alpha {alpha} beta {beta}: {}",
+                "check {input:?} B {} m {} n {} k {} batches {} alpha {alpha} beta {beta}: {}",
+                if b_n_major { "k × n" } else { "n × k" },
                 shape.m,
                 shape.n,
                 shape.k,
@@ -143,17 +184,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect();
+    let no_timing = sizes == [0];
     let sizes = if sizes.is_empty() {
         vec![2048, 4096, 8192]
     } else {
         sizes
     };
-    for input in [WgmmaInput::Bf16, WgmmaInput::F16, WgmmaInput::Tf32] {
+    for (input, b_n_major) in [
+        (WgmmaInput::Bf16, false),
+        (WgmmaInput::F16, false),
+        (WgmmaInput::Bf16, true),
+        (WgmmaInput::F16, true),
+        (WgmmaInput::Tf32, false),
+    ] {
+        let cases = std::env::var("WGMMA_CASES").unwrap_or_default();
+        let name = format!("{}-{input:?}", if b_n_major { "nn" } else { "nt" });
+        if !cases.is_empty() && !cases.split(',').any(|c| name.starts_with(c)) {
+            continue;
+        }
         for &n in &sizes {
-            if input == WgmmaInput::Tf32 && n != 4096 {
+            if no_timing || input == WgmmaInput::Tf32 && n != 4096 {
                 continue;
             }
-            let shape = WgmmaShape::dense(n, n, n);
+            let mut shape = WgmmaShape::dense(n, n, n);
+            shape.b_n_major = b_n_major;
             let mut c = gpu.zeroed::<f32>(n * n)?;
             let ms = if input == WgmmaInput::Tf32 {
                 let a: Vec<f32> = (0..n * n).map(|_| rng.normal() as f32).collect();
@@ -167,7 +221,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 time(&gpu, input, &da, &db, &mut c, &shape)?
             };
             let tflops = 2.0 * (n as f64).powi(3) / (f64::from(ms) * 1e-3) / 1e12;
-            println!("time {input:?} {n}^3: {ms:.4} ms, {tflops:.1} TFLOP/s");
+            let layout = if b_n_major { "NN" } else { "NT" };
+            println!("time {input:?} {layout} {n}^3: {ms:.4} ms, {tflops:.1} TFLOP/s");
         }
     }
     if failed > 0 {

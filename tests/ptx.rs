@@ -29,6 +29,10 @@ fn main() -> ExitCode {
         Trial::test("ptx_targets_the_built_arch", ptx_targets_the_built_arch),
         Trial::ignorable_test("cubins_are_embedded", cubins_are_embedded),
     ];
+    trials.push(Trial::ignorable_test(
+        "sm_90a_build_holds_the_wgmma_gemm_unserialised",
+        sm_90a_build_holds_the_wgmma_gemm_unserialised,
+    ));
     for &arch in ARCHS {
         trials.push(Trial::ignorable_test(
             format!("ptxas_{arch}_assembles_without_spills"),
@@ -151,6 +155,69 @@ fn assemble(arch: &str) -> Result<Completion, Failed> {
         Err(format!(
             "register spills for {arch}:\n{}\n\nfull log:\n{log}",
             spills.join("\n")
+        )
+        .into())
+    }
+}
+
+/// The PTX of the sm_90a build (build.rs's `CUDA_KERNELS_ARCH_PTX`).
+fn arch_ptx(arch: &str) -> Option<&'static str> {
+    env!("CUDA_KERNELS_ARCH_PTX")
+        .split(';')
+        .find_map(|entry| entry.strip_prefix(arch)?.strip_prefix('='))
+}
+
+/// The sm_90a build holds the wgmma GEMM's entry points (and the portable
+/// PTX none of them), and `ptxas` assembles it as the build does
+/// (`-maxrregcount=168`) without spills, with `setmaxnreg` honoured and no
+/// wgmma serialised (ptxas's C7508 and C7518 notes: a kernel whose
+/// warpgroup branch ptxas thinks divergent, or whose accumulators it sees
+/// touched in flight, runs its wgmma one at a time).
+fn sm_90a_build_holds_the_wgmma_gemm_unserialised() -> Result<Completion, Failed> {
+    if PTXAS.is_empty() {
+        return missing_prerequisite(NO_PTXAS);
+    }
+    let Some(path) = arch_ptx("sm_90a") else {
+        return Err("build.rs built no sm_90a PTX".into());
+    };
+    let ptx = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let entries = cuda_kernels::ptx_entry_points(&ptx);
+    let portable = cuda_kernels::ptx_entry_points(cuda_kernels::PTX);
+    for &kernel in cuda_kernels::kernels::gemm_wgmma::KERNELS {
+        if !entries.contains(&kernel) {
+            return Err(format!("{kernel} is not in the sm_90a PTX").into());
+        }
+        if portable.contains(&kernel) {
+            return Err(format!("{kernel} is in the portable PTX").into());
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("cuda-kernels-ptx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let out = Command::new(PTXAS)
+        .args(["-v", "-arch=sm_90a", "-maxrregcount=168", "-o"])
+        .arg(dir.join("kernels-sm_90a.cubin"))
+        .arg(path)
+        .output()
+        .map_err(|e| format!("running {PTXAS}: {e}"))?;
+    let log = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Err(format!("ptxas -arch=sm_90a failed:\n{log}").into());
+    }
+    let bad: Vec<&str> = log
+        .lines()
+        .filter(|l| {
+            l.contains("C7508")
+                || l.contains("C7518")
+                || (l.contains("spill stores")
+                    && !l.contains(" 0 bytes spill stores, 0 bytes spill loads"))
+        })
+        .collect();
+    if bad.is_empty() {
+        Ok(Completion::Completed)
+    } else {
+        Err(format!(
+            "ptxas -arch=sm_90a:\n{}\n\nfull log:\n{log}",
+            bad.join("\n")
         )
         .into())
     }
