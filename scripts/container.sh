@@ -47,8 +47,11 @@ trap cleanup EXIT
 SECONDS=0
 t_phase=0
 took() { echo "$((SECONDS - t_phase)) s"; }
-# The last line of a log that says something (for one-line reasons).
-last_line() { grep -v '^[[:space:]]*$' "$1" | tail -n 1 | cut -c1-300; }
+# A log's reason in one line: its first "E: " line (apt, mmdebstrap), else
+# its last line that says something.
+last_line() {
+  { grep -m1 '^E: ' "$1" || grep -v '^[[:space:]]*$' "$1" | tail -n 1; } | cut -c1-300
+}
 
 apt_install() {
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"; } \
@@ -144,8 +147,8 @@ build() {
   if [ "$ENGINE" = podman ]; then
     # From the last "STEP n/m:" line to podman's own "Error:" line.
     awk '/^(\[[0-9]+\/[0-9]+\] )?STEP [0-9]+\/[0-9]+: /{n=0; delete buf} {buf[n++]=$0}
-         END{for(i=0;i<n;i++) if(buf[i] !~ /^(Error: |time=)/) print buf[i]}' "$log" >&2
-    step=$(grep -E '^(\[[0-9]+/[0-9]+\] )?STEP [0-9]+/[0-9]+: ' "$log" | tail -n 1 | cut -c1-120)
+         END{for(i=0;i<n;i++) if(buf[i] !~ /^(Error: |time=|subprocess exited with status)/) print buf[i]}' "$log" >&2
+    step=$(grep -o -E '^(\[[0-9]+/[0-9]+\] )?STEP [0-9]+/[0-9]+' "$log" | tail -n 1)
   else
     # BuildKit repeats the failing step's output between "------" lines.
     awk '/^------$/{on=!on; next} on' "$log" >&2
