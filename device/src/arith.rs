@@ -8,27 +8,42 @@
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 
-/// `a * b + c` with a single rounding (`fma.rn.f32`), the same result as
-/// `f32::mul_add` on the host.
-#[inline(always)]
-pub fn fma_f32(a: f32, b: f32, c: f32) -> f32 {
-    #[cfg(not(target_arch = "nvptx64"))]
-    return crate::sim::gpu_nan_f32(a.mul_add(b, c));
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let d: u32;
-        // SAFETY: a register-only arithmetic instruction.
-        unsafe {
-            asm!(
-                "fma.rn.f32 {d}, {a}, {b}, {c};",
-                d = out(reg32) d,
-                a = in(reg32) a.to_bits(), b = in(reg32) b.to_bits(), c = in(reg32) c.to_bits(),
-                options(nostack, nomem, pure, preserves_flags),
-            );
+macro_rules! fma {
+    ($(#[$doc:meta])* $name:ident, $t:ty, $bits:ty, $reg:ident, $instr:literal, $gpu_nan:ident) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name(a: $t, b: $t, c: $t) -> $t {
+            #[cfg(not(target_arch = "nvptx64"))]
+            // The GPU's NaN bits (the simulator's rule for every float result).
+            return crate::sim::$gpu_nan(a.mul_add(b, c));
+            #[cfg(target_arch = "nvptx64")]
+            {
+                let d: $bits;
+                // SAFETY: a register-only arithmetic instruction.
+                unsafe {
+                    asm!(
+                        concat!($instr, " {d}, {a}, {b}, {c};"),
+                        d = out($reg) d,
+                        a = in($reg) a.to_bits(), b = in($reg) b.to_bits(), c = in($reg) c.to_bits(),
+                        options(nostack, nomem, pure, preserves_flags),
+                    );
+                }
+                <$t>::from_bits(d)
+            }
         }
-        f32::from_bits(d)
-    }
+    };
 }
+
+fma!(
+    /// `a * b + c` with a single rounding (`fma.rn.f32`), the same result as
+    /// `f32::mul_add` on the host.
+    fma_f32, f32, u32, reg32, "fma.rn.f32", gpu_nan_f32
+);
+fma!(
+    /// `a * b + c` with a single rounding (`fma.rn.f64`), the same result as
+    /// `f64::mul_add` on the host.
+    fma_f64, f64, u64, reg64, "fma.rn.f64", gpu_nan_f64
+);
 
 /// The low and the high 32-bit words of `x`'s bits, as `(low, high)`
 /// (`mov.b64 {lo, hi}`): the same as `(x.to_bits() as u32, (x.to_bits() >>
@@ -55,24 +70,3 @@ pub fn f64_halves(x: f64) -> (u32, u32) {
     }
 }
 
-/// `a * b + c` with a single rounding (`fma.rn.f64`), the same result as
-/// `f64::mul_add` on the host.
-#[inline(always)]
-pub fn fma_f64(a: f64, b: f64, c: f64) -> f64 {
-    #[cfg(not(target_arch = "nvptx64"))]
-    return a.mul_add(b, c);
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let d: u64;
-        // SAFETY: a register-only arithmetic instruction.
-        unsafe {
-            asm!(
-                "fma.rn.f64 {d}, {a}, {b}, {c};",
-                d = out(reg64) d,
-                a = in(reg64) a.to_bits(), b = in(reg64) b.to_bits(), c = in(reg64) c.to_bits(),
-                options(nostack, nomem, pure, preserves_flags),
-            );
-        }
-        f64::from_bits(d)
-    }
-}

@@ -401,84 +401,51 @@ impl<T: SharedAtomicAdd, const N: usize> SharedArray<T, N> {
     }
 }
 
-impl<T: SharedAtomic, const N: usize> SharedArray<T, N> {
+/// The [`SharedAtomic`] operations on an element of a [`SharedArray`].
+macro_rules! shared_array_atomics {
+    ($($(#[$doc:meta])* $method:ident => $op:ident;)*) => {
+        impl<T: SharedAtomic, const N: usize> SharedArray<T, N> {
+            $(
+                $(#[$doc])*
+                ///
+                /// # Safety
+                /// As for [`fetch_add`](Self::fetch_add).
+                #[inline(always)]
+                #[track_caller]
+                pub unsafe fn $method(&self, i: usize, value: T) -> T {
+                    // SAFETY: i < N by the caller; the array lives for the kernel.
+                    unsafe { T::$op(self.element_address(i), value) }
+                }
+            )*
+
+            /// `atomicCAS` on element `i`: stores `new` if it holds `current`;
+            /// returns the previous value (equal to `current` exactly when stored).
+            ///
+            /// # Safety
+            /// As for [`fetch_add`](Self::fetch_add).
+            #[inline(always)]
+            #[track_caller]
+            pub unsafe fn compare_exchange(&self, i: usize, current: T, new: T) -> T {
+                // SAFETY: i < N by the caller; the array lives for the kernel.
+                unsafe { T::shared_compare_exchange(self.element_address(i), current, new) }
+            }
+        }
+    };
+}
+
+shared_array_atomics! {
     /// `atomicMin` on element `i`; returns the previous value.
-    ///
-    /// # Safety
-    /// As for [`fetch_add`](Self::fetch_add).
-    #[inline(always)]
-    #[track_caller]
-    pub unsafe fn fetch_min(&self, i: usize, value: T) -> T {
-        // SAFETY: i < N by the caller; the array lives for the kernel.
-        unsafe { T::shared_fetch_min(self.element_address(i), value) }
-    }
-
+    fetch_min => shared_fetch_min;
     /// `atomicMax` on element `i`; returns the previous value.
-    ///
-    /// # Safety
-    /// As for [`fetch_add`](Self::fetch_add).
-    #[inline(always)]
-    #[track_caller]
-    pub unsafe fn fetch_max(&self, i: usize, value: T) -> T {
-        // SAFETY: i < N by the caller; the array lives for the kernel.
-        unsafe { T::shared_fetch_max(self.element_address(i), value) }
-    }
-
+    fetch_max => shared_fetch_max;
     /// `atomicAnd` on element `i`; returns the previous value.
-    ///
-    /// # Safety
-    /// As for [`fetch_add`](Self::fetch_add).
-    #[inline(always)]
-    #[track_caller]
-    pub unsafe fn fetch_and(&self, i: usize, value: T) -> T {
-        // SAFETY: i < N by the caller; the array lives for the kernel.
-        unsafe { T::shared_fetch_and(self.element_address(i), value) }
-    }
-
+    fetch_and => shared_fetch_and;
     /// `atomicOr` on element `i`; returns the previous value.
-    ///
-    /// # Safety
-    /// As for [`fetch_add`](Self::fetch_add).
-    #[inline(always)]
-    #[track_caller]
-    pub unsafe fn fetch_or(&self, i: usize, value: T) -> T {
-        // SAFETY: i < N by the caller; the array lives for the kernel.
-        unsafe { T::shared_fetch_or(self.element_address(i), value) }
-    }
-
+    fetch_or => shared_fetch_or;
     /// `atomicXor` on element `i`; returns the previous value.
-    ///
-    /// # Safety
-    /// As for [`fetch_add`](Self::fetch_add).
-    #[inline(always)]
-    #[track_caller]
-    pub unsafe fn fetch_xor(&self, i: usize, value: T) -> T {
-        // SAFETY: i < N by the caller; the array lives for the kernel.
-        unsafe { T::shared_fetch_xor(self.element_address(i), value) }
-    }
-
+    fetch_xor => shared_fetch_xor;
     /// `atomicExch` on element `i`: stores `value`, returns the previous one.
-    ///
-    /// # Safety
-    /// As for [`fetch_add`](Self::fetch_add).
-    #[inline(always)]
-    #[track_caller]
-    pub unsafe fn exchange(&self, i: usize, value: T) -> T {
-        // SAFETY: i < N by the caller; the array lives for the kernel.
-        unsafe { T::shared_exchange(self.element_address(i), value) }
-    }
-
-    /// `atomicCAS` on element `i`: stores `new` if it holds `current`;
-    /// returns the previous value (equal to `current` exactly when stored).
-    ///
-    /// # Safety
-    /// As for [`fetch_add`](Self::fetch_add).
-    #[inline(always)]
-    #[track_caller]
-    pub unsafe fn compare_exchange(&self, i: usize, current: T, new: T) -> T {
-        // SAFETY: i < N by the caller; the array lives for the kernel.
-        unsafe { T::shared_compare_exchange(self.element_address(i), current, new) }
-    }
+    exchange => shared_exchange;
 }
 
 /// Declares a static block-shared array of a constant size and evaluates to a

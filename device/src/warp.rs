@@ -402,6 +402,21 @@ pub fn activemask() -> u32 {
     }
 }
 
+/// `match.{any,all}.sync.b32/.b64 d, value, mask` on the GPU.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! match_sync {
+    ($instr:literal, $reg:ident, $value:expr, $mask:expr) => {{
+        let out: u32;
+        // SAFETY: a warp collective on registers; the uniform-call rule of
+        // the module docs applies.
+        unsafe {
+            asm!(concat!($instr, " {d}, {v}, {m};"), d = out(reg32) out,
+                 v = in($reg) $value, m = in(reg32) $mask, options(nostack, nomem, preserves_flags));
+        }
+        out
+    }};
+}
+
 /// `__match_any_sync(mask, value)`: the lanes of `mask` whose `value` equals
 /// this lane's (`match.any.sync.b32`; sm_70 and later). A warp collective
 /// of the lanes in `mask`.
@@ -411,16 +426,7 @@ pub fn match_any_sync(mask: u32, value: u32) -> u32 {
     #[cfg(not(target_arch = "nvptx64"))]
     return crate::sim::warp_collective(crate::sim::WarpOp::MatchAny, mask, value, 0);
     #[cfg(target_arch = "nvptx64")]
-    {
-        let out: u32;
-        // SAFETY: a warp collective on registers; the uniform-call rule of
-        // the module docs applies.
-        unsafe {
-            asm!("match.any.sync.b32 {d}, {v}, {m};", d = out(reg32) out,
-                 v = in(reg32) value, m = in(reg32) mask, options(nostack, nomem, preserves_flags));
-        }
-        out
-    }
+    match_sync!("match.any.sync.b32", reg32, value, mask)
 }
 
 /// [`match_any_sync`] of a 64-bit value (`match.any.sync.b64`).
@@ -431,15 +437,7 @@ pub fn match_any_sync_u64(mask: u32, value: u64) -> u32 {
     #[cfg(not(target_arch = "nvptx64"))]
     return match_any_sync(mask, value as u32) & match_any_sync(mask, (value >> 32) as u32);
     #[cfg(target_arch = "nvptx64")]
-    {
-        let out: u32;
-        // SAFETY: as for `match_any_sync`.
-        unsafe {
-            asm!("match.any.sync.b64 {d}, {v}, {m};", d = out(reg32) out,
-                 v = in(reg64) value, m = in(reg32) mask, options(nostack, nomem, preserves_flags));
-        }
-        out
-    }
+    match_sync!("match.any.sync.b64", reg64, value, mask)
 }
 
 /// `__match_all_sync(mask, value, &pred)`: `mask` when every lane of `mask`
@@ -451,15 +449,7 @@ pub fn match_all_sync(mask: u32, value: u32) -> u32 {
     #[cfg(not(target_arch = "nvptx64"))]
     return crate::sim::warp_collective(crate::sim::WarpOp::MatchAll, mask, value, 0);
     #[cfg(target_arch = "nvptx64")]
-    {
-        let out: u32;
-        // SAFETY: as for `match_any_sync`.
-        unsafe {
-            asm!("match.all.sync.b32 {d}, {v}, {m};", d = out(reg32) out,
-                 v = in(reg32) value, m = in(reg32) mask, options(nostack, nomem, preserves_flags));
-        }
-        out
-    }
+    match_sync!("match.all.sync.b32", reg32, value, mask)
 }
 
 /// [`match_all_sync`] of a 64-bit value (`match.all.sync.b64`).
@@ -469,13 +459,5 @@ pub fn match_all_sync_u64(mask: u32, value: u64) -> u32 {
     #[cfg(not(target_arch = "nvptx64"))]
     return match_all_sync(mask, value as u32) & match_all_sync(mask, (value >> 32) as u32);
     #[cfg(target_arch = "nvptx64")]
-    {
-        let out: u32;
-        // SAFETY: as for `match_any_sync`.
-        unsafe {
-            asm!("match.all.sync.b64 {d}, {v}, {m};", d = out(reg32) out,
-                 v = in(reg64) value, m = in(reg32) mask, options(nostack, nomem, preserves_flags));
-        }
-        out
-    }
+    match_sync!("match.all.sync.b64", reg64, value, mask)
 }

@@ -357,6 +357,36 @@ mod tests {
     }
 
     #[test]
+    fn a_simulator_finding_names_the_kernel_once() {
+        let divergence = SimError::BarrierDivergence {
+            kernel: "stencil",
+            block: [0, 0, 0],
+            stuck: Vec::new(),
+        };
+        let e = Error::BarrierDivergence {
+            kernel: "stencil",
+            detail: divergence,
+        };
+        assert!(
+            e.to_string().starts_with("stencil: barrier divergence"),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("stencil: stencil"), "{e}");
+        let memory = SimError::Memory {
+            what: "mapping".into(),
+            reason: "no memory".into(),
+        };
+        let e = Error::Simulator {
+            kernel: "stencil",
+            detail: memory,
+        };
+        assert_eq!(
+            e.to_string(),
+            "stencil: simulator memory: mapping: no memory"
+        );
+    }
+
+    #[test]
     fn new_variants_name_the_kernel_or_feature() {
         let (a, b) = (
             DeviceId::Simulator { ordinal: 0 },
