@@ -43,7 +43,7 @@ group="${1:-all}"
 out=target/mutants
 mkdir -p "$out"
 common=(
-  --jobs 1 --baseline skip
+  --shuffle --jobs 1 --baseline skip
   --timeout "${MUTANTS_TIMEOUT:-240}" --build-timeout "${MUTANTS_BUILD_TIMEOUT:-900}"
 )
 # Equivalent mutants (regexes over cargo-mutants' mutant names):
