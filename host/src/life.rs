@@ -347,7 +347,6 @@ impl<'g> LifeSims<'g> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cuda_kernels_gpu::life::life_cell;
     use ndarray::array;
 
     #[test]

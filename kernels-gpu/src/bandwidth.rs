@@ -288,6 +288,17 @@ mod tests {
     }
 
     #[test]
+    fn element_sizes_that_do_not_divide_a_vector_are_refused() {
+        // At an address aligned to the element, so that only the size refuses.
+        for size in [0, 3, 5, 6, 12, 32] {
+            assert_eq!(cut(&[size * 0x1000], size, 96), None, "size {size}");
+        }
+        for size in [1, 2, 4, 8, 16] {
+            assert!(cut(&[0x1000], size, 96).is_some(), "size {size}");
+        }
+    }
+
+    #[test]
     fn aligned_arrays_have_no_head() {
         assert_eq!(cut(&[0x1000, 0x2000], 4, 10), Some((0, 2, 2)));
         assert_eq!(cut(&[0x1000], 8, 5), Some((0, 2, 1)));

@@ -3,7 +3,7 @@
 //! Life cell), pinned to values worked out by hand (issue 19): a change to
 //! one of them cannot pass as "the GPU agrees with the CPU", since both
 //! would change together.
-use cuda_kernels_gpu::elementwise::{Elementwise, lerp, saxpy, sum};
+use cuda_kernels_gpu::elementwise::{Elementwise, lerp, saxpy, sum, vector_sum_repeat_element};
 use cuda_kernels_gpu::life::{life_cell, next_four, next_state};
 use cuda_kernels_gpu::mandelbrot::{lattice_indices, mandelbrot_point};
 use cuda_kernels_gpu::multiply::{multiply_element, vector_sum_element};
@@ -149,6 +149,13 @@ fn element<K: Elementwise<T>, T: Copy>(ins: &[T], outs: &[T], scalars: &[T]) -> 
     let mut outs = outs.to_vec();
     K::element(ins, &mut outs, scalars);
     outs
+}
+
+#[test]
+fn vector_sum_repeat_element_adds() {
+    assert_eq!(vector_sum_repeat_element(2.5, 4.0), 6.5);
+    assert_eq!(vector_sum_repeat_element(-3.0, 1.0), -2.0);
+    assert_eq!(vector_sum_repeat_element(0.0, 0.0), 0.0);
 }
 
 #[test]

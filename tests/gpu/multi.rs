@@ -321,14 +321,28 @@ fn host_shares<'d, 'g, T>(
 /// `a_skipped_halo_exchange_is_caught`.)
 fn injected_faults_are_caught(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
     let devices = Devices::open(gpu)?;
-    let gpus = devices.all();
+    // Every list of at least two devices (device 0 twice on one GPU).
+    for gpus in devices.lists().into_iter().filter(|l| l.len() > 1) {
+        faults_caught_on(gpu, &gpus).map_err(|e| {
+            fail(format!(
+                "on [{}]: {}",
+                names(&gpus),
+                e.message().unwrap_or("")
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// [`injected_faults_are_caught`] on the device list `gpus` (two or more).
+fn faults_caught_on(gpu: &Gpu, gpus: &[&Gpu]) -> Result<(), libtest_mimic::Failed> {
     let mut rng = Rng::new(19);
     let floats: Vec<f32> = (0..sized(gpu, 300_007, 30_007))
         .map(|_| rng.uniform() as f32 - 0.25)
         .collect();
     let want =
-        reduce_in_devices_order::<Sum, f32>(&host_shares(&gpus, &floats)?, None).map_err(fail)?;
-    let shares = scatter(&gpus, &floats).map_err(fail)?;
+        reduce_in_devices_order::<Sum, f32>(&host_shares(gpus, &floats)?, None).map_err(fail)?;
+    let shares = scatter(gpus, &floats).map_err(fail)?;
     let parts: Vec<_> = gpus.iter().zip(&shares).map(|(g, b)| (*g, &**b)).collect();
     let whole = reduce_resident::<Sum, f32>(&parts, None).map_err(fail)?;
     ensure(whole == want, || format!("the whole sum {whole} ≠ {want}"))?;
@@ -343,7 +357,7 @@ fn injected_faults_are_caught(gpu: &Gpu) -> Result<(), libtest_mimic::Failed> {
     let (m, k, n) = (sized(gpu, 515, 37), sized(gpu, 300, 20), sized(gpu, 257, 9));
     let a = Array2::from_shape_simple_fn((m, k), || rng.uniform() as f32 - 0.5);
     let b = Array2::from_shape_simple_fn((k, n), || rng.uniform() as f32 - 0.5);
-    let c = matmul(&gpus, a.view(), b.view()).map_err(fail)?;
+    let c = matmul(gpus, a.view(), b.view()).map_err(fail)?;
     ensure(
         check_matmul(c.view(), a.view(), b.view())
             .map_err(fail)?
