@@ -581,13 +581,12 @@ fn assemble(
     let mut cubins = Vec::new();
     for (arch, sm, cubin, child) in jobs {
         match child.and_then(|c| c.wait_with_output()) {
-            Ok(o) if o.status.success() && cubin.metadata().is_ok_and(|m| m.len() > 0) => {
-                cubins.push(inner::AssembledCubin {
+            Ok(o) if o.status.success() && cubin.metadata().is_ok_and(|m| m.len() > 0) => cubins
+                .push(inner::AssembledCubin {
                     sm,
                     path: cubin,
                     resources: inner::ptxas_resources(&String::from_utf8_lossy(&o.stderr)),
-                })
-            }
+                }),
             Ok(o) => {
                 return Err(Error::Ptxas {
                     ptxas: ptxas.clone(),

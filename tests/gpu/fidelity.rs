@@ -25,7 +25,7 @@ use cuda_kernels::fidelity::{FIDELITY_CASES, LARGE_LOCAL_WORDS};
 use cuda_kernels::kernels::device::kernel::Kernel;
 use cuda_kernels::kernels::device::sim::{self, LaunchShape, SimOptions, memory::Allocation};
 use cuda_kernels::kernels::fidelity::{self as k, FidelityCase};
-use cuda_kernels::math_checks::{MATH_FUNCTIONS, MathFn, MathFloat};
+use cuda_kernels::math_checks::{MATH_FUNCTIONS, MathFloat, MathFn};
 use libtest_mimic::{Completion, Failed, Trial};
 
 use crate::common::{ensure, fail, simulated};
@@ -46,27 +46,90 @@ struct Checked {
 
 /// Every correct case with a fixed output on both backends.
 const CHECKED: &[Checked] = &[
-    Checked { kernel: k::FID_BALLOT_AFTER_EXIT, want: ballot_after_exit },
-    Checked { kernel: k::FID_VOTES_AFTER_EXIT, want: votes_after_exit },
-    Checked { kernel: k::FID_SHFL_EVEN_ODD, want: shfl_even_odd },
-    Checked { kernel: k::FID_NESTED_QUARTERS, want: nested_quarters },
-    Checked { kernel: k::FID_LOOP_EXACT_MASKS, want: loop_exact_masks },
-    Checked { kernel: k::FID_PARTIAL_WARP, want: partial_warp },
-    Checked { kernel: k::FID_SHFL_U64_HALF_WARP, want: shfl_u64_half_warp },
-    Checked { kernel: k::FID_SHFL_OPERAND_RANGES, want: shfl_operand_ranges },
-    Checked { kernel: k::FID_BARRIER_AFTER_EXIT, want: barrier_after_exit },
-    Checked { kernel: k::FID_BARRIER_LOOP_EXITS, want: barrier_loop_exits },
-    Checked { kernel: k::FID_ATOMIC_ADD_F32_EDGES, want: atomic_add_f32_edges },
-    Checked { kernel: k::FID_ATOMIC_ADD_F64_EDGES, want: atomic_add_f64_edges },
-    Checked { kernel: k::FID_ATOMIC_INT_EDGES, want: atomic_int_edges },
-    Checked { kernel: k::FID_GRID_3D, want: grid_3d },
-    Checked { kernel: k::FID_WARPS_OF_3D_BLOCK, want: warps_of_3d_block },
-    Checked { kernel: k::FID_INT_EDGES, want: int_edges },
-    Checked { kernel: k::FID_FLOAT_TO_INT, want: float_to_int },
-    Checked { kernel: k::FID_FLOAT_EDGES, want: float_edges },
-    Checked { kernel: k::FID_WRAPPING_OVERFLOW, want: wrapping_overflow },
-    Checked { kernel: k::FID_F64_HALVES, want: f64_halves },
-    Checked { kernel: k::FID_LARGE_LOCAL_ARRAY, want: large_local_array },
+    Checked {
+        kernel: k::FID_BALLOT_AFTER_EXIT,
+        want: ballot_after_exit,
+    },
+    Checked {
+        kernel: k::FID_VOTES_AFTER_EXIT,
+        want: votes_after_exit,
+    },
+    Checked {
+        kernel: k::FID_SHFL_EVEN_ODD,
+        want: shfl_even_odd,
+    },
+    Checked {
+        kernel: k::FID_NESTED_QUARTERS,
+        want: nested_quarters,
+    },
+    Checked {
+        kernel: k::FID_LOOP_EXACT_MASKS,
+        want: loop_exact_masks,
+    },
+    Checked {
+        kernel: k::FID_PARTIAL_WARP,
+        want: partial_warp,
+    },
+    Checked {
+        kernel: k::FID_SHFL_U64_HALF_WARP,
+        want: shfl_u64_half_warp,
+    },
+    Checked {
+        kernel: k::FID_SHFL_OPERAND_RANGES,
+        want: shfl_operand_ranges,
+    },
+    Checked {
+        kernel: k::FID_BARRIER_AFTER_EXIT,
+        want: barrier_after_exit,
+    },
+    Checked {
+        kernel: k::FID_BARRIER_LOOP_EXITS,
+        want: barrier_loop_exits,
+    },
+    Checked {
+        kernel: k::FID_ATOMIC_ADD_F32_EDGES,
+        want: atomic_add_f32_edges,
+    },
+    Checked {
+        kernel: k::FID_ATOMIC_ADD_F64_EDGES,
+        want: atomic_add_f64_edges,
+    },
+    Checked {
+        kernel: k::FID_ATOMIC_INT_EDGES,
+        want: atomic_int_edges,
+    },
+    Checked {
+        kernel: k::FID_GRID_3D,
+        want: grid_3d,
+    },
+    Checked {
+        kernel: k::FID_WARPS_OF_3D_BLOCK,
+        want: warps_of_3d_block,
+    },
+    Checked {
+        kernel: k::FID_INT_EDGES,
+        want: int_edges,
+    },
+    Checked {
+        kernel: k::FID_FLOAT_TO_INT,
+        want: float_to_int,
+    },
+    Checked {
+        kernel: k::FID_FLOAT_EDGES,
+        want: float_edges,
+    },
+    Checked {
+        kernel: k::FID_WRAPPING_OVERFLOW,
+        want: wrapping_overflow,
+    },
+    Checked {
+        kernel: k::FID_F64_HALVES,
+        want: f64_halves,
+    },
+    Checked {
+        kernel: k::FID_LARGE_LOCAL_ARRAY,
+        want: large_local_array,
+    },
 ];
 
 /// Cases undefined on the hardware, with what each backend does, and
@@ -129,13 +192,15 @@ pub fn child_process() -> Option<std::process::ExitCode> {
         return Some(ExitCode::FAILURE);
     };
     if var(PRINTF_CHILD) {
-        return Some(match gpu.fidelity_case(case_of(k::FID_PRINTF_FORMATS, None)) {
-            Ok(_) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("{e}");
-                ExitCode::FAILURE
-            }
-        });
+        return Some(
+            match gpu.fidelity_case(case_of(k::FID_PRINTF_FORMATS, None)) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::FAILURE
+                }
+            },
+        );
     }
     let name = std::env::var(FAULT_CHILD).unwrap_or_default();
     let Some(case) = FIDELITY_CASES.iter().find(|c| c.kernel.name() == name) else {
@@ -194,7 +259,11 @@ fn undefined_case(gpu: &Gpu, kernel: CaseKernel, what: &str, on_gpu: bool) -> Re
                 eprintln!("{}: {what}: {e}", kernel.name());
                 Ok(())
             }
-            Ok(w) => Err(format!("{}: {what}, but the simulator ran it: {w:x?}", kernel.name()).into()),
+            Ok(w) => Err(format!(
+                "{}: {what}, but the simulator ran it: {w:x?}",
+                kernel.name()
+            )
+            .into()),
         }
     } else {
         r.map(|w| eprintln!("{}: {what}: the GPU gave {:x?}", kernel.name(), &w[..8]))
@@ -212,7 +281,9 @@ fn lanes(f: impl Fn(u32) -> bool) -> u32 {
 
 fn ballot_after_exit() -> Vec<u32> {
     let running = lanes(|l| l % 3 != 0);
-    (0..32).map(|l| if l % 3 == 0 { 0 } else { running }).collect()
+    (0..32)
+        .map(|l| if l % 3 == 0 { 0 } else { running })
+        .collect()
 }
 
 fn votes_after_exit() -> Vec<u32> {
@@ -259,7 +330,10 @@ fn loop_exact_masks() -> Vec<u32> {
         }
     }
     let sum = acc.iter().fold(0u32, |a, &x| a.wrapping_add(x));
-    acc.iter().copied().chain(std::iter::repeat_n(sum, 32)).collect()
+    acc.iter()
+        .copied()
+        .chain(std::iter::repeat_n(sum, 32))
+        .collect()
 }
 
 fn partial_warp() -> Vec<u32> {
@@ -276,18 +350,33 @@ fn partial_warp() -> Vec<u32> {
 fn shfl_u64_half_warp() -> Vec<u32> {
     let v = (3u64 << 40) | 7;
     (0..32)
-        .flat_map(|l| if l < 16 { [v as u32, (v >> 32) as u32] } else { [0, 0] })
+        .flat_map(|l| {
+            if l < 16 {
+                [v as u32, (v >> 32) as u32]
+            } else {
+                [0, 0]
+            }
+        })
         .collect()
 }
 
 fn shfl_operand_ranges() -> Vec<u32> {
     (0..32u32)
-        .flat_map(|l| [l + 1000, if l < 31 { l + 1001 } else { 1031 }, 1005, (l ^ 31) + 1000])
+        .flat_map(|l| {
+            [
+                l + 1000,
+                if l < 31 { l + 1001 } else { 1031 },
+                1005,
+                (l ^ 31) + 1000,
+            ]
+        })
         .collect()
 }
 
 fn barrier_after_exit() -> Vec<u32> {
-    (0..128u32).map(|t| if t < 100 { (t + 1) % 100 * 7 } else { 0 }).collect()
+    (0..128u32)
+        .map(|t| if t < 100 { (t + 1) % 100 * 7 } else { 0 })
+        .collect()
 }
 
 fn barrier_loop_exits() -> Vec<u32> {
@@ -305,17 +394,17 @@ fn barrier_loop_exits() -> Vec<u32> {
 fn atomic_add_f32_edges() -> Vec<u32> {
     let mut w = vec![0u32; 16];
     let results = [
-        0,                   // 0 + (1e-38 → 0)
-        0,                   // (1e-38 → 0) + (1e-38 → 0)
-        2e-38f32.to_bits(),  // 2e-38 + (-1e-38 → -0)
-        0,                   // 1.5e-38 − 1.2e-38 = 3e-39, subnormal → +0
-        0x8000_0000,         // the same, negative → −0
-        0x3f80_0000,         // 1 + (1e-40 → 0)
-        0x7fff_ffff,         // ∞ − ∞: the canonical NaN
-        0x7fff_ffff,         // NaN + 1: the canonical NaN
-        0,                   // −0 + +0 = +0
-        0x8000_0000,         // −0 + −0 = −0
-        0x4000_0000,         // 2 + 2^-23: a tie, to even
+        0,                  // 0 + (1e-38 → 0)
+        0,                  // (1e-38 → 0) + (1e-38 → 0)
+        2e-38f32.to_bits(), // 2e-38 + (-1e-38 → -0)
+        0,                  // 1.5e-38 − 1.2e-38 = 3e-39, subnormal → +0
+        0x8000_0000,        // the same, negative → −0
+        0x3f80_0000,        // 1 + (1e-40 → 0)
+        0x7fff_ffff,        // ∞ − ∞: the canonical NaN
+        0x7fff_ffff,        // NaN + 1: the canonical NaN
+        0,                  // −0 + +0 = +0
+        0x8000_0000,        // −0 + −0 = −0
+        0x4000_0000,        // 2 + 2^-23: a tie, to even
     ];
     w[..11].copy_from_slice(&results);
     w[12] = 0x7fc0_0123; // the old value: memory as it was
@@ -329,13 +418,25 @@ fn atomic_add_f64_edges() -> Vec<u32> {
         0x7fff_ffff_ffff_ffff, // NaN + 1
         0,                     // −0 + +0
     ];
-    let mut w: Vec<u32> = results.iter().flat_map(|&r| [r as u32, (r >> 32) as u32]).collect();
+    let mut w: Vec<u32> = results
+        .iter()
+        .flat_map(|&r| [r as u32, (r >> 32) as u32])
+        .collect();
     w.resize(16, 0);
     w
 }
 
 fn atomic_int_edges() -> Vec<u32> {
-    vec![0x30, 31, -32i32 as u32, 63 * 0x0400_0001, 9, 0xdead_beef, 64, 0]
+    vec![
+        0x30,
+        31,
+        -32i32 as u32,
+        63 * 0x0400_0001,
+        9,
+        0xdead_beef,
+        64,
+        0,
+    ]
 }
 
 fn grid_3d() -> Vec<u32> {
@@ -366,35 +467,35 @@ fn int_edges() -> Vec<u32> {
     let p = 0x1234_5678_9abc_def0u64.wrapping_mul(0xfedc_ba98_7654_3211);
     let q = i64::MIN / 3;
     vec![
-        0x8000_0000,         // i32::MIN.wrapping_div(-1)
-        0,                   // i32::MIN.wrapping_rem(-1)
-        -3i32 as u32,        // -7 / 2 (toward zero)
-        -1i32 as u32,        // -7 % 2
-        -4i32 as u32,        // (-7).div_euclid(2)
-        1,                   // (-7).rem_euclid(2)
-        2,                   // 1.wrapping_shl(33): the amount masked to 1
-        x >> 4,              // wrapping_shr(36)
-        0xf876_5432,         // arithmetic shift right by 4
-        x.rotate_left(5),    // rotate by 37 = 5 mod 32
-        32,                  // leading zeros of 0
-        32,                  // trailing zeros of 0
-        13,                  // ones of 0x87654321
-        0x2143_6587,         // swapped bytes
-        0x84c2_a6e1,         // reversed bits
+        0x8000_0000,      // i32::MIN.wrapping_div(-1)
+        0,                // i32::MIN.wrapping_rem(-1)
+        -3i32 as u32,     // -7 / 2 (toward zero)
+        -1i32 as u32,     // -7 % 2
+        -4i32 as u32,     // (-7).div_euclid(2)
+        1,                // (-7).rem_euclid(2)
+        2,                // 1.wrapping_shl(33): the amount masked to 1
+        x >> 4,           // wrapping_shr(36)
+        0xf876_5432,      // arithmetic shift right by 4
+        x.rotate_left(5), // rotate by 37 = 5 mod 32
+        32,               // leading zeros of 0
+        32,               // trailing zeros of 0
+        13,               // ones of 0x87654321
+        0x2143_6587,      // swapped bytes
+        0x84c2_a6e1,      // reversed bits
         ((x as u64 * 0xffff_fff1) >> 32) as u32,
         p as u32,
         (p >> 32) as u32,
-        0x8000_0000,         // i32::MIN.wrapping_abs()
-        0x4000_0000,         // (MIN · MIN) >> 32 in i64
-        0x2492_4924,         // u32::MAX / 7
-        3,                   // u32::MAX % 7
+        0x8000_0000, // i32::MIN.wrapping_abs()
+        0x4000_0000, // (MIN · MIN) >> 32 in i64
+        0x2492_4924, // u32::MAX / 7
+        3,           // u32::MAX % 7
         q as u32,
         (q >> 32) as u32,
-        0x21 + 200,          // 0x21u8 + 200
-        0x4321,              // as i16 (positive)
-        0x21,                // as i8 (positive)
-        0x8000_0000,         // saturating_sub at MIN
-        u32::MAX,            // saturating_add at MAX
+        0x21 + 200,  // 0x21u8 + 200
+        0x4321,      // as i16 (positive)
+        0x21,        // as i8 (positive)
+        0x8000_0000, // saturating_sub at MIN
+        u32::MAX,    // saturating_add at MAX
         (0x4321u16.wrapping_mul(0x4321)) as u32,
         0,
         0,
@@ -403,38 +504,38 @@ fn int_edges() -> Vec<u32> {
 
 fn float_to_int() -> Vec<u32> {
     vec![
-        0,                     // NaN as i32
-        i32::MAX as u32,       // 3e9 as i32
-        i32::MIN as u32,       // -3e9 as i32
-        0,                     // -1.5 as u32
-        u32::MAX,              // 4.3e9 as u32
-        2,                     // 2.5 as i32 (toward zero)
-        -2i32 as u32,          // -2.5 as i32
-        0,                     // -0.9 as i32
-        255,                   // ∞ as u8
-        -128i32 as u32,        // -300 as i8
-        u32::MAX,              // 1e20 as i64: i64::MAX, low word
-        0x7fff_ffff,           // its high word
-        0,                     // NaN as u64
-        0x8000_0000,           // -1e300 as i64: i64::MIN, high word
-        0x4f80_0000,           // u32::MAX as f32 = 2^32
-        0x4b80_0000,           // 16777217 as f32: a tie, to even (2^24)
-        0x4b80_0002,           // 16777219 as f32: a tie, to even (16777220)
-        0,                     // 2^53 + 1 as f64 as u64, low word: 2^53's is 0
-        2,                     // (2^53 + 3) as f64: a tie, to even (2^53 + 4): low bits 2
-        0x5f80_0000,           // u64::MAX as f32 = 2^64
-        0xcf00_0000,           // i32::MIN as f32
-        0xcb80_0000,           // -16777217 as f32 = -2^24
-        1,                     // (0.5 + 0.49999997) as u32: the sum rounds to 1
-        0,                     // 2^63 as u64, low word
-        0x8000_0000,           // high word
-        u32::MAX,              // 2^63 as i64 = i64::MAX, low word
-        0x7fff_ffff,           // high word
-        u32::MAX,              // f32::MAX as u32
-        0,                     // MIN_POSITIVE as u32
-        0,                     // -0.0 as i32
-        65535,                 // 65535.9 as u16
-        65535,                 // 65536 as u16
+        0,               // NaN as i32
+        i32::MAX as u32, // 3e9 as i32
+        i32::MIN as u32, // -3e9 as i32
+        0,               // -1.5 as u32
+        u32::MAX,        // 4.3e9 as u32
+        2,               // 2.5 as i32 (toward zero)
+        -2i32 as u32,    // -2.5 as i32
+        0,               // -0.9 as i32
+        255,             // ∞ as u8
+        -128i32 as u32,  // -300 as i8
+        u32::MAX,        // 1e20 as i64: i64::MAX, low word
+        0x7fff_ffff,     // its high word
+        0,               // NaN as u64
+        0x8000_0000,     // -1e300 as i64: i64::MIN, high word
+        0x4f80_0000,     // u32::MAX as f32 = 2^32
+        0x4b80_0000,     // 16777217 as f32: a tie, to even (2^24)
+        0x4b80_0002,     // 16777219 as f32: a tie, to even (16777220)
+        0,               // 2^53 + 1 as f64 as u64, low word: 2^53's is 0
+        2,               // (2^53 + 3) as f64: a tie, to even (2^53 + 4): low bits 2
+        0x5f80_0000,     // u64::MAX as f32 = 2^64
+        0xcf00_0000,     // i32::MIN as f32
+        0xcb80_0000,     // -16777217 as f32 = -2^24
+        1,               // (0.5 + 0.49999997) as u32: the sum rounds to 1
+        0,               // 2^63 as u64, low word
+        0x8000_0000,     // high word
+        u32::MAX,        // 2^63 as i64 = i64::MAX, low word
+        0x7fff_ffff,     // high word
+        u32::MAX,        // f32::MAX as u32
+        0,               // MIN_POSITIVE as u32
+        0,               // -0.0 as i32
+        65535,           // 65535.9 as u16
+        65535,           // 65536 as u16
     ]
 }
 
@@ -501,7 +602,16 @@ fn nan_arithmetic() -> Vec<u32> {
 }
 
 fn wrapping_overflow() -> Vec<u32> {
-    vec![4, 0xffff_fffd, 0xffff_fffd, 0x8000_0000, 0xffff_fffe, 0x8000_0000, 1, 0]
+    vec![
+        4,
+        0xffff_fffd,
+        0xffff_fffd,
+        0x8000_0000,
+        0xffff_fffe,
+        0x8000_0000,
+        1,
+        0,
+    ]
 }
 
 /// `(lane + 0.3f32) as f64`'s bits, for the two f64 cases.
@@ -555,7 +665,10 @@ fn nan_bits_of_plain_arithmetic(gpu: &Gpu) -> Result<(), Failed> {
         }
     }
     if got[8] != want[8] {
-        bad.push(format!("[8] a moved NaN: {:#x}, want {:#x}", got[8], want[8]));
+        bad.push(format!(
+            "[8] a moved NaN: {:#x}, want {:#x}",
+            got[8], want[8]
+        ));
     }
     ensure(bad.is_empty(), || bad.join(", "))
 }
@@ -565,7 +678,9 @@ fn nan_bits_of_plain_arithmetic(gpu: &Gpu) -> Result<(), Failed> {
 /// of the low word, which this test accepts until it is fixed (and says
 /// so when the GPU gets it right).
 fn f64_low_word_is_known_wrong_on_the_gpu(gpu: &Gpu) -> Result<(), Failed> {
-    let got = gpu.fidelity_case(case_of(k::FID_F64_LOW_WORD, None)).map_err(fail)?;
+    let got = gpu
+        .fidelity_case(case_of(k::FID_F64_LOW_WORD, None))
+        .map_err(fail)?;
     let right: Vec<u32> = (0..32).map(|l| lane_f64_bits(l) as u32).collect();
     if simulated(gpu) || got == right {
         if !simulated(gpu) {
@@ -574,7 +689,11 @@ fn f64_low_word_is_known_wrong_on_the_gpu(gpu: &Gpu) -> Result<(), Failed> {
         return same_words("fid_f64_low_word", &got, &right);
     }
     let known_wrong: Vec<u32> = (0..32).collect();
-    same_words("fid_f64_low_word (known wrong on the GPU)", &got, &known_wrong)
+    same_words(
+        "fid_f64_low_word (known wrong on the GPU)",
+        &got,
+        &known_wrong,
+    )
 }
 
 /// 96 live values per thread: with 1024 threads the block needs more
@@ -600,7 +719,9 @@ fn register_file_is_a_launch_limit(gpu: &Gpu) -> Result<(), Failed> {
 /// x[k + 2]` for `k < 94` in order, then `x[94] ·= x[95] | 1`, `x[95] +=
 /// x[94]`; then `s = rotl(s, 1) ^ x[k]` over all.
 fn register_hungry_sum(t: u32) -> u32 {
-    let mut x: Vec<u32> = (0..96u32).map(|k| t.wrapping_mul(k + 1).rotate_left(k)).collect();
+    let mut x: Vec<u32> = (0..96u32)
+        .map(|k| t.wrapping_mul(k + 1).rotate_left(k))
+        .collect();
     for _ in 0..4 {
         for k in 0..94 {
             x[k] = x[k].wrapping_mul(x[k + 1] | 1) ^ x[k + 2];
@@ -694,8 +815,14 @@ fn fault_in_child(gpu: &Gpu, kernel: CaseKernel) -> Result<String, Failed> {
 fn misaligned_vector_access_faults(gpu: &Gpu) -> Result<(), Failed> {
     let line = fault_in_child(gpu, k::FID_MISALIGNED_SHARED_V4)?;
     eprintln!("{line}");
-    let want = if simulated(gpu) { "fidelity.rs:" } else { "isaligned" };
-    ensure(line.contains(want), || format!("expected {want:?} in {line}"))
+    let want = if simulated(gpu) {
+        "fidelity.rs:"
+    } else {
+        "isaligned"
+    };
+    ensure(line.contains(want), || {
+        format!("expected {want:?} in {line}")
+    })
 }
 
 /// Runaway recursion is a fault on both: 100,000 levels of a 256-byte
@@ -739,7 +866,11 @@ fn exact_math_is_bit_exact(gpu: &Gpu) -> Result<(), Failed> {
         for &f in EXACT {
             let (mut x, mut y) = (Vec::new(), Vec::new());
             for &a in &edges {
-                for &b in if f.info().arity == 2 { &edges[..] } else { &edges[..1] } {
+                for &b in if f.info().arity == 2 {
+                    &edges[..]
+                } else {
+                    &edges[..1]
+                } {
                     x.push(a);
                     y.push(b);
                 }
@@ -766,7 +897,12 @@ fn exact_math_is_bit_exact(gpu: &Gpu) -> Result<(), Failed> {
     let r64 = for_type::<f64>(gpu);
     r32.and(r64).or_else(|_| {
         let msg = |r: Result<(), Failed>| r.err().and_then(|f| f.message().map(str::to_string));
-        Err(format!("f32: {:?}\nf64: {:?}", msg(for_type::<f32>(gpu)), msg(for_type::<f64>(gpu))).into())
+        Err(format!(
+            "f32: {:?}\nf64: {:?}",
+            msg(for_type::<f32>(gpu)),
+            msg(for_type::<f64>(gpu))
+        )
+        .into())
     })
 }
 
@@ -780,14 +916,30 @@ trait Exact: Sized {
 impl Exact for f32 {
     fn exact_edges() -> Vec<f32> {
         [
-            0x7fc0_0123u32, 0xffc0_0001, 0x7f80_0001, 0, 0x8000_0000, 0x7f80_0000, 0xff80_0000, 1,
-            0x8000_0001, 0x3fc0_0000, 0xc020_0000, 0x3eff_ffff, 0x4b80_0001, 0x3f80_0000,
+            0x7fc0_0123u32,
+            0xffc0_0001,
+            0x7f80_0001,
+            0,
+            0x8000_0000,
+            0x7f80_0000,
+            0xff80_0000,
+            1,
+            0x8000_0001,
+            0x3fc0_0000,
+            0xc020_0000,
+            0x3eff_ffff,
+            0x4b80_0001,
+            0x3f80_0000,
         ]
         .map(f32::from_bits)
         .to_vec()
     }
     fn canonical(x: f32) -> f32 {
-        if x.is_nan() { f32::from_bits(0x7fff_ffff) } else { x }
+        if x.is_nan() {
+            f32::from_bits(0x7fff_ffff)
+        } else {
+            x
+        }
     }
     fn bits(self) -> u64 {
         self.to_bits() as u64
@@ -814,7 +966,11 @@ impl Exact for f64 {
         .to_vec()
     }
     fn canonical(x: f64) -> f64 {
-        if x.is_nan() { f64::from_bits(0x7fff_ffff_ffff_ffff) } else { x }
+        if x.is_nan() {
+            f64::from_bits(0x7fff_ffff_ffff_ffff)
+        } else {
+            x
+        }
     }
     fn bits(self) -> u64 {
         self.to_bits()
@@ -830,7 +986,11 @@ fn every_seed_gives_the_same_words() -> Result<(), Failed> {
         for seed in 1..=20 {
             let got = simulate(case, Some(seed))
                 .map_err(|e| format!("seed {seed}: {}", e.message().unwrap_or("failed")))?;
-            same_words(&format!("{} under seed {seed}", c.kernel.name()), &got, &want)?;
+            same_words(
+                &format!("{} under seed {seed}", c.kernel.name()),
+                &got,
+                &want,
+            )?;
         }
     }
     Ok(())
@@ -852,7 +1012,8 @@ fn simulate(case: &FidelityCase, seed: Option<u64>) -> Result<Vec<u32>, Failed> 
     };
     let entry = case.kernel.sim_entry().ok_or("no simulator entry")?;
     // SAFETY: the case kernel's parameters: a buffer of `out_words` u32 and that length.
-    unsafe { sim::launch_with(case.kernel.name(), shape, entry, &params, &options) }.map_err(fail)?;
+    unsafe { sim::launch_with(case.kernel.name(), shape, entry, &params, &options) }
+        .map_err(fail)?;
     // SAFETY: the buffer holds out_words u32, written by the launch that returned.
     Ok(unsafe { std::slice::from_raw_parts(out, case.out_words) }.to_vec())
 }
@@ -864,11 +1025,7 @@ fn math_differences_within_the_table(gpu: &Gpu) -> Result<(), Failed> {
     let table = include_str!("../../docs/simulator.md");
     let sim = crate::common::shared_simulator().map_err(Failed::from)?;
     let mut over = Vec::new();
-    fn worst<T: MathFloat + Exact + Copy>(
-        gpu: &Gpu,
-        sim: &Gpu,
-        f: MathFn,
-    ) -> Result<u64, Failed> {
+    fn worst<T: MathFloat + Exact + Copy>(gpu: &Gpu, sim: &Gpu, f: MathFn) -> Result<u64, Failed> {
         let (mut x, mut y) = cuda_kernels::math_checks::math_arguments::<T>(f, 11);
         x.truncate(10_000);
         y.truncate(10_000);
@@ -883,7 +1040,11 @@ fn math_differences_within_the_table(gpu: &Gpu) -> Result<(), Failed> {
         if nan_bits > 0 {
             return Err(format!("{f:?}: {nan_bits} NaN results differ in their bits").into());
         }
-        Ok(g.iter().zip(&s).map(|(&a, &b)| T::ulps(a, b)).max().unwrap_or(0))
+        Ok(g.iter()
+            .zip(&s)
+            .map(|(&a, &b)| T::ulps(a, b))
+            .max()
+            .unwrap_or(0))
     }
     for info in MATH_FUNCTIONS {
         let measured = [
@@ -901,7 +1062,10 @@ fn math_differences_within_the_table(gpu: &Gpu) -> Result<(), Failed> {
             });
         match row {
             Some(b) if b.len() == 2 && measured[0] <= b[0] && measured[1] <= b[1] => {}
-            other => over.push(format!("{}: measured {measured:?}, table {other:?}", info.name)),
+            other => over.push(format!(
+                "{}: measured {measured:?}, table {other:?}",
+                info.name
+            )),
         }
     }
     ensure(over.is_empty(), || over.join("\n"))

@@ -40,7 +40,13 @@ pub(crate) unsafe fn compare_exchange_u32(ptr: *mut u32, current: u32, new: u32)
 /// # Safety
 /// As for [`fetch_add_u32`].
 pub(crate) unsafe fn fetch_add_f32(ptr: *mut f32, value: f32) -> f32 {
-    let flush = |x: f32| if x.is_subnormal() { 0f32.copysign(x) } else { x };
+    let flush = |x: f32| {
+        if x.is_subnormal() {
+            0f32.copysign(x)
+        } else {
+            x
+        }
+    };
     // SAFETY: forwarded from the caller; the float and its bits have one
     // size and alignment.
     let a = unsafe { AtomicU32::from_ptr(ptr.cast()) };

@@ -80,7 +80,11 @@ pub const GPU_NAN_F64: u64 = 0x7fff_ffff_ffff_ffff;
 #[inline]
 pub(crate) fn gpu_nan_f32(x: f32) -> f32 {
     let bits = x.to_bits();
-    f32::from_bits(if bits & 0x7fff_ffff > 0x7f80_0000 { GPU_NAN_F32 } else { bits })
+    f32::from_bits(if bits & 0x7fff_ffff > 0x7f80_0000 {
+        GPU_NAN_F32
+    } else {
+        bits
+    })
 }
 
 /// `x`, or the GPU's NaN when `x` is a NaN (as [`gpu_nan_f32`]).
@@ -279,7 +283,15 @@ fn run_blocks(
     let [gx, gy, gz] = shape.grid;
     let blocks = gx as u64 * gy as u64 * gz as u64;
     let worker = || {
-        scheduler::Worker::new(kernel, shape, entry, params, options.seed, budget, fifo.clone())
+        scheduler::Worker::new(
+            kernel,
+            shape,
+            entry,
+            params,
+            options.seed,
+            budget,
+            fifo.clone(),
+        )
     };
     let threads = options.threads.clamp(1, 256).min(blocks as usize);
     if threads <= 1 {
