@@ -412,10 +412,12 @@ fn atomic_add_f32_edges() -> Vec<u32> {
 }
 
 fn atomic_add_f64_edges() -> Vec<u32> {
+    // NaN results as measured on an H100: f64 keeps an operand's payload,
+    // and an invalid operation gives 0xfff8_0000_0000_0000.
     let results: [u64; 4] = [
         2e-310f64.to_bits(),   // subnormals kept by atom.add.f64
-        0x7fff_ffff_ffff_ffff, // ∞ − ∞
-        0x7fff_ffff_ffff_ffff, // NaN + 1
+        0xfff8_0000_0000_0000, // ∞ − ∞
+        0x7ff8_0000_0000_0123, // NaN(payload) + 1: the payload
         0,                     // −0 + +0
     ];
     let mut w: Vec<u32> = results
@@ -584,17 +586,17 @@ fn nan_arithmetic() -> Vec<u32> {
     vec![
         0x7fff_ffff, // ∞ − ∞
         0x7fff_ffff, // 0 · ∞
-        0x7fff_ffff, // 0 / 0
+        0x7fc0_0000, // 0 / 0 (div.rn.f32's NaN, not the canonical one)
         0x7fff_ffff, // NaN(payload) + 1
         0x7fff_ffff, // −NaN(payload) · 2
         0x7fff_ffff, // −NaN(payload)
         0x7fff_ffff, // |NaN(payload)|
         0x7fff_ffff, // |−NaN(payload)|
         0x7fc0_0123, // a NaN moved: bits kept
-        0,           // NaN(payload) as f64, low word
-        0x7fff_ffff, // high word
-        0x7fff_ffff, // f64 ∞ − ∞, high word
-        0xffff_ffff, // low word
+        0x6000_0000, // NaN(payload) as f64 (payload kept), low word
+        0x7ff8_0024, // high word
+        0xfff8_0000, // f64 ∞ − ∞, high word
+        0,           // low word
         0x7fff_ffff, // (NaN as f64 · 2) as f32
         0x7fff_ffff, // −(∞ − ∞)
         0x7fff_ffff, // ∞ · 0 + 1
@@ -650,25 +652,19 @@ fn nan_bits_of_plain_arithmetic(gpu: &Gpu) -> Result<(), Failed> {
     if !simulated(gpu) {
         return same_words("fid_nan_arithmetic", &got, &want);
     }
-    // The f32 words, and the f64 words as pairs (9-10, 11-12).
+    // The f32 results: a NaN; the f64 ones (9–12) and a moved NaN (8):
+    // exactly, as the host's f64 NaNs follow the GPU's rules.
     let f32_slots = [0, 1, 2, 3, 4, 5, 6, 7, 13, 14, 15];
-    let f64_pairs = [(9, 10), (12, 11)];
     let mut bad = Vec::new();
     for i in f32_slots {
         if !f32::from_bits(got[i]).is_nan() {
             bad.push(format!("[{i}] {:#x} is not a NaN", got[i]));
         }
     }
-    for (lo, hi) in f64_pairs {
-        if !f64::from_bits(got[lo] as u64 | (got[hi] as u64) << 32).is_nan() {
-            bad.push(format!("[{lo}, {hi}] is not a NaN"));
+    for i in 8..13 {
+        if got[i] != want[i] {
+            bad.push(format!("[{i}] {:#x}, want {:#x}", got[i], want[i]));
         }
-    }
-    if got[8] != want[8] {
-        bad.push(format!(
-            "[8] a moved NaN: {:#x}, want {:#x}",
-            got[8], want[8]
-        ));
     }
     ensure(bad.is_empty(), || bad.join(", "))
 }
@@ -764,6 +760,9 @@ const PRINTF_LINES: &[&[u8]] = &[
     b"[44]",
 ];
 
+/// The lines of [`PRINTF_LINES`] with `hh` conversions.
+const PRINTF_HH_LINES: [usize; 2] = [26, 27];
+
 fn printf_formats_as_c(gpu: &Gpu) -> Result<(), Failed> {
     let out = rerun_self(gpu, PRINTF_CHILD)?;
     ensure(out.status.success(), || {
@@ -774,10 +773,14 @@ fn printf_formats_as_c(gpu: &Gpu) -> Result<(), Failed> {
         .split(|&b| b == b'\n')
         .filter(|l| l.first() == Some(&b'['))
         .collect();
+    // The GPU's vprintf garbles `hh` (seen on an H100: `%hhx` of 0x1ff
+    // printed 5b, `%hhd` of 300 printed 91): the C text is checked on the
+    // simulator only.
+    let gpu_broken = |i: usize| !simulated(gpu) && PRINTF_HH_LINES.contains(&i);
     let bad: Vec<String> = PRINTF_LINES
         .iter()
         .enumerate()
-        .filter(|(i, want)| got.get(*i) != Some(*want))
+        .filter(|(i, want)| got.get(*i) != Some(*want) && !gpu_broken(*i))
         .map(|(i, want)| {
             format!(
                 "line {i}: {:?} want {:?}",
@@ -805,24 +808,25 @@ fn fault_in_child(gpu: &Gpu, kernel: CaseKernel) -> Result<String, Failed> {
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     stdout
         .lines()
-        .find(|l| l.starts_with("FAULT: "))
+        .find(|l| l.starts_with("FAULT: ") || (!simulated(gpu) && l.starts_with("RAN: ")))
         .map(str::to_string)
         .ok_or_else(|| format!("{}: no fault: {stdout}", kernel.name()).into())
 }
 
-/// `ld.shared.v4` 4 bytes past 16-byte alignment: a fault on both (the
-/// GPU's misaligned address; the simulator's located fault).
+/// `ld.shared.v4` 4 bytes past 16-byte alignment, undefined in the PTX ISA
+/// (accesses must be naturally aligned): the simulator reports a located
+/// fault; an H100 ran this one (reading the 16 bytes at the address), so on
+/// the GPU it only has to end.
 fn misaligned_vector_access_faults(gpu: &Gpu) -> Result<(), Failed> {
     let line = fault_in_child(gpu, k::FID_MISALIGNED_SHARED_V4)?;
     eprintln!("{line}");
-    let want = if simulated(gpu) {
-        "fidelity.rs:"
+    if simulated(gpu) {
+        ensure(line.contains("fidelity.rs:") && line.contains("misaligned"), || {
+            format!("expected a located misaligned-address fault: {line}")
+        })
     } else {
-        "isaligned"
-    };
-    ensure(line.contains(want), || {
-        format!("expected {want:?} in {line}")
-    })
+        Ok(())
+    }
 }
 
 /// Runaway recursion is a fault on both: 100,000 levels of a 256-byte
@@ -834,7 +838,7 @@ fn runaway_recursion_faults(gpu: &Gpu) -> Result<(), Failed> {
     let line = fault_in_child(gpu, k::FID_DEEP_RECURSION)?;
     eprintln!("{line}");
     if simulated(gpu) {
-        ensure(line.contains("stack overflow"), || format!("{line}"))?;
+        ensure(line.contains("stack overflow"), || line.clone())?;
         gpu.fidelity_case(case_of(k::FID_RUNAWAY_RECURSION, None))
             .map(drop)
             .map_err(fail)
@@ -860,7 +864,7 @@ fn exact_math_is_bit_exact(gpu: &Gpu) -> Result<(), Failed> {
         MathFn::Fmax,
         MathFn::Fmod,
     ];
-    fn for_type<T: MathFloat + Exact>(gpu: &Gpu) -> Result<(), Failed> {
+    fn for_type<T: Exact>(gpu: &Gpu) -> Result<(), Failed> {
         let edges = T::exact_edges();
         let mut bad = Vec::new();
         for &f in EXACT {
@@ -877,7 +881,7 @@ fn exact_math_is_bit_exact(gpu: &Gpu) -> Result<(), Failed> {
             }
             let got = gpu.math_eval(f, &x, &y).map_err(fail)?;
             for i in 0..x.len() {
-                let want = T::canonical(T::reference(f, x[i], y[i]));
+                let want = T::expected(f, x[i], y[i]);
                 if got[i].bits() != want.bits() {
                     bad.push(format!(
                         "{f:?}({:#x}, {:#x}) = {:#x}, want {:#x}",
@@ -893,24 +897,37 @@ fn exact_math_is_bit_exact(gpu: &Gpu) -> Result<(), Failed> {
             format!("{} results differ:\n{}", bad.len(), bad.join("\n"))
         })
     }
-    let r32 = for_type::<f32>(gpu);
-    let r64 = for_type::<f64>(gpu);
-    r32.and(r64).or_else(|_| {
-        let msg = |r: Result<(), Failed>| r.err().and_then(|f| f.message().map(str::to_string));
-        Err(format!(
-            "f32: {:?}\nf64: {:?}",
-            msg(for_type::<f32>(gpu)),
-            msg(for_type::<f64>(gpu))
-        )
-        .into())
-    })
+    let msg = |r: Result<(), Failed>| r.err().and_then(|f| f.message().map(str::to_string));
+    match (for_type::<f32>(gpu), for_type::<f64>(gpu)) {
+        (Ok(()), Ok(())) => Ok(()),
+        (a, b) => Err(format!("f32: {:?}\nf64: {:?}", msg(a), msg(b)).into()),
+    }
 }
 
-/// The exact functions' edge arguments and the GPU's canonical NaN.
-trait Exact: Sized {
+/// The exact functions' edge arguments, and their results as the GPU gives
+/// them (measured on an H100): the correctly rounded result; −0 below +0 in
+/// `fmin`/`fmax` (IEEE 754-2019 `minimum`/`maximum` on zeros); a NaN result
+/// in f32 the canonical `0x7fffffff`, in f64 the second operand's payload
+/// when it is a NaN, else the first's, quieted, else (an invalid operation)
+/// `0xfff8_0000_0000_0000`.
+trait Exact: MathFloat + Copy {
     fn exact_edges() -> Vec<Self>;
-    fn canonical(x: Self) -> Self;
+    fn nan_result(x: Self, y: Self, arity: u32) -> Self;
     fn bits(self) -> u64;
+    fn zero_sign_negative(self) -> Option<bool>;
+    fn expected(f: MathFn, x: Self, y: Self) -> Self {
+        match (f, x.zero_sign_negative(), y.zero_sign_negative()) {
+            (MathFn::Fmin, Some(a), Some(_)) => return if a { x } else { y },
+            (MathFn::Fmax, Some(a), Some(_)) => return if !a { x } else { y },
+            _ => {}
+        }
+        let r = Self::reference(f, x, y);
+        if MathFloat::to_f64(r).is_nan() {
+            Self::nan_result(x, y, f.info().arity)
+        } else {
+            r
+        }
+    }
 }
 
 impl Exact for f32 {
@@ -934,12 +951,11 @@ impl Exact for f32 {
         .map(f32::from_bits)
         .to_vec()
     }
-    fn canonical(x: f32) -> f32 {
-        if x.is_nan() {
-            f32::from_bits(0x7fff_ffff)
-        } else {
-            x
-        }
+    fn nan_result(_: f32, _: f32, _: u32) -> f32 {
+        f32::from_bits(0x7fff_ffff)
+    }
+    fn zero_sign_negative(self) -> Option<bool> {
+        (self == 0.0).then_some(self.is_sign_negative())
     }
     fn bits(self) -> u64 {
         self.to_bits() as u64
@@ -965,12 +981,18 @@ impl Exact for f64 {
         .map(f64::from_bits)
         .to_vec()
     }
-    fn canonical(x: f64) -> f64 {
-        if x.is_nan() {
-            f64::from_bits(0x7fff_ffff_ffff_ffff)
+    fn nan_result(x: f64, y: f64, arity: u32) -> f64 {
+        let quiet = |v: f64| f64::from_bits(v.to_bits() | 1 << 51);
+        if arity == 2 && y.is_nan() {
+            quiet(y)
+        } else if x.is_nan() {
+            quiet(x)
         } else {
-            x
+            f64::from_bits(0xfff8_0000_0000_0000)
         }
+    }
+    fn zero_sign_negative(self) -> Option<bool> {
+        (self == 0.0).then_some(self.is_sign_negative())
     }
     fn bits(self) -> u64 {
         self.to_bits()
@@ -1025,7 +1047,7 @@ fn math_differences_within_the_table(gpu: &Gpu) -> Result<(), Failed> {
     let table = include_str!("../../docs/simulator.md");
     let sim = crate::common::shared_simulator().map_err(Failed::from)?;
     let mut over = Vec::new();
-    fn worst<T: MathFloat + Exact + Copy>(gpu: &Gpu, sim: &Gpu, f: MathFn) -> Result<u64, Failed> {
+    fn worst<T: Exact>(gpu: &Gpu, sim: &Gpu, f: MathFn) -> Result<u64, Failed> {
         let (mut x, mut y) = cuda_kernels::math_checks::math_arguments::<T>(f, 11);
         x.truncate(10_000);
         y.truncate(10_000);
