@@ -173,7 +173,10 @@ pub fn trials() -> Vec<Trial> {
     }));
     trials.extend([
         kernel!(nan_bits_of_plain_arithmetic),
-        hardware!("ptxas and the driver's JIT", ptxas_miscompiles_a_narrowing_store),
+        hardware!(
+            "ptxas and the driver's JIT",
+            ptxas_miscompiles_a_narrowing_store
+        ),
         kernel!(register_file_is_a_launch_limit),
         kernel!(printf_formats_as_c),
         kernel!(misaligned_vector_access_faults),
@@ -830,9 +833,10 @@ fn misaligned_vector_access_faults(gpu: &Gpu) -> Result<(), Failed> {
     let line = fault_in_child(gpu, k::FID_MISALIGNED_SHARED_V4)?;
     eprintln!("{line}");
     if simulated(gpu) {
-        ensure(line.contains("fidelity.rs:") && line.contains("misaligned"), || {
-            format!("expected a located misaligned-address fault: {line}")
-        })
+        ensure(
+            line.contains("fidelity.rs:") && line.contains("misaligned"),
+            || format!("expected a located misaligned-address fault: {line}"),
+        )
     } else {
         Ok(())
     }

@@ -86,7 +86,6 @@ pub(crate) fn gpu_nan_f32(x: f32) -> f32 {
     })
 }
 
-
 /// A kernel's host entry: reads its parameters from an array of pointers to
 /// each parameter value (what `cuLaunchKernel` takes) and runs the kernel
 /// body as the current simulated thread.
