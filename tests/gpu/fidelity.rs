@@ -927,7 +927,11 @@ trait Exact: MathFloat + Copy {
     fn exact_edges() -> Vec<Self>;
     fn nan_result(x: Self, y: Self, arity: u32) -> Self;
     fn bits(self) -> u64;
-    fn zero_sign_negative(self) -> Option<bool>;
+    /// `Some(sign)` for ±0.
+    fn zero_sign_negative(self) -> Option<bool> {
+        let v = MathFloat::to_f64(self);
+        (v == 0.0).then_some(v.is_sign_negative())
+    }
     fn expected(f: MathFn, x: Self, y: Self) -> Self {
         match (f, x.zero_sign_negative(), y.zero_sign_negative()) {
             (MathFn::Fmin, Some(a), Some(_)) => return if a { x } else { y },
@@ -967,9 +971,6 @@ impl Exact for f32 {
     fn nan_result(_: f32, _: f32, _: u32) -> f32 {
         f32::from_bits(0x7fff_ffff)
     }
-    fn zero_sign_negative(self) -> Option<bool> {
-        (self == 0.0).then_some(self.is_sign_negative())
-    }
     fn bits(self) -> u64 {
         self.to_bits() as u64
     }
@@ -1003,9 +1004,6 @@ impl Exact for f64 {
         } else {
             f64::from_bits(0xfff8_0000_0000_0000)
         }
-    }
-    fn zero_sign_negative(self) -> Option<bool> {
-        (self == 0.0).then_some(self.is_sign_negative())
     }
     fn bits(self) -> u64 {
         self.to_bits()
