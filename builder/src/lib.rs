@@ -34,9 +34,11 @@
 //!   error says where it was looked for and how to name it
 //!   (`CUDA_KERNELS_LIBDEVICE`);
 //! - writes `$OUT_DIR/<name>.ptx`, and with [`KernelBuild::cubins`] the
-//!   cubins `ptxas` assembles from it, `$OUT_DIR/<name>.<arch>.cubin`, listed
-//!   in `$OUT_DIR/<name>.cubins.rs` (empty, with a cargo warning, without
-//!   `ptxas`);
+//!   cubins `ptxas -v` assembles from it, `$OUT_DIR/<name>.<arch>.cubin`,
+//!   listed in `$OUT_DIR/<name>.cubins.rs` with each kernel's registers and
+//!   stack frame as `ptxas` reported them (empty, with a cargo warning,
+//!   without `ptxas`; PTX that `ptxas` rejects fails the build with its
+//!   messages, as the driver would reject it at load time);
 //! - prints `cargo::rerun-if-changed` for every source file of the kernel
 //!   crate and its path dependencies, and forwards the inner build's
 //!   warnings as cargo warnings.
