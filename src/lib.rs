@@ -83,7 +83,10 @@ pub fn all_gpus() -> Result<Vec<Gpu>> {
 /// limits. Needs no GPU and no driver.
 pub fn simulator() -> Result<Gpu> {
     // The simulated device is an H100: its kernels' resources are the sm_90 cubin's.
-    let resources = CUBINS.iter().find(|c| c.sm == 90).map_or(&[][..], |c| c.resources);
+    let resources = CUBINS
+        .iter()
+        .find(|c| c.sm == 90)
+        .map_or(&[][..], |c| c.resources);
     Ok(Gpu::simulator()?.with_kernel_resources(resources))
 }
 

@@ -38,10 +38,12 @@
 //!   more for each architecture listed (`sm_80`, `sm_90a`: a build of its
 //!   own, `-Ctarget-cpu=<arch>` with that architecture's PTX ISA, so code
 //!   under `#[cfg(target_feature = "sm_90a")]` exists in that image alone),
-//!   writes its PTX to `$OUT_DIR/<name>.<arch>.ptx` and the cubin `ptxas`
+//!   writes its PTX to `$OUT_DIR/<name>.<arch>.ptx` and the cubin `ptxas -v`
 //!   assembles from it to `$OUT_DIR/<name>.<arch>.cubin`, listed in
-//!   `$OUT_DIR/<name>.cubins.rs` (empty, with a cargo warning, without
-//!   `ptxas`);
+//!   `$OUT_DIR/<name>.cubins.rs` with each kernel's registers and stack frame
+//!   as `ptxas` reported them (empty, with a cargo warning, without `ptxas`;
+//!   PTX that `ptxas` rejects fails the build with its messages, as the
+//!   driver would reject it at load time);
 //! - prints `cargo::rerun-if-changed` for every source file of the kernel
 //!   crate and its path dependencies, and forwards each of the inner build's
 //!   warnings as one cargo warning line (its message and place; the host
@@ -811,13 +813,12 @@ fn assemble(
     let mut cubins = Vec::new();
     for (arch, sm, ptx, cubin, child) in jobs {
         match child.and_then(|c| c.wait_with_output()) {
-            Ok(o) if o.status.success() && cubin.metadata().is_ok_and(|m| m.len() > 0) => {
-                cubins.push(inner::AssembledCubin {
+            Ok(o) if o.status.success() && cubin.metadata().is_ok_and(|m| m.len() > 0) => cubins
+                .push(inner::AssembledCubin {
                     sm,
                     path: cubin,
                     resources: inner::ptxas_resources(&String::from_utf8_lossy(&o.stderr)),
-                })
-            }
+                }),
             Ok(o) => {
                 return Err(Error::Ptxas {
                     ptxas: ptxas.clone(),

@@ -142,7 +142,7 @@ macro_rules! unary {
         #[inline(always)]
         pub fn $name(x: $t) -> $t {
             #[cfg(not(target_arch = "nvptx64"))]
-            return host::GpuNan::gpu_nan(host::$name(x));
+            return host::GpuNan::gpu_nan(host::$name(x), x, x);
             #[cfg(target_arch = "nvptx64")]
             return $nv(x);
         }
@@ -155,7 +155,7 @@ macro_rules! binary {
         #[inline(always)]
         pub fn $name($a: $t, $b: $t) -> $t {
             #[cfg(not(target_arch = "nvptx64"))]
-            return host::GpuNan::gpu_nan(host::$name($a, $b));
+            return host::GpuNan::gpu_nan(host::$name($a, $b), $a, $b);
             #[cfg(target_arch = "nvptx64")]
             return $nv($a, $b);
         }
@@ -323,10 +323,7 @@ pub fn sincos_f32(x: f32) -> (f32, f32) {
 #[inline(always)]
 pub fn sincos_f64(x: f64) -> (f64, f64) {
     #[cfg(not(target_arch = "nvptx64"))]
-    return {
-        let (s, c) = x.sin_cos();
-        (crate::sim::gpu_nan_f64(s), crate::sim::gpu_nan_f64(c))
-    };
+    return x.sin_cos();
     #[cfg(target_arch = "nvptx64")]
     {
         let (mut s, mut c) = (0.0, 0.0);
@@ -475,18 +472,32 @@ gpu_float!(f64: sqrt sqrt_f64, rsqrt rsqrt_f64, sincos sincos_f64, fma crate::ar
 /// The host's implementations (see the module docs).
 #[cfg(not(target_arch = "nvptx64"))]
 mod host {
-    /// A NaN result as the GPU gives it (the host keeps payloads and signs).
-    pub trait GpuNan {
-        fn gpu_nan(self) -> Self;
+    /// A NaN result `r` of a function of `x` (and `y`; `x` again for a
+    /// function of one argument) as the GPU gives it (measured on an H100):
+    /// f32, its canonical NaN; f64, `y` quieted when it is a NaN, else `x`
+    /// quieted when it is one (its sign kept: `fabs` of a negative NaN stays
+    /// negative), else `r` (an invalid operation: the host's
+    /// `0xfff8_0000_0000_0000`, as the GPU's).
+    pub trait GpuNan: Sized {
+        fn gpu_nan(r: Self, x: Self, y: Self) -> Self;
     }
     impl GpuNan for f32 {
-        fn gpu_nan(self) -> f32 {
-            crate::sim::gpu_nan_f32(self)
+        fn gpu_nan(r: f32, _: f32, _: f32) -> f32 {
+            crate::sim::gpu_nan_f32(r)
         }
     }
     impl GpuNan for f64 {
-        fn gpu_nan(self) -> f64 {
-            crate::sim::gpu_nan_f64(self)
+        fn gpu_nan(r: f64, x: f64, y: f64) -> f64 {
+            let quiet = |v: f64| f64::from_bits(v.to_bits() | 1 << 51);
+            if !r.is_nan() {
+                r
+            } else if y.is_nan() {
+                quiet(y)
+            } else if x.is_nan() {
+                quiet(x)
+            } else {
+                r
+            }
         }
     }
 
@@ -526,10 +537,35 @@ mod host {
             }
         )*};
     }
-    std_math2!(f32: atan2_f32 => atan2, pow_f32 => powf, hypot_f32 => hypot, fmin_f32 => min,
-        fmax_f32 => max);
-    std_math2!(f64: atan2_f64 => atan2, pow_f64 => powf, hypot_f64 => hypot, fmin_f64 => min,
-        fmax_f64 => max);
+    std_math2!(f32: atan2_f32 => atan2, pow_f32 => powf, hypot_f32 => hypot);
+    std_math2!(f64: atan2_f64 => atan2, pow_f64 => powf, hypot_f64 => hypot);
+
+    /// `fmin` and `fmax` as the GPU computes them: −0 below +0 (the GPU's
+    /// `min`/`max`: `fmin(-0, +0)` is −0 in either order, where the host's
+    /// `min` gives its first operand).
+    macro_rules! gpu_min_max_mod {
+        ($t:ty: $fmin:ident, $fmax:ident, $fmod:ident) => {
+            pub fn $fmin(x: $t, y: $t) -> $t {
+                if x == 0.0 && y == 0.0 {
+                    if x.is_sign_negative() { x } else { y }
+                } else {
+                    x.min(y)
+                }
+            }
+            pub fn $fmax(x: $t, y: $t) -> $t {
+                if x == 0.0 && y == 0.0 {
+                    if x.is_sign_positive() { x } else { y }
+                } else {
+                    x.max(y)
+                }
+            }
+            pub fn $fmod(x: $t, y: $t) -> $t {
+                x % y
+            }
+        };
+    }
+    gpu_min_max_mod!(f32: fmin_f32, fmax_f32, fmod_f32);
+    gpu_min_max_mod!(f64: fmin_f64, fmax_f64, fmod_f64);
 
     pub fn rsqrt_f32(x: f32) -> f32 {
         1.0 / x.sqrt()
@@ -548,11 +584,5 @@ mod host {
     }
     pub fn erfc_f64(x: f64) -> f64 {
         erfc(x)
-    }
-    pub fn fmod_f32(x: f32, y: f32) -> f32 {
-        x % y
-    }
-    pub fn fmod_f64(x: f64, y: f64) -> f64 {
-        x % y
     }
 }

@@ -221,8 +221,16 @@ mod tests {
     #[test]
     fn a_cubin_runs_on_its_major_architecture_from_its_minor_up() {
         let cubins = [
-            Cubin { sm: 80, image: &[], resources: &[] },
-            Cubin { sm: 90, image: &[], resources: &[] },
+            Cubin {
+                sm: 80,
+                image: &[],
+                resources: &[],
+            },
+            Cubin {
+                sm: 90,
+                image: &[],
+                resources: &[],
+            },
         ];
         let sm = |major, minor| pick_cubin(&cubins, major, minor).map(|c| c.sm);
         assert_eq!(sm(8, 0), Some(80));
@@ -232,7 +240,11 @@ mod tests {
         assert_eq!(sm(7, 5), None);
         assert_eq!(sm(10, 0), None);
         assert_eq!(sm(12, 0), None);
-        let only_86 = [Cubin { sm: 86, image: &[], resources: &[] }];
+        let only_86 = [Cubin {
+            sm: 86,
+            image: &[],
+            resources: &[],
+        }];
         assert_eq!(pick_cubin(&only_86, 8, 0).map(|c| c.sm), None);
         assert_eq!(pick_cubin(&only_86, 8, 9).map(|c| c.sm), Some(86));
     }

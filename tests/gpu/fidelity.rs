@@ -25,7 +25,7 @@ use cuda_kernels::fidelity::{FIDELITY_CASES, LARGE_LOCAL_WORDS};
 use cuda_kernels::kernels::device::kernel::Kernel;
 use cuda_kernels::kernels::device::sim::{self, LaunchShape, SimOptions, memory::Allocation};
 use cuda_kernels::kernels::fidelity::{self as k, FidelityCase};
-use cuda_kernels::math_checks::{MATH_FUNCTIONS, MathFn, MathFloat};
+use cuda_kernels::math_checks::{MATH_FUNCTIONS, MathFloat, MathFn};
 use libtest_mimic::{Completion, Failed, Trial};
 
 use crate::common::{ensure, fail, simulated};
@@ -46,27 +46,94 @@ struct Checked {
 
 /// Every correct case with a fixed output on both backends.
 const CHECKED: &[Checked] = &[
-    Checked { kernel: k::FID_BALLOT_AFTER_EXIT, want: ballot_after_exit },
-    Checked { kernel: k::FID_VOTES_AFTER_EXIT, want: votes_after_exit },
-    Checked { kernel: k::FID_SHFL_EVEN_ODD, want: shfl_even_odd },
-    Checked { kernel: k::FID_NESTED_QUARTERS, want: nested_quarters },
-    Checked { kernel: k::FID_LOOP_EXACT_MASKS, want: loop_exact_masks },
-    Checked { kernel: k::FID_PARTIAL_WARP, want: partial_warp },
-    Checked { kernel: k::FID_SHFL_U64_HALF_WARP, want: shfl_u64_half_warp },
-    Checked { kernel: k::FID_SHFL_OPERAND_RANGES, want: shfl_operand_ranges },
-    Checked { kernel: k::FID_BARRIER_AFTER_EXIT, want: barrier_after_exit },
-    Checked { kernel: k::FID_BARRIER_LOOP_EXITS, want: barrier_loop_exits },
-    Checked { kernel: k::FID_ATOMIC_ADD_F32_EDGES, want: atomic_add_f32_edges },
-    Checked { kernel: k::FID_ATOMIC_ADD_F64_EDGES, want: atomic_add_f64_edges },
-    Checked { kernel: k::FID_ATOMIC_INT_EDGES, want: atomic_int_edges },
-    Checked { kernel: k::FID_GRID_3D, want: grid_3d },
-    Checked { kernel: k::FID_WARPS_OF_3D_BLOCK, want: warps_of_3d_block },
-    Checked { kernel: k::FID_INT_EDGES, want: int_edges },
-    Checked { kernel: k::FID_FLOAT_TO_INT, want: float_to_int },
-    Checked { kernel: k::FID_FLOAT_EDGES, want: float_edges },
-    Checked { kernel: k::FID_WRAPPING_OVERFLOW, want: wrapping_overflow },
-    Checked { kernel: k::FID_F64_HALVES, want: f64_halves },
-    Checked { kernel: k::FID_LARGE_LOCAL_ARRAY, want: large_local_array },
+    Checked {
+        kernel: k::FID_BALLOT_AFTER_EXIT,
+        want: ballot_after_exit,
+    },
+    Checked {
+        kernel: k::FID_VOTES_AFTER_EXIT,
+        want: votes_after_exit,
+    },
+    Checked {
+        kernel: k::FID_SHFL_EVEN_ODD,
+        want: shfl_even_odd,
+    },
+    Checked {
+        kernel: k::FID_NESTED_QUARTERS,
+        want: nested_quarters,
+    },
+    Checked {
+        kernel: k::FID_LOOP_EXACT_MASKS,
+        want: loop_exact_masks,
+    },
+    Checked {
+        kernel: k::FID_PARTIAL_WARP,
+        want: partial_warp,
+    },
+    Checked {
+        kernel: k::FID_SHFL_U64_HALF_WARP,
+        want: shfl_u64_half_warp,
+    },
+    Checked {
+        kernel: k::FID_SHFL_OPERAND_RANGES,
+        want: shfl_operand_ranges,
+    },
+    Checked {
+        kernel: k::FID_BARRIER_AFTER_EXIT,
+        want: barrier_after_exit,
+    },
+    Checked {
+        kernel: k::FID_BARRIER_LOOP_EXITS,
+        want: barrier_loop_exits,
+    },
+    Checked {
+        kernel: k::FID_ATOMIC_ADD_F32_EDGES,
+        want: atomic_add_f32_edges,
+    },
+    Checked {
+        kernel: k::FID_ATOMIC_ADD_F64_EDGES,
+        want: atomic_add_f64_edges,
+    },
+    Checked {
+        kernel: k::FID_ATOMIC_INT_EDGES,
+        want: atomic_int_edges,
+    },
+    Checked {
+        kernel: k::FID_GRID_3D,
+        want: grid_3d,
+    },
+    Checked {
+        kernel: k::FID_WARPS_OF_3D_BLOCK,
+        want: warps_of_3d_block,
+    },
+    Checked {
+        kernel: k::FID_INT_EDGES,
+        want: int_edges,
+    },
+    Checked {
+        kernel: k::FID_FLOAT_TO_INT,
+        want: float_to_int,
+    },
+    Checked {
+        kernel: k::FID_FLOAT_EDGES,
+        want: float_edges,
+    },
+    Checked {
+        kernel: k::FID_WRAPPING_OVERFLOW,
+        want: wrapping_overflow,
+    },
+    Checked {
+        kernel: k::FID_F64_LOW_WORD,
+        want: f64_low_word,
+    },
+    Checked {
+        kernel: k::FID_F64_HALVES,
+        want: f64_halves,
+    },
+    Checked {
+        kernel: k::FID_LARGE_LOCAL_ARRAY,
+        want: large_local_array,
+    },
 ];
 
 /// Cases undefined on the hardware, with what each backend does, and
@@ -106,7 +173,10 @@ pub fn trials() -> Vec<Trial> {
     }));
     trials.extend([
         kernel!(nan_bits_of_plain_arithmetic),
-        kernel!(f64_low_word_is_known_wrong_on_the_gpu),
+        hardware!(
+            "ptxas and the driver's JIT",
+            ptxas_miscompiles_a_narrowing_store
+        ),
         kernel!(register_file_is_a_launch_limit),
         kernel!(printf_formats_as_c),
         kernel!(misaligned_vector_access_faults),
@@ -129,13 +199,15 @@ pub fn child_process() -> Option<std::process::ExitCode> {
         return Some(ExitCode::FAILURE);
     };
     if var(PRINTF_CHILD) {
-        return Some(match gpu.fidelity_case(case_of(k::FID_PRINTF_FORMATS, None)) {
-            Ok(_) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("{e}");
-                ExitCode::FAILURE
-            }
-        });
+        return Some(
+            match gpu.fidelity_case(case_of(k::FID_PRINTF_FORMATS, None)) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::FAILURE
+                }
+            },
+        );
     }
     let name = std::env::var(FAULT_CHILD).unwrap_or_default();
     let Some(case) = FIDELITY_CASES.iter().find(|c| c.kernel.name() == name) else {
@@ -194,7 +266,11 @@ fn undefined_case(gpu: &Gpu, kernel: CaseKernel, what: &str, on_gpu: bool) -> Re
                 eprintln!("{}: {what}: {e}", kernel.name());
                 Ok(())
             }
-            Ok(w) => Err(format!("{}: {what}, but the simulator ran it: {w:x?}", kernel.name()).into()),
+            Ok(w) => Err(format!(
+                "{}: {what}, but the simulator ran it: {w:x?}",
+                kernel.name()
+            )
+            .into()),
         }
     } else {
         r.map(|w| eprintln!("{}: {what}: the GPU gave {:x?}", kernel.name(), &w[..8]))
@@ -212,7 +288,9 @@ fn lanes(f: impl Fn(u32) -> bool) -> u32 {
 
 fn ballot_after_exit() -> Vec<u32> {
     let running = lanes(|l| l % 3 != 0);
-    (0..32).map(|l| if l % 3 == 0 { 0 } else { running }).collect()
+    (0..32)
+        .map(|l| if l % 3 == 0 { 0 } else { running })
+        .collect()
 }
 
 fn votes_after_exit() -> Vec<u32> {
@@ -259,7 +337,10 @@ fn loop_exact_masks() -> Vec<u32> {
         }
     }
     let sum = acc.iter().fold(0u32, |a, &x| a.wrapping_add(x));
-    acc.iter().copied().chain(std::iter::repeat_n(sum, 32)).collect()
+    acc.iter()
+        .copied()
+        .chain(std::iter::repeat_n(sum, 32))
+        .collect()
 }
 
 fn partial_warp() -> Vec<u32> {
@@ -276,18 +357,33 @@ fn partial_warp() -> Vec<u32> {
 fn shfl_u64_half_warp() -> Vec<u32> {
     let v = (3u64 << 40) | 7;
     (0..32)
-        .flat_map(|l| if l < 16 { [v as u32, (v >> 32) as u32] } else { [0, 0] })
+        .flat_map(|l| {
+            if l < 16 {
+                [v as u32, (v >> 32) as u32]
+            } else {
+                [0, 0]
+            }
+        })
         .collect()
 }
 
 fn shfl_operand_ranges() -> Vec<u32> {
     (0..32u32)
-        .flat_map(|l| [l + 1000, if l < 31 { l + 1001 } else { 1031 }, 1005, (l ^ 31) + 1000])
+        .flat_map(|l| {
+            [
+                l + 1000,
+                if l < 31 { l + 1001 } else { 1031 },
+                1005,
+                (l ^ 31) + 1000,
+            ]
+        })
         .collect()
 }
 
 fn barrier_after_exit() -> Vec<u32> {
-    (0..128u32).map(|t| if t < 100 { (t + 1) % 100 * 7 } else { 0 }).collect()
+    (0..128u32)
+        .map(|t| if t < 100 { (t + 1) % 100 * 7 } else { 0 })
+        .collect()
 }
 
 fn barrier_loop_exits() -> Vec<u32> {
@@ -305,17 +401,17 @@ fn barrier_loop_exits() -> Vec<u32> {
 fn atomic_add_f32_edges() -> Vec<u32> {
     let mut w = vec![0u32; 16];
     let results = [
-        0,                   // 0 + (1e-38 → 0)
-        0,                   // (1e-38 → 0) + (1e-38 → 0)
-        2e-38f32.to_bits(),  // 2e-38 + (-1e-38 → -0)
-        0,                   // 1.5e-38 − 1.2e-38 = 3e-39, subnormal → +0
-        0x8000_0000,         // the same, negative → −0
-        0x3f80_0000,         // 1 + (1e-40 → 0)
-        0x7fff_ffff,         // ∞ − ∞: the canonical NaN
-        0x7fff_ffff,         // NaN + 1: the canonical NaN
-        0,                   // −0 + +0 = +0
-        0x8000_0000,         // −0 + −0 = −0
-        0x4000_0000,         // 2 + 2^-23: a tie, to even
+        0,                  // 0 + (1e-38 → 0)
+        0,                  // (1e-38 → 0) + (1e-38 → 0)
+        2e-38f32.to_bits(), // 2e-38 + (-1e-38 → -0)
+        0,                  // 1.5e-38 − 1.2e-38 = 3e-39, subnormal → +0
+        0x8000_0000,        // the same, negative → −0
+        0x3f80_0000,        // 1 + (1e-40 → 0)
+        0x7fff_ffff,        // ∞ − ∞: the canonical NaN
+        0x7fff_ffff,        // NaN + 1: the canonical NaN
+        0,                  // −0 + +0 = +0
+        0x8000_0000,        // −0 + −0 = −0
+        0x4000_0000,        // 2 + 2^-23: a tie, to even
     ];
     w[..11].copy_from_slice(&results);
     w[12] = 0x7fc0_0123; // the old value: memory as it was
@@ -323,19 +419,33 @@ fn atomic_add_f32_edges() -> Vec<u32> {
 }
 
 fn atomic_add_f64_edges() -> Vec<u32> {
+    // NaN results as measured on an H100: f64 keeps an operand's payload,
+    // and an invalid operation gives 0xfff8_0000_0000_0000.
     let results: [u64; 4] = [
         2e-310f64.to_bits(),   // subnormals kept by atom.add.f64
-        0x7fff_ffff_ffff_ffff, // ∞ − ∞
-        0x7fff_ffff_ffff_ffff, // NaN + 1
+        0xfff8_0000_0000_0000, // ∞ − ∞
+        0x7ff8_0000_0000_0123, // NaN(payload) + 1: the payload
         0,                     // −0 + +0
     ];
-    let mut w: Vec<u32> = results.iter().flat_map(|&r| [r as u32, (r >> 32) as u32]).collect();
+    let mut w: Vec<u32> = results
+        .iter()
+        .flat_map(|&r| [r as u32, (r >> 32) as u32])
+        .collect();
     w.resize(16, 0);
     w
 }
 
 fn atomic_int_edges() -> Vec<u32> {
-    vec![0x30, 31, -32i32 as u32, 63 * 0x0400_0001, 9, 0xdead_beef, 64, 0]
+    vec![
+        0x30,
+        31,
+        -32i32 as u32,
+        63 * 0x0400_0001,
+        9,
+        0xdead_beef,
+        64,
+        0,
+    ]
 }
 
 fn grid_3d() -> Vec<u32> {
@@ -366,35 +476,35 @@ fn int_edges() -> Vec<u32> {
     let p = 0x1234_5678_9abc_def0u64.wrapping_mul(0xfedc_ba98_7654_3211);
     let q = i64::MIN / 3;
     vec![
-        0x8000_0000,         // i32::MIN.wrapping_div(-1)
-        0,                   // i32::MIN.wrapping_rem(-1)
-        -3i32 as u32,        // -7 / 2 (toward zero)
-        -1i32 as u32,        // -7 % 2
-        -4i32 as u32,        // (-7).div_euclid(2)
-        1,                   // (-7).rem_euclid(2)
-        2,                   // 1.wrapping_shl(33): the amount masked to 1
-        x >> 4,              // wrapping_shr(36)
-        0xf876_5432,         // arithmetic shift right by 4
-        x.rotate_left(5),    // rotate by 37 = 5 mod 32
-        32,                  // leading zeros of 0
-        32,                  // trailing zeros of 0
-        13,                  // ones of 0x87654321
-        0x2143_6587,         // swapped bytes
-        0x84c2_a6e1,         // reversed bits
+        0x8000_0000,      // i32::MIN.wrapping_div(-1)
+        0,                // i32::MIN.wrapping_rem(-1)
+        -3i32 as u32,     // -7 / 2 (toward zero)
+        -1i32 as u32,     // -7 % 2
+        -4i32 as u32,     // (-7).div_euclid(2)
+        1,                // (-7).rem_euclid(2)
+        2,                // 1.wrapping_shl(33): the amount masked to 1
+        x >> 4,           // wrapping_shr(36)
+        0xf876_5432,      // arithmetic shift right by 4
+        x.rotate_left(5), // rotate by 37 = 5 mod 32
+        32,               // leading zeros of 0
+        32,               // trailing zeros of 0
+        13,               // ones of 0x87654321
+        0x2143_6587,      // swapped bytes
+        0x84c2_a6e1,      // reversed bits
         ((x as u64 * 0xffff_fff1) >> 32) as u32,
         p as u32,
         (p >> 32) as u32,
-        0x8000_0000,         // i32::MIN.wrapping_abs()
-        0x4000_0000,         // (MIN · MIN) >> 32 in i64
-        0x2492_4924,         // u32::MAX / 7
-        3,                   // u32::MAX % 7
+        0x8000_0000, // i32::MIN.wrapping_abs()
+        0x4000_0000, // (MIN · MIN) >> 32 in i64
+        0x2492_4924, // u32::MAX / 7
+        3,           // u32::MAX % 7
         q as u32,
         (q >> 32) as u32,
-        0x21 + 200,          // 0x21u8 + 200
-        0x4321,              // as i16 (positive)
-        0x21,                // as i8 (positive)
-        0x8000_0000,         // saturating_sub at MIN
-        u32::MAX,            // saturating_add at MAX
+        0x21 + 200,  // 0x21u8 + 200
+        0x4321,      // as i16 (positive)
+        0x21,        // as i8 (positive)
+        0x8000_0000, // saturating_sub at MIN
+        u32::MAX,    // saturating_add at MAX
         (0x4321u16.wrapping_mul(0x4321)) as u32,
         0,
         0,
@@ -403,38 +513,38 @@ fn int_edges() -> Vec<u32> {
 
 fn float_to_int() -> Vec<u32> {
     vec![
-        0,                     // NaN as i32
-        i32::MAX as u32,       // 3e9 as i32
-        i32::MIN as u32,       // -3e9 as i32
-        0,                     // -1.5 as u32
-        u32::MAX,              // 4.3e9 as u32
-        2,                     // 2.5 as i32 (toward zero)
-        -2i32 as u32,          // -2.5 as i32
-        0,                     // -0.9 as i32
-        255,                   // ∞ as u8
-        -128i32 as u32,        // -300 as i8
-        u32::MAX,              // 1e20 as i64: i64::MAX, low word
-        0x7fff_ffff,           // its high word
-        0,                     // NaN as u64
-        0x8000_0000,           // -1e300 as i64: i64::MIN, high word
-        0x4f80_0000,           // u32::MAX as f32 = 2^32
-        0x4b80_0000,           // 16777217 as f32: a tie, to even (2^24)
-        0x4b80_0002,           // 16777219 as f32: a tie, to even (16777220)
-        0,                     // 2^53 + 1 as f64 as u64, low word: 2^53's is 0
-        2,                     // (2^53 + 3) as f64: a tie, to even (2^53 + 4): low bits 2
-        0x5f80_0000,           // u64::MAX as f32 = 2^64
-        0xcf00_0000,           // i32::MIN as f32
-        0xcb80_0000,           // -16777217 as f32 = -2^24
-        1,                     // (0.5 + 0.49999997) as u32: the sum rounds to 1
-        0,                     // 2^63 as u64, low word
-        0x8000_0000,           // high word
-        u32::MAX,              // 2^63 as i64 = i64::MAX, low word
-        0x7fff_ffff,           // high word
-        u32::MAX,              // f32::MAX as u32
-        0,                     // MIN_POSITIVE as u32
-        0,                     // -0.0 as i32
-        65535,                 // 65535.9 as u16
-        65535,                 // 65536 as u16
+        0,               // NaN as i32
+        i32::MAX as u32, // 3e9 as i32
+        i32::MIN as u32, // -3e9 as i32
+        0,               // -1.5 as u32
+        u32::MAX,        // 4.3e9 as u32
+        2,               // 2.5 as i32 (toward zero)
+        -2i32 as u32,    // -2.5 as i32
+        0,               // -0.9 as i32
+        255,             // ∞ as u8
+        -128i32 as u32,  // -300 as i8
+        u32::MAX,        // 1e20 as i64: i64::MAX, low word
+        0x7fff_ffff,     // its high word
+        0,               // NaN as u64
+        0x8000_0000,     // -1e300 as i64: i64::MIN, high word
+        0x4f80_0000,     // u32::MAX as f32 = 2^32
+        0x4b80_0000,     // 16777217 as f32: a tie, to even (2^24)
+        0x4b80_0002,     // 16777219 as f32: a tie, to even (16777220)
+        0,               // 2^53 + 1 as f64 as u64, low word: 2^53's is 0
+        2,               // (2^53 + 3) as f64: a tie, to even (2^53 + 4): low bits 2
+        0x5f80_0000,     // u64::MAX as f32 = 2^64
+        0xcf00_0000,     // i32::MIN as f32
+        0xcb80_0000,     // -16777217 as f32 = -2^24
+        1,               // (0.5 + 0.49999997) as u32: the sum rounds to 1
+        0,               // 2^63 as u64, low word
+        0x8000_0000,     // high word
+        u32::MAX,        // 2^63 as i64 = i64::MAX, low word
+        0x7fff_ffff,     // high word
+        u32::MAX,        // f32::MAX as u32
+        0,               // MIN_POSITIVE as u32
+        0,               // -0.0 as i32
+        65535,           // 65535.9 as u16
+        65535,           // 65536 as u16
     ]
 }
 
@@ -483,17 +593,17 @@ fn nan_arithmetic() -> Vec<u32> {
     vec![
         0x7fff_ffff, // ∞ − ∞
         0x7fff_ffff, // 0 · ∞
-        0x7fff_ffff, // 0 / 0
+        0x7fc0_0000, // 0 / 0 (div.rn.f32's NaN, not the canonical one)
         0x7fff_ffff, // NaN(payload) + 1
         0x7fff_ffff, // −NaN(payload) · 2
         0x7fff_ffff, // −NaN(payload)
         0x7fff_ffff, // |NaN(payload)|
         0x7fff_ffff, // |−NaN(payload)|
         0x7fc0_0123, // a NaN moved: bits kept
-        0,           // NaN(payload) as f64, low word
-        0x7fff_ffff, // high word
-        0x7fff_ffff, // f64 ∞ − ∞, high word
-        0xffff_ffff, // low word
+        0x6000_0000, // NaN(payload) as f64 (payload kept), low word
+        0x7ff8_0024, // high word
+        0xfff8_0000, // f64 ∞ − ∞, high word
+        0,           // low word
         0x7fff_ffff, // (NaN as f64 · 2) as f32
         0x7fff_ffff, // −(∞ − ∞)
         0x7fff_ffff, // ∞ · 0 + 1
@@ -501,12 +611,25 @@ fn nan_arithmetic() -> Vec<u32> {
 }
 
 fn wrapping_overflow() -> Vec<u32> {
-    vec![4, 0xffff_fffd, 0xffff_fffd, 0x8000_0000, 0xffff_fffe, 0x8000_0000, 1, 0]
+    vec![
+        4,
+        0xffff_fffd,
+        0xffff_fffd,
+        0x8000_0000,
+        0xffff_fffe,
+        0x8000_0000,
+        1,
+        0,
+    ]
 }
 
 /// `(lane + 0.3f32) as f64`'s bits, for the two f64 cases.
 fn lane_f64_bits(lane: u32) -> u64 {
     ((lane as f32 + 0.3) as f64).to_bits()
+}
+
+fn f64_low_word() -> Vec<u32> {
+    (0..32).map(|l| lane_f64_bits(l) as u32).collect()
 }
 
 fn f64_halves() -> Vec<u32> {
@@ -540,42 +663,46 @@ fn nan_bits_of_plain_arithmetic(gpu: &Gpu) -> Result<(), Failed> {
     if !simulated(gpu) {
         return same_words("fid_nan_arithmetic", &got, &want);
     }
-    // The f32 words, and the f64 words as pairs (9-10, 11-12).
+    // The f32 results: a NaN; the f64 ones (9–12) and a moved NaN (8):
+    // exactly, as the host's f64 NaNs follow the GPU's rules.
     let f32_slots = [0, 1, 2, 3, 4, 5, 6, 7, 13, 14, 15];
-    let f64_pairs = [(9, 10), (12, 11)];
     let mut bad = Vec::new();
     for i in f32_slots {
         if !f32::from_bits(got[i]).is_nan() {
             bad.push(format!("[{i}] {:#x} is not a NaN", got[i]));
         }
     }
-    for (lo, hi) in f64_pairs {
-        if !f64::from_bits(got[lo] as u64 | (got[hi] as u64) << 32).is_nan() {
-            bad.push(format!("[{lo}, {hi}] is not a NaN"));
+    for i in 8..13 {
+        if got[i] != want[i] {
+            bad.push(format!("[{i}] {:#x}, want {:#x}", got[i], want[i]));
         }
-    }
-    if got[8] != want[8] {
-        bad.push(format!("[8] a moved NaN: {:#x}, want {:#x}", got[8], want[8]));
     }
     ensure(bad.is_empty(), || bad.join(", "))
 }
 
-/// The miscompilation of `docs/known-issues.md`: right on the simulator; on
-/// the GPU known to give `trunc(x)` (ptxas's `F2I.U32.F64.TRUNC`) instead
-/// of the low word, which this test accepts until it is fixed (and says
-/// so when the GPU gets it right).
-fn f64_low_word_is_known_wrong_on_the_gpu(gpu: &Gpu) -> Result<(), Failed> {
-    let got = gpu.fidelity_case(case_of(k::FID_F64_LOW_WORD, None)).map_err(fail)?;
+/// The miscompilation of `docs/known-issues.md`, reproduced: the PTX of
+/// `fid_f64_low_word` with its narrowing written as LLVM has emitted it
+/// elsewhere, `st.global.b32 [addr], %rd` of the 64-bit register that
+/// `cvt.f64.f32` wrote. ptxas (12.9, 13.0) and the driver's JIT compile the
+/// store as `F2I.U32.F64.TRUNC` (seen on an H100, driver 580.159.04): the
+/// lanes get `trunc(lane + 0.3)` instead of the low word. Known wrong until
+/// fixed upstream (the test says so when a toolchain gets it right).
+fn ptxas_miscompiles_a_narrowing_store(_: &Gpu) -> Result<(), Failed> {
+    let module = Gpu::from_ptx(F64_LOW_WORD_ST64_PTX).map_err(fail)?;
+    let got = module
+        .fidelity_case(case_of(k::FID_F64_LOW_WORD, None))
+        .map_err(fail)?;
     let right: Vec<u32> = (0..32).map(|l| lane_f64_bits(l) as u32).collect();
-    if simulated(gpu) || got == right {
-        if !simulated(gpu) {
-            eprintln!("fid_f64_low_word: the GPU now gets it right: remove the known-wrong mark");
-        }
-        return same_words("fid_f64_low_word", &got, &right);
+    if got == right {
+        eprintln!("the narrowing store is now compiled right: update docs/known-issues.md");
+        return Ok(());
     }
     let known_wrong: Vec<u32> = (0..32).collect();
-    same_words("fid_f64_low_word (known wrong on the GPU)", &got, &known_wrong)
+    same_words("the narrowing store (known wrong)", &got, &known_wrong)
 }
+
+/// The reproduction's PTX (`docs/known-issues.md`).
+const F64_LOW_WORD_ST64_PTX: &str = include_str!("support/f64_low_word_st64.ptx");
 
 /// 96 live values per thread: with 1024 threads the block needs more
 /// registers than a multiprocessor's 65,536, which the launch refuses
@@ -600,7 +727,9 @@ fn register_file_is_a_launch_limit(gpu: &Gpu) -> Result<(), Failed> {
 /// x[k + 2]` for `k < 94` in order, then `x[94] ·= x[95] | 1`, `x[95] +=
 /// x[94]`; then `s = rotl(s, 1) ^ x[k]` over all.
 fn register_hungry_sum(t: u32) -> u32 {
-    let mut x: Vec<u32> = (0..96u32).map(|k| t.wrapping_mul(k + 1).rotate_left(k)).collect();
+    let mut x: Vec<u32> = (0..96u32)
+        .map(|k| t.wrapping_mul(k + 1).rotate_left(k))
+        .collect();
     for _ in 0..4 {
         for k in 0..94 {
             x[k] = x[k].wrapping_mul(x[k + 1] | 1) ^ x[k + 2];
@@ -643,6 +772,9 @@ const PRINTF_LINES: &[&[u8]] = &[
     b"[44]",
 ];
 
+/// The lines of [`PRINTF_LINES`] with `hh` conversions.
+const PRINTF_HH_LINES: [usize; 2] = [26, 27];
+
 fn printf_formats_as_c(gpu: &Gpu) -> Result<(), Failed> {
     let out = rerun_self(gpu, PRINTF_CHILD)?;
     ensure(out.status.success(), || {
@@ -653,10 +785,14 @@ fn printf_formats_as_c(gpu: &Gpu) -> Result<(), Failed> {
         .split(|&b| b == b'\n')
         .filter(|l| l.first() == Some(&b'['))
         .collect();
+    // The GPU's vprintf garbles `hh` (seen on an H100: `%hhx` of 0x1ff
+    // printed 5b, `%hhd` of 300 printed 91): the C text is checked on the
+    // simulator only.
+    let gpu_broken = |i: usize| !simulated(gpu) && PRINTF_HH_LINES.contains(&i);
     let bad: Vec<String> = PRINTF_LINES
         .iter()
         .enumerate()
-        .filter(|(i, want)| got.get(*i) != Some(*want))
+        .filter(|(i, want)| got.get(*i) != Some(*want) && !gpu_broken(*i))
         .map(|(i, want)| {
             format!(
                 "line {i}: {:?} want {:?}",
@@ -684,18 +820,26 @@ fn fault_in_child(gpu: &Gpu, kernel: CaseKernel) -> Result<String, Failed> {
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     stdout
         .lines()
-        .find(|l| l.starts_with("FAULT: "))
+        .find(|l| l.starts_with("FAULT: ") || (!simulated(gpu) && l.starts_with("RAN: ")))
         .map(str::to_string)
         .ok_or_else(|| format!("{}: no fault: {stdout}", kernel.name()).into())
 }
 
-/// `ld.shared.v4` 4 bytes past 16-byte alignment: a fault on both (the
-/// GPU's misaligned address; the simulator's located fault).
+/// `ld.shared.v4` 4 bytes past 16-byte alignment, undefined in the PTX ISA
+/// (accesses must be naturally aligned): the simulator reports a located
+/// fault; an H100 ran this one (reading the 16 bytes at the address), so on
+/// the GPU it only has to end.
 fn misaligned_vector_access_faults(gpu: &Gpu) -> Result<(), Failed> {
     let line = fault_in_child(gpu, k::FID_MISALIGNED_SHARED_V4)?;
     eprintln!("{line}");
-    let want = if simulated(gpu) { "fidelity.rs:" } else { "isaligned" };
-    ensure(line.contains(want), || format!("expected {want:?} in {line}"))
+    if simulated(gpu) {
+        ensure(
+            line.contains("fidelity.rs:") && line.contains("misaligned"),
+            || format!("expected a located misaligned-address fault: {line}"),
+        )
+    } else {
+        Ok(())
+    }
 }
 
 /// Runaway recursion is a fault on both: 100,000 levels of a 256-byte
@@ -707,7 +851,7 @@ fn runaway_recursion_faults(gpu: &Gpu) -> Result<(), Failed> {
     let line = fault_in_child(gpu, k::FID_DEEP_RECURSION)?;
     eprintln!("{line}");
     if simulated(gpu) {
-        ensure(line.contains("stack overflow"), || format!("{line}"))?;
+        ensure(line.contains("stack overflow"), || line.clone())?;
         gpu.fidelity_case(case_of(k::FID_RUNAWAY_RECURSION, None))
             .map(drop)
             .map_err(fail)
@@ -733,20 +877,24 @@ fn exact_math_is_bit_exact(gpu: &Gpu) -> Result<(), Failed> {
         MathFn::Fmax,
         MathFn::Fmod,
     ];
-    fn for_type<T: MathFloat + Exact>(gpu: &Gpu) -> Result<(), Failed> {
+    fn for_type<T: Exact>(gpu: &Gpu) -> Result<(), Failed> {
         let edges = T::exact_edges();
         let mut bad = Vec::new();
         for &f in EXACT {
             let (mut x, mut y) = (Vec::new(), Vec::new());
             for &a in &edges {
-                for &b in if f.info().arity == 2 { &edges[..] } else { &edges[..1] } {
+                for &b in if f.info().arity == 2 {
+                    &edges[..]
+                } else {
+                    &edges[..1]
+                } {
                     x.push(a);
                     y.push(b);
                 }
             }
             let got = gpu.math_eval(f, &x, &y).map_err(fail)?;
             for i in 0..x.len() {
-                let want = T::canonical(T::reference(f, x[i], y[i]));
+                let want = T::expected(f, x[i], y[i]);
                 if got[i].bits() != want.bits() {
                     bad.push(format!(
                         "{f:?}({:#x}, {:#x}) = {:#x}, want {:#x}",
@@ -762,32 +910,66 @@ fn exact_math_is_bit_exact(gpu: &Gpu) -> Result<(), Failed> {
             format!("{} results differ:\n{}", bad.len(), bad.join("\n"))
         })
     }
-    let r32 = for_type::<f32>(gpu);
-    let r64 = for_type::<f64>(gpu);
-    r32.and(r64).or_else(|_| {
-        let msg = |r: Result<(), Failed>| r.err().and_then(|f| f.message().map(str::to_string));
-        Err(format!("f32: {:?}\nf64: {:?}", msg(for_type::<f32>(gpu)), msg(for_type::<f64>(gpu))).into())
-    })
+    let msg = |r: Result<(), Failed>| r.err().and_then(|f| f.message().map(str::to_string));
+    match (for_type::<f32>(gpu), for_type::<f64>(gpu)) {
+        (Ok(()), Ok(())) => Ok(()),
+        (a, b) => Err(format!("f32: {:?}\nf64: {:?}", msg(a), msg(b)).into()),
+    }
 }
 
-/// The exact functions' edge arguments and the GPU's canonical NaN.
-trait Exact: Sized {
+/// The exact functions' edge arguments, and their results as the GPU gives
+/// them (measured on an H100): the correctly rounded result; −0 below +0 in
+/// `fmin`/`fmax` (IEEE 754-2019 `minimum`/`maximum` on zeros); a NaN result
+/// in f32 the canonical `0x7fffffff`, in f64 the second operand's payload
+/// when it is a NaN, else the first's, quieted, else (an invalid operation)
+/// `0xfff8_0000_0000_0000`.
+trait Exact: MathFloat + Copy {
     fn exact_edges() -> Vec<Self>;
-    fn canonical(x: Self) -> Self;
+    fn nan_result(x: Self, y: Self, arity: u32) -> Self;
     fn bits(self) -> u64;
+    /// `Some(sign)` for ±0.
+    fn zero_sign_negative(self) -> Option<bool> {
+        let v = MathFloat::to_f64(self);
+        (v == 0.0).then_some(v.is_sign_negative())
+    }
+    fn expected(f: MathFn, x: Self, y: Self) -> Self {
+        match (f, x.zero_sign_negative(), y.zero_sign_negative()) {
+            (MathFn::Fmin, Some(a), Some(_)) => return if a { x } else { y },
+            (MathFn::Fmax, Some(a), Some(_)) => return if !a { x } else { y },
+            _ => {}
+        }
+        let r = Self::reference(f, x, y);
+        if MathFloat::to_f64(r).is_nan() {
+            Self::nan_result(x, y, f.info().arity)
+        } else {
+            r
+        }
+    }
 }
 
 impl Exact for f32 {
     fn exact_edges() -> Vec<f32> {
         [
-            0x7fc0_0123u32, 0xffc0_0001, 0x7f80_0001, 0, 0x8000_0000, 0x7f80_0000, 0xff80_0000, 1,
-            0x8000_0001, 0x3fc0_0000, 0xc020_0000, 0x3eff_ffff, 0x4b80_0001, 0x3f80_0000,
+            0x7fc0_0123u32,
+            0xffc0_0001,
+            0x7f80_0001,
+            0,
+            0x8000_0000,
+            0x7f80_0000,
+            0xff80_0000,
+            1,
+            0x8000_0001,
+            0x3fc0_0000,
+            0xc020_0000,
+            0x3eff_ffff,
+            0x4b80_0001,
+            0x3f80_0000,
         ]
         .map(f32::from_bits)
         .to_vec()
     }
-    fn canonical(x: f32) -> f32 {
-        if x.is_nan() { f32::from_bits(0x7fff_ffff) } else { x }
+    fn nan_result(_: f32, _: f32, _: u32) -> f32 {
+        f32::from_bits(0x7fff_ffff)
     }
     fn bits(self) -> u64 {
         self.to_bits() as u64
@@ -813,8 +995,15 @@ impl Exact for f64 {
         .map(f64::from_bits)
         .to_vec()
     }
-    fn canonical(x: f64) -> f64 {
-        if x.is_nan() { f64::from_bits(0x7fff_ffff_ffff_ffff) } else { x }
+    fn nan_result(x: f64, y: f64, arity: u32) -> f64 {
+        let quiet = |v: f64| f64::from_bits(v.to_bits() | 1 << 51);
+        if arity == 2 && y.is_nan() {
+            quiet(y)
+        } else if x.is_nan() {
+            quiet(x)
+        } else {
+            f64::from_bits(0xfff8_0000_0000_0000)
+        }
     }
     fn bits(self) -> u64 {
         self.to_bits()
@@ -830,7 +1019,11 @@ fn every_seed_gives_the_same_words() -> Result<(), Failed> {
         for seed in 1..=20 {
             let got = simulate(case, Some(seed))
                 .map_err(|e| format!("seed {seed}: {}", e.message().unwrap_or("failed")))?;
-            same_words(&format!("{} under seed {seed}", c.kernel.name()), &got, &want)?;
+            same_words(
+                &format!("{} under seed {seed}", c.kernel.name()),
+                &got,
+                &want,
+            )?;
         }
     }
     Ok(())
@@ -852,7 +1045,8 @@ fn simulate(case: &FidelityCase, seed: Option<u64>) -> Result<Vec<u32>, Failed> 
     };
     let entry = case.kernel.sim_entry().ok_or("no simulator entry")?;
     // SAFETY: the case kernel's parameters: a buffer of `out_words` u32 and that length.
-    unsafe { sim::launch_with(case.kernel.name(), shape, entry, &params, &options) }.map_err(fail)?;
+    unsafe { sim::launch_with(case.kernel.name(), shape, entry, &params, &options) }
+        .map_err(fail)?;
     // SAFETY: the buffer holds out_words u32, written by the launch that returned.
     Ok(unsafe { std::slice::from_raw_parts(out, case.out_words) }.to_vec())
 }
@@ -864,11 +1058,7 @@ fn math_differences_within_the_table(gpu: &Gpu) -> Result<(), Failed> {
     let table = include_str!("../../docs/simulator.md");
     let sim = crate::common::shared_simulator().map_err(Failed::from)?;
     let mut over = Vec::new();
-    fn worst<T: MathFloat + Exact + Copy>(
-        gpu: &Gpu,
-        sim: &Gpu,
-        f: MathFn,
-    ) -> Result<u64, Failed> {
+    fn worst<T: Exact>(gpu: &Gpu, sim: &Gpu, f: MathFn) -> Result<u64, Failed> {
         let (mut x, mut y) = cuda_kernels::math_checks::math_arguments::<T>(f, 11);
         x.truncate(10_000);
         y.truncate(10_000);
@@ -883,7 +1073,11 @@ fn math_differences_within_the_table(gpu: &Gpu) -> Result<(), Failed> {
         if nan_bits > 0 {
             return Err(format!("{f:?}: {nan_bits} NaN results differ in their bits").into());
         }
-        Ok(g.iter().zip(&s).map(|(&a, &b)| T::ulps(a, b)).max().unwrap_or(0))
+        Ok(g.iter()
+            .zip(&s)
+            .map(|(&a, &b)| T::ulps(a, b))
+            .max()
+            .unwrap_or(0))
     }
     for info in MATH_FUNCTIONS {
         let measured = [
@@ -901,7 +1095,10 @@ fn math_differences_within_the_table(gpu: &Gpu) -> Result<(), Failed> {
             });
         match row {
             Some(b) if b.len() == 2 && measured[0] <= b[0] && measured[1] <= b[1] => {}
-            other => over.push(format!("{}: measured {measured:?}, table {other:?}", info.name)),
+            other => over.push(format!(
+                "{}: measured {measured:?}, table {other:?}",
+                info.name
+            )),
         }
     }
     ensure(over.is_empty(), || over.join("\n"))

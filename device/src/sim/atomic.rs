@@ -40,7 +40,13 @@ pub(crate) unsafe fn compare_exchange_u32(ptr: *mut u32, current: u32, new: u32)
 /// # Safety
 /// As for [`fetch_add_u32`].
 pub(crate) unsafe fn fetch_add_f32(ptr: *mut f32, value: f32) -> f32 {
-    let flush = |x: f32| if x.is_subnormal() { 0f32.copysign(x) } else { x };
+    let flush = |x: f32| {
+        if x.is_subnormal() {
+            0f32.copysign(x)
+        } else {
+            x
+        }
+    };
     // SAFETY: forwarded from the caller; the float and its bits have one
     // size and alignment.
     let a = unsafe { AtomicU32::from_ptr(ptr.cast()) };
@@ -53,7 +59,8 @@ pub(crate) unsafe fn fetch_add_f32(ptr: *mut f32, value: f32) -> f32 {
     }
 }
 
-/// `atom.add.f64`: subnormals kept, a NaN result the GPU's NaN, as a
+/// `atom.add.f64`: subnormals kept, a NaN result as the host gives it (as
+/// the GPU does: an operand's payload, else `0xfff8_0000_0000_0000`), as a
 /// compare-exchange loop.
 ///
 /// # Safety
@@ -62,7 +69,7 @@ pub(crate) unsafe fn fetch_add_f64(ptr: *mut f64, value: f64) -> f64 {
     // SAFETY: as in `fetch_add_f32`.
     let a = unsafe { AtomicU64::from_ptr(ptr.cast()) };
     let old = a.fetch_update(Relaxed, Relaxed, |bits| {
-        Some(super::gpu_nan_f64(f64::from_bits(bits) + value).to_bits())
+        Some((f64::from_bits(bits) + value).to_bits())
     });
     match old {
         Ok(v) | Err(v) => f64::from_bits(v),

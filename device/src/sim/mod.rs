@@ -67,12 +67,11 @@ pub(crate) use context::{current, dynamic_shared, fail};
 pub use error::{Access, RaceSource, SimError, SimThread, Stuck};
 pub use printf::capture_printf;
 
-/// The f32 NaN the GPU gives for every NaN result of arithmetic (its
-/// canonical NaN; payloads and signs are not kept).
+/// The f32 NaN the GPU gives for a NaN result of its f32 instructions and
+/// libdevice's f32 functions (its canonical NaN; payloads and signs are not
+/// kept). Its f64 NaN results are the host's: an operand's payload,
+/// quieted, else `0xfff8_0000_0000_0000` (measured on an H100).
 pub const GPU_NAN_F32: u32 = 0x7fff_ffff;
-
-/// The f64 NaN the GPU gives for a NaN result of arithmetic.
-pub const GPU_NAN_F64: u64 = 0x7fff_ffff_ffff_ffff;
 
 /// `x`, or the GPU's NaN when `x` is a NaN. (On the bits: LLVM folds a
 /// float comparison's `select` of a NaN constant back into `x`, taking one
@@ -80,15 +79,11 @@ pub const GPU_NAN_F64: u64 = 0x7fff_ffff_ffff_ffff;
 #[inline]
 pub(crate) fn gpu_nan_f32(x: f32) -> f32 {
     let bits = x.to_bits();
-    f32::from_bits(if bits & 0x7fff_ffff > 0x7f80_0000 { GPU_NAN_F32 } else { bits })
-}
-
-/// `x`, or the GPU's NaN when `x` is a NaN (as [`gpu_nan_f32`]).
-#[inline]
-pub(crate) fn gpu_nan_f64(x: f64) -> f64 {
-    let bits = x.to_bits();
-    let nan = bits & 0x7fff_ffff_ffff_ffff > 0x7ff0_0000_0000_0000;
-    f64::from_bits(if nan { GPU_NAN_F64 } else { bits })
+    f32::from_bits(if bits & 0x7fff_ffff > 0x7f80_0000 {
+        GPU_NAN_F32
+    } else {
+        bits
+    })
 }
 
 /// A kernel's host entry: reads its parameters from an array of pointers to
@@ -343,7 +338,15 @@ fn run_blocks(
     let [gx, gy, gz] = shape.grid;
     let blocks = gx as u64 * gy as u64 * gz as u64;
     let worker = || {
-        scheduler::Worker::new(kernel, shape, entry, params, options.seed, budget, fifo.clone())
+        scheduler::Worker::new(
+            kernel,
+            shape,
+            entry,
+            params,
+            options.seed,
+            budget,
+            fifo.clone(),
+        )
     };
     let threads = options.threads.clamp(1, 256).min(blocks as usize);
     if threads <= 1 {
@@ -480,7 +483,7 @@ pub(crate) fn shared_budget(options: &SimOptions) -> u32 {
 /// there (the GPU's shared loads and stores, vector ones included, need
 /// their natural alignment: `CUDA_ERROR_MISALIGNED_ADDRESS` otherwise).
 fn check_shared_alignment(addr: u32, size: usize, site: &'static std::panic::Location<'static>) {
-    if size.is_power_of_two() && addr as usize % size != 0 {
+    if size.is_power_of_two() && !(addr as usize).is_multiple_of(size) {
         fail(
             site.file(),
             site.line(),

@@ -19,7 +19,10 @@ pub fn capture_printf<R>(f: impl FnOnce() -> R) -> (R, String) {
     let saved = CAPTURE.with(|c| c.borrow_mut().replace(Vec::new()));
     let r = f();
     let text = CAPTURE.with(|c| std::mem::replace(&mut *c.borrow_mut(), saved));
-    (r, String::from_utf8_lossy(&text.unwrap_or_default()).into_owned())
+    (
+        r,
+        String::from_utf8_lossy(&text.unwrap_or_default()).into_owned(),
+    )
 }
 
 /// Writes a block's printf output (captured, or to stdout), byte for byte.
@@ -262,7 +265,14 @@ pub(crate) fn format_c(format: &[u8], args: &[u8]) -> Vec<u8> {
                     Length::Char => v as u8 as i8 as i64,
                 };
                 let sign = spec.sign(v < 0);
-                integer(&mut out, &spec, sign, "", v.unsigned_abs().to_string(), false);
+                integer(
+                    &mut out,
+                    &spec,
+                    sign,
+                    "",
+                    v.unsigned_abs().to_string(),
+                    false,
+                );
             }
             b'u' | b'x' | b'X' | b'o' => {
                 let v = args.int(long);
@@ -278,7 +288,14 @@ pub(crate) fn format_c(format: &[u8], args: &[u8]) -> Vec<u8> {
                     b'X' => (format!("{v:X}"), if spec.alt && v != 0 { "0X" } else { "" }),
                     _ => (format!("{v:o}"), ""),
                 };
-                integer(&mut out, &spec, "", prefix, digits, conv == b'o' && spec.alt);
+                integer(
+                    &mut out,
+                    &spec,
+                    "",
+                    prefix,
+                    digits,
+                    conv == b'o' && spec.alt,
+                );
             }
             b'c' => {
                 let v = args.int(false) as u8;
@@ -375,7 +392,13 @@ fn integer(
         digits
     };
     let zero = spec.zero && !spec.left && spec.precision.is_none();
-    pad(out, spec, &format!("{sign}{prefix}"), digits.as_bytes(), zero);
+    pad(
+        out,
+        spec,
+        &format!("{sign}{prefix}"),
+        digits.as_bytes(),
+        zero,
+    );
 }
 
 fn float(out: &mut Vec<u8>, spec: &Spec, conv: u8, v: f64) {
@@ -576,9 +599,17 @@ mod tests {
     fn as_vprintf_writes_them() {
         let a = args(&[&0x0a1a_7c86u32.to_ne_bytes(), &0xffu32.to_ne_bytes()]);
         assert_eq!(format_c(b"%08x|%#06x", &a), "0a1a7c86|0x00ff");
-        let a = args(&[&300u32.to_ne_bytes(), &70000u32.to_ne_bytes(), &0x1ffu32.to_ne_bytes()]);
+        let a = args(&[
+            &300u32.to_ne_bytes(),
+            &70000u32.to_ne_bytes(),
+            &0x1ffu32.to_ne_bytes(),
+        ]);
         assert_eq!(format_c(b"%hhd %hd %hhx", &a), "44 4464 ff");
-        let a = args(&[&8u32.to_ne_bytes(), &0u32.to_ne_bytes(), &8u32.to_ne_bytes()]);
+        let a = args(&[
+            &8u32.to_ne_bytes(),
+            &0u32.to_ne_bytes(),
+            &8u32.to_ne_bytes(),
+        ]);
         assert_eq!(format_c(b"%#.3o %#.0o %#o", &a), "010 0 010");
         let a = args(&[&0xe9u32.to_ne_bytes()]);
         assert_eq!(super::format_c(b"%c", &a), [0xe9]);
