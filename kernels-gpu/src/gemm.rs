@@ -6,7 +6,7 @@
 //! - `gemm_mma_*`: the tensor cores through `mma.sync` (sm_80 and later;
 //!   these entry points exist only in the sm_80 and later builds): blocks of
 //!   [`BLOCK_M`] × [`BLOCK_N`] of C, 8 warps of 64 × 32, k-tiles of
-//!   [`MmaInput::BK`] in a [`STAGES`]-deep `cp.async` pipeline in shared
+//!   `MmaInput::BK` elements in a [`STAGES`]-deep `cp.async` pipeline in shared
 //!   memory (XOR-swizzled 16-byte chunks, [`tile_offset`]), fragments by
 //!   `ldmatrix` (16-bit inputs; `.trans` for the operand stored the other
 //!   way) or by the fragment layouts (tf32);
