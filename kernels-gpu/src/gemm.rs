@@ -6,7 +6,7 @@
 //! - `gemm_mma_*`: the tensor cores through `mma.sync` (sm_80 and later;
 //!   these entry points exist only in the sm_80 and later builds): blocks of
 //!   [`BLOCK_M`] × [`BLOCK_N`] of C, 8 warps of 64 × 32, k-tiles of
-//!   [`MmaInput::BK`] in a [`STAGES`]-deep `cp.async` pipeline in shared
+//!   `MmaInput::BK` elements in a [`STAGES`]-deep `cp.async` pipeline in shared
 //!   memory (XOR-swizzled 16-byte chunks, [`tile_offset`]), fragments by
 //!   `ldmatrix` (16-bit inputs; `.trans` for the operand stored the other
 //!   way) or by the fragment layouts (tf32);
@@ -102,6 +102,20 @@ pub fn epilogue(acc: f32, alpha: f32, beta: f32, c: f32) -> f32 {
     }
 }
 
+/// Writes one element of C: `alpha · acc + beta · C` ([`epilogue`]; C read
+/// only when `beta != 0`), rounded to the output type.
+///
+/// # Safety
+/// `out` points to an element of C that only this thread writes.
+#[inline(always)]
+pub unsafe fn store_c<O: GemmOutput>(out: *mut O, acc: f32, alpha: f32, beta: f32) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let old = if beta == 0.0 { 0.0 } else { (*out).to_f32() };
+        *out = O::from_f32(epilogue(acc, alpha, beta, old));
+    }
+}
+
 /// The byte offset of element `(row, col)` in a shared tile of `chunks`
 /// 16-byte chunks per row, with `size`-byte elements: chunk `c` of row `r`
 /// is stored at chunk `c ^ phase(r)` of its row, `phase` cycling through 8
@@ -155,23 +169,29 @@ pub unsafe fn gemm_simt<T: GemmInput, O: GemmOutput>(
         )
     };
     let (lda, ldb) = (lda as usize, ldb as usize);
-    let (sa_m, sa_k) = if flags & TRANS_A != 0 { (1, lda) } else { (lda, 1) };
-    let (sb_k, sb_n) = if flags & TRANS_B != 0 { (1, ldb) } else { (ldb, 1) };
+    let (sa_m, sa_k) = if flags & TRANS_A != 0 {
+        (1, lda)
+    } else {
+        (lda, 1)
+    };
+    let (sb_k, sb_n) = if flags & TRANS_B != 0 {
+        (1, ldb)
+    } else {
+        (ldb, 1)
+    };
     let mut acc = 0.0f32;
     for kk in 0..k as usize {
         // SAFETY: row < m, col < n, kk < k: inside A and B (host-checked).
-        let (x, y) = unsafe { (*a.add(row * sa_m + kk * sa_k), *b.add(kk * sb_k + col * sb_n)) };
+        let (x, y) = unsafe {
+            (
+                *a.add(row * sa_m + kk * sa_k),
+                *b.add(kk * sb_k + col * sb_n),
+            )
+        };
         acc = crate::device::arith::fma_f32(x.to_f32(), y.to_f32(), acc);
     }
-    let out = c.wrapping_add(row * ldc as usize + col);
-    let old = if beta == 0.0 {
-        0.0
-    } else {
-        // SAFETY: row < m, col < n: inside C.
-        unsafe { (*out).to_f32() }
-    };
-    // SAFETY: as above; one thread per element.
-    unsafe { *out = O::from_f32(epilogue(acc, alpha, beta, old)) };
+    // SAFETY: row < m, col < n: inside C; one thread per element.
+    unsafe { store_c(c.wrapping_add(row * ldc as usize + col), acc, alpha, beta) };
 }
 
 /// The parameters of every GEMM entry point: `(a, b, c, m, n, k, lda, ldb,
@@ -198,7 +218,9 @@ pub type GemmParams<T, O> = (
 /// shared memory into its 64 × 32 of C.
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
 pub mod mma {
-    use super::{BLOCK_M, BLOCK_N, GemmInput, GemmOutput, STAGES, TRANS_A, TRANS_B, epilogue, tile_offset};
+    use super::{
+        BLOCK_M, BLOCK_N, GemmInput, GemmOutput, STAGES, TRANS_A, TRANS_B, store_c, tile_offset,
+    };
     use crate::device::float16::{bf16, f16};
     use crate::device::mma::{
         self as tc, A_M16K8_TF32, B_K8N8_TF32, C_M16N8, FragATf32, FragBTf32, MmaHalf,
@@ -213,14 +235,32 @@ pub mod mma {
     /// unroll fully would put them in local memory).
     macro_rules! unroll {
         ($i:ident in 2 => $body:block) => {{
-            { let $i: usize = 0; $body }
-            { let $i: usize = 1; $body }
+            {
+                let $i: usize = 0;
+                $body
+            }
+            {
+                let $i: usize = 1;
+                $body
+            }
         }};
         ($i:ident in 4 => $body:block) => {{
-            { let $i: usize = 0; $body }
-            { let $i: usize = 1; $body }
-            { let $i: usize = 2; $body }
-            { let $i: usize = 3; $body }
+            {
+                let $i: usize = 0;
+                $body
+            }
+            {
+                let $i: usize = 1;
+                $body
+            }
+            {
+                let $i: usize = 2;
+                $body
+            }
+            {
+                let $i: usize = 3;
+                $body
+            }
         }};
     }
 
@@ -235,7 +275,14 @@ pub mod mma {
         /// # Safety
         /// `sa`, `sb` address this stage's tiles, filled (waited and
         /// synchronized).
-        unsafe fn warp_tile(sa: u32, sb: u32, flags: u32, wm: usize, wn: usize, acc: &mut [[[f32; 4]; 4]; 4]);
+        unsafe fn warp_tile(
+            sa: u32,
+            sb: u32,
+            flags: u32,
+            wm: usize,
+            wn: usize,
+            acc: &mut [[[f32; 4]; 4]; 4],
+        );
     }
 
     /// Chunks per row of an operand tile: `rows × cols` elements of `size`
@@ -249,7 +296,14 @@ pub mod mma {
             impl MmaInput for $t {
                 const BK: usize = 32;
                 #[inline(always)]
-                unsafe fn warp_tile(sa: u32, sb: u32, flags: u32, wm: usize, wn: usize, acc: &mut [[[f32; 4]; 4]; 4]) {
+                unsafe fn warp_tile(
+                    sa: u32,
+                    sb: u32,
+                    flags: u32,
+                    wm: usize,
+                    wn: usize,
+                    acc: &mut [[[f32; 4]; 4]; 4],
+                ) {
                     // SAFETY: forwarded.
                     unsafe { warp_tile_16::<$t>(sa, sb, flags, wm, wn, acc) }
                 }
@@ -262,7 +316,14 @@ pub mod mma {
     /// [`MmaInput::warp_tile`] of a 16-bit type: two k16 steps, each 4 + 2
     /// `ldmatrix_x4` and 16 `mma.m16n8k16`.
     #[inline(always)]
-    unsafe fn warp_tile_16<T: MmaHalf>(sa: u32, sb: u32, flags: u32, wm: usize, wn: usize, acc: &mut [[[f32; 4]; 4]; 4]) {
+    unsafe fn warp_tile_16<T: MmaHalf>(
+        sa: u32,
+        sb: u32,
+        flags: u32,
+        wm: usize,
+        wn: usize,
+        acc: &mut [[[f32; 4]; 4]; 4],
+    ) {
         let lane = warp::lane_id() as usize;
         let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
         unroll!(kk in 2 => {
@@ -316,12 +377,21 @@ pub mod mma {
         /// by element where [`A_M16K8_TF32`] and [`B_K8N8_TF32`] put them,
         /// rounded to tf32 (`cvt.rna.tf32.f32`).
         #[inline(always)]
-        unsafe fn warp_tile(sa: u32, sb: u32, flags: u32, wm: usize, wn: usize, acc: &mut [[[f32; 4]; 4]; 4]) {
+        unsafe fn warp_tile(
+            sa: u32,
+            sb: u32,
+            flags: u32,
+            wm: usize,
+            wn: usize,
+            acc: &mut [[[f32; 4]; 4]; 4],
+        ) {
             let lane = warp::lane_id();
             let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
             // SAFETY: offsets inside this stage's tiles (rows < 128, k < 16).
             let load = |base: u32, row: usize, col: usize, cols: usize| unsafe {
-                <u32 as SharedScalar>::load_shared(base + tile_offset(row, col, chunks(cols, 4), 4) as u32)
+                <u32 as SharedScalar>::load_shared(
+                    base + tile_offset(row, col, chunks(cols, 4), 4) as u32,
+                )
             };
             unroll!(kk in 2 => {
                 let mut fa = [FragATf32 { regs: [0; 4] }; 4];
@@ -388,7 +458,11 @@ pub mod mma {
             // aligned (host-checked alignment of src and ld); the destination
             // chunk is this thread's alone until the wait.
             unsafe {
-                tc::cp_async_16(dst + tile_offset(r, ch * per_chunk, chunks, size) as u32, from.cast(), bytes)
+                tc::cp_async_16(
+                    dst + tile_offset(r, ch * per_chunk, chunks, size) as u32,
+                    from.cast(),
+                    bytes,
+                )
             };
             id += super::MMA_THREADS as usize;
         }
@@ -478,15 +552,8 @@ pub mod mma {
                     let gr = bm + wm + mi * 16 + r as usize;
                     let gc = bn + wn + ni * 8 + col as usize;
                     if gr < m && gc < n {
-                        let out = c.wrapping_add(gr * ldc as usize + gc);
-                        let old = if beta == 0.0 {
-                            0.0
-                        } else {
-                            // SAFETY: gr < m, gc < n: inside C.
-                            unsafe { (*out).to_f32() }
-                        };
-                        // SAFETY: as above; each element of C has one owner.
-                        unsafe { *out = O::from_f32(epilogue(acc[mi][ni][e], alpha, beta, old)) };
+                        // SAFETY: gr < m, gc < n: inside C; each element has one owner.
+                        unsafe { store_c(c.wrapping_add(gr * ldc as usize + gc), acc[mi][ni][e], alpha, beta) };
                     }
                 });
             });

@@ -61,14 +61,19 @@ where
 {
     for size in GEMM_SIZES {
         let (m, n, k) = (size, size, size);
-        let a: Vec<I> = (0..m * k).map(|_| from(rng.uniform() as f32 * 2.0 - 1.0)).collect();
-        let b: Vec<I> = (0..k * n).map(|_| from(rng.uniform() as f32 * 2.0 - 1.0)).collect();
+        let a: Vec<I> = (0..m * k)
+            .map(|_| from(rng.uniform() as f32 * 2.0 - 1.0))
+            .collect();
+        let b: Vec<I> = (0..k * n)
+            .map(|_| from(rng.uniform() as f32 * 2.0 - 1.0))
+            .collect();
         let da = gpu.to_device(&a.iter().map(|v| v.to_dev()).collect::<Vec<_>>())?;
         let db = gpu.to_device(&b.iter().map(|v| v.to_dev()).collect::<Vec<_>>())?;
         let mut dc: DeviceBuffer<f32> = gpu.zeroed(m * n)?;
         let shape = GemmShape::dense(m, n, k);
-        let picks: Vec<(usize, usize)> =
-            (0..SAMPLES).map(|_| (rng.below(m as u64) as usize, rng.below(n as u64) as usize)).collect();
+        let picks: Vec<(usize, usize)> = (0..SAMPLES)
+            .map(|_| (rng.below(m as u64) as usize, rng.below(n as u64) as usize))
+            .collect();
         let tflops = |ms: f64| 2.0 * (m * n * k) as f64 / (ms * 1e9);
         let reps = if size >= 8192 { 5 } else { 20 };
         let label = format!("{size}³ {} → f32", I::NAME);
@@ -80,7 +85,9 @@ where
         };
         let reference = match cublas {
             Some(cb) => {
-                let ms = median_gpu_ms(gpu, 2, reps, || cb.gemm_ex::<I, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc))? as f64;
+                let ms = median_gpu_ms(gpu, 2, reps, || {
+                    cb.gemm_ex::<I, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc)
+                })? as f64;
                 let check = checked(&mut dc)?;
                 let name = format!("cuBLAS GemmEx {}", I::NAME);
                 let record = BenchRecord::new(&name, &label, ms, "TFLOP/s", tflops(ms), check);
@@ -124,7 +131,13 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         }
     };
     let mut rng = Rng::new(21);
-    bench_type(gpu, cublas.as_ref(), half::bf16::from_f32, records, &mut rng)?;
+    bench_type(
+        gpu,
+        cublas.as_ref(),
+        half::bf16::from_f32,
+        records,
+        &mut rng,
+    )?;
     bench_type(gpu, cublas.as_ref(), half::f16::from_f32, records, &mut rng)?;
     bench_type(gpu, cublas.as_ref(), |x| x, records, &mut rng)
 }

@@ -216,14 +216,17 @@ impl GemmShape {
         };
         for (name, need, len) in [("A", ea, lens.0), ("B", eb, lens.1), ("C", ec, lens.2)] {
             if len < need {
-                return bad(format!("{name} holds {len} elements, the shape reaches {need}"));
+                return bad(format!(
+                    "{name} holds {len} elements, the shape reaches {need}"
+                ));
             }
         }
         Ok(())
     }
 
     fn flags(&self) -> u32 {
-        (if self.op_a == Op::T { TRANS_A } else { 0 }) | (if self.op_b == Op::T { TRANS_B } else { 0 })
+        (if self.op_a == Op::T { TRANS_A } else { 0 })
+            | (if self.op_b == Op::T { TRANS_B } else { 0 })
     }
 }
 
@@ -356,7 +359,10 @@ impl Gpu {
                 )),
                 GemmPath::Wgmma => Err(Error::invalid(
                     name,
-                    format!("{GEMM_PATH_ENV}=wgmma: no wgmma kernel for {} in this build", I::NAME),
+                    format!(
+                        "{GEMM_PATH_ENV}=wgmma: no wgmma kernel for {} in this build",
+                        I::NAME
+                    ),
                 )),
                 GemmPath::MmaSync if !self.has_kernel(O::MMA.name()) => Err(Error::invalid(
                     name,
@@ -429,7 +435,10 @@ impl Gpu {
                 if shape.m.div_ceil(side) > 65_535 {
                     return Err(Error::invalid(
                         O::SIMT.name(),
-                        format!("m = {} is past the CUDA-core grid's 65,535 blocks of {side}", shape.m),
+                        format!(
+                            "m = {} is past the CUDA-core grid's 65,535 blocks of {side}",
+                            shape.m
+                        ),
                     ));
                 }
                 (
@@ -568,7 +577,11 @@ pub fn gemm_reference<I: GemmInput, O: GemmOutput<I>>(
     let ((m, k), n) = (a.dim(), b.ncols());
     let u = 2f64.powi(-23);
     let gamma = (k as f64 * u) / (1.0 - k as f64 * u);
-    let e_in = if I::NAME == "tf32" { 2.0 * 2f64.powi(-10) + 2f64.powi(-20) } else { 0.0 };
+    let e_in = if I::NAME == "tf32" {
+        2.0 * 2f64.powi(-10) + 2f64.powi(-20)
+    } else {
+        0.0
+    };
     let u_out = 2f64.powi(-O::PRECISION);
     let (alpha, beta) = (alpha as f64, beta as f64);
     let mut exact = Array2::zeros((m, n));
@@ -581,7 +594,11 @@ pub fn gemm_reference<I: GemmInput, O: GemmOutput<I>>(
                 s += p;
                 abs += p.abs();
             }
-            let cv = if beta == 0.0 { 0.0 } else { beta * c[(i, j)].to_f64() };
+            let cv = if beta == 0.0 {
+                0.0
+            } else {
+                beta * c[(i, j)].to_f64()
+            };
             let r = alpha * s + cv;
             exact[(i, j)] = r;
             let acc_err = (gamma + e_in * (1.0 + gamma)) * abs * alpha.abs();
