@@ -28,8 +28,6 @@ ARG BASE=debian:bookworm-slim
 
 # ---- build stage: toolchain, set-up, test suite, release build ----
 FROM ${BASE} AS build
-ARG SKIP_TESTS=0
-ARG CARGO_BUILD_JOBS=default
 # PATH in full: a base made by mmdebstrap and `podman import` has none.
 ENV RUSTUP_HOME=/usr/local/rustup \
     CARGO_HOME=/usr/local/cargo \
@@ -74,6 +72,10 @@ RUN set -eu; \
 # cache for /out, with the fallback libcuda for running without a GPU
 # (Debian's libcuda1, whose cuInit reports "no device").
 COPY . .
+# Declared here, not above: a build argument's value is part of the cache key
+# of every later step, and the packages and the toolchain do not depend on it.
+ARG SKIP_TESTS=0
+ARG CARGO_BUILD_JOBS=default
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/usr/local/cargo/git \
     --mount=type=cache,target=/root/.cache/pip \

@@ -100,7 +100,8 @@ if ! $ENGINE image inspect "$BASE" >/dev/null 2>&1; then
     fi
     # With the configuration Debian's own images have.
     $ENGINE import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-      --change 'CMD ["bash"]' "$WORK/base.tar" "$BASE" >/dev/null
+      --change 'CMD ["bash"]' "$WORK/base.tar" "$BASE" >"$WORK/import.log" 2>&1 \
+      || fail "base image $BASE: bootstrapped, but $ENGINE import failed: $(last_line "$WORK/import.log")"
     rm -f "$WORK/base.tar"
     say "base $BASE: bootstrapped and imported ($(took))"
   fi
@@ -113,6 +114,7 @@ if $ENGINE run --rm --network=none "$BASE" true >"$WORK/run-probe.log" 2>&1; the
   CAN_RUN=1
 else
   CAN_RUN=0
+  [ "$(id -u)" = 0 ] || fail "$ENGINE cannot run a container here ($(last_line "$WORK/run-probe.log")), and the check's fallback (chroot) needs root"
   say "$ENGINE cannot run a container here ($(last_line "$WORK/run-probe.log")): building with chroot isolation, checking through an exported root filesystem"
 fi
 
@@ -160,6 +162,9 @@ t_phase=$SECONDS
 build "$IMAGE" main
 say "built $IMAGE ($(took))"
 build "$IMAGE-build" build --target build
+# Earlier builds' images that no name holds any more (the layers of these two
+# stay: they are the next build's cache).
+$ENGINE image prune -f >/dev/null
 size() { $ENGINE image inspect --format '{{.Size}}' "$1" | awk '{printf "%.0f MB", $1 / 1e6}'; }
 say "image sizes: build stage $(size "$IMAGE-build"), run stage $(size "$IMAGE")"
 
