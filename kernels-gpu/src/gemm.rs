@@ -604,6 +604,10 @@ macro_rules! gemm_kernels {
                 }
             )*
         }
+
+        /// The entry points of `GEMM_KERNELS` that exist only in the sm_80
+        /// and later builds (absent from the portable sm_70 PTX).
+        pub const GEMM_SM80_KERNELS: &[&str] = &[$(stringify!($mma)),*];
     };
 }
 
