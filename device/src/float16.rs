@@ -414,7 +414,11 @@ pub mod soft {
         let mant = (abs & 0x7f_ffff) | 0x80_0000; // 24 bits, 1.23
         // Bits of the 24-bit significand dropped: 13 for a normal f16
         // (exponent >= -14), more for a subnormal.
-        let shift = if exp >= -14 { 13 } else { 13 + (-14 - exp) as u32 };
+        let shift = if exp >= -14 {
+            13
+        } else {
+            13 + (-14 - exp) as u32
+        };
         let kept = mant >> shift;
         let rest = mant & ((1 << shift) - 1);
         let half = 1 << (shift - 1);

@@ -288,9 +288,15 @@ pub fn mma_m16n8k16<T: MmaHalf>(a: FragA<T>, b: FragB<T>, c: [f32; 4]) -> [f32; 
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub fn mma_m16n8k8_tf32(a: FragATf32, b: FragBTf32, c: [f32; 4]) -> [f32; 4] {
     #[cfg(not(target_arch = "nvptx64"))]
-    return sim::mma(&A_M16K8_TF32, &a.regs, &B_K8N8_TF32, &b.regs, c, 8, |r, _| {
-        f32::from_bits(r & 0xffff_e000)
-    });
+    return sim::mma(
+        &A_M16K8_TF32,
+        &a.regs,
+        &B_K8N8_TF32,
+        &b.regs,
+        c,
+        8,
+        |r, _| f32::from_bits(r & 0xffff_e000),
+    );
     #[cfg(target_arch = "nvptx64")]
     {
         let [a0, a1, a2, a3] = a.regs;
@@ -661,7 +667,11 @@ mod sim {
                 *b = unsafe { crate::sim::read_global(c.src.add(i)) };
             }
             for i in (0..c.bytes).step_by(4) {
-                let word = u32::from_le_bytes(bytes[i as usize..i as usize + 4].try_into().unwrap_or_default());
+                let word = u32::from_le_bytes(
+                    bytes[i as usize..i as usize + 4]
+                        .try_into()
+                        .unwrap_or_default(),
+                );
                 crate::sim::shared_store::<u32>(c.dst + i, word);
             }
         }

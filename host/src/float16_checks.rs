@@ -2,8 +2,8 @@
 //! `cuda_kernels_gpu::float16_checks`), for tests that compare every
 //! conversion's and packed operation's bits on the GPU, on the simulator and
 //! against a reference.
-pub use cuda_kernels_gpu::float16_checks::{FLOAT16_OPS, Float16Op, float16_apply};
 use cuda_kernels_gpu::float16_checks::FLOAT16_CHECK;
+pub use cuda_kernels_gpu::float16_checks::{FLOAT16_OPS, Float16Op, float16_apply};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
@@ -19,7 +19,13 @@ const MAX_BLOCKS: u32 = 64;
 impl Gpu {
     /// `op(x[i], y[i], z[i])` for every `i` on the device (the arrays of equal
     /// length; `y`, `z` unused by the conversions).
-    pub fn float16_check(&self, op: Float16Op, x: &[u32], y: &[u32], z: &[u32]) -> Result<Vec<u32>> {
+    pub fn float16_check(
+        &self,
+        op: Float16Op,
+        x: &[u32],
+        y: &[u32],
+        z: &[u32],
+    ) -> Result<Vec<u32>> {
         let name = FLOAT16_CHECK.name();
         let n = x.len();
         if y.len() != n || z.len() != n {

@@ -57,8 +57,16 @@ pub const FLOAT16_OPS: [Float16Op; 12] = [
 #[inline(always)]
 pub fn float16_apply(op: u32, x: u32, y: u32, z: u32) -> u32 {
     let lt = |l: [bool; 2]| u32::from(l[0]) | u32::from(l[1]) << 1;
-    let (hx, hy, hz) = (f16x2::from_bits(x), f16x2::from_bits(y), f16x2::from_bits(z));
-    let (bx, by, bz) = (bf16x2::from_bits(x), bf16x2::from_bits(y), bf16x2::from_bits(z));
+    let (hx, hy, hz) = (
+        f16x2::from_bits(x),
+        f16x2::from_bits(y),
+        f16x2::from_bits(z),
+    );
+    let (bx, by, bz) = (
+        bf16x2::from_bits(x),
+        bf16x2::from_bits(y),
+        bf16x2::from_bits(z),
+    );
     match op {
         0 => f16::narrow(f32::from_bits(x)).to_bits() as u32,
         1 => bf16::narrow(f32::from_bits(x)).to_bits() as u32,

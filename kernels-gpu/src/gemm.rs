@@ -155,12 +155,25 @@ pub unsafe fn gemm_simt<T: GemmInput, O: GemmOutput>(
         )
     };
     let (lda, ldb) = (lda as usize, ldb as usize);
-    let (sa_m, sa_k) = if flags & TRANS_A != 0 { (1, lda) } else { (lda, 1) };
-    let (sb_k, sb_n) = if flags & TRANS_B != 0 { (1, ldb) } else { (ldb, 1) };
+    let (sa_m, sa_k) = if flags & TRANS_A != 0 {
+        (1, lda)
+    } else {
+        (lda, 1)
+    };
+    let (sb_k, sb_n) = if flags & TRANS_B != 0 {
+        (1, ldb)
+    } else {
+        (ldb, 1)
+    };
     let mut acc = 0.0f32;
     for kk in 0..k as usize {
         // SAFETY: row < m, col < n, kk < k: inside A and B (host-checked).
-        let (x, y) = unsafe { (*a.add(row * sa_m + kk * sa_k), *b.add(kk * sb_k + col * sb_n)) };
+        let (x, y) = unsafe {
+            (
+                *a.add(row * sa_m + kk * sa_k),
+                *b.add(kk * sb_k + col * sb_n),
+            )
+        };
         acc = crate::device::arith::fma_f32(x.to_f32(), y.to_f32(), acc);
     }
     let out = c.wrapping_add(row * ldc as usize + col);
@@ -198,7 +211,9 @@ pub type GemmParams<T, O> = (
 /// shared memory into its 64 × 32 of C.
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
 pub mod mma {
-    use super::{BLOCK_M, BLOCK_N, GemmInput, GemmOutput, STAGES, TRANS_A, TRANS_B, epilogue, tile_offset};
+    use super::{
+        BLOCK_M, BLOCK_N, GemmInput, GemmOutput, STAGES, TRANS_A, TRANS_B, epilogue, tile_offset,
+    };
     use crate::device::float16::{bf16, f16};
     use crate::device::mma::{
         self as tc, A_M16K8_TF32, B_K8N8_TF32, C_M16N8, FragATf32, FragBTf32, MmaHalf,
@@ -213,14 +228,32 @@ pub mod mma {
     /// unroll fully would put them in local memory).
     macro_rules! unroll {
         ($i:ident in 2 => $body:block) => {{
-            { let $i: usize = 0; $body }
-            { let $i: usize = 1; $body }
+            {
+                let $i: usize = 0;
+                $body
+            }
+            {
+                let $i: usize = 1;
+                $body
+            }
         }};
         ($i:ident in 4 => $body:block) => {{
-            { let $i: usize = 0; $body }
-            { let $i: usize = 1; $body }
-            { let $i: usize = 2; $body }
-            { let $i: usize = 3; $body }
+            {
+                let $i: usize = 0;
+                $body
+            }
+            {
+                let $i: usize = 1;
+                $body
+            }
+            {
+                let $i: usize = 2;
+                $body
+            }
+            {
+                let $i: usize = 3;
+                $body
+            }
         }};
     }
 
@@ -235,7 +268,14 @@ pub mod mma {
         /// # Safety
         /// `sa`, `sb` address this stage's tiles, filled (waited and
         /// synchronized).
-        unsafe fn warp_tile(sa: u32, sb: u32, flags: u32, wm: usize, wn: usize, acc: &mut [[[f32; 4]; 4]; 4]);
+        unsafe fn warp_tile(
+            sa: u32,
+            sb: u32,
+            flags: u32,
+            wm: usize,
+            wn: usize,
+            acc: &mut [[[f32; 4]; 4]; 4],
+        );
     }
 
     /// Chunks per row of an operand tile: `rows × cols` elements of `size`
@@ -249,7 +289,14 @@ pub mod mma {
             impl MmaInput for $t {
                 const BK: usize = 32;
                 #[inline(always)]
-                unsafe fn warp_tile(sa: u32, sb: u32, flags: u32, wm: usize, wn: usize, acc: &mut [[[f32; 4]; 4]; 4]) {
+                unsafe fn warp_tile(
+                    sa: u32,
+                    sb: u32,
+                    flags: u32,
+                    wm: usize,
+                    wn: usize,
+                    acc: &mut [[[f32; 4]; 4]; 4],
+                ) {
                     // SAFETY: forwarded.
                     unsafe { warp_tile_16::<$t>(sa, sb, flags, wm, wn, acc) }
                 }
@@ -262,7 +309,14 @@ pub mod mma {
     /// [`MmaInput::warp_tile`] of a 16-bit type: two k16 steps, each 4 + 2
     /// `ldmatrix_x4` and 16 `mma.m16n8k16`.
     #[inline(always)]
-    unsafe fn warp_tile_16<T: MmaHalf>(sa: u32, sb: u32, flags: u32, wm: usize, wn: usize, acc: &mut [[[f32; 4]; 4]; 4]) {
+    unsafe fn warp_tile_16<T: MmaHalf>(
+        sa: u32,
+        sb: u32,
+        flags: u32,
+        wm: usize,
+        wn: usize,
+        acc: &mut [[[f32; 4]; 4]; 4],
+    ) {
         let lane = warp::lane_id() as usize;
         let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
         unroll!(kk in 2 => {
@@ -316,12 +370,21 @@ pub mod mma {
         /// by element where [`A_M16K8_TF32`] and [`B_K8N8_TF32`] put them,
         /// rounded to tf32 (`cvt.rna.tf32.f32`).
         #[inline(always)]
-        unsafe fn warp_tile(sa: u32, sb: u32, flags: u32, wm: usize, wn: usize, acc: &mut [[[f32; 4]; 4]; 4]) {
+        unsafe fn warp_tile(
+            sa: u32,
+            sb: u32,
+            flags: u32,
+            wm: usize,
+            wn: usize,
+            acc: &mut [[[f32; 4]; 4]; 4],
+        ) {
             let lane = warp::lane_id();
             let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
             // SAFETY: offsets inside this stage's tiles (rows < 128, k < 16).
             let load = |base: u32, row: usize, col: usize, cols: usize| unsafe {
-                <u32 as SharedScalar>::load_shared(base + tile_offset(row, col, chunks(cols, 4), 4) as u32)
+                <u32 as SharedScalar>::load_shared(
+                    base + tile_offset(row, col, chunks(cols, 4), 4) as u32,
+                )
             };
             unroll!(kk in 2 => {
                 let mut fa = [FragATf32 { regs: [0; 4] }; 4];
@@ -388,7 +451,11 @@ pub mod mma {
             // aligned (host-checked alignment of src and ld); the destination
             // chunk is this thread's alone until the wait.
             unsafe {
-                tc::cp_async_16(dst + tile_offset(r, ch * per_chunk, chunks, size) as u32, from.cast(), bytes)
+                tc::cp_async_16(
+                    dst + tile_offset(r, ch * per_chunk, chunks, size) as u32,
+                    from.cast(),
+                    bytes,
+                )
             };
             id += super::MMA_THREADS as usize;
         }

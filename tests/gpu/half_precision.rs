@@ -88,7 +88,11 @@ fn conversions_16_to_32_every_input(gpu: &Gpu) -> Result<(), Failed> {
     let all: Vec<(u32, u32, u32)> = (0..=0xffffu32).map(|h| (h, 0, 0)).collect();
     check_op(gpu, Float16Op::F16ToF32, &all, |h, _, _| {
         let v = f16::from_bits(h as u16);
-        if v.is_nan() { NAN32 } else { v.to_f32().to_bits() }
+        if v.is_nan() {
+            NAN32
+        } else {
+            v.to_f32().to_bits()
+        }
     })?;
     check_op(gpu, Float16Op::Bf16ToF32, &all, |h, _, _| h << 16)
 }
@@ -116,11 +120,19 @@ fn conversions_32_to_16_every_tie(gpu: &Gpu) -> Result<(), Failed> {
     }
     check_op(gpu, Float16Op::F32ToF16, &inputs, |x, _, _| {
         let v = f32::from_bits(x);
-        if v.is_nan() { NAN16 } else { f16::from_f32(v).to_bits() as u32 }
+        if v.is_nan() {
+            NAN16
+        } else {
+            f16::from_f32(v).to_bits() as u32
+        }
     })?;
     check_op(gpu, Float16Op::F32ToBf16, &inputs, |x, _, _| {
         let v = f32::from_bits(x);
-        if v.is_nan() { NAN16 } else { bf16::from_f32(v).to_bits() as u32 }
+        if v.is_nan() {
+            NAN16
+        } else {
+            bf16::from_f32(v).to_bits() as u32
+        }
     })
 }
 
@@ -129,7 +141,13 @@ fn conversions_32_to_16_every_tie(gpu: &Gpu) -> Result<(), Failed> {
 /// error `err`, so the exact value is `s + err`; of `round(s)` and its two
 /// neighbours the nearest to it wins (`half`'s f64 → 16-bit conversion goes
 /// through f32, a double rounding, so it only proposes the candidates).
-fn fma_reference(a: f64, b: f64, c: f64, round: impl Fn(f64) -> u16, widen: impl Fn(u16) -> f64) -> u16 {
+fn fma_reference(
+    a: f64,
+    b: f64,
+    c: f64,
+    round: impl Fn(f64) -> u16,
+    widen: impl Fn(u16) -> f64,
+) -> u16 {
     let p = a * b;
     let s = p + c;
     if s.is_nan() {
@@ -148,7 +166,10 @@ fn fma_reference(a: f64, b: f64, c: f64, round: impl Fn(f64) -> u16, widen: impl
     let value = |x: u16| {
         let v = widen(x);
         if v.is_infinite() {
-            let (max, below) = (widen((x & 0x8000) | (x & 0x7fff) - 1), widen((x & 0x8000) | (x & 0x7fff) - 2));
+            let (max, below) = (
+                widen((x & 0x8000) | (x & 0x7fff) - 1),
+                widen((x & 0x8000) | (x & 0x7fff) - 2),
+            );
             2.0 * max - below
         } else {
             v
@@ -208,24 +229,34 @@ fn min_max_reference(a: f64, b: f64, max: bool) -> Option<f64> {
 
 /// The packed operations on random pairs and every pair of special values.
 fn packed_operations(gpu: &Gpu) -> Result<(), Failed> {
-    let specials: [u16; 12] =
-        [0, 0x8000, 0x0001, 0x8001, 0x3c00, 0xbc00, 0x7bff, 0x7c00, 0xfc00, 0x7e00, 0x7fff, 0x03ff];
-    let bf_specials: [u16; 12] =
-        [0, 0x8000, 0x0001, 0x8001, 0x3f80, 0xbf80, 0x7f7f, 0x7f80, 0xff80, 0x7fc0, 0x7fff, 0x007f];
+    let specials: [u16; 12] = [
+        0, 0x8000, 0x0001, 0x8001, 0x3c00, 0xbc00, 0x7bff, 0x7c00, 0xfc00, 0x7e00, 0x7fff, 0x03ff,
+    ];
+    let bf_specials: [u16; 12] = [
+        0, 0x8000, 0x0001, 0x8001, 0x3f80, 0xbf80, 0x7f7f, 0x7f80, 0xff80, 0x7fc0, 0x7fff, 0x007f,
+    ];
     let mut rng = Rng::new(21);
     let mut inputs = |sp: &[u16; 12]| {
         let mut v = Vec::new();
         for &a in sp {
             for &b in sp {
                 for &c in sp {
-                    v.push((a as u32 | (b as u32) << 16, b as u32 | (c as u32) << 16, c as u32 | (a as u32) << 16));
+                    v.push((
+                        a as u32 | (b as u32) << 16,
+                        b as u32 | (c as u32) << 16,
+                        c as u32 | (a as u32) << 16,
+                    ));
                 }
             }
         }
         for _ in 0..20_000 {
             let w = |r: &mut Rng| {
                 // Values near 1 often (products and sums that round), any bits otherwise.
-                let h = if r.below(2) == 0 { 0x3800 + r.below(0x0c00) as u32 } else { r.below(0x10000) as u32 };
+                let h = if r.below(2) == 0 {
+                    0x3800 + r.below(0x0c00) as u32
+                } else {
+                    r.below(0x10000) as u32
+                };
                 h | (r.below(0x10000) as u32) << 16
             };
             v.push((w(&mut rng), w(&mut rng), w(&mut rng)));
@@ -241,19 +272,52 @@ fn packed_operations(gpu: &Gpu) -> Result<(), Failed> {
     }
     let hw = |h: u16| f16::from_bits(h).to_f64();
     let bw = |h: u16| bf16::from_bits(h).to_f64();
-    let hr = |v: f64| if v.is_nan() { NAN16 as u16 } else { f16::from_f64(v).to_bits() };
-    let br = |v: f64| if v.is_nan() { NAN16 as u16 } else { bf16::from_f64(v).to_bits() };
-    check_op(gpu, Float16Op::F16x2Fma, &h_in, pair(|a, b, c| fma_reference(hw(a), hw(b), hw(c), hr, hw)))?;
-    check_op(gpu, Float16Op::Bf16x2Fma, &b_in, pair(|a, b, c| fma_reference(bw(a), bw(b), bw(c), br, bw)))?;
+    let hr = |v: f64| {
+        if v.is_nan() {
+            NAN16 as u16
+        } else {
+            f16::from_f64(v).to_bits()
+        }
+    };
+    let br = |v: f64| {
+        if v.is_nan() {
+            NAN16 as u16
+        } else {
+            bf16::from_f64(v).to_bits()
+        }
+    };
+    check_op(
+        gpu,
+        Float16Op::F16x2Fma,
+        &h_in,
+        pair(|a, b, c| fma_reference(hw(a), hw(b), hw(c), hr, hw)),
+    )?;
+    check_op(
+        gpu,
+        Float16Op::Bf16x2Fma,
+        &b_in,
+        pair(|a, b, c| fma_reference(bw(a), bw(b), bw(c), br, bw)),
+    )?;
     for (op, max) in [(Float16Op::F16x2Min, false), (Float16Op::F16x2Max, true)] {
-        check_op(gpu, op, &h_in, pair(|a, b, _| min_max_reference(hw(a), hw(b), max).map_or(NAN16 as u16, hr)))?;
+        check_op(
+            gpu,
+            op,
+            &h_in,
+            pair(|a, b, _| min_max_reference(hw(a), hw(b), max).map_or(NAN16 as u16, hr)),
+        )?;
     }
     for (op, max) in [(Float16Op::Bf16x2Min, false), (Float16Op::Bf16x2Max, true)] {
-        check_op(gpu, op, &b_in, pair(|a, b, _| min_max_reference(bw(a), bw(b), max).map_or(NAN16 as u16, br)))?;
+        check_op(
+            gpu,
+            op,
+            &b_in,
+            pair(|a, b, _| min_max_reference(bw(a), bw(b), max).map_or(NAN16 as u16, br)),
+        )?;
     }
     fn lt(w: impl Fn(u16) -> f64) -> impl Fn(u32, u32, u32) -> u32 {
         move |x, y, _| {
-            u32::from(w(x as u16) < w(y as u16)) | u32::from(w((x >> 16) as u16) < w((y >> 16) as u16)) << 1
+            u32::from(w(x as u16) < w(y as u16))
+                | u32::from(w((x >> 16) as u16) < w((y >> 16) as u16)) << 1
         }
     }
     check_op(gpu, Float16Op::F16x2Lt, &h_in, lt(hw))?;
@@ -296,13 +360,21 @@ fn gemm_case<I: GemmInput, O: GemmOutput<I>>(
 fn expected_path(gpu: &Gpu) -> GemmPath {
     // The simulator runs the production mma.sync kernel; a GPU without the
     // sm_80 build's kernel takes the CUDA cores.
-    if simulated(gpu) { GemmPath::MmaSync } else { gpu.gemm_path::<bf16, f32>(true).unwrap_or(GemmPath::CudaCore) }
+    if simulated(gpu) {
+        GemmPath::MmaSync
+    } else {
+        gpu.gemm_path::<bf16, f32>(&GemmShape::dense(256, 256, 256), true)
+            .unwrap_or(GemmPath::CudaCore)
+    }
 }
 
 /// The 256³ bf16 product through the production mma.sync kernel (the
 /// simulator's budget: 30 s on 2 cores).
 fn gemm_bf16_256_cubed(gpu: &Gpu) -> Result<(), Failed> {
-    let (a, b) = (random(256, 256, 1, bf16::from_f32), random(256, 256, 2, bf16::from_f32));
+    let (a, b) = (
+        random(256, 256, 1, bf16::from_f32),
+        random(256, 256, 2, bf16::from_f32),
+    );
     let c = Array2::<f32>::zeros((256, 256));
     let path = gemm_case(gpu, 1.0, a.view(), b.view(), 0.0, &c)?;
     ensure(path == expected_path(gpu), || format!("path {path:?}"))
@@ -314,9 +386,20 @@ fn gemm_layouts_types_and_edges(gpu: &Gpu) -> Result<(), Failed> {
     let shapes: &[(usize, usize, usize)] = if simulated(gpu) {
         &[(1, 1, 1), (17, 33, 45), (130, 9, 40)]
     } else {
-        &[(1, 1, 1), (17, 33, 45), (130, 9, 40), (257, 300, 333), (1000, 1000, 1000)]
+        &[
+            (1, 1, 1),
+            (17, 33, 45),
+            (130, 9, 40),
+            (257, 300, 333),
+            (1000, 1000, 1000),
+        ]
     };
-    let ops = [(Op::N, Op::N), (Op::N, Op::T), (Op::T, Op::N), (Op::T, Op::T)];
+    let ops = [
+        (Op::N, Op::N),
+        (Op::N, Op::T),
+        (Op::T, Op::N),
+        (Op::T, Op::T),
+    ];
     for (idx, &(m, n, k)) in shapes.iter().enumerate() {
         for (oi, &(oa, ob)) in ops.iter().enumerate() {
             let seed = (idx * 4 + oi) as u64 * 10;
@@ -324,7 +407,13 @@ fn gemm_layouts_types_and_edges(gpu: &Gpu) -> Result<(), Failed> {
             fn view<I: GemmInput>(x: &Array2<I>, op: Op) -> ArrayView2<'_, I> {
                 if op == Op::T { x.t() } else { x.view() }
             }
-            let store = |rows: usize, cols: usize, op: Op| if op == Op::T { (cols, rows) } else { (rows, cols) };
+            let store = |rows: usize, cols: usize, op: Op| {
+                if op == Op::T {
+                    (cols, rows)
+                } else {
+                    (rows, cols)
+                }
+            };
             let (ra, ca) = store(m, k, oa);
             let (rb, cb) = store(k, n, ob);
             let ab = random(ra, ca, seed, bf16::from_f32);
@@ -335,7 +424,14 @@ fn gemm_layouts_types_and_edges(gpu: &Gpu) -> Result<(), Failed> {
             let bh = random(rb, cb, seed + 4, f16::from_f32);
             let c32 = random(m, n, seed + 5, |x| x);
             gemm_case(gpu, 0.75, view(&ah, oa), view(&bh, ob), 2.0, &c32)?;
-            gemm_case(gpu, 1.0, view(&ah, oa), view(&bh, ob), 0.0, &random(m, n, seed + 6, f16::from_f32))?;
+            gemm_case(
+                gpu,
+                1.0,
+                view(&ah, oa),
+                view(&bh, ob),
+                0.0,
+                &random(m, n, seed + 6, f16::from_f32),
+            )?;
             let af = random(ra, ca, seed + 7, |x| x);
             let bf = random(rb, cb, seed + 8, |x| x);
             gemm_case(gpu, -1.0, view(&af, oa), view(&bf, ob), 0.5, &c32)?;
@@ -359,12 +455,16 @@ fn gemm_misaligned_and_batched(gpu: &Gpu) -> Result<(), Failed> {
     (shape.stride_a, shape.stride_b) = (m * k, k * n);
     let check = |got: &[f32], a_off: usize, what: &str| -> Result<(), Failed> {
         for z in 0..batches {
-            let az = a.as_slice().map(|s| &s[a_off + z * m * k..a_off + (z + 1) * m * k]).ok_or("layout")?;
+            let az = a
+                .as_slice()
+                .map(|s| &s[a_off + z * m * k..a_off + (z + 1) * m * k])
+                .ok_or("layout")?;
             let az = ArrayView2::from_shape((m, k), az).map_err(fail)?;
             let bz = b.slice(s![z * k..(z + 1) * k, ..]);
             let cz = Array2::<f32>::zeros((m, n));
             let reference = gemm_reference(1.0, az, bz, 0.0, cz.view());
-            let gz = ArrayView2::from_shape((m, n), &got[z * m * n..(z + 1) * m * n]).map_err(fail)?;
+            let gz =
+                ArrayView2::from_shape((m, n), &got[z * m * n..(z + 1) * m * n]).map_err(fail)?;
             if let Some(bad) = gemm_check(gz, &reference, |v| v as f64) {
                 return Err(Failed::from(format!("{what}, batch {z}: {bad:?}")));
             }
@@ -377,7 +477,9 @@ fn gemm_misaligned_and_batched(gpu: &Gpu) -> Result<(), Failed> {
             .gemm_on_device::<bf16, f32>(&shape, 1.0, &da.index(a_off..), &db, 0.0, &mut dc)
             .map_err(fail)?;
         gpu.synchronize("gemm").map_err(fail)?;
-        ensure(path == want, || format!("A at +{a_off}: path {path:?}, want {want:?}"))?;
+        ensure(path == want, || {
+            format!("A at +{a_off}: path {path:?}, want {want:?}")
+        })?;
         let mut got = vec![0f32; batches * m * n];
         dc.copy_to(&mut got[..]).map_err(fail)?;
         check(&got, a_off, &format!("A at +{a_off}"))?;
@@ -432,21 +534,39 @@ fn gemm_agrees_with_cublas(gpu: &Gpu) -> Result<(), Failed> {
         for ours in [true, false] {
             let mut dc = gpu.zeroed::<f32>(m * n).map_err(fail)?;
             if ours {
-                gpu.gemm_on_device::<bf16, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc).map_err(fail)?;
+                gpu.gemm_on_device::<bf16, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc)
+                    .map_err(fail)?;
             } else {
-                cublas.gemm_ex::<bf16, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc).map_err(fail)?;
+                cublas
+                    .gemm_ex::<bf16, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc)
+                    .map_err(fail)?;
             }
             gpu.synchronize("gemm").map_err(fail)?;
             let mut c = vec![0f32; m * n];
             dc.copy_to(&mut c[..]).map_err(fail)?;
             let c = Array2::from_shape_vec((m, n), c).map_err(fail)?;
             if let Some(bad) = gemm_check(c.view(), &reference, |v| v as f64) {
-                return Err(Failed::from(format!("{} ({op_a:?}N): {bad:?}", if ours { "ours" } else { "cuBLAS" })));
+                return Err(Failed::from(format!(
+                    "{} ({op_a:?}N): {bad:?}",
+                    if ours { "ours" } else { "cuBLAS" }
+                )));
             }
             results.push(c);
         }
-        let classes = |c: &Array2<f32>| c.mapv(|v| if v.is_nan() { 2 } else if v.is_infinite() { v.signum() as i32 * 3 } else { 0 });
-        ensure(classes(&results[0]) == classes(&results[1]), || format!("{op_a:?}N: NaN/infinity places differ from cuBLAS"))?;
+        let classes = |c: &Array2<f32>| {
+            c.mapv(|v| {
+                if v.is_nan() {
+                    2
+                } else if v.is_infinite() {
+                    v.signum() as i32 * 3
+                } else {
+                    0
+                }
+            })
+        };
+        ensure(classes(&results[0]) == classes(&results[1]), || {
+            format!("{op_a:?}N: NaN/infinity places differ from cuBLAS")
+        })?;
     }
     Ok(())
 }
@@ -455,7 +575,10 @@ fn gemm_agrees_with_cublas(gpu: &Gpu) -> Result<(), Failed> {
 /// and the same sum with one k-slab of 16 dropped fails it, for every
 /// input type.
 fn gemm_bound_catches_a_dropped_k_slab() -> Result<(), Failed> {
-    fn case<I: GemmInput, O: GemmOutput<I>>(from: impl Fn(f32) -> I, to_out: impl Fn(f32) -> O) -> Result<(), Failed> {
+    fn case<I: GemmInput, O: GemmOutput<I>>(
+        from: impl Fn(f32) -> I,
+        to_out: impl Fn(f32) -> O,
+    ) -> Result<(), Failed> {
         let (m, n, k) = (32, 32, 512);
         let (a, b) = (random(m, k, 50, &from), random(k, n, 51, &from));
         let c = Array2::from_elem((m, n), to_out(0.0));
@@ -470,19 +593,25 @@ fn gemm_bound_catches_a_dropped_k_slab() -> Result<(), Failed> {
                     let x = |v: I| {
                         let f = v.to_f64() as f32;
                         // tf32: the tensor core's input rounding.
-                        if I::NAME == "tf32" { f32::from_bits((f.to_bits() + 0x1000) & 0xffff_e000) } else { f }
+                        if I::NAME == "tf32" {
+                            f32::from_bits((f.to_bits() + 0x1000) & 0xffff_e000)
+                        } else {
+                            f
+                        }
                     };
                     acc = x(a[(i, kk)]).mul_add(x(b[(kk, j)]), acc);
                 }
                 to_out(acc)
             })
         };
-        ensure(gemm_check(sum(None).view(), &reference, |v| v.to_f64()).is_none(), || {
-            format!("{}: the f32 sum fails its own bound", I::NAME)
-        })?;
-        ensure(gemm_check(sum(Some(7)).view(), &reference, |v| v.to_f64()).is_some(), || {
-            format!("{}: a dropped k-slab passes the bound", I::NAME)
-        })
+        ensure(
+            gemm_check(sum(None).view(), &reference, |v| v.to_f64()).is_none(),
+            || format!("{}: the f32 sum fails its own bound", I::NAME),
+        )?;
+        ensure(
+            gemm_check(sum(Some(7)).view(), &reference, |v| v.to_f64()).is_some(),
+            || format!("{}: a dropped k-slab passes the bound", I::NAME),
+        )
     }
     case::<bf16, f32>(bf16::from_f32, |x| x)?;
     case::<bf16, bf16>(bf16::from_f32, bf16::from_f32)?;
@@ -499,21 +628,47 @@ fn gemm_refusals(gpu: &Gpu) -> Result<(), Failed> {
     let mut c = Array2::<f32>::zeros((4, 3));
     let named = |e: cuda_kernels::Error, what: &str| -> Result<(), Failed> {
         let text = e.to_string();
-        ensure(text.contains("gemm_mma_bf16_f32") && text.contains(what), || format!("{what}: {text}"))
+        ensure(
+            text.contains("gemm_mma_bf16_f32") && text.contains(what),
+            || format!("{what}: {text}"),
+        )
     };
-    let e = gpu.gemm(1.0, a.view(), b.view(), 0.0, c.view_mut()).err().ok_or("inner dims accepted")?;
+    let e = gpu
+        .gemm(1.0, a.view(), b.view(), 0.0, c.view_mut())
+        .err()
+        .ok_or("inner dims accepted")?;
     named(e, "inner dimensions differ")?;
     let empty = Array2::from_elem((0, 5), bf16::ZERO);
     let b5 = random(5, 3, 62, bf16::from_f32);
     let mut c0 = Array2::<f32>::zeros((0, 3));
-    let e = gpu.gemm(1.0, empty.view(), b5.view(), 0.0, c0.view_mut()).err().ok_or("empty accepted")?;
+    let e = gpu
+        .gemm(1.0, empty.view(), b5.view(), 0.0, c0.view_mut())
+        .err()
+        .ok_or("empty accepted")?;
     named(e, "zero dimension")?;
     let name = "gemm_mma_bf16_f32";
     let mut shape = GemmShape::dense(4, 3, 5);
     shape.lda = 4;
-    named(shape.check(name, (100, 100, 100)).err().ok_or("short lda accepted")?, "shorter than a row")?;
+    named(
+        shape
+            .check(name, (100, 100, 100))
+            .err()
+            .ok_or("short lda accepted")?,
+        "shorter than a row",
+    )?;
     let huge = GemmShape::dense(1 << 31, 8, 8);
-    named(huge.check(name, (usize::MAX, usize::MAX, usize::MAX)).err().ok_or("2^31 accepted")?, "32-bit limit")?;
+    named(
+        huge.check(name, (usize::MAX, usize::MAX, usize::MAX))
+            .err()
+            .ok_or("2^31 accepted")?,
+        "32-bit limit",
+    )?;
     let shape = GemmShape::dense(4, 3, 5);
-    named(shape.check(name, (19, 15, 12)).err().ok_or("short A accepted")?, "A holds 19")
+    named(
+        shape
+            .check(name, (19, 15, 12))
+            .err()
+            .ok_or("short A accepted")?,
+        "A holds 19",
+    )
 }
