@@ -47,7 +47,12 @@ fn main() -> ExitCode {
 fn every_entry_point_is_in_the_ptx() -> Result<(), Failed> {
     let found = cuda_kernels::ptx_entry_points(cuda_kernels::PTX);
     let listed = cuda_kernels::entry_points();
-    let missing: Vec<_> = listed.iter().filter(|e| !found.contains(e)).collect();
+    // The tensor-core kernels exist in the sm_80 and later images alone.
+    let arch_only = cuda_kernels::kernels::gemm::GEMM_SM80_KERNELS;
+    let missing: Vec<_> = listed
+        .iter()
+        .filter(|e| !found.contains(e) && !arch_only.contains(e))
+        .collect();
     let unlisted: Vec<_> = found.iter().filter(|e| !listed.contains(e)).collect();
     if missing.is_empty() && unlisted.is_empty() {
         Ok(())

@@ -1,4 +1,4 @@
-//! 16-bit floats: [`f16`] (IEEE binary16) and [`bf16`] (bfloat16), their
+//! 16-bit floats: [`f16`](struct@f16) (IEEE binary16) and [`bf16`] (bfloat16), their
 //! packed pairs [`f16x2`] and [`bf16x2`], conversions from and to f32, and
 //! arithmetic with the GPU's rounding and NaNs.
 //!
@@ -120,7 +120,7 @@ macro_rules! float16 {
         #[cfg(not(target_arch = "nvptx64"))]
         unsafe impl bytemuck::Pod for $name {}
 
-        #[doc = concat!("Two [`", stringify!($name), "`] in one 32-bit register: element 0 in the low half (the `.",
+        #[doc = concat!("Two [`", stringify!($name), "`](struct@", stringify!($name), ") in one 32-bit register: element 0 in the low half (the `.",
             stringify!($x2), "` operand of PTX's packed instructions).")]
         #[allow(non_camel_case_types)]
         #[repr(transparent)]

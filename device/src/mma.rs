@@ -136,7 +136,7 @@ pub const LDMATRIX_8X8: Layout = Layout {
     e_steps: [(0, 1), (0, 0), (0, 0)],
 };
 
-/// A 16-bit element type of `mma.m16n8k16`: [`f16`] or [`bf16`].
+/// A 16-bit element type of `mma.m16n8k16`: [`f16`](struct@f16) or [`bf16`].
 pub trait MmaHalf: Copy + 'static {
     /// Its PTX type name (`f16`, `bf16`).
     const PTX: &'static str;

@@ -6,7 +6,7 @@
 //! - `gemm_mma_*`: the tensor cores through `mma.sync` (sm_80 and later;
 //!   these entry points exist only in the sm_80 and later builds): blocks of
 //!   [`BLOCK_M`] × [`BLOCK_N`] of C, 8 warps of 64 × 32, k-tiles of
-//!   [`MmaInput::BK`] in a [`STAGES`]-deep `cp.async` pipeline in shared
+//!   `MmaInput::BK` elements in a [`STAGES`]-deep `cp.async` pipeline in shared
 //!   memory (XOR-swizzled 16-byte chunks, [`tile_offset`]), fragments by
 //!   `ldmatrix` (16-bit inputs; `.trans` for the operand stored the other
 //!   way) or by the fragment layouts (tf32);
@@ -102,6 +102,20 @@ pub fn epilogue(acc: f32, alpha: f32, beta: f32, c: f32) -> f32 {
     }
 }
 
+/// Writes one element of C: `alpha · acc + beta · C` ([`epilogue`]; C read
+/// only when `beta != 0`), rounded to the output type.
+///
+/// # Safety
+/// `out` points to an element of C that only this thread writes.
+#[inline(always)]
+pub unsafe fn store_c<O: GemmOutput>(out: *mut O, acc: f32, alpha: f32, beta: f32) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let old = if beta == 0.0 { 0.0 } else { (*out).to_f32() };
+        *out = O::from_f32(epilogue(acc, alpha, beta, old));
+    }
+}
+
 /// The byte offset of element `(row, col)` in a shared tile of `chunks`
 /// 16-byte chunks per row, with `size`-byte elements: chunk `c` of row `r`
 /// is stored at chunk `c ^ phase(r)` of its row, `phase` cycling through 8
@@ -176,15 +190,8 @@ pub unsafe fn gemm_simt<T: GemmInput, O: GemmOutput>(
         };
         acc = crate::device::arith::fma_f32(x.to_f32(), y.to_f32(), acc);
     }
-    let out = c.wrapping_add(row * ldc as usize + col);
-    let old = if beta == 0.0 {
-        0.0
-    } else {
-        // SAFETY: row < m, col < n: inside C.
-        unsafe { (*out).to_f32() }
-    };
-    // SAFETY: as above; one thread per element.
-    unsafe { *out = O::from_f32(epilogue(acc, alpha, beta, old)) };
+    // SAFETY: row < m, col < n: inside C; one thread per element.
+    unsafe { store_c(c.wrapping_add(row * ldc as usize + col), acc, alpha, beta) };
 }
 
 /// The parameters of every GEMM entry point: `(a, b, c, m, n, k, lda, ldb,
@@ -212,7 +219,7 @@ pub type GemmParams<T, O> = (
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
 pub mod mma {
     use super::{
-        BLOCK_M, BLOCK_N, GemmInput, GemmOutput, STAGES, TRANS_A, TRANS_B, epilogue, tile_offset,
+        BLOCK_M, BLOCK_N, GemmInput, GemmOutput, STAGES, TRANS_A, TRANS_B, store_c, tile_offset,
     };
     use crate::device::float16::{bf16, f16};
     use crate::device::mma::{
@@ -545,15 +552,8 @@ pub mod mma {
                     let gr = bm + wm + mi * 16 + r as usize;
                     let gc = bn + wn + ni * 8 + col as usize;
                     if gr < m && gc < n {
-                        let out = c.wrapping_add(gr * ldc as usize + gc);
-                        let old = if beta == 0.0 {
-                            0.0
-                        } else {
-                            // SAFETY: gr < m, gc < n: inside C.
-                            unsafe { (*out).to_f32() }
-                        };
-                        // SAFETY: as above; each element of C has one owner.
-                        unsafe { *out = O::from_f32(epilogue(acc[mi][ni][e], alpha, beta, old)) };
+                        // SAFETY: gr < m, gc < n: inside C; each element has one owner.
+                        unsafe { store_c(c.wrapping_add(gr * ldc as usize + gc), acc[mi][ni][e], alpha, beta) };
                     }
                 });
             });
@@ -604,6 +604,10 @@ macro_rules! gemm_kernels {
                 }
             )*
         }
+
+        /// The entry points of `GEMM_KERNELS` that exist only in the sm_80
+        /// and later builds (absent from the portable sm_70 PTX).
+        pub const GEMM_SM80_KERNELS: &[&str] = &[$(stringify!($mma)),*];
     };
 }
 

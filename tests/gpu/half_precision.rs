@@ -167,8 +167,8 @@ fn fma_reference(
         let v = widen(x);
         if v.is_infinite() {
             let (max, below) = (
-                widen((x & 0x8000) | (x & 0x7fff) - 1),
-                widen((x & 0x8000) | (x & 0x7fff) - 2),
+                widen((x & 0x8000) | ((x & 0x7fff) - 1)),
+                widen((x & 0x8000) | ((x & 0x7fff) - 2)),
             );
             2.0 * max - below
         } else {
@@ -187,14 +187,11 @@ fn fma_reference(
         let sum = da + db;
         let side = if sum != 0.0 { sum } else { err };
         let key = (vb - va) * side;
-        if key > 0.0 {
+        // Nearer, or on a tie the even one.
+        if key > 0.0 || (key == 0.0 && x & 1 == 1) {
             y
-        } else if key < 0.0 {
-            x
-        } else if x & 1 == 0 {
-            x
         } else {
-            y
+            x
         }
     };
     let (down, up) = (r.wrapping_sub(1), r.wrapping_add(1));
