@@ -7,7 +7,9 @@
 //! Timings: `cuda-kernels`' kernel at 2048³, 4096³, 8192³ (bf16, f16) and
 //! 4096³ (tf32), TFLOP/s of the median of 20 launches after 3 warm-ups.
 //!
-//! `cargo run --release --example wgmma_gemm [sizes…]`
+//! `cargo run --release --example wgmma_gemm [sizes…]` (`0`: checks only);
+//! `WGMMA_CASES=Bf16,Tf32` runs those input types only, `WGMMA_GROUP_M=8`
+//! sets the grouped tile order's rows.
 use cuda_kernels::gemm_wgmma::{WgmmaInput, WgmmaShape};
 use cuda_kernels::timing::{GpuTimer, median};
 use cuda_kernels::util::Rng;
@@ -58,11 +60,7 @@ fn check(gpu: &cuda_kernels::Gpu, rng: &mut Rng, case: &Case) -> cuda_kernels::R
         input => {
             let to16 = |x: &[f32]| x.iter().map(|&v| bits16(input, v)).collect::<Vec<_>>();
             let (da, db) = (gpu.to_device(&to16(&a))?, gpu.to_device(&to16(&b))?);
-            let mut gemm =
-                gpu.gemm_wgmma_plan(case.input, &da, &db, &mut c, &s, case.alpha, case.beta)?;
-            gemm.set_variant(variant());
-            gemm.launch(gpu)?;
-            gpu.synchronize("gemm_wgmma")?;
+            gpu.gemm_wgmma(case.input, &da, &db, &mut c, &s, case.alpha, case.beta)?;
         }
     }
     let mut got = vec![0f32; c.len()];
@@ -73,11 +71,7 @@ fn check(gpu: &cuda_kernels::Gpu, rng: &mut Rng, case: &Case) -> cuda_kernels::R
             for j in 0..s.n {
                 let mut dot = 0f64;
                 for p in 0..s.k {
-                    let bj = if s.b_n_major {
-                        p * s.ldb + j
-                    } else {
-                        j * s.ldb + p
-                    };
+                    let bj = j * s.ldb + p;
                     dot += f64::from(a[batch * s.a_batch_stride + i * s.lda + p])
                         * f64::from(b[batch * s.b_batch_stride + bj]);
                 }
@@ -104,56 +98,30 @@ fn check(gpu: &cuda_kernels::Gpu, rng: &mut Rng, case: &Case) -> cuda_kernels::R
     Ok(wrong)
 }
 
-/// `WGMMA_MN_VARIANT`: the N-major descriptor experiment's variant.
-fn variant() -> u32 {
-    std::env::var("WGMMA_MN_VARIANT")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
-}
-
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let gpu = cuda_kernels::gpu()?;
     println!("device: {}, image: {}", gpu.name()?, gpu.image());
     let mut rng = Rng::new(21);
     let mut failed = 0;
-    for (input, b_n_major) in [
-        (WgmmaInput::Bf16, true),
-        (WgmmaInput::F16, true),
-        (WgmmaInput::Bf16, false),
-        (WgmmaInput::F16, false),
-        (WgmmaInput::Tf32, false),
-    ] {
+    for input in [WgmmaInput::Bf16, WgmmaInput::F16, WgmmaInput::Tf32] {
         let cases = std::env::var("WGMMA_CASES").unwrap_or_default();
-        let name = format!("{}-{input:?}", if b_n_major { "nn" } else { "nt" });
+        let name = format!("{input:?}");
         if !cases.is_empty() && !cases.split(',').any(|c| name.starts_with(c)) {
             continue;
         }
-        let nn = |mut s: WgmmaShape| {
-            if b_n_major {
-                s.b_n_major = true;
-                s.ldb = s.n;
-                s.b_batch_stride = s.k * s.n;
-            }
-            s
-        };
-        let edge = nn(WgmmaShape::dense(300, 520, 200));
-        let mut padded = nn(WgmmaShape::dense(130, 270, 96));
+        let edge = WgmmaShape::dense(300, 520, 200);
+        let mut padded = WgmmaShape::dense(130, 270, 96);
         padded.lda = 104;
-        padded.ldb = if b_n_major { 280 } else { 112 };
+        padded.ldb = 112;
         padded.ldc = 280;
         padded.batches = 3;
         padded.a_batch_stride = 130 * 104 + 8;
-        padded.b_batch_stride = if b_n_major {
-            96 * 280 + 16
-        } else {
-            270 * 112 + 16
-        };
+        padded.b_batch_stride = 270 * 112 + 16;
         padded.c_batch_stride = 130 * 280 + 5;
         for (shape, alpha, beta) in [
-            (nn(WgmmaShape::dense(128, 256, 64)), 1.0, 0.0),
+            (WgmmaShape::dense(128, 256, 64), 1.0, 0.0),
             (edge, 1.5, 0.5),
-            (nn(WgmmaShape::dense(1000, 1000, 1000)), 1.0, 0.0),
+            (WgmmaShape::dense(1000, 1000, 1000), 1.0, 0.0),
             (padded, -0.5, 2.0),
         ] {
             let case = Case {
@@ -164,8 +132,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             };
             let wrong = check(&gpu, &mut rng, &case)?;
             println!(
-                "check {input:?} B {} m {} n {} k {} batches {} alpha {alpha} beta {beta}: {}",
-                if b_n_major { "k × n" } else { "n × k" },
+                "check {input:?} m {} n {} k {} batches {} alpha {alpha} beta {beta}: {}",
                 shape.m,
                 shape.n,
                 shape.k,
@@ -190,15 +157,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         sizes
     };
-    for (input, b_n_major) in [
-        (WgmmaInput::Bf16, false),
-        (WgmmaInput::F16, false),
-        (WgmmaInput::Bf16, true),
-        (WgmmaInput::F16, true),
-        (WgmmaInput::Tf32, false),
-    ] {
+    for input in [WgmmaInput::Bf16, WgmmaInput::F16, WgmmaInput::Tf32] {
         let cases = std::env::var("WGMMA_CASES").unwrap_or_default();
-        let name = format!("{}-{input:?}", if b_n_major { "nn" } else { "nt" });
+        let name = format!("{input:?}");
         if !cases.is_empty() && !cases.split(',').any(|c| name.starts_with(c)) {
             continue;
         }
@@ -206,8 +167,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             if no_timing || input == WgmmaInput::Tf32 && n != 4096 {
                 continue;
             }
-            let mut shape = WgmmaShape::dense(n, n, n);
-            shape.b_n_major = b_n_major;
+            let shape = WgmmaShape::dense(n, n, n);
             let mut c = gpu.zeroed::<f32>(n * n)?;
             let ms = if input == WgmmaInput::Tf32 {
                 let a: Vec<f32> = (0..n * n).map(|_| rng.normal() as f32).collect();
@@ -221,8 +181,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 time(&gpu, input, &da, &db, &mut c, &shape)?
             };
             let tflops = 2.0 * (n as f64).powi(3) / (f64::from(ms) * 1e-3) / 1e12;
-            let layout = if b_n_major { "NN" } else { "NT" };
-            println!("time {input:?} {layout} {n}^3: {ms:.4} ms, {tflops:.1} TFLOP/s");
+            println!("time {input:?} {n}^3: {ms:.4} ms, {tflops:.1} TFLOP/s");
         }
     }
     if failed > 0 {

@@ -17,11 +17,14 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 # nvptx64): clippy and rustdoc for that target with build.rs's flags. RUSTC_BOOTSTRAP=1 is for these two commands
 # only (-Zbuild-std), as for build.rs's inner build; their own target folder.
 nvptx() {
-  RUSTC_BOOTSTRAP=1 CARGO_ENCODED_RUSTFLAGS="-Ctarget-cpu=${CUDA_KERNELS_ARCH:-sm_70}" \
+  RUSTC_BOOTSTRAP=1 CARGO_ENCODED_RUSTFLAGS="${NVPTX_RUSTFLAGS:--Ctarget-cpu=${CUDA_KERNELS_ARCH:-sm_70}}" \
     cargo "$1" --release --target nvptx64-nvidia-cuda -Zbuild-std=core \
     --manifest-path "${MANIFEST:-kernels-gpu/Cargo.toml}" --target-dir target/nvptx-lint "${@:2}"
 }
 nvptx clippy --quiet -p cuda-kernels-gpu -p cuda-kernels-device -- -D warnings
+# The sm_90a build, as build.rs makes it: Hopper's wgmma GEMM exists there alone.
+NVPTX_RUSTFLAGS=$'-Ctarget-cpu=sm_90a\x1f-Ctarget-feature=+ptx80' \
+  nvptx clippy --quiet -p cuda-kernels-gpu -p cuda-kernels-device -- -D warnings
 # As a user's kernel crate sees it: without the built-in kernels.
 nvptx clippy --quiet -p cuda-kernels-gpu --no-default-features -- -D warnings
 RUSTDOCFLAGS="-D warnings" nvptx doc --no-deps --quiet -p cuda-kernels-gpu -p cuda-kernels-device

@@ -46,21 +46,6 @@ pub const fn sw128_descriptor(addr: u32) -> u64 {
     start | (leading << 16) | (stride << 32) | (1u64 << 62)
 }
 
-/// The shared-memory descriptor of an MN-major operand tile (16-bit
-/// elements along M or N contiguous; `wgmma`'s transpose flag set) at shared
-/// address `addr`, laid out by TMA loads with the 128-byte swizzle as
-/// chunks of 64 elements along MN by the tile's k rows of 128 bytes: the
-/// chunks `leading` bytes apart (the leading byte offset), 8-row groups
-/// along K 1024 bytes apart (the stride byte offset). A k16 step is 16 rows:
-/// `addr` advanced by 2048 bytes.
-#[inline(always)]
-pub const fn sw128_mn_descriptor(addr: u32, leading: u32) -> u64 {
-    let start = ((addr as u64) & 0x3_FFFF) >> 4;
-    let leading = (leading as u64 & 0x3_FFFF) >> 4;
-    let stride = 1024u64 >> 4;
-    start | (leading << 16) | (stride << 32) | (1u64 << 62)
-}
-
 /// A transaction barrier (`mbarrier`, 8 bytes of shared memory, 8-byte
 /// aligned), by shared address. Its phase completes when the expected
 /// number of arrivals has come and every byte a TMA load announced
@@ -214,18 +199,6 @@ pub trait WgmmaInput {
     unsafe fn mma_m64n256(acc: &mut [f32; N256_ACCUMULATORS], a: u64, b: u64);
 }
 
-/// A 16-bit [`WgmmaInput`] whose B operand may also be MN-major (the
-/// transpose flag of wgmma, for `.f16` and `.bf16` alone).
-pub trait WgmmaInputMn: WgmmaInput {
-    /// `acc += A · B` for one m64n256 k step: `a` the descriptor of a
-    /// K-major tile of A ([`sw128_descriptor`]), `b` of an N-major tile of B
-    /// ([`sw128_mn_descriptor`]).
-    ///
-    /// # Safety
-    /// As [`WgmmaInput::mma_m64n256`].
-    unsafe fn mma_m64n256_b_mn(acc: &mut [f32; N256_ACCUMULATORS], a: u64, b: u64);
-}
-
 /// bf16 inputs, as raw bits (`half::bf16` on the host).
 pub struct Bf16;
 /// f16 inputs, as raw bits (`half::f16` on the host).
@@ -329,31 +302,6 @@ macro_rules! wgmma_input {
         }
     };
 }
-#[cfg(target_arch = "nvptx64")]
-macro_rules! wgmma_input_mn {
-    ($t:ty, $shape:literal, $types:literal) => {
-        impl WgmmaInputMn for $t {
-            #[inline(always)]
-            unsafe fn mma_m64n256_b_mn(acc: &mut [f32; N256_ACCUMULATORS], a: u64, b: u64) {
-                crate::with_n256_indices!(wgmma_m64n256!(acc, a, b, $shape, $types, ", 0, 1"))
-            }
-        }
-    };
-}
-#[cfg(not(target_arch = "nvptx64"))]
-macro_rules! wgmma_input_mn {
-    ($t:ty, $shape:literal, $types:literal) => {
-        impl WgmmaInputMn for $t {
-            #[track_caller]
-            unsafe fn mma_m64n256_b_mn(_: &mut [f32; N256_ACCUMULATORS], _: u64, _: u64) {
-                imp::not_simulated("wgmma.mma_async")
-            }
-        }
-    };
-}
-wgmma_input_mn!(Bf16, "m64n256k16", "bf16.bf16");
-wgmma_input_mn!(F16, "m64n256k16", "f16.f16");
-
 // The operands' transpose flags (0, 0: both K-major) exist for 16-bit types
 // alone; tf32 is K-major only.
 wgmma_input!(Bf16, 2, "m64n256k16", "bf16.bf16", ", 0, 0");

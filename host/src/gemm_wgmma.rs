@@ -14,8 +14,8 @@ use std::sync::OnceLock;
 
 use cuda_kernels_gpu::device::kernel::Kernel;
 use cuda_kernels_gpu::gemm_wgmma::{
-    BLOCK_M, BLOCK_N, GEMM_WGMMA_BF16, GEMM_WGMMA_BF16_BN, GEMM_WGMMA_F16, GEMM_WGMMA_F16_BN,
-    GEMM_WGMMA_TF32, ROW_BYTES, SHARED_BYTES, THREADS,
+    BLOCK_M, BLOCK_N, GEMM_WGMMA_BF16, GEMM_WGMMA_F16, GEMM_WGMMA_TF32, ROW_BYTES, SHARED_BYTES,
+    THREADS,
 };
 use cust::memory::{DeviceCopy, DevicePointer};
 use cust::sys as cu;
@@ -68,16 +68,16 @@ impl WgmmaInput {
         }
     }
 
-    /// The kernel for B K-major (`b_n_major` false) or N-major; `None` for
-    /// tf32 N-major (wgmma reads tf32 K-major only).
-    fn kernel(self, b_n_major: bool) -> Option<Kernel<GemmParams>> {
-        match (self, b_n_major) {
-            (Self::Bf16, false) => Some(GEMM_WGMMA_BF16),
-            (Self::F16, false) => Some(GEMM_WGMMA_F16),
-            (Self::Tf32, false) => Some(GEMM_WGMMA_TF32),
-            (Self::Bf16, true) => Some(GEMM_WGMMA_BF16_BN),
-            (Self::F16, true) => Some(GEMM_WGMMA_F16_BN),
-            (Self::Tf32, true) => None,
+    /// The kernel's entry point (`gemm_wgmma_bf16`, …).
+    pub fn kernel_name(self) -> &'static str {
+        self.kernel().name()
+    }
+
+    fn kernel(self) -> Kernel<GemmParams> {
+        match self {
+            Self::Bf16 => GEMM_WGMMA_BF16,
+            Self::F16 => GEMM_WGMMA_F16,
+            Self::Tf32 => GEMM_WGMMA_TF32,
         }
     }
 
@@ -91,14 +91,13 @@ impl WgmmaInput {
     }
 
     /// The operation named when the driver refuses a map: the call and the
-    /// box (innermost first, in elements).
-    const fn encode_operation(self, box_rows: u32) -> &'static str {
-        match (self, box_rows) {
+    /// box (k × rows × 1 elements).
+    const fn encode_operation(self, rows: u32) -> &'static str {
+        match (self, rows) {
             (Self::Tf32, BLOCK_M) => "cuTensorMapEncodeTiled (A, box 32 × 128 × 1 f32)",
             (Self::Tf32, _) => "cuTensorMapEncodeTiled (B, box 32 × 256 × 1 f32)",
             (_, BLOCK_M) => "cuTensorMapEncodeTiled (A, box 64 × 128 × 1 16-bit)",
-            (_, BLOCK_N) => "cuTensorMapEncodeTiled (B, box 64 × 256 × 1 16-bit)",
-            _ => "cuTensorMapEncodeTiled (B N-major, box 64 × 64 × 1 16-bit)",
+            _ => "cuTensorMapEncodeTiled (B, box 64 × 256 × 1 16-bit)",
         }
     }
 }
@@ -108,7 +107,7 @@ impl WgmmaInput {
 pub struct WgmmaShape {
     /// Rows of A and C.
     pub m: usize,
-    /// Columns of B and C.
+    /// Rows of B, columns of C.
     pub n: usize,
     /// Columns of A and B.
     pub k: usize,
@@ -126,9 +125,6 @@ pub struct WgmmaShape {
     pub b_batch_stride: usize,
     /// Elements from one batch of C to the next.
     pub c_batch_stride: usize,
-    /// B is stored `k × n` row-major (N-major: `C = A · B`, 16-bit inputs
-    /// only); else `n × k` (K-major: `C = A · Bᵀ`).
-    pub b_n_major: bool,
 }
 
 impl WgmmaShape {
@@ -145,7 +141,6 @@ impl WgmmaShape {
             a_batch_stride: m * k,
             b_batch_stride: n * k,
             c_batch_stride: m * n,
-            b_n_major: false,
         }
     }
 }
@@ -188,10 +183,9 @@ fn encode_tiled() -> std::result::Result<EncodeTiled, String> {
     }
 }
 
-/// The tensor map of one operand: `rows × inner` per batch (inner
-/// contiguous), `ld` and `batch_stride` in elements, box
-/// `ROW_BYTES / bytes × box_rows × 1`, 128-byte swizzle, zeros out of
-/// bounds.
+/// The tensor map of one operand: `rows × k` per batch, `ld` and
+/// `batch_stride` in elements, box `ROW_BYTES / bytes × box_rows × 1`,
+/// 128-byte swizzle, zeros out of bounds.
 fn tensor_map(
     kernel: &'static str,
     input: WgmmaInput,
@@ -266,12 +260,7 @@ impl Gpu {
         alpha: f32,
         beta: f32,
     ) -> Result<WgmmaGemm<'a>> {
-        let Some(kernel) = input.kernel(shape.b_n_major) else {
-            return Err(Error::invalid(
-                GEMM_WGMMA_TF32.name(),
-                "tf32 B must be K-major (n × k): wgmma reads tf32 K-major only",
-            ));
-        };
+        let kernel = input.kernel();
         let name = kernel.name();
         let invalid = |reason: String| Err(Error::invalid(name, reason));
         if std::mem::size_of::<T>() != input.bytes() {
@@ -296,7 +285,6 @@ impl Gpu {
             a_batch_stride,
             b_batch_stride,
             c_batch_stride,
-            b_n_major,
         } = *shape;
         let limit = i32::MAX as usize;
         let tiles = m.div_ceil(BLOCK_M as usize) * n.div_ceil(BLOCK_N as usize);
@@ -305,11 +293,9 @@ impl Gpu {
                 "m, n, k, batches = {m}, {n}, {k}, {batches}: each must be in 1..=2^31-1"
             ));
         }
-        let (b_rows, b_cols) = if b_n_major { (k, n) } else { (n, k) };
-        if lda < k || ldb < b_cols || ldc < n {
+        if lda < k || ldb < k || ldc < n {
             return invalid(format!(
-                "leading dimensions lda {lda} (≥ k = {k}), ldb {ldb} (≥ {b_cols}), ldc {ldc} \
-                 (≥ n = {n})"
+                "leading dimensions lda {lda}, ldb {ldb} (≥ k = {k}), ldc {ldc} (≥ n = {n})"
             ));
         }
         let need = |rows: usize, ld: usize, cols: usize, stride: usize| {
@@ -317,7 +303,7 @@ impl Gpu {
         };
         for (what, len, need) in [
             ("A", a.len(), need(m, lda, k, a_batch_stride)),
-            ("B", b.len(), need(b_rows, ldb, b_cols, b_batch_stride)),
+            ("B", b.len(), need(n, ldb, k, b_batch_stride)),
             ("C", c.len(), need(m, ldc, n, c_batch_stride)),
         ] {
             if len < need {
@@ -328,9 +314,9 @@ impl Gpu {
         }
         let bytes = input.bytes();
         let (a_ptr, b_ptr) = (a.as_device_ptr().as_raw(), b.as_device_ptr().as_raw());
-        let aligned16 = |v: usize| (v * bytes) % 16 == 0;
-        let aligned = a_ptr % 16 == 0
-            && b_ptr % 16 == 0
+        let aligned16 = |v: usize| (v * bytes).is_multiple_of(16);
+        let aligned = a_ptr.is_multiple_of(16)
+            && b_ptr.is_multiple_of(16)
             && aligned16(lda)
             && aligned16(ldb)
             && (batches == 1 || aligned16(a_batch_stride) && aligned16(b_batch_stride));
@@ -407,12 +393,7 @@ impl WgmmaGemm<'_> {
     /// Sets the tile rows a group of the grouped tile order spans (1: row
     /// by row), for tuning.
     pub fn set_group_m(&mut self, group_m: u32) {
-        self.group_m = (self.group_m & !0xFFFF) | group_m.clamp(1, 0xFFFF);
-    }
-
-    /// Experiment: swaps the N-major B descriptor's offsets.
-    pub fn set_variant(&mut self, variant: u32) {
-        self.group_m = (self.group_m & 0xFFFF) | (variant << 16);
+        self.group_m = group_m.max(1);
     }
 
     /// Queues the GEMM on `gpu`'s stream (the GPU it was planned on).

@@ -24,8 +24,7 @@
 //! compiled for the simulator, which does not model wgmma or TMA (the host
 //! launcher refuses them there).
 use crate::device::hopper::{
-    self, Bf16, F16, MBarrier, N256_ACCUMULATORS, Tf32, WgmmaInput, WgmmaInputMn, sw128_descriptor,
-    sw128_mn_descriptor,
+    self, Bf16, F16, MBarrier, N256_ACCUMULATORS, Tf32, WgmmaInput, sw128_descriptor,
 };
 use crate::device::{shared, sync, thread, warp};
 
@@ -51,83 +50,6 @@ pub const SHARED_BYTES: u32 = 1024 + STAGES * STAGE_BYTES + 2 * STAGES * 8;
 /// The k steps of one stage (each reads 32 bytes of every row).
 const K_STEPS: u32 = ROW_BYTES / 32;
 
-/// How B's tiles are stored and multiplied: K-major (B `n × k`, rows along
-/// k: `C = A · Bᵀ`) or N-major (B `k × n`: `C = A · B`, 16-bit only).
-pub trait BOperand<T: WgmmaInput> {
-    /// Loads the stage's 256 columns × 64 k of B into `dst` (32 KiB).
-    ///
-    /// # Safety
-    /// As `hopper::tma_load_3d`, `map` B's tensor map for this layout.
-    unsafe fn load(dst: u32, map: u64, full: &MBarrier, kc: i32, col0: i32, batch: i32);
-    /// One k step (`step` of [`K_STEPS`]) with A's descriptor `a` and the
-    /// stage's B tile at `b_tile`.
-    ///
-    /// # Safety
-    /// As `WgmmaInput::mma_m64n256`.
-    unsafe fn mma(acc: &mut [f32; N256_ACCUMULATORS], a: u64, b_tile: u32, step: u32, variant: u32);
-}
-
-/// B K-major: one TMA box of 256 rows (n) × 128 bytes (k).
-pub struct KMajor;
-/// B N-major: four TMA boxes of 64 k rows × 64 columns (128 bytes of n),
-/// 8 KiB apart.
-pub struct NMajor;
-
-impl<T: WgmmaInput> BOperand<T> for KMajor {
-    #[inline(always)]
-    unsafe fn load(dst: u32, map: u64, full: &MBarrier, kc: i32, col0: i32, batch: i32) {
-        // SAFETY: the caller's promise.
-        unsafe { hopper::tma_load_3d(dst, map, full, kc, col0, batch) }
-    }
-    #[inline(always)]
-    unsafe fn mma(acc: &mut [f32; N256_ACCUMULATORS], a: u64, b_tile: u32, step: u32, _: u32) {
-        // SAFETY: the caller's promise.
-        unsafe { T::mma_m64n256(acc, a, sw128_descriptor(b_tile + 32 * step)) }
-    }
-}
-
-/// Bytes of one 64-column chunk of an N-major B tile (64 k rows of 128 bytes).
-const B_MN_CHUNK_BYTES: u32 = 64 * ROW_BYTES;
-
-impl<T: WgmmaInputMn> BOperand<T> for NMajor {
-    #[inline(always)]
-    unsafe fn load(dst: u32, map: u64, full: &MBarrier, kc: i32, col0: i32, batch: i32) {
-        for chunk in 0..BLOCK_N / 64 {
-            // SAFETY: the caller's promise; each chunk its own 8 KiB.
-            unsafe {
-                hopper::tma_load_3d(
-                    dst + chunk * B_MN_CHUNK_BYTES,
-                    map,
-                    full,
-                    col0 + 64 * chunk as i32,
-                    kc,
-                    batch,
-                )
-            }
-        }
-    }
-    #[inline(always)]
-    unsafe fn mma(
-        acc: &mut [f32; N256_ACCUMULATORS],
-        a: u64,
-        b_tile: u32,
-        step: u32,
-        variant: u32,
-    ) {
-        // A k16 step is 16 rows of 128 bytes.
-        let addr = b_tile + step * 16 * ROW_BYTES;
-        let b = if variant & 1 == 0 {
-            sw128_mn_descriptor(addr, B_MN_CHUNK_BYTES)
-        } else {
-            // The offsets swapped.
-            let d = sw128_mn_descriptor(addr, 1024);
-            (d & !(0x3FFFu64 << 32)) | (u64::from(B_MN_CHUNK_BYTES >> 4) << 32)
-        };
-        // SAFETY: the caller's promise.
-        unsafe { T::mma_m64n256_b_mn(acc, a, b) }
-    }
-}
-
 /// The block's tile of `C = alpha · A · Bᵀ + beta · C`.
 ///
 /// # Safety
@@ -141,7 +63,7 @@ impl<T: WgmmaInputMn> BOperand<T> for NMajor {
 /// `c_batch_stride` f32, each `m` rows of `ldc ≥ n`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn gemm<T: WgmmaInput, B: BOperand<T>>(
+unsafe fn gemm<T: WgmmaInput>(
     a_map: *const u64,
     b_map: *const u64,
     c: *mut f32,
@@ -164,9 +86,6 @@ unsafe fn gemm<T: WgmmaInput, B: BOperand<T>>(
     // SAFETY: as above.
     let empty = |s: u32| unsafe { MBarrier::at(barriers + 8 * (STAGES + s)) };
 
-    // Experiment: bit 16 of group_m swaps the MN-major descriptor's offsets.
-    let variant = group_m >> 16;
-    let group_m = group_m & 0xFFFF;
     let tid = thread::thread_idx_x();
     // Broadcast from lane 0 so that the compiler knows it is warp-uniform
     // (else ptxas serialises the wgmma of a branch it thinks divergent).
@@ -218,7 +137,7 @@ unsafe fn gemm<T: WgmmaInput, B: BOperand<T>>(
                 // free (its empty phase completed), 1024-byte aligned.
                 unsafe {
                     hopper::tma_load_3d(a_tile(s), a_map, &full(s), kc, row0 as i32, batch as i32);
-                    B::load(b_tile(s), b_map, &full(s), kc, col0 as i32, batch as i32);
+                    hopper::tma_load_3d(b_tile(s), b_map, &full(s), kc, col0 as i32, batch as i32);
                 }
             }
         }
@@ -239,30 +158,20 @@ unsafe fn gemm<T: WgmmaInput, B: BOperand<T>>(
             // stage's tiles landed (full phase) and stay until it is freed,
             // after the wait below.
             unsafe {
-                B::mma(
+                T::mma_m64n256(
                     &mut acc,
                     sw128_descriptor(a + 32 * step),
-                    b_tile(s),
-                    step,
-                    variant,
+                    sw128_descriptor(b_tile(s) + 32 * step),
                 )
             };
         }
         hopper::wgmma_commit_group();
-        if variant & 2 != 0 {
-            hopper::wgmma_wait_group::<0>();
-            hopper::fence_accumulators(&mut acc);
-            if tid % 128 == 0 {
-                empty(s).arrive();
-            }
-        } else {
-            // One group stays in flight: the previous stage's is done, so
-            // that stage goes back to the producer.
-            hopper::wgmma_wait_group::<1>();
-            hopper::fence_accumulators(&mut acc);
-            if kt > 0 && tid % 128 == 0 {
-                empty((kt - 1) % STAGES).arrive();
-            }
+        // One group stays in flight: the previous stage's is done, so that
+        // stage goes back to the producer.
+        hopper::wgmma_wait_group::<1>();
+        hopper::fence_accumulators(&mut acc);
+        if kt > 0 && tid.is_multiple_of(128) {
+            empty((kt - 1) % STAGES).arrive();
         }
     }
     hopper::wgmma_wait_group::<0>();
@@ -321,51 +230,7 @@ crate::device::kernels! {
         group_m: u32,
     ) as GEMM_WGMMA_BF16 {
         // SAFETY: the entry's contract.
-        unsafe { gemm::<Bf16, KMajor>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m) }
-    }
-
-    /// As `gemm_wgmma_bf16`, with B `k × n` (N-major): `C = alpha · A · B +
-    /// beta · C`.
-    ///
-    /// # Safety
-    /// As the module's `gemm`, B's tensor map `n × k × batches` with box
-    /// `64 × 64 × 1`.
-    pub fn gemm_wgmma_bf16_bn(
-        a_map: *const u64,
-        b_map: *const u64,
-        c: *mut f32,
-        m: u32,
-        n: u32,
-        k: u32,
-        ldc: u32,
-        c_batch_stride: u64,
-        alpha: f32,
-        beta: f32,
-        group_m: u32,
-    ) as GEMM_WGMMA_BF16_BN {
-        // SAFETY: the entry's contract.
-        unsafe { gemm::<Bf16, NMajor>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m) }
-    }
-
-    /// As `gemm_wgmma_bf16_bn`, for f16 A and B.
-    ///
-    /// # Safety
-    /// As `gemm_wgmma_bf16_bn`.
-    pub fn gemm_wgmma_f16_bn(
-        a_map: *const u64,
-        b_map: *const u64,
-        c: *mut f32,
-        m: u32,
-        n: u32,
-        k: u32,
-        ldc: u32,
-        c_batch_stride: u64,
-        alpha: f32,
-        beta: f32,
-        group_m: u32,
-    ) as GEMM_WGMMA_F16_BN {
-        // SAFETY: the entry's contract.
-        unsafe { gemm::<F16, NMajor>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m) }
+        unsafe { gemm::<Bf16>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m) }
     }
 
     /// As `gemm_wgmma_bf16`, for f16 A and B.
@@ -386,7 +251,7 @@ crate::device::kernels! {
         group_m: u32,
     ) as GEMM_WGMMA_F16 {
         // SAFETY: the entry's contract.
-        unsafe { gemm::<F16, KMajor>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m) }
+        unsafe { gemm::<F16>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m) }
     }
 
     /// As `gemm_wgmma_bf16`, for f32 A and B multiplied as tf32 (32
@@ -408,6 +273,6 @@ crate::device::kernels! {
         group_m: u32,
     ) as GEMM_WGMMA_TF32 {
         // SAFETY: the entry's contract.
-        unsafe { gemm::<Tf32, KMajor>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m) }
+        unsafe { gemm::<Tf32>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m) }
     }
 }

@@ -360,7 +360,7 @@ fn expected_path(gpu: &Gpu) -> GemmPath {
     if simulated(gpu) {
         GemmPath::MmaSync
     } else {
-        gpu.gemm_path::<bf16, f32>(true)
+        gpu.gemm_path::<bf16, f32>(&GemmShape::dense(256, 256, 256), true)
             .unwrap_or(GemmPath::CudaCore)
     }
 }

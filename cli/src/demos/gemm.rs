@@ -1,5 +1,6 @@
 //! The GEMM family's benchmark (`cuda-kernels bench`, part `gemm`): bf16 and
-//! f16 (f32 output) and tf32 at 2048³, 4096³ and 8192³ on the path the
+//! f16 (f32 output) and tf32 at 2048³, 4096³ and 8192³, NT (B stored
+//! `n × k`), on the path the
 //! device takes (named in the row: `CUDA_KERNELS_GEMM_PATH` forces one),
 //! each against `cublasGemmEx` (`CUBLAS_COMPUTE_32F`, `…_FAST_TF32`) on the
 //! same buffers and stream. Both results are checked against the f64
@@ -9,7 +10,7 @@ use ndarray::{Array2, ArrayView2};
 
 use super::{BenchRecord, Check, median_gpu_ms};
 use crate::cublas::Cublas;
-use crate::matrices::{GemmInput, GemmOutput, GemmShape, gemm_check, gemm_reference};
+use crate::matrices::{GemmInput, GemmOutput, GemmShape, Op, gemm_check, gemm_reference};
 use crate::util::Rng;
 use crate::{DeviceBuffer, Gpu, Result};
 
@@ -34,7 +35,8 @@ where
 {
     for &(i, j) in picks {
         let row = ArrayView2::from_shape((1, k), &a[i * k..(i + 1) * k]).ok();
-        let col: Vec<I> = (0..k).map(|kk| b[kk * n + j]).collect();
+        // B is stored n × k (the shape's op_b is T).
+        let col: Vec<I> = (0..k).map(|kk| b[j * k + kk]).collect();
         let col = Array2::from_shape_vec((k, 1), col).ok();
         let (Some(row), Some(col)) = (row, col) else {
             return Check::Fail("sample shape".into());
@@ -70,7 +72,9 @@ where
         let da = gpu.to_device(&a.iter().map(|v| v.to_dev()).collect::<Vec<_>>())?;
         let db = gpu.to_device(&b.iter().map(|v| v.to_dev()).collect::<Vec<_>>())?;
         let mut dc: DeviceBuffer<f32> = gpu.zeroed(m * n)?;
-        let shape = GemmShape::dense(m, n, k);
+        // NT (A m × k, B stored n × k): the layout the wgmma kernel reads
+        // (the device's path on an H100); cuBLAS gets the same.
+        let shape = GemmShape::with_ops(m, n, k, Op::N, Op::T);
         let picks: Vec<(usize, usize)> = (0..SAMPLES)
             .map(|_| (rng.below(m as u64) as usize, rng.below(n as u64) as usize))
             .collect();

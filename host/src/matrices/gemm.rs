@@ -22,6 +22,7 @@ use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
+use crate::gemm_wgmma::{WgmmaInput, WgmmaShape};
 use crate::kernel::{Kernel, LaunchConfig};
 use crate::memory::DeviceSlice;
 
@@ -239,6 +240,8 @@ pub trait GemmInput: Copy + 'static {
     const NAME: &'static str;
     /// Significand bits the product sees (8, 11, and 11 for tf32).
     const PRECISION: i32;
+    /// Its element type for the wgmma kernel.
+    const WGMMA: WgmmaInput;
     /// The device twin.
     fn to_dev(self) -> Self::Dev;
     /// The exact value.
@@ -268,11 +271,12 @@ pub trait GemmOutput<I: GemmInput>: Copy + 'static {
 }
 
 macro_rules! gemm_types {
-    ($($host:ty => $dev:ty, $name:literal, $p:literal, $to_dev:expr, $to_f64:expr;)*) => {$(
+    ($($host:ty => $dev:ty, $name:literal, $p:literal, $wgmma:ident, $to_dev:expr, $to_f64:expr;)*) => {$(
         impl GemmInput for $host {
             type Dev = $dev;
             const NAME: &'static str = $name;
             const PRECISION: i32 = $p;
+            const WGMMA: WgmmaInput = WgmmaInput::$wgmma;
             fn to_dev(self) -> $dev {
                 $to_dev(self)
             }
@@ -283,9 +287,9 @@ macro_rules! gemm_types {
     )*};
 }
 gemm_types! {
-    half::bf16 => dev::bf16, "bf16", 8, dev::bf16::from, |x: half::bf16| x.to_f64();
-    half::f16 => dev::f16, "f16", 11, dev::f16::from, |x: half::f16| x.to_f64();
-    f32 => f32, "tf32", 11, |x| x, |x: f32| x as f64;
+    half::bf16 => dev::bf16, "bf16", 8, Bf16, dev::bf16::from, |x: half::bf16| x.to_f64();
+    half::f16 => dev::f16, "f16", 11, F16, dev::f16::from, |x: half::f16| x.to_f64();
+    f32 => f32, "tf32", 11, Tf32, |x| x, |x: f32| x as f64;
 }
 
 macro_rules! gemm_outputs {
@@ -344,26 +348,27 @@ fn operand<I: GemmInput>(x: ArrayView2<I>) -> Operand<I::Dev> {
 }
 
 impl Gpu {
-    /// The path a GEMM over these operands takes on this device: the forced
-    /// one ([`GEMM_PATH_ENV`]) if set, else wgmma on sm_90 when a wgmma
-    /// kernel exists for the types, mma.sync on sm_80 and later (and on the
-    /// simulator), the CUDA cores elsewhere or when `aligned` is false (an
-    /// operand's start or leading dimension not a multiple of 16 bytes).
-    pub fn gemm_path<I: GemmInput, O: GemmOutput<I>>(&self, aligned: bool) -> Result<GemmPath> {
+    /// The path a GEMM of `shape` takes on this device: the forced one
+    /// ([`GEMM_PATH_ENV`]) if set, else wgmma on sm_90 when the wgmma kernel
+    /// fits it ([`Gpu::wgmma_fits`]), mma.sync on sm_80 and later (and on
+    /// the simulator), the CUDA cores elsewhere or when `aligned` is false
+    /// (an operand's start or leading dimension not a multiple of 16 bytes).
+    pub fn gemm_path<I: GemmInput, O: GemmOutput<I>>(
+        &self,
+        shape: &GemmShape,
+        aligned: bool,
+    ) -> Result<GemmPath> {
         let name = O::MMA.name();
+        let wgmma = self.wgmma_fits::<I, O>(shape, aligned);
         if let Some(forced) = GemmPath::forced(name)? {
             return match forced {
                 GemmPath::MmaSync if !aligned => Err(Error::invalid(
                     name,
                     format!("{GEMM_PATH_ENV}=mma_sync with operands not 16-byte aligned"),
                 )),
-                GemmPath::Wgmma => Err(Error::invalid(
-                    name,
-                    format!(
-                        "{GEMM_PATH_ENV}=wgmma: no wgmma kernel for {} in this build",
-                        I::NAME
-                    ),
-                )),
+                GemmPath::Wgmma => wgmma
+                    .map(|()| GemmPath::Wgmma)
+                    .map_err(|why| Error::invalid(name, format!("{GEMM_PATH_ENV}=wgmma: {why}"))),
                 GemmPath::MmaSync if !self.has_kernel(O::MMA.name()) => Err(Error::invalid(
                     name,
                     format!(
@@ -374,11 +379,46 @@ impl Gpu {
                 path => Ok(path),
             };
         }
-        Ok(if aligned && self.has_kernel(O::MMA.name()) {
+        Ok(if wgmma.is_ok() {
+            GemmPath::Wgmma
+        } else if aligned && self.has_kernel(O::MMA.name()) {
             GemmPath::MmaSync
         } else {
             GemmPath::CudaCore
         })
+    }
+
+    /// Whether the wgmma kernel (`gemm_wgmma`, sm_90a) computes a GEMM of
+    /// `shape`, or why not: a GPU (not the simulator, which does not model
+    /// wgmma and TMA) whose loaded image has it (the sm_90a cubin), f32
+    /// output, A stored `m × k` and B stored `n × k` (N and T: both read
+    /// along k, as wgmma reads tf32, and as its 16-bit kernels are written),
+    /// operands 16-byte aligned (TMA's rule).
+    pub fn wgmma_fits<I: GemmInput, O: GemmOutput<I>>(
+        &self,
+        shape: &GemmShape,
+        aligned: bool,
+    ) -> std::result::Result<(), String> {
+        let kernel = I::WGMMA.kernel_name();
+        if self.is_simulated() {
+            Err("the simulator does not model wgmma or TMA".into())
+        } else if O::NAME != "f32" {
+            Err(format!("{kernel} writes f32 only, not {}", O::NAME))
+        } else if (shape.op_a, shape.op_b) != (Op::N, Op::T) {
+            Err(format!(
+                "{kernel} reads A stored m × k and B stored n × k (NT) only, not {:?}{:?}",
+                shape.op_a, shape.op_b
+            ))
+        } else if !aligned {
+            Err("operands not 16-byte aligned (TMA's rule)".into())
+        } else if !self.has_kernel(kernel) {
+            Err(format!(
+                "the loaded image ({}) has no {kernel} (the sm_90a cubin only)",
+                self.image()
+            ))
+        } else {
+            Ok(())
+        }
     }
 
     /// Whether the loaded module has the entry point `name` (the simulator
@@ -416,7 +456,26 @@ impl Gpu {
             && [shape.lda, shape.ldb, shape.stride_a, shape.stride_b]
                 .iter()
                 .all(|ld| (ld * size).is_multiple_of(16));
-        let path = self.gemm_path::<I, O>(aligned)?;
+        let path = self.gemm_path::<I, O>(shape, aligned)?;
+        if path == GemmPath::Wgmma {
+            let c = f32_slice(c).ok_or_else(|| Error::invalid(name, "wgmma writes f32 only"))?;
+            let s = shape;
+            let wgmma_shape = WgmmaShape {
+                m: s.m,
+                n: s.n,
+                k: s.k,
+                batches: s.batches,
+                lda: s.lda,
+                ldb: s.ldb,
+                ldc: s.ldc,
+                a_batch_stride: s.stride_a,
+                b_batch_stride: s.stride_b,
+                c_batch_stride: s.stride_c,
+            };
+            // Waits for the kernel: its tensor maps are freed after.
+            self.gemm_wgmma(I::WGMMA, a, b, c, &wgmma_shape, alpha, beta)?;
+            return Ok(path);
+        }
         let (kernel, cfg) = match path {
             GemmPath::MmaSync => (
                 O::MMA,
@@ -546,6 +605,16 @@ impl Gpu {
         let mut c = Array2::from_elem((a.nrows(), b.ncols()), O::default());
         let path = self.gemm(1.0, a, b, 0.0, c.view_mut())?;
         Ok((c, path))
+    }
+}
+
+/// `c` as f32 elements, when `T` is f32 (the wgmma path's output).
+fn f32_slice<T: DeviceCopy + 'static>(c: &mut DeviceSlice<T>) -> Option<&mut DeviceSlice<f32>> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
+        // SAFETY: T is f32: the same type, so the same layout.
+        Some(unsafe { &mut *(c as *mut DeviceSlice<T>).cast::<DeviceSlice<f32>>() })
+    } else {
+        None
     }
 }
 
