@@ -56,8 +56,17 @@ impl PrintfArgs {
     #[inline(always)]
     fn push_bytes<const W: usize>(&mut self, value: [u8; W]) {
         let start = self.len.div_ceil(W) * W;
-        if start + W <= self.bytes.len() {
-            self.bytes[start..start + W].copy_from_slice(&value);
+        // Byte by byte through `get_mut`: no panic path (and so no
+        // formatting code) in the kernel, whatever the optimiser proves.
+        if start
+            .checked_add(W)
+            .is_some_and(|end| end <= self.bytes.len())
+        {
+            for (k, b) in value.into_iter().enumerate() {
+                if let Some(d) = self.bytes.get_mut(start + k) {
+                    *d = b;
+                }
+            }
             self.len = start + W;
         }
     }

@@ -122,7 +122,8 @@ fn one() -> u32 {
 }
 
 /// A deep call that keeps a frame of its own per level (`#[inline(never)]`
-/// and a local array that escapes through volatile accesses).
+/// and a local array written with volatile stores). Nothing stays live in
+/// registers across the call (such values would be spilled to the stack).
 #[inline(never)]
 fn recurse(depth: u32, seed: u32) -> u32 {
     let mut frame = [0u32; 64];
@@ -130,13 +131,12 @@ fn recurse(depth: u32, seed: u32) -> u32 {
         // SAFETY: a valid local.
         unsafe { core::ptr::write_volatile(f, seed.wrapping_add(k as u32)) };
     }
-    let below = if depth == 0 {
-        0
+    if depth == 0 {
+        // SAFETY: a valid local.
+        unsafe { core::ptr::read_volatile(&frame[0]) }
     } else {
-        recurse(depth - 1, seed.wrapping_mul(3))
-    };
-    // SAFETY: a valid local.
-    below.wrapping_add(unsafe { core::ptr::read_volatile(&frame[(seed % 64) as usize]) })
+        recurse(depth - 1, seed.wrapping_mul(3)).wrapping_add(1)
+    }
 }
 
 /// Words of [`FID_LARGE_LOCAL_ARRAY`]'s per-thread array: 260 KiB.
@@ -750,9 +750,9 @@ crate::device::kernels! {
             unsafe { core::ptr::write_volatile(w, (k as u32).wrapping_mul(t + 1)) };
         }
         let mut s = 0u32;
-        for k in (0..LARGE_LOCAL_WORDS).step_by(4099) {
+        for w in a.iter().step_by(4099) {
             // SAFETY: a valid local.
-            s = s.wrapping_add(unsafe { core::ptr::read_volatile(&a[k]) });
+            s = s.wrapping_add(unsafe { core::ptr::read_volatile(w) });
         }
         // SAFETY: the case's contract.
         unsafe { put(out, n, t as usize, s) };
