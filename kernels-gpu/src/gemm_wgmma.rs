@@ -209,70 +209,47 @@ unsafe fn gemm<T: WgmmaInput>(
     crate::device::with_n256_indices!(store_all!());
 }
 
-crate::device::kernels! {
-    list KERNELS;
+/// The entry points, one per input type, each `gemm::<T>` (see the
+/// module): declared once here, with the parameters they share.
+macro_rules! gemm_wgmma_entries {
+    ($($(#[doc = $doc:literal])* $name:ident as $handle:ident: $t:ty;)*) => {
+        crate::device::kernels! {
+            list KERNELS;
+            $(
+                $(#[doc = $doc])*
+                ///
+                /// # Safety
+                /// As the module's `gemm`: the launch shape, tensor maps and C.
+                pub fn $name(
+                    a_map: *const u64,
+                    b_map: *const u64,
+                    c: *mut f32,
+                    m: u32,
+                    n: u32,
+                    k: u32,
+                    ldc: u32,
+                    c_batch_stride: u64,
+                    alpha: f32,
+                    beta: f32,
+                    group_m: u32,
+                ) as $handle {
+                    // SAFETY: the entry's contract.
+                    unsafe {
+                        gemm::<$t>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m)
+                    }
+                }
+            )*
+        }
+    };
+}
+
+gemm_wgmma_entries! {
     /// `C = alpha · A · Bᵀ + beta · C` for bf16 A (`m × k`) and B (`n × k`)
     /// through their tensor maps, f32 accumulation and C (see the module).
-    ///
-    /// # Safety
-    /// As the module's `gemm`: the launch shape, tensor maps and C.
-    pub fn gemm_wgmma_bf16(
-        a_map: *const u64,
-        b_map: *const u64,
-        c: *mut f32,
-        m: u32,
-        n: u32,
-        k: u32,
-        ldc: u32,
-        c_batch_stride: u64,
-        alpha: f32,
-        beta: f32,
-        group_m: u32,
-    ) as GEMM_WGMMA_BF16 {
-        // SAFETY: the entry's contract.
-        unsafe { gemm::<Bf16>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m) }
-    }
-
+    gemm_wgmma_bf16 as GEMM_WGMMA_BF16: Bf16;
     /// As `gemm_wgmma_bf16`, for f16 A and B.
-    ///
-    /// # Safety
-    /// As the module's `gemm`.
-    pub fn gemm_wgmma_f16(
-        a_map: *const u64,
-        b_map: *const u64,
-        c: *mut f32,
-        m: u32,
-        n: u32,
-        k: u32,
-        ldc: u32,
-        c_batch_stride: u64,
-        alpha: f32,
-        beta: f32,
-        group_m: u32,
-    ) as GEMM_WGMMA_F16 {
-        // SAFETY: the entry's contract.
-        unsafe { gemm::<F16>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m) }
-    }
-
+    gemm_wgmma_f16 as GEMM_WGMMA_F16: F16;
     /// As `gemm_wgmma_bf16`, for f32 A and B multiplied as tf32 (32
     /// elements of k a stage).
-    ///
-    /// # Safety
-    /// As the module's `gemm`.
-    pub fn gemm_wgmma_tf32(
-        a_map: *const u64,
-        b_map: *const u64,
-        c: *mut f32,
-        m: u32,
-        n: u32,
-        k: u32,
-        ldc: u32,
-        c_batch_stride: u64,
-        alpha: f32,
-        beta: f32,
-        group_m: u32,
-    ) as GEMM_WGMMA_TF32 {
-        // SAFETY: the entry's contract.
-        unsafe { gemm::<Tf32>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m) }
-    }
+    gemm_wgmma_tf32 as GEMM_WGMMA_TF32: Tf32;
 }
