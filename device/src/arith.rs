@@ -9,13 +9,13 @@
 use core::arch::asm;
 
 macro_rules! fma {
-    ($(#[$doc:meta])* $name:ident, $t:ty, $bits:ty, $reg:ident, $instr:literal, $gpu_nan:ident) => {
+    ($(#[$doc:meta])* $name:ident, $t:ty, $bits:ty, $reg:ident, $instr:literal, $gpu_nan:path) => {
         $(#[$doc])*
         #[inline(always)]
         pub fn $name(a: $t, b: $t, c: $t) -> $t {
             #[cfg(not(target_arch = "nvptx64"))]
-            // The GPU's NaN bits (the simulator's rule for every float result).
-            return crate::sim::$gpu_nan(a.mul_add(b, c));
+            // The GPU's NaN bits (the simulator's rule for float results).
+            return $gpu_nan(a.mul_add(b, c));
             #[cfg(target_arch = "nvptx64")]
             {
                 let d: $bits;
@@ -37,12 +37,12 @@ macro_rules! fma {
 fma!(
     /// `a * b + c` with a single rounding (`fma.rn.f32`), the same result as
     /// `f32::mul_add` on the host.
-    fma_f32, f32, u32, reg32, "fma.rn.f32", gpu_nan_f32
+    fma_f32, f32, u32, reg32, "fma.rn.f32", crate::sim::gpu_nan_f32
 );
 fma!(
     /// `a * b + c` with a single rounding (`fma.rn.f64`), the same result as
     /// `f64::mul_add` on the host.
-    fma_f64, f64, u64, reg64, "fma.rn.f64", gpu_nan_f64
+    fma_f64, f64, u64, reg64, "fma.rn.f64", core::convert::identity
 );
 
 /// The low and the high 32-bit words of `x`'s bits, as `(low, high)`
