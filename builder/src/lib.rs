@@ -691,7 +691,10 @@ fn compile(
         ));
     }
     let crate_name = crate_dir.file_name().unwrap_or_default().to_string_lossy();
-    for warning in inner::warnings(&stderr).into_iter().filter(|_| forward_warnings) {
+    for warning in inner::warnings(&stderr)
+        .into_iter()
+        .filter(|_| forward_warnings)
+    {
         cargo(
             "warning",
             format_args!("{crate_name} (nvptx64 build): {warning}"),

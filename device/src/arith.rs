@@ -69,4 +69,3 @@ pub fn f64_halves(x: f64) -> (u32, u32) {
         (lo, hi)
     }
 }
-

@@ -337,12 +337,16 @@ mod broken {
             unsafe { s.store(3, thread::thread_idx_x()) };
         }
 
-        /// Broken: only threads below 16 reach the barrier.
+        /// Broken: threads below 16 wait at one barrier, the others at
+        /// another (threads that exit without a barrier count as arrived,
+        /// as on sm_70 and later; two different barriers do not).
         ///
         /// # Safety
         /// None needed.
         pub fn host_half_barrier() as HALF_BARRIER {
             if thread::thread_idx_x() < 16 {
+                sync_threads();
+            } else {
                 sync_threads();
             }
         }

@@ -56,13 +56,13 @@ pub mod float16_checks;
 pub mod gemm;
 // Hopper's wgmma GEMM: in the sm_90a build alone on nvptx64 (its list,
 // `gemm_wgmma::KERNELS`, is not in `KERNELS`, which the portable PTX holds).
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub mod fidelity;
 #[cfg(any(
     not(target_arch = "nvptx64"),
     all(feature = "builtin-kernels", target_feature = "sm_90a")
 ))]
 pub mod gemm_wgmma;
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
-pub mod fidelity;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod hello;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
