@@ -16,7 +16,8 @@ use super::foundation::size_label;
 use super::{BenchRecord, Check, exact_check, median_gpu_ms};
 use crate::bench::{device_copy_gbps, gb_per_s};
 use crate::matrices::kernels::{lerp, saxpy, sum};
-use crate::matrices::{Elementwise, ElementwiseElement, doubles_matrix_cpu, elementwise_cpu};
+use crate::cust::memory::DeviceCopy;
+use crate::matrices::{Elementwise, doubles_matrix_cpu, elementwise_cpu};
 use crate::multiply::{multiply_cpu, vector_sum_i32_cpu};
 
 use crate::util::Rng;
@@ -129,7 +130,7 @@ fn fill<T: Copy + Default + Send>(n: usize, seed: u64, value: impl Fn(u64) -> T 
 
 /// [`elementwise_cpu`] on [`threads`] host threads, each over one chunk of
 /// every array.
-fn elementwise_cpu_parallel<Op: Elementwise<T>, T: ElementwiseElement + Send + Sync>(
+fn elementwise_cpu_parallel<Op: Elementwise<T>, T: Copy + Default + Send + Sync>(
     inputs: &[Vec<T>],
     outputs: &mut [Vec<T>],
     scalars: &[T],
@@ -167,14 +168,14 @@ fn elementwise_cpu_parallel<Op: Elementwise<T>, T: ElementwiseElement + Send + S
 }
 
 /// `host` on the device, `offset` elements into a buffer (zeros before).
-fn upload<T: ElementwiseElement>(gpu: &Gpu, host: &[T], offset: usize) -> Result<DeviceBuffer<T>> {
+fn upload<T: DeviceCopy + Default>(gpu: &Gpu, host: &[T], offset: usize) -> Result<DeviceBuffer<T>> {
     let mut padded = vec![T::default(); offset];
     padded.extend_from_slice(host);
     gpu.to_device(&padded)
 }
 
 /// The `n` elements from `offset` of a device buffer, on the host.
-fn download<T: ElementwiseElement>(d: &DeviceSlice<T>, n: usize) -> Result<Array1<T>> {
+fn download<T: DeviceCopy + Default>(d: &DeviceSlice<T>, n: usize) -> Result<Array1<T>> {
     let mut host = vec![T::default(); d.len()];
     d.copy_to(&mut host[..])?;
     Ok(Array1::from(host.split_off(host.len() - n)))
@@ -223,7 +224,7 @@ fn pair(gpu: &Gpu, records: &mut Vec<BenchRecord>, n: usize, offset: usize) -> R
 /// One row of a kernel `c = f(a, b)` queued by `launch`, checked against
 /// `cpu`; the arrays are filled with `value` of random bits.
 #[allow(clippy::too_many_arguments)]
-fn two_inputs<T: ElementwiseElement + PartialEq + Debug + Send>(
+fn two_inputs<T: DeviceCopy + Default + PartialEq + Debug + Send>(
     gpu: &Gpu,
     records: &mut Vec<BenchRecord>,
     kernel: &str,
@@ -262,7 +263,7 @@ fn elementwise<Op, T>(
 ) -> Result<()>
 where
     Op: Elementwise<T>,
-    T: ElementwiseElement + PartialEq + Debug + Send + Sync,
+    T: DeviceCopy + Default + PartialEq + Debug + Send + Sync,
 {
     let size = format!("{}{}", size_label(n), from_element(offset));
     let (ni, no, nio) = (Op::INPUTS.len(), Op::OUTPUTS.len(), Op::INOUTS.len());
