@@ -6,7 +6,8 @@
 //! the kernel's bandwidth (bytes read + written) against a device-to-device
 //! copy of the same bytes measured just before it, and each result is then
 //! checked exactly against the CPU reference after one fresh launch: a
-//! mismatch fails the bench.
+//! mismatch fails the bench. The elementwise kernels on f16 and bf16 run at
+//! 2^27 elements.
 use std::fmt::Debug;
 
 use crate::{DeviceBuffer, DeviceSlice};
@@ -15,8 +16,9 @@ use ndarray::{Array1, ArrayView1, ArrayView2, ArrayViewMut1};
 use super::foundation::size_label;
 use super::{BenchRecord, Check, exact_check, median_gpu_ms};
 use crate::bench::{device_copy_gbps, gb_per_s};
-use crate::matrices::kernels::{lerp, saxpy, sum};
 use crate::cust::memory::DeviceCopy;
+use crate::kernels::device::float16::{bf16, f16};
+use crate::matrices::kernels::{lerp, saxpy, sum};
 use crate::matrices::{Elementwise, doubles_matrix_cpu, elementwise_cpu};
 use crate::multiply::{multiply_cpu, vector_sum_i32_cpu};
 
@@ -61,6 +63,18 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         elementwise::<lerp, f32>(gpu, records, n, offset, f32s, &[])?;
         elementwise::<lerp, f64>(gpu, records, n, offset, f64s, &[])?;
     }
+    // The 16-bit floats at 2^27 elements (the bytes of 2^26 f32), values in
+    // [-1, 1).
+    let n = 1 << 27;
+    let unit = |r: u64| (r >> 40) as f32 / (1u64 << 23) as f32 - 1.0;
+    let f16s = |r: u64| f16::narrow(unit(r));
+    let bf16s = |r: u64| bf16::narrow(unit(r));
+    elementwise::<sum, f16>(gpu, records, n, 0, f16s, &[])?;
+    elementwise::<sum, bf16>(gpu, records, n, 0, bf16s, &[])?;
+    elementwise::<saxpy, f16>(gpu, records, n, 0, f16s, &[f16::narrow(1.0001)])?;
+    elementwise::<saxpy, bf16>(gpu, records, n, 0, bf16s, &[bf16::narrow(1.0001)])?;
+    elementwise::<lerp, f16>(gpu, records, n, 0, f16s, &[])?;
+    elementwise::<lerp, bf16>(gpu, records, n, 0, bf16s, &[])?;
     for (rows, cols, offset) in [(8192usize, 8192usize, 0usize), (8191, 8193, 1)] {
         doubles(gpu, records, rows, cols, offset)?;
     }
@@ -168,7 +182,11 @@ fn elementwise_cpu_parallel<Op: Elementwise<T>, T: Copy + Default + Send + Sync>
 }
 
 /// `host` on the device, `offset` elements into a buffer (zeros before).
-fn upload<T: DeviceCopy + Default>(gpu: &Gpu, host: &[T], offset: usize) -> Result<DeviceBuffer<T>> {
+fn upload<T: DeviceCopy + Default>(
+    gpu: &Gpu,
+    host: &[T],
+    offset: usize,
+) -> Result<DeviceBuffer<T>> {
     let mut padded = vec![T::default(); offset];
     padded.extend_from_slice(host);
     gpu.to_device(&padded)
@@ -179,6 +197,12 @@ fn download<T: DeviceCopy + Default>(d: &DeviceSlice<T>, n: usize) -> Result<Arr
     let mut host = vec![T::default(); d.len()];
     d.copy_to(&mut host[..])?;
     Ok(Array1::from(host.split_off(host.len() - n)))
+}
+
+/// The element type's name without its path (`f32`, `bf16`).
+fn type_label<T>() -> &'static str {
+    let name = std::any::type_name::<T>();
+    name.rsplit("::").next().unwrap_or(name)
 }
 
 /// ", from element 1" for an offset run, nothing otherwise.
@@ -243,7 +267,7 @@ fn two_inputs<T: DeviceCopy + Default + PartialEq + Debug + Send>(
     );
     let dc = upload(gpu, &vec![T::default(); n], offset)?;
     let (sa, sb, mut sc) = (da.index(offset..), db.index(offset..), dc.index(offset..));
-    let kind = format!("{size} {}", std::any::type_name::<T>());
+    let kind = format!("{size} {}", type_label::<T>());
     let timed = time_row(gpu, kernel, kind, 12 * n, || launch(&sa, &sb, &mut sc))?;
     gpu.synchronize(K)?;
     let check = exact_check(&download(&dc, n)?, &cpu(a.view(), b.view())?);
@@ -282,7 +306,7 @@ where
         let mut out_refs: Vec<&mut DeviceSlice<T>> = outs.iter_mut().collect();
         gpu.elementwise_on_device::<Op, T>(&in_refs, &mut out_refs, scalars)
     };
-    let kind = format!("{size} {}", std::any::type_name::<T>());
+    let kind = format!("{size} {}", type_label::<T>());
     let timed = time_row(gpu, Op::ENTRY, kind, bytes, || run(&bufs))?;
     // The check: fresh in-out arrays, one launch, against the CPU.
     gpu.synchronize(K)?;
