@@ -309,7 +309,7 @@ impl Gpu {
         }
         let bytes = input.bytes();
         let (a_ptr, b_ptr) = (a.as_device_ptr().as_raw(), b.as_device_ptr().as_raw());
-        let aligned16 = |v: usize| (v * bytes) % 16 == 0;
+        let aligned16 = |v: usize| (v * bytes).is_multiple_of(16);
         let aligned = a_ptr % 16 == 0
             && b_ptr % 16 == 0
             && aligned16(lda)

@@ -170,7 +170,7 @@ unsafe fn gemm<T: WgmmaInput>(
         // stage goes back to the producer.
         hopper::wgmma_wait_group::<1>();
         hopper::fence_accumulators(&mut acc);
-        if kt > 0 && tid % 128 == 0 {
+        if kt > 0 && tid.is_multiple_of(128) {
             empty((kt - 1) % STAGES).arrive();
         }
     }
