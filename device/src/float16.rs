@@ -211,7 +211,37 @@ macro_rules! float16 {
                 $x2::new(self, self).max($x2::new(other, other)).lo()
             }
         }
+
+        float16_arith!($name: Add add +, Sub sub -, Mul mul *, Div div /);
+
+        impl core::ops::Neg for $name {
+            type Output = Self;
+            /// The sign bit flipped (NaN included), like `neg.f16`.
+            #[inline(always)]
+            fn neg(self) -> Self {
+                Self(self.0 ^ 0x8000)
+            }
+        }
     };
+}
+
+/// `+ − × ÷` of a 16-bit type: both operands widened to f32 (exact), the f32
+/// operation, one rounding to the 16-bit type. The f32 result is the exact
+/// one rounded to 24 bits, and 24 ≥ 2p + 2 for p = 11 (f16) and 8 (bf16),
+/// so the second rounding gives the exactly rounded result (Figueroa, "When
+/// is double rounding innocuous?", 1995): the bits of `add.rn.f16` & co.,
+/// with the canonical NaN `0x7fff`.
+macro_rules! float16_arith {
+    ($name:ident: $($trait:ident $method:ident $op:tt),*) => {$(
+        impl core::ops::$trait for $name {
+            type Output = Self;
+            #[doc = concat!("`self ", stringify!($op), " rhs`, rounded once (nearest, ties to even).")]
+            #[inline(always)]
+            fn $method(self, rhs: Self) -> Self {
+                Self::narrow(self.widen() $op rhs.widen())
+            }
+        }
+    )*};
 }
 
 float16!(

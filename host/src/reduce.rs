@@ -44,6 +44,7 @@
 //! outside references (`torch.sum`) were measured. Numbers live there only.
 use std::fmt::Debug;
 
+use cuda_kernels_device::float16 as dev;
 use cust::device::DeviceAttribute;
 use cust::memory::DeviceCopy;
 use ndarray::ArrayView1;
@@ -73,35 +74,119 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// An element type the reduction kernels are built for: `i32`, `i64`,
-/// `f32`, `f64` (sealed: the kernels exist only for these).
-pub trait Element:
-    DeviceCopy
-    + Copy
-    + Default
-    + PartialEq
-    + Debug
-    + Send
-    + Sync
-    + 'static
-    + sealed::Sealed
-    + crate::kernel::KernelParam<Self>
-{
-    /// The type's name as in entry points (`"f32"`).
+/// An element type the reduction kernels read on the device: the
+/// [`Element`]s, combined in their own type, and the device crate's 16-bit
+/// floats `f16` and `bf16`, combined in f32 (sealed: the kernels exist only
+/// for these).
+pub trait Input: DeviceCopy + Copy + Send + Sync + 'static + sealed::Sealed {
+    /// The type the elements are combined in and the result has (the
+    /// accumulator).
+    type Acc: Element;
+    /// The type's name as in entry points (`"f32"`, `"bf16"`).
     const NAME: &'static str;
     /// Elements per 16-byte vector load.
     const PER_VEC: usize = 16 / std::mem::size_of::<Self>();
 }
 
+/// An element type the reduction kernels combine in and return: `i32`,
+/// `i64`, `f32`, `f64` (sealed).
+pub trait Element:
+    Input<Acc = Self> + Default + PartialEq + Debug + crate::kernel::KernelParam<Self>
+{
+}
+
 macro_rules! element {
     ($($t:ident),*) => {$(
         impl sealed::Sealed for $t {}
-        impl Element for $t {
+        impl Input for $t {
+            type Acc = $t;
             const NAME: &'static str = stringify!($t);
         }
+        impl Element for $t {}
     )*};
 }
 element!(i32, i64, f32, f64);
+
+macro_rules! half_input {
+    ($($t:ident),*) => {$(
+        impl sealed::Sealed for dev::$t {}
+        impl Input for dev::$t {
+            type Acc = f32;
+            const NAME: &'static str = stringify!($t);
+        }
+        impl sealed::Sealed for half::$t {}
+        impl HalfInput for half::$t {
+            type Dev = dev::$t;
+            fn to_dev(self) -> dev::$t {
+                self.into()
+            }
+            fn to_f32(self) -> f32 {
+                half::$t::to_f32(self)
+            }
+            fn from_f32(x: f32) -> Self {
+                half::$t::from_f32(x)
+            }
+        }
+    )*};
+}
+half_input!(f16, bf16);
+
+/// `half`'s `half::f16` and `half::bf16` as reduction inputs
+/// ([`Gpu::reduce_half`]): read as their device twins, combined in f32.
+pub trait HalfInput: Copy + Send + Sync + 'static + sealed::Sealed {
+    /// The device crate's type of the same bits.
+    type Dev: Input<Acc = f32>;
+    /// The device twin.
+    fn to_dev(self) -> Self::Dev;
+    /// The value as f32 (exact).
+    fn to_f32(self) -> f32;
+    /// `x` rounded to this type (exact for the values a min or max gives).
+    fn from_f32(x: f32) -> Self;
+}
+
+/// What reducing 16-bit floats `H` with an operation gives
+/// ([`Gpu::reduce_half`]): the f32 accumulator for a sum; for min and max
+/// the input type, which holds the f32 result exactly (it is one of the
+/// inputs, or the identity `±∞`).
+pub trait HalfReduction<H: HalfInput>: ReduceKernel<H::Dev, f32> {
+    /// The result type (and that of the initial value).
+    type Output: Copy;
+    /// The initial value as an accumulator.
+    fn to_acc(x: Self::Output) -> f32;
+    /// The result from the accumulator.
+    fn from_acc(x: f32) -> Self::Output;
+}
+
+impl<H: HalfInput> HalfReduction<H> for Sum
+where
+    Sum: ReduceKernel<H::Dev, f32>,
+{
+    type Output = f32;
+    fn to_acc(x: f32) -> f32 {
+        x
+    }
+    fn from_acc(x: f32) -> f32 {
+        x
+    }
+}
+
+macro_rules! half_in_input_type {
+    ($($op:ident),*) => {$(
+        impl<H: HalfInput> HalfReduction<H> for $op
+        where
+            $op: ReduceKernel<H::Dev, f32>,
+        {
+            type Output = H;
+            fn to_acc(x: H) -> f32 {
+                x.to_f32()
+            }
+            fn from_acc(x: f32) -> H {
+                H::from_f32(x)
+            }
+        }
+    )*};
+}
+half_in_input_type!(Min, Max);
 
 /// Device memory a reduction works in: one partial result per block, the
 /// last-block-done counter (0 between launches: the kernel resets it), and
@@ -157,6 +242,38 @@ impl Gpu {
         self.reduce_slice::<Op, T>(&contiguous(&input), init)
     }
 
+    /// [`Gpu::reduce`] for `half`'s 16-bit floats: the elements are combined
+    /// in f32 (see [`cuda_kernels_gpu::reduce`]); a sum returns its f32
+    /// accumulator, min and max a value of the input type
+    /// ([`HalfReduction`]). Same rules otherwise (an empty input gives `init`
+    /// or the identity, min/max of nothing is an error).
+    ///
+    /// ```no_run
+    /// # use cuda_kernels_host::reduce::{Max, Sum};
+    /// # fn main() -> cuda_kernels_host::Result<()> {
+    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
+    /// let x = ndarray::Array1::from_elem(1000, half::bf16::from_f32(0.5));
+    /// assert_eq!(gpu.reduce_half::<Sum, half::bf16>(x.view(), None)?, 500.0f32);
+    /// assert_eq!(gpu.reduce_half::<Max, half::bf16>(x.view(), None)?, x[0]);
+    /// # Ok(()) }
+    /// ```
+    pub fn reduce_half<Op: HalfReduction<H>, H: HalfInput>(
+        &self,
+        input: ArrayView1<H>,
+        init: Option<Op::Output>,
+    ) -> Result<Op::Output> {
+        let init = start_value::<Op, H::Dev>(input.len(), init.map(Op::to_acc))?;
+        if input.is_empty() {
+            return Ok(Op::from_acc(init));
+        }
+        let host: Vec<H::Dev> = input.iter().map(|x| x.to_dev()).collect();
+        self.bind()?;
+        let device = self.to_device(&host)?;
+        Ok(Op::from_acc(
+            self.reduce_device::<Op, H::Dev>(&device, Some(init))?,
+        ))
+    }
+
     /// [`Gpu::reduce`] on a slice.
     ///
     /// ```no_run
@@ -193,14 +310,14 @@ impl Gpu {
     /// assert_eq!(gpu.reduce_device::<Sum, f64>(&d, None)?, 6.0);
     /// # Ok(()) }
     /// ```
-    pub fn reduce_device<Op: ReduceKernel<T>, T: Element>(
+    pub fn reduce_device<Op: ReduceKernel<T, T::Acc>, T: Input>(
         &self,
         input: &DeviceSlice<T>,
-        init: Option<T>,
-    ) -> Result<T> {
+        init: Option<T::Acc>,
+    ) -> Result<T::Acc> {
         // Refuse bad input before allocating anything.
         start_value::<Op, T>(input.len(), init)?;
-        let mut scratch = self.reduce_scratch::<T>()?;
+        let mut scratch = self.reduce_scratch::<T::Acc>()?;
         self.reduce_on_device::<Op, T>(input, init, &mut scratch)?;
         scratch.result(self)
     }
@@ -222,11 +339,11 @@ impl Gpu {
     /// assert_eq!(scratch.result(&gpu)?, 1 << 20);
     /// # Ok(()) }
     /// ```
-    pub fn reduce_on_device<Op: ReduceKernel<T>, T: Element>(
+    pub fn reduce_on_device<Op: ReduceKernel<T, T::Acc>, T: Input>(
         &self,
         input: &DeviceSlice<T>,
-        init: Option<T>,
-        scratch: &mut ReduceScratch<T>,
+        init: Option<T::Acc>,
+        scratch: &mut ReduceScratch<T::Acc>,
     ) -> Result<()> {
         let (grid, block) = self.reduce_launch_shape::<Op, T>(input.len())?;
         self.reduce_on_device_shaped::<Op, T>(input, init, scratch, grid, block)
@@ -247,11 +364,11 @@ impl Gpu {
     /// assert_eq!(scratch.result(&gpu)?, 2000);
     /// # Ok(()) }
     /// ```
-    pub fn reduce_on_device_shaped<Op: ReduceKernel<T>, T: Element>(
+    pub fn reduce_on_device_shaped<Op: ReduceKernel<T, T::Acc>, T: Input>(
         &self,
         input: &DeviceSlice<T>,
-        init: Option<T>,
-        scratch: &mut ReduceScratch<T>,
+        init: Option<T::Acc>,
+        scratch: &mut ReduceScratch<T::Acc>,
         grid: u32,
         block: u32,
     ) -> Result<()> {
@@ -324,7 +441,7 @@ impl Gpu {
     /// resident blocks per multiprocessor, from the occupancy API), and at
     /// least one. The grid-stride loop covers the rest. Useful to derive the
     /// float tolerance ([`float_sum_tolerance`]).
-    pub fn reduce_launch_shape<Op: ReduceKernel<T>, T: Element>(
+    pub fn reduce_launch_shape<Op: ReduceKernel<T, T::Acc>, T: Input>(
         &self,
         n: usize,
     ) -> Result<(u32, u32)> {
@@ -360,7 +477,10 @@ impl Gpu {
 /// The value the reduction starts from: `init`, or the identity; an error
 /// for an empty input without `init` when the operation has no meaningful
 /// empty result (min, max).
-pub fn start_value<Op: ReduceKernel<T>, T: Element>(n: usize, init: Option<T>) -> Result<T> {
+pub fn start_value<Op: ReduceKernel<T, T::Acc>, T: Input>(
+    n: usize,
+    init: Option<T::Acc>,
+) -> Result<T::Acc> {
     match init {
         Some(v) => Ok(v),
         None if n == 0 && !Op::DEFINED_ON_EMPTY => Err(Error::invalid(
@@ -1062,9 +1182,10 @@ mod tests {
 
     #[test]
     fn element_vector_widths() {
-        assert_eq!(<f32 as Element>::PER_VEC, 4);
-        assert_eq!(<i64 as Element>::PER_VEC, 2);
-        assert_eq!(<f64 as Element>::NAME, "f64");
+        assert_eq!(<f32 as Input>::PER_VEC, 4);
+        assert_eq!(<i64 as Input>::PER_VEC, 2);
+        assert_eq!(<f64 as Input>::NAME, "f64");
+        assert_eq!(<dev::bf16 as Input>::PER_VEC, 8);
     }
 
     #[test]

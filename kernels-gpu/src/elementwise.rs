@@ -308,23 +308,27 @@ macro_rules! elementwise_kernels {
             /// `c = a + b`: the seed's `ElementwiseKernel("int *a, int *b,
             /// int *c", "c[i] = a[i] + b[i]", "sum")` (wrapping is not
             /// asked for: integer overflow follows Rust's rules).
-            sum => elementwise_sum<T: i32, i64, f32, f64>
+            sum => elementwise_sum<T: i32, i64, f32, f64, f16, bf16>
                 (in [a, b] out [c] inout [] scalar []) { *c = a + b; }
 
             /// saxpy, `y = a·x + y`, in place on `y` (one rounding for the
             /// product and one for the sum, like NumPy's `a*x + y`).
-            saxpy => elementwise_saxpy<T: f32, f64>
+            saxpy => elementwise_saxpy<T: f32, f64, f16, bf16>
                 (in [x] out [] inout [y] scalar [a]) { *y = a * x + *y; }
 
             /// Linear interpolation over three arrays:
             /// `out = a + t·(b − a)`.
-            lerp => elementwise_lerp<T: f32, f64>
+            lerp => elementwise_lerp<T: f32, f64, f16, bf16>
                 (in [a, b, t] out [out] inout [] scalar []) { *out = a + t * (b - a); }
         }
     };
 }
 
 // The built-in kernels (their entry points only with `builtin-kernels`).
+// The 16-bit floats are the device crate's (the bits of `half`'s types):
+// their `+ − ×` round each operation once, like f32's.
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+use crate::device::float16::{bf16, f16};
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 elementwise_kernels!(crate::elementwise);
 

@@ -10,10 +10,16 @@
 //!
 //! | op | identity | combine | entry points |
 //! |---|---|---|---|
-//! | [`Sum`] | 0 | `+` (wrapping for integers) | `reduce_sum_{i32,i64,f32,f64}` |
+//! | [`Sum`] | 0 | `+` (wrapping for integers) | `reduce_sum_{i32,i64,f32,f64,f16,bf16}` |
 //! | [`Product`] | 1 | `*` (wrapping for integers) | `reduce_product_{i32,i64,f32,f64}` |
-//! | [`Min`] | `MAX` / `+∞` (sentinel) | `min` (floats: `f32::min`, NaN-ignoring) | `reduce_min_{i32,i64,f32,f64}` |
-//! | [`Max`] | `MIN` / `−∞` (sentinel) | `max` (floats: `f32::max`, NaN-ignoring) | `reduce_max_{i32,i64,f32,f64}` |
+//! | [`Min`] | `MAX` / `+∞` (sentinel) | `min` (floats: `f32::min`, NaN-ignoring) | `reduce_min_{i32,i64,f32,f64,f16,bf16}` |
+//! | [`Max`] | `MIN` / `−∞` (sentinel) | `max` (floats: `f32::max`, NaN-ignoring) | `reduce_max_{i32,i64,f32,f64,f16,bf16}` |
+//!
+//! The 16-bit floats (`f16 => f32` in [`reduce_kernels!`](crate::reduce_kernels)) are
+//! read as they are stored, eight to a 16-byte vector, and combined in f32
+//! (each element widened exactly): the sum is accumulated and returned in
+//! f32; min and max return an f32 that is one of the inputs (or the
+//! identity `±∞`), so it converts back to the input type exactly.
 //! | [`Xor`] (the user-declared example) | 0 | `^` | `reduce_xor_{i32,i64}` |
 //!
 //! # Declaring another operation
@@ -265,29 +271,32 @@ pub const UNROLL: usize = 4;
 ///         Kernel::new("cuda_kernels_gpu", "reduce_max_f64");
 /// }
 /// ```
-pub unsafe trait ReduceKernel<T>: ReduceOp<T> {
+pub unsafe trait ReduceKernel<T, A = T>: ReduceOp<A> {
     /// The entry point's handle, with its parameters `(input, partials,
-    /// counter, out, n, init)`; on the host it carries the kernel body
-    /// compiled for the simulator.
-    const KERNEL: crate::device::kernel::Kernel<(*const T, *mut T, *mut u32, *mut T, usize, T)>;
+    /// counter, out, n, init)`: the input of element type `T`, the rest of
+    /// the accumulator type `A` (`T` itself, or f32 for a 16-bit float); on
+    /// the host it carries the kernel body compiled for the simulator.
+    const KERNEL: crate::device::kernel::Kernel<(*const T, *mut A, *mut u32, *mut A, usize, A)>;
     /// The entry point's name, `reduce_<op>_<type>` (the name of
     /// [`KERNEL`](Self::KERNEL)).
     const ENTRY: &'static str = Self::KERNEL.name();
 }
 
 /// Instantiates the reduction kernel for an operation and element types:
-/// `reduce_kernels! { Op, "name": i32, f64, …; … }` emits, for each type
-/// `t`, the entry point `reduce_<name>_<t>` (on nvptx64) and
-/// `impl ReduceKernel<t> for Op` (everywhere, with its handle
+/// `reduce_kernels! { Op, "name": i32, f64, bf16 => f32, …; … }` emits, for
+/// each type `t` (combined in `t`, or in the accumulator type `a` written
+/// `t => a`), the entry point `reduce_<name>_<t>` (on nvptx64) and
+/// `impl ReduceKernel<t, a> for Op` (everywhere, with its handle
 /// [`ReduceKernel::KERNEL`], which on the host carries the same body
 /// compiled for the simulator), and once the list `REDUCE_KERNELS` of the
 /// entry names. `Op` must implement
-/// [`ReduceOp<t>`](ReduceOp) for each type, and each type must be one of the
-/// element types the host launches (`i32`, `i64`, `f32`, `f64`: the host
-/// crate's sealed `reduce::Element`).
+/// [`ReduceOp<a>`](ReduceOp) for each accumulator type, and each type must be
+/// one of the element types the host launches (`i32`, `i64`, `f32`, `f64`,
+/// and `f16`/`bf16` combined in f32: the host crate's sealed
+/// `reduce::Input`).
 ///
-/// Each entry point has the parameters `(input: *const t, partials: *mut t,
-/// counter: *mut u32, out: *mut t, n: usize, init: t)` and these safety
+/// Each entry point has the parameters `(input: *const t, partials: *mut a,
+/// counter: *mut u32, out: *mut a, n: usize, init: a)` and these safety
 /// requirements, guaranteed by the host launcher:
 /// - `input` points to `n` readable elements that nothing writes during the
 ///   launch; `out` to one writable element; none of the buffers overlap;
@@ -298,16 +307,19 @@ pub unsafe trait ReduceKernel<T>: ReduceOp<T> {
 /// - the launch has [`SHARED_BYTES`] bytes of dynamic shared memory.
 #[macro_export]
 macro_rules! reduce_kernels {
-    ($($op:ty, $name:literal: $($t:ident),+);+ $(;)?) => {
+    ($($op:ty, $name:literal: $($t:ident $(=> $acc:ident)?),+);+ $(;)?) => {
         /// The PTX entry points of the reductions, in declaration order.
         pub const REDUCE_KERNELS: &[&str] = &[$($(concat!("reduce_", $name, "_", stringify!($t)),)+)+];
-        $($crate::reduce_kernels!(@one $op, $name: $($t),+);)+
+        $($($crate::reduce_kernels!(@one $op, $name: $t $(=> $acc)?);)+)+
     };
-    (@one $op:ty, $name:literal: $($t:ident),+) => {$(
+    (@one $op:ty, $name:literal: $t:ident) => {
+        $crate::reduce_kernels!(@one $op, $name: $t => $t);
+    };
+    (@one $op:ty, $name:literal: $t:ident => $a:ident) => {
         const _: () = {
             $crate::__family_entry! {
                 concat!("reduce_", $name, "_", stringify!($t))
-                    => HANDLE: (*const $t, *mut $t, *mut u32, *mut $t, usize, $t),
+                    => HANDLE: (*const $t, *mut $a, *mut u32, *mut $a, usize, $a),
                 /// The reduction kernel for this operation and element type
                 /// (see `reduce_kernels!` for the parameters).
                 ///
@@ -316,29 +328,29 @@ macro_rules! reduce_kernels {
                 /// the host launcher.
                 kernel(
                     input: *const $t,
-                    partials: *mut $t,
+                    partials: *mut $a,
                     counter: *mut u32,
-                    out: *mut $t,
+                    out: *mut $a,
                     n: usize,
-                    init: $t,
+                    init: $a,
                 ) {
                     // SAFETY: forwarded from this entry point's contract.
                     unsafe {
-                        $crate::reduce::body::reduce::<$t, $op>(input, partials, counter, out, n, init)
+                        $crate::reduce::body::reduce::<$t, $a, $op>(input, partials, counter, out, n, init)
                     }
                 }
             }
 
             // SAFETY: HANDLE is the entry point emitted just above (and its
-            // host entry), for exactly ($op, $t), with the documented
+            // host entry), for exactly ($op, $t, $a), with the documented
             // parameters.
-            unsafe impl $crate::reduce::ReduceKernel<$t> for $op {
+            unsafe impl $crate::reduce::ReduceKernel<$t, $a> for $op {
                 const KERNEL: $crate::device::kernel::Kernel<
-                    (*const $t, *mut $t, *mut u32, *mut $t, usize, $t),
+                    (*const $t, *mut $a, *mut u32, *mut $a, usize, $a),
                 > = HANDLE;
             }
         };
-    )+};
+    };
 }
 
 /// The built-in reductions: `ReduceKernel` everywhere, the entry points on
@@ -347,12 +359,13 @@ macro_rules! reduce_kernels {
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod built_in {
     use super::{Max, Min, Product, Sum, Xor};
+    use crate::device::float16::{bf16, f16};
 
     reduce_kernels! {
-        Sum, "sum": i32, i64, f32, f64;
+        Sum, "sum": i32, i64, f32, f64, f16 => f32, bf16 => f32;
         Product, "product": i32, i64, f32, f64;
-        Min, "min": i32, i64, f32, f64;
-        Max, "max": i32, i64, f32, f64;
+        Min, "min": i32, i64, f32, f64, f16 => f32, bf16 => f32;
+        Max, "max": i32, i64, f32, f64, f16 => f32, bf16 => f32;
         Xor, "xor": i32, i64;
     }
 }

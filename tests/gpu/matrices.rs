@@ -407,7 +407,10 @@ fn elementwise_on_sub_slices<K, T>(
 ) -> Result<(), Failed>
 where
     K: Elementwise<T>,
-    T: cuda_kernels::matrices::ElementwiseElement + PartialEq + std::fmt::Debug,
+    T: cuda_kernels::matrices::ElementwiseElement<Dev = T>
+        + cuda_kernels::cust::memory::DeviceCopy
+        + PartialEq
+        + std::fmt::Debug,
 {
     use cuda_kernels::DeviceSlice;
     let ni = K::INPUTS.len();
@@ -842,7 +845,7 @@ fn matmul_agrees_with_cpu(gpu: &Gpu, kernel: MatmulKernel) -> Result<(), Failed>
 /// Runs elementwise kernel `K` on the GPU and with `elementwise_cpu` on the
 /// same inputs, `outputs` holding the initial `out` and `inout` arrays, and
 /// compares every output.
-fn elementwise_same<K: Elementwise<T>, T: ElementwiseElement + Elem>(
+fn elementwise_same<K: Elementwise<T>, T: ElementwiseElement<Dev = T> + Elem>(
     gpu: &Gpu,
     inputs: &[&[T]],
     outputs: &[&[T]],

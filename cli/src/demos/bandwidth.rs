@@ -6,7 +6,8 @@
 //! the kernel's bandwidth (bytes read + written) against a device-to-device
 //! copy of the same bytes measured just before it, and each result is then
 //! checked exactly against the CPU reference after one fresh launch: a
-//! mismatch fails the bench.
+//! mismatch fails the bench. The elementwise kernels on f16 and bf16 run at
+//! 2^27 elements.
 use std::fmt::Debug;
 
 use crate::{DeviceBuffer, DeviceSlice};
@@ -15,8 +16,10 @@ use ndarray::{Array1, ArrayView1, ArrayView2, ArrayViewMut1};
 use super::foundation::size_label;
 use super::{BenchRecord, Check, exact_check, median_gpu_ms};
 use crate::bench::{device_copy_gbps, gb_per_s};
+use crate::cust::memory::DeviceCopy;
+use crate::kernels::device::float16::{bf16, f16};
 use crate::matrices::kernels::{lerp, saxpy, sum};
-use crate::matrices::{Elementwise, ElementwiseElement, doubles_matrix_cpu, elementwise_cpu};
+use crate::matrices::{Elementwise, doubles_matrix_cpu, elementwise_cpu};
 use crate::multiply::{multiply_cpu, vector_sum_i32_cpu};
 
 use crate::util::Rng;
@@ -60,6 +63,18 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         elementwise::<lerp, f32>(gpu, records, n, offset, f32s, &[])?;
         elementwise::<lerp, f64>(gpu, records, n, offset, f64s, &[])?;
     }
+    // The 16-bit floats at 2^27 elements (the bytes of 2^26 f32), values in
+    // [-1, 1).
+    let n = 1 << 27;
+    let unit = |r: u64| (r >> 40) as f32 / (1u64 << 23) as f32 - 1.0;
+    let f16s = |r: u64| f16::narrow(unit(r));
+    let bf16s = |r: u64| bf16::narrow(unit(r));
+    elementwise::<sum, f16>(gpu, records, n, 0, f16s, &[])?;
+    elementwise::<sum, bf16>(gpu, records, n, 0, bf16s, &[])?;
+    elementwise::<saxpy, f16>(gpu, records, n, 0, f16s, &[f16::narrow(1.0001)])?;
+    elementwise::<saxpy, bf16>(gpu, records, n, 0, bf16s, &[bf16::narrow(1.0001)])?;
+    elementwise::<lerp, f16>(gpu, records, n, 0, f16s, &[])?;
+    elementwise::<lerp, bf16>(gpu, records, n, 0, bf16s, &[])?;
     for (rows, cols, offset) in [(8192usize, 8192usize, 0usize), (8191, 8193, 1)] {
         doubles(gpu, records, rows, cols, offset)?;
     }
@@ -129,7 +144,7 @@ fn fill<T: Copy + Default + Send>(n: usize, seed: u64, value: impl Fn(u64) -> T 
 
 /// [`elementwise_cpu`] on [`threads`] host threads, each over one chunk of
 /// every array.
-fn elementwise_cpu_parallel<Op: Elementwise<T>, T: ElementwiseElement + Send + Sync>(
+fn elementwise_cpu_parallel<Op: Elementwise<T>, T: Copy + Default + Send + Sync>(
     inputs: &[Vec<T>],
     outputs: &mut [Vec<T>],
     scalars: &[T],
@@ -167,17 +182,27 @@ fn elementwise_cpu_parallel<Op: Elementwise<T>, T: ElementwiseElement + Send + S
 }
 
 /// `host` on the device, `offset` elements into a buffer (zeros before).
-fn upload<T: ElementwiseElement>(gpu: &Gpu, host: &[T], offset: usize) -> Result<DeviceBuffer<T>> {
+fn upload<T: DeviceCopy + Default>(
+    gpu: &Gpu,
+    host: &[T],
+    offset: usize,
+) -> Result<DeviceBuffer<T>> {
     let mut padded = vec![T::default(); offset];
     padded.extend_from_slice(host);
     gpu.to_device(&padded)
 }
 
 /// The `n` elements from `offset` of a device buffer, on the host.
-fn download<T: ElementwiseElement>(d: &DeviceSlice<T>, n: usize) -> Result<Array1<T>> {
+fn download<T: DeviceCopy + Default>(d: &DeviceSlice<T>, n: usize) -> Result<Array1<T>> {
     let mut host = vec![T::default(); d.len()];
     d.copy_to(&mut host[..])?;
     Ok(Array1::from(host.split_off(host.len() - n)))
+}
+
+/// The element type's name without its path (`f32`, `bf16`).
+fn type_label<T>() -> &'static str {
+    let name = std::any::type_name::<T>();
+    name.rsplit("::").next().unwrap_or(name)
 }
 
 /// ", from element 1" for an offset run, nothing otherwise.
@@ -223,7 +248,7 @@ fn pair(gpu: &Gpu, records: &mut Vec<BenchRecord>, n: usize, offset: usize) -> R
 /// One row of a kernel `c = f(a, b)` queued by `launch`, checked against
 /// `cpu`; the arrays are filled with `value` of random bits.
 #[allow(clippy::too_many_arguments)]
-fn two_inputs<T: ElementwiseElement + PartialEq + Debug + Send>(
+fn two_inputs<T: DeviceCopy + Default + PartialEq + Debug + Send>(
     gpu: &Gpu,
     records: &mut Vec<BenchRecord>,
     kernel: &str,
@@ -242,7 +267,7 @@ fn two_inputs<T: ElementwiseElement + PartialEq + Debug + Send>(
     );
     let dc = upload(gpu, &vec![T::default(); n], offset)?;
     let (sa, sb, mut sc) = (da.index(offset..), db.index(offset..), dc.index(offset..));
-    let kind = format!("{size} {}", std::any::type_name::<T>());
+    let kind = format!("{size} {}", type_label::<T>());
     let timed = time_row(gpu, kernel, kind, 12 * n, || launch(&sa, &sb, &mut sc))?;
     gpu.synchronize(K)?;
     let check = exact_check(&download(&dc, n)?, &cpu(a.view(), b.view())?);
@@ -262,7 +287,7 @@ fn elementwise<Op, T>(
 ) -> Result<()>
 where
     Op: Elementwise<T>,
-    T: ElementwiseElement + PartialEq + Debug + Send + Sync,
+    T: DeviceCopy + Default + PartialEq + Debug + Send + Sync,
 {
     let size = format!("{}{}", size_label(n), from_element(offset));
     let (ni, no, nio) = (Op::INPUTS.len(), Op::OUTPUTS.len(), Op::INOUTS.len());
@@ -281,7 +306,7 @@ where
         let mut out_refs: Vec<&mut DeviceSlice<T>> = outs.iter_mut().collect();
         gpu.elementwise_on_device::<Op, T>(&in_refs, &mut out_refs, scalars)
     };
-    let kind = format!("{size} {}", std::any::type_name::<T>());
+    let kind = format!("{size} {}", type_label::<T>());
     let timed = time_row(gpu, Op::ENTRY, kind, bytes, || run(&bufs))?;
     // The check: fresh in-out arrays, one launch, against the CPU.
     gpu.synchronize(K)?;

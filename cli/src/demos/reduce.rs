@@ -14,8 +14,8 @@ use super::{BenchRecord, Check, Report, Row, cpu_time, median_gpu_ms, no_gpu, si
 use crate::DeviceBuffer;
 use crate::bench::{device_copy_gbps, gb_per_s};
 use crate::reduce::{
-    Element, Max, Min, Product, ReduceKernel, ReduceOrder, ReduceScratch, Sum, Xor, accurate_sum,
-    float_sum_tolerance, reduce_cpu, reduce_in_gpu_order,
+    Element, Input, Max, Min, Product, ReduceKernel, ReduceOrder, ReduceScratch, Sum, Xor,
+    accurate_sum, float_sum_tolerance, reduce_cpu, reduce_in_gpu_order,
 };
 use crate::timing::{GpuTimer, median};
 use crate::util::Rng;
@@ -294,10 +294,10 @@ fn reduce_demo<Op: ReduceKernel<T>, T: DemoElement>(
 /// Median kernel time in ms of `reps` measurements (after one warm-up),
 /// each timing `batch` back-to-back launches between two CUDA events and
 /// dividing by `batch` (so the host's per-launch work overlaps the GPU's).
-pub fn time_reduce<Op: ReduceKernel<T>, T: Element>(
+pub fn time_reduce<Op: ReduceKernel<T, T::Acc>, T: Input>(
     gpu: &Gpu,
     input: &DeviceBuffer<T>,
-    scratch: &mut ReduceScratch<T>,
+    scratch: &mut ReduceScratch<T::Acc>,
     reps: usize,
     batch: usize,
 ) -> Result<f64> {
@@ -386,7 +386,46 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         out.extend(t.sweep(&[(8, 256), (1, 1024)])?);
         Ok(out)
     })?;
-    bench_type::<f64>(gpu, N, copy, records, |t| Ok(vec![t.run::<Sum>()?]))
+    bench_type::<f64>(gpu, N, copy, records, |t| Ok(vec![t.run::<Sum>()?]))?;
+    bench_bf16_sum(gpu, records)
+}
+
+/// `reduce_sum_bf16` (f32 accumulation) over 2^27 bf16 in [-1, 1), against
+/// a device copy of the same bytes measured just before it; the timed
+/// launches' result checked against the f64 sum within the proven bound of
+/// the launch's summation depth (`float_sum_tolerance` with f32's unit
+/// roundoff: each bf16 is exact in f32, so only the f32 additions round).
+fn bench_bf16_sum(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
+    use crate::kernels::device::float16::bf16;
+    const N: usize = 1 << 27;
+    let bytes = N * size_of::<bf16>();
+    let copy = device_copy_gbps(gpu, bytes, REPS)?;
+    let mut rng = Rng::new(27);
+    let host: Vec<bf16> = (0..N)
+        .map(|_| bf16::narrow((rng.uniform() * 2.0 - 1.0) as f32))
+        .collect();
+    let device = gpu.to_device(&host)?;
+    let mut scratch = gpu.reduce_scratch::<f32>()?;
+    let ms = time_reduce::<Sum, bf16>(gpu, &device, &mut scratch, REPS, BATCH)?;
+    let got = f64::from(scratch.result(gpu)?);
+    let exact = accurate_sum(host.iter().map(|x| f64::from(x.widen())));
+    let sum_abs: f64 = host.iter().map(|x| f64::from(x.widen()).abs()).sum();
+    let (grid, block) = gpu.reduce_launch_shape::<Sum, bf16>(N)?;
+    let bound = float_sum_tolerance(N, (grid * block) as usize, sum_abs, 2f64.powi(-24));
+    let error = (got - exact).abs();
+    let check = if error <= bound {
+        Check::Pass(format!("|error| {error:.2e} ≤ bound {bound:.2e}"))
+    } else {
+        Check::Fail(format!(
+            "got {got}, f64 sum {exact}: |error| {error:.2e} > bound {bound:.2e}"
+        ))
+    };
+    let bw = gb_per_s(bytes, ms as f32);
+    records.push(
+        BenchRecord::new("reduce_sum_bf16", "2^27 bf16", ms, "GB/s read", bw, check)
+            .against("device copy", bw / copy),
+    );
+    Ok(())
 }
 
 const REPS: usize = 20;

@@ -30,6 +30,7 @@
 //! and an entry in the kernel crate's generated list
 //! ([`cuda_kernels_gpu::KERNELS`]), which the offline PTX test checks.
 
+use cuda_kernels_device::float16 as dev;
 use cust::memory::DeviceCopy;
 use ndarray::{Array1, ArrayView1, ArrayViewMut1};
 
@@ -50,10 +51,68 @@ pub mod kernels {
     pub use cuda_kernels_gpu::elementwise::*;
 }
 
-/// An element type the elementwise kernels can be instantiated for: plain
-/// data the device can copy, with a zero (`Default`).
-pub trait ElementwiseElement: DeviceCopy + Copy + Default + 'static {}
-impl<T: DeviceCopy + Copy + Default + 'static> ElementwiseElement for T {}
+/// An element type of the elementwise API on the host: the device's own
+/// element types (`Dev = Self`: the integers, f32, f64, and the device
+/// crate's `f16`/`bf16`), and `half`'s `half::f16`/`half::bf16`, whose
+/// kernels are those of the device twin of the same bits.
+pub trait ElementwiseElement: Copy + Default + 'static {
+    /// The element type the kernels are built for: plain data the device can
+    /// copy, with a zero (`Default`), of the same bits as `Self`.
+    type Dev: DeviceCopy + ElementwiseElement<Dev = Self::Dev>;
+    /// The device element of the same bits.
+    fn to_dev(self) -> Self::Dev;
+    /// From the device element of the same bits.
+    fn from_dev(d: Self::Dev) -> Self;
+}
+
+macro_rules! device_elements {
+    ($($t:ty),*) => {$(
+        impl ElementwiseElement for $t {
+            type Dev = $t;
+            #[inline(always)]
+            fn to_dev(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn from_dev(d: $t) -> $t {
+                d
+            }
+        }
+    )*};
+}
+device_elements!(
+    i8,
+    i16,
+    i32,
+    i64,
+    isize,
+    u8,
+    u16,
+    u32,
+    u64,
+    usize,
+    f32,
+    f64,
+    dev::f16,
+    dev::bf16
+);
+
+macro_rules! half_elements {
+    ($($t:ident),*) => {$(
+        impl ElementwiseElement for half::$t {
+            type Dev = dev::$t;
+            #[inline(always)]
+            fn to_dev(self) -> dev::$t {
+                dev::$t::from(self)
+            }
+            #[inline(always)]
+            fn from_dev(d: dev::$t) -> Self {
+                d.into()
+            }
+        }
+    )*};
+}
+half_elements!(f16, bf16);
 
 /// Checks the arity of a call of kernel `K` and the common length of its
 /// arrays; returns that length (errors on 0).
@@ -108,7 +167,9 @@ impl Gpu {
     ///
     /// Errors (no launch) when the numbers of arrays or scalars do not match
     /// the declaration, the arrays differ in length, or they are empty.
-    pub fn elementwise<K: Elementwise<T>, T: ElementwiseElement>(
+    /// `half`'s 16-bit floats run the kernels of their device twins
+    /// ([`ElementwiseElement::Dev`]).
+    pub fn elementwise<K: Elementwise<T::Dev>, T: ElementwiseElement>(
         &self,
         inputs: &[ArrayView1<T>],
         outputs: &mut [ArrayViewMut1<T>],
@@ -117,11 +178,11 @@ impl Gpu {
         let name = K::ENTRY;
         let in_lens: Vec<usize> = inputs.iter().map(|a| a.len()).collect();
         let out_lens: Vec<usize> = outputs.iter().map(|a| a.len()).collect();
-        let n = check_call::<K, T>(&in_lens, &out_lens, scalars.len())?;
+        let n = check_call::<K, T::Dev>(&in_lens, &out_lens, scalars.len())?;
         self.bind()?;
         let mut ins = Vec::with_capacity(inputs.len());
         for a in inputs {
-            ins.push(self.to_device(&contiguous(a))?);
+            ins.push(self.to_device(&to_dev(a))?);
         }
         let mut outs = Vec::with_capacity(outputs.len());
         for (j, a) in outputs.iter().enumerate() {
@@ -129,20 +190,23 @@ impl Gpu {
                 // `out` arrays are written, never read: no copy in.
                 // SAFETY: the kernel writes every element of an `out` array before
                 // anything reads it.
-                unsafe { self.uninitialized::<T>(n) }?
+                unsafe { self.uninitialized::<T::Dev>(n) }?
             } else {
-                let view = a.view();
-                self.to_device(&contiguous(&view))?
+                self.to_device(&to_dev(&a.view()))?
             });
         }
-        let in_refs: Vec<&DeviceSlice<T>> = ins.iter().map(|b| &**b).collect();
-        let mut out_refs: Vec<&mut DeviceSlice<T>> = outs.iter_mut().map(|b| &mut **b).collect();
-        self.elementwise_on_device::<K, T>(&in_refs, &mut out_refs, scalars)?;
+        let in_refs: Vec<&DeviceSlice<T::Dev>> = ins.iter().map(|b| &**b).collect();
+        let mut out_refs: Vec<&mut DeviceSlice<T::Dev>> =
+            outs.iter_mut().map(|b| &mut **b).collect();
+        let scalars: Vec<T::Dev> = scalars.iter().map(|s| s.to_dev()).collect();
+        self.elementwise_on_device::<K, T::Dev>(&in_refs, &mut out_refs, &scalars)?;
         self.synchronize(name)?;
-        let mut host = vec![T::default(); n];
+        let mut host = vec![T::Dev::default(); n];
         for (buf, view) in outs.iter().zip(outputs.iter_mut()) {
             buf.copy_to(&mut host[..])?;
-            view.assign(&ArrayView1::from(&host[..]));
+            for (dst, &src) in view.iter_mut().zip(&host) {
+                *dst = T::from_dev(src);
+            }
         }
         Ok(())
     }
@@ -152,7 +216,7 @@ impl Gpu {
     /// synchronizing. The `&mut` borrows guarantee that no output aliases
     /// another array. Safe under the
     /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
-    pub fn elementwise_on_device<K: Elementwise<T>, T: ElementwiseElement>(
+    pub fn elementwise_on_device<K: Elementwise<T>, T: DeviceCopy + Copy>(
         &self,
         inputs: &[&DeviceSlice<T>],
         outputs: &mut [&mut DeviceSlice<T>],
@@ -271,10 +335,16 @@ pub struct RepeatTiming {
     pub with_transfers_ms: f32,
 }
 
+/// A 1-D view's elements as the device elements of the same bits, in
+/// memory order.
+fn to_dev<T: ElementwiseElement>(view: &ArrayView1<T>) -> Vec<T::Dev> {
+    view.iter().map(|v| v.to_dev()).collect()
+}
+
 /// CPU reference of an elementwise kernel: applies `K`'s per-element
 /// function (the one the GPU kernel calls) at every index. Same arguments
 /// and checks as [`Gpu::elementwise`].
-pub fn elementwise_cpu<K: Elementwise<T>, T: ElementwiseElement>(
+pub fn elementwise_cpu<K: Elementwise<T>, T: Copy + Default>(
     inputs: &[ArrayView1<T>],
     outputs: &mut [ArrayViewMut1<T>],
     scalars: &[T],
@@ -300,7 +370,7 @@ pub fn elementwise_cpu<K: Elementwise<T>, T: ElementwiseElement>(
 }
 
 /// The CPU reference's loop (see [`elementwise_cpu`]).
-fn run_cpu<K: Elementwise<T>, T: ElementwiseElement>(
+fn run_cpu<K: Elementwise<T>, T: Copy + Default>(
     n: usize,
     inputs: &[ArrayView1<T>],
     outputs: &mut [ArrayViewMut1<T>],
@@ -373,7 +443,7 @@ macro_rules! typed_launchers {
             ) -> Result<()>
             where
                 T: ElementwiseElement,
-                kernels::$name: Elementwise<T>,
+                kernels::$name: Elementwise<T::Dev>,
             {
                 self.elementwise::<kernels::$name, T>(&[$($i),*], &mut [$($o,)* $($io,)*], &[$($s),*])
             }

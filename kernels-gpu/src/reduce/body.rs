@@ -10,23 +10,17 @@ use crate::device::warp::{self, Shuffle, WARP_SIZE};
 use crate::device::{atomic, load};
 
 use super::{ReduceOp, SHARED_BYTES, UNROLL};
+use crate::device::float16::{bf16, f16};
 
 /// Byte offset, in the dynamic shared memory, of the last-block flag (after
 /// the 32 warp slots of [`block_reduce`]).
 const FLAG_OFFSET: u32 = 32 * 8;
 const _: () = assert!(FLAG_OFFSET as usize + 4 <= SHARED_BYTES as usize);
 
-/// An element type the reduction kernel handles: it crosses lanes
-/// ([`Shuffle`]), lives in shared memory ([`SharedScalar`]), and is read in
-/// 16-byte vectors.
+/// An accumulator type of the reduction kernel: it crosses lanes
+/// ([`Shuffle`]), lives in shared memory ([`SharedScalar`]), and its block
+/// partials are read back through L2.
 pub trait DeviceElement: Copy + Shuffle + SharedScalar {
-    /// Elements per 16-byte vector.
-    const PER_VEC: usize;
-
-    /// Combines the elements of one 16-byte vector (given as its four 32-bit
-    /// words, in memory order) pairwise with `Op`.
-    fn combine_vec<Op: ReduceOp<Self>>(words: [u32; 4]) -> Self;
-
     /// Loads one element through L2 only (`ld.global.cg`).
     ///
     /// # Safety
@@ -35,15 +29,36 @@ pub trait DeviceElement: Copy + Shuffle + SharedScalar {
     unsafe fn load_l2(ptr: *const Self) -> Self;
 }
 
+/// An element type the reduction kernel reads, combined as accumulator type
+/// `A`: the accumulator type itself, or a 16-bit float widened (exactly) to
+/// f32. Read in 16-byte vectors.
+pub trait ReduceInput<A>: Copy {
+    /// Elements per 16-byte vector.
+    const PER_VEC: usize;
+
+    /// The element as an accumulator value (exact).
+    fn widen(self) -> A;
+
+    /// Combines the elements of one 16-byte vector (given as its four 32-bit
+    /// words, in memory order) pairwise with `Op`, in `A`.
+    fn combine_vec<Op: ReduceOp<A>>(words: [u32; 4]) -> A;
+}
+
 macro_rules! element32 {
     ($($t:ty),*) => {$(
-        impl DeviceElement for $t {
+        impl ReduceInput<$t> for $t {
             const PER_VEC: usize = 4;
+            #[inline(always)]
+            fn widen(self) -> $t {
+                self
+            }
             #[inline(always)]
             fn combine_vec<Op: ReduceOp<Self>>(w: [u32; 4]) -> Self {
                 let x = w.map(|w| <$t>::from_ne_bytes(w.to_ne_bytes()));
                 Op::combine(Op::combine(x[0], x[1]), Op::combine(x[2], x[3]))
             }
+        }
+        impl DeviceElement for $t {
             #[inline(always)]
             unsafe fn load_l2(ptr: *const Self) -> Self {
                 // SAFETY: forwarded from the caller.
@@ -55,14 +70,20 @@ macro_rules! element32 {
 }
 macro_rules! element64 {
     ($($t:ty),*) => {$(
-        impl DeviceElement for $t {
+        impl ReduceInput<$t> for $t {
             const PER_VEC: usize = 2;
+            #[inline(always)]
+            fn widen(self) -> $t {
+                self
+            }
             #[inline(always)]
             fn combine_vec<Op: ReduceOp<Self>>(w: [u32; 4]) -> Self {
                 let lo = <$t>::from_ne_bytes((w[0] as u64 | (w[1] as u64) << 32).to_ne_bytes());
                 let hi = <$t>::from_ne_bytes((w[2] as u64 | (w[3] as u64) << 32).to_ne_bytes());
                 Op::combine(lo, hi)
             }
+        }
+        impl DeviceElement for $t {
             #[inline(always)]
             unsafe fn load_l2(ptr: *const Self) -> Self {
                 // SAFETY: forwarded from the caller.
@@ -74,6 +95,29 @@ macro_rules! element64 {
 }
 element32!(i32, u32, f32);
 element64!(i64, u64, f64);
+
+macro_rules! element16 {
+    ($($t:ident),*) => {$(
+        impl ReduceInput<f32> for $t {
+            const PER_VEC: usize = 8;
+            #[inline(always)]
+            fn widen(self) -> f32 {
+                $t::widen(self)
+            }
+            /// The eight elements (element 0 in the low half of word 0)
+            /// widened, then combined pairwise: `((x0 x1)(x2 x3))((x4
+            /// x5)(x6 x7))`.
+            #[inline(always)]
+            fn combine_vec<Op: ReduceOp<f32>>(w: [u32; 4]) -> f32 {
+                let x: [f32; 8] =
+                    core::array::from_fn(|i| $t::from_bits((w[i / 2] >> (16 * (i % 2))) as u16).widen());
+                let c = Op::combine;
+                c(c(c(x[0], x[1]), c(x[2], x[3])), c(c(x[4], x[5]), c(x[6], x[7])))
+            }
+        }
+    )*};
+}
+element16!(f16, bf16);
 
 /// Combines one value per thread of the block with `Op`; thread 0 returns
 /// the block's result (other threads return partial values).
@@ -117,9 +161,9 @@ pub unsafe fn block_reduce<T: DeviceElement, Op: ReduceOp<T>>(value: T) -> T {
     total
 }
 
-/// The reduction of `input[..n]`, combined with `init`, written to `*out`:
-/// see the [module docs of `reduce`](super) for the algorithm and the
-/// order of operations.
+/// The reduction of `input[..n]` (each element widened to the accumulator
+/// type `T`), combined with `init`, written to `*out`: see the [module docs
+/// of `reduce`](super) for the algorithm and the order of operations.
 ///
 /// # Safety
 /// The requirements of [`reduce_kernels!`](crate::reduce_kernels): `input`
@@ -128,8 +172,8 @@ pub unsafe fn block_reduce<T: DeviceElement, Op: ReduceOp<T>>(value: T) -> T {
 /// launch; `out` is one element; no overlaps; `blockDim.x` a multiple of 32;
 /// the launch has [`SHARED_BYTES`] of dynamic shared memory.
 #[inline(always)]
-pub unsafe fn reduce<T: DeviceElement, Op: ReduceOp<T>>(
-    input: *const T,
+pub unsafe fn reduce<I: ReduceInput<T>, T: DeviceElement, Op: ReduceOp<T>>(
+    input: *const I,
     partials: *mut T,
     counter: *mut u32,
     out: *mut T,
@@ -138,24 +182,24 @@ pub unsafe fn reduce<T: DeviceElement, Op: ReduceOp<T>>(
 ) {
     let gtid = index_1d();
     let threads = grid_size_1d();
-    let size = core::mem::size_of::<T>();
+    let size = core::mem::size_of::<I>();
 
     // Split the input into an unaligned head (< PER_VEC elements up to the
     // first 16-byte boundary), whole 16-byte vectors, and a tail
     // (< PER_VEC elements). Elements are naturally aligned, so the head is
     // a whole number of elements.
     let head = ((16 - (input as usize) % 16) % 16 / size).min(n);
-    let vectors = (n - head) / T::PER_VEC;
-    let tail_start = head + vectors * T::PER_VEC;
+    let vectors = (n - head) / I::PER_VEC;
+    let tail_start = head + vectors * I::PER_VEC;
 
     let mut acc = Op::identity();
     if gtid < head {
         // SAFETY: gtid < head ≤ n.
-        acc = Op::combine(acc, unsafe { *input.add(gtid) });
+        acc = Op::combine(acc, unsafe { *input.add(gtid) }.widen());
     }
     if gtid < n - tail_start {
         // SAFETY: tail_start + gtid < n.
-        acc = Op::combine(acc, unsafe { *input.add(tail_start + gtid) });
+        acc = Op::combine(acc, unsafe { *input.add(tail_start + gtid) }.widen());
     }
 
     // SAFETY: input + head is 16-byte aligned (by the choice of head) and
@@ -172,14 +216,14 @@ pub unsafe fn reduce<T: DeviceElement, Op: ReduceOp<T>>(
             *word = unsafe { load::load_nc_v4(vecs.add(i + u * threads)) };
         }
         for u in 0..UNROLL {
-            accs[u] = Op::combine(accs[u], T::combine_vec::<Op>(words[u]));
+            accs[u] = Op::combine(accs[u], I::combine_vec::<Op>(words[u]));
         }
         i += UNROLL * threads;
     }
     while i < vectors {
         // SAFETY: i < vectors.
         let w = unsafe { load::load_nc_v4(vecs.add(i)) };
-        accs[0] = Op::combine(accs[0], T::combine_vec::<Op>(w));
+        accs[0] = Op::combine(accs[0], I::combine_vec::<Op>(w));
         i += threads;
     }
     acc = Op::combine(

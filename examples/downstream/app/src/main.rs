@@ -194,7 +194,7 @@ fn histogram_gpu(gpu: &Gpu, x: &[u8]) -> Result<Vec<u32>> {
 /// compares every element's bits (f32 and f64 convert to f64 exactly).
 fn check_leaky_relu<T>(gpu: &Gpu, x: ArrayView1<T>, alpha: T) -> Result<bool>
 where
-    T: ElementwiseElement + LinalgScalar + Display + Into<f64>,
+    T: ElementwiseElement<Dev = T> + LinalgScalar + Display + Into<f64>,
     leaky_relu: Elementwise<T>,
 {
     let mut g = Array1::<T>::zeros(x.len());
