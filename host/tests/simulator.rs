@@ -344,9 +344,11 @@ mod broken {
         /// # Safety
         /// None needed.
         pub fn host_half_barrier() as HALF_BARRIER {
-            if thread::thread_idx_x() < 16 {
+            let t = thread::thread_idx_x();
+            if t < 16 {
                 sync_threads();
             } else {
+                core::hint::black_box(t);
                 sync_threads();
             }
         }
