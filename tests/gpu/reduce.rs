@@ -14,7 +14,7 @@ use cuda_kernels::cust::memory::mem_get_info;
 use cuda_kernels::launch::MAX_GRID_X;
 use cuda_kernels::ndarray::{Array1, ArrayView1, s};
 use cuda_kernels::reduce::{
-    BLOCK, Element, Max, Min, Product, ReduceKernel, ReduceOrder, Sum, Xor, accurate_sum,
+    BLOCK, Input, Max, Min, Product, ReduceKernel, ReduceOrder, Sum, Xor, accurate_sum,
     float_sum_tolerance, reduce_cpu, reduce_in_gpu_order, start_value,
 };
 use cuda_kernels::util::Rng;
@@ -731,7 +731,7 @@ fn reduce_agrees<Op: ReduceProp<T>, T: Elem>(gpu: &Gpu) -> Result<(), Failed> {
         let threads = grid as usize * block as usize;
         // Exact in the kernel's order: from the host, a fresh (aligned)
         // buffer; from the device, the slice `offset` elements in.
-        let per_vec = <T as Element>::PER_VEC;
+        let per_vec = <T as Input>::PER_VEC;
         let host_order = ReduceOrder::aligned((grid, block));
         let device_order = ReduceOrder {
             head: (per_vec - c.offset % per_vec) % per_vec,
