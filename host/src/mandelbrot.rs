@@ -294,9 +294,7 @@ impl Gpu {
     /// The host buffers are ordinary (pageable) memory, as the seed's NumPy
     /// arrays behind PyCUDA's `to_gpu_async`/`get_async`: the driver stages
     /// them, so the copies are only partly asynchronous, but no page-locked
-    /// allocation is paid on every call (with page-locked buffers allocated
-    /// per call this path took 2.8× the high-level path's time at 512×512 on
-    /// an H100).
+    /// allocation is paid on every call (which was slower: `docs/tuning.md`).
     pub fn mandelbrot_explicit_sync(
         &self,
         lattice: ArrayView1<f32>,

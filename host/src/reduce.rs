@@ -59,11 +59,8 @@ use crate::kernel::LaunchConfig;
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::util::contiguous;
 
-/// Threads per block of the reduction kernels (a multiple of 32). Measured
-/// on an H100 (2^28 f32 sum, one run): blocks of 1024 (2 resident per SM,
-/// 264 blocks) took 0.3475 ms, blocks of 512 0.3491–0.3500 ms, blocks of
-/// 256 0.3510–0.3546 ms: fewer, larger blocks leave fewer partials for the
-/// last block.
+/// Threads per block of the reduction kernels (a multiple of 32): the
+/// fastest measured (`docs/tuning.md`).
 pub const BLOCK: u32 = 1024;
 
 /// Most blocks a reduction launches per multiprocessor (the hardware

@@ -24,13 +24,7 @@
 //!   are mapped onto `CUDA_DEVICE_MAX_CONNECTIONS` hardware work queues
 //!   (default 8, at most 32; read when the context is created), and work in
 //!   one queue starts in order, so by default at most 8 of these kernels run
-//!   at once. Measured on an H100 (200 arrays of 2^20, CUDA-event spans):
-//!   the default stream 2.09 s; one stream per array in the seed's order
-//!   253 ms (8.3×) with the default 8 queues, and with
-//!   `CUDA_DEVICE_MAX_CONNECTIONS=32` 78–84 ms (25–27×), or 68–71 ms
-//!   (29–31×, 28 kernels at once) queued depth-first. (Depth-first with 8
-//!   queues varied between 228 and 478 ms from run to run.)
-//!   See [`hardware_queues`].
+//!   at once. The measurements: `docs/tuning.md`. See [`hardware_queues`].
 use std::time::Instant;
 
 use cust::event::{Event, EventFlags, EventStatus};

@@ -13,9 +13,8 @@
 //! never touched. The row stride must be the column count:
 //! `row * cols + col`. Since the matrix is contiguous, `doubles_matrix`
 //! visits its `rows * cols` elements as one 1-D range with the vectorized
-//! map of [`crate::bandwidth`] (a 2-D grid of 32 × 8 blocks, one element per
-//! thread, reached 0.77 of a device copy on an H100), so any rows × cols
-//! works.
+//! map of [`crate::bandwidth`] (faster than the seed's 2-D grid, one element
+//! per thread: `docs/tuning.md`), so any rows × cols works.
 use crate::device::arith::fma_f32;
 use crate::device::atomic::fetch_add_f32;
 use crate::device::kernel::Kernel;

@@ -105,11 +105,10 @@ pub const SPLIT_K_MIN: usize = 512;
 /// - the tile whose busiest multiprocessor computes the fewest elements of
 ///   C (`ceil(blocks / sms)` blocks of `bm·bn`), with 64 × 64 tiles only
 ///   when they cut that by more than 1/15 (a 64² block does the same work
-///   about 7% slower than a 128² one, measured at 4096³ on an H100). So
+///   more slowly than a 128² one; the measurements: `docs/tuning.md`). So
 ///   1024³ (64 tiles of 128² for 132 SMs: one block on 64 SMs, none on the
 ///   rest) takes 64² tiles (256 blocks, at most 2 per SM), and so do 1536³,
-///   1792³ and 3072³; 2048³, 4000³ and 4096³ keep 128² (measured on an
-///   H100: the faster tile at each of these sizes);
+///   1792³ and 3072³; 2048³, 4000³ and 4096³ keep 128²;
 /// - with 64 × 64 tiles, 2 k-splits when they give at most one block per
 ///   multiprocessor and `k ≥` [`SPLIT_K_MIN`]: a lone 64-thread block
 ///   cannot hide its own latencies. Two partial products added onto a zeroed
