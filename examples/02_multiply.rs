@@ -1,4 +1,4 @@
-//! K1 (seed 000): `c[i] = a[i] * b[i]` on the GPU, checked against the CPU,
+//! `c[i] = a[i] * b[i]` on the GPU, checked against the CPU,
 //! with device buffers and with unified (managed) memory.
 //!
 //! `cargo run --release --example 02_multiply`

@@ -1,4 +1,4 @@
-//! K6 (seed 001, PyOpenCL's `vectorSum`): add two vectors of random integers.
+//! PyOpenCL's `vectorSum`: add two vectors of random integers.
 //!
 //! `cargo run --example 03_vector_sum`
 use cuda_kernels::ndarray::Array1;

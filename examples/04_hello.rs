@@ -1,4 +1,4 @@
-//! K17 (seed 004): "Hello World From GPU!" from three GPU threads, through the
+//! "Hello World From GPU!" from three GPU threads, through the
 //! device layer's `vprintf`; then each thread's indices with formatted output.
 //!
 //! `cargo run --example 04_hello`

@@ -1,4 +1,4 @@
-//! K19 (seed 000's cgo benchmark, on our side of the fence): what a kernel
+//! The cgo benchmark, on our side of the fence: what a kernel
 //! launch costs, launching an empty kernel synchronously and pipelined.
 //!
 //! `cargo run --release --example 05_launch_overhead`

@@ -1,4 +1,4 @@
-//! K8 (seed 001's CPU-vs-GPU evaluation): every element of `c = a + b`
+//! CPU versus GPU: every element of `c = a + b`
 //! computed `repeats` times, on the CPU and on the GPU, with the GPU timed
 //! by CUDA events (the kernel alone, and with the copies).
 //!

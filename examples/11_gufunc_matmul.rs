@@ -1,4 +1,4 @@
-//! K9 (seed 001, Numba's `@guvectorize` with signature
+//! Numba's `@guvectorize` with signature
 //! `(m,n),(n,p)->(m,p)`): a batched int64 matrix product with NumPy's
 //! broadcasting of the leading (batch) axes; broadcast inputs are not copied.
 //!

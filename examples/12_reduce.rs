@@ -1,4 +1,4 @@
-//! K10 (seed 001, Numba's `@cuda.reduce`): a parallel reduction, generic over
+//! Numba's `@cuda.reduce`: a parallel reduction, generic over
 //! the operation (`Sum`, `Product`, `Min`, `Max`, and `Xor`, declared the
 //! way a user declares one) and the element type (i32, i64, f32, f64), with
 //! an optional initial value like Numba's `init=`.

@@ -1,4 +1,4 @@
-//! K14 (seed 003): CUDA events. A start and an end event around one kernel:
+//! CUDA events. A start and an end event around one kernel:
 //! queried right after the launch (the kernel is still running), then after
 //! `end.synchronize()`, and the time between them. Then events recorded by
 //! hand on a stream of your own (a `Lane`), and `GpuTimer` around any

@@ -1,5 +1,5 @@
-//! K7: elementwise kernels declared from an expression (seed 001's
-//! PyOpenCL/PyCUDA `ElementwiseKernel`), and K8 `vector_sum_repeat`.
+//! Elementwise kernels declared from an expression (PyOpenCL's and PyCUDA's
+//! `ElementwiseKernel`), and `vector_sum_repeat`.
 //!
 //! # Declaring an elementwise kernel
 //! PyCUDA writes
@@ -68,7 +68,7 @@
 //! module your build script made (`examples/downstream` does it).
 //! `elementwise_kernels!` is this crate's own list, not a declaration macro.
 //!
-//! # `vector_sum_repeat` (K8)
+//! # `vector_sum_repeat`
 //! The seed's deliberately heavy kernel: every thread repeats
 //! `c[i] = a[i] + b[i]` 10,000 times. The loads and the store are volatile
 //! (`ld.volatile.global`/`st.volatile.global`), so the compiler can neither
@@ -332,7 +332,7 @@ use crate::device::float16::{bf16, f16};
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 elementwise_kernels!(crate::elementwise);
 
-/// The per-element function of `vector_sum_repeat` (K8), shared with the
+/// The per-element function of `vector_sum_repeat`, shared with the
 /// CPU reference.
 #[inline(always)]
 pub fn vector_sum_repeat_element(a: f32, b: f32) -> f32 {
@@ -346,7 +346,7 @@ pub const REPEAT_THREADS: u32 = 256;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 crate::device::kernels! {
     list REPEAT_KERNELS;
-    /// K8: for each `i < n`, `repeats` times: `c[i] = a[i] + b[i]`, with
+    /// For each `i < n`, `repeats` times: `c[i] = a[i] + b[i]`, with
     /// volatile loads and store so that the loop survives optimization (the
     /// seed's deliberately heavy kernel). Grid-stride.
     ///
