@@ -13,6 +13,7 @@ use cuda_kernels::*;
 use demos::Report;
 
 mod demos;
+mod docs_tables;
 
 #[derive(Parser)]
 #[command(
@@ -36,7 +37,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// K2: the device query (exits non-zero when there is no CUDA device;
+    /// The device query (exits non-zero when there is no CUDA device;
     /// with `--sim`, the simulated device's limits).
     Info,
     /// Prints the embedded PTX, or writes it to a file.
@@ -80,6 +81,15 @@ enum Command {
         /// instead of printing it.
         #[arg(long)]
         readme: Option<PathBuf>,
+    },
+    /// Renders every generated table of README.md and docs/*.md again from
+    /// its source (the bench JSON its first line names; the built-in
+    /// kernels' lists); run from the repository root.
+    DocsTables {
+        /// Write nothing: exit 1 naming the files whose tables are out of
+        /// date.
+        #[arg(long)]
+        check: bool,
     },
     /// Opens the GPU and prints the milliseconds it took and the image loaded
     /// (for the bench's cold-start rows).
@@ -258,7 +268,7 @@ fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Err
                 demos::bench_all(&gpu, &mut records)?;
                 name
             };
-            let run = demos::bench_table::BenchRun::new(device, records);
+            let run = demos::bench_table::BenchRun::new(device, records, multi);
             print!("{}", run.to_text());
             if let Some(path) = json {
                 let text = serde_json::to_string_pretty(&run).map_err(|e| {
@@ -286,7 +296,11 @@ fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Err
             };
             let run: demos::bench_table::BenchRun = serde_json::from_str(&read(&json)?)
                 .map_err(|e| Error::invalid("bench-table", format!("{}: {e}", json.display())))?;
-            let table = run.to_markdown();
+            let file = readme.as_ref().map_or("FILE".into(), |p| p.display().to_string());
+            let table = run.to_markdown(&demos::bench_table::command(
+                &json.display().to_string(),
+                &file,
+            ));
             match readme {
                 None => print!("{table}"),
                 Some(path) => {
@@ -299,6 +313,20 @@ fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Err
                 }
             }
             return Ok(ExitCode::SUCCESS);
+        }
+        Command::DocsTables { check } => {
+            return match docs_tables::run(std::path::Path::new("."), check) {
+                Ok(written) => {
+                    for path in written {
+                        eprintln!("updated the tables in {}", path.display());
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    Ok(ExitCode::FAILURE)
+                }
+            };
         }
         Command::Demo { out_dir } => {
             std::fs::create_dir_all(&out_dir).map_err(|source| Error::Io {
