@@ -57,7 +57,10 @@ pub fn regenerate(root: &Path, text: &str) -> Result<String, String> {
 
 /// The name and command of a begin line `<!-- NAME:begin (COMMAND) -->`.
 fn begin_line(line: &str) -> Option<(&str, &str)> {
-    let inner = line.trim_end().strip_prefix("<!-- ")?.strip_suffix(") -->")?;
+    let inner = line
+        .trim_end()
+        .strip_prefix("<!-- ")?
+        .strip_suffix(") -->")?;
     let (name, command) = inner.split_once(":begin (")?;
     Some((name, command))
 }
@@ -109,7 +112,8 @@ pub fn kernel_table() -> String {
 pub fn run(root: &Path, check: bool) -> Result<Vec<PathBuf>, String> {
     let mut changed = Vec::new();
     for path in files(root)? {
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let new = regenerate(root, &text).map_err(|e| format!("{}: {e}", path.display()))?;
         if new != text {
             if !check {
@@ -139,7 +143,9 @@ mod tests {
     #[test]
     fn begin_lines_name_their_table_and_command() {
         assert_eq!(
-            begin_line("<!-- bench-table:begin (cuda-kernels bench-table --json a.json --readme README.md) -->\n"),
+            begin_line(
+                "<!-- bench-table:begin (cuda-kernels bench-table --json a.json --readme README.md) -->\n"
+            ),
             Some((
                 "bench-table",
                 "cuda-kernels bench-table --json a.json --readme README.md"
@@ -164,10 +170,18 @@ mod tests {
             assert_eq!(new.matches(&format!("`{entry}`")).count(), 1, "{entry}");
         }
         let unended = format!("{KERNEL_TABLE_BEGIN}\nold\n");
-        assert!(regenerate(root, &unended).unwrap_err().contains("no `<!-- kernel-table:end -->`"));
+        assert!(
+            regenerate(root, &unended)
+                .unwrap_err()
+                .contains("no `<!-- kernel-table:end -->`")
+        );
         let unknown = "<!-- other:begin (x) -->\n<!-- other:end -->\n";
         assert!(regenerate(root, unknown).unwrap_err().contains("`other`"));
         let no_json = "<!-- bench-table:begin (cuda-kernels bench-table --json FILE --readme README.md) -->\n<!-- bench-table:end -->\n";
-        assert!(regenerate(root, no_json).unwrap_err().contains("names no bench JSON"));
+        assert!(
+            regenerate(root, no_json)
+                .unwrap_err()
+                .contains("names no bench JSON")
+        );
     }
 }

@@ -296,7 +296,9 @@ fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Err
             };
             let run: demos::bench_table::BenchRun = serde_json::from_str(&read(&json)?)
                 .map_err(|e| Error::invalid("bench-table", format!("{}: {e}", json.display())))?;
-            let file = readme.as_ref().map_or("FILE".into(), |p| p.display().to_string());
+            let file = readme
+                .as_ref()
+                .map_or("FILE".into(), |p| p.display().to_string());
             let table = run.to_markdown(&demos::bench_table::command(
                 &json.display().to_string(),
                 &file,
