@@ -52,7 +52,7 @@ MANIFEST=examples/downstream/Cargo.toml nvptx clippy --quiet -p downstream-kerne
 # anywhere above it: ptxas and libdevice are found by the builder itself (the
 # cache scripts/setup.sh fills); only cust's build script needs a CUDA root
 # with lib64/, which a machine without the toolkit names in CUDA_LIBRARY_PATH
-# (the README's one line). Its dev profile is the simulator's (quiet: no
+# (docs/library.md's one line). Its dev profile is the simulator's (quiet: no
 # "built without optimisation" warning).
 template="$(mktemp -d)"
 tar -C examples/downstream --exclude=./target -cf - . | tar -C "$template" -xf -

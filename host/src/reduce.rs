@@ -40,8 +40,9 @@
 //!
 //! Performance: `cuda-kernels bench` measures these kernels against a
 //! device-to-device copy of the same bytes in the same run; the README's
-//! performance table is rendered from its JSON, and says how and when the
-//! outside references (`torch.sum`) were measured. Numbers live there only.
+//! performance table is rendered from its JSON, and `docs/benchmarks.md`
+//! says how and when the outside references (`torch.sum`) were measured.
+//! Numbers live there only (and the block size's in `docs/tuning.md`).
 use std::fmt::Debug;
 
 use cuda_kernels_device::float16 as dev;
