@@ -377,7 +377,7 @@ pub fn cubins_rs(cubins: &[AssembledCubin]) -> String {
 /// The comment a kernel writes into its entry's body to ask for a register
 /// limit at launch (`cuda_kernels_device::kernel::max_registers`, an inline
 /// `asm!` of it followed by the number): PTX allows `.maxnreg` only in an
-/// entry's header, where Rust code cannot write, so [`entry_max_registers`]
+/// entry's header, where Rust code cannot write, so the builder
 /// moves it there.
 pub const MAXNREG_MARK: &str = "// cuda-kernels .maxnreg ";
 
