@@ -26,8 +26,6 @@ fn main() {
         .name("kernels")
         .arch_from_env("CUDA_KERNELS_ARCH", "sm_70")
         .cubins(&["sm_80", "sm_90a"])
-        // The wgmma GEMM's 384 threads move registers with setmaxnreg.
-        .max_registers(168)
         .build()
         .unwrap_or_else(|e| e.fail());
     println!("cargo::rustc-env=CUDA_KERNELS_ARCH_BUILT={}", built.arch);

@@ -23,7 +23,7 @@ nvptx() {
 }
 nvptx clippy --quiet -p cuda-kernels-gpu -p cuda-kernels-device -- -D warnings
 # The sm_90a build, as build.rs makes it: Hopper's wgmma GEMM exists there alone.
-NVPTX_RUSTFLAGS=$'-Ctarget-cpu=sm_90a\x1f-Ctarget-feature=+ptx80' \
+NVPTX_RUSTFLAGS=$'-Ctarget-cpu=sm_90a\x1f-Ctarget-feature=+ptx83' \
   nvptx clippy --quiet -p cuda-kernels-gpu -p cuda-kernels-device -- -D warnings
 # As a user's kernel crate sees it: without the built-in kernels.
 nvptx clippy --quiet -p cuda-kernels-gpu --no-default-features -- -D warnings

@@ -177,6 +177,28 @@ fn open_gpu(sim: bool, device: Option<u32>) -> Result<Option<Gpu>, Error> {
     }
 }
 
+/// The GEMM path (`matrices::GemmPath`) each layout of a bf16 product with
+/// f32 output and 16-byte aligned operands takes on `gpu`, for `info`.
+fn gemm_paths(gpu: &Gpu) -> Result<String, Error> {
+    use cuda_kernels::matrices::{GemmShape, Op};
+    let mut parts = Vec::new();
+    for (op_a, op_b) in [
+        (Op::N, Op::N),
+        (Op::N, Op::T),
+        (Op::T, Op::N),
+        (Op::T, Op::T),
+    ] {
+        let shape = GemmShape::with_ops(256, 256, 256, op_a, op_b);
+        let path = gpu.gemm_path::<half::bf16, f32>(&shape, true)?;
+        parts.push(format!("{op_a:?}{op_b:?} {}", path.name()));
+    }
+    Ok(format!(
+        "GEMM path (bf16 → f32, aligned operands; {} forces one): {}",
+        cuda_kernels::matrices::GEMM_PATH_ENV,
+        parts.join(", ")
+    ))
+}
+
 /// A demo command: runs on the GPU or the simulator (`None`: the CPU
 /// references alone) and adds its rows to the report.
 type Demo = Box<dyn FnOnce(Option<&Gpu>, &mut Report) -> Result<(), Error>>;
@@ -184,7 +206,9 @@ type Demo = Box<dyn FnOnce(Option<&Gpu>, &mut Report) -> Result<(), Error>>;
 fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Error> {
     let demo: Demo = match command {
         Command::Info if sim => {
-            println!("{}", chosen_gpu(true, device)?.device_info()?);
+            let gpu = chosen_gpu(true, device)?;
+            println!("{}", gpu.device_info()?);
+            println!("{}", gemm_paths(&gpu)?);
             println!("SIMULATED: the CPU simulator's device (an H100's limits); no GPU was used");
             return Ok(ExitCode::SUCCESS);
         }
@@ -196,6 +220,7 @@ fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Err
             }
             let gpu = chosen_gpu(false, device)?;
             println!("kernels loaded on {} from: {}", gpu.label(), gpu.image());
+            println!("{}", gemm_paths(&gpu)?);
             return Ok(ExitCode::SUCCESS);
         }
         Command::Ptx { out, summary } => {

@@ -112,6 +112,24 @@ impl<P> core::fmt::Debug for Kernel<P> {
     }
 }
 
+/// Asks for a register limit of `N` a thread for the entry point whose body
+/// calls it (inlined into it): PTX's `.maxnreg N`, which belongs in the
+/// entry's header, where Rust code cannot write, so this writes the comment
+/// `// cuda-kernels .maxnreg N` into the body and the builder
+/// (`cuda-kernels-builder`) moves it into the header. A kernel that moves
+/// registers between its warpgroups with `setmaxnreg` needs one (`ptxas`
+/// honours `setmaxnreg` only where it knows the count at launch); other
+/// kernels of the same image keep what `ptxas` gives them. Nothing on the
+/// host.
+#[inline(always)]
+pub fn max_registers<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a comment: no instruction.
+    unsafe {
+        core::arch::asm!("// cuda-kernels .maxnreg {n}", n = const N, options(nomem, nostack))
+    }
+}
+
 /// Declares kernels once. Each
 /// ```text
 /// kernels! {

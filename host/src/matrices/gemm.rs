@@ -472,8 +472,8 @@ impl Gpu {
                 b_batch_stride: s.stride_b,
                 c_batch_stride: s.stride_c,
             };
-            // Waits for the kernel: its tensor maps are freed after.
-            self.gemm_wgmma(I::WGMMA, a, b, c, &wgmma_shape, alpha, beta)?;
+            self.gemm_wgmma_plan(I::WGMMA, a, b, c, &wgmma_shape, alpha, beta)?
+                .launch(self)?;
             return Ok(path);
         }
         let (kernel, cfg) = match path {
