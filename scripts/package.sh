@@ -46,6 +46,17 @@ cargo package --quiet --allow-dirty --workspace --exclude cuda-kernels-cli \
   --exclude cuda-kernels --exclude cuda-kernels-capi
 cargo package --quiet --allow-dirty --workspace --exclude cuda-kernels-cli --no-verify
 
+# The unpacked crates keep their path from run to run, and the .crate files
+# carry their own file times, so cargo can take an earlier run's build-script
+# output of these crates for current (seen in the container's cached target
+# folder: cubin tables written by an older builder). Our crates' build outputs
+# are removed; third-party dependencies stay built.
+for profile in "$CARGO_TARGET_DIR"/debug "$CARGO_TARGET_DIR"/release; do
+  rm -rf "$profile"/build/cuda-kernels* "$profile"/.fingerprint/cuda-kernels* \
+    "$profile"/deps/*cuda_kernels*
+done
+rm -rf "$CARGO_TARGET_DIR"/nvptx-kernels
+
 # Outside this repository (a folder under it would belong to its workspace),
 # one per clone, the same on every run so that cargo rebuilds only what changed.
 unpacked=${TMPDIR:-/tmp}/cuda-kernels-package.$(echo "$repo" | cksum | cut -d' ' -f1)
