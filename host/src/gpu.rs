@@ -602,12 +602,13 @@ impl Gpu {
     }
 
     /// Sets the size of the FIFO that kernels' `printf` records go through
-    /// (`cudaLimitPrintfFifoSize`, 1 MiB by default): what a launch prints
-    /// past it is dropped. On a GPU, `cuCtxSetLimit` of the context (which
-    /// the driver refuses once a kernel that prints has run in it: set it
-    /// first); the GPU drops silently, and drains the FIFO while the kernel
-    /// runs, so how many lines pass depends on timing. On the simulator,
-    /// this device's FIFO: records of 16 bytes plus the packed arguments
+    /// (`cudaLimitPrintfFifoSize`; the driver raises a smaller size to
+    /// 512 KiB): what a launch prints past it is dropped. On a GPU,
+    /// `cuCtxSetLimit` of the context (which the driver refuses once a
+    /// kernel that prints has run in it: set it first); the GPU drops
+    /// silently, and drains the FIFO while the kernel runs, so how many
+    /// lines pass depends on timing. On the simulator, this device's FIFO
+    /// (1 MiB by default): records of 16 bytes plus the packed arguments
     /// rounded up to 8, the dropped lines counted on stderr
     /// (`docs/simulator.md`).
     pub fn set_printf_fifo_bytes(&self, bytes: usize) -> Result<()> {

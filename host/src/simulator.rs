@@ -179,10 +179,18 @@ fn settings(ordinal: u32, change: impl FnOnce(&mut DeviceSettings)) -> DeviceSet
     *s
 }
 
-/// Sets simulated device `ordinal`'s printf FIFO to `bytes` (what
+/// The smallest printf FIFO a CUDA context takes: a smaller
+/// `cudaLimitPrintfFifoSize` reads back as this (an H100, driver
+/// 580.159.04: 8 KiB set, 524,288 bytes read back).
+pub const PRINTF_FIFO_MIN_BYTES: usize = 512 << 10;
+
+/// Sets simulated device `ordinal`'s printf FIFO to `bytes`, or to
+/// [`PRINTF_FIFO_MIN_BYTES`] when that is larger, as the driver does (what
 /// [`Gpu::set_printf_fifo_bytes`] does on the simulator).
 pub(crate) fn set_printf_fifo_bytes(ordinal: u32, bytes: usize) {
-    settings(ordinal, |s| s.printf_fifo_bytes = bytes);
+    settings(ordinal, |s| {
+        s.printf_fifo_bytes = bytes.max(PRINTF_FIFO_MIN_BYTES)
+    });
 }
 
 /// Simulated device `ordinal`'s printf FIFO, in bytes.

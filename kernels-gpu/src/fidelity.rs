@@ -70,7 +70,7 @@ pub const FIDELITY_CASES: &[FidelityCase] = &[
     case(FID_FLOAT_TO_INT, 1, 32),
     case(FID_FLOAT_EDGES, 1, 32),
     case(FID_FMA_COPYSIGN_NAN, 1, 16),
-    case(FID_NAN_ARITHMETIC, 1, 16),
+    case(FID_NAN_ARITHMETIC, 1, 17),
     case(FID_WRAPPING_OVERFLOW, 1, 8),
     case(FID_F64_LOW_WORD, 32, 32),
     case(FID_F64_HALVES, 32, 64),
@@ -679,7 +679,9 @@ crate::device::kernels! {
 
     /// `fma` (the device layer's `fma.rn`) and `copysign` with NaN
     /// operands (one thread): the words `tests/gpu/fidelity.rs` derives
-    /// (f64 words low then high).
+    /// (f64 words low then high). An f32 NaN magnitude is in
+    /// [`FID_NAN_ARITHMETIC`]: rustc's f32 `copysign` gives the GPU's
+    /// canonical NaN there.
     pub fn fid_fma_copysign_nan(out: *mut u32, n: usize) as FID_FMA_COPYSIGN_NAN {
         use crate::device::arith::{f64_halves, fma_f32, fma_f64};
         let o = one();
@@ -688,6 +690,7 @@ crate::device::kernels! {
         let nan = f32::from_bits(0x7fc0_0123 * o);
         let nan64 = f64::from_bits(0x7ff8_0000_0000_0123 * o as u64);
         let nan64b = f64::from_bits(0x7ff8_0000_0000_0456 * o as u64);
+        let neg_nan = f32::from_bits(0xffc0_0123 * o);
         let w = |x: f64| f64_halves(x);
         let r = [
             fma_f32(nan, f, 1.0).to_bits(),
@@ -700,8 +703,8 @@ crate::device::kernels! {
             w(fma_f64(d, nan64, nan64b)).1,
             w(fma_f64(f64::INFINITY * d, 0.0, 1.0)).0,
             w(fma_f64(f64::INFINITY * d, 0.0, 1.0)).1,
-            nan.copysign(-f).to_bits(),
-            f.copysign(-nan).to_bits(),
+            (-0.0 * f).copysign(f).to_bits(),
+            f.copysign(neg_nan).to_bits(),
             w(nan64.copysign(-d)).0,
             w(nan64.copysign(-d)).1,
             (-3.0 * f).copysign(f).to_bits(),
@@ -713,8 +716,9 @@ crate::device::kernels! {
         }
     }
 
-    /// NaN results of plain f32 and f64 arithmetic and of the negation and
-    /// absolute value rustc emits (one thread): the bits the hardware gives.
+    /// NaN results of plain f32 and f64 arithmetic and of the negation,
+    /// absolute value and `copysign` rustc emits (one thread): the bits the
+    /// hardware gives.
     pub fn fid_nan_arithmetic(out: *mut u32, n: usize) as FID_NAN_ARITHMETIC {
         let f = one() as f32;
         let inf = f32::INFINITY * f;
@@ -738,6 +742,7 @@ crate::device::kernels! {
             (((payload as f64) * 2.0) as f32).to_bits(),
             (-(inf - inf)).to_bits(),
             (inf * 0.0 + 1.0).to_bits(),
+            payload.copysign(-f).to_bits(),
         ];
         for (k, v) in r.into_iter().enumerate() {
             // SAFETY: the case's contract.
@@ -841,9 +846,9 @@ crate::device::kernels! {
         unsafe { put(out, n, 0, 1) };
     }
 
-    /// One thread prints the conversions the GPU's `vprintf` misprints
-    /// (a precision from `*`, `hh`) and others it may (a width from `*`,
-    /// `z`, `t`), each followed by a plain `%d` of 9, then `[end 9]`. The
+    /// One thread prints the conversions the GPU's `vprintf` misprints (a
+    /// precision from `*`, `hh`, `z`, `t`) and one it prints right (a width
+    /// from `*`), each followed by a plain `%d` of 9, then `[end 9]`. The
     /// simulator reports the first line as a located fault.
     pub fn fid_printf_gpu_misprints(out: *mut u32, n: usize) as FID_PRINTF_GPU_MISPRINTS {
         let o = one();

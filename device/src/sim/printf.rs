@@ -207,11 +207,17 @@ impl std::fmt::Display for Misprint {
 }
 
 /// [`Misprint::reason`] of a precision given by `*`.
-const STAR_PRECISION: &str = "the GPU's vprintf prints a precision given by `*` literally \
-     (`%.*f` comes out as `%.*f`); write the precision into the format";
+const STAR_PRECISION: &str = "the GPU's vprintf misreads a precision given by `*` and the \
+     arguments after it (on an H100, `%.*f` of 2 and 3.14159 printed `0.00` and the next `%d` \
+     garbage); write the precision into the format";
 /// [`Misprint::reason`] of `hh`.
-const CHAR_LENGTH: &str = "the GPU's vprintf garbles `hh` conversions (`%hhd` of 300 printed \
-     91, not 44); convert the value in the kernel (`x as i8`) and print it with `%d`";
+const CHAR_LENGTH: &str = "the GPU's vprintf garbles the arguments after an `hh` conversion, \
+     at times its value too (on an H100, `%hhd` of 300 printed 44 and the next `%d` garbage, \
+     or 91); convert the value in the kernel (`x as i8`) and print it with `%d`";
+/// [`Misprint::reason`] of `z` and `t`.
+const SIZE_LENGTH: &str = "the GPU's vprintf garbles the arguments after a `z` or `t` \
+     conversion (on an H100, `%td` of -5 printed 4294967291 and the next `%d` garbage); print \
+     64-bit values with `l` (`%lu`, `%ld`)";
 
 /// The bytes of the C format string `format` with the packed `args`, as
 /// `vprintf` writes them (conversions `d i u x X o c s p f F e E g G a A %`,
@@ -279,6 +285,9 @@ pub(crate) fn format_c(format: &[u8], args: &[u8]) -> (Vec<u8>, Option<Misprint>
         }
         let mut length = Length::Int;
         while let Some(&l) = format.get(i) {
+            if matches!(l, b'z' | b't') {
+                why = why.or(Some(SIZE_LENGTH));
+            }
             length = match (l, length) {
                 (b'l' | b'z' | b'j' | b't' | b'q', _) => Length::Long,
                 (b'h', Length::Short) => Length::Char,
@@ -690,7 +699,11 @@ mod tests {
         let (text, m) = super::format_c(b"%d %hhd", &a);
         assert_eq!(text, b"300 7");
         assert_eq!(m.map(|m| m.conversion), Some("%hhd".to_string()));
-        for fine in [&b"%hd %5d %-*d %.3f %lu %%"[..], b"%s", b"plain"] {
+        for (format, conversion) in [(&b"%5zu"[..], "%5zu"), (b"%td", "%td"), (b"%.*d", "%.*d")] {
+            let m = super::format_c(format, &[0u8; 64]).1;
+            assert_eq!(m.map(|m| m.conversion), Some(conversion.to_string()));
+        }
+        for fine in [&b"%hd %5d %-*d %.3f %lu %lld %%"[..], b"%s", b"plain"] {
             let a = [0u8; 64];
             assert_eq!(super::format_c(fine, &a).1, None, "{fine:?}");
         }
