@@ -694,7 +694,7 @@ mod tests {
         assert_eq!(text, b"[7|3.14]");
         let m = m.expect("a precision from `*`");
         assert_eq!(m.conversion, "%.*f");
-        assert!(m.to_string().contains("literally"), "{m}");
+        assert!(m.to_string().contains("misreads"), "{m}");
         let a = args(&[&300u32.to_ne_bytes(), &7u32.to_ne_bytes()]);
         let (text, m) = super::format_c(b"%d %hhd", &a);
         assert_eq!(text, b"300 7");
