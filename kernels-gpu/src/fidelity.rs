@@ -853,7 +853,7 @@ crate::device::kernels! {
     pub fn fid_printf_gpu_misprints(out: *mut u32, n: usize) as FID_PRINTF_GPU_MISPRINTS {
         let o = one();
         let nine = 9 * o as i32;
-        gpu_printf!("[%.*f|%d]\n", 2 * o as i32, 3.14159 * o as f64, nine);
+        gpu_printf!("[%.*f|%d]\n", 2 * o as i32, core::f64::consts::PI * o as f64, nine);
         gpu_printf!("[%.*d|%d]\n", 3 * o as i32, 7 * o as i32, nine);
         gpu_printf!("[%*d|%d]\n", 5 * o as i32, 42 * o as i32, nine);
         gpu_printf!("[%hhd|%d]\n", 300 * o as i32, nine);

@@ -688,7 +688,7 @@ mod tests {
         let a = args(&[
             &7u32.to_ne_bytes(),
             &2u32.to_ne_bytes(),
-            &3.14159f64.to_ne_bytes(),
+            &std::f64::consts::PI.to_ne_bytes(),
         ]);
         let (text, m) = super::format_c(b"[%d|%.*f]", &a);
         assert_eq!(text, b"[7|3.14]");
