@@ -866,7 +866,8 @@ fn printf_formats_as_c(gpu: &Gpu) -> Result<(), Failed> {
 
 /// The C standard's text of each line of `fid_printf_gpu_misprints`, and
 /// whether the GPU's `vprintf` misprints it (seen on an H100, driver
-/// 580.159.04: `[0.00|-472274680]`, `[-472274680|0]`, `[   42|9]`,
+/// 580.159.04, the garbage differing between runs: `[0.00|-472274680]`,
+/// `[-472274680|0]`, `[   42|9]`,
 /// `[44|1751655771]`, `[ff|1751655771]`, `[5|-472274680]`,
 /// `[4294967291|-472274680]`, `[end 9]`).
 const MISPRINT_LINES: &[(&[u8], bool)] = &[
@@ -924,7 +925,7 @@ const PER_THREAD_RECORD_BYTES: usize = 16 + 8;
 /// with 16 MiB every line passes; 8 KiB reads back as the driver's smallest
 /// FIFO, 512 KiB, and lines are dropped (on the simulator exactly those past
 /// the FIFO's bytes, counted on stderr; on the GPU, which drains the FIFO
-/// while the kernel runs, some: 20,565 on an H100); with the default the
+/// while the kernel runs, some: 15,794–20,565 on an H100); with the default the
 /// counts are printed (the GPU's 8,650,752-byte default kept 33,792 lines
 /// on an H100, the simulator's 1 MiB keeps 43,690).
 fn printf_fifo_limit_drops_lines(gpu: &Gpu) -> Result<(), Failed> {
