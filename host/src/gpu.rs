@@ -601,6 +601,46 @@ impl Gpu {
         }
     }
 
+    /// Sets the size of the FIFO that kernels' `printf` records go through
+    /// (`cudaLimitPrintfFifoSize`; the driver raises a smaller size to
+    /// 512 KiB): what a launch prints past it is dropped. On a GPU,
+    /// `cuCtxSetLimit` of the context (which the driver refuses once a
+    /// kernel that prints has run in it: set it first); the GPU drops
+    /// silently, and drains the FIFO while the kernel runs, so how many
+    /// lines pass depends on timing. On the simulator, this device's FIFO
+    /// (1 MiB by default): records of 16 bytes plus the packed arguments
+    /// rounded up to 8, the dropped lines counted on stderr
+    /// (`docs/simulator.md`).
+    pub fn set_printf_fifo_bytes(&self, bytes: usize) -> Result<()> {
+        use cust::context::ResourceLimit::PrintfFifoSize as PRINTF_FIFO;
+        match (&self.backend, self.id) {
+            (Backend::Simulator, DeviceId::Simulator { ordinal }) => {
+                simulator::set_printf_fifo_bytes(ordinal, bytes);
+                Ok(())
+            }
+            _ => {
+                self.bind()?;
+                CurrentContext::set_resource_limit(PRINTF_FIFO, bytes)
+                    .during("printf FIFO", "cuCtxSetLimit")
+            }
+        }
+    }
+
+    /// The printf FIFO's size in bytes ([`Gpu::set_printf_fifo_bytes`]).
+    pub fn printf_fifo_bytes(&self) -> Result<usize> {
+        use cust::context::ResourceLimit::PrintfFifoSize as PRINTF_FIFO;
+        match (&self.backend, self.id) {
+            (Backend::Simulator, DeviceId::Simulator { ordinal }) => {
+                Ok(simulator::printf_fifo_bytes(ordinal))
+            }
+            _ => {
+                self.bind()?;
+                CurrentContext::get_resource_limit(PRINTF_FIFO)
+                    .during("printf FIFO", "cuCtxGetLimit")
+            }
+        }
+    }
+
     /// Turns a driver error into [`Error::DeviceFault`] when a kernel recorded
     /// a fault, or [`Error::Cuda`] otherwise.
     pub fn describe_failure(

@@ -279,8 +279,11 @@ impl Gpu {
             // parameters the handle's `P` lists, in order, from the array that
             // `with_params` builds for exactly those types; the pointers'
             // validity is the caller's contract.
-            return args
-                .with_params(|params| unsafe { simulator::launch(name, cfg, entry, params) });
+            let (DeviceId::Simulator { ordinal } | DeviceId::Cuda { ordinal, .. }) =
+                self.device_id();
+            return args.with_params(|params| unsafe {
+                simulator::launch(name, ordinal, cfg, entry, params)
+            });
         }
         crate::simulator::check_launch_shape(name, cfg, self.launch_limits())?;
         let function = self.raw_function(name)?;

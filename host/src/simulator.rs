@@ -1,4 +1,4 @@
-//! The simulator backend of [`Gpu`](crate::Gpu): what the host crate asks of
+//! The simulator backend of [`Gpu`]: what the host crate asks of
 //! `cuda_kernels_device::sim` (launches, memory, the simulated device's
 //! limits), and its errors turned into this crate's [`Error`].
 //!
@@ -10,14 +10,16 @@ use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
 
-use cuda_kernels_device::sim::{self, Entry, LaunchShape, Limits, SimError};
+use cuda_kernels_device::sim::{self, Entry, LaunchShape, Limits, SimError, SimOptions};
 use cust::error::CudaError;
 
+use crate::Gpu;
 use crate::device_info::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::kernel::LaunchConfig;
+use crate::memory::DeviceId;
 
-/// What [`Gpu::name`](crate::Gpu::name) says on the simulator.
+/// What [`Gpu::name`] says on the simulator.
 pub const NAME: &str = "CUDA-kernels simulator (NVIDIA H100 limits)";
 
 /// The simulated device's limits (an H100's).
@@ -146,9 +148,78 @@ impl Drop for Allocation {
     }
 }
 
-/// Runs `entry` on every thread of a launch of `cfg`, to completion, and
-/// turns what the simulator reports into this crate's errors
-/// ([`from_sim`]).
+/// What is set per simulated device, as a CUDA context's limits are set per
+/// context: the printf FIFO's size and the order of threads.
+#[derive(Clone, Copy)]
+struct DeviceSettings {
+    /// `cudaLimitPrintfFifoSize` ([`Gpu::set_printf_fifo_bytes`]).
+    printf_fifo_bytes: usize,
+    /// The seed that shuffles the order of threads ([`set_seed`]); `None`:
+    /// `CUDA_KERNELS_SIM_SEED`'s, else the fixed order.
+    seed: Option<u64>,
+}
+
+impl Default for DeviceSettings {
+    fn default() -> Self {
+        Self {
+            printf_fifo_bytes: sim::PRINTF_FIFO_BYTES,
+            seed: None,
+        }
+    }
+}
+
+/// The settings of each simulated device that were changed, by ordinal.
+static SETTINGS: Mutex<BTreeMap<u32, DeviceSettings>> = Mutex::new(BTreeMap::new());
+
+/// Simulated device `ordinal`'s settings, changed by `change`; returns them.
+fn settings(ordinal: u32, change: impl FnOnce(&mut DeviceSettings)) -> DeviceSettings {
+    let mut all = SETTINGS.lock().unwrap_or_else(|e| e.into_inner());
+    let s = all.entry(ordinal).or_default();
+    change(s);
+    *s
+}
+
+/// The smallest printf FIFO a CUDA context takes: a smaller
+/// `cudaLimitPrintfFifoSize` reads back as this (an H100, driver
+/// 580.159.04: 8 KiB set, 524,288 bytes read back).
+pub const PRINTF_FIFO_MIN_BYTES: usize = 512 << 10;
+
+/// Sets simulated device `ordinal`'s printf FIFO to `bytes`, or to
+/// [`PRINTF_FIFO_MIN_BYTES`] when that is larger, as the driver does (what
+/// [`Gpu::set_printf_fifo_bytes`] does on the simulator).
+pub(crate) fn set_printf_fifo_bytes(ordinal: u32, bytes: usize) {
+    settings(ordinal, |s| {
+        s.printf_fifo_bytes = bytes.max(PRINTF_FIFO_MIN_BYTES)
+    });
+}
+
+/// Simulated device `ordinal`'s printf FIFO, in bytes.
+pub(crate) fn printf_fifo_bytes(ordinal: u32) -> usize {
+    settings(ordinal, |_| {}).printf_fifo_bytes
+}
+
+/// Runs `gpu`'s later launches with the order of threads shuffled by `seed`
+/// (as `CUDA_KERNELS_SIM_SEED` does for the whole process, which this
+/// overrides for this simulated device), or in the fixed order again for
+/// `None` with no such variable: for tests that run a kernel under many
+/// orders in one process (`docs/simulator.md`, "Order").
+/// [`Error::InvalidInput`] on a CUDA GPU, whose order is its own.
+pub fn set_seed(gpu: &Gpu, seed: Option<u64>) -> Result<()> {
+    match gpu.device_id() {
+        DeviceId::Simulator { ordinal } => {
+            settings(ordinal, |s| s.seed = seed);
+            Ok(())
+        }
+        DeviceId::Cuda { .. } => Err(Error::invalid(
+            "simulator seed",
+            "a CUDA GPU runs threads in its own order; seeds are the simulator's",
+        )),
+    }
+}
+
+/// Runs `entry` on every thread of a launch of `cfg` on simulated device
+/// `ordinal` (with its settings), to completion, and turns what the
+/// simulator reports into this crate's errors ([`from_sim`]).
 ///
 /// # Safety
 /// `params` holds a pointer to each of the kernel's parameter values, of
@@ -156,12 +227,21 @@ impl Drop for Allocation {
 /// for them.
 pub(crate) unsafe fn launch(
     kernel: &'static str,
+    ordinal: u32,
     cfg: LaunchConfig,
     entry: Entry,
     params: &[*mut c_void],
 ) -> Result<()> {
+    let set = settings(ordinal, |_| {});
+    let env = SimOptions::from_env();
+    let options = SimOptions {
+        printf_fifo_bytes: set.printf_fifo_bytes,
+        seed: set.seed.or(env.seed),
+        ..env
+    };
     // SAFETY: the caller's contract, forwarded.
-    unsafe { sim::launch(kernel, shape(cfg), entry, params) }.map_err(|e| from_sim(kernel, e))
+    unsafe { sim::launch_with(kernel, shape(cfg), entry, params, &options) }
+        .map_err(|e| from_sim(kernel, e))
 }
 
 /// Refuses `cfg` for `kernel` when it exceeds `limits` (a CUDA device's
