@@ -218,13 +218,17 @@ pub unsafe fn histogram_even<T: HistogramSample>(
         // SAFETY: i < n, in `samples`.
         T::from_word(unsafe { *samples.add(i).cast::<u32>() })
     };
-    for i in [g, tail + g] {
-        if (i < head || (tail..n).contains(&i))
-            && let Some(b) = mapping.bin(word(i))
-        {
+    let edge = |i: usize| {
+        if let Some(b) = mapping.bin(word(i)) {
             // SAFETY: b < bins.
             unsafe { h.add(b) };
         }
+    };
+    if g < head {
+        edge(g);
+    }
+    if tail + g < n {
+        edge(tail + g);
     }
     // SAFETY: 16-byte aligned from `head` on.
     let body = unsafe { samples.add(head) }.cast::<[u32; 4]>();
@@ -240,7 +244,7 @@ pub unsafe fn histogram_even<T: HistogramSample>(
         } else {
             [0; 4]
         };
-        for w in v {
+        let count = |w: u32| {
             let bin = if valid {
                 mapping.bin(T::from_word(w))
             } else {
@@ -248,7 +252,12 @@ pub unsafe fn histogram_even<T: HistogramSample>(
             };
             // SAFETY: the block's bins; bin < bins; all 32 lanes call it.
             unsafe { h.add_warp(bin) };
-        }
+        };
+        // Written out: a loop over `v` would keep it in local memory.
+        count(v[0]);
+        count(v[1]);
+        count(v[2]);
+        count(v[3]);
         base += stride;
     }
     // SAFETY: counts holds `bins` u32, touched only by atomics.

@@ -11,7 +11,7 @@
 //!   global `passes × 256` histogram);
 //! - `radix_sort_onesweep_<t>` (once per 8-bit pass): each block takes the
 //!   next tile of [`TILE`] keys by ticket (a global atomic counter), ranks
-//!   it by the pass's digit ([`block_radix_rank`]), finds each digit's
+//!   it by the pass's digit ([`RadixRank`], its per-item loops unrolled), finds each digit's
 //!   offset from the earlier tiles by decoupled look-back
 //!   ([`digit_lookback`]), and scatters its keys (and values) through
 //!   shared memory to their places: each key is read once and written once
@@ -21,7 +21,7 @@
 //! `values_out` set writes each key's input index as its value (an argsort,
 //! on the first pass).
 use crate::device::collectives::radix::{
-    RADIX_BITS, RADIX_DIGITS, RadixKey, RadixSortShared, block_radix_rank, digit_exclusive_scan,
+    RADIX_BITS, RADIX_DIGITS, RadixKey, RadixRank, RadixSortShared, digit_exclusive_scan,
     digit_lookback,
 };
 use crate::device::shared::SharedArray;
@@ -35,6 +35,22 @@ pub const ITEMS: usize = 16;
 pub const TILE: usize = BLOCK as usize * ITEMS;
 /// Warps per block.
 const WARPS: usize = BLOCK as usize / 32;
+
+/// `body` once for each item `$i` in `0..ITEMS`, unrolled (rustc does not
+/// always unroll a loop over the items, and then their arrays live in local
+/// memory instead of registers).
+macro_rules! each_item {
+    ($i:ident => $body:block) => {
+        each_item!(@ $i $body [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15])
+    };
+    (@ $i:ident $body:block [$($n:literal)*]) => {{
+        const _: () = assert!(ITEMS == 16, "each_item! unrolls 16 items");
+        $({
+            let $i: usize = $n;
+            $body
+        })*
+    }};
+}
 /// The largest key count the kernels take: look-back words hold counts
 /// below 2^30.
 pub const MAX_KEYS: usize = (1 << 30) - 1;
@@ -193,7 +209,7 @@ pub unsafe fn onesweep<K: RadixKey>(
     let mut keys = [stand_in; ITEMS];
     let mut values = [0u32; ITEMS];
     let mut digits = [(RADIX_DIGITS - 1) as u32; ITEMS];
-    for i in 0..ITEMS {
+    each_item!(i => {
         let at = striped(i);
         if at < valid {
             // SAFETY: base + at < n.
@@ -208,14 +224,24 @@ pub unsafe fn onesweep<K: RadixKey>(
                 };
             }
         }
-    }
+    });
     // Items past n have digit 255 and come last in the tile: after the
     // rank they are the positions `valid..TILE`.
-    let mut ranks = [0u32; ITEMS];
     // SAFETY: the block's own shared arrays; blocks of BLOCK threads.
-    unsafe { block_radix_rank(&digits, &shared, &mut ranks) };
+    let rank = unsafe { RadixRank::begin(&shared) };
+    let mut ranks = [0u32; ITEMS];
+    each_item!(i => {
+        // SAFETY: after begin; digits < 256.
+        ranks[i] = unsafe { rank.warp_rank(digits[i]) };
+    });
+    // SAFETY: every item ranked.
+    unsafe { rank.finish() };
+    each_item!(i => {
+        // SAFETY: after finish.
+        ranks[i] = unsafe { rank.position(digits[i], ranks[i]) };
+    });
     // SAFETY: the exclusive scan of the pass's totals (written before the
-    // barrier above), by the whole block.
+    // barriers above), by the whole block.
     unsafe { digit_exclusive_scan(totals, global_starts) };
     if t < RADIX_DIGITS {
         // SAFETY: after the rank's barriers: read-only.
@@ -230,46 +256,42 @@ pub unsafe fn onesweep<K: RadixKey>(
         // SAFETY: t < 256; this thread's digit.
         unsafe { out_base.store(t, (global_starts.load(t) + before).wrapping_sub(start)) };
     }
-    // SAFETY: ranks are a permutation of 0..TILE: one writer per slot.
-    unsafe {
-        for (k, r) in keys.iter().zip(ranks) {
-            key_exchange.store(r as usize, *k);
-        }
-    }
+    each_item!(i => {
+        // SAFETY: ranks are a permutation of 0..TILE: one writer per slot.
+        unsafe { key_exchange.store(ranks[i] as usize, keys[i]) };
+    });
     sync::sync_threads();
     let mut out_digits = [0u32; ITEMS];
-    for (k, d) in out_digits.iter_mut().enumerate() {
+    each_item!(k => {
         let s = k * BLOCK as usize + t;
         if s < valid {
             // SAFETY: s < TILE, written before the barrier.
             let key = unsafe { key_exchange.load(s) };
-            *d = key.digit(shift, descending);
+            out_digits[k] = key.digit(shift, descending);
             // SAFETY: out_base + s is the key's place, < n.
             unsafe {
-                let at = out_base.load(*d as usize).wrapping_add(s as u32) as usize;
+                let at = out_base.load(out_digits[k] as usize).wrapping_add(s as u32) as usize;
                 *keys_out.add(at) = key;
             }
         }
-    }
+    });
     if with_values {
         sync::sync_threads();
-        // SAFETY: as for the keys.
-        unsafe {
-            for (v, r) in values.iter().zip(ranks) {
-                value_exchange.store(r as usize, *v);
-            }
-        }
+        each_item!(i => {
+            // SAFETY: as for the keys.
+            unsafe { value_exchange.store(ranks[i] as usize, values[i]) };
+        });
         sync::sync_threads();
-        for (k, d) in out_digits.iter().enumerate() {
+        each_item!(k => {
             let s = k * BLOCK as usize + t;
             if s < valid {
                 // SAFETY: as for the keys.
                 unsafe {
-                    let at = out_base.load(*d as usize).wrapping_add(s as u32) as usize;
+                    let at = out_base.load(out_digits[k] as usize).wrapping_add(s as u32) as usize;
                     *values_out.add(at) = value_exchange.load(s);
                 }
             }
-        }
+        });
     }
 }
 

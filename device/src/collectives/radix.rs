@@ -214,6 +214,12 @@ pub unsafe fn digit_exclusive_scan(
 /// block size that is a multiple of 32 (up to 1024) and `N ≥ warps · 256`
 /// (both asserted: a located fault otherwise).
 ///
+/// It is [`RadixRank::begin`], [`RadixRank::warp_rank`] per item,
+/// [`RadixRank::finish`] and [`RadixRank::position`] per item; a kernel
+/// with a fixed item count calls those itself in an unrolled loop, so that
+/// its items stay in registers (rustc's loops over `ITEMS` are not always
+/// unrolled, and an array indexed in a loop lives in local memory).
+///
 /// # Safety
 /// The shared arrays are the block's own, used by nothing else meanwhile.
 #[inline(always)]
@@ -223,67 +229,167 @@ pub unsafe fn block_radix_rank<const ITEMS: usize, const N: usize>(
     shared: &RadixSortShared<N>,
     ranks: &mut [u32; ITEMS],
 ) {
-    let threads = thread::block_dim_x() as usize;
-    crate::gpu_assert!(
-        threads.is_multiple_of(32) && threads <= 1024,
-        "block radix rank: block size not a multiple of 32"
-    );
-    let warps = threads / 32;
-    crate::gpu_assert!(
-        N >= warps * RADIX_DIGITS,
-        "block radix rank: too little shared memory for the warp counters"
-    );
-    let t = thread::thread_idx_x() as usize;
-    let w = t / 32;
-    let lane = warp::lane_id();
-    let below = (1u32 << lane) - 1;
-    let mut i = t;
-    while i < warps * RADIX_DIGITS {
-        // SAFETY: i < warps · 256 ≤ N.
-        unsafe { shared.warp_counts.store(i, 0) };
-        i += threads;
+    // SAFETY: forwarded from the caller.
+    let rank = unsafe { RadixRank::begin(shared) };
+    for (d, r) in digits.iter().zip(ranks.iter_mut()) {
+        // SAFETY: after begin, d < 256.
+        *r = unsafe { rank.warp_rank(*d) };
     }
-    sync::sync_threads();
-    for (d, rank) in digits.iter().zip(ranks.iter_mut()) {
-        let peers = warp::match_any_sync(warp::FULL_MASK, *d);
+    // SAFETY: every item was ranked.
+    unsafe { rank.finish() };
+    for (d, r) in digits.iter().zip(ranks.iter_mut()) {
+        // SAFETY: after finish.
+        *r = unsafe { rank.position(*d, *r) };
+    }
+}
+
+/// The steps of [`block_radix_rank`], for kernels that unroll its loops.
+#[derive(Clone, Copy)]
+pub struct RadixRank<'a, const N: usize> {
+    shared: &'a RadixSortShared<N>,
+    warps: usize,
+    warp: usize,
+    below: u32,
+}
+
+impl<'a, const N: usize> RadixRank<'a, N> {
+    /// Asserts the block shape and the counters' size, zeroes the counters,
+    /// then a barrier. A collective of the block.
+    ///
+    /// # Safety
+    /// As for [`block_radix_rank`].
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn begin(shared: &'a RadixSortShared<N>) -> Self {
+        let threads = thread::block_dim_x() as usize;
+        crate::gpu_assert!(
+            threads.is_multiple_of(32) && threads <= 1024,
+            "block radix rank: block size not a multiple of 32"
+        );
+        let warps = threads / 32;
+        crate::gpu_assert!(
+            N >= warps * RADIX_DIGITS,
+            "block radix rank: too little shared memory for the warp counters"
+        );
+        let t = thread::thread_idx_x() as usize;
+        let mut i = t;
+        while i < warps * RADIX_DIGITS {
+            // SAFETY: i < warps · 256 ≤ N.
+            unsafe { shared.warp_counts.store(i, 0) };
+            i += threads;
+        }
+        sync::sync_threads();
+        Self {
+            shared,
+            warps,
+            warp: t / 32,
+            below: (1u32 << warp::lane_id()) - 1,
+        }
+    }
+
+    /// The item's rank among the warp's items of its digit so far (items
+    /// ranked in tile order: item by item, lanes in order). A collective of
+    /// the warp.
+    ///
+    /// # Safety
+    /// After [`begin`](Self::begin); `digit < 256`.
+    #[inline(always)]
+    pub unsafe fn warp_rank(&self, digit: u32) -> u32 {
+        let peers = warp::match_any_sync(warp::FULL_MASK, digit);
         let leader = peers.trailing_zeros();
         let mut before = 0;
-        if lane == leader {
-            // SAFETY: w · 256 + d < N (asserted above, d < 256).
+        if warp::lane_id() == leader {
+            // SAFETY: warp · 256 + digit < N (asserted in begin, digit < 256).
             before = unsafe {
-                shared
-                    .warp_counts
-                    .fetch_add(w * RADIX_DIGITS + *d as usize, peers.count_ones())
+                shared_add(
+                    self.shared
+                        .warp_counts
+                        .element_address(self.warp * RADIX_DIGITS + digit as usize),
+                    peers.count_ones(),
+                )
             };
         }
-        *rank = warp::shfl_idx_b32(before, leader) + (peers & below).count_ones();
+        warp::shfl_idx_b32(before, leader) + (peers & self.below).count_ones()
     }
-    sync::sync_threads();
-    // Per digit, the warps' counts become their exclusive prefix (warp
-    // order is tile order), and the digit's total its count.
-    let mut d = t;
-    while d < RADIX_DIGITS {
-        let mut sum = 0;
-        for w in 0..warps {
-            // SAFETY: w · 256 + d < N; this thread alone touches digit d here.
-            unsafe {
-                let c = shared.warp_counts.load(w * RADIX_DIGITS + d);
-                shared.warp_counts.store(w * RADIX_DIGITS + d, sum);
-                sum += c;
+
+    /// After every item's [`warp_rank`](Self::warp_rank): per digit, the
+    /// warps' counts become their exclusive prefix (warp order is tile
+    /// order), the digit's total its count, and the totals are scanned into
+    /// the starts. A collective of the block.
+    ///
+    /// # Safety
+    /// Every thread ranked all its items.
+    #[inline(always)]
+    pub unsafe fn finish(&self) {
+        let shared = self.shared;
+        sync::sync_threads();
+        let (t, threads) = (
+            thread::thread_idx_x() as usize,
+            thread::block_dim_x() as usize,
+        );
+        let mut d = t;
+        while d < RADIX_DIGITS {
+            let mut sum = 0;
+            for w in 0..self.warps {
+                // SAFETY: w · 256 + d < N; this thread alone touches digit d here.
+                unsafe {
+                    let c = shared.warp_counts.load(w * RADIX_DIGITS + d);
+                    shared.warp_counts.store(w * RADIX_DIGITS + d, sum);
+                    sum += c;
+                }
             }
+            // SAFETY: d < 256, this thread's digit.
+            unsafe { shared.digit_counts.store(d, sum) };
+            d += threads;
         }
-        // SAFETY: d < 256, this thread's digit.
-        unsafe { shared.digit_counts.store(d, sum) };
-        d += threads;
+        sync::sync_threads();
+        // SAFETY: digit_counts was written before the barrier above.
+        unsafe { digit_exclusive_scan(shared.digit_counts, shared.digit_starts) };
     }
-    sync::sync_threads();
-    // SAFETY: digit_counts was written before the barrier above.
-    unsafe { digit_exclusive_scan(shared.digit_counts, shared.digit_starts) };
-    for (d, rank) in digits.iter().zip(ranks.iter_mut()) {
-        let d = *d as usize;
-        // SAFETY: written before the barriers above, read-only now.
-        *rank +=
-            unsafe { shared.digit_starts.load(d) + shared.warp_counts.load(w * RADIX_DIGITS + d) };
+
+    /// The item's position in the ranked tile, from its digit and its
+    /// [`warp_rank`](Self::warp_rank).
+    ///
+    /// # Safety
+    /// After [`finish`](Self::finish); `digit < 256`.
+    #[inline(always)]
+    pub unsafe fn position(&self, digit: u32, warp_rank: u32) -> u32 {
+        let d = digit as usize;
+        // SAFETY: written before finish's barriers, read-only now.
+        warp_rank
+            + unsafe {
+                self.shared.digit_starts.load(d)
+                    + self.shared.warp_counts.load(self.warp * RADIX_DIGITS + d)
+            }
+    }
+}
+
+/// `atom.shared.add.u32` at an address that is 4-byte aligned by
+/// construction (an element of a `SharedArray<u32, _>`), without the
+/// alignment check of [`SharedArray::fetch_add`], which in an unrolled
+/// loop would repeat its fault path once per item.
+///
+/// # Safety
+/// `addr` is a live, aligned u32 of shared memory.
+#[inline(always)]
+unsafe fn shared_add(addr: u32, value: u32) -> u32 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller's contract.
+    return unsafe { <u32 as crate::shared::SharedAtomicAdd>::shared_fetch_add(addr, value) };
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let old: u32;
+        // SAFETY: the caller guarantees a live, aligned shared u32.
+        unsafe {
+            core::arch::asm!(
+                "atom.shared.add.u32 {o}, [{a}], {v};",
+                o = out(reg32) old,
+                a = in(reg32) addr,
+                v = in(reg32) value,
+                options(nostack, preserves_flags),
+            );
+        }
+        old
     }
 }
 
