@@ -332,7 +332,8 @@ mod tests {
             state as u32
         };
         let divisors = [1, 2, 3, 7, 255, 256, 257, 1 << 20, u32::MAX / 3, u32::MAX];
-        for d in divisors.into_iter().chain((0..200).map(|_| next().max(1))) {
+        let random: Vec<u32> = (0..200).map(|_| next().max(1)).collect();
+        for d in divisors.into_iter().chain(random) {
             let m = MagicDivisor::new(d);
             for x in [0, 1, d - 1, d, d.wrapping_add(1), u32::MAX, u32::MAX - 1] {
                 assert_eq!(m.divide(x), x / d, "{x} / {d}");

@@ -245,7 +245,10 @@ fn a_reused_sorter_sorts_pairs_and_keys(gpu: &Gpu) -> Result<(), Failed> {
 /// input's result is empty.
 fn bad_input_is_refused_naming_the_kernel(gpu: &Gpu) -> Result<(), Failed> {
     let refused = |what: &str, r: cuda_kernels::Result<()>| match r {
-        Err(Error::InvalidInput { kernel, reason }) if kernel == "radix_sort_onesweep_f32" => {
+        Err(Error::InvalidInput {
+            kernel: "radix_sort_onesweep_f32",
+            reason,
+        }) => {
             println!("{what}: refused: {reason}");
             Ok(())
         }
