@@ -66,6 +66,8 @@ pub mod gemm_wgmma;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod hello;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub mod histogram;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod life;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod mandelbrot;
@@ -76,6 +78,8 @@ pub mod matmul;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod multiply;
 pub mod reduce;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub mod sort;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod streams;
 
@@ -122,4 +126,6 @@ kernel_lists!(
     life::KERNELS,
     math_checks::KERNELS,
     fidelity::FIDELITY_KERNELS,
+    sort::SORT_KERNELS,
+    histogram::HISTOGRAM_KERNELS,
 );
