@@ -23,7 +23,8 @@ use cust::sys as cu;
 use crate::dynlib::DynLib;
 use crate::error::{Error, Result, check_driver};
 use crate::gpu::Gpu;
-use crate::kernel::{LaunchConfig, launch_function};
+use crate::kernel::launch_function;
+use crate::launch::LaunchConfig;
 use crate::memory::{DeviceBuffer, DeviceSlice};
 
 /// The operands' element type.
@@ -239,7 +240,8 @@ pub struct WgmmaGemm<'a> {
     _operands: PhantomData<&'a mut DeviceSlice<f32>>,
 }
 
-impl Gpu {
+/// The Hopper wgmma GEMM launchers on a [`Gpu`].
+pub trait WgmmaGemmExt {
     /// Checks a GEMM `C = alpha · A · Bᵀ + beta · C` for the wgmma kernel
     /// (sm_90a; GPU only, [`Error::NotOnSimulator`] on the simulator) and
     /// makes its tensor maps: A `m × k`, B `n × k`, C `m × n`, as `shape`
@@ -250,7 +252,34 @@ impl Gpu {
     /// dimension or batch stride not 16-byte aligned. A map the driver
     /// refuses is [`Error::Cuda`] naming `cuTensorMapEncodeTiled` and the box.
     #[allow(clippy::too_many_arguments)]
-    pub fn gemm_wgmma_plan<'a, T: DeviceCopy>(
+    fn gemm_wgmma_plan<'a, T: DeviceCopy>(
+        &self,
+        input: WgmmaInput,
+        a: &'a DeviceSlice<T>,
+        b: &'a DeviceSlice<T>,
+        c: &'a mut DeviceSlice<f32>,
+        shape: &WgmmaShape,
+        alpha: f32,
+        beta: f32,
+    ) -> Result<WgmmaGemm<'a>>;
+
+    /// [`Gpu::gemm_wgmma_plan`] and one [`WgmmaGemm::launch`], waiting for it.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_wgmma<T: DeviceCopy>(
+        &self,
+        input: WgmmaInput,
+        a: &DeviceSlice<T>,
+        b: &DeviceSlice<T>,
+        c: &mut DeviceSlice<f32>,
+        shape: &WgmmaShape,
+        alpha: f32,
+        beta: f32,
+    ) -> Result<()>;
+}
+
+impl WgmmaGemmExt for Gpu {
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_wgmma_plan<'a, T: DeviceCopy>(
         &self,
         input: WgmmaInput,
         a: &'a DeviceSlice<T>,
@@ -367,9 +396,8 @@ impl Gpu {
         })
     }
 
-    /// [`Gpu::gemm_wgmma_plan`] and one [`WgmmaGemm::launch`], waiting for it.
     #[allow(clippy::too_many_arguments)]
-    pub fn gemm_wgmma<T: DeviceCopy>(
+    fn gemm_wgmma<T: DeviceCopy>(
         &self,
         input: WgmmaInput,
         a: &DeviceSlice<T>,

@@ -45,7 +45,6 @@
 use std::fmt::Debug;
 
 use cuda_kernels_device::float16 as dev;
-use cust::device::DeviceAttribute;
 use cust::memory::DeviceCopy;
 use ndarray::ArrayView1;
 
@@ -55,7 +54,7 @@ pub use cuda_kernels_gpu::reduce::{
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::util::contiguous;
 
@@ -218,7 +217,8 @@ impl<T: Element> ReduceScratch<T> {
     }
 }
 
-impl Gpu {
+/// The reduction launchers on a [`Gpu`].
+pub trait ReduceExt {
     /// Reduces `input` with `Op` on the GPU and returns
     /// `combine(init, combine over input)` (see the [module docs](self)).
     ///
@@ -234,13 +234,11 @@ impl Gpu {
     /// assert_eq!(gpu.reduce::<Min, f32>(x.view(), None)?, -1.0);
     /// # Ok(()) }
     /// ```
-    pub fn reduce<Op: ReduceKernel<T>, T: Element>(
+    fn reduce<Op: ReduceKernel<T>, T: Element>(
         &self,
         input: ArrayView1<T>,
         init: Option<T>,
-    ) -> Result<T> {
-        self.reduce_slice::<Op, T>(&contiguous(&input), init)
-    }
+    ) -> Result<T>;
 
     /// [`Gpu::reduce`] for `half`'s 16-bit floats: the elements are combined
     /// in f32 (see [`cuda_kernels_gpu::reduce`]); a sum returns its f32
@@ -257,22 +255,11 @@ impl Gpu {
     /// assert_eq!(gpu.reduce_half::<Max, half::bf16>(x.view(), None)?, x[0]);
     /// # Ok(()) }
     /// ```
-    pub fn reduce_half<Op: HalfReduction<H>, H: HalfInput>(
+    fn reduce_half<Op: HalfReduction<H>, H: HalfInput>(
         &self,
         input: ArrayView1<H>,
         init: Option<Op::Output>,
-    ) -> Result<Op::Output> {
-        let init = start_value::<Op, H::Dev>(input.len(), init.map(Op::to_acc))?;
-        if input.is_empty() {
-            return Ok(Op::from_acc(init));
-        }
-        let host: Vec<H::Dev> = input.iter().map(|x| x.to_dev()).collect();
-        self.bind()?;
-        let device = self.to_device(&host)?;
-        Ok(Op::from_acc(
-            self.reduce_device::<Op, H::Dev>(&device, Some(init))?,
-        ))
-    }
+    ) -> Result<Op::Output>;
 
     /// [`Gpu::reduce`] on a slice.
     ///
@@ -283,19 +270,11 @@ impl Gpu {
     /// assert_eq!(gpu.reduce_slice::<Product, i32>(&[2, 3, 7], Some(10))?, 420);
     /// # Ok(()) }
     /// ```
-    pub fn reduce_slice<Op: ReduceKernel<T>, T: Element>(
+    fn reduce_slice<Op: ReduceKernel<T>, T: Element>(
         &self,
         input: &[T],
         init: Option<T>,
-    ) -> Result<T> {
-        let init = start_value::<Op, T>(input.len(), init)?;
-        if input.is_empty() {
-            return Ok(init);
-        }
-        self.bind()?;
-        let device = self.to_device(input)?;
-        self.reduce_device::<Op, T>(&device, Some(init))
-    }
+    ) -> Result<T>;
 
     /// Reduces data already on the device; allocates a [`ReduceScratch`],
     /// launches, waits and returns the result. An empty slice launches too
@@ -310,17 +289,11 @@ impl Gpu {
     /// assert_eq!(gpu.reduce_device::<Sum, f64>(&d, None)?, 6.0);
     /// # Ok(()) }
     /// ```
-    pub fn reduce_device<Op: ReduceKernel<T, T::Acc>, T: Input>(
+    fn reduce_device<Op: ReduceKernel<T, T::Acc>, T: Input>(
         &self,
         input: &DeviceSlice<T>,
         init: Option<T::Acc>,
-    ) -> Result<T::Acc> {
-        // Refuse bad input before allocating anything.
-        start_value::<Op, T>(input.len(), init)?;
-        let mut scratch = self.reduce_scratch::<T::Acc>()?;
-        self.reduce_on_device::<Op, T>(input, init, &mut scratch)?;
-        scratch.result(self)
-    }
+    ) -> Result<T::Acc>;
 
     /// Queues the reduction of `input` on [`Gpu::stream`], writing its
     /// result into `scratch`, without waiting (for pipelines and
@@ -339,15 +312,12 @@ impl Gpu {
     /// assert_eq!(scratch.result(&gpu)?, 1 << 20);
     /// # Ok(()) }
     /// ```
-    pub fn reduce_on_device<Op: ReduceKernel<T, T::Acc>, T: Input>(
+    fn reduce_on_device<Op: ReduceKernel<T, T::Acc>, T: Input>(
         &self,
         input: &DeviceSlice<T>,
         init: Option<T::Acc>,
         scratch: &mut ReduceScratch<T::Acc>,
-    ) -> Result<()> {
-        let (grid, block) = self.reduce_launch_shape::<Op, T>(input.len())?;
-        self.reduce_on_device_shaped::<Op, T>(input, init, scratch, grid, block)
-    }
+    ) -> Result<()>;
 
     /// [`Gpu::reduce_on_device`] with a chosen launch shape (for tuning:
     /// the result is the same for any valid shape, up to float rounding):
@@ -364,7 +334,94 @@ impl Gpu {
     /// assert_eq!(scratch.result(&gpu)?, 2000);
     /// # Ok(()) }
     /// ```
-    pub fn reduce_on_device_shaped<Op: ReduceKernel<T, T::Acc>, T: Input>(
+    fn reduce_on_device_shaped<Op: ReduceKernel<T, T::Acc>, T: Input>(
+        &self,
+        input: &DeviceSlice<T>,
+        init: Option<T::Acc>,
+        scratch: &mut ReduceScratch<T::Acc>,
+        grid: u32,
+        block: u32,
+    ) -> Result<()>;
+
+    /// Allocates the device memory for [`Gpu::reduce_on_device`]: room for
+    /// the largest grid a reduction launches on this GPU.
+    fn reduce_scratch<T: Element>(&self) -> Result<ReduceScratch<T>>;
+
+    /// The `(grid, block)` a reduction of `n` elements launches with: blocks
+    /// of [`BLOCK`] threads, enough to give each thread at least one 16-byte
+    /// vector, at most as many as fit on the GPU at once (multiprocessors ×
+    /// resident blocks per multiprocessor, from the occupancy API), and at
+    /// least one. The grid-stride loop covers the rest. Useful to derive the
+    /// float tolerance ([`float_sum_tolerance`]).
+    fn reduce_launch_shape<Op: ReduceKernel<T, T::Acc>, T: Input>(
+        &self,
+        n: usize,
+    ) -> Result<(u32, u32)>;
+}
+
+impl ReduceExt for Gpu {
+    fn reduce<Op: ReduceKernel<T>, T: Element>(
+        &self,
+        input: ArrayView1<T>,
+        init: Option<T>,
+    ) -> Result<T> {
+        self.reduce_slice::<Op, T>(&contiguous(&input), init)
+    }
+
+    fn reduce_half<Op: HalfReduction<H>, H: HalfInput>(
+        &self,
+        input: ArrayView1<H>,
+        init: Option<Op::Output>,
+    ) -> Result<Op::Output> {
+        let init = start_value::<Op, H::Dev>(input.len(), init.map(Op::to_acc))?;
+        if input.is_empty() {
+            return Ok(Op::from_acc(init));
+        }
+        let host: Vec<H::Dev> = input.iter().map(|x| x.to_dev()).collect();
+        self.bind()?;
+        let device = self.to_device(&host)?;
+        Ok(Op::from_acc(
+            self.reduce_device::<Op, H::Dev>(&device, Some(init))?,
+        ))
+    }
+
+    fn reduce_slice<Op: ReduceKernel<T>, T: Element>(
+        &self,
+        input: &[T],
+        init: Option<T>,
+    ) -> Result<T> {
+        let init = start_value::<Op, T>(input.len(), init)?;
+        if input.is_empty() {
+            return Ok(init);
+        }
+        self.bind()?;
+        let device = self.to_device(input)?;
+        self.reduce_device::<Op, T>(&device, Some(init))
+    }
+
+    fn reduce_device<Op: ReduceKernel<T, T::Acc>, T: Input>(
+        &self,
+        input: &DeviceSlice<T>,
+        init: Option<T::Acc>,
+    ) -> Result<T::Acc> {
+        // Refuse bad input before allocating anything.
+        start_value::<Op, T>(input.len(), init)?;
+        let mut scratch = self.reduce_scratch::<T::Acc>()?;
+        self.reduce_on_device::<Op, T>(input, init, &mut scratch)?;
+        scratch.result(self)
+    }
+
+    fn reduce_on_device<Op: ReduceKernel<T, T::Acc>, T: Input>(
+        &self,
+        input: &DeviceSlice<T>,
+        init: Option<T::Acc>,
+        scratch: &mut ReduceScratch<T::Acc>,
+    ) -> Result<()> {
+        let (grid, block) = self.reduce_launch_shape::<Op, T>(input.len())?;
+        self.reduce_on_device_shaped::<Op, T>(input, init, scratch, grid, block)
+    }
+
+    fn reduce_on_device_shaped<Op: ReduceKernel<T, T::Acc>, T: Input>(
         &self,
         input: &DeviceSlice<T>,
         init: Option<T::Acc>,
@@ -416,9 +473,7 @@ impl Gpu {
         }
     }
 
-    /// Allocates the device memory for [`Gpu::reduce_on_device`]: room for
-    /// the largest grid a reduction launches on this GPU.
-    pub fn reduce_scratch<T: Element>(&self) -> Result<ReduceScratch<T>> {
+    fn reduce_scratch<T: Element>(&self) -> Result<ReduceScratch<T>> {
         const K: &str = "reduce";
         self.bind()?;
         let capacity = self.multiprocessors(K)? as usize * MAX_BLOCKS_PER_SM as usize;
@@ -435,13 +490,7 @@ impl Gpu {
         })
     }
 
-    /// The `(grid, block)` a reduction of `n` elements launches with: blocks
-    /// of [`BLOCK`] threads, enough to give each thread at least one 16-byte
-    /// vector, at most as many as fit on the GPU at once (multiprocessors ×
-    /// resident blocks per multiprocessor, from the occupancy API), and at
-    /// least one. The grid-stride loop covers the rest. Useful to derive the
-    /// float tolerance ([`float_sum_tolerance`]).
-    pub fn reduce_launch_shape<Op: ReduceKernel<T, T::Acc>, T: Input>(
+    fn reduce_launch_shape<Op: ReduceKernel<T, T::Acc>, T: Input>(
         &self,
         n: usize,
     ) -> Result<(u32, u32)> {
@@ -458,19 +507,6 @@ impl Gpu {
         let full = self.multiprocessors(k)? * resident;
         let wanted = n.div_ceil(T::PER_VEC).div_ceil(BLOCK as usize).max(1);
         Ok((wanted.min(full as usize) as u32, BLOCK))
-    }
-
-    /// The number of multiprocessors (SMs) of this GPU (the simulated
-    /// H100's 132 on the simulator).
-    pub fn multiprocessors(&self, k: &'static str) -> Result<u32> {
-        if self.is_simulated() {
-            return Ok(crate::simulator::MULTIPROCESSORS);
-        }
-        let sms = self
-            .device()?
-            .get_attribute(DeviceAttribute::MultiprocessorCount)
-            .during(k, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)")?;
-        Ok(sms.max(1) as u32)
     }
 }
 
@@ -732,7 +768,7 @@ pub mod primitives {
 
     use crate::Gpu;
     use crate::error::{Error, Result};
-    use crate::kernel::LaunchConfig;
+    use crate::launch::LaunchConfig;
 
     /// What `warp_shuffle_test` wrote: 8 rows of one value per thread each.
     #[derive(Debug, Clone)]
@@ -764,10 +800,32 @@ pub mod primitives {
         pub sum_u64: u64,
     }
 
-    impl Gpu {
+    /// The warp-primitive and atomic checks on a [`Gpu`].
+    pub trait WarpPrimitiveChecks {
         /// Runs `warp_shuffle_test` on `blocks × threads_per_block` threads
         /// (`threads_per_block` a multiple of 32).
-        pub fn warp_primitives_test(
+        fn warp_primitives_test(
+            &self,
+            blocks: u32,
+            threads_per_block: u32,
+        ) -> Result<WarpResults>;
+
+        /// Runs `atomic_test` with `n` threads (1 ≤ n < 2^31).
+        fn atomic_primitives_test(&self, n: usize) -> Result<AtomicResults>;
+
+        /// Runs `load_test` on `input` (a whole number of 16-byte vectors):
+        /// returns what the `ld.global.nc.v4` copy and the `ld.global.cg`
+        /// copy wrote (both must equal the input).
+        fn load_primitives_test(&self, input: &[u32]) -> Result<(Vec<u32>, Vec<u32>)>;
+
+        /// Runs `block_reduce_test_i64`: one sum per block of
+        /// `threads_per_block` consecutive values of `input` (whose length
+        /// must be a multiple of `threads_per_block`, itself a multiple of 32).
+        fn block_reduce_test(&self, input: &[i64], threads_per_block: u32) -> Result<Vec<i64>>;
+    }
+
+    impl WarpPrimitiveChecks for Gpu {
+        fn warp_primitives_test(
             &self,
             blocks: u32,
             threads_per_block: u32,
@@ -809,8 +867,7 @@ pub mod primitives {
             })
         }
 
-        /// Runs `atomic_test` with `n` threads (1 ≤ n < 2^31).
-        pub fn atomic_primitives_test(&self, n: usize) -> Result<AtomicResults> {
+        fn atomic_primitives_test(&self, n: usize) -> Result<AtomicResults> {
             const K: &str = ATOMIC_TEST.name();
             if n == 0 || n >= i32::MAX as usize {
                 return Err(Error::invalid(K, format!("{n} threads: need 1 ≤ n < 2^31")));
@@ -852,10 +909,7 @@ pub mod primitives {
             Ok(r)
         }
 
-        /// Runs `load_test` on `input` (a whole number of 16-byte vectors):
-        /// returns what the `ld.global.nc.v4` copy and the `ld.global.cg`
-        /// copy wrote (both must equal the input).
-        pub fn load_primitives_test(&self, input: &[u32]) -> Result<(Vec<u32>, Vec<u32>)> {
+        fn load_primitives_test(&self, input: &[u32]) -> Result<(Vec<u32>, Vec<u32>)> {
             const K: &str = LOAD_TEST.name();
             if input.is_empty() || !input.len().is_multiple_of(4) {
                 return Err(Error::invalid(
@@ -886,10 +940,7 @@ pub mod primitives {
             Ok((a, b))
         }
 
-        /// Runs `block_reduce_test_i64`: one sum per block of
-        /// `threads_per_block` consecutive values of `input` (whose length
-        /// must be a multiple of `threads_per_block`, itself a multiple of 32).
-        pub fn block_reduce_test(&self, input: &[i64], threads_per_block: u32) -> Result<Vec<i64>> {
+        fn block_reduce_test(&self, input: &[i64], threads_per_block: u32) -> Result<Vec<i64>> {
             const K: &str = BLOCK_REDUCE_TEST_I64.name();
             crate::launch::check_block(K, (threads_per_block, 1, 1))?;
             let tpb = threads_per_block as usize;

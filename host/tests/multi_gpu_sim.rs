@@ -15,6 +15,7 @@ use cuda_kernels_host::reduce::{Sum, reduce_cpu};
 use cuda_kernels_host::util::Rng;
 use cuda_kernels_host::{DeviceId, Error, Gpu, Result};
 use ndarray::{Array1, Array2};
+use cuda_kernels_host::prelude::*;
 
 /// Three simulated devices.
 fn devices() -> Vec<Gpu> {

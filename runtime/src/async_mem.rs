@@ -71,7 +71,7 @@ use cust::sys::{self as cu, CUresult, CUstream, CUstream_flags};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
-use crate::mandelbrot::driver_api::cuda_error;
+use crate::error::cuda_error;
 use crate::memory::{DeviceBuffer, DeviceSlice, Stream};
 
 const K: &str = "lane";
@@ -357,7 +357,7 @@ impl<'g, T: DeviceCopy, const D: usize> Lane<'g, T, D> {
     /// the pointers stay valid until the stream is synchronized (module
     /// docs), belong to the lane's GPU, and the launcher queues its kernel on
     /// the returned stream only.
-    pub(crate) fn launch_target(&mut self) -> Result<(&'g Gpu, &Stream, [DevicePointer<T>; D])> {
+    pub fn launch_target(&mut self) -> Result<(&'g Gpu, &Stream, [DevicePointer<T>; D])> {
         self.gpu.bind()?;
         let ptrs = std::array::from_fn(|i| self.device[i].as_device_ptr());
         Ok((self.gpu, &self.stream, ptrs))

@@ -5,7 +5,6 @@ use std::ffi::CString;
 use std::path::Path;
 use std::sync::Mutex;
 
-use cust::CudaApiVersion;
 use cust::context::{Context, CurrentContext};
 use cust::device::Device;
 use cust::error::CudaError;
@@ -21,8 +20,11 @@ use crate::image::KernelResources;
 
 use crate::error::{CudaResultExt, Error, Result};
 use crate::image::{Images, LoadedImage};
-use crate::kernel::Kernel;
-use crate::memory::{DeviceId, Stream};
+use cuda_kernels_device::kernel::Kernel;
+use cust::memory::DeviceCopy;
+use cust::memory::bytemuck::Zeroable;
+
+use crate::memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
 use crate::simulator;
 
 /// Initialises the CUDA driver and returns device 0.
@@ -287,6 +289,19 @@ fn launch_limits(device: Device) -> Result<Limits> {
 static SIMULATED_IMAGE: LoadedImage = LoadedImage::Simulator;
 
 impl Gpu {
+    /// The number of multiprocessors (SMs) of this GPU (the simulated
+    /// H100's 132 on the simulator).
+    pub fn multiprocessors(&self, k: &'static str) -> Result<u32> {
+        if self.is_simulated() {
+            return Ok(simulator::MULTIPROCESSORS);
+        }
+        let sms = self
+            .device()?
+            .get_attribute(cust::device::DeviceAttribute::MultiprocessorCount)
+            .during(k, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)")?;
+        Ok(sms.max(1) as u32)
+    }
+
     /// Opens device 0 and loads `ptx` (PTX source text).
     pub fn from_ptx(ptx: &str) -> Result<Self> {
         Self::from_images(&Images::from(ptx))
@@ -328,27 +343,23 @@ impl Gpu {
         })
     }
 
-    /// The CPU simulator, standing in for an H100 (its limits: block and
-    /// grid sizes, shared memory, 132 multiprocessors): it runs the kernels'
-    /// own Rust code, every thread of a launch, before the launch returns.
-    /// No GPU, driver or PTX is needed. A kernel that faults leaves it
-    /// usable: unlike a CUDA context, no restart is needed.
-    ///
-    /// `cuda_kernels::gpu()` opens it too when `CUDA_KERNELS_SIM=1`
-    /// ([`SIM_ENV`]).
-    pub fn simulator() -> Result<Self> {
-        Self::simulated_device(0)
-    }
-
-    /// Simulated device `ordinal`: a simulator like [`Gpu::simulator`]
-    /// (which is simulated device 0) whose buffers and streams are its own,
-    /// so that handing them to another device's launcher is
+    /// Simulated device `ordinal` running the kernels declared in the crate
+    /// `name` (its library name, `env!("CARGO_CRATE_NAME")` there): the CPU
+    /// simulator, standing in for an H100 (its limits: block and grid sizes,
+    /// shared memory, 132 multiprocessors), which runs the kernels' own Rust
+    /// code, every thread of a launch, before the launch returns. No GPU,
+    /// driver or PTX is needed. A kernel that faults leaves it usable:
+    /// unlike a CUDA context, no restart is needed. Its buffers and streams
+    /// are its own, so that handing them to another device's launcher is
     /// [`Error::WrongDevice`], as on a machine with several GPUs.
-    pub fn simulated_device(ordinal: u32) -> Result<Self> {
-        Ok(Self::simulating(ordinal, cuda_kernels_gpu::IMAGE))
+    ///
+    /// `cuda_kernels::gpu()` opens one too when `CUDA_KERNELS_SIM=1`
+    /// ([`SIM_ENV`]).
+    pub fn simulated_device_of_crate(ordinal: u32, name: &str) -> Self {
+        Self::simulating(ordinal, name)
     }
 
-    /// The simulator (simulated device 0, as [`Gpu::simulator`]) standing
+    /// The simulator (simulated device 0) standing
     /// for a GPU that loaded `images`: it runs the kernels of the crate they
     /// were built from ([`Images::crate_name`]), as that GPU would, and
     /// refuses every other crate's ([`Error::KernelNotFound`]). Images that
@@ -563,7 +574,7 @@ impl Gpu {
     /// The raw function of entry point `name`, looked up once and cached
     /// for [`Gpu::launch`]; [`Error::KernelNotFound`] names it when the
     /// module lacks it.
-    pub(crate) fn raw_function(&self, name: &'static str) -> Result<cust::sys::CUfunction> {
+    pub fn raw_function(&self, name: &'static str) -> Result<cust::sys::CUfunction> {
         let cuda = self.cuda("a PTX function")?;
         let mut cache = cuda.functions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(&f) = cache.get(name) {
@@ -673,32 +684,56 @@ impl FaultBuffer {
     }
 }
 
-/// Loads PTX text into the current context, turning refusals into an error
-/// that says the PTX's `.version`/`.target` and the driver's version.
-pub fn load_module(ptx: &str) -> Result<Module> {
-    let cstr = CString::new(ptx)
-        .map_err(|_| Error::invalid("module", "the PTX text contains a NUL byte"))?;
-    Module::from_ptx_cstr(&cstr, &[]).map_err(|source| Error::ModuleLoad {
-        details: ptx_summary(ptx),
-        source,
-    })
-}
+impl Gpu {
+    /// A buffer of `len` elements on this device whose contents are
+    /// undefined (`cust`'s `DeviceBuffer::uninitialized`).
+    ///
+    /// # Safety
+    /// Nothing may read an element before it is written (by a copy or a
+    /// kernel).
+    pub unsafe fn uninitialized<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        DeviceBuffer::allocate(self.device_id(), len)
+    }
 
-/// `.version X .target Y, driver N` for error messages.
-pub fn ptx_summary(ptx: &str) -> String {
-    let directive = |d: &str| {
-        ptx.lines()
-            .find_map(|l| l.trim().strip_prefix(d).map(|v| v.trim().to_string()))
-            .unwrap_or_else(|| "none".into())
-    };
-    let driver = CudaApiVersion::get()
-        .map(|v| format!("{}.{}", v.major(), v.minor()))
-        .unwrap_or_else(|e| format!("unknown ({e})"));
-    format!(
-        "PTX .version {}, .target {}, driver supports CUDA {driver}",
-        directive(".version"),
-        directive(".target")
-    )
+    /// A buffer of `len` zeroed elements on this device, waiting for the
+    /// memset.
+    pub fn zeroed<T: DeviceCopy + Zeroable>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let mut buf = DeviceBuffer::allocate(self.device_id(), len)?;
+        buf.set_zero()?;
+        Ok(buf)
+    }
+
+    /// A buffer on this device holding a copy of `host` (`cust`'s
+    /// `DeviceBuffer::from_slice`), waiting for the copy.
+    pub fn to_device<T: DeviceCopy>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
+        let mut buf = DeviceBuffer::allocate(self.device_id(), host.len())?;
+        buf.copy_from(host)?;
+        Ok(buf)
+    }
+
+    /// Refuses memory of another device for `kernel`
+    /// ([`Error::WrongDevice`]).
+    pub fn check_device<T: DeviceCopy>(
+        &self,
+        kernel: &'static str,
+        slice: &DeviceSlice<T>,
+    ) -> Result<()> {
+        self.check_device_id(kernel, slice.device())
+    }
+
+    /// Refuses a device identity other than this GPU's for `kernel`.
+    pub fn check_device_id(&self, kernel: &'static str, found: DeviceId) -> Result<()> {
+        let expected = self.device_id();
+        if found == expected {
+            Ok(())
+        } else {
+            Err(Error::WrongDevice {
+                kernel,
+                expected,
+                found,
+            })
+        }
+    }
 }
 
 #[cfg(test)]

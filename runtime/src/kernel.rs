@@ -39,43 +39,12 @@ use cust::memory::{DeviceCopy, DevicePointer, UnifiedPointer};
 use cust::sys as cu;
 
 pub use cuda_kernels_device::kernel::Kernel;
-use cuda_kernels_gpu::elementwise::Params;
 
 use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
+use crate::launch::{LaunchConfig, check_launch_shape};
 use crate::simulator;
-
-/// How a kernel is launched: grid and block dimensions and the bytes of
-/// dynamic shared memory (the `<<<grid, block, smem>>>` of CUDA C).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LaunchConfig {
-    /// Blocks in x, y, z.
-    pub grid: (u32, u32, u32),
-    /// Threads per block in x, y, z.
-    pub block: (u32, u32, u32),
-    /// Dynamic shared memory per block, in bytes.
-    pub shared_mem_bytes: u32,
-}
-
-impl LaunchConfig {
-    /// A 1-D grid of `grid` blocks of `block` threads, no dynamic shared memory.
-    pub const fn linear(grid: u32, block: u32) -> Self {
-        Self {
-            grid: (grid, 1, 1),
-            block: (block, 1, 1),
-            shared_mem_bytes: 0,
-        }
-    }
-
-    /// This configuration with `bytes` of dynamic shared memory.
-    pub const fn with_shared(self, bytes: u32) -> Self {
-        Self {
-            shared_mem_bytes: bytes,
-            ..self
-        }
-    }
-}
 
 /// A value that can be passed for a kernel parameter of type `P`: a
 /// [`DeviceSlice`] or [`DeviceBuffer`] (by reference; its device is checked
@@ -197,33 +166,6 @@ tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7
 tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9, A10 P10 10, A11 P11 11, A12 P12 12, A13 P13 13);
 tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9, A10 P10 10, A11 P11 11, A12 P12 12, A13 P13 13, A14 P14 14);
 
-/// The arguments of an elementwise kernel (a variadic family: its handle's
-/// parameters are [`Params<T>`]): the `in`, then `out` and `inout` arrays,
-/// the scalars and `n`. The element type is checked at compile time, the
-/// counts by the launcher against the declaration.
-#[derive(Debug)]
-pub struct ElementwiseArgs<T: DeviceCopy> {
-    /// The arrays, in declaration order.
-    pub arrays: Vec<DevicePointer<T>>,
-    /// The scalars, in declaration order.
-    pub scalars: Vec<T>,
-    /// The element count.
-    pub n: usize,
-}
-
-impl<T: DeviceCopy> KernelArgs<Params<T>> for ElementwiseArgs<T> {
-    fn with_params<R>(mut self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
-        let mut params: Vec<*mut c_void> = self
-            .arrays
-            .iter_mut()
-            .map(|p| p as *mut DevicePointer<T> as *mut c_void)
-            .chain(self.scalars.iter_mut().map(|s| s as *mut T as *mut c_void))
-            .collect();
-        params.push(&mut self.n as *mut usize as *mut c_void);
-        f(&mut params)
-    }
-}
-
 impl Gpu {
     /// Queues `kernel` on `stream` with `cfg` and `args` (the one launch
     /// path of this crate, for both backends).
@@ -267,11 +209,11 @@ impl Gpu {
                 found,
             });
         }
+        check_launch_shape(name, cfg, self.launch_limits())?;
         if self.is_simulated() {
             let entry = kernel
                 .sim_entry()
                 .ok_or(Error::NoSimEntry { kernel: name })?;
-            crate::simulator::check_launch_shape(name, cfg, &crate::simulator::LIMITS)?;
             let (bx, by, bz) = cfg.block;
             let threads = bx as u64 * by as u64 * bz as u64;
             crate::image::check_registers(name, self.kernel_resources(name), threads)?;
@@ -282,7 +224,6 @@ impl Gpu {
             return args
                 .with_params(|params| unsafe { simulator::launch(name, cfg, entry, params) });
         }
-        crate::simulator::check_launch_shape(name, cfg, self.launch_limits())?;
         let function = self.raw_function(name)?;
         let stream = stream.as_cust()?;
         // SAFETY: `function` is this module's entry point of the handle's
@@ -299,7 +240,7 @@ impl Gpu {
 /// # Safety
 /// As [`Gpu::launch`]; also `function` is the entry point `kernel` names,
 /// from a module loaded in the context `stream` belongs to.
-pub(crate) unsafe fn launch_function<P, A: KernelArgs<P>>(
+pub unsafe fn launch_function<P, A: KernelArgs<P>>(
     function: cu::CUfunction,
     kernel: Kernel<P>,
     cfg: LaunchConfig,

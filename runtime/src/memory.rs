@@ -41,7 +41,6 @@ use std::ops::{Bound, Deref, DerefMut, RangeBounds};
 use cust::memory::bytemuck::{Pod, Zeroable};
 use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceCopy, DevicePointer};
 
-use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
 use crate::simulator;
 
@@ -532,11 +531,11 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<T> {
     }
 }
 
-impl Gpu {
-    /// Allocates `len` elements on this device, unwritten: the storage
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// Allocates `len` elements on `device`, unwritten: the storage
     /// behind [`Gpu::uninitialized`], [`Gpu::zeroed`] and [`Gpu::to_device`].
-    fn allocate<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        let device = self.device_id();
+    pub(crate) fn allocate(device: DeviceId, len: usize) -> Result<Self> {
         let storage = if device.is_simulated() {
             let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
                 Error::invalid(MEMORY, format!("{len} elements overflow usize bytes"))
@@ -559,75 +558,30 @@ impl Gpu {
                 .transpose()?;
             Storage::Sim(allocation)
         } else {
-            self.bind()?;
+            device.make_current()?;
             // SAFETY: the caller (uninitialized: its own caller; zeroed and
             // to_device: at once) writes the memory before anything reads it.
             let b = unsafe { cust::memory::DeviceBuffer::<T>::uninitialized(len) }
                 .during(MEMORY, "cuMemAlloc")?;
             Storage::Cuda(b)
         };
-        Ok(DeviceBuffer::new(device, storage, len))
-    }
-
-    /// A buffer of `len` elements on this device whose contents are
-    /// undefined (`cust`'s `DeviceBuffer::uninitialized`).
-    ///
-    /// # Safety
-    /// Nothing may read an element before it is written (by a copy or a
-    /// kernel).
-    pub unsafe fn uninitialized<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        self.allocate(len)
-    }
-
-    /// A buffer of `len` zeroed elements on this device, waiting for the
-    /// memset.
-    pub fn zeroed<T: DeviceCopy + Zeroable>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        let mut buf = self.allocate::<T>(len)?;
-        buf.set_zero()?;
-        Ok(buf)
-    }
-
-    /// A buffer on this device holding a copy of `host` (`cust`'s
-    /// `DeviceBuffer::from_slice`), waiting for the copy.
-    pub fn to_device<T: DeviceCopy>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
-        let mut buf = self.allocate::<T>(host.len())?;
-        buf.copy_from(host)?;
-        Ok(buf)
-    }
-
-    /// Refuses memory of another device for `kernel`
-    /// ([`Error::WrongDevice`]).
-    pub fn check_device<T: DeviceCopy>(
-        &self,
-        kernel: &'static str,
-        slice: &DeviceSlice<T>,
-    ) -> Result<()> {
-        self.check_device_id(kernel, slice.device())
-    }
-
-    /// Refuses a device identity other than this GPU's for `kernel`.
-    pub(crate) fn check_device_id(&self, kernel: &'static str, found: DeviceId) -> Result<()> {
-        let expected = self.device_id();
-        if found == expected {
-            Ok(())
-        } else {
-            Err(Error::WrongDevice {
-                kernel,
-                expected,
-                found,
-            })
-        }
+        Ok(Self::new(device, storage, len))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::LaunchConfig;
+    use crate::Gpu;
+
+    /// A simulator running no kernel crate's kernels (these tests launch none).
+    fn simulator() -> Result<Gpu> {
+        Ok(Gpu::simulated_device_of_crate(0, "tests"))
+    }
 
     #[test]
     fn simulated_buffers_copy_index_and_zero() {
-        let gpu = Gpu::simulator().unwrap();
+        let gpu = simulator().unwrap();
         let buf = gpu.to_device(&[1i32, 2, 3, 4, 5]).unwrap();
         assert_eq!((buf.len(), buf.is_empty()), (5, false));
         assert_eq!(buf.device(), DeviceId::Simulator { ordinal: 0 });
@@ -673,7 +627,7 @@ mod tests {
 
     #[test]
     fn length_mismatches_are_errors_not_panics() {
-        let gpu = Gpu::simulator().unwrap();
+        let gpu = simulator().unwrap();
         let mut buf = gpu.zeroed::<f32>(4).unwrap();
         let e = buf.copy_from(&[1.0; 3]).unwrap_err();
         assert!(
@@ -688,92 +642,14 @@ mod tests {
     #[test]
     #[should_panic(expected = "out of bounds")]
     fn index_past_the_end_panics_like_a_slice() {
-        let gpu = Gpu::simulator().unwrap();
+        let gpu = simulator().unwrap();
         let buf = gpu.zeroed::<f32>(4).unwrap();
         let _ = buf.index(2..5);
     }
 
     #[test]
-    fn another_devices_memory_or_stream_is_a_typed_error() {
-        let (gpu0, gpu1) = (
-            Gpu::simulated_device(0).unwrap(),
-            Gpu::simulated_device(1).unwrap(),
-        );
-        let (d0, d1) = (gpu0.device_id(), gpu1.device_id());
-        assert_ne!(d0, d1);
-        let a = gpu0.to_device(&[1.0f32; 8]).unwrap();
-        let b = gpu1.to_device(&[1.0f32; 8]).unwrap();
-        let mut c = gpu0.zeroed::<f32>(8).unwrap();
-        let wrong = |e: Error| {
-            matches!(e, Error::WrongDevice { kernel: "multiply", expected, found }
-                if expected == d0 && found == d1)
-        };
-        let e = gpu0.multiply_on_device(&a, &b, &mut c).unwrap_err();
-        assert!(wrong(e));
-        // The launch path itself: a stream of another device.
-        let cfg = LaunchConfig::linear(1, 32);
-        let k = cuda_kernels_gpu::multiply::MULTIPLY;
-        // SAFETY: refused before anything runs.
-        let e = unsafe { gpu0.launch(k, cfg, gpu1.stream(), (&a, &a, &mut c, 8usize)) };
-        assert!(wrong(e.unwrap_err()));
-        // A copy between devices.
-        let e = c.copy_from_device(&b).unwrap_err();
-        assert!(matches!(e, Error::WrongDevice { .. }), "{e:?}");
-        assert!(e.to_string().contains("simulated device 1"), "{e}");
-        // Same ordinal, same device (as two Gpus on one CUDA device share its context).
-        let again = Gpu::simulator().unwrap();
-        assert_eq!(again.device_id(), d0);
-        assert!(again.check_device("k", &a).is_ok());
-    }
-
-    #[test]
-    fn hardware_features_are_refused_on_the_simulator() {
-        let gpu = Gpu::simulator().unwrap();
-        let not_on_sim = |e: Error| matches!(e, Error::NotOnSimulator { .. });
-        assert!(gpu.is_simulated() && gpu.stream().is_simulated());
-        assert!(not_on_sim(gpu.module().map(drop).unwrap_err()));
-        assert!(not_on_sim(gpu.device().unwrap_err()));
-        assert!(not_on_sim(gpu.context().map(drop).unwrap_err()));
-        assert!(not_on_sim(gpu.function("multiply").map(drop).unwrap_err()));
-        assert!(not_on_sim(gpu.stream().as_cust().map(drop).unwrap_err()));
-        let e = crate::timing::GpuTimer::time(gpu.stream(), || Ok(())).unwrap_err();
-        assert!(not_on_sim(e));
-        assert!(not_on_sim(
-            crate::timing::GpuTimer::on(&gpu).map(drop).unwrap_err()
-        ));
-        let a = ndarray::Array1::from(vec![1.0f32; 4]);
-        let e = gpu
-            .multiply_timed(a.view(), a.view(), crate::multiply::MemoryMode::Device)
-            .unwrap_err();
-        assert!(not_on_sim(e));
-        let e = gpu
-            .multiply_timed(a.view(), a.view(), crate::multiply::MemoryMode::Unified)
-            .unwrap_err();
-        assert!(not_on_sim(e));
-        assert!(not_on_sim(gpu.launch_overhead(1).unwrap_err()));
-        assert!(not_on_sim(
-            crate::bench::device_copy_gbps(&gpu, 1024, 1).unwrap_err()
-        ));
-        let inputs = vec![vec![1.0f32; 4]];
-        assert!(not_on_sim(
-            crate::streams::SerialBatch::new(&gpu, &inputs)
-                .map(drop)
-                .unwrap_err()
-        ));
-        assert!(not_on_sim(
-            crate::streams::StreamBatch::new(&gpu, &inputs)
-                .map(drop)
-                .unwrap_err()
-        ));
-        assert!(gpu.synchronize("k").is_ok() && gpu.synchronize_context("k").is_ok());
-        assert!(gpu.bind().is_ok());
-        let s = gpu.new_stream().unwrap();
-        assert!(s.is_simulated() && s.device() == gpu.device_id() && s.synchronize().is_ok());
-    }
-
-    #[test]
     fn lanes_work_on_the_simulator_without_kernels() {
-        let gpu = Gpu::simulator().unwrap();
+        let gpu = simulator().unwrap();
         let mut lane = crate::async_mem::Lane::<i32, 2>::from_host(&gpu, &[1, 2, 3]).unwrap();
         lane.upload(0).unwrap();
         lane.copy_on_device(0, 1).unwrap();

@@ -10,12 +10,12 @@ use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
 
-use cuda_kernels_device::sim::{self, Entry, LaunchShape, Limits, SimError};
+use cuda_kernels_device::sim::{self, Entry, Limits};
 use cust::error::CudaError;
 
 use crate::device_info::DeviceInfo;
 use crate::error::{Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 
 /// What [`Gpu::name`](crate::Gpu::name) says on the simulator.
 pub const NAME: &str = "CUDA-kernels simulator (NVIDIA H100 limits)";
@@ -120,7 +120,7 @@ impl Allocation {
         }
         let release = |e| {
             Self::release(ordinal, bytes);
-            from_sim("device memory", e)
+            Error::from_sim("device memory", e)
         };
         let memory = sim::memory::Allocation::new(bytes, element_size, label).map_err(release)?;
         Ok(Self { memory, ordinal })
@@ -148,7 +148,7 @@ impl Drop for Allocation {
 
 /// Runs `entry` on every thread of a launch of `cfg`, to completion, and
 /// turns what the simulator reports into this crate's errors
-/// ([`from_sim`]).
+/// ([`Error::from_sim`]).
 ///
 /// # Safety
 /// `params` holds a pointer to each of the kernel's parameter values, of
@@ -161,63 +161,7 @@ pub(crate) unsafe fn launch(
     params: &[*mut c_void],
 ) -> Result<()> {
     // SAFETY: the caller's contract, forwarded.
-    unsafe { sim::launch(kernel, shape(cfg), entry, params) }.map_err(|e| from_sim(kernel, e))
-}
-
-/// Refuses `cfg` for `kernel` when it exceeds `limits` (a CUDA device's
-/// own, or the simulated H100's): [`Error::LaunchRefused`] naming the limit,
-/// the same error on both backends.
-pub(crate) fn check_launch_shape(
-    kernel: &'static str,
-    cfg: LaunchConfig,
-    limits: &Limits,
-) -> Result<()> {
-    sim::check_launch_shape(kernel, &shape(cfg), limits, false).map_err(|e| from_sim(kernel, e))
-}
-
-/// The simulator's form of a launch configuration.
-fn shape(cfg: LaunchConfig) -> LaunchShape {
-    LaunchShape {
-        grid: cfg.grid.into(),
-        block: cfg.block.into(),
-        dynamic_shared_bytes: cfg.shared_mem_bytes,
-    }
-}
-
-/// This crate's error for what the simulator reported about `kernel`: a
-/// fault is [`Error::DeviceFault`] as on a GPU (with no driver error); a
-/// refused launch [`Error::LaunchRefused`] with the error the GPU gives
-/// (`CUDA_ERROR_INVALID_VALUE`); the findings only a simulator makes have
-/// their own variants.
-pub(crate) fn from_sim(kernel: &'static str, e: SimError) -> Error {
-    match e {
-        SimError::Fault {
-            file,
-            line,
-            column,
-            at,
-            message,
-            ..
-        } => Error::DeviceFault {
-            kernel,
-            file,
-            line,
-            column,
-            block: at.block,
-            thread: at.thread,
-            message,
-            source: None,
-        },
-        SimError::LaunchRefused { reason, .. } => Error::LaunchRefused {
-            kernel,
-            reason,
-            source: CudaError::InvalidValue,
-        },
-        detail @ SimError::SharedRace { .. } => Error::SharedRace { kernel, detail },
-        detail @ SimError::BarrierDivergence { .. } => Error::BarrierDivergence { kernel, detail },
-        detail @ SimError::OutOfBounds { .. } => Error::OutOfBounds { kernel, detail },
-        detail => Error::Simulator { kernel, detail },
-    }
+    unsafe { sim::launch(kernel, cfg.shape(), entry, params) }.map_err(|e| Error::from_sim(kernel, e))
 }
 
 /// The largest number of blocks of `block` threads with `shared_bytes` of
@@ -262,6 +206,7 @@ pub fn device_info() -> DeviceInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cuda_kernels_device::sim::SimError;
 
     #[test]
     fn occupancy_of_the_simulated_h100() {
@@ -279,7 +224,7 @@ mod tests {
             block: [1, 0, 0],
             thread: [2, 0, 0],
         };
-        let e = from_sim(
+        let e = Error::from_sim(
             "k",
             SimError::Fault {
                 kernel: "k",
@@ -305,7 +250,7 @@ mod tests {
             "{e:?}"
         );
         assert!(e.to_string().contains("stays usable"), "{e}");
-        let e = from_sim(
+        let e = Error::from_sim(
             "k",
             SimError::LaunchRefused {
                 kernel: "k",
@@ -320,7 +265,7 @@ mod tests {
                 ..
             }
         ));
-        let e = from_sim(
+        let e = Error::from_sim(
             "k",
             SimError::OutOfBounds {
                 kernel: "k",

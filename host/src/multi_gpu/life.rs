@@ -86,7 +86,7 @@ use cuda_kernels_gpu::life::{CONWAY_FAST, CONWAY_FAST_ROWS};
 use super::{Crew, bands, gather, labels, run_each};
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::life::{LifeKernel, check_lattice, fast_shape, life_launch};
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::peer::{
@@ -542,6 +542,7 @@ fn run_band(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::BuiltinSimulator;
     use crate::life::{life_cpu, life_step_cpu, random_lattice};
     use crate::multi_gpu::split_rows;
     use crate::util::Rng;

@@ -11,6 +11,7 @@ use super::{bands, gather, labels, run_each};
 use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::matrices::MatmulKernel;
+use crate::matrices::matmul::MatmulExt;
 
 const K: &str = "matmul (multi-GPU)";
 

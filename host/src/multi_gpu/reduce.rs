@@ -14,6 +14,7 @@ use crate::reduce::{
     Element, ReduceKernel, ReduceOrder, ReduceScratch, reduce_in_gpu_order, start_value,
 };
 use crate::util::contiguous;
+use crate::reduce::ReduceExt;
 
 const K: &str = "reduce (multi-GPU)";
 
