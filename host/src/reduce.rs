@@ -55,6 +55,7 @@ pub use cuda_kernels_gpu::reduce::{
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
 use crate::launch::LaunchConfig;
+use crate::simulator;
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::util::contiguous;
 
@@ -64,10 +65,6 @@ use crate::util::contiguous;
 /// 256 0.3510–0.3546 ms: fewer, larger blocks leave fewer partials for the
 /// last block.
 pub const BLOCK: u32 = 1024;
-
-/// Most blocks a reduction launches per multiprocessor (the hardware
-/// limit of recent GPUs); the actual number comes from the occupancy API.
-pub const MAX_BLOCKS_PER_SM: u32 = 32;
 
 mod sealed {
     pub trait Sealed {}
@@ -476,7 +473,7 @@ impl ReduceExt for Gpu {
     fn reduce_scratch<T: Element>(&self) -> Result<ReduceScratch<T>> {
         const K: &str = "reduce";
         self.bind()?;
-        let capacity = self.multiprocessors(K)? as usize * MAX_BLOCKS_PER_SM as usize;
+        let capacity = self.multiprocessors(K)? as usize * simulator::BLOCKS_PER_MULTIPROCESSOR as usize;
         // SAFETY: the kernel writes each partial before any block reads it,
         // and writes the result; nothing reads them earlier.
         let partials = unsafe { self.uninitialized::<T>(capacity) }?;
@@ -497,13 +494,13 @@ impl ReduceExt for Gpu {
         let k = Op::ENTRY;
         self.bind()?;
         let resident = if self.is_simulated() {
-            crate::simulator::resident_blocks(BLOCK, SHARED_BYTES)
+            simulator::resident_blocks(BLOCK, SHARED_BYTES)
         } else {
             self.function(k)?
                 .max_active_blocks_per_multiprocessor(BLOCK.into(), SHARED_BYTES as usize)
                 .during(k, "cuOccupancyMaxActiveBlocksPerMultiprocessor")?
         }
-        .clamp(1, MAX_BLOCKS_PER_SM);
+        .clamp(1, simulator::BLOCKS_PER_MULTIPROCESSOR);
         let full = self.multiprocessors(k)? * resident;
         let wanted = n.div_ceil(T::PER_VEC).div_ceil(BLOCK as usize).max(1);
         Ok((wanted.min(full as usize) as u32, BLOCK))
@@ -848,12 +845,12 @@ pub mod primitives {
             let threads = blocks as usize * threads_per_block as usize;
             self.bind()?;
             let stream = self.stream();
-            let o32 = self.to_device(&vec![0u32; 8 * threads])?;
-            let o64 = self.to_device(&vec![0u64; 8 * threads])?;
+            let mut o32 = self.to_device(&vec![0u32; 8 * threads])?;
+            let mut o64 = self.to_device(&vec![0u64; 8 * threads])?;
             // SAFETY: both outputs hold 8 · threads elements; the block size is a multiple of 32.
             unsafe {
                 let cfg = LaunchConfig::linear(blocks, threads_per_block);
-                let args = (&o32, &o64, threads);
+                let args = (&mut o32, &mut o64, threads);
                 self.launch(WARP_SHUFFLE_TEST, cfg, stream, args)
             }?;
             self.synchronize(K)?;
@@ -878,15 +875,23 @@ pub mod primitives {
             }
             self.bind()?;
             let stream = self.stream();
-            let tickets = self.to_device(&vec![u32::MAX; n])?;
-            let counters = self.to_device(&[0, 0, u32::MAX, u32::MAX, 0, 0u32])?;
-            let signed = self.to_device(&[i32::MIN, i32::MAX])?;
-            let s32 = self.to_device(&[0f32])?;
-            let s64 = self.to_device(&[0f64])?;
-            let su64 = self.to_device(&[0u64])?;
+            let mut tickets = self.to_device(&vec![u32::MAX; n])?;
+            let mut counters = self.to_device(&[0, 0, u32::MAX, u32::MAX, 0, 0u32])?;
+            let mut signed = self.to_device(&[i32::MIN, i32::MAX])?;
+            let mut s32 = self.to_device(&[0f32])?;
+            let mut s64 = self.to_device(&[0f64])?;
+            let mut su64 = self.to_device(&[0u64])?;
             // SAFETY: buffers sized and initialised as atomic_test's # Safety says; n < 2^31.
             unsafe {
-                let args = (&tickets, &counters, &signed, &s32, &s64, &su64, n);
+                let args = (
+                    &mut tickets,
+                    &mut counters,
+                    &mut signed,
+                    &mut s32,
+                    &mut s64,
+                    &mut su64,
+                    n,
+                );
                 self.launch(ATOMIC_TEST, LaunchConfig::linear(grid, 256), stream, args)
             }?;
             self.synchronize(K)?;
@@ -924,12 +929,12 @@ pub mod primitives {
             // cuMemAlloc returns 256-byte-aligned memory, the simulator 16-byte-aligned
             // buffers: the 16-byte alignment holds.
             let din = self.to_device(input)?;
-            let out = self.to_device(&vec![0u32; input.len()])?;
-            let out_cg = self.to_device(&vec![0u32; input.len()])?;
+            let mut out = self.to_device(&vec![0u32; input.len()])?;
+            let mut out_cg = self.to_device(&vec![0u32; input.len()])?;
             // SAFETY: din is 16-byte aligned with 4 · vectors words, only read; the outputs
             // hold as many and are separate allocations.
             unsafe {
-                let args = (&din, &out, &out_cg, vectors);
+                let args = (&din, &mut out, &mut out_cg, vectors);
                 self.launch(LOAD_TEST, LaunchConfig::linear(grid, 128), stream, args)
             }?;
             self.synchronize(K)?;
@@ -954,13 +959,13 @@ pub mod primitives {
             self.bind()?;
             let stream = self.stream();
             let din = self.to_device(input)?;
-            let out = self.to_device(&vec![0i64; blocks as usize])?;
+            let mut out = self.to_device(&vec![0i64; blocks as usize])?;
             // SAFETY: input holds blocks · tpb values, out one per block; the dynamic shared
             // memory (SHARED_BYTES ≥ 256) is what block_reduce needs.
             unsafe {
                 let cfg = LaunchConfig::linear(blocks, threads_per_block)
                     .with_shared(super::SHARED_BYTES);
-                let args = (&din, &out);
+                let args = (&din, &mut out);
                 self.launch(BLOCK_REDUCE_TEST_I64, cfg, stream, args)
             }?;
             self.synchronize(K)?;

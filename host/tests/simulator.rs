@@ -170,8 +170,9 @@ fn the_launch_path_refuses_what_the_gpu_refuses() -> Result<()> {
         "{e:?}"
     );
     // A handle from a bare name has no host entry.
+    // SAFETY: multiply takes these parameters.
     let bare: Kernel<(*const f32, *const f32, *mut f32, usize)> =
-        Kernel::new(cuda_kernels_gpu::IMAGE, "multiply");
+        unsafe { Kernel::new(cuda_kernels_gpu::IMAGE, "multiply") };
     // SAFETY: refused before any thread runs.
     let e = unsafe {
         gpu.launch(

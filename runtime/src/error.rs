@@ -6,7 +6,7 @@ use cust::error::CudaError;
 
 use cuda_kernels_device::sim::SimError;
 
-use crate::memory::DeviceId;
+use crate::device_id::DeviceId;
 
 /// What went wrong, and where.
 #[derive(Debug, thiserror::Error)]

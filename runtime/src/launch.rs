@@ -59,12 +59,12 @@ pub fn check_launch_shape(
     sim::check_launch_shape(kernel, &cfg.shape(), limits, false).map_err(|e| Error::from_sim(kernel, e))
 }
 
-/// Largest `gridDim.x` (2^31 − 1).
-pub const MAX_GRID_X: u32 = i32::MAX as u32;
+/// Largest `gridDim.x` (2^31 − 1, every GPU these kernels run on).
+pub const MAX_GRID_X: u32 = Limits::H100.max_grid[0];
 /// Largest `gridDim.y` and `gridDim.z`.
-pub const MAX_GRID_YZ: u32 = 65_535;
+pub const MAX_GRID_YZ: u32 = Limits::H100.max_grid[1];
 /// Most threads in one block.
-pub const MAX_BLOCK_THREADS: u32 = 1024;
+pub const MAX_BLOCK_THREADS: u32 = Limits::H100.max_threads_per_block;
 
 /// Blocks of `block` threads that cover `n` elements, `ceil(n / block)`,
 /// capped at [`MAX_GRID_X`] (grid-stride kernels cover the rest).
@@ -106,7 +106,7 @@ pub fn check_block(kernel: &'static str, (x, y, z): (u32, u32, u32)) -> Result<(
             format!("block ({x}, {y}, {z}) has no threads"),
         ));
     }
-    if threads > MAX_BLOCK_THREADS as u128 || z > 64 {
+    if threads > MAX_BLOCK_THREADS as u128 || z > Limits::H100.max_block[2] {
         return Err(Error::invalid(
             kernel,
             format!(

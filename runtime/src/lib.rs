@@ -5,6 +5,7 @@
 //! - [`gpu`]: [`Gpu`], a CUDA device (primary context, loaded image,
 //!   default stream, launch limits, multiprocessors) or the CPU simulator
 //!   ([`Gpu::simulator_of`]);
+//! - [`device_id`]: which device memory and streams belong to;
 //! - [`memory`]: device buffers and slices and streams, on either backend;
 //!   [`async_mem`]: page-locked host memory and non-blocking streams;
 //! - [`kernel`]: the typed launch ([`Gpu::launch`]) of a [`Kernel`] handle;
@@ -44,6 +45,7 @@
 //! ```
 #![warn(missing_docs)]
 pub mod async_mem;
+pub mod device_id;
 pub mod device_info;
 pub mod devices;
 pub mod dynlib;

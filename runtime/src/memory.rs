@@ -41,36 +41,14 @@ use std::ops::{Bound, Deref, DerefMut, RangeBounds};
 use cust::memory::bytemuck::{Pod, Zeroable};
 use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceCopy, DevicePointer};
 
+pub use crate::device_id::DeviceId;
 use crate::error::{CudaResultExt, Error, Result};
 use crate::simulator;
 
 /// The operation name device-memory errors carry in their `kernel` field.
 pub(crate) const MEMORY: &str = "device memory";
 
-/// Which device a buffer, a stream or a [`Gpu`] belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DeviceId {
-    /// A CUDA device and the context its memory lives in.
-    Cuda {
-        /// The device ordinal.
-        ordinal: u32,
-        /// The context (`CUcontext`, as an address): the primary context for
-        /// every [`Gpu`] of one device.
-        context: usize,
-    },
-    /// A simulated device ([`Gpu::simulator`] is simulated device 0).
-    Simulator {
-        /// Which simulated device.
-        ordinal: u32,
-    },
-}
-
 impl DeviceId {
-    /// Whether this is a simulated device.
-    pub fn is_simulated(&self) -> bool {
-        matches!(self, DeviceId::Simulator { .. })
-    }
-
     /// Makes this device's context current on the calling thread (nothing
     /// to do on the simulator), as every copy, memset and free of its memory
     /// needs: a thread of the caller's (one per device, in a multi-GPU job)
@@ -85,17 +63,6 @@ impl DeviceId {
         // an error, returned, not undefined behaviour).
         let r = unsafe { cust::sys::cuCtxSetCurrent(context as cust::sys::CUcontext) };
         crate::error::check_driver(r, MEMORY, "cuCtxSetCurrent")
-    }
-}
-
-impl fmt::Display for DeviceId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DeviceId::Cuda { ordinal, context } => {
-                write!(f, "CUDA device {ordinal} (context {context:#x})")
-            }
-            DeviceId::Simulator { ordinal } => write!(f, "simulated device {ordinal}"),
-        }
     }
 }
 

@@ -13,7 +13,6 @@ use std::sync::Mutex;
 use cuda_kernels_device::sim::{self, Entry, Limits};
 use cust::error::CudaError;
 
-use crate::device_info::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
 
@@ -176,31 +175,6 @@ pub fn resident_blocks(block: u32, shared_bytes: u32) -> u32 {
     by_threads
         .min(by_shared)
         .clamp(1, BLOCKS_PER_MULTIPROCESSOR)
-}
-
-/// The device query of the simulated device: an H100's limits (compute
-/// capability 9.0, 132 multiprocessors, 48 KiB of shared memory per block
-/// without opt-in, 1024 threads per block, warps of 32). Memory size,
-/// clocks and bus width are an H100 SXM's nominal values; the memory is
-/// what the simulator lets a device allocate ([`memory_bytes`]).
-pub fn device_info() -> DeviceInfo {
-    DeviceInfo {
-        ordinal: 0,
-        name: NAME.to_string(),
-        compute_capability: (9, 0),
-        total_memory: memory_bytes().unwrap_or(DEFAULT_MEMORY_BYTES),
-        clock_rate_khz: 1_980_000,
-        multiprocessors: MULTIPROCESSORS as i32,
-        shared_memory_per_block: LIMITS.shared_per_block as i32,
-        total_constant_memory: 64 * 1024,
-        max_threads_per_block: LIMITS.max_threads_per_block as i32,
-        warp_size: 32,
-        l2_cache_bytes: 50 * 1024 * 1024,
-        memory_bus_width: 5120,
-        memory_clock_khz: 2_619_000,
-        pci_bus_id: "none (simulated)".into(),
-        unusable: None,
-    }
 }
 
 #[cfg(test)]

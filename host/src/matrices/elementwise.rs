@@ -63,7 +63,11 @@ pub struct ElementwiseArgs<T: DeviceCopy> {
     pub n: usize,
 }
 
-impl<T: DeviceCopy> KernelArgs<Params<T>> for ElementwiseArgs<T> {
+// SAFETY: one pointer per array, then per scalar, then to `n`, each to a
+// live value of the parameter's type (`DevicePointer<T>` is the address),
+// the layout of the elementwise entry points; the counts are checked by
+// the launcher against the declaration.
+unsafe impl<T: DeviceCopy> KernelArgs<Params<T>> for ElementwiseArgs<T> {
     fn with_params<R>(mut self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
         let mut params: Vec<*mut c_void> = self
             .arrays

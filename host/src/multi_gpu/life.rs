@@ -384,7 +384,8 @@ fn run_band(
             // covers the n rows and the kernel clips to the n×n lattice;
             // rows >= 1 (life_launch); n is the checked lattice size.
             unsafe {
-                let args = (&me.lattice[cur], &me.lattice[next], n, launch.rows);
+                // `index(..)`: a slice of the buffer that borrows neither.
+                let args = (&me.lattice[cur], &mut me.lattice[next].index(..), n, launch.rows);
                 gpu.launch(CONWAY_FAST, launch.config(), stream, args)
             }?;
         }
@@ -409,7 +410,7 @@ fn run_band(
         unsafe {
             let args = (
                 &me.lattice[cur],
-                &me.lattice[1 - cur],
+                &mut me.lattice[1 - cur].index(..),
                 n,
                 per_thread,
                 rows.start,
