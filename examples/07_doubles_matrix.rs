@@ -5,6 +5,7 @@
 use cuda_kernels::matrices::doubles_matrix_cpu;
 use cuda_kernels::ndarray::Array2;
 use cuda_kernels::util::Rng;
+use cuda_kernels::prelude::*;
 
 fn main() -> Result<(), cuda_kernels::Error> {
     // The seed's 5 × 5 matrix of standard-normal f32.

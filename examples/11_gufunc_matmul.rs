@@ -6,6 +6,7 @@
 use cuda_kernels::matrices::gufunc_matmul_i64_cpu;
 use cuda_kernels::ndarray::{ArrayD, IxDyn};
 use cuda_kernels::util::Rng;
+use cuda_kernels::prelude::*;
 
 fn main() -> Result<(), cuda_kernels::Error> {
     let mut rng = Rng::new(12);

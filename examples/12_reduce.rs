@@ -13,6 +13,7 @@
 use cuda_kernels::ndarray::Array1;
 use cuda_kernels::reduce::{Max, Min, Sum, Xor, reduce_cpu};
 use cuda_kernels::util::Rng;
+use cuda_kernels::prelude::*;
 
 fn main() -> Result<(), cuda_kernels::Error> {
     let gpu = cuda_kernels::gpu()?;

@@ -10,6 +10,7 @@ use cuda_kernels::multi_gpu::{life::life, mandelbrot::mandelbrot};
 use cuda_kernels::peer::copy_between;
 use cuda_kernels::util::Rng;
 use cuda_kernels::{Gpu, Result};
+use cuda_kernels::prelude::*;
 
 fn main() -> Result<()> {
     let gpus: Vec<Gpu> = match cuda_kernels::all_gpus() {

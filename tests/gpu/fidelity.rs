@@ -30,6 +30,7 @@ use libtest_mimic::{Completion, Failed, Trial};
 
 use crate::common::{ensure, fail, simulated};
 use crate::support::rerun_self;
+use cuda_kernels::prelude::*;
 
 /// Re-executed by `printf_formats_as_c` to capture the device printf output.
 const PRINTF_CHILD: &str = "CUDA_KERNELS_TEST_FIDELITY_PRINTF_CHILD";
