@@ -2,8 +2,8 @@
 //!
 //! `cargo run --example 03_vector_sum`
 use cuda_kernels::ndarray::Array1;
-use cuda_kernels::util::Rng;
 use cuda_kernels::prelude::*;
+use cuda_kernels::util::Rng;
 
 fn main() -> Result<(), cuda_kernels::Error> {
     let mut rng = Rng::new(1);

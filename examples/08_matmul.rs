@@ -7,8 +7,8 @@
 //! `cargo run --release --example 08_matmul`
 use cuda_kernels::matrices::{MatmulKernel, allclose, check_matmul};
 use cuda_kernels::ndarray::Array2;
-use cuda_kernels::util::Rng;
 use cuda_kernels::prelude::*;
+use cuda_kernels::util::Rng;
 
 fn main() -> Result<(), cuda_kernels::Error> {
     let mut rng = Rng::new(4);

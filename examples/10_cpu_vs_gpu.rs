@@ -7,8 +7,8 @@ use std::time::Instant;
 
 use cuda_kernels::matrices::vector_sum_repeat_cpu;
 use cuda_kernels::ndarray::Array1;
-use cuda_kernels::util::Rng;
 use cuda_kernels::prelude::*;
+use cuda_kernels::util::Rng;
 
 fn main() -> Result<(), cuda_kernels::Error> {
     // The seed runs 10,000 elements × 10,000 repeats; fewer repeats keep the

@@ -11,9 +11,9 @@
 //!
 //! `cargo run --example 12_reduce`
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 use cuda_kernels::reduce::{Max, Min, Sum, Xor, reduce_cpu};
 use cuda_kernels::util::Rng;
-use cuda_kernels::prelude::*;
 
 fn main() -> Result<(), cuda_kernels::Error> {
     let gpu = cuda_kernels::gpu()?;

@@ -9,9 +9,9 @@ use cuda_kernels::CudaResultExt;
 use cuda_kernels::async_mem::Lane;
 use cuda_kernels::cust::event::{Event, EventFlags};
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 use cuda_kernels::streams::{SEED_BLOCK, SEED_GRID, mult_ker_cpu, randn_arrays};
 use cuda_kernels::timing::GpuTimer;
-use cuda_kernels::prelude::*;
 
 fn main() -> Result<(), cuda_kernels::Error> {
     let gpu = cuda_kernels::gpu()?;

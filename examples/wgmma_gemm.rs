@@ -11,9 +11,9 @@
 //! `WGMMA_CASES=Bf16,Tf32` runs those input types only, `WGMMA_GROUP_M=8`
 //! sets the grouped tile order's rows.
 use cuda_kernels::gemm_wgmma::{WgmmaInput, WgmmaShape};
+use cuda_kernels::prelude::*;
 use cuda_kernels::timing::{GpuTimer, median};
 use cuda_kernels::util::Rng;
-use cuda_kernels::prelude::*;
 
 /// The bits of `v` (a small multiple of 1/8, |v| ≤ 1: exact) as `input`'s
 /// 16-bit word; tf32 operands are f32 and not converted.

@@ -26,8 +26,8 @@ use std::sync::Mutex;
 
 use cuda_kernels::mandelbrot::MAX_LATTICE_SIZE;
 use cuda_kernels::mandelbrot::c_abi::status;
-use cuda_kernels::{Error, Gpu};
 use cuda_kernels::prelude::*;
+use cuda_kernels::{Error, Gpu};
 
 /// The GPU, opened by the first call that needs it.
 static GPU: Mutex<Option<Gpu>> = Mutex::new(None);

@@ -20,23 +20,11 @@ const MAX_BLOCKS: u32 = 64;
 pub trait Float16Checks {
     /// `op(x[i], y[i], z[i])` for every `i` on the device (the arrays of equal
     /// length; `y`, `z` unused by the conversions).
-    fn float16_check(
-        &self,
-        op: Float16Op,
-        x: &[u32],
-        y: &[u32],
-        z: &[u32],
-    ) -> Result<Vec<u32>>;
+    fn float16_check(&self, op: Float16Op, x: &[u32], y: &[u32], z: &[u32]) -> Result<Vec<u32>>;
 }
 
 impl Float16Checks for Gpu {
-    fn float16_check(
-        &self,
-        op: Float16Op,
-        x: &[u32],
-        y: &[u32],
-        z: &[u32],
-    ) -> Result<Vec<u32>> {
+    fn float16_check(&self, op: Float16Op, x: &[u32], y: &[u32], z: &[u32]) -> Result<Vec<u32>> {
         let name = FLOAT16_CHECK.name();
         let n = x.len();
         if y.len() != n || z.len() != n {

@@ -38,8 +38,8 @@ pub mod vectorized;
 
 // The runtime's modules, under the paths they had when they lived here.
 pub use cuda_kernels_runtime::{
-    async_mem, device_id, device_info, devices, dynlib, embedded_images, error, gpu, image, kernel, launch,
-    memory, peer, ptx_entry_points, simulator, timing,
+    async_mem, device_id, device_info, devices, dynlib, embedded_images, error, gpu, image, kernel,
+    launch, memory, peer, ptx_entry_points, simulator, timing,
 };
 
 pub use error::{CudaResultExt, Error, Result};
@@ -59,6 +59,7 @@ pub use ndarray;
 /// `use cuda_kernels::prelude::*;` makes `gpu.multiply(…)`, `gpu.reduce(…)`
 /// and the rest callable.
 pub mod prelude {
+    pub use crate::BuiltinSimulator;
     #[cfg(feature = "checks")]
     pub use crate::device_checks::DeviceChecks;
     #[cfg(feature = "checks")]
@@ -77,11 +78,10 @@ pub mod prelude {
     pub use crate::matrices::matmul::MatmulExt;
     pub use crate::multi_gpu::mandelbrot::MandelbrotRowsExt;
     pub use crate::multiply::{LaunchOverheadExt, MultiplyExt};
+    pub use crate::reduce::ReduceExt;
     #[cfg(feature = "checks")]
     pub use crate::reduce::primitives::WarpPrimitiveChecks;
-    pub use crate::reduce::ReduceExt;
     pub use crate::streams::{LaneMultKerExt, MultKerExt};
-    pub use crate::BuiltinSimulator;
 }
 
 /// The simulator running this catalogue's kernels (the `cuda-kernels-gpu`
@@ -105,7 +105,10 @@ impl BuiltinSimulator for Gpu {
     }
 
     fn simulated_device(ordinal: u32) -> Result<Self> {
-        Ok(Gpu::simulated_device_of_crate(ordinal, cuda_kernels_gpu::IMAGE))
+        Ok(Gpu::simulated_device_of_crate(
+            ordinal,
+            cuda_kernels_gpu::IMAGE,
+        ))
     }
 }
 

@@ -218,13 +218,7 @@ pub trait LaneLifeExt {
 
     /// [`Lane::conway_step`] with the chosen kernel (same result, bit for
     /// bit).
-    fn life_step(
-        &mut self,
-        kernel: LifeKernel,
-        n: usize,
-        src: usize,
-        dst: usize,
-    ) -> Result<()>;
+    fn life_step(&mut self, kernel: LifeKernel, n: usize, src: usize, dst: usize) -> Result<()>;
 }
 
 impl<const D: usize> LaneLifeExt for Lane<'_, i32, D> {
@@ -232,13 +226,7 @@ impl<const D: usize> LaneLifeExt for Lane<'_, i32, D> {
         self.life_step(LifeKernel::Seed, n, src, dst)
     }
 
-    fn life_step(
-        &mut self,
-        kernel: LifeKernel,
-        n: usize,
-        src: usize,
-        dst: usize,
-    ) -> Result<()> {
+    fn life_step(&mut self, kernel: LifeKernel, n: usize, src: usize, dst: usize) -> Result<()> {
         let launch = life_launch(kernel, n, fast_shape())?;
         if n.checked_mul(n) != Some(self.len()) {
             return Err(Error::invalid(

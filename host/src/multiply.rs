@@ -8,7 +8,6 @@ use ndarray::{Array1, ArrayView1, Zip};
 use cuda_kernels_gpu::multiply::{EMPTY_KERNEL, MULTIPLY, VECTOR_SUM_I32};
 
 use crate::Gpu;
-use crate::vectorized::PairLaunch;
 use crate::error::{CudaResultExt, Error, Result};
 use crate::kernel::Kernel;
 use crate::launch::LaunchConfig;
@@ -16,6 +15,7 @@ use crate::launch::same_len;
 use crate::memory::DeviceSlice;
 use crate::timing::{PhaseTimers, Times, timed_result};
 use crate::util::contiguous;
+use crate::vectorized::PairLaunch;
 
 /// Times of one `multiply` run.
 #[derive(Debug, Clone, Copy)]

@@ -55,8 +55,8 @@ pub use cuda_kernels_gpu::reduce::{
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
 use crate::launch::LaunchConfig;
-use crate::simulator;
 use crate::memory::{DeviceBuffer, DeviceSlice};
+use crate::simulator;
 use crate::util::contiguous;
 
 /// Threads per block of the reduction kernels (a multiple of 32). Measured
@@ -473,7 +473,8 @@ impl ReduceExt for Gpu {
     fn reduce_scratch<T: Element>(&self) -> Result<ReduceScratch<T>> {
         const K: &str = "reduce";
         self.bind()?;
-        let capacity = self.multiprocessors(K)? as usize * simulator::BLOCKS_PER_MULTIPROCESSOR as usize;
+        let capacity =
+            self.multiprocessors(K)? as usize * simulator::BLOCKS_PER_MULTIPROCESSOR as usize;
         // SAFETY: the kernel writes each partial before any block reads it,
         // and writes the result; nothing reads them earlier.
         let partials = unsafe { self.uninitialized::<T>(capacity) }?;
@@ -801,11 +802,7 @@ pub mod primitives {
     pub trait WarpPrimitiveChecks {
         /// Runs `warp_shuffle_test` on `blocks × threads_per_block` threads
         /// (`threads_per_block` a multiple of 32).
-        fn warp_primitives_test(
-            &self,
-            blocks: u32,
-            threads_per_block: u32,
-        ) -> Result<WarpResults>;
+        fn warp_primitives_test(&self, blocks: u32, threads_per_block: u32) -> Result<WarpResults>;
 
         /// Runs `atomic_test` with `n` threads (1 ≤ n < 2^31).
         fn atomic_primitives_test(&self, n: usize) -> Result<AtomicResults>;
@@ -822,11 +819,7 @@ pub mod primitives {
     }
 
     impl WarpPrimitiveChecks for Gpu {
-        fn warp_primitives_test(
-            &self,
-            blocks: u32,
-            threads_per_block: u32,
-        ) -> Result<WarpResults> {
+        fn warp_primitives_test(&self, blocks: u32, threads_per_block: u32) -> Result<WarpResults> {
             const K: &str = WARP_SHUFFLE_TEST.name();
             crate::launch::check_block(K, (threads_per_block, 1, 1))?;
             if !threads_per_block.is_multiple_of(32) || blocks == 0 {

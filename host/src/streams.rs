@@ -131,12 +131,7 @@ pub trait MultKerExt {
     /// Queues `mult_ker<<<grid, block>>>` on [`Gpu::stream`] over data already
     /// on the device, in place, without synchronizing. Safe under the
     /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
-    fn mult_ker_on_device(
-        &self,
-        data: &mut DeviceSlice<f32>,
-        grid: u32,
-        block: u32,
-    ) -> Result<()>;
+    fn mult_ker_on_device(&self, data: &mut DeviceSlice<f32>, grid: u32, block: u32) -> Result<()>;
 
     /// K14 (a): one `mult_ker<<<1, 64>>>` over `data` between a start and an
     /// end event on [`Gpu::stream`]; the events are queried right after the
@@ -157,12 +152,7 @@ impl MultKerExt for Gpu {
         })
     }
 
-    fn mult_ker_on_device(
-        &self,
-        data: &mut DeviceSlice<f32>,
-        grid: u32,
-        block: u32,
-    ) -> Result<()> {
+    fn mult_ker_on_device(&self, data: &mut DeviceSlice<f32>, grid: u32, block: u32) -> Result<()> {
         check_mult_ker(data.len(), grid, block)?;
         self.bind()?;
         let (cfg, stream) = (LaunchConfig::linear(grid, block), self.stream());

@@ -97,12 +97,7 @@ pub(crate) trait PairLaunch {
     /// The `(grid, block)` of a vectorized bandwidth kernel over `n`
     /// elements of `size` bytes on this GPU ([`vectorized_grid`] with
     /// [`vectorized_shape`]).
-    fn vectorized_launch(
-        &self,
-        kernel: &'static str,
-        n: usize,
-        size: usize,
-    ) -> Result<(u32, u32)>;
+    fn vectorized_launch(&self, kernel: &'static str, n: usize, size: usize) -> Result<(u32, u32)>;
 
     /// [`Gpu::prepare_pair_1d`] for a vectorized kernel over elements of
     /// `size` bytes: returns the launch configuration and the length.
@@ -129,12 +124,7 @@ impl PairLaunch for Gpu {
         Ok((LaunchConfig::linear(grid, block), a_len))
     }
 
-    fn vectorized_launch(
-        &self,
-        kernel: &'static str,
-        n: usize,
-        size: usize,
-    ) -> Result<(u32, u32)> {
+    fn vectorized_launch(&self, kernel: &'static str, n: usize, size: usize) -> Result<(u32, u32)> {
         let (grid, block) = vectorized_shape();
         let sms = match grid {
             VectorizedGrid::Cover => 1,

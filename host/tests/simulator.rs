@@ -467,15 +467,25 @@ fn hardware_features_are_refused_on_the_simulator() {
     let e = cuda_kernels_host::timing::GpuTimer::time(gpu.stream(), || Ok(())).unwrap_err();
     assert!(not_on_sim(e));
     assert!(not_on_sim(
-        cuda_kernels_host::timing::GpuTimer::on(&gpu).map(drop).unwrap_err()
+        cuda_kernels_host::timing::GpuTimer::on(&gpu)
+            .map(drop)
+            .unwrap_err()
     ));
     let a = ndarray::Array1::from(vec![1.0f32; 4]);
     let e = gpu
-        .multiply_timed(a.view(), a.view(), cuda_kernels_host::multiply::MemoryMode::Device)
+        .multiply_timed(
+            a.view(),
+            a.view(),
+            cuda_kernels_host::multiply::MemoryMode::Device,
+        )
         .unwrap_err();
     assert!(not_on_sim(e));
     let e = gpu
-        .multiply_timed(a.view(), a.view(), cuda_kernels_host::multiply::MemoryMode::Unified)
+        .multiply_timed(
+            a.view(),
+            a.view(),
+            cuda_kernels_host::multiply::MemoryMode::Unified,
+        )
         .unwrap_err();
     assert!(not_on_sim(e));
     assert!(not_on_sim(gpu.launch_overhead(1).unwrap_err()));

@@ -70,8 +70,8 @@ use cust::memory::{DeviceCopy, DevicePointer, LockedBuffer};
 use cust::sys::{self as cu, CUresult, CUstream, CUstream_flags};
 
 use crate::Gpu;
-use crate::error::{CudaResultExt, Error, Result};
 use crate::error::cuda_error;
+use crate::error::{CudaResultExt, Error, Result};
 use crate::memory::{DeviceBuffer, DeviceSlice, Stream};
 
 const K: &str = "lane";

@@ -338,7 +338,9 @@ impl Error {
                 source: CudaError::InvalidValue,
             },
             detail @ SimError::SharedRace { .. } => Error::SharedRace { kernel, detail },
-            detail @ SimError::BarrierDivergence { .. } => Error::BarrierDivergence { kernel, detail },
+            detail @ SimError::BarrierDivergence { .. } => {
+                Error::BarrierDivergence { kernel, detail }
+            }
             detail @ SimError::OutOfBounds { .. } => Error::OutOfBounds { kernel, detail },
             detail => Error::Simulator { kernel, detail },
         }

@@ -92,8 +92,8 @@ pub use cuda_kernels_device::kernel::Kernel;
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
 use crate::launch::{LaunchConfig, check_launch_shape};
+use crate::memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
 use crate::simulator;
 
 /// A value that can be passed for a kernel parameter of type `P`: a

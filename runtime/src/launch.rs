@@ -51,12 +51,9 @@ impl LaunchConfig {
 /// Refuses `cfg` for `kernel` when it exceeds `limits` (a CUDA device's
 /// own, or the simulated H100's): [`Error::LaunchRefused`] naming the limit,
 /// the same error on both backends.
-pub fn check_launch_shape(
-    kernel: &'static str,
-    cfg: LaunchConfig,
-    limits: &Limits,
-) -> Result<()> {
-    sim::check_launch_shape(kernel, &cfg.shape(), limits, false).map_err(|e| Error::from_sim(kernel, e))
+pub fn check_launch_shape(kernel: &'static str, cfg: LaunchConfig, limits: &Limits) -> Result<()> {
+    sim::check_launch_shape(kernel, &cfg.shape(), limits, false)
+        .map_err(|e| Error::from_sim(kernel, e))
 }
 
 /// Largest `gridDim.x` (2^31 − 1, every GPU these kernels run on).

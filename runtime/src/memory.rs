@@ -498,7 +498,6 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<T> {
     }
 }
 
-
 impl<T: DeviceCopy> DeviceBuffer<T> {
     /// Allocates `len` elements on `device`, unwritten: the storage
     /// behind [`Gpu::uninitialized`], [`Gpu::zeroed`] and [`Gpu::to_device`].

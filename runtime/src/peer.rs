@@ -245,6 +245,11 @@ impl PinnedBytes {
     pub fn len(&self) -> usize {
         self.len
     }
+
+    /// Whether it holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 impl Drop for PinnedBytes {

@@ -160,7 +160,8 @@ pub(crate) unsafe fn launch(
     params: &[*mut c_void],
 ) -> Result<()> {
     // SAFETY: the caller's contract, forwarded.
-    unsafe { sim::launch(kernel, cfg.shape(), entry, params) }.map_err(|e| Error::from_sim(kernel, e))
+    unsafe { sim::launch(kernel, cfg.shape(), entry, params) }
+        .map_err(|e| Error::from_sim(kernel, e))
 }
 
 /// The largest number of blocks of `block` threads with `shared_bytes` of

@@ -37,10 +37,11 @@ use cust::memory::{DeviceCopy, DevicePointer};
 use ndarray::{Array1, ArrayView1, ArrayViewMut1};
 
 pub use cuda_kernels_gpu::elementwise::{Elementwise, MAX_ELEMENTWISE_ARGS};
-use cuda_kernels_gpu::elementwise::{Params, REPEAT_THREADS, VECTOR_SUM_REPEAT, vector_sum_repeat_element};
+use cuda_kernels_gpu::elementwise::{
+    Params, REPEAT_THREADS, VECTOR_SUM_REPEAT, vector_sum_repeat_element,
+};
 
 use crate::Gpu;
-use crate::vectorized::PairLaunch;
 use crate::error::{Error, Result};
 use crate::kernel::KernelArgs;
 use crate::launch::LaunchConfig;
@@ -48,6 +49,7 @@ use crate::launch::same_len;
 use crate::memory::DeviceSlice;
 use crate::timing::{PhaseTimers, Times, timed_result};
 use crate::util::contiguous;
+use crate::vectorized::PairLaunch;
 
 /// The arguments of an elementwise kernel (a variadic family: its handle's
 /// parameters are [`Params<T>`]): the `in`, then `out` and `inout` arrays,

@@ -22,11 +22,11 @@ use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
+use crate::gemm_wgmma::WgmmaGemmExt;
 use crate::gemm_wgmma::{WgmmaInput, WgmmaShape};
 use crate::kernel::Kernel;
 use crate::launch::LaunchConfig;
 use crate::memory::DeviceSlice;
-use crate::gemm_wgmma::WgmmaGemmExt;
 
 /// The environment variable that forces a [`GemmPath`]: `wgmma`,
 /// `mma_sync` or `cuda_core`.

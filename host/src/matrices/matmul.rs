@@ -8,14 +8,14 @@ use cuda_kernels_gpu::matmul::{
 };
 
 use crate::Gpu;
-use crate::vectorized::PairLaunch;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::launch::LaunchConfig;
 use crate::launch::{checked_elements, grid_exact};
-use crate::vectorized::{VECTORIZED_BLOCK, VectorizedGrid, vectorized_grid};
 use crate::memory::DeviceSlice;
 use crate::timing::{PhaseTimers, Times, timed_result};
+use crate::vectorized::PairLaunch;
+use crate::vectorized::{VECTORIZED_BLOCK, VectorizedGrid, vectorized_grid};
 
 /// Which matrix-product kernel to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

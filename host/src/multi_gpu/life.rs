@@ -385,7 +385,12 @@ fn run_band(
             // rows >= 1 (life_launch); n is the checked lattice size.
             unsafe {
                 // `index(..)`: a slice of the buffer that borrows neither.
-                let args = (&me.lattice[cur], &mut me.lattice[next].index(..), n, launch.rows);
+                let args = (
+                    &me.lattice[cur],
+                    &mut me.lattice[next].index(..),
+                    n,
+                    launch.rows,
+                );
                 gpu.launch(CONWAY_FAST, launch.config(), stream, args)
             }?;
         }

@@ -10,11 +10,11 @@ use ndarray::ArrayView1;
 use super::{labels, run_each, split_rows};
 use crate::Gpu;
 use crate::error::{Error, Result};
+use crate::reduce::ReduceExt;
 use crate::reduce::{
     Element, ReduceKernel, ReduceOrder, ReduceScratch, reduce_in_gpu_order, start_value,
 };
 use crate::util::contiguous;
-use crate::reduce::ReduceExt;
 
 const K: &str = "reduce (multi-GPU)";
 
