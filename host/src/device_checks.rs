@@ -44,7 +44,7 @@ impl DeviceChecks for Gpu {
     }
 }
 
-/// CPU reference for [`Gpu::block_reverse_i32`].
+/// CPU reference for [`Gpu::block_reverse_i32`](crate::device_checks::DeviceChecks::block_reverse_i32).
 pub fn block_reverse_i32_cpu(input: ArrayView1<i32>) -> Array1<i32> {
     let input = contiguous(&input);
     let mut out = Vec::with_capacity(input.len());

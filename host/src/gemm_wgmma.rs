@@ -6,7 +6,7 @@
 //! row-major (both K-major), C `m × n` row-major f32; the operands bf16 or
 //! f16 (16-bit words, the `half` crate's bits) or f32 multiplied as tf32.
 //! TMA needs each operand's start and leading dimension 16-byte aligned:
-//! [`Gpu::gemm_wgmma`] refuses other operands ([`Error::InvalidInput`]), for
+//! [`Gpu::gemm_wgmma`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma) refuses other operands ([`Error::InvalidInput`]), for
 //! the caller to take another path.
 use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
@@ -226,7 +226,7 @@ fn tensor_map(
 }
 
 /// A GEMM ready to launch: its operands checked and their tensor maps on
-/// the device ([`Gpu::gemm_wgmma_plan`]); [`launch`](Self::launch) queues it,
+/// the device ([`Gpu::gemm_wgmma_plan`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma_plan)); [`launch`](Self::launch) queues it,
 /// as often as wanted, while the borrowed operands live.
 pub struct WgmmaGemm<'a> {
     kernel: Kernel<GemmParams>,
@@ -263,7 +263,7 @@ pub trait WgmmaGemmExt {
         beta: f32,
     ) -> Result<WgmmaGemm<'a>>;
 
-    /// [`Gpu::gemm_wgmma_plan`] and one [`WgmmaGemm::launch`], waiting for it.
+    /// [`Gpu::gemm_wgmma_plan`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma_plan) and one [`WgmmaGemm::launch`], waiting for it.
     #[allow(clippy::too_many_arguments)]
     fn gemm_wgmma<T: DeviceCopy>(
         &self,

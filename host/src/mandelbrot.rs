@@ -3,15 +3,15 @@
 //! library, seeds 002 and 004).
 //!
 //! The four launch paths of seed 002, which all give the same graph:
-//! 1. the high-level path, [`Gpu::mandelbrot`] (a `Gpu` built from the
+//! 1. the high-level path, [`Gpu::mandelbrot`](crate::mandelbrot::MandelbrotExt::mandelbrot) (a `Gpu` built from the
 //!    embedded PTX);
 //! 2. PTX loaded from a file at run time: [`Gpu::from_ptx_file`] then
-//!    [`Gpu::mandelbrot`] (PyCUDA's `module_from_file`);
+//!    [`Gpu::mandelbrot`](crate::mandelbrot::MandelbrotExt::mandelbrot) (PyCUDA's `module_from_file`);
 //! 3. the raw CUDA driver API, call by call: [`driver_api`];
 //! 4. the C ABI shared library `libcuda_kernels_capi.so` (crate `capi/`),
 //!    called from Python ctypes, from C, and from Rust through [`c_abi`].
 //!
-//! [`Gpu::mandelbrot_explicit_sync`] is K16a. [`mandelbrot_cpu`] is the CPU
+//! [`Gpu::mandelbrot_explicit_sync`](crate::mandelbrot::MandelbrotExt::mandelbrot_explicit_sync) is K16a. [`mandelbrot_cpu`] is the CPU
 //! reference: it calls the very same per-point function as the kernel
 //! ([`cuda_kernels_gpu::mandelbrot::mandelbrot_point`]), so the GPU and CPU
 //! graphs are identical, not merely close.
@@ -169,7 +169,7 @@ pub fn check_launch(
     })
 }
 
-/// Times of one [`Gpu::mandelbrot_timed`] run, from CUDA events.
+/// Times of one [`Gpu::mandelbrot_timed`](crate::mandelbrot::MandelbrotExt::mandelbrot_timed) run, from CUDA events.
 #[derive(Debug, Clone, Copy)]
 pub struct MandelbrotTiming {
     /// The kernel alone.
@@ -206,7 +206,7 @@ pub trait MandelbrotExt {
         upper_bound: f32,
     ) -> Result<()>;
 
-    /// [`Gpu::mandelbrot`] with CUDA-event times and a chosen block size
+    /// [`Gpu::mandelbrot`](crate::mandelbrot::MandelbrotExt::mandelbrot) with CUDA-event times and a chosen block size
     /// (the seed's is [`BLOCK`]).
     fn mandelbrot_timed(
         &self,

@@ -490,7 +490,7 @@ impl MathChecks for Gpu {
 
 /// The table as Markdown: one row per function, its f32 and f64 documented
 /// bounds and measured worst errors (`rows` as from
-/// [`Gpu::math_accuracy_table`]).
+/// [`Gpu::math_accuracy_table`](crate::math_checks::MathChecks::math_accuracy_table)).
 pub fn accuracy_markdown(rows: &[MathAccuracy]) -> String {
     let cell = |ty: &str, function: MathFn| {
         rows.iter()

@@ -42,7 +42,7 @@ pub trait MultiplyExt {
     /// Errors (no launch) when the lengths differ or are 0.
     fn multiply(&self, a: ArrayView1<f32>, b: ArrayView1<f32>) -> Result<Array1<f32>>;
 
-    /// [`Gpu::multiply`] in the chosen memory mode, with CUDA-event times
+    /// [`Gpu::multiply`](crate::multiply::MultiplyExt::multiply) in the chosen memory mode, with CUDA-event times
     /// (GPU only: [`Error::NotOnSimulator`] on the simulator).
     fn multiply_timed(
         &self,
@@ -365,7 +365,7 @@ pub struct LaunchRates {
     pub pipelined_per_s: f64,
 }
 
-/// Seed 000's inputs of [`Gpu::multiply`]: `rand() % 10` as f32, `n` of
+/// Seed 000's inputs of [`Gpu::multiply`](crate::multiply::MultiplyExt::multiply): `rand() % 10` as f32, `n` of
 /// each, from [`Rng`](crate::util::Rng) seeded with `seed`.
 pub fn multiply_inputs(n: usize, seed: u64) -> (Array1<f32>, Array1<f32>) {
     let mut rng = crate::util::Rng::new(seed);
@@ -374,7 +374,7 @@ pub fn multiply_inputs(n: usize, seed: u64) -> (Array1<f32>, Array1<f32>) {
     (a, b)
 }
 
-/// CPU reference for [`Gpu::multiply`]. Panics-free: mismatched lengths are
+/// CPU reference for [`Gpu::multiply`](crate::multiply::MultiplyExt::multiply). Panics-free: mismatched lengths are
 /// an error, as on the GPU.
 pub fn multiply_cpu(a: ArrayView1<f32>, b: ArrayView1<f32>) -> Result<Array1<f32>> {
     same_len("multiply (CPU)", "a and b", a.len(), b.len())?;
@@ -382,7 +382,7 @@ pub fn multiply_cpu(a: ArrayView1<f32>, b: ArrayView1<f32>) -> Result<Array1<f32
     Ok(Zip::from(&a).and(&b).map_collect(|&x, &y| x * y))
 }
 
-/// CPU reference for [`Gpu::vector_sum_i32`].
+/// CPU reference for [`Gpu::vector_sum_i32`](crate::multiply::MultiplyExt::vector_sum_i32).
 pub fn vector_sum_i32_cpu(a: ArrayView1<i32>, b: ArrayView1<i32>) -> Result<Array1<i32>> {
     same_len("vector_sum_i32 (CPU)", "a and b", a.len(), b.len())?;
     Ok(Zip::from(&a)

@@ -128,7 +128,7 @@ macro_rules! half_input {
 half_input!(f16, bf16);
 
 /// `half`'s `half::f16` and `half::bf16` as reduction inputs
-/// ([`Gpu::reduce_half`]): read as their device twins, combined in f32.
+/// ([`Gpu::reduce_half`](crate::reduce::ReduceExt::reduce_half)): read as their device twins, combined in f32.
 pub trait HalfInput: Copy + Send + Sync + 'static + sealed::Sealed {
     /// The device crate's type of the same bits.
     type Dev: Input<Acc = f32>;
@@ -141,7 +141,7 @@ pub trait HalfInput: Copy + Send + Sync + 'static + sealed::Sealed {
 }
 
 /// What reducing 16-bit floats `H` with an operation gives
-/// ([`Gpu::reduce_half`]): the f32 accumulator for a sum; for min and max
+/// ([`Gpu::reduce_half`](crate::reduce::ReduceExt::reduce_half)): the f32 accumulator for a sum; for min and max
 /// the input type, which holds the f32 result exactly (it is one of the
 /// inputs, or the identity `±∞`).
 pub trait HalfReduction<H: HalfInput>: ReduceKernel<H::Dev, f32> {
@@ -186,8 +186,8 @@ half_in_input_type!(Min, Max);
 
 /// Device memory a reduction works in: one partial result per block, the
 /// last-block-done counter (0 between launches: the kernel resets it), and
-/// the result. Make one with [`Gpu::reduce_scratch`] and reuse it for many
-/// [`Gpu::reduce_on_device`] calls (on [`Gpu::stream`]; one launch at a
+/// the result. Make one with [`Gpu::reduce_scratch`](crate::reduce::ReduceExt::reduce_scratch) and reuse it for many
+/// [`Gpu::reduce_on_device`](crate::reduce::ReduceExt::reduce_on_device) calls (on [`Gpu::stream`]; one launch at a
 /// time per scratch, which the `&mut` borrow enforces).
 pub struct ReduceScratch<T: Element> {
     partials: DeviceBuffer<T>,
@@ -237,7 +237,7 @@ pub trait ReduceExt {
         init: Option<T>,
     ) -> Result<T>;
 
-    /// [`Gpu::reduce`] for `half`'s 16-bit floats: the elements are combined
+    /// [`Gpu::reduce`](crate::reduce::ReduceExt::reduce) for `half`'s 16-bit floats: the elements are combined
     /// in f32 (see [`cuda_kernels_gpu::reduce`]); a sum returns its f32
     /// accumulator, min and max a value of the input type
     /// ([`HalfReduction`]). Same rules otherwise (an empty input gives `init`
@@ -258,7 +258,7 @@ pub trait ReduceExt {
         init: Option<Op::Output>,
     ) -> Result<Op::Output>;
 
-    /// [`Gpu::reduce`] on a slice.
+    /// [`Gpu::reduce`](crate::reduce::ReduceExt::reduce) on a slice.
     ///
     /// ```no_run
     /// # use cuda_kernels_host::reduce::Product;
@@ -316,7 +316,7 @@ pub trait ReduceExt {
         scratch: &mut ReduceScratch<T::Acc>,
     ) -> Result<()>;
 
-    /// [`Gpu::reduce_on_device`] with a chosen launch shape (for tuning:
+    /// [`Gpu::reduce_on_device`](crate::reduce::ReduceExt::reduce_on_device) with a chosen launch shape (for tuning:
     /// the result is the same for any valid shape, up to float rounding):
     /// `block` a multiple of 32 in 32..=1024, `grid` in
     /// 1..=[`ReduceScratch::capacity`].
@@ -340,7 +340,7 @@ pub trait ReduceExt {
         block: u32,
     ) -> Result<()>;
 
-    /// Allocates the device memory for [`Gpu::reduce_on_device`]: room for
+    /// Allocates the device memory for [`Gpu::reduce_on_device`](crate::reduce::ReduceExt::reduce_on_device): room for
     /// the largest grid a reduction launches on this GPU.
     fn reduce_scratch<T: Element>(&self) -> Result<ReduceScratch<T>>;
 
@@ -528,7 +528,7 @@ pub fn start_value<Op: ReduceKernel<T, T::Acc>, T: Input>(
     }
 }
 
-/// CPU reference for [`Gpu::reduce`]: a sequential left fold from `init`
+/// CPU reference for [`Gpu::reduce`](crate::reduce::ReduceExt::reduce): a sequential left fold from `init`
 /// (or the identity) with the very same `combine` the kernel uses ([`fold`]). Same errors as
 /// the GPU: min/max of an empty input without `init` are refused.
 ///
@@ -586,7 +586,7 @@ pub struct ReduceOrder {
 
 impl ReduceOrder {
     /// The order of a launch with `(grid, block)` from
-    /// [`Gpu::reduce_launch_shape`] over a driver-allocated buffer (which
+    /// [`Gpu::reduce_launch_shape`](crate::reduce::ReduceExt::reduce_launch_shape) over a driver-allocated buffer (which
     /// starts on a 256-byte boundary, so `head` is 0).
     pub fn aligned((grid, block): (u32, u32)) -> Self {
         Self {
@@ -724,7 +724,7 @@ pub fn reduce_in_gpu_order<Op: ReduceKernel<T>, T: Element>(
 
 /// A bound on `|gpu − exact|` for a float sum of `n` elements whose
 /// absolute values add up to `sum_abs`, reduced by `threads` GPU threads
-/// (`grid × block` of [`Gpu::reduce_launch_shape`]), for a type of unit
+/// (`grid × block` of [`Gpu::reduce_launch_shape`](crate::reduce::ReduceExt::reduce_launch_shape)), for a type of unit
 /// roundoff `unit_roundoff` (`f32::EPSILON / 2`, `f64::EPSILON / 2`).
 ///
 /// The GPU's summation tree (see [`cuda_kernels_gpu::reduce`]) has depth at

@@ -82,7 +82,7 @@ impl Gpu {
     }
 
     /// The device's ordinal: the `N` of [`Gpu::on_device`], or of
-    /// [`Gpu::simulated_device`].
+    /// [`Gpu::simulated_device_of_crate`].
     pub fn ordinal(&self) -> u32 {
         match self.device_id() {
             DeviceId::Cuda { ordinal, .. } | DeviceId::Simulator { ordinal } => ordinal,

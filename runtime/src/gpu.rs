@@ -149,9 +149,9 @@ pub fn sim_requested() -> bool {
 
 /// A device ready to run this crate's kernels: a CUDA GPU (the device, its
 /// primary context, the loaded module from a cubin or the PTX, a stream), or
-/// the CPU simulator ([`Gpu::simulator`]), which runs the kernels' own Rust
+/// the CPU simulator ([`Gpu::simulated_device_of_crate`]), which runs the kernels' own Rust
 /// code on the host with CUDA's execution model. The same launchers, buffers
-/// ([`DeviceBuffer`](crate::memory::DeviceBuffer)) and streams work on both;
+/// ([`DeviceBuffer`]) and streams work on both;
 /// what only hardware has (CUDA-event timings, concurrent streams, contexts,
 /// the raw driver-API path, the C ABI, cuBLAS, unified and page-locked
 /// memory) is [`Error::NotOnSimulator`] there.
@@ -162,10 +162,10 @@ pub fn sim_requested() -> bool {
 ///
 /// # Launchers that leave work in flight: the `_on_device` rule
 /// Most launchers copy in, launch, synchronize and copy out. The
-/// `*_on_device` ones ([`Gpu::multiply_on_device`], [`Gpu::matmul_on_device`],
-/// [`Gpu::doubles_matrix_on_device`], [`Gpu::elementwise_on_device`],
-/// [`Gpu::mandelbrot_on_device`], [`Gpu::reduce_on_device`] and its `_shaped`
-/// form, [`Gpu::mult_ker_on_device`]) check every length, shape and device,
+/// `*_on_device` ones (`multiply_on_device`, `matmul_on_device`,
+/// `doubles_matrix_on_device`, `elementwise_on_device`,
+/// `mandelbrot_on_device`, `reduce_on_device` and its `_shaped`
+/// form, `mult_ker_on_device`) check every length, shape and device,
 /// queue one kernel on [`Gpu::stream`] over device memory the caller lends
 /// them as `&DeviceSlice`/`&mut DeviceSlice`, and return before it finishes
 /// (on the simulator the kernel has run to completion when they return, so
@@ -176,7 +176,7 @@ pub fn sim_requested() -> bool {
 /// memory, and the two ways safe code can reach that memory afterwards both
 /// wait for the kernel:
 /// - *access*: the safe copies and memsets of
-///   [`DeviceSlice`](crate::memory::DeviceSlice) (`copy_from`, `copy_to`,
+///   [`DeviceSlice`] (`copy_from`, `copy_to`,
 ///   `copy_from_device`, `set_zero`, [`Gpu::to_device`], [`Gpu::zeroed`])
 ///   are `cust` calls on the legacy default stream (those with host memory
 ///   synchronous), and [`Gpu::stream`] is a *blocking* stream, ordered with
@@ -200,11 +200,11 @@ pub fn sim_requested() -> bool {
 /// [`Lane`]: crate::async_mem::Lane
 ///
 /// ```
-/// # fn main() -> cuda_kernels_host::Result<()> {
-/// let gpu = cuda_kernels_host::Gpu::simulator()?; // or cuda_kernels::gpu()?
-/// let a = ndarray::Array1::from(vec![1.0f32, 2.0, 3.0]);
-/// let c = gpu.multiply(a.view(), a.view())?;
-/// assert_eq!(c.to_vec(), vec![1.0, 4.0, 9.0]);
+/// # fn main() -> cuda_kernels_runtime::Result<()> {
+/// // or Gpu::from_images(&IMAGES)? on device 0, cuda_kernels::gpu()? with the catalogue
+/// let gpu = cuda_kernels_runtime::Gpu::simulated_device_of_crate(0, "kernels");
+/// let a = gpu.to_device(&[1.0f32, 2.0, 3.0])?;
+/// assert_eq!(a.to_vec()?, vec![1.0, 2.0, 3.0]);
 /// # Ok(()) }
 /// ```
 pub struct Gpu {

@@ -2,8 +2,8 @@
 //! and [`DeviceSlice`] (a pointer, a length and the device they belong to),
 //! with `cust`'s method names, and [`Stream`], a queue of work on one device.
 //!
-//! A buffer is made on a [`Gpu`]: [`Gpu::to_device`], [`Gpu::zeroed`],
-//! [`Gpu::uninitialized`]. On a CUDA GPU it owns a `cust` buffer (device
+//! A buffer is made on a [`Gpu`](crate::Gpu): [`Gpu::to_device`](crate::Gpu::to_device), [`Gpu::zeroed`](crate::Gpu::zeroed),
+//! [`Gpu::uninitialized`](crate::Gpu::uninitialized). On a CUDA GPU it owns a `cust` buffer (device
 //! memory of the `Gpu`'s context); on the simulator, an allocation of the
 //! simulator's memory (host memory with a guard page after its end, so that
 //! a kernel reading or writing past it is caught and reported with the
@@ -14,8 +14,8 @@
 //! anything is queued.
 //!
 //! ```
-//! # fn main() -> cuda_kernels_host::Result<()> {
-//! let gpu = cuda_kernels_host::Gpu::simulator()?;
+//! # fn main() -> cuda_kernels_runtime::Result<()> {
+//! let gpu = cuda_kernels_runtime::Gpu::simulated_device_of_crate(0, "kernels");
 //! let mut buf = gpu.to_device(&[1.0f32, 2.0, 3.0])?;
 //! buf.index(1..).copy_from(&[5.0, 6.0])?;
 //! let mut back = [0.0f32; 3];
@@ -431,7 +431,7 @@ enum Storage<T: DeviceCopy> {
 }
 
 /// Device memory of `len` elements of `T`, owned: freed when dropped. Made
-/// on a [`Gpu`] ([`Gpu::to_device`], [`Gpu::zeroed`], [`Gpu::uninitialized`]);
+/// on a [`Gpu`](crate::Gpu) ([`Gpu::to_device`](crate::Gpu::to_device), [`Gpu::zeroed`](crate::Gpu::zeroed), [`Gpu::uninitialized`](crate::Gpu::uninitialized));
 /// dereferences to its [`DeviceSlice`].
 pub struct DeviceBuffer<T: DeviceCopy> {
     slice: DeviceSlice<T>,
@@ -500,7 +500,7 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<T> {
 
 impl<T: DeviceCopy> DeviceBuffer<T> {
     /// Allocates `len` elements on `device`, unwritten: the storage
-    /// behind [`Gpu::uninitialized`], [`Gpu::zeroed`] and [`Gpu::to_device`].
+    /// behind [`Gpu::uninitialized`](crate::Gpu::uninitialized), [`Gpu::zeroed`](crate::Gpu::zeroed) and [`Gpu::to_device`](crate::Gpu::to_device).
     pub(crate) fn allocate(device: DeviceId, len: usize) -> Result<Self> {
         let storage = if device.is_simulated() {
             let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {

@@ -11,7 +11,7 @@
 //! is done. The multi-device launchers use the queued forms inside this
 //! crate.
 //!
-//! Simulated devices ([`Gpu::simulated_device`]) copy too: their memory is
+//! Simulated devices ([`Gpu::simulated_device_of_crate`]) copy too: their memory is
 //! the host's, so a "peer" copy between two of them is one `memcpy` and a
 //! staged one goes through a host buffer. Between a simulated device and a
 //! CUDA device only the staged path exists.

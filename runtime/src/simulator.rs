@@ -5,7 +5,8 @@
 //! The simulator runs the kernels' own Rust bodies on the CPU, every thread
 //! of a launch before the launch returns (see `docs/simulator.md`). It stands
 //! in for an NVIDIA H100: the same limits on launch shapes, and the device
-//! query ([`device_info`]) reports them.
+//! query ([`device_info::simulated`](crate::device_info::simulated))
+//! reports them.
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::Mutex;

@@ -53,7 +53,7 @@ pub struct DriverApiTiming {
 }
 
 /// The Mandelbrot graph through the raw driver API (see the module docs):
-/// same arguments and result as [`crate::Gpu::mandelbrot`], with the PTX
+/// same arguments and result as [`Gpu::mandelbrot`](crate::mandelbrot::MandelbrotExt::mandelbrot), with the PTX
 /// from `ptx`.
 ///
 /// Errors: invalid sizes as [`check_launch`] (before any driver call); a

@@ -6,9 +6,9 @@
 //! - the typed method generated for it from the kernel list, e.g.
 //!   [`Gpu::elementwise_sum`]: `gpu.elementwise_sum(a.view(), b.view(),
 //!   c.view_mut())` is the seed's `elementwiseSum(a, b, c)`;
-//! - the generic launcher [`Gpu::elementwise`]`::<K, T>(inputs, outputs,
+//! - the generic launcher [`Gpu::elementwise`](crate::matrices::elementwise::ElementwiseExt::elementwise)`::<K, T>(inputs, outputs,
 //!   scalars)` for any kernel marker `K` (arity checked at run time);
-//! - [`Gpu::elementwise_on_device`] over buffers already on the device.
+//! - [`Gpu::elementwise_on_device`](crate::matrices::elementwise::ElementwiseExt::elementwise_on_device) over buffers already on the device.
 //!
 //! [`elementwise_cpu`] is the CPU reference: it calls the very same
 //! per-element function as the GPU kernel.
@@ -215,7 +215,7 @@ pub trait ElementwiseExt {
     ) -> Result<()>;
 
     /// Queues elementwise kernel `K` on [`Gpu::stream`] over buffers already
-    /// on the device (same argument order as [`Gpu::elementwise`]), without
+    /// on the device (same argument order as [`Gpu::elementwise`](crate::matrices::elementwise::ElementwiseExt::elementwise)), without
     /// synchronizing. The `&mut` borrows guarantee that no output aliases
     /// another array. Safe under the
     /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
@@ -236,7 +236,7 @@ pub trait ElementwiseExt {
         repeats: u32,
     ) -> Result<Array1<f32>>;
 
-    /// [`Gpu::vector_sum_repeat`] with the CUDA-event times of the kernel and
+    /// [`Gpu::vector_sum_repeat`](crate::matrices::elementwise::ElementwiseExt::vector_sum_repeat) with the CUDA-event times of the kernel and
     /// of the whole (copies in, kernel, copy out); GPU only
     /// ([`Error::NotOnSimulator`] on the simulator).
     fn vector_sum_repeat_timed(
@@ -424,7 +424,7 @@ fn to_dev<T: ElementwiseElement>(view: &ArrayView1<T>) -> Vec<T::Dev> {
 
 /// CPU reference of an elementwise kernel: applies `K`'s per-element
 /// function (the one the GPU kernel calls) at every index. Same arguments
-/// and checks as [`Gpu::elementwise`].
+/// and checks as [`Gpu::elementwise`](crate::matrices::elementwise::ElementwiseExt::elementwise).
 pub fn elementwise_cpu<K: Elementwise<T>, T: Copy + Default>(
     inputs: &[ArrayView1<T>],
     outputs: &mut [ArrayViewMut1<T>],

@@ -1,8 +1,8 @@
 //! The GEMM family: `C = alpha · op(A) · op(B) + beta · C` with f32
 //! accumulation, for bf16 and f16 inputs (output f32 or the input type) and
 //! tf32 from f32 inputs, over strided batches, on the tensor cores where the
-//! device has them ([`GemmPath`]); the ndarray API ([`Gpu::gemm`]), the
-//! on-device API ([`Gpu::gemm_on_device`]), and the CPU reference in f64
+//! device has them ([`GemmPath`]); the ndarray API ([`Gpu::gemm`](crate::matrices::gemm::GemmExt::gemm)), the
+//! on-device API ([`Gpu::gemm_on_device`](crate::matrices::gemm::GemmExt::gemm_on_device)), and the CPU reference in f64
 //! with its proven error bound ([`gemm_check`]).
 //!
 //! Layouts: an operand is N (row-major as the product reads it) or T (stored
@@ -32,7 +32,7 @@ use crate::memory::DeviceSlice;
 /// `mma_sync` or `cuda_core`.
 pub const GEMM_PATH_ENV: &str = "CUDA_KERNELS_GEMM_PATH";
 
-/// Which kernel computes a GEMM. Chosen by device ([`Gpu::gemm_path`]):
+/// Which kernel computes a GEMM. Chosen by device ([`Gpu::gemm_path`](crate::matrices::gemm::GemmExt::gemm_path)):
 /// wgmma on sm_90, mma.sync on sm_80 and later, the CUDA cores elsewhere
 /// and for operands that are not 16-byte aligned; [`GEMM_PATH_ENV`] forces
 /// one.
@@ -353,7 +353,7 @@ fn operand<I: GemmInput>(x: ArrayView2<I>) -> Operand<I::Dev> {
 pub trait GemmExt {
     /// The path a GEMM of `shape` takes on this device: the forced one
     /// ([`GEMM_PATH_ENV`]) if set, else wgmma on sm_90 when the wgmma kernel
-    /// fits it ([`Gpu::wgmma_fits`]), mma.sync on sm_80 and later (and on
+    /// fits it ([`Gpu::wgmma_fits`](crate::matrices::gemm::GemmExt::wgmma_fits)), mma.sync on sm_80 and later (and on
     /// the simulator), the CUDA cores elsewhere or when `aligned` is false
     /// (an operand's start or leading dimension not a multiple of 16 bytes).
     fn gemm_path<I: GemmInput, O: GemmOutput<I>>(
@@ -684,7 +684,7 @@ pub struct GemmReference {
     pub bound: Array2<f64>,
 }
 
-/// The CPU reference of [`Gpu::gemm`] from the formula, with its error
+/// The CPU reference of [`Gpu::gemm`](crate::matrices::gemm::GemmExt::gemm) from the formula, with its error
 /// bound (see [`GemmReference`]).
 pub fn gemm_reference<I: GemmInput, O: GemmOutput<I>>(
     alpha: f32,

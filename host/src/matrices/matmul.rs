@@ -92,7 +92,7 @@ impl MatmulLaunch {
 }
 
 /// The multiprocessor count [`matmul_launch`] plans for (an H100 SXM's);
-/// [`Gpu::matmul_on_device`] plans for the GPU's own count.
+/// [`Gpu::matmul_on_device`](crate::matrices::matmul::MatmulExt::matmul_on_device) plans for the GPU's own count.
 pub const PLAN_SMS: u32 = 132;
 
 /// Smallest `k` for which [`sgemm_choice`] splits the k-range in two.
@@ -287,7 +287,7 @@ pub trait MatmulExt {
     fn matrix_mul_naive(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>>;
 
     /// K5: `C = A · B` with the tiled, register-blocked kernel (the fast
-    /// path). Same contract as [`Gpu::matrix_mul_naive`].
+    /// path). Same contract as [`Gpu::matrix_mul_naive`](crate::matrices::matmul::MatmulExt::matrix_mul_naive).
     fn matrix_mul_tiled(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>>;
 
     /// `C = A · B` with the chosen kernel, on either backend.

@@ -21,7 +21,7 @@ const K: &str = MANDELBROT_ROWS.name();
 /// The Mandelbrot launcher over a range of rows, on a [`Gpu`].
 pub trait MandelbrotRowsExt {
     /// Queues rows `rows` of the Mandelbrot graph of `lattice` (see
-    /// [`Gpu::mandelbrot`]) on [`Gpu::stream`] into `graph`, which holds
+    /// [`Gpu::mandelbrot`](crate::mandelbrot::MandelbrotExt::mandelbrot)) on [`Gpu::stream`] into `graph`, which holds
     /// `rows.len() × lattice.len()` values: the same values as those rows of
     /// the full graph, bit for bit. No copies, no synchronization; safe
     /// under the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
@@ -96,7 +96,7 @@ struct Band {
     graph: DeviceBuffer<f32>,
 }
 
-/// The Mandelbrot graph of `lattice` (as [`Gpu::mandelbrot`]) on `gpus`,
+/// The Mandelbrot graph of `lattice` (as [`Gpu::mandelbrot`](crate::mandelbrot::MandelbrotExt::mandelbrot)) on `gpus`,
 /// its rows split in contiguous bands, each device on its own host thread.
 /// Identical to one GPU's graph.
 ///
