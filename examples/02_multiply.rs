@@ -4,6 +4,7 @@
 //! `cargo run --release --example 02_multiply`
 use cuda_kernels::multiply::{MemoryMode, multiply_cpu};
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 
 fn main() -> Result<(), cuda_kernels::Error> {
     let n = 1 << 20;

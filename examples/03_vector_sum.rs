@@ -2,6 +2,7 @@
 //!
 //! `cargo run --example 03_vector_sum`
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 use cuda_kernels::util::Rng;
 
 fn main() -> Result<(), cuda_kernels::Error> {

@@ -4,6 +4,7 @@
 //! `cargo run --example 07_doubles_matrix`
 use cuda_kernels::matrices::doubles_matrix_cpu;
 use cuda_kernels::ndarray::Array2;
+use cuda_kernels::prelude::*;
 use cuda_kernels::util::Rng;
 
 fn main() -> Result<(), cuda_kernels::Error> {

@@ -7,6 +7,7 @@
 //! `cargo run --release --example 08_matmul`
 use cuda_kernels::matrices::{MatmulKernel, allclose, check_matmul};
 use cuda_kernels::ndarray::Array2;
+use cuda_kernels::prelude::*;
 use cuda_kernels::util::Rng;
 
 fn main() -> Result<(), cuda_kernels::Error> {

@@ -11,6 +11,7 @@
 use cuda_kernels::matrices::elementwise_cpu;
 use cuda_kernels::matrices::kernels::{lerp, saxpy};
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 
 fn main() -> Result<(), cuda_kernels::Error> {
     let gpu = cuda_kernels::gpu()?;

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use cuda_kernels::matrices::vector_sum_repeat_cpu;
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 use cuda_kernels::util::Rng;
 
 fn main() -> Result<(), cuda_kernels::Error> {

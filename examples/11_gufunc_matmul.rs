@@ -5,6 +5,7 @@
 //! `cargo run --example 11_gufunc_matmul`
 use cuda_kernels::matrices::gufunc_matmul_i64_cpu;
 use cuda_kernels::ndarray::{ArrayD, IxDyn};
+use cuda_kernels::prelude::*;
 use cuda_kernels::util::Rng;
 
 fn main() -> Result<(), cuda_kernels::Error> {

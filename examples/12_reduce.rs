@@ -11,6 +11,7 @@
 //!
 //! `cargo run --example 12_reduce`
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 use cuda_kernels::reduce::{Max, Min, Sum, Xor, reduce_cpu};
 use cuda_kernels::util::Rng;
 

@@ -10,6 +10,7 @@
 use cuda_kernels::Gpu;
 use cuda_kernels::mandelbrot::driver_api::{PtxSource, mandelbrot_driver_api};
 use cuda_kernels::mandelbrot::{MandelbrotParams, count_inside, mandelbrot_cpu};
+use cuda_kernels::prelude::*;
 
 fn main() -> Result<(), cuda_kernels::Error> {
     // The seed's mandelbrot(512, -2, 2, 256, 2), at 256 × 256.

@@ -11,6 +11,7 @@
 //!
 //! `cargo run --release --example 14_streams`
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 use cuda_kernels::streams::{
     SEED_BLOCK, SEED_GRID, SerialBatch, StreamBatch, hardware_queues, mult_ker_cpu, randn_arrays,
 };

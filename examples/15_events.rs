@@ -9,6 +9,7 @@ use cuda_kernels::CudaResultExt;
 use cuda_kernels::async_mem::Lane;
 use cuda_kernels::cust::event::{Event, EventFlags};
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 use cuda_kernels::streams::{SEED_BLOCK, SEED_GRID, mult_ker_cpu, randn_arrays};
 use cuda_kernels::timing::GpuTimer;
 

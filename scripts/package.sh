@@ -4,7 +4,7 @@
 # from their .crate files alone. Nothing is published.
 #
 # 1. cargo's own check (packaging and its verify step, which builds each crate
-#    from its .crate) for cuda-kernels-host, -gpu, -device and -builder.
+#    from its .crate) for cuda-kernels-runtime, -host, -gpu, -device and -builder.
 # 2. cuda-kernels and cuda-kernels-capi: cargo packages them, but its verify
 #    step cannot build cuda-kernels. Its build.rs runs a second cargo (the
 #    nvptx64 build of cuda-kernels-gpu, through cuda-kernels-builder), and that
@@ -32,7 +32,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 export CARGO_TARGET_DIR="$repo/target/package-check"
-crates=(cuda-kernels cuda-kernels-host cuda-kernels-gpu cuda-kernels-device cuda-kernels-builder cuda-kernels-capi)
+crates=(cuda-kernels cuda-kernels-runtime cuda-kernels-host cuda-kernels-gpu cuda-kernels-device cuda-kernels-builder cuda-kernels-capi)
 
 # `cargo package --workspace` verifies each crate against the others'
 # .crate files, which it unpacks into the registry's source folder; it reuses

@@ -102,11 +102,3 @@ pub fn simulator() -> Result<Gpu> {
         .map_or(&[][..], |c| c.resources);
     Ok(Gpu::simulator()?.with_kernel_resources(resources))
 }
-
-/// The `.entry` names in a PTX text, in order.
-pub fn ptx_entry_points(ptx: &str) -> Vec<&str> {
-    ptx.lines()
-        .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
-        .filter_map(|rest| rest.split(['(', ' ']).next())
-        .collect()
-}

@@ -26,6 +26,7 @@ use std::sync::Mutex;
 
 use cuda_kernels::mandelbrot::MAX_LATTICE_SIZE;
 use cuda_kernels::mandelbrot::c_abi::status;
+use cuda_kernels::prelude::*;
 use cuda_kernels::{Error, Gpu};
 
 /// The GPU, opened by the first call that needs it.

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 // The library's items at this crate's root: the demos name them `crate::…`.
 use cuda_kernels::*;
+use cuda_kernels::prelude::*;
 use demos::Report;
 
 mod demos;

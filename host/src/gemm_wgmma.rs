@@ -14,7 +14,7 @@
 //! row-major (both K-major), C `m × n` row-major f32; the operands bf16 or
 //! f16 (16-bit words, the `half` crate's bits) or f32 multiplied as tf32.
 //! TMA needs each operand's start and leading dimension 16-byte aligned:
-//! [`Gpu::gemm_wgmma`] refuses other operands ([`Error::InvalidInput`]), for
+//! [`Gpu::gemm_wgmma`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma) refuses other operands ([`Error::InvalidInput`]), for
 //! the caller to take another path.
 use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
@@ -32,7 +32,8 @@ use cust::sys as cu;
 use crate::dynlib::DynLib;
 use crate::error::{Error, Result, check_driver};
 use crate::gpu::Gpu;
-use crate::kernel::{LaunchConfig, launch_function};
+use crate::kernel::launch_function;
+use crate::launch::LaunchConfig;
 use crate::memory::DeviceSlice;
 
 /// The operands' element type.
@@ -228,8 +229,9 @@ fn tensor_map(
 }
 
 /// A GEMM ready to launch: its operands checked and their tensor maps made
-/// ([`Gpu::gemm_wgmma_plan`]); [`launch`](Self::launch) queues it, as often
-/// as wanted, while the borrowed operands live.
+/// ([`Gpu::gemm_wgmma_plan`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma_plan));
+/// [`launch`](Self::launch) queues it, as often as wanted, while the borrowed
+/// operands live.
 pub struct WgmmaGemm<'a> {
     kernel: Kernel<GemmParams>,
     /// A's then B's map, copied to the module before each launch.
@@ -242,7 +244,8 @@ pub struct WgmmaGemm<'a> {
     _operands: PhantomData<&'a mut DeviceSlice<f32>>,
 }
 
-impl Gpu {
+/// The Hopper wgmma GEMM launchers on a [`Gpu`].
+pub trait WgmmaGemmExt {
     /// Checks a GEMM `C = alpha · A · Bᵀ + beta · C` for the wgmma kernel
     /// (sm_90a; GPU only, [`Error::NotOnSimulator`] on the simulator) and
     /// makes its tensor maps: A `m × k`, B `n × k`, C `m × n`, as `shape`
@@ -253,7 +256,34 @@ impl Gpu {
     /// dimension or batch stride not 16-byte aligned. A map the driver
     /// refuses is [`Error::Cuda`] naming `cuTensorMapEncodeTiled` and the box.
     #[allow(clippy::too_many_arguments)]
-    pub fn gemm_wgmma_plan<'a, T: DeviceCopy>(
+    fn gemm_wgmma_plan<'a, T: DeviceCopy>(
+        &self,
+        input: WgmmaInput,
+        a: &'a DeviceSlice<T>,
+        b: &'a DeviceSlice<T>,
+        c: &'a mut DeviceSlice<f32>,
+        shape: &WgmmaShape,
+        alpha: f32,
+        beta: f32,
+    ) -> Result<WgmmaGemm<'a>>;
+
+    /// [`Gpu::gemm_wgmma_plan`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma_plan) and one [`WgmmaGemm::launch`], waiting for it.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_wgmma<T: DeviceCopy>(
+        &self,
+        input: WgmmaInput,
+        a: &DeviceSlice<T>,
+        b: &DeviceSlice<T>,
+        c: &mut DeviceSlice<f32>,
+        shape: &WgmmaShape,
+        alpha: f32,
+        beta: f32,
+    ) -> Result<()>;
+}
+
+impl WgmmaGemmExt for Gpu {
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_wgmma_plan<'a, T: DeviceCopy>(
         &self,
         input: WgmmaInput,
         a: &'a DeviceSlice<T>,
@@ -368,9 +398,8 @@ impl Gpu {
         })
     }
 
-    /// [`Gpu::gemm_wgmma_plan`] and one [`WgmmaGemm::launch`], waiting for it.
     #[allow(clippy::too_many_arguments)]
-    pub fn gemm_wgmma<T: DeviceCopy>(
+    fn gemm_wgmma<T: DeviceCopy>(
         &self,
         input: WgmmaInput,
         a: &DeviceSlice<T>,

@@ -25,7 +25,8 @@ use cuda_kernels_gpu::histogram::{HISTOGRAM_EVEN_F32, HISTOGRAM_EVEN_I32, HISTOG
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::kernel::{Kernel, KernelParam, LaunchConfig};
+use crate::kernel::{Kernel, KernelParam};
+use crate::launch::LaunchConfig;
 use crate::memory::DeviceSlice;
 use crate::util::contiguous;
 

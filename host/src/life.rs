@@ -27,7 +27,7 @@ use cuda_kernels_gpu::life::{CONWAY_FAST, CONWAY_KER, FAST_CELLS_X, LIFE_BLOCK};
 use crate::Gpu;
 use crate::async_mem::Lane;
 use crate::error::{Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::launch::{checked_elements, grid_exact};
 use crate::util::Rng;
 
@@ -203,23 +203,24 @@ pub fn random_lattice(n: usize, p_alive: f64, rng: &mut Rng) -> Array2<i32> {
     Array2::from_shape_fn((n, n), |_| (rng.uniform() < p_alive) as i32)
 }
 
-impl<const D: usize> Lane<'_, i32, D> {
+/// The Game of Life steps on a lane of `i32` grids.
+pub trait LaneLifeExt {
     /// Queues one Life step `device[dst] = step(device[src])` on the lane's
     /// stream, for an `n`×`n` lattice (the lane must hold `n * n` cells), with
     /// the seed's kernel `conway_ker` and its 32×32 blocks.
-    pub fn conway_step(&mut self, n: usize, src: usize, dst: usize) -> Result<()> {
-        self.life_step(LifeKernel::Seed, n, src, dst)
-    }
+    fn conway_step(&mut self, n: usize, src: usize, dst: usize) -> Result<()>;
 
     /// [`Lane::conway_step`] with the chosen kernel (same result, bit for
     /// bit).
-    pub fn life_step(
-        &mut self,
-        kernel: LifeKernel,
-        n: usize,
-        src: usize,
-        dst: usize,
-    ) -> Result<()> {
+    fn life_step(&mut self, kernel: LifeKernel, n: usize, src: usize, dst: usize) -> Result<()>;
+}
+
+impl<const D: usize> LaneLifeExt for Lane<'_, i32, D> {
+    fn conway_step(&mut self, n: usize, src: usize, dst: usize) -> Result<()> {
+        self.life_step(LifeKernel::Seed, n, src, dst)
+    }
+
+    fn life_step(&mut self, kernel: LifeKernel, n: usize, src: usize, dst: usize) -> Result<()> {
         let launch = life_launch(kernel, n, fast_shape())?;
         if n.checked_mul(n) != Some(self.len()) {
             return Err(Error::invalid(

@@ -35,7 +35,7 @@ pub use cuda_kernels_gpu::sort::{BLOCK, MAX_KEYS, SortKey, TILE};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::launch::same_len;
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::util::contiguous;
@@ -252,7 +252,7 @@ impl<K: Key> RadixSort<K> {
             // stream reaches the memset.
             unsafe { status.set_zero_async(stream) }?;
             let totals = self.histogram.index(p * 256..(p + 1) * 256);
-            let counter = self.histogram.index(passes * 256 + p..passes * 256 + p + 1);
+            let mut counter = self.histogram.index(passes * 256 + p..passes * 256 + p + 1);
             // SAFETY: buffers[from] and buffers[to] hold n ≤ MAX_KEYS keys each
             // and are distinct allocations; the values likewise (or null: keys
             // only / indices); totals is this pass's 256 counts, written by
@@ -271,7 +271,7 @@ impl<K: Key> RadixSort<K> {
                         values_out,
                         &totals,
                         &mut *status,
-                        &counter,
+                        &mut counter,
                         n,
                         (p * 8) as u32,
                         descending,

@@ -29,6 +29,7 @@ use cuda_kernels::math_checks::{MATH_FUNCTIONS, MathFloat, MathFn};
 use libtest_mimic::{Completion, Failed, Trial};
 
 use crate::common::{ensure, fail, simulated};
+use cuda_kernels::prelude::*;
 
 /// Re-executed by the printf tests to capture the device printf output: the
 /// case's entry name, then `@` and a FIFO size in bytes when one is set.
@@ -1194,7 +1195,7 @@ fn every_seed_gives_the_same_words() -> Result<(), Failed> {
     let gpu = Gpu::simulated_device(SEEDED_DEVICE).map_err(fail)?;
     let fixed = catalogue_warp_results(&gpu).map_err(fail)?;
     for seed in 1..=20 {
-        cuda_kernels::simulator::set_seed(&gpu, Some(seed)).map_err(fail)?;
+        gpu.set_simulator_seed(Some(seed)).map_err(fail)?;
         let got = catalogue_warp_results(&gpu).map_err(|e| format!("seed {seed}: {e}"))?;
         for ((name, want), (_, got)) in fixed.iter().zip(&got) {
             ensure(got == want, || {

@@ -18,6 +18,7 @@ use half::{bf16, f16};
 use libtest_mimic::{Failed, Trial};
 
 use crate::common::{ensure, fail, simulated};
+use cuda_kernels::prelude::*;
 
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {

@@ -12,6 +12,7 @@ use crate::bench::gb_per_s;
 use crate::multiply::{MemoryMode, multiply_cpu, multiply_inputs, vector_sum_i32_cpu};
 use crate::util::Rng;
 use crate::{Gpu, Result};
+use cuda_kernels::prelude::*;
 
 /// The foundation subcommands.
 #[derive(Debug, clap::Subcommand)]

@@ -14,6 +14,7 @@ use crate::mandelbrot::{
 };
 use crate::timing::median;
 use crate::{Error, Gpu, Result};
+use cuda_kernels::prelude::*;
 
 /// The mandelbrot subcommands.
 #[derive(Debug, clap::Subcommand)]

@@ -19,6 +19,7 @@ use crate::matrices::{
 use crate::timing::median;
 use crate::util::Rng;
 use crate::{Gpu, Result};
+use cuda_kernels::prelude::*;
 
 /// The matrices subcommands.
 #[derive(Debug, clap::Subcommand)]

@@ -20,6 +20,7 @@ use crate::reduce::{
 use crate::timing::{GpuTimer, median};
 use crate::util::Rng;
 use crate::{Error, Gpu, Result};
+use cuda_kernels::prelude::*;
 
 /// The reduce subcommands.
 #[derive(Debug, clap::Subcommand)]

@@ -23,6 +23,7 @@ use crate::streams::{
 use crate::timing::{GpuTimer, median};
 use crate::util::Rng;
 use crate::{Error, Gpu, Result};
+use cuda_kernels::prelude::*;
 
 /// The streams subcommands.
 #[derive(Debug, clap::Subcommand)]
