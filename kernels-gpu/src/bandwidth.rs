@@ -153,7 +153,8 @@ pub mod device {
     }
 
     /// The words of one 16-byte vector of every array.
-    type Vectors<W, const L: usize, const NI: usize, const NO: usize> = ([[W; L]; NI], [[W; L]; NO]);
+    type Vectors<W, const L: usize, const NI: usize, const NO: usize> =
+        ([[W; L]; NI], [[W; L]; NO]);
 
     impl<T: Lanes, const NI: usize, const NO: usize> Arrays<T, NI, NO> {
         /// The `L` words of the 16-byte vector at element `e` of every input

@@ -37,13 +37,22 @@ fn has_tensor_cores(gpu: &Gpu) -> bool {
 pub fn check(gpu: &Gpu) -> Result<bool> {
     let name = ATTENTION_TILE_KERNEL.name();
     if !has_tensor_cores(gpu) {
-        println!("{name:<34} skipped: needs an sm_80 or later cubin ({})", gpu.image());
+        println!(
+            "{name:<34} skipped: needs an sm_80 or later cubin ({})",
+            gpu.image()
+        );
         return Ok(true);
     }
     let scale = 1.0 / (HEAD_DIM as f32).sqrt();
     let to_bf16 = |v: f32| bf16::narrow(v / 8.0);
-    let q: Vec<bf16> = super::inputs(ATTENTION_TILE * HEAD_DIM, 4).into_iter().map(to_bf16).collect();
-    let k: Vec<bf16> = super::inputs(ATTENTION_TILE * HEAD_DIM, 5).into_iter().map(to_bf16).collect();
+    let q: Vec<bf16> = super::inputs(ATTENTION_TILE * HEAD_DIM, 4)
+        .into_iter()
+        .map(to_bf16)
+        .collect();
+    let k: Vec<bf16> = super::inputs(ATTENTION_TILE * HEAD_DIM, 5)
+        .into_iter()
+        .map(to_bf16)
+        .collect();
 
     let (dq, dk) = (gpu.to_device(&q)?, gpu.to_device(&k)?);
     let mut dp = gpu.zeroed::<f32>(ATTENTION_TILE * ATTENTION_TILE)?;
@@ -77,7 +86,8 @@ pub fn check(gpu: &Gpu) -> Result<bool> {
         let eps = (0..ATTENTION_TILE)
             .map(|j| {
                 let magnitude: f64 = qi.iter().zip(key(j)).map(|(a, b)| (a * b).abs()).sum();
-                f64::from(scale) * 4.0 * HEAD_DIM as f64 * U * magnitude + U * (s[j].abs() + m.abs())
+                f64::from(scale) * 4.0 * HEAD_DIM as f64 * U * magnitude
+                    + U * (s[j].abs() + m.abs())
             })
             .fold(0.0, f64::max);
         let bound = 4.0 * eps + 80.0 * U;
