@@ -17,9 +17,11 @@
 //! sm_80 and sm_90a cubins): the portable sm_70 PTX has no `attention_tile`,
 //! and the host launches it only from a cubin of sm_80 or later, or on the
 //! simulator, which runs the same body with the fragment layouts modelled.
+// The kernel's parameter types are named in every build (its handle's
+// signature), its body only where it is compiled.
+use cuda_kernels_device::float16::bf16;
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
 use cuda_kernels_device::{
-    float16::bf16,
     mma::{C_M16N8, FragA, FragB, mma_m16n8k16},
     prelude::*,
     warp,
