@@ -200,6 +200,7 @@ pub mod device {
             }
             // By index: an array iterator here keeps the pointers in local
             // memory.
+            #[allow(clippy::needless_range_loop)]
             for b in 0..NO {
                 // SAFETY: the caller's contract.
                 unsafe { *(self.outs[b].add(e) as *mut Aligned<[T::Word; L]>) = Aligned(outs[b]) };
@@ -238,6 +239,8 @@ pub mod device {
             f: &impl Fn(&[T::Word; NI], &mut [T::Word; NO]),
         ) {
             f(&ins, &mut outs);
+            // By index, as in `store_vector`.
+            #[allow(clippy::needless_range_loop)]
             for b in 0..NO {
                 // SAFETY: the caller's contract.
                 unsafe { *self.outs[b].add(e) = T::first(outs[b]) };
