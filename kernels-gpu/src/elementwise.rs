@@ -34,15 +34,25 @@
 //!   the crate without them, as the GPU build does).
 //!
 //! What is generated, per type: the per-element function
-//! [`Elementwise::element`] (the single source that both the GPU kernel
-//! and the host's CPU reference call), and the entry point
+//! [`Elementwise::element`] (the body on single elements, which the host's
+//! generic CPU reference `elementwise_cpu` calls), and the entry point
 //! `elementwise_<name>_<T>(in…: *const T, out…: *mut T, inout…: *mut T,
 //! scalar…: T, n: usize)`, the vectorized grid-stride map of
 //! [`bandwidth`](crate::bandwidth) over `i < n` (16-byte vectors with an
-//! element-wise head and tail): it loads the `in`/`inout` elements, calls
-//! `element` and stores the `out`/`inout` elements. On nvptx64 that is the
-//! PTX entry point; on the host the same body is the host entry of the
-//! handle [`Elementwise::KERNEL`], which the CPU simulator runs.
+//! element-wise head and tail): it loads the `in`/`inout` words, runs the
+//! body on them and stores the `out`/`inout` words. A word
+//! ([`Lanes`](crate::bandwidth::Lanes)) is one element, except for `f16`
+//! and `bf16`: the kernel runs the body on packed pairs
+//! ([`f16x2`](crate::device::float16::f16x2),
+//! [`bf16x2`](crate::device::float16::bf16x2), `T` naming the pair type
+//! there, the scalars in both halves), so that one packed instruction
+//! (`add.rn.f16x2`, `fma.rn.bf16x2`, …) does two elements and the vectors
+//! stay in registers. A body listed for a 16-bit float must therefore use
+//! only what the pairs have (`+ − × ÷`, unary `−`, `fma`, `min`, `max`);
+//! each of those rounds every element once, so the pair gives each
+//! element's own bits. On nvptx64 that is the PTX entry point; on the host
+//! the same body is the host entry of the handle [`Elementwise::KERNEL`],
+//! which the CPU simulator runs.
 //!
 //! # Adding your own
 //! 1. Add an entry to the list in [`elementwise_kernels!`](crate::elementwise_kernels)
@@ -201,8 +211,8 @@ macro_rules! __elementwise_one {
                 concat!("elementwise_", stringify!($name), "_", stringify!($ty))
                     => HANDLE: $crate::elementwise::Params<$ty>,
                 /// The generated entry point: the vectorized grid-stride map of
-                /// [`bandwidth`](crate::bandwidth) over `i < n`, calling the
-                /// per-element function.
+                /// [`bandwidth`](crate::bandwidth) over `i < n`, running the
+                /// body on words of `Lanes`.
                 ///
                 /// # Safety
                 /// Every array pointer holds at least `n` elements on the
@@ -215,12 +225,23 @@ macro_rules! __elementwise_one {
                     $($s: $ty,)*
                     n: usize,
                 ) {
+                    type Word = <$ty as $crate::bandwidth::Lanes>::Word;
+                    $( let $s = $crate::bandwidth::Lanes::splat($s); )*
+                    // The body on whole words (a packed pair of 16-bit
+                    // floats, else one element).
+                    #[allow(unused_variables, non_camel_case_types, unused_mut, clippy::all)]
+                    let body = |&[$($i),*]: &[Word; 0usize $(+ $crate::__elementwise_one_for!($i))*],
+                                [$($o,)* $($io,)*]: &mut [Word; 0usize $(+ $crate::__elementwise_one_for!($o))* $(+ $crate::__elementwise_one_for!($io))*]| {
+                        #[allow(dead_code)]
+                        type T = Word;
+                        $body
+                    };
                     // SAFETY: every array holds n elements (host-checked);
                     // outputs overlap no other array.
                     unsafe {
                         $crate::bandwidth::device::map::<
                             $ty,
-                            { 16 / ::core::mem::size_of::<$ty>() },
+                            { 16 / ::core::mem::size_of::<Word>() },
                             { 0usize $(+ $crate::__elementwise_one_for!($i))* },
                             { 0usize $(+ $crate::__elementwise_one_for!($o))* $(+ $crate::__elementwise_one_for!($io))* },
                         >(
@@ -228,11 +249,7 @@ macro_rules! __elementwise_one {
                             [$($o,)* $($io,)*],
                             0usize $(+ $crate::__elementwise_one_for!($o))*,
                             n,
-                            |ins, outs| {
-                                <$name as $crate::elementwise::Elementwise<$ty>>::element(
-                                    ins, outs, &[$($s),*],
-                                )
-                            },
+                            body,
                         )
                     }
                 }

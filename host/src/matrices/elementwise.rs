@@ -10,8 +10,11 @@
 //!   scalars)` for any kernel marker `K` (arity checked at run time);
 //! - [`Gpu::elementwise_on_device`](crate::matrices::elementwise::ElementwiseExt::elementwise_on_device) over buffers already on the device.
 //!
-//! [`elementwise_cpu`] is the CPU reference: it calls the very same
-//! per-element function as the GPU kernel.
+//! [`elementwise_cpu`] is the CPU reference: it runs the kernel's body on
+//! one element at a time (the GPU kernel runs it on words: one element, or
+//! a packed pair of `f16`/`bf16`, each element rounded as alone). Tests of
+//! the 16-bit floats check both against the formula
+//! (`tests/gpu/half_precision.rs`).
 //!
 //! # Adding your own kernel
 //! Add one entry to the list in `cuda_kernels_gpu::elementwise_kernels!`

@@ -7,6 +7,8 @@
 use std::fmt::Display;
 use std::process::ExitCode;
 
+mod attention;
+
 use cuda_kernels_gpu::elementwise::Elementwise;
 use cuda_kernels_host::matrices::{ElementwiseElement, elementwise_cpu};
 use cuda_kernels_host::prelude::{ElementwiseExt, ReduceExt};
@@ -166,6 +168,10 @@ fn run(gpu: &Gpu) -> Result<bool> {
         .collect();
     let (g, c) = (histogram_gpu(gpu, &bytes)?, histogram_cpu(&bytes));
     ok &= row("histogram (2^20 bytes), bin 7", g[7], c[7], "exact", g == c);
+
+    // attention_tile: bf16 Q·Kᵀ on the tensor cores, then a row softmax,
+    // against f64 within the bound derived in attention.rs.
+    ok &= attention::check(gpu)?;
     Ok(ok)
 }
 

@@ -9,7 +9,9 @@
 //! - [`MaxAbs`], a reduction declared with `cuda_kernels_gpu::reduce_kernels!`
 //!   under its own name (entry points `reduce_max_abs_f32` and `_f64`);
 //! - [`HISTOGRAM`], a byte histogram in shared memory: each block counts
-//!   with shared-memory atomics, then adds its counts to the global ones.
+//!   with shared-memory atomics, then adds its counts to the global ones;
+//! - [`attention`], a tile of attention weights on the tensor cores
+//!   (`mma.sync`, sm_80 and later builds only).
 //!
 //! On the host the same crate is an ordinary library: the per-element
 //! functions ([`softmax_term`], [`leaky_relu`]'s body, [`MaxAbs`]'s
@@ -25,6 +27,8 @@
 
 use cuda_kernels_device::prelude::*;
 use cuda_kernels_gpu::reduce::ReduceOp;
+
+pub mod attention;
 
 /// Threads per block of `softmax_rows`: the host launches exactly this many.
 pub const SOFTMAX_BLOCK: u32 = 256;
