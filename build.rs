@@ -30,7 +30,10 @@ fn main() {
     let own = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels-gpu");
     if own.join("Cargo.toml").is_file() {
         let same = |a: &std::path::Path, b: &std::path::Path| {
-            a.canonicalize().ok().zip(b.canonicalize().ok()).is_some_and(|(a, b)| a == b)
+            a.canonicalize()
+                .ok()
+                .zip(b.canonicalize().ok())
+                .is_some_and(|(a, b)| a == b)
         };
         if !same(&own, std::path::Path::new(&kernels)) {
             println!(

@@ -42,20 +42,21 @@ crates=(cuda-kernels cuda-kernels-runtime cuda-kernels-host cuda-kernels-gpu cud
 for name in "${crates[@]}"; do
   rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$name"-[0-9]*
 done
-cargo package --quiet --allow-dirty --workspace --exclude cuda-kernels-cli \
-  --exclude cuda-kernels --exclude cuda-kernels-capi
-cargo package --quiet --allow-dirty --workspace --exclude cuda-kernels-cli --no-verify
-
-# The unpacked crates keep their path from run to run, and the .crate files
-# carry their own file times, so cargo can take an earlier run's build-script
-# output of these crates for current (seen in the container's cached target
-# folder: cubin tables written by an older builder). Our crates' build outputs
-# are removed; third-party dependencies stay built.
+# cargo takes a registry crate's version for immutable, so the verify step
+# (and the build of the unpacked crates below, whose paths and file times
+# stay the same from run to run) can reuse an earlier run's build of these
+# unpublished crates from target/package-check (seen in the container's
+# cached target folder: a kernels crate built against an older device crate,
+# cubin tables written by an older builder). Our crates' build outputs are
+# removed first; third-party dependencies stay built.
 for profile in "$CARGO_TARGET_DIR"/debug "$CARGO_TARGET_DIR"/release; do
   rm -rf "$profile"/build/cuda-kernels* "$profile"/.fingerprint/cuda-kernels* \
     "$profile"/deps/*cuda_kernels*
 done
 rm -rf "$CARGO_TARGET_DIR"/nvptx-kernels
+cargo package --quiet --allow-dirty --workspace --exclude cuda-kernels-cli \
+  --exclude cuda-kernels --exclude cuda-kernels-capi
+cargo package --quiet --allow-dirty --workspace --exclude cuda-kernels-cli --no-verify
 
 # Outside this repository (a folder under it would belong to its workspace),
 # one per clone, the same on every run so that cargo rebuilds only what changed.

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 // The library's items at this crate's root: the demos name them `crate::…`.
-use cuda_kernels::*;
 use cuda_kernels::prelude::*;
+use cuda_kernels::*;
 use demos::Report;
 
 mod demos;

@@ -14,10 +14,10 @@ use cuda_kernels_host::matrices::{ElementwiseElement, elementwise_cpu};
 use cuda_kernels_host::prelude::{ElementwiseExt, ReduceExt};
 use cuda_kernels_host::reduce::reduce_cpu;
 use cuda_kernels_runtime::{Error, Gpu, Images, LaunchConfig, Result};
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2, LinalgScalar, array};
 use downstream_kernels::{
     BINS, HISTOGRAM, MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, SOFTMAX_ROWS, leaky_relu, softmax_term,
 };
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, LinalgScalar, array};
 
 /// This program's kernels: the PTX and cubins `build.rs` wrote.
 const IMAGES: Images<'static> = cuda_kernels_runtime::embedded_images!("downstream");
