@@ -1,4 +1,4 @@
-//! The simulator backend of [`Gpu`]: what the host crate asks of
+//! The simulator backend of [`Gpu`](crate::Gpu): what the host crate asks of
 //! `cuda_kernels_device::sim` (launches, memory, the simulated device's
 //! limits), and its errors turned into this crate's [`Error`].
 //!
@@ -17,7 +17,7 @@ use cust::error::CudaError;
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
 
-/// What [`Gpu::name`] says on the simulator.
+/// What [`Gpu::name`](crate::Gpu::name) says on the simulator.
 pub const NAME: &str = "CUDA-kernels simulator (NVIDIA H100 limits)";
 
 /// The simulated device's limits (an H100's).
