@@ -5,6 +5,7 @@
 //!
 //! ```no_run
 //! use cuda_kernels_host::histogram::histogram_even;
+//! # use cuda_kernels_host::prelude::*;
 //! # fn main() -> cuda_kernels_host::Result<()> {
 //! # let gpu = cuda_kernels_host::Gpu::simulator()?;
 //! let samples = ndarray::array![0.5f32, 1.5, 1.7, 9.0, f32::NAN];

@@ -6,6 +6,7 @@
 //!
 //! ```no_run
 //! use cuda_kernels_host::reduce::{Max, Sum};
+//! # use cuda_kernels_host::prelude::*;
 //! # fn main() -> cuda_kernels_host::Result<()> {
 //! # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
 //! // The seed: sum(1..=10000) as i64.
@@ -223,6 +224,7 @@ pub trait ReduceExt {
     ///
     /// ```no_run
     /// # use cuda_kernels_host::reduce::Min;
+    /// # use cuda_kernels_host::prelude::*;
     /// # fn main() -> cuda_kernels_host::Result<()> {
     /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
     /// let x = ndarray::array![3.5f32, -1.0, 2.0];
@@ -243,6 +245,7 @@ pub trait ReduceExt {
     ///
     /// ```no_run
     /// # use cuda_kernels_host::reduce::{Max, Sum};
+    /// # use cuda_kernels_host::prelude::*;
     /// # fn main() -> cuda_kernels_host::Result<()> {
     /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
     /// let x = ndarray::Array1::from_elem(1000, half::bf16::from_f32(0.5));
@@ -260,6 +263,7 @@ pub trait ReduceExt {
     ///
     /// ```no_run
     /// # use cuda_kernels_host::reduce::Product;
+    /// # use cuda_kernels_host::prelude::*;
     /// # fn main() -> cuda_kernels_host::Result<()> {
     /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
     /// assert_eq!(gpu.reduce_slice::<Product, i32>(&[2, 3, 7], Some(10))?, 420);
@@ -278,6 +282,7 @@ pub trait ReduceExt {
     ///
     /// ```no_run
     /// # use cuda_kernels_host::reduce::Sum;
+    /// # use cuda_kernels_host::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
     /// let d = gpu.to_device(&[1.0f64, 2.0, 3.0])?;
@@ -297,6 +302,7 @@ pub trait ReduceExt {
     ///
     /// ```no_run
     /// # use cuda_kernels_host::reduce::Sum;
+    /// # use cuda_kernels_host::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
     /// let d = gpu.to_device(&vec![1i32; 1 << 20])?;
@@ -321,6 +327,7 @@ pub trait ReduceExt {
     ///
     /// ```no_run
     /// # use cuda_kernels_host::reduce::Sum;
+    /// # use cuda_kernels_host::prelude::*;
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
     /// let d = gpu.to_device(&vec![2i64; 1000])?;

@@ -6,6 +6,7 @@
 //!
 //! ```no_run
 //! use cuda_kernels_host::sort::{self, Order};
+//! # use cuda_kernels_host::prelude::*;
 //! # fn main() -> cuda_kernels_host::Result<()> {
 //! # let gpu = cuda_kernels_host::Gpu::simulator()?;
 //! let keys = ndarray::array![2.5f32, f32::NAN, -0.0, 0.0, -1.0];
