@@ -318,6 +318,7 @@ macro_rules! wgmma_input {
         impl WgmmaInput for $t {
             const BYTES: u32 = $bytes;
             #[track_caller]
+            #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             unsafe fn mma_m64n256(_: &mut [f32; N256_ACCUMULATORS], _: u64, _: u64) {
                 imp::not_simulated("wgmma.mma_async")
             }
@@ -450,6 +451,7 @@ mod imp {
 mod imp {
     /// Ends the simulated thread: the simulator does not model `what`.
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     #[cold]
     pub fn not_simulated(what: &str) -> ! {
         let at = std::panic::Location::caller();
@@ -462,66 +464,79 @@ mod imp {
     }
 
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn mbarrier_init(_: u32, _: u32) {
         not_simulated("mbarrier.init")
     }
 
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn mbarrier_arrive(_: u32) {
         not_simulated("mbarrier.arrive")
     }
 
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn mbarrier_arrive_expect_tx(_: u32, _: u32) {
         not_simulated("mbarrier.arrive.expect_tx")
     }
 
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn mbarrier_try_wait(_: u32, _: u32) -> bool {
         not_simulated("mbarrier.try_wait")
     }
 
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn fence_barrier_init() {
         not_simulated("fence.mbarrier_init")
     }
 
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub unsafe fn acquire_tensor_map(_: u64) {
         not_simulated("fence.proxy.tensormap")
     }
 
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub unsafe fn prefetch_tensor_map(_: u64) {
         not_simulated("prefetch.tensormap")
     }
 
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub unsafe fn tma_load_3d(_: u32, _: u64, _: u32, _: i32, _: i32, _: i32) {
         not_simulated("cp.async.bulk.tensor")
     }
 
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn wgmma_fence() {
         not_simulated("wgmma.fence")
     }
 
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn wgmma_commit_group() {
         not_simulated("wgmma.commit_group")
     }
 
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn wgmma_wait_group<const N: u32>() {
         not_simulated("wgmma.wait_group")
     }
 
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn setmaxnreg_inc<const N: u32>() {
         not_simulated("setmaxnreg")
     }
 
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn setmaxnreg_dec<const N: u32>() {
         not_simulated("setmaxnreg")
     }

@@ -108,6 +108,14 @@
 //! host reads after a fault on the GPU, with this very type.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![warn(missing_docs)]
+
+// On the host, the simulator names a user's call site through
+// `#[track_caller]`. rustc 1.95's MIR inliner loses that location when a
+// `#[track_caller]` function whose body calls another one is inlined across
+// crates (seen with incremental compilation off, as in every release build:
+// `activemask` grouped the lanes of two call sites as one). So every public
+// `#[track_caller]` entry of this crate is `inline(never)` on the host and
+// `inline(always)` on the GPU, where no location is passed.
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
 
 pub mod arith;

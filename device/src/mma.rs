@@ -232,9 +232,9 @@ from_fn!(FragB, B_K16N8, 2);
 /// (`mma.sync.aligned.m16n8k16.row.col.f32.<T>.<T>.f32`): each lane gives
 /// its fragments and gets its 4 elements of D ([`C_M16N8`]). A warp
 /// collective (all 32 lanes, converged).
-#[inline(always)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn mma_m16n8k16<T: MmaHalf>(a: FragA<T>, b: FragB<T>, c: [f32; 4]) -> [f32; 4] {
     #[cfg(not(target_arch = "nvptx64"))]
     return sim::mma(&A_M16K16, &a.regs, &B_K16N8, &b.regs, c, 16, |r, i| {
@@ -283,9 +283,9 @@ pub fn mma_m16n8k16<T: MmaHalf>(a: FragA<T>, b: FragB<T>, c: [f32; 4]) -> [f32; 
 /// (`mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`): the tensor core
 /// reads the upper 19 bits of each f32 of A and B (round them first with
 /// [`to_tf32`] for round-to-nearest). A warp collective.
-#[inline(always)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn mma_m16n8k8_tf32(a: FragATf32, b: FragBTf32, c: [f32; 4]) -> [f32; 4] {
     #[cfg(not(target_arch = "nvptx64"))]
     return sim::mma(
@@ -354,8 +354,8 @@ macro_rules! ldmatrix {
         #[doc = concat!("0..", stringify!($n), "·8")]
         /// ) is a shared-window address, 16-byte aligned, of 16 live
         /// bytes that no thread writes concurrently.
-        #[inline(always)]
-        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        #[cfg_attr(target_arch = "nvptx64", inline(always))]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
         pub unsafe fn $name(row_addr: u32) -> [u32; $n] {
             #[cfg(not(target_arch = "nvptx64"))]
             return sim::ldmatrix::<$n>(row_addr, $trans);
@@ -443,8 +443,8 @@ macro_rules! cp_async {
         /// `src` points to `src_bytes` readable bytes; nothing else reads or
         /// writes `dst` until a [`cp_async_wait`] has retired this copy's
         /// group.
-        #[inline(always)]
-        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        #[cfg_attr(target_arch = "nvptx64", inline(always))]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
         pub unsafe fn $name(dst: u32, src: *const u8, src_bytes: u32) {
             #[cfg(not(target_arch = "nvptx64"))]
             // SAFETY: forwarded from the caller.
@@ -476,8 +476,8 @@ cp_async!(
 
 /// `cp.async.commit_group`: closes this thread's group of copies issued
 /// since the last commit.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn cp_async_commit() {
     #[cfg(not(target_arch = "nvptx64"))]
     sim::commit();
@@ -491,8 +491,8 @@ pub fn cp_async_commit() {
 /// `cp.async.wait_group N`: waits until at most `N` of this thread's
 /// committed groups are still in flight (`N = 0`: all done). The data is
 /// then visible to this thread; other threads see it after a barrier.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn cp_async_wait<const N: u32>() {
     #[cfg(not(target_arch = "nvptx64"))]
     sim::wait(N);
@@ -519,6 +519,7 @@ mod sim {
     /// and rounds once (the tensor core's order is not IEEE's; the GEMM
     /// tests bound the difference).
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub(super) fn mma<const NA: usize, const NB: usize>(
         la: &Layout,
         a: &[u32; NA],
@@ -577,6 +578,7 @@ mod sim {
     /// `8i..8i+8` by shuffles, and each lane reads its elements of
     /// [`LDMATRIX_8X8`] (transposed with `.trans`) from shared memory.
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub(super) fn ldmatrix<const N: usize>(row_addr: u32, trans: bool) -> [u32; N] {
         let lane = crate::warp::lane_id();
         let mut d = [0u32; N];
@@ -621,6 +623,7 @@ mod sim {
 
     /// Queues the copy and poisons its destination until it is made.
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub(super) unsafe fn cp_async(dst: u32, src: *const u8, bytes: u32, src_bytes: u32) {
         assert!(
             src_bytes <= bytes,
@@ -650,6 +653,7 @@ mod sim {
 
     /// Makes the copies of all but the newest `n` committed groups.
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub(super) fn wait(n: u32) {
         let due: Vec<Copy> = PENDING.with(|p| {
             let mut p = p.borrow_mut();

@@ -115,8 +115,8 @@ impl<T> PrintfArg for *mut T {
 ///
 /// # Safety
 /// `format` is NUL-terminated and its conversions match the buffer's layout.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub unsafe fn vprintf(format: *const u8, args: &PrintfArgs) -> i32 {
     #[cfg(not(target_arch = "nvptx64"))]
     // SAFETY: forwarded from the caller.

@@ -91,13 +91,15 @@ macro_rules! shared_scalar {
 macro_rules! shared_scalar {
     ($bits:ty, $reg:ident, $ld:literal, $st:literal: $($t:ty),*) => {$(
         impl SharedScalar for $t {
-            #[inline(always)]
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
             #[track_caller]
+            #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             unsafe fn load_shared(addr: u32) -> Self {
                 crate::sim::shared_load(addr)
             }
-            #[inline(always)]
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
             #[track_caller]
+            #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             unsafe fn store_shared(addr: u32, value: Self) {
                 crate::sim::shared_store(addr, value)
             }
@@ -178,8 +180,9 @@ pub trait SharedAtomic: SharedAtomicAdd + Eq {
 /// Ends the thread with a located fault when `addr` is not aligned to `T`
 /// (the GPU's `atom.shared` would raise an unlocated misaligned-address
 /// error instead).
-#[inline(always)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[track_caller]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
 fn check_atomic_alignment<T>(addr: u32) {
     if !addr.is_multiple_of(core::mem::size_of::<T>() as u32) {
         let at = core::panic::Location::caller();
@@ -222,8 +225,9 @@ macro_rules! shared_rmw {
 macro_rules! shared_atomic_add {
     ($($t:ty, $reg:ident, $instr:literal, $host_add:expr;)*) => {$(
         impl SharedAtomicAdd for $t {
-            #[inline(always)]
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
             #[track_caller]
+            #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             unsafe fn shared_fetch_add(addr: u32, value: $t) -> $t {
                 shared_rmw!($t, $reg, $instr, addr, value, |old: $t| $host_add(old, value))
             }
@@ -244,44 +248,51 @@ shared_atomic_add! {
 macro_rules! shared_atomic_int {
     ($($t:ty, $reg:ident, $signed:literal, $bits:literal;)*) => {$(
         impl SharedAtomic for $t {
-            #[inline(always)]
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
             #[track_caller]
+            #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             unsafe fn shared_fetch_min(addr: u32, value: $t) -> $t {
                 shared_rmw!($t, $reg, concat!("atom.shared.min.", $signed), addr, value,
                             |old: $t| old.min(value))
             }
-            #[inline(always)]
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
             #[track_caller]
+            #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             unsafe fn shared_fetch_max(addr: u32, value: $t) -> $t {
                 shared_rmw!($t, $reg, concat!("atom.shared.max.", $signed), addr, value,
                             |old: $t| old.max(value))
             }
-            #[inline(always)]
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
             #[track_caller]
+            #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             unsafe fn shared_fetch_and(addr: u32, value: $t) -> $t {
                 shared_rmw!($t, $reg, concat!("atom.shared.and.", $bits), addr, value,
                             |old: $t| old & value)
             }
-            #[inline(always)]
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
             #[track_caller]
+            #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             unsafe fn shared_fetch_or(addr: u32, value: $t) -> $t {
                 shared_rmw!($t, $reg, concat!("atom.shared.or.", $bits), addr, value,
                             |old: $t| old | value)
             }
-            #[inline(always)]
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
             #[track_caller]
+            #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             unsafe fn shared_fetch_xor(addr: u32, value: $t) -> $t {
                 shared_rmw!($t, $reg, concat!("atom.shared.xor.", $bits), addr, value,
                             |old: $t| old ^ value)
             }
-            #[inline(always)]
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
             #[track_caller]
+            #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             unsafe fn shared_exchange(addr: u32, value: $t) -> $t {
                 shared_rmw!($t, $reg, concat!("atom.shared.exch.", $bits), addr, value,
                             |_: $t| value)
             }
-            #[inline(always)]
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
             #[track_caller]
+            #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             unsafe fn shared_compare_exchange(addr: u32, current: $t, new: $t) -> $t {
                 check_atomic_alignment::<$t>(addr);
                 #[cfg(not(target_arch = "nvptx64"))]
@@ -367,8 +378,8 @@ impl<T: SharedScalar, const N: usize> SharedArray<T, N> {
     /// # Safety
     /// `i < N`, and no other thread writes element `i` concurrently (separate
     /// the write and this read by [`sync_threads`](super::sync::sync_threads)).
-    #[inline(always)]
-    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
     pub unsafe fn load(&self, i: usize) -> T {
         // SAFETY: i < N by the caller; the array lives for the kernel.
         unsafe { T::load_shared(self.element_address(i)) }
@@ -378,8 +389,8 @@ impl<T: SharedScalar, const N: usize> SharedArray<T, N> {
     ///
     /// # Safety
     /// `i < N`, and no other thread reads or writes element `i` concurrently.
-    #[inline(always)]
-    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
     pub unsafe fn store(&self, i: usize, value: T) {
         // SAFETY: i < N by the caller; the array lives for the kernel.
         unsafe { T::store_shared(self.element_address(i), value) }
@@ -393,8 +404,9 @@ impl<T: SharedAtomicAdd, const N: usize> SharedArray<T, N> {
     /// # Safety
     /// `i < N`; no other thread reads or writes element `i` without an
     /// atomic meanwhile (separate plain accesses by a barrier).
-    #[inline(always)]
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub unsafe fn fetch_add(&self, i: usize, value: T) -> T {
         // SAFETY: i < N by the caller; the array lives for the kernel.
         unsafe { T::shared_fetch_add(self.element_address(i), value) }
@@ -410,8 +422,9 @@ macro_rules! shared_array_atomics {
                 ///
                 /// # Safety
                 /// As for [`fetch_add`](Self::fetch_add).
-                #[inline(always)]
+                #[cfg_attr(target_arch = "nvptx64", inline(always))]
                 #[track_caller]
+                #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
                 pub unsafe fn $method(&self, i: usize, value: T) -> T {
                     // SAFETY: i < N by the caller; the array lives for the kernel.
                     unsafe { T::$op(self.element_address(i), value) }
@@ -423,8 +436,9 @@ macro_rules! shared_array_atomics {
             ///
             /// # Safety
             /// As for [`fetch_add`](Self::fetch_add).
-            #[inline(always)]
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
             #[track_caller]
+            #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
             pub unsafe fn compare_exchange(&self, i: usize, current: T, new: T) -> T {
                 // SAFETY: i < N by the caller; the array lives for the kernel.
                 unsafe { T::shared_compare_exchange(self.element_address(i), current, new) }

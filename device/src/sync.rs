@@ -11,8 +11,8 @@
 ///
 /// Every thread of the block must reach the same barrier (no barrier inside a
 /// branch that only some threads take), or the block deadlocks.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn sync_threads() {
     imp::sync_threads()
 }
@@ -60,6 +60,7 @@ mod imp {
     use std::sync::atomic::{Ordering, fence};
 
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn sync_threads() {
         crate::sim::sync_threads(std::panic::Location::caller())
     }

@@ -19,8 +19,8 @@ use core::arch::asm;
 /// # Safety
 /// `addr` is a shared-window address, 16-byte aligned, of four live `f32`
 /// that no other thread writes concurrently.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub unsafe fn load_shared_f32x4(addr: u32) -> [f32; 4] {
     #[cfg(not(target_arch = "nvptx64"))]
     return crate::sim::shared_load(addr);
@@ -50,8 +50,8 @@ pub unsafe fn load_shared_f32x4(addr: u32) -> [f32; 4] {
 /// # Safety
 /// `addr` is a shared-window address, 16-byte aligned, of four live `f32`
 /// slots that no other thread reads or writes concurrently.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub unsafe fn store_shared_f32x4(addr: u32, v: [f32; 4]) {
     #[cfg(not(target_arch = "nvptx64"))]
     return crate::sim::shared_store(addr, v);
@@ -77,8 +77,8 @@ pub unsafe fn store_shared_f32x4(addr: u32, v: [f32; 4]) {
 /// # Safety
 /// `addr` is a shared-window address, 4-byte aligned, of a live `f32` slot
 /// that no other thread reads or writes concurrently.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub unsafe fn store_shared_f32(addr: u32, v: f32) {
     #[cfg(not(target_arch = "nvptx64"))]
     return crate::sim::shared_store(addr, v);

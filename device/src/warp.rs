@@ -76,8 +76,8 @@ macro_rules! shfl_b32 {
         ///
         /// A warp collective: all 32 lanes must call it together (see the
         /// [module docs](self)).
-        #[inline(always)]
-        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        #[cfg_attr(target_arch = "nvptx64", inline(always))]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
         pub fn $name(value: u32, lane_arg: u32) -> u32 {
             $sync(FULL_MASK, value, lane_arg)
         }
@@ -87,8 +87,8 @@ macro_rules! shfl_b32 {
         /// With the member mask `mask`: a warp collective of the lanes in
         /// `mask`, each of which must call it with the same mask (see the
         /// [module docs](self)).
-        #[inline(always)]
-        #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+        #[cfg_attr(target_arch = "nvptx64", inline(always))]
+        #[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
         pub fn $sync(mask: u32, value: u32, lane_arg: u32) -> u32 {
             #[cfg(not(target_arch = "nvptx64"))]
             return crate::sim::warp_collective(
@@ -171,57 +171,57 @@ shuffle32!(u32, i32, f32);
 shuffle64!(u64, i64, f64);
 
 /// [`shfl_down_b32`] for any [`Shuffle`] type (64-bit values: two shuffles).
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn shuffle_down<T: Shuffle>(value: T, delta: u32) -> T {
     shuffle_down_sync(FULL_MASK, value, delta)
 }
 
 /// [`shfl_down_sync_b32`] for any [`Shuffle`] type: the lanes in `mask` only.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn shuffle_down_sync<T: Shuffle>(mask: u32, value: T, delta: u32) -> T {
     value.shuffle_with(|w| shfl_down_sync_b32(mask, w, delta))
 }
 
 /// [`shfl_up_b32`] for any [`Shuffle`] type.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn shuffle_up<T: Shuffle>(value: T, delta: u32) -> T {
     shuffle_up_sync(FULL_MASK, value, delta)
 }
 
 /// [`shfl_up_sync_b32`] for any [`Shuffle`] type: the lanes in `mask` only.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn shuffle_up_sync<T: Shuffle>(mask: u32, value: T, delta: u32) -> T {
     value.shuffle_with(|w| shfl_up_sync_b32(mask, w, delta))
 }
 
 /// [`shfl_xor_b32`] for any [`Shuffle`] type.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn shuffle_xor<T: Shuffle>(value: T, lane_mask: u32) -> T {
     shuffle_xor_sync(FULL_MASK, value, lane_mask)
 }
 
 /// [`shfl_xor_sync_b32`] for any [`Shuffle`] type: the lanes in `mask` only.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn shuffle_xor_sync<T: Shuffle>(mask: u32, value: T, lane_mask: u32) -> T {
     value.shuffle_with(|w| shfl_xor_sync_b32(mask, w, lane_mask))
 }
 
 /// [`shfl_idx_b32`] for any [`Shuffle`] type.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn shuffle_idx<T: Shuffle>(value: T, src_lane: u32) -> T {
     shuffle_idx_sync(FULL_MASK, value, src_lane)
 }
 
 /// [`shfl_idx_sync_b32`] for any [`Shuffle`] type: the lanes in `mask` only.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn shuffle_idx_sync<T: Shuffle>(mask: u32, value: T, src_lane: u32) -> T {
     value.shuffle_with(|w| shfl_idx_sync_b32(mask, w, src_lane))
 }
@@ -260,16 +260,16 @@ pub fn all_reduce<T: Shuffle>(value: T, combine: impl Fn(T, T) -> T) -> T {
 
 /// `__ballot_sync(0xffffffff, pred)`: bit `i` is set when lane `i`'s
 /// predicate is true.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn ballot(pred: bool) -> u32 {
     ballot_sync(FULL_MASK, pred)
 }
 
 /// `__ballot_sync(mask, pred)`: bit `i` is set when lane `i` is in `mask`
 /// and its predicate is true.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn ballot_sync(mask: u32, pred: bool) -> u32 {
     #[cfg(not(target_arch = "nvptx64"))]
     return crate::sim::warp_collective(crate::sim::WarpOp::Ballot, mask, pred as u32, 0);
@@ -292,35 +292,35 @@ pub fn ballot_sync(mask: u32, pred: bool) -> u32 {
 }
 
 /// `__any_sync(0xffffffff, pred)`: whether any lane's predicate is true.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn any(pred: bool) -> bool {
     any_sync(FULL_MASK, pred)
 }
 
 /// `__all_sync(0xffffffff, pred)`: whether every lane's predicate is true.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn all(pred: bool) -> bool {
     all_sync(FULL_MASK, pred)
 }
 
 /// `__any_sync(mask, pred)`: whether any lane of `mask` has a true predicate.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn any_sync(mask: u32, pred: bool) -> bool {
     vote(mask, pred, false)
 }
 
 /// `__all_sync(mask, pred)`: whether every lane of `mask` has a true predicate.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn all_sync(mask: u32, pred: bool) -> bool {
     vote(mask, pred, true)
 }
 
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 fn vote(mask: u32, pred: bool, all: bool) -> bool {
     #[cfg(not(target_arch = "nvptx64"))]
     return crate::sim::warp_collective(
@@ -364,8 +364,8 @@ fn vote(mask: u32, pred: bool, all: bool) -> bool {
 ///
 /// On the host the simulator waits the same way, and its race detector takes
 /// a `syncwarp` of two lanes as ordering their shared-memory accesses.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn syncwarp(mask: u32) {
     #[cfg(not(target_arch = "nvptx64"))]
     crate::sim::warp_collective(crate::sim::WarpOp::Sync, mask, 0, 0);
@@ -385,8 +385,8 @@ pub fn syncwarp(mask: u32) {
 /// On the host the simulator runs every thread of the block as far as it
 /// can go first, then gives the lanes of the warp that reached the same call
 /// site the mask of them.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn activemask() -> u32 {
     #[cfg(not(target_arch = "nvptx64"))]
     return crate::sim::warp_collective(crate::sim::WarpOp::ActiveMask, 0, 0, 0);
@@ -420,8 +420,8 @@ macro_rules! match_sync {
 /// `__match_any_sync(mask, value)`: the lanes of `mask` whose `value` equals
 /// this lane's (`match.any.sync.b32`; sm_70 and later). A warp collective
 /// of the lanes in `mask`.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn match_any_sync(mask: u32, value: u32) -> u32 {
     #[cfg(not(target_arch = "nvptx64"))]
     return crate::sim::warp_collective(crate::sim::WarpOp::MatchAny, mask, value, 0);
@@ -430,8 +430,8 @@ pub fn match_any_sync(mask: u32, value: u32) -> u32 {
 }
 
 /// [`match_any_sync`] of a 64-bit value (`match.any.sync.b64`).
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn match_any_sync_u64(mask: u32, value: u64) -> u32 {
     // The lanes with the same 64 bits: those with the same low and high words.
     #[cfg(not(target_arch = "nvptx64"))]
@@ -443,8 +443,8 @@ pub fn match_any_sync_u64(mask: u32, value: u64) -> u32 {
 /// `__match_all_sync(mask, value, &pred)`: `mask` when every lane of `mask`
 /// has the same `value`, else 0 (`match.all.sync.b32`; sm_70 and later). A
 /// warp collective of the lanes in `mask`.
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn match_all_sync(mask: u32, value: u32) -> u32 {
     #[cfg(not(target_arch = "nvptx64"))]
     return crate::sim::warp_collective(crate::sim::WarpOp::MatchAll, mask, value, 0);
@@ -453,8 +453,8 @@ pub fn match_all_sync(mask: u32, value: u32) -> u32 {
 }
 
 /// [`match_all_sync`] of a 64-bit value (`match.all.sync.b64`).
-#[inline(always)]
-#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn match_all_sync_u64(mask: u32, value: u64) -> u32 {
     #[cfg(not(target_arch = "nvptx64"))]
     return match_all_sync(mask, value as u32) & match_all_sync(mask, (value >> 32) as u32);

@@ -44,8 +44,9 @@ pub struct BlockHistogram<const N: usize> {
 impl<const N: usize> BlockHistogram<N> {
     /// The histogram of `bins` bins in `counts` (asserted `bins ≤ N`: a
     /// located fault otherwise).
-    #[inline(always)]
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn new(counts: SharedArray<u32, N>, bins: usize) -> Self {
         crate::gpu_assert!(bins <= N, "block histogram: more bins than shared memory");
         Self { counts, bins }

@@ -222,8 +222,9 @@ pub unsafe fn digit_exclusive_scan(
 ///
 /// # Safety
 /// The shared arrays are the block's own, used by nothing else meanwhile.
-#[inline(always)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[track_caller]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
 pub unsafe fn block_radix_rank<const ITEMS: usize, const N: usize>(
     digits: &[u32; ITEMS],
     shared: &RadixSortShared<N>,
@@ -258,8 +259,9 @@ impl<'a, const N: usize> RadixRank<'a, N> {
     ///
     /// # Safety
     /// As for [`block_radix_rank`].
-    #[inline(always)]
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub unsafe fn begin(shared: &'a RadixSortShared<N>) -> Self {
         let threads = thread::block_dim_x() as usize;
         crate::gpu_assert!(
@@ -405,8 +407,9 @@ unsafe fn shared_add(addr: u32, value: u32) -> u32 {
 /// # Safety
 /// As for [`block_radix_rank`]; the exchange arrays are the block's own.
 #[allow(clippy::too_many_arguments)]
-#[inline(always)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[track_caller]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
 pub unsafe fn block_radix_sort<
     K: RadixKey,
     V: SharedScalar,

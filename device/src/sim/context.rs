@@ -430,6 +430,7 @@ pub(crate) fn fail(file: &str, line: u32, column: u32, message: &str) -> ! {
 /// The shared-memory offset of the static array keyed `key` (`bytes` long),
 /// laid out after the dynamic memory and the arrays declared before it.
 #[track_caller]
+#[inline(never)]
 pub(crate) fn static_shared(key: usize, name: &'static str, bytes: usize) -> u32 {
     let declared = Location::caller();
     let ctx = current();

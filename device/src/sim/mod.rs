@@ -498,6 +498,7 @@ fn check_shared_alignment(addr: u32, size: usize, site: &'static std::panic::Loc
 
 /// The current thread's load of a `T` at shared offset `addr`.
 #[track_caller]
+#[inline(never)]
 pub(crate) fn shared_load<T: Copy>(addr: u32) -> T {
     let site = std::panic::Location::caller();
     check_shared_alignment(addr, size_of::<T>(), site);
@@ -508,6 +509,7 @@ pub(crate) fn shared_load<T: Copy>(addr: u32) -> T {
 
 /// The current thread's store of a `T` at shared offset `addr`.
 #[track_caller]
+#[inline(never)]
 pub(crate) fn shared_store<T: Copy>(addr: u32, value: T) {
     let site = std::panic::Location::caller();
     check_shared_alignment(addr, size_of::<T>(), site);
@@ -521,6 +523,7 @@ pub(crate) fn shared_store<T: Copy>(addr: u32, value: T) {
 /// to the new one; returns the old one. Atomic among the block's simulated
 /// threads, which run one at a time on the block's OS thread.
 #[track_caller]
+#[inline(never)]
 pub(crate) fn shared_rmw<T: Copy>(addr: u32, update: impl FnOnce(T) -> T) -> T {
     let site = std::panic::Location::caller();
     let p = context::shared_ptr(addr, size_of::<T>(), Access::Atomic, site).cast::<T>();
@@ -579,6 +582,7 @@ pub(crate) enum WarpOp {
 
 /// The current thread's part in a warp collective of the lanes in `mask`.
 #[track_caller]
+#[inline(never)]
 pub(crate) fn warp_collective(op: WarpOp, mask: u32, value: u32, arg: u32) -> u32 {
     let site = std::panic::Location::caller();
     current().suspend(scheduler::Event::Warp(scheduler::Pending {
@@ -648,6 +652,7 @@ impl<T> ParamValue for ParamProbe<'_, T> {
 /// of the invocation), `bytes` long, in the current block.
 #[doc(hidden)]
 #[track_caller]
+#[inline(never)]
 pub fn static_shared(key: usize, name: &'static str, bytes: usize) -> u32 {
     context::static_shared(key, name, bytes)
 }

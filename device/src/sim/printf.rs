@@ -112,6 +112,7 @@ const RECORD_HEADER_BYTES: usize = 16;
 /// `format` is NUL-terminated; a `%s` argument points to a NUL-terminated
 /// string (or is null).
 #[track_caller]
+#[inline(never)]
 pub(crate) unsafe fn vprintf(format: *const u8, args: &[u8]) -> i32 {
     // SAFETY: forwarded from the caller.
     let format = unsafe { CStr::from_ptr(format.cast()) };
