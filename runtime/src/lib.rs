@@ -9,6 +9,8 @@
 //! - [`memory`]: device buffers and slices and streams, on either backend;
 //!   [`async_mem`]: page-locked host memory and non-blocking streams;
 //! - [`kernel`]: the typed launch ([`Gpu::launch`]) of a [`Kernel`] handle;
+//!   [`host_launch`]: the same on host slices, copied in and out in one
+//!   call ([`Gpu::launch_host`]);
 //! - [`launch`]: [`LaunchConfig`] and the launch-shape checks done before
 //!   any pointer reaches a kernel;
 //! - [`image`]: PTX and cubins ([`Images`], [`embedded_images!`]);
@@ -51,6 +53,7 @@ pub mod devices;
 pub mod dynlib;
 pub mod error;
 pub mod gpu;
+pub mod host_launch;
 pub mod image;
 pub mod kernel;
 pub mod launch;
@@ -61,6 +64,7 @@ pub mod timing;
 
 pub use error::{CudaResultExt, Error, Result};
 pub use gpu::{Gpu, SIM_ENV, init, sim_requested};
+pub use host_launch::{In, InOut};
 pub use image::{Cubin, Images, KernelResources, LoadedImage};
 pub use kernel::{Kernel, KernelArgs, KernelParam};
 pub use launch::LaunchConfig;
