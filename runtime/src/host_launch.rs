@@ -192,15 +192,7 @@ macro_rules! host_tuple_args {
         }
     };
 }
-host_tuple_args!();
-host_tuple_args!(A0 P0 0);
-host_tuple_args!(A0 P0 0, A1 P1 1);
-host_tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2);
-host_tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3);
-host_tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4);
-host_tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5);
-host_tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6);
-host_tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7);
+for_each_arity!(host_tuple_args);
 
 impl Gpu {
     /// Launches `kernel` with `cfg` on host data, in one call: copies each
