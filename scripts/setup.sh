@@ -80,7 +80,7 @@ fi
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/cuda-kernels"
 if [ -x "$PTXAS_BIN" ] && [ ! -d "$CACHE/ptxas/nvidia_cuda_nvcc_cu12-12.9.86.dist-info" -o -L "$CACHE/ptxas" ]; then
   say "copying ptxas and libdevice to $CACHE/ptxas for workspaces outside this clone"
-  mkdir -p "$CACHE" && rm -rf "$CACHE/ptxas.new" && cp -a "$TOOLS/ptxas" "$CACHE/ptxas.new" \
+  rm -rf "$CACHE/ptxas.new" && mkdir -p "$CACHE/ptxas.new" && cp -a "$TOOLS/ptxas/." "$CACHE/ptxas.new" \
     && rm -rf "$CACHE/ptxas" && mv "$CACHE/ptxas.new" "$CACHE/ptxas"
 fi
 
