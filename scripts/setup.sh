@@ -7,7 +7,7 @@
 #     that `cust` links and fails cleanly at run time with "no device";
 #  3. a CUDA root with `lib64/` for cust's build script (CUDA_LIBRARY_PATH);
 #  4. `ptxas` from the PyPI wheel nvidia-cuda-nvcc-cu12, pinned, in
-#     .tools/ptxas (linked from ~/.cache/cuda-kernels/ptxas for workspaces
+#     .tools/ptxas (copied to ~/.cache/cuda-kernels/ptxas for workspaces
 #     outside the clone): build.rs assembles the embedded sm_80/sm_90 cubins with it
 #     and tests/ptx.rs checks the PTX for sm_70/80/90 (CUDA 13's ptxas
 #     dropped sm_70; 12.9 assembles it). build.rs and the tests find it there
@@ -76,9 +76,12 @@ if ! "$PTXAS_BIN" --version >/dev/null 2>&1; then
 fi
 # The same wheel for workspaces outside this clone: cuda-kernels-builder also
 # looks in the user's cache, ${XDG_CACHE_HOME:-~/.cache}/cuda-kernels/ptxas.
+# A copy, not a link: a link into this clone broke when the clone moved.
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/cuda-kernels"
-if [ -x "$PTXAS_BIN" ] && { [ -L "$CACHE/ptxas" ] || [ ! -e "$CACHE/ptxas" ]; }; then
-  mkdir -p "$CACHE" && ln -sfn "$TOOLS/ptxas" "$CACHE/ptxas"
+if [ -x "$PTXAS_BIN" ] && [ ! -d "$CACHE/ptxas/nvidia_cuda_nvcc_cu12-12.9.86.dist-info" -o -L "$CACHE/ptxas" ]; then
+  say "copying ptxas and libdevice to $CACHE/ptxas for workspaces outside this clone"
+  rm -rf "$CACHE/ptxas.new" && mkdir -p "$CACHE/ptxas.new" && cp -a "$TOOLS/ptxas/." "$CACHE/ptxas.new" \
+    && rm -rf "$CACHE/ptxas" && mv "$CACHE/ptxas.new" "$CACHE/ptxas"
 fi
 
 # 5. the C ABI callers (tests/capi_callers.rs): NumPy for the Python ctypes

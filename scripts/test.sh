@@ -60,8 +60,9 @@ MANIFEST=examples/downstream/Cargo.toml nvptx clippy --quiet -p downstream-kerne
 # anywhere above it: ptxas and libdevice are found by the builder itself (the
 # cache scripts/setup.sh fills); only cust's build script needs a CUDA root
 # with lib64/, which a machine without the toolkit names in CUDA_LIBRARY_PATH
-# (docs/library.md's one line). Its dev profile is the simulator's (quiet: no
-# "built without optimisation" warning).
+# (docs/setup.md, "Your own workspace"). Its release build is quiet (no
+# warning), and its dev profile the simulator's (no "built without
+# optimisation" warning).
 template="$(mktemp -d)"
 tar -C examples/downstream --exclude=./target -cf - . | tar -C "$template" -xf -
 sed -i "s#path = \"\.\./\.\.#path = \"$PWD#" "$template/Cargo.toml"
@@ -70,7 +71,8 @@ if grep -q 'path = "\.\.' "$template/Cargo.toml"; then echo "template: a relativ
   cd "$template"
   [ -d /usr/local/cuda/lib64 ] || export CUDA_LIBRARY_PATH=/usr
   unset PTXAS CUDA_KERNELS_LIBDEVICE
-  cargo build --release --target-dir "$OLDPWD/target/downstream"
+  cargo build --release --target-dir "$OLDPWD/target/downstream" 2>&1 | tee build.log
+  if grep -q '^warning' build.log; then echo "template: its release build is not quiet" >&2; exit 1; fi
   "$OLDPWD/target/downstream/release/downstream-app"
   cargo test --release --target-dir "$OLDPWD/target/downstream"
   CUDA_KERNELS_SIM=1 cargo run --target-dir "$OLDPWD/target/downstream" 2>&1 | tee run.log

@@ -237,6 +237,27 @@ pub fn warnings(stderr: &str) -> Vec<String> {
     out
 }
 
+/// `stderr` without cargo's progress lines (`   Compiling core v0.0.0`,
+/// `    Finished …`): what is left is rustc's messages.
+pub fn without_progress(stderr: &str) -> String {
+    const STATUS: [&str; 8] = [
+        "Compiling",
+        "Finished",
+        "Blocking",
+        "Updating",
+        "Locking",
+        "Downloading",
+        "Downloaded",
+        "Fresh",
+    ];
+    let progress = |line: &str| {
+        let word = line.trim_start().split(' ').next().unwrap_or_default();
+        line.starts_with(' ') && STATUS.contains(&word)
+    };
+    let kept: Vec<&str> = stderr.lines().filter(|l| !progress(l)).collect();
+    kept.join("\n")
+}
+
 /// `<target>/nvptx-kernels/<crate folder>-<hash of its path>`, `<target>`
 /// found from `out_dir` (`<target>/[<triple>/]<profile>/build/<pkg>/out`):
 /// shared by the debug and release outer builds, never the outer build's own
@@ -290,12 +311,13 @@ pub fn known_archs() -> Option<Vec<String>> {
         .args(["--print", "target-cpus", "--target", TARGET])
         .output()
         .ok()?;
-    let list: Vec<String> = String::from_utf8_lossy(&out.stdout)
+    let mut list: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.split_whitespace().next())
         .filter(|w| sm(w).is_some())
         .map(str::to_string)
         .collect();
+    list.sort_by_key(|a| (sm(a), a.clone()));
     (out.status.success() && !list.is_empty()).then_some(list)
 }
 
@@ -418,6 +440,12 @@ pub fn entry_max_registers(ptx: &str) -> String {
         i += 1;
     }
     out
+}
+
+/// Whether `ptxas`'s messages say it does not know the architecture it was
+/// asked for (`Value 'sm_110' is not defined for option 'gpu-name'`).
+pub fn ptxas_unknown_arch(stderr: &str) -> bool {
+    stderr.contains("is not defined for option 'gpu-name'")
 }
 
 /// A cubin `ptxas` wrote, with what it reported of each kernel.
@@ -612,6 +640,15 @@ mod tests {
     }
 
     #[test]
+    fn cargos_progress_lines_are_left_out_of_rustcs_messages() {
+        let stderr = "   Compiling core v0.0.0 (/rust/library/core)\n    Blocking waiting for file lock\nerror[E0308]: mismatched types\n --> kernels/src/lib.rs:7:5\n    Finished nothing\n";
+        assert_eq!(
+            without_progress(stderr),
+            "error[E0308]: mismatched types\n --> kernels/src/lib.rs:7:5"
+        );
+    }
+
+    #[test]
     fn the_builders_own_ptx_isa_warning_is_dropped() {
         let stderr = "warning: unstable feature specified for `-Ctarget-feature`: `ptx80`\n  |\n  = note: this feature is not stably supported\nwarning: `k` (lib) generated 1 warning\n    Finished `release` profile\n";
         assert!(warnings(stderr).is_empty(), "{:?}", warnings(stderr));
@@ -689,6 +726,25 @@ ptxas info    : Used 111 registers, used 1 barriers, 256 bytes smem\n";
                     stack_bytes: 0
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn an_architecture_ptxas_does_not_know_is_recognised() {
+        // ptxas 12.9's words for sm_110 (CUDA 13's).
+        let stderr = "ptxas fatal   : Value 'sm_110' is not defined for option 'gpu-name'\n";
+        assert!(ptxas_unknown_arch(stderr));
+        assert!(!ptxas_unknown_arch(
+            "ptxas fatal   : Unresolved extern function 'f'"
+        ));
+        let e = crate::Error::PtxasArch {
+            ptxas: PathBuf::from("/t/ptxas"),
+            arch: "sm_110".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "/t/ptxas does not know \"sm_110\" (asked for by KernelBuild::cubins): leave it out, \
+             or use a ptxas that knows it (`pip install -U nvidia-cuda-nvcc-cu12`, or set PTXAS)"
         );
     }
 

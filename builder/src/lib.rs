@@ -35,9 +35,10 @@
 //!   (`CUDA_KERNELS_LIBDEVICE`);
 //! - writes `$OUT_DIR/<name>.ptx` (the portable PTX, for the oldest
 //!   architecture); with [`KernelBuild::cubins`] it builds the crate once
-//!   more for each architecture listed (`sm_80`, `sm_90a`: a build of its
-//!   own, `-Ctarget-cpu=<arch>` with that architecture's PTX ISA, so code
-//!   under `#[cfg(target_feature = "sm_90a")]` exists in that image alone),
+//!   more for each architecture listed, alongside the portable build
+//!   (`sm_80`, `sm_90a`: a build of its own, `-Ctarget-cpu=<arch>` with
+//!   that architecture's PTX ISA, so code under
+//!   `#[cfg(target_feature = "sm_90a")]` exists in that image alone),
 //!   writes its PTX to `$OUT_DIR/<name>.<arch>.ptx` and the cubin `ptxas -v`
 //!   assembles from it to `$OUT_DIR/<name>.<arch>.cubin`, listed in
 //!   `$OUT_DIR/<name>.cubins.rs` with each kernel's registers and stack frame
@@ -220,8 +221,8 @@ pub enum Error {
     },
     /// The kernels call libdevice (`__nv_…` functions) and none was found.
     NoLibdevice {
-        /// Every place looked at.
-        searched: Vec<PathBuf>,
+        /// Every place looked at, in order, as the message lists it.
+        searched: Vec<String>,
     },
     /// `ptxas` rejected the PTX: the driver's JIT would reject it too.
     Ptxas {
@@ -233,6 +234,14 @@ pub enum Error {
         ptx: PathBuf,
         /// Its messages.
         stderr: String,
+    },
+    /// `ptxas` does not know an architecture of [`KernelBuild::cubins`]
+    /// (rustc's NVPTX backend does: the `ptxas` is older than it).
+    PtxasArch {
+        /// The `ptxas` run.
+        ptxas: PathBuf,
+        /// The architecture.
+        arch: String,
     },
     /// A file could not be read or written.
     Io {
@@ -357,8 +366,8 @@ impl fmt::Display for Error {
                      toolkit has it in nvvm/libdevice/). Looked at:",
                     tools::INSTALL_LINE
                 )?;
-                for path in searched {
-                    write!(f, "\n  {}", path.display())?;
+                for place in searched {
+                    write!(f, "\n  {place}")?;
                 }
                 Ok(())
             }
@@ -374,6 +383,12 @@ impl fmt::Display for Error {
                 ptx.display(),
                 ptxas.display()
             ),
+            Self::PtxasArch { ptxas, arch } => write!(
+                f,
+                "{} does not know {arch:?} (asked for by KernelBuild::cubins): leave it out, or \
+                 use a ptxas that knows it (`pip install -U nvidia-cuda-nvcc-cu12`, or set {PTXAS_VAR})",
+                ptxas.display()
+            ),
             Self::Io { path, reason } => write!(f, "{}: {reason}", path.display()),
         }
     }
@@ -382,8 +397,10 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 impl Error {
-    /// Ends the build script with this error: the whole message on stderr
-    /// (which cargo shows), its first line as a `cargo::error`, exit status 1.
+    /// Ends the build script with this error: each line of the message as
+    /// a `cargo::error` (cargo prints them, `error: <package>: <line>`, and
+    /// fails the build), then exit status 0, so that cargo does not also
+    /// dump the script's whole stdout and stderr under them.
     ///
     /// ```no_run
     /// cuda_kernels_builder::KernelBuild::new("kernels")
@@ -392,15 +409,11 @@ impl Error {
     /// ```
     pub fn fail(self) -> ! {
         let text = self.to_string();
-        eprintln!("\n{text}\n");
-        let first = text.lines().next().unwrap_or_default();
-        let more = if text.contains('\n') {
-            " (the build script's stderr below has the details)"
-        } else {
-            ""
-        };
-        println!("cargo::error=cuda-kernels-builder: {first}{more}");
-        std::process::exit(1)
+        for (i, line) in text.lines().enumerate() {
+            let from = if i == 0 { "cuda-kernels-builder: " } else { "" };
+            cargo("error", format_args!("{from}{line}"));
+        }
+        std::process::exit(0)
     }
 }
 
@@ -550,6 +563,8 @@ impl KernelBuild {
             env_dir("CARGO_MANIFEST_DIR").or_else(|e| std::env::current_dir().map_err(|_| e))?;
         let crate_dir = manifest_dir.join(&self.crate_dir);
         inner::check_kernel_crate(&crate_dir)?;
+        // `app/../kernels` named as `kernels` in messages and rerun triggers.
+        let crate_dir = crate_dir.canonicalize().unwrap_or(crate_dir);
         if let Some(known) = inner::known_archs()
             && !known.contains(&self.arch)
         {
@@ -600,7 +615,27 @@ impl KernelBuild {
                 forward_warnings,
             )
         };
-        let (artifact, text) = compile(&self.arch, &target_dir, true)?;
+        // The portable build and each architecture's at once (their target
+        // folders differ; the inner cargos share the outer build's job
+        // tokens): on two cores a one-line change rebuilds in about half the
+        // time of one after the other.
+        let (portable, per_arch) = std::thread::scope(|scope| {
+            let jobs: Vec<_> = archs
+                .iter()
+                .map(|&(arch, _)| {
+                    let dir = target_dir.join(arch);
+                    let compile = &compile;
+                    scope.spawn(move || compile(arch, &dir, false))
+                })
+                .collect();
+            let portable = compile(&self.arch, &target_dir, true);
+            let per_arch: Vec<_> = jobs
+                .into_iter()
+                .map(|job| job.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect();
+            (portable, per_arch)
+        });
+        let (artifact, text) = portable?;
         let text = inner::entry_max_registers(&text);
         // The kernel crate's library name (the artifact is `<lib name>.ptx`):
         // the image identity its kernels' handles carry, on every image's
@@ -613,11 +648,11 @@ impl KernelBuild {
         std::fs::create_dir_all(&out_dir).map_err(io(&out_dir))?;
         let ptx = out_dir.join(format!("{name}.ptx"));
         std::fs::write(&ptx, marked(&text)).map_err(io(&ptx))?;
-        // Each architecture's build in a folder of its own (its flags differ,
-        // and cargo writes the PTX under the library name alone).
+        // Each architecture's build was in a folder of its own (its flags
+        // differ, and cargo writes the PTX under the library name alone).
         let mut arch_ptx = Vec::new();
-        for &(arch, _) in &archs {
-            let (_, text) = compile(arch, &target_dir.join(arch), false)?;
+        for (&(arch, _), built) in archs.iter().zip(per_arch) {
+            let (_, text) = built?;
             let text = inner::entry_max_registers(&text);
             let path = out_dir.join(format!("{name}.{arch}.ptx"));
             std::fs::write(&path, marked(&text)).map_err(io(&path))?;
@@ -651,7 +686,7 @@ fn compile(
     target_dir: &Path,
     arch: &str,
     libdevice: Option<&Path>,
-    searched: &[PathBuf],
+    searched: &[String],
     forward_warnings: bool,
 ) -> Result<(PathBuf, String), Error> {
     let cargo_bin = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
@@ -702,7 +737,7 @@ fn compile(
 /// Classifies a failed inner build: missing toolchain components first
 /// (asked of rustup, else read from the output), then libdevice missing for
 /// math, else rustc's compile errors.
-fn failure(crate_dir: &Path, no_libdevice: bool, searched: Vec<PathBuf>, stderr: String) -> Error {
+fn failure(crate_dir: &Path, no_libdevice: bool, searched: Vec<String>, stderr: String) -> Error {
     let toolchain = toolchain::active_toolchain(crate_dir);
     let missing = toolchain
         .as_deref()
@@ -741,7 +776,7 @@ fn failure(crate_dir: &Path, no_libdevice: bool, searched: Vec<PathBuf>, stderr:
     }
     Error::Compile {
         crate_dir: crate_dir.to_path_buf(),
-        stderr,
+        stderr: inner::without_progress(&stderr),
     }
 }
 
@@ -760,14 +795,13 @@ fn assemble(
 ) -> Result<(Option<PathBuf>, Vec<inner::AssembledCubin>), Error> {
     let (found, searched) = find_ptxas(manifest_dir);
     let Some(ptxas) = found else {
-        let places: Vec<_> = searched.iter().map(|p| p.display().to_string()).collect();
         cargo(
             "warning",
             format_args!(
                 "no ptxas found: {name} embeds PTX only, and the driver JIT-compiles it at the \
                  first start; run `{}` (or set {PTXAS_VAR}). Looked at: {}",
                 tools::INSTALL_LINE,
-                places.join(", ")
+                searched.join("; ")
             ),
         );
         return Ok((None, Vec::new()));
@@ -800,6 +834,12 @@ fn assemble(
                     path: cubin,
                     resources: inner::ptxas_resources(&String::from_utf8_lossy(&o.stderr)),
                 }),
+            Ok(o) if inner::ptxas_unknown_arch(&String::from_utf8_lossy(&o.stderr)) => {
+                return Err(Error::PtxasArch {
+                    ptxas: ptxas.clone(),
+                    arch: arch.to_string(),
+                });
+            }
             Ok(o) => {
                 return Err(Error::Ptxas {
                     ptxas: ptxas.clone(),
@@ -888,14 +928,14 @@ mod tests {
     #[test]
     fn no_libdevice_lists_where_it_looked() {
         let e = Error::NoLibdevice {
-            searched: vec![PathBuf::from(
-                "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc",
-            )],
+            searched: vec![
+                "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc (the CUDA toolkit)".into(),
+            ],
         };
         let text = e.to_string();
         assert!(text.contains("set CUDA_KERNELS_LIBDEVICE"), "{text}");
         assert!(
-            text.ends_with("\n  /usr/local/cuda/nvvm/libdevice/libdevice.10.bc"),
+            text.ends_with("\n  /usr/local/cuda/nvvm/libdevice/libdevice.10.bc (the CUDA toolkit)"),
             "{text}"
         );
     }

@@ -106,3 +106,65 @@ fn two_kernels_of_one_name_are_one_line_naming_both_crates() {
         "{text}"
     );
 }
+
+/// The one-line error of building `crate_dir` for `arch`, which must fail
+/// before any inner build.
+fn refused(crate_dir: &Path, arch: &str) -> String {
+    let (out, target) = dirs("refused");
+    let text = KernelBuild::new(crate_dir)
+        .arch(arch)
+        .out_dir(&out)
+        .target_dir(&target)
+        .build()
+        .unwrap_err()
+        .to_string();
+    println!("{text}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+    text
+}
+
+#[test]
+fn bad_input_is_one_line_naming_the_file_or_value_and_the_fix() {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join("builder-tests/bad-input");
+    let _ = std::fs::remove_dir_all(&tmp);
+    let missing = tmp.join("no-such-crate");
+    let text = refused(&missing, "sm_70");
+    assert!(
+        text.starts_with(&format!("no kernel crate at {}:", missing.display())),
+        "{text}"
+    );
+    let binary = tmp.join("binary");
+    std::fs::create_dir_all(binary.join("src")).unwrap();
+    std::fs::write(binary.join("Cargo.toml"), "[package]\nname = \"b\"\n").unwrap();
+    std::fs::write(binary.join("src/main.rs"), "fn main() {}\n").unwrap();
+    let text = refused(&binary, "sm_70");
+    assert!(
+        text.contains(&format!(
+            "{} has no library",
+            binary.join("Cargo.toml").display()
+        )) && text.contains("add src/lib.rs"),
+        "{text}"
+    );
+    std::fs::write(binary.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    let text = refused(&binary, "sm_70");
+    assert!(
+        text.contains(&format!(
+            "{} is not no_std",
+            binary.join("src/lib.rs").display()
+        )) && text.contains("#![cfg_attr(target_arch = \"nvptx64\", no_std)]"),
+        "{text}"
+    );
+    let text = refused(&fixture("tiny"), "sm_999");
+    assert!(
+        text.starts_with("\"sm_999\" is not a GPU architecture rustc's NVPTX backend knows")
+            && text.contains("sm_90a")
+            && text.ends_with("(`.arch(\"sm_80\")`)"),
+        "{text}"
+    );
+    let text = refused(&fixture("tiny"), "compute_80");
+    assert!(
+        text.starts_with("\"compute_80\" is not a GPU architecture like sm_70"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

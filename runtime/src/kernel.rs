@@ -223,22 +223,7 @@ macro_rules! tuple_args {
         }
     };
 }
-tuple_args!();
-tuple_args!(A0 P0 0);
-tuple_args!(A0 P0 0, A1 P1 1);
-tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2);
-tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3);
-tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4);
-tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5);
-tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6);
-tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7);
-tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8);
-tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9);
-tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9, A10 P10 10);
-tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9, A10 P10 10, A11 P11 11);
-tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9, A10 P10 10, A11 P11 11, A12 P12 12);
-tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9, A10 P10 10, A11 P11 11, A12 P12 12, A13 P13 13);
-tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9, A10 P10 10, A11 P11 11, A12 P12 12, A13 P13 13, A14 P14 14);
+for_each_arity!(tuple_args);
 
 impl Gpu {
     /// Queues `kernel` on `stream` with `cfg` and `args` (the one launch

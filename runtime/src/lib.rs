@@ -9,6 +9,8 @@
 //! - [`memory`]: device buffers and slices and streams, on either backend;
 //!   [`async_mem`]: page-locked host memory and non-blocking streams;
 //! - [`kernel`]: the typed launch ([`Gpu::launch`]) of a [`Kernel`] handle;
+//!   [`host_launch`]: the same on host slices, copied in and out in one
+//!   call ([`Gpu::launch_host`]);
 //! - [`launch`]: [`LaunchConfig`] and the launch-shape checks done before
 //!   any pointer reaches a kernel;
 //! - [`image`]: PTX and cubins ([`Images`], [`embedded_images!`]);
@@ -44,6 +46,30 @@
 //! }
 //! ```
 #![warn(missing_docs)]
+/// Calls the macro `$m` once per tuple arity a launch takes (0 to 15
+/// arguments), with each element's argument type, parameter type and index
+/// (`A0 P0 0, A1 P1 1`): the typed launch's tuples and the host launch's.
+macro_rules! for_each_arity {
+    ($m:ident) => {
+        $m!();
+        $m!(A0 P0 0);
+        $m!(A0 P0 0, A1 P1 1);
+        $m!(A0 P0 0, A1 P1 1, A2 P2 2);
+        $m!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3);
+        $m!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4);
+        $m!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5);
+        $m!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6);
+        $m!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7);
+        $m!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8);
+        $m!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9);
+        $m!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9, A10 P10 10);
+        $m!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9, A10 P10 10, A11 P11 11);
+        $m!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9, A10 P10 10, A11 P11 11, A12 P12 12);
+        $m!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9, A10 P10 10, A11 P11 11, A12 P12 12, A13 P13 13);
+        $m!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9, A10 P10 10, A11 P11 11, A12 P12 12, A13 P13 13, A14 P14 14);
+    };
+}
+
 pub mod async_mem;
 pub mod device_id;
 pub mod device_info;
@@ -51,6 +77,7 @@ pub mod devices;
 pub mod dynlib;
 pub mod error;
 pub mod gpu;
+pub mod host_launch;
 pub mod image;
 pub mod kernel;
 pub mod launch;
@@ -61,6 +88,7 @@ pub mod timing;
 
 pub use error::{CudaResultExt, Error, Result};
 pub use gpu::{Gpu, SIM_ENV, init, sim_requested};
+pub use host_launch::{In, InOut};
 pub use image::{Cubin, Images, KernelResources, LoadedImage};
 pub use kernel::{Kernel, KernelArgs, KernelParam};
 pub use launch::LaunchConfig;

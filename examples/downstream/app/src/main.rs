@@ -13,7 +13,7 @@ use cuda_kernels_gpu::elementwise::Elementwise;
 use cuda_kernels_host::matrices::{ElementwiseElement, elementwise_cpu};
 use cuda_kernels_host::prelude::{ElementwiseExt, ReduceExt};
 use cuda_kernels_host::reduce::reduce_cpu;
-use cuda_kernels_runtime::{Error, Gpu, Images, LaunchConfig, Result};
+use cuda_kernels_runtime::{Error, Gpu, Images, In, InOut, LaunchConfig, Result};
 use downstream_kernels::{
     BINS, HISTOGRAM, MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, SOFTMAX_ROWS, leaky_relu, softmax_term,
 };
@@ -184,17 +184,16 @@ fn histogram_cpu(x: &[u8]) -> Vec<u32> {
     hist
 }
 
-/// The byte histogram of `x` with the kernel crate's `histogram`.
+/// The byte histogram of `x` with the kernel crate's `histogram`, launched
+/// on the host slices (copied in, and the counts back, in one call).
 fn histogram_gpu(gpu: &Gpu, x: &[u8]) -> Result<Vec<u32>> {
-    let input = gpu.to_device(x)?;
-    let mut hist = gpu.zeroed::<u32>(BINS)?;
+    let mut hist = vec![0u32; BINS];
     // Enough blocks to fill a GPU; each grid-strides over its share.
     let cfg = LaunchConfig::linear(x.len().div_ceil(4096).clamp(1, 1024) as u32, 256);
-    // SAFETY: `input` holds x.len() bytes and `hist` BINS u32 (the handle
+    // SAFETY: `x` holds x.len() bytes and `hist` BINS u32 (the handle
     // checks the parameter types: x: *const u8, n, hist: *mut u32).
-    unsafe { gpu.launch(HISTOGRAM, cfg, gpu.stream(), (&input, x.len(), &mut hist)) }?;
-    gpu.synchronize(HISTOGRAM.name())?;
-    hist.to_vec()
+    unsafe { gpu.launch_host(HISTOGRAM, cfg, (In(x), x.len(), InOut(&mut hist))) }?;
+    Ok(hist)
 }
 
 /// Runs `leaky_relu` for `T` on the GPU and in its CPU reference, and
