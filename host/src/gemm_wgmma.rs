@@ -23,9 +23,9 @@
 //! TMA needs each operand's start and leading dimension 16-byte aligned:
 //! [`Gpu::gemm_wgmma`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma) refuses other operands ([`Error::InvalidInput`]), for
 //! the caller to take another path.
+use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
-use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 pub use cuda_kernels_gpu::device::hopper::TensorMap;
@@ -211,7 +211,11 @@ fn tensor_map(
     let dims = [k as u64, rows as u64, batches as u64];
     // One batch: its stride is never stepped (and may be anything, 0
     // included, which the driver refuses); the batch's own size stands in.
-    let batch_stride = if batches == 1 { rows * ld } else { batch_stride };
+    let batch_stride = if batches == 1 {
+        rows * ld
+    } else {
+        batch_stride
+    };
     let strides = [ld as u64 * bytes, batch_stride as u64 * bytes];
     let boxes = [ROW_BYTES / bytes as u32, box_rows, 1];
     let element_strides = [1u32; 3];
@@ -371,12 +375,7 @@ impl TensorMapSlots {
         // one (stream order), and the driver has taken the source bytes
         // when the call returns.
         let r = unsafe {
-            cu::cuMemcpyHtoDAsync_v2(
-                address,
-                maps.as_ptr().cast(),
-                bytes,
-                stream.as_inner(),
-            )
+            cu::cuMemcpyHtoDAsync_v2(address, maps.as_ptr().cast(), bytes, stream.as_inner())
         };
         check_driver(r, name, "cuMemcpyHtoDAsync (tensor maps)")?;
         if slot < table.held.len() {

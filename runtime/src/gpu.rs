@@ -222,8 +222,8 @@ pub struct Gpu {
 
 /// What a [`Gpu`] runs on.
 enum Backend {
-    /// A CUDA device.
-    Cuda(CudaDevice),
+    /// A CUDA device (boxed: the simulator's variant is empty).
+    Cuda(Box<CudaDevice>),
     /// The CPU simulator.
     Simulator,
 }
@@ -334,7 +334,7 @@ impl Gpu {
             stream: Stream::new(id, Some(stream)),
             id,
             image_crate: images.crate_name().map(str::to_string),
-            backend: Backend::Cuda(CudaDevice {
+            backend: Backend::Cuda(Box::new(CudaDevice {
                 module,
                 fault,
                 image,
@@ -343,7 +343,7 @@ impl Gpu {
                 functions: Mutex::default(),
                 launcher_states: Mutex::default(),
                 limits: launch_limits(device)?,
-            }),
+            })),
             kernel_resources: &[],
         })
     }
@@ -608,10 +608,11 @@ impl Gpu {
             .launcher_states
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        if let Some(state) = states.get(&TypeId::of::<T>()) {
-            if let Ok(state) = Arc::clone(state).downcast::<T>() {
-                return Ok(state);
-            }
+        if let Some(Ok(state)) = states
+            .get(&TypeId::of::<T>())
+            .map(|state| Arc::clone(state).downcast::<T>())
+        {
+            return Ok(state);
         }
         let state = Arc::new(make()?);
         states.insert(TypeId::of::<T>(), state.clone());

@@ -578,7 +578,11 @@ fn gemm_reused_and_reallocated_buffers(gpu: &Gpu) -> Result<(), Failed> {
 /// every result is right.
 fn gemm_many_operand_pairs_in_flight(gpu: &Gpu) -> Result<(), Failed> {
     const PAIRS: usize = 80;
-    let (m, n, k) = if simulated(gpu) { (16, 8, 32) } else { (72, 136, 96) };
+    let (m, n, k) = if simulated(gpu) {
+        (16, 8, 32)
+    } else {
+        (72, 136, 96)
+    };
     // 16 bytes between starts: aligned, a key of its own.
     let step = 8;
     let a = random(m + PAIRS * step / k + 1, k, 120, bf16::from_f32);
