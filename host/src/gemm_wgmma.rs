@@ -2,13 +2,20 @@
 //! made with the driver's `cuTensorMapEncodeTiled`, found at run time, and
 //! the launch with its opt-in shared memory.
 //!
-//! A launch costs no allocation and no wait: its two maps (which depend on
-//! the operands' addresses, shapes and strides alone, never on their data)
-//! are copied into the module's global `GEMM_WGMMA_TENSOR_MAPS` by a copy
-//! queued on the launch's stream just before the kernel, so the stream
-//! orders each copy after the previous launch that read that global and
-//! before its own; a lock keeps each copy and its launch together when
-//! several threads launch on one `Gpu`.
+//! A launch costs no allocation, no wait and, for operands seen before, no
+//! copy: a tensor map depends on the operands' addresses, shapes and strides
+//! alone (never on their data), so each [`Gpu`] keeps the maps of the last
+//! [`TENSOR_MAP_SLOTS`] operand pairs in slots of its module's global
+//! `GEMM_WGMMA_TENSOR_MAPS`, with a table of what each slot holds
+//! ([`Gpu::launcher_state`], made once with the kernels' shared-memory
+//! attribute and the global's address). A launch of known operands passes
+//! their slot's addresses; new operands take the next slot in turn, written
+//! by a copy queued on the launch's stream just before the kernel. Every
+//! launch that reads the slots is queued on that one stream (the `Gpu`'s,
+//! of the module that holds them), so the stream orders a slot's copy after
+//! every earlier launch that read its old maps and before its own; the
+//! table's lock keeps a copy and its launch together when several threads
+//! launch on one `Gpu`.
 //!
 //! `C = alpha · A · Bᵀ + beta · C` per batch, A `m × k` and B `n × k`
 //! row-major (both K-major), C `m × n` row-major f32; the operands bf16 or
@@ -16,6 +23,7 @@
 //! TMA needs each operand's start and leading dimension 16-byte aligned:
 //! [`Gpu::gemm_wgmma`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma) refuses other operands ([`Error::InvalidInput`]), for
 //! the caller to take another path.
+use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
 use std::sync::{Mutex, OnceLock};
@@ -23,8 +31,8 @@ use std::sync::{Mutex, OnceLock};
 pub use cuda_kernels_gpu::device::hopper::TensorMap;
 use cuda_kernels_gpu::device::kernel::Kernel;
 use cuda_kernels_gpu::gemm_wgmma::{
-    BLOCK_M, BLOCK_N, GEMM_WGMMA_BF16, GEMM_WGMMA_F16, GEMM_WGMMA_TF32, ROW_BYTES, SHARED_BYTES,
-    TENSOR_MAPS_SYMBOL, THREADS,
+    BLOCK_M, BLOCK_N, GEMM_WGMMA_BF16, GEMM_WGMMA_F16, GEMM_WGMMA_TF32, KERNELS, ROW_BYTES,
+    SHARED_BYTES, TENSOR_MAP_SLOTS, TENSOR_MAPS_SYMBOL, THREADS,
 };
 use cust::memory::{DeviceCopy, DevicePointer};
 use cust::sys as cu;
@@ -37,7 +45,7 @@ use crate::launch::LaunchConfig;
 use crate::memory::DeviceSlice;
 
 /// The operands' element type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WgmmaInput {
     /// bf16 (16-bit words).
     Bf16,
@@ -107,7 +115,7 @@ impl WgmmaInput {
 }
 
 /// The shape of a strided-batched GEMM, in elements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct WgmmaShape {
     /// Rows of A and C.
     pub m: usize,
@@ -201,7 +209,14 @@ fn tensor_map(
     let encode = encode_tiled().map_err(|e| Error::invalid(kernel, e))?;
     let bytes = input.bytes() as u64;
     let dims = [k as u64, rows as u64, batches as u64];
-    let strides = [ld as u64 * bytes, batch_stride.max(1) as u64 * bytes];
+    // One batch: its stride is never stepped (and may be anything, 0
+    // included, which the driver refuses); the batch's own size stands in.
+    let batch_stride = if batches == 1 {
+        rows * ld
+    } else {
+        batch_stride
+    };
+    let strides = [ld as u64 * bytes, batch_stride as u64 * bytes];
     let boxes = [ROW_BYTES / bytes as u32, box_rows, 1];
     let element_strides = [1u32; 3];
     let mut map = TensorMap([0; 16]);
@@ -228,14 +243,162 @@ fn tensor_map(
     Ok(map)
 }
 
+/// What a GEMM's two tensor maps are made from, and all they depend on:
+/// the key of the slots' table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct MapsKey {
+    input: WgmmaInput,
+    /// A's and B's device addresses.
+    a: u64,
+    b: u64,
+    /// The shape, its C fields (`ldc`, `c_batch_stride`) zeroed: the maps
+    /// describe A and B alone.
+    shape: WgmmaShape,
+}
+
+impl MapsKey {
+    fn new(input: WgmmaInput, a: u64, b: u64, shape: &WgmmaShape) -> Self {
+        Self {
+            input,
+            a,
+            b,
+            shape: WgmmaShape {
+                ldc: 0,
+                c_batch_stride: 0,
+                ..*shape
+            },
+        }
+    }
+
+    /// A's then B's tensor map; `kernel` is named in the driver's refusal.
+    fn encode(&self, kernel: &'static str) -> Result<[TensorMap; 2]> {
+        let s = &self.shape;
+        Ok([
+            tensor_map(
+                kernel,
+                self.input,
+                self.a,
+                (s.m, s.k, s.batches),
+                (s.lda, s.a_batch_stride),
+                BLOCK_M,
+            )?,
+            tensor_map(
+                kernel,
+                self.input,
+                self.b,
+                (s.n, s.k, s.batches),
+                (s.ldb, s.b_batch_stride),
+                BLOCK_N,
+            )?,
+        ])
+    }
+}
+
+/// A [`Gpu`]'s state for the wgmma GEMM ([`Gpu::launcher_state`]): the
+/// address of its module's tensor-map slots and what each slot holds (see
+/// the module docs); made once, when the kernels' shared memory is opted in.
+struct TensorMapSlots {
+    /// The device address of `GEMM_WGMMA_TENSOR_MAPS`.
+    global: u64,
+    table: Mutex<SlotTable>,
+}
+
+/// Which operands' maps each slot holds.
+#[derive(Default)]
+struct SlotTable {
+    /// The slot of each key held.
+    slot_of: HashMap<MapsKey, usize>,
+    /// The key each slot holds, by slot.
+    held: Vec<MapsKey>,
+    /// The slot new operands take next (the oldest written, once all are).
+    next: usize,
+}
+
+impl TensorMapSlots {
+    /// Sets the wgmma kernels' opt-in shared memory and finds the slots'
+    /// global in `gpu`'s module; an error names `name`.
+    fn new(gpu: &Gpu, name: &'static str) -> Result<Self> {
+        gpu.bind()?;
+        let mut global = None;
+        for &entry in KERNELS {
+            let function = gpu.raw_function(entry)?;
+            // SAFETY: a live function of this GPU's module; the attribute and
+            // its value are the driver's (within the device's opt-in maximum).
+            let r = unsafe {
+                cu::cuFuncSetAttribute(
+                    function,
+                    cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    SHARED_BYTES as c_int,
+                )
+            };
+            check_driver(r, name, "cuFuncSetAttribute (dynamic shared memory)")?;
+            if global.is_none() {
+                global = Some(tensor_maps_global(name, function)?);
+            }
+        }
+        let global = global.ok_or_else(|| Error::invalid(name, "no wgmma entry point"))?;
+        Ok(Self {
+            global,
+            table: Mutex::default(),
+        })
+    }
+
+    /// The slot of `key`: the one that holds it, or the next in turn,
+    /// written with `maps` (made by `encode` when `None`) by a copy queued
+    /// on `stream` (see the module docs). The caller holds `table`'s lock
+    /// until its launch is queued.
+    fn slot(
+        &self,
+        table: &mut SlotTable,
+        key: &MapsKey,
+        maps: Option<&[TensorMap; 2]>,
+        name: &'static str,
+        stream: &cust::stream::Stream,
+    ) -> Result<u64> {
+        let bytes = size_of::<[TensorMap; 2]>();
+        if let Some(&slot) = table.slot_of.get(key) {
+            return Ok(self.global + (slot * bytes) as u64);
+        }
+        let maps = match maps {
+            Some(maps) => *maps,
+            None => key.encode(name)?,
+        };
+        let slot = table.next;
+        table.next = (slot + 1) % TENSOR_MAP_SLOTS;
+        if let Some(old) = table.held.get(slot).copied() {
+            table.slot_of.remove(&old);
+        }
+        let address = self.global + (slot * bytes) as u64;
+        // SAFETY: the slot lies inside the module's global (its size
+        // checked), `maps` is 256 readable bytes; the copy is queued on the
+        // stream of every launch that reads the slots, after each earlier
+        // one (stream order), and the driver has taken the source bytes
+        // when the call returns.
+        let r = unsafe {
+            cu::cuMemcpyHtoDAsync_v2(address, maps.as_ptr().cast(), bytes, stream.as_inner())
+        };
+        check_driver(r, name, "cuMemcpyHtoDAsync (tensor maps)")?;
+        if slot < table.held.len() {
+            table.held[slot] = *key;
+        } else {
+            table.held.push(*key);
+        }
+        table.slot_of.insert(*key, slot);
+        Ok(address)
+    }
+}
+
 /// A GEMM ready to launch: its operands checked and their tensor maps made
 /// ([`Gpu::gemm_wgmma_plan`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma_plan));
 /// [`launch`](Self::launch) queues it, as often as wanted, while the borrowed
 /// operands live.
 pub struct WgmmaGemm<'a> {
     kernel: Kernel<GemmParams>,
-    /// A's then B's map, copied to the module before each launch.
-    maps: [TensorMap; 2],
+    /// What the tensor maps are made from.
+    key: MapsKey,
+    /// A's then B's map, when the plan made them (the `Gpu` held none of
+    /// these operands then).
+    maps: Option<[TensorMap; 2]>,
     c: DevicePointer<f32>,
     shape: WgmmaShape,
     alpha: f32,
@@ -359,36 +522,21 @@ impl WgmmaGemmExt for Gpu {
                  {b_ptr:#x} (ldb {ldb}), {bytes}-byte elements"
             ));
         }
-        let a_map = tensor_map(
-            name,
-            input,
-            a_ptr,
-            (m, k, batches),
-            (lda, a_batch_stride),
-            BLOCK_M,
-        )?;
-        let b_map = tensor_map(
-            name,
-            input,
-            b_ptr,
-            (n, k, batches),
-            (ldb, b_batch_stride),
-            BLOCK_N,
-        )?;
-        let function = self.raw_function(name)?;
-        // SAFETY: a live function of this GPU's module; the attribute and its
-        // value are the driver's (within the device's opt-in maximum).
-        let r = unsafe {
-            cu::cuFuncSetAttribute(
-                function,
-                cu::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                SHARED_BYTES as c_int,
-            )
-        };
-        check_driver(r, name, "cuFuncSetAttribute (dynamic shared memory)")?;
+        let key = MapsKey::new(input, a_ptr, b_ptr, shape);
+        let slots = self.launcher_state(name, || TensorMapSlots::new(self, name))?;
+        let held = slots
+            .table
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .slot_of
+            .contains_key(&key);
+        // New operands: the maps are made here, so that the driver's refusal
+        // is the plan's error.
+        let maps = if held { None } else { Some(key.encode(name)?) };
         Ok(WgmmaGemm {
             kernel,
-            maps: [a_map, b_map],
+            key,
+            maps,
             c: c.as_device_ptr(),
             shape: *shape,
             alpha,
@@ -417,8 +565,9 @@ impl WgmmaGemmExt for Gpu {
 
 /// The address of the module's global that the kernel `name` (`function`)
 /// reads its tensor maps from ([`TENSOR_MAPS_SYMBOL`]); its absence, or
-/// another size than two maps, is an error naming the kernel.
-fn tensor_maps_global(name: &'static str, function: cu::CUfunction) -> Result<DevicePointer<u64>> {
+/// another size than [`TENSOR_MAP_SLOTS`] pairs of maps, is an error naming
+/// the kernel.
+fn tensor_maps_global(name: &'static str, function: cu::CUfunction) -> Result<u64> {
     let mut module = std::ptr::null_mut();
     // SAFETY: a live function of the current context; the driver writes
     // its module's handle.
@@ -431,13 +580,15 @@ fn tensor_maps_global(name: &'static str, function: cu::CUfunction) -> Result<De
     // address and size.
     let r = unsafe { cu::cuModuleGetGlobal_v2(&mut address, &mut bytes, module, symbol.as_ptr()) };
     check_driver(r, name, "cuModuleGetGlobal (GEMM_WGMMA_TENSOR_MAPS)")?;
-    if bytes != size_of::<[TensorMap; 2]>() {
+    if bytes != size_of::<[[TensorMap; 2]; TENSOR_MAP_SLOTS]>() {
         return Err(Error::invalid(
             name,
-            format!("{TENSOR_MAPS_SYMBOL} holds {bytes} bytes, not two tensor maps"),
+            format!(
+                "{TENSOR_MAPS_SYMBOL} holds {bytes} bytes, not {TENSOR_MAP_SLOTS} slots of two tensor maps"
+            ),
         ));
     }
-    Ok(DevicePointer::from_raw(address))
+    Ok(address)
 }
 
 /// Tile rows a group of the kernel's grouped tile order spans (see
@@ -452,8 +603,9 @@ impl WgmmaGemm<'_> {
     }
 
     /// Queues the GEMM on `gpu`'s stream (the GPU it was planned on): the
-    /// copy of its tensor maps into the module's global, then the kernel
-    /// (see the module docs); nothing is allocated and nothing waited for.
+    /// kernel, reading its tensor maps from their slot, after the copy that
+    /// writes them there if `gpu` holds none of these operands (see the
+    /// module docs); nothing is allocated and nothing waited for.
     pub fn launch(&self, gpu: &Gpu) -> Result<()> {
         let name = self.kernel.name();
         let WgmmaShape {
@@ -474,11 +626,15 @@ impl WgmmaGemm<'_> {
         gpu.bind()?;
         let function = gpu.raw_function(name)?;
         let stream = gpu.stream().as_cust()?;
-        let maps = tensor_maps_global(name, function)?;
-        let b_map = DevicePointer::<u64>::from_raw(maps.as_raw() + size_of::<TensorMap>() as u64);
+        let slots = gpu.launcher_state(name, || TensorMapSlots::new(gpu, name))?;
+        // The slot's copy (if any) and the launch together: another thread's
+        // copy into the slot between them would give this launch other maps.
+        let mut table = slots.table.lock().unwrap_or_else(|e| e.into_inner());
+        let a_map = slots.slot(&mut table, &self.key, self.maps.as_ref(), name, stream)?;
+        let b_map = a_map + size_of::<TensorMap>() as u64;
         let args = (
-            maps,
-            b_map,
+            DevicePointer::<u64>::from_raw(a_map),
+            DevicePointer::<u64>::from_raw(b_map),
             self.c,
             m as u32,
             n as u32,
@@ -489,28 +645,12 @@ impl WgmmaGemm<'_> {
             self.beta,
             self.group_m,
         );
-        // One copy and its launch at a time: another thread's copy between
-        // them would give this launch that thread's maps.
-        static LAUNCHING: Mutex<()> = Mutex::new(());
-        let _launching = LAUNCHING.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: `maps` is the module's global of two tensor maps (its size
-        // checked), `self.maps` 256 readable bytes; the copy is queued on the
-        // stream the kernel follows on, after every earlier launch that read
-        // the global (stream order), and the driver has taken the source
-        // bytes when the call returns.
-        let r = unsafe {
-            cu::cuMemcpyHtoDAsync_v2(
-                maps.as_raw(),
-                self.maps.as_ptr().cast(),
-                size_of::<[TensorMap; 2]>(),
-                stream.as_inner(),
-            )
-        };
-        check_driver(r, name, "cuMemcpyHtoDAsync (tensor maps)")?;
         // SAFETY: the kernel's contract: 384 threads, SHARED_BYTES (opted in
-        // by the plan), the grid covering C; the maps (copied just before, in
-        // stream order) describe A and B inside their buffers, and C holds
-        // the shape (checked by the plan, whose borrows keep them alive).
+        // when the slots were made), the grid covering C; the slot holds the
+        // maps of this plan's key (written, if it was not, by a copy queued
+        // just before on this stream), which describe A and B inside their
+        // buffers, and C holds the shape (checked by the plan, whose borrows
+        // keep them alive).
         unsafe { launch_function(function, self.kernel, cfg, stream, args) }
     }
 }

@@ -17,9 +17,10 @@
 //! work; the k tail multiplies zeros), and the epilogue stores only the
 //! elements inside C. The tensor maps (made on the host with
 //! `cuTensorMapEncodeTiled`, 3-D: k, rows, batch) carry the operands'
-//! shapes, leading dimensions and batch strides; the host copies them into
-//! the module's [`TENSOR_MAPS_SYMBOL`] on the launch's stream before each
-//! launch (no allocation, no wait), and the producer fences them in
+//! shapes, leading dimensions and batch strides; the host keeps them in a
+//! slot of the module's [`TENSOR_MAPS_SYMBOL`] (written by a copy on the
+//! launch's stream when the operands are new, reused as they are
+//! otherwise), and the producer fences them in
 //! (`hopper::acquire_tensor_map`) before its first TMA load.
 //!
 //! Entry points exist in the sm_90a build only (`lib.rs` gates this module
@@ -57,15 +58,22 @@ const K_STEPS: u32 = ROW_BYTES / 32;
 /// then moves them from the producer to the consumers.
 pub const MAX_REGISTERS: u32 = (65_536 / THREADS) & !7;
 
-/// The name of the module's global that holds the tensor maps of the next
-/// launch (A's, then B's): the host writes them with a copy on the launch's
-/// stream, so each launch reads its own, and passes their addresses.
+/// The name of the module's global that holds the tensor maps of the
+/// launches: [`TENSOR_MAP_SLOTS`] slots of two maps (A's, then B's). The
+/// host keeps a table of what each slot holds, writes a slot (a copy on the
+/// launch's stream) only for operands it does not hold yet, and passes the
+/// addresses of the launch's slot.
 pub const TENSOR_MAPS_SYMBOL: &str = "GEMM_WGMMA_TENSOR_MAPS";
 
-/// The tensor maps of the next launch ([`TENSOR_MAPS_SYMBOL`]).
+/// The slots of [`TENSOR_MAPS_SYMBOL`]: the operand pairs whose maps stay on
+/// the device at once.
+pub const TENSOR_MAP_SLOTS: usize = 64;
+
+/// The host's slots of tensor maps ([`TENSOR_MAPS_SYMBOL`]).
 #[cfg(target_arch = "nvptx64")]
 #[unsafe(no_mangle)]
-pub static mut GEMM_WGMMA_TENSOR_MAPS: [hopper::TensorMap; 2] = [hopper::TensorMap([0; 16]); 2];
+pub static mut GEMM_WGMMA_TENSOR_MAPS: [[hopper::TensorMap; 2]; TENSOR_MAP_SLOTS] =
+    [[hopper::TensorMap([0; 16]); 2]; TENSOR_MAP_SLOTS];
 
 /// The block's tile of `C = alpha · A · Bᵀ + beta · C`.
 ///

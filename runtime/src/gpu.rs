@@ -1,9 +1,10 @@
 //! The device handle: a CUDA device (primary context, the loaded PTX module,
 //! a stream) or the CPU simulator. Every launcher is a method on [`Gpu`].
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use cust::context::{Context, CurrentContext};
 use cust::device::Device;
@@ -221,8 +222,8 @@ pub struct Gpu {
 
 /// What a [`Gpu`] runs on.
 enum Backend {
-    /// A CUDA device.
-    Cuda(CudaDevice),
+    /// A CUDA device (boxed: the simulator's variant is empty).
+    Cuda(Box<CudaDevice>),
     /// The CPU simulator.
     Simulator,
 }
@@ -238,6 +239,9 @@ struct CudaDevice {
     /// The functions [`Gpu::launch`] has looked up, by entry name (the
     /// `CUfunction` as an address, so that `Gpu` stays `Send` and `Sync`).
     functions: Mutex<HashMap<&'static str, usize>>,
+    /// The launchers' per-GPU state ([`Gpu::launcher_state`]), one value
+    /// per type.
+    launcher_states: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
     /// The device's launch limits, which [`Gpu::launch`] checks a shape
     /// against before `cuLaunchKernel` (as the simulator does with an
     /// H100's), so that a bad shape gives the same error on both backends.
@@ -330,15 +334,16 @@ impl Gpu {
             stream: Stream::new(id, Some(stream)),
             id,
             image_crate: images.crate_name().map(str::to_string),
-            backend: Backend::Cuda(CudaDevice {
+            backend: Backend::Cuda(Box::new(CudaDevice {
                 module,
                 fault,
                 image,
                 device,
                 context,
                 functions: Mutex::default(),
+                launcher_states: Mutex::default(),
                 limits: launch_limits(device)?,
-            }),
+            })),
             kernel_resources: &[],
         })
     }
@@ -583,6 +588,35 @@ impl Gpu {
         let f = self.function(name)?.to_raw();
         cache.insert(name, f as usize);
         Ok(f)
+    }
+
+    /// The state of type `T` that a launcher keeps for this GPU's module
+    /// (what it looked up or set up there once: function attributes, a
+    /// module global's address, a cache of what the global holds), made by
+    /// `make` on the first call and shared by the later ones; it lives as
+    /// long as the `Gpu` and its module. `what` names the launcher in
+    /// [`Error::NotOnSimulator`] (the simulator keeps no such state).
+    /// `make` runs under the lock of these states: it must not ask for
+    /// another.
+    pub fn launcher_state<T: Any + Send + Sync>(
+        &self,
+        what: &'static str,
+        make: impl FnOnce() -> Result<T>,
+    ) -> Result<Arc<T>> {
+        let cuda = self.cuda(what)?;
+        let mut states = cuda
+            .launcher_states
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(Ok(state)) = states
+            .get(&TypeId::of::<T>())
+            .map(|state| Arc::clone(state).downcast::<T>())
+        {
+            return Ok(state);
+        }
+        let state = Arc::new(make()?);
+        states.insert(TypeId::of::<T>(), state.clone());
+        Ok(state)
     }
 
     /// Waits for everything queued on [`Gpu::stream`]. A kernel fault shows

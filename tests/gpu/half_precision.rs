@@ -30,6 +30,8 @@ pub fn trials() -> Vec<Trial> {
         kernel!(gemm_layouts_types_and_edges),
         kernel!(gemm_misaligned_and_batched),
         kernel!(gemm_reused_and_reallocated_buffers),
+        kernel!(gemm_many_operand_pairs_in_flight),
+        hardware!("the sm_90a wgmma kernel", gemm_wgmma_refused_tensor_map),
         kernel!(gemm_nan_and_infinity),
         hardware!("cuBLAS", gemm_agrees_with_cublas),
         cpu!(gemm_bound_catches_a_dropped_k_slab),
@@ -566,6 +568,99 @@ fn gemm_reused_and_reallocated_buffers(gpu: &Gpu) -> Result<(), Failed> {
     let again = run(&[(small.1, small.0, small.2, 100), (big.1, big.0, big.2, 110)])?;
     eprintln!("gemm_reused_and_reallocated_buffers: {first:?}, then {again:?}");
     Ok(())
+}
+
+/// More operand pairs than the wgmma launcher keeps tensor maps for
+/// (`TENSOR_MAP_SLOTS`, on an H100), queued back to back without a wait:
+/// 80 pairs (A and B at other offsets of two buffers), then again in reverse
+/// order with alpha = 2, so that the second pass first finds the maps it
+/// holds and then writes slots whose last launches may still be in flight;
+/// every result is right.
+fn gemm_many_operand_pairs_in_flight(gpu: &Gpu) -> Result<(), Failed> {
+    const PAIRS: usize = 80;
+    let (m, n, k) = if simulated(gpu) {
+        (16, 8, 32)
+    } else {
+        (72, 136, 96)
+    };
+    // 16 bytes between starts: aligned, a key of its own.
+    let step = 8;
+    let a = random(m + PAIRS * step / k + 1, k, 120, bf16::from_f32);
+    let b = random(n + PAIRS * step / k + 1, k, 121, bf16::from_f32);
+    let (a, b) = (a.into_raw_vec_and_offset().0, b.into_raw_vec_and_offset().0);
+    let dev = |x: &[bf16]| x.iter().map(|&v| GemmInput::to_dev(v)).collect::<Vec<_>>();
+    let (da, db) = (dev(&a), dev(&b));
+    let da = gpu.to_device(&da).map_err(fail)?;
+    let db = gpu.to_device(&db).map_err(fail)?;
+    let shape = GemmShape::with_ops(m, n, k, Op::N, Op::T);
+    let mut results = Vec::new();
+    for (pass, alpha) in [(0, 1.0f32), (1, 2.0)] {
+        let order: Vec<usize> = if pass == 0 {
+            (0..PAIRS).collect()
+        } else {
+            (0..PAIRS).rev().collect()
+        };
+        for i in order {
+            let (a0, b0) = (i * step, (PAIRS - 1 - i) * step);
+            let mut dc = gpu.zeroed::<f32>(m * n).map_err(fail)?;
+            gpu.gemm_on_device::<bf16, f32>(
+                &shape,
+                alpha,
+                &da.index(a0..a0 + m * k),
+                &db.index(b0..b0 + n * k),
+                0.0,
+                &mut dc,
+            )
+            .map_err(fail)?;
+            results.push((i, alpha, a0, b0, dc));
+        }
+    }
+    gpu.synchronize("gemm").map_err(fail)?;
+    for (i, alpha, a0, b0, dc) in &results {
+        let av = Array2::from_shape_vec((m, k), a[*a0..a0 + m * k].to_vec()).map_err(fail)?;
+        let bv = Array2::from_shape_vec((n, k), b[*b0..b0 + n * k].to_vec()).map_err(fail)?;
+        let mut got = vec![0f32; m * n];
+        dc.copy_to(&mut got[..]).map_err(fail)?;
+        let got = Array2::from_shape_vec((m, n), got).map_err(fail)?;
+        let zero = Array2::<f32>::zeros((m, n));
+        let reference = gemm_reference(*alpha, av.view(), bv.t(), 0.0, zero.view());
+        if let Some(bad) = gemm_check(got.view(), &reference, |v| v as f64) {
+            return Err(Failed::from(format!(
+                "pair {i} (A at {a0}, B at {b0}), alpha {alpha}: {bad:?}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A tensor map the driver refuses (A's row stride 2^40 bytes, past TMA's
+/// limit, for one row: every check before the driver's passes) is
+/// `Error::Cuda` naming the kernel, `cuTensorMapEncodeTiled` and A's box.
+fn gemm_wgmma_refused_tensor_map(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::gemm_wgmma::{WgmmaInput, WgmmaShape};
+    let kernel = WgmmaInput::Bf16.kernel_name();
+    ensure(gpu.function(kernel).is_ok(), || {
+        format!("the loaded image ({}) has no {kernel}", gpu.image())
+    })?;
+    let (m, n, k) = (1, 8, 64);
+    let a = gpu.zeroed::<u16>(k).map_err(fail)?;
+    let b = gpu.zeroed::<u16>(n * k).map_err(fail)?;
+    let mut c = gpu.zeroed::<f32>(m * n).map_err(fail)?;
+    let shape = WgmmaShape {
+        lda: 1 << 39,
+        ..WgmmaShape::dense(m, n, k)
+    };
+    let e = gpu
+        .gemm_wgmma(WgmmaInput::Bf16, &a, &b, &mut c, &shape, 1.0, 0.0)
+        .err()
+        .ok_or("a 2^40-byte row stride accepted")?;
+    let text = e.to_string();
+    ensure(
+        matches!(e, cuda_kernels::Error::Cuda { .. })
+            && text.contains(kernel)
+            && text.contains("cuTensorMapEncodeTiled (A, box 64 × 128 × 1 16-bit)"),
+        || format!("not the driver's refusal naming the call and the box: {text}"),
+    )
 }
 
 /// NaN and infinity in A and B propagate as the exact product says (NaN
