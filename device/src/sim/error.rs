@@ -144,6 +144,9 @@ pub enum SimError {
         len: usize,
         /// The faulting thread.
         at: SimThread,
+        /// Where the access is in the kernel's source, `file:line:column`
+        /// (`None` in a build without line tables: `debug = false`).
+        site: Option<String>,
     },
     /// A memory operation of the simulator itself failed (mmap).
     Memory {
@@ -250,11 +253,21 @@ impl fmt::Display for SimError {
                 index,
                 len,
                 at,
-            } => write!(
-                f,
-                "{kernel}: out-of-bounds access to {buffer} (length {len}) at element index \
-                 {index} by {at}"
-            ),
+                site,
+            } => {
+                write!(
+                    f,
+                    "{kernel}: out-of-bounds access to {buffer} (length {len}) at element index \
+                     {index} by {at}"
+                )?;
+                match site {
+                    Some(site) => write!(f, " at {site}"),
+                    None => f.write_str(
+                        " (its source line needs line tables: `debug = \"line-tables-only\"` in \
+                         the build's profile)",
+                    ),
+                }
+            }
             SimError::Memory { what, reason } => write!(f, "simulator memory: {what}: {reason}"),
         }
     }
