@@ -1,7 +1,7 @@
 //! Small kernels that exercise the device layer on its own: static shared
 //! memory (`shared_array!`) with block barriers, shared-memory atomics, and
 //! the warp primitives `syncwarp`, `activemask`, `match_any_sync` and
-//! `match_all_sync`. (The shuffles, votes, global atomics and loads have
+//! `match_all_sync`, and the float methods of `GpuFloat`. (The shuffles, votes, global atomics and loads have
 //! theirs in `reduce::primitive_tests`.)
 
 /// Threads per block of `block_reverse_i32`, and its shared tile's length.
@@ -22,10 +22,30 @@ pub const MATCH_BLOCK: usize = 64;
 /// Values per thread `warp_match_test` writes.
 pub const MATCH_ROWS: usize = 8;
 
+/// Rows per argument of `gpu_float_test_f32`/`_f64`: each `GpuFloat`
+/// method once (`sin_cos` twice, for its two results).
+pub const GPU_FLOAT_ROWS: usize = 31;
+
+use crate::device::math::{self, GpuFloat};
 use crate::device::shared::SharedAtomicAdd;
 use crate::device::sync::sync_threads;
 use crate::device::{thread, warp};
 use crate::shared_array;
+
+/// `[(GpuFloat::m(x, …), f(x, …)); GPU_FLOAT_ROWS]`: each method of the
+/// trait, called by path, paired with the `math` (or `arith`) function of
+/// the same meaning, named here from its meaning, not from the trait's impl.
+macro_rules! gpu_float_rows {
+    ($x:ident, $y:ident, $z:ident, $sincos:path, $fma:path;
+     $($method:ident($($arg:ident),*) => $fun:path),* $(,)?) => {
+        [
+            $((GpuFloat::$method($x $(, $arg)*), $fun($x $(, $arg)*)),)*
+            (GpuFloat::sin_cos($x).0, $sincos($x).0),
+            (GpuFloat::sin_cos($x).1, $sincos($x).1),
+            (GpuFloat::mul_add($x, $y, $z), $fma($x, $y, $z)),
+        ]
+    };
+}
 
 crate::device::kernels! {
     /// Reverses each block-sized chunk of `input` into `output` through a
@@ -228,6 +248,71 @@ crate::device::kernels! {
         for (r, v) in rows.into_iter().chain([branch, neighbour]).enumerate() {
             // SAFETY: r < MATCH_ROWS, t < MATCH_BLOCK.
             unsafe { *out.add(r * MATCH_BLOCK + t) = v };
+        }
+    }
+
+    /// Every `GpuFloat` method on f32, thread `i` on arguments `x[i]`,
+    /// `x[(i + 1) mod n]`, `x[(i + 2) mod n]`: row `r` of argument `i` is
+    /// `out[2 (i · GPU_FLOAT_ROWS + r)]`, the method's result, and the next
+    /// word, the result of the `math` function of the same meaning (the
+    /// rows' order is `gpu_float_rows!`'s). The two must be bit for bit
+    /// equal: the trait is those functions.
+    ///
+    /// # Safety
+    /// `x` holds `n > 0` f32, `out` `2 · n ·` [`GPU_FLOAT_ROWS`].
+    pub fn gpu_float_test_f32(x: *const f32, n: usize, out: *mut f32) as GPU_FLOAT_TEST_F32 {
+        for i in thread::grid_stride(n) {
+            // SAFETY: each index is below n, the length of `x`.
+            let (a, b, c) = unsafe { (*x.add(i), *x.add((i + 1) % n), *x.add((i + 2) % n)) };
+            let rows = gpu_float_rows!(a, b, c, math::sincos_f32, crate::device::arith::fma_f32;
+                sqrt() => math::sqrt_f32, rsqrt() => math::rsqrt_f32, cbrt() => math::cbrt_f32,
+                exp() => math::exp_f32, exp2() => math::exp2_f32, exp_m1() => math::expm1_f32,
+                ln() => math::log_f32, log2() => math::log2_f32, log10() => math::log10_f32,
+                ln_1p() => math::log1p_f32, sin() => math::sin_f32, cos() => math::cos_f32,
+                tan() => math::tan_f32, asin() => math::asin_f32, acos() => math::acos_f32,
+                atan() => math::atan_f32, atan2(b) => math::atan2_f32, sinh() => math::sinh_f32,
+                cosh() => math::cosh_f32, tanh() => math::tanh_f32, erf() => math::erf_f32,
+                erfc() => math::erfc_f32, floor() => math::floor_f32, ceil() => math::ceil_f32,
+                round() => math::round_f32, trunc() => math::trunc_f32, powf(b) => math::pow_f32,
+                hypot(b) => math::hypot_f32);
+            for (r, (by_method, by_function)) in rows.into_iter().enumerate() {
+                let k = 2 * (i * GPU_FLOAT_ROWS + r);
+                // SAFETY: k + 1 < 2 · n · GPU_FLOAT_ROWS, the length of `out`.
+                unsafe {
+                    *out.add(k) = by_method;
+                    *out.add(k + 1) = by_function;
+                }
+            }
+        }
+    }
+
+    /// `gpu_float_test_f32`'s rows on f64.
+    ///
+    /// # Safety
+    /// `x` holds `n > 0` f64, `out` `2 · n ·` [`GPU_FLOAT_ROWS`].
+    pub fn gpu_float_test_f64(x: *const f64, n: usize, out: *mut f64) as GPU_FLOAT_TEST_F64 {
+        for i in thread::grid_stride(n) {
+            // SAFETY: each index is below n, the length of `x`.
+            let (a, b, c) = unsafe { (*x.add(i), *x.add((i + 1) % n), *x.add((i + 2) % n)) };
+            let rows = gpu_float_rows!(a, b, c, math::sincos_f64, crate::device::arith::fma_f64;
+                sqrt() => math::sqrt_f64, rsqrt() => math::rsqrt_f64, cbrt() => math::cbrt_f64,
+                exp() => math::exp_f64, exp2() => math::exp2_f64, exp_m1() => math::expm1_f64,
+                ln() => math::log_f64, log2() => math::log2_f64, log10() => math::log10_f64,
+                ln_1p() => math::log1p_f64, sin() => math::sin_f64, cos() => math::cos_f64,
+                tan() => math::tan_f64, asin() => math::asin_f64, acos() => math::acos_f64,
+                atan() => math::atan_f64, atan2(b) => math::atan2_f64, sinh() => math::sinh_f64,
+                cosh() => math::cosh_f64, tanh() => math::tanh_f64, erf() => math::erf_f64,
+                erfc() => math::erfc_f64, floor() => math::floor_f64, ceil() => math::ceil_f64,
+                round() => math::round_f64, trunc() => math::trunc_f64, powf(b) => math::pow_f64,
+                hypot(b) => math::hypot_f64);
+            for (r, (by_method, by_function)) in rows.into_iter().enumerate() {
+                let k = 2 * (i * GPU_FLOAT_ROWS + r);
+                // SAFETY: k + 1 < 2 · n · GPU_FLOAT_ROWS, the length of `out`.
+                unsafe {
+                    *out.add(k) = by_method;
+                    *out.add(k + 1) = by_function;
+                }
+            }
         }
     }
 }
