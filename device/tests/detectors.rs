@@ -106,7 +106,7 @@ fn a_write_past_the_end_is_out_of_bounds() {
     ) {
         assert!(
             matches!(&e, SimError::OutOfBounds { kernel: "write_past", buffer, index: 1000, len: 1000, at, site }
-                if buffer == "parameter `y`, buffer y" && at.block == [3, 0, 0] && at.thread == [232, 0, 0]
+                if &**buffer == "parameter `y`, buffer y" && at.block == [3, 0, 0] && at.thread == [232, 0, 0]
                 && site.as_deref().is_some_and(|s| s.starts_with("device/tests/support/broken_kernels.rs:"))),
             "{e}"
         );

@@ -702,7 +702,7 @@ fn exited_threads_arrive_and_two_barriers_are_reported() {
 /// Asserts that `site` (`file:line:column`) is a line of this file in the
 /// kernel declared by `signature` (the access's line, or in optimised code
 /// the loop's around it).
-fn assert_in_kernel(site: &Option<String>, signature: &str, e: &SimError) {
+fn assert_in_kernel(site: &Option<Box<str>>, signature: &str, e: &SimError) {
     let site = site.as_deref().unwrap_or_else(|| panic!("no site: {e}"));
     let mut parts = site.rsplitn(3, ':');
     let (_column, line, file) = (parts.next(), parts.next(), parts.next());
@@ -754,7 +754,7 @@ fn reads_past_the_end_are_reported() {
                 assert_eq!(*kernel, "read_past");
                 // A line of the kernel, not `read_volatile`'s in core.
                 assert_in_kernel(site, "pub fn read_past(", &e);
-                assert_eq!(buffer, "parameter `x`, buffer x");
+                assert_eq!(&**buffer, "parameter `x`, buffer x");
                 assert_eq!(*len, 1000);
                 // The first thread to go past: global index 1000 - past
                 // (or thread 0 when past ≥ 1000).

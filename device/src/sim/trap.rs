@@ -264,7 +264,7 @@ pub(crate) fn report(
             };
             SimError::OutOfBounds {
                 kernel,
-                buffer,
+                buffer: buffer.into(),
                 index: offset.div_euclid(info.element_size as i128) as i64,
                 len: info.len_bytes / info.element_size,
                 at: ctx.id(),
@@ -288,7 +288,7 @@ pub(crate) fn report(
 /// default). The file is named as rustc names it in `file!()` where the
 /// build makes that possible (relative to the workspace), else relative to
 /// the current directory, else as the debug information has it.
-fn access_site(trace: &std::backtrace::Backtrace) -> Option<String> {
+fn access_site(trace: &std::backtrace::Backtrace) -> Option<Box<str>> {
     let own_src = concat!(env!("CARGO_MANIFEST_DIR"), "/src/");
     // `{:#}`: every frame, each file as the debug information names it.
     let text = format!("{trace:#}");
@@ -300,7 +300,7 @@ fn access_site(trace: &std::backtrace::Backtrace) -> Option<String> {
                 && !at.contains("/lib/rustlib/src/rust/library/")
                 && !at.starts_with(own_src)
         })?;
-    Some(relative_path(site).to_string())
+    Some(relative_path(site).into())
 }
 
 /// `path` without the directory `file!()` paths are relative to (this
