@@ -13,7 +13,7 @@
 //! Its kernels are declared in [`kernels!`] blocks: on nvptx64 each is an
 //! `extern "ptx-kernel"` entry point; on the host its handle carries the same
 //! body, which the CPU simulator runs (here with [`sim::launch`](sim/fn.launch.html);
-//! the host crate's `Gpu::launch` does it for a program):
+//! the runtime crate's `Gpu::launch` does it for a program, with typed arguments):
 //! ```
 //! use cuda_kernels_device::prelude::*;
 //! use cuda_kernels_device::sim::{self, LaunchShape, SimError, memory::Allocation};

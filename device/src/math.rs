@@ -339,12 +339,18 @@ pub fn sincos_f64(x: f64) -> (f64, f64) {
 /// `(x - m).exp()` needs this trait in scope: `use
 /// cuda_kernels_device::prelude::*;` (or `math::GpuFloat`).
 ///
-/// On the GPU each method is this module's function of the same meaning
-/// (`exp` is [`exp_f32`], libdevice's `__nv_expf`; `mul_add` is
-/// [`fma_f32`](crate::arith::fma_f32), `fma.rn`); on the host the
-/// simulator runs `std`'s inherent method of the same name (which Rust
-/// prefers to a trait's), the implementation this module's host side uses
-/// too. Accuracy: as the module docs say, per function.
+/// Each method is this module's function of the same meaning (`exp` is
+/// [`exp_f32`], libdevice's `__nv_expf` on the GPU; `mul_add` is
+/// [`fma_f32`](crate::arith::fma_f32), `fma.rn`). On the host, though,
+/// `x.exp()` on an `f32` is `std`'s inherent method (Rust prefers an
+/// inherent method to a trait's wherever both exist), which is what
+/// [`exp_f32`] computes on the host too, but for the bits of a NaN result:
+/// `std`'s are the host's NaN, this module's the GPU's (f32: its canonical
+/// NaN `0x7fff_ffff`; f64: the NaN operand's payload). Where a kernel's NaN
+/// bits must be the GPU's on the simulator as well, call the function
+/// ([`exp_f32`]) or the trait's method by path (`GpuFloat::exp(x)`); only
+/// `rsqrt`, which `std` lacks, is this trait's everywhere. Accuracy: as the
+/// module docs say, per function.
 ///
 /// ```
 /// use cuda_kernels_device::prelude::*;
@@ -354,6 +360,9 @@ pub fn sincos_f64(x: f64) -> (f64, f64) {
 /// }
 /// assert_eq!(softmax_term(1.0, 1.0), 1.0);
 /// assert_eq!(GpuFloat::mul_add(2.0f64, 3.0, 1.0), 7.0);
+/// // The GPU's NaN through the trait's path on the host too:
+/// assert_eq!(GpuFloat::sqrt(-1.0f32).to_bits(), 0x7fff_ffff);
+/// assert_eq!(GpuFloat::sqrt(-1.0f32).to_bits(), math::sqrt_f32(-1.0).to_bits());
 /// ```
 pub trait GpuFloat: Copy {
     /// √x, correctly rounded.

@@ -699,6 +699,32 @@ fn exited_threads_arrive_and_two_barriers_are_reported() {
     }
 }
 
+/// Asserts that `site` (`file:line:column`) is a line of this file in the
+/// kernel declared by `signature` (the access's line, or in optimised code
+/// the loop's around it).
+fn assert_in_kernel(site: &Option<Box<str>>, signature: &str, e: &SimError) {
+    let site = site.as_deref().unwrap_or_else(|| panic!("no site: {e}"));
+    let mut parts = site.rsplitn(3, ':');
+    let (_column, line, file) = (parts.next(), parts.next(), parts.next());
+    assert_eq!(file, Some(file!()), "{e}");
+    let line: usize = line.and_then(|l| l.parse().ok()).expect("a line number");
+    let lines: Vec<&str> = include_str!("sim.rs").lines().collect();
+    let start = 1 + lines
+        .iter()
+        .position(|l| l.contains(signature))
+        .expect("the kernel");
+    let end = start
+        + lines[start..]
+            .iter()
+            .position(|l| *l == "        }")
+            .expect("its end");
+    assert!(
+        (start + 1..=end).contains(&line),
+        "line {line} is not in the body, lines {} to {end}: {e}",
+        start + 1
+    );
+}
+
 fn read_past(past: usize) -> Result<(), SimError> {
     let n = 1000;
     let x = buffer(&vec![1.0f32; n], "x");
@@ -723,9 +749,12 @@ fn reads_past_the_end_are_reported() {
                 index,
                 len,
                 at,
+                site,
             } => {
                 assert_eq!(*kernel, "read_past");
-                assert_eq!(buffer, "parameter `x`, buffer x");
+                // A line of the kernel, not `read_volatile`'s in core.
+                assert_in_kernel(site, "pub fn read_past(", &e);
+                assert_eq!(&**buffer, "parameter `x`, buffer x");
                 assert_eq!(*len, 1000);
                 // The first thread to go past: global index 1000 - past
                 // (or thread 0 when past ≥ 1000).
@@ -747,6 +776,9 @@ fn reads_past_the_end_are_reported() {
         matches!(&e, SimError::OutOfBounds { index: -1024, at, .. } if at.thread == [2, 0, 0]),
         "{e}"
     );
+    if let SimError::OutOfBounds { site, .. } = &e {
+        assert_in_kernel(site, "pub fn write_before(", &e);
+    }
     // And the simulator goes on.
     read_past(0).expect("an in-bounds launch after the faults");
 }

@@ -1,7 +1,7 @@
 //! Small kernels that exercise the device layer on its own: static shared
 //! memory (`shared_array!`) with block barriers, shared-memory atomics, and
 //! the warp primitives `syncwarp`, `activemask`, `match_any_sync` and
-//! `match_all_sync`. (The shuffles, votes, global atomics and loads have
+//! `match_all_sync`, and the float methods of `GpuFloat`. (The shuffles, votes, global atomics and loads have
 //! theirs in `reduce::primitive_tests`.)
 
 /// Threads per block of `block_reverse_i32`, and its shared tile's length.
@@ -22,10 +22,73 @@ pub const MATCH_BLOCK: usize = 64;
 /// Values per thread `warp_match_test` writes.
 pub const MATCH_ROWS: usize = 8;
 
+/// Rows per argument of `gpu_float_test_f32`/`_f64`: each `GpuFloat`
+/// method once (`sin_cos` twice, for its two results).
+pub const GPU_FLOAT_ROWS: usize = 31;
+
+use crate::device::arith;
+use crate::device::math::{self, GpuFloat};
 use crate::device::shared::SharedAtomicAdd;
 use crate::device::sync::sync_threads;
 use crate::device::{thread, warp};
 use crate::shared_array;
+
+/// The f32 or the f64 function of a pair: `by_type!(f32, a, b)` is `a`.
+macro_rules! by_type {
+    (f32, $f32:path, $f64:path) => {
+        $f32
+    };
+    (f64, $f32:path, $f64:path) => {
+        $f64
+    };
+}
+
+/// The body of `gpu_float_test_f32` (`$t` = `f32`) and `_f64`: thread `i`
+/// writes, for each method of `GpuFloat` called by path, its result and that
+/// of the `math` (or `arith`) function of the same meaning (named here from
+/// its meaning, not from the trait's impl), for the arguments `x[i]`,
+/// `x[(i + 1) mod n]`, `x[(i + 2) mod n]`.
+macro_rules! gpu_float_test_body {
+    ($t:tt, $x:ident, $n:ident, $out:ident) => {
+        // The arguments' names come from here, as the table's `b` does (hygiene).
+        gpu_float_test_body!(@rows $t, $x, $n, $out, (a, b, c);
+            sqrt() => sqrt_f32 sqrt_f64, rsqrt() => rsqrt_f32 rsqrt_f64,
+            cbrt() => cbrt_f32 cbrt_f64, exp() => exp_f32 exp_f64, exp2() => exp2_f32 exp2_f64,
+            exp_m1() => expm1_f32 expm1_f64, ln() => log_f32 log_f64,
+            log2() => log2_f32 log2_f64, log10() => log10_f32 log10_f64,
+            ln_1p() => log1p_f32 log1p_f64, sin() => sin_f32 sin_f64, cos() => cos_f32 cos_f64,
+            tan() => tan_f32 tan_f64, asin() => asin_f32 asin_f64, acos() => acos_f32 acos_f64,
+            atan() => atan_f32 atan_f64, atan2(b) => atan2_f32 atan2_f64,
+            sinh() => sinh_f32 sinh_f64, cosh() => cosh_f32 cosh_f64,
+            tanh() => tanh_f32 tanh_f64, erf() => erf_f32 erf_f64, erfc() => erfc_f32 erfc_f64,
+            floor() => floor_f32 floor_f64, ceil() => ceil_f32 ceil_f64,
+            round() => round_f32 round_f64, trunc() => trunc_f32 trunc_f64,
+            powf(b) => pow_f32 pow_f64, hypot(b) => hypot_f32 hypot_f64)
+    };
+    (@rows $t:tt, $x:ident, $n:ident, $out:ident, ($a:ident, $b:ident, $c:ident);
+     $($method:ident($($arg:ident),*) => $f32:ident $f64:ident),*) => {
+        for i in thread::grid_stride($n) {
+            // SAFETY: each index is below n, the length of `x`.
+            let ($a, $b, $c) = unsafe { (*$x.add(i), *$x.add((i + 1) % $n), *$x.add((i + 2) % $n)) };
+            let sincos = by_type!($t, math::sincos_f32, math::sincos_f64);
+            let fma = by_type!($t, arith::fma_f32, arith::fma_f64);
+            let rows: [($t, $t); GPU_FLOAT_ROWS] = [
+                $((GpuFloat::$method($a $(, $arg)*), by_type!($t, math::$f32, math::$f64)($a $(, $arg)*)),)*
+                (GpuFloat::sin_cos($a).0, sincos($a).0),
+                (GpuFloat::sin_cos($a).1, sincos($a).1),
+                (GpuFloat::mul_add($a, $b, $c), fma($a, $b, $c)),
+            ];
+            for (r, (by_method, by_function)) in rows.into_iter().enumerate() {
+                let k = 2 * (i * GPU_FLOAT_ROWS + r);
+                // SAFETY: k + 1 < 2 · n · GPU_FLOAT_ROWS, the length of `out`.
+                unsafe {
+                    *$out.add(k) = by_method;
+                    *$out.add(k + 1) = by_function;
+                }
+            }
+        }
+    };
+}
 
 crate::device::kernels! {
     /// Reverses each block-sized chunk of `input` into `output` through a
@@ -229,5 +292,26 @@ crate::device::kernels! {
             // SAFETY: r < MATCH_ROWS, t < MATCH_BLOCK.
             unsafe { *out.add(r * MATCH_BLOCK + t) = v };
         }
+    }
+
+    /// Every `GpuFloat` method on f32, thread `i` on arguments `x[i]`,
+    /// `x[(i + 1) mod n]`, `x[(i + 2) mod n]`: row `r` of argument `i` is
+    /// `out[2 (i · GPU_FLOAT_ROWS + r)]`, the method's result, and the next
+    /// word, the result of the `math` function of the same meaning (the
+    /// rows' order is `gpu_float_test_body!`'s). The two must be bit for bit
+    /// equal: the trait is those functions.
+    ///
+    /// # Safety
+    /// `x` holds `n > 0` f32, `out` `2 · n ·` [`GPU_FLOAT_ROWS`].
+    pub fn gpu_float_test_f32(x: *const f32, n: usize, out: *mut f32) as GPU_FLOAT_TEST_F32 {
+        gpu_float_test_body!(f32, x, n, out);
+    }
+
+    /// `gpu_float_test_f32`'s rows on f64.
+    ///
+    /// # Safety
+    /// `x` holds `n > 0` f64, `out` `2 · n ·` [`GPU_FLOAT_ROWS`].
+    pub fn gpu_float_test_f64(x: *const f64, n: usize, out: *mut f64) as GPU_FLOAT_TEST_F64 {
+        gpu_float_test_body!(f64, x, n, out);
     }
 }

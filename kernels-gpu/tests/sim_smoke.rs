@@ -1019,8 +1019,10 @@ const LAUNCHED_ELSEWHERE: [(&[&str], &str); 6] = [
             "shared_atomics_test",
             "shared_atomic_misaligned",
             "warp_match_test",
+            "gpu_float_test_f32",
+            "gpu_float_test_f64",
         ],
-        "tests/gpu/primitives.rs (the shared-memory atomics and warp matches)",
+        "tests/gpu/primitives.rs (the shared-memory atomics, warp matches and float methods)",
     ),
     (
         cuda_kernels_gpu::sort::SORT_KERNELS,

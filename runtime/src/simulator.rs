@@ -316,6 +316,7 @@ mod tests {
                 index: 7,
                 len: 7,
                 at,
+                site: None,
             },
         );
         assert!(matches!(e, Error::OutOfBounds { kernel: "k", .. }));

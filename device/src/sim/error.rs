@@ -136,7 +136,7 @@ pub enum SimError {
         kernel: &'static str,
         /// The buffer: "parameter `x`, buffer `label`" when a kernel
         /// parameter points into it, else "buffer `label`" (its label).
-        buffer: String,
+        buffer: Box<str>,
         /// The element index, `(address − base) / element size` (negative
         /// before the start).
         index: i64,
@@ -144,6 +144,10 @@ pub enum SimError {
         len: usize,
         /// The faulting thread.
         at: SimThread,
+        /// Where the access is in the kernel's source, `file:line:column`
+        /// (`None` in a build without line tables: `debug = false`; boxed:
+        /// the error stays small).
+        site: Option<Box<str>>,
     },
     /// A memory operation of the simulator itself failed (mmap).
     Memory {
@@ -250,14 +254,34 @@ impl fmt::Display for SimError {
                 index,
                 len,
                 at,
-            } => write!(
-                f,
-                "{kernel}: out-of-bounds access to {buffer} (length {len}) at element index \
-                 {index} by {at}"
-            ),
+                site,
+            } => {
+                write!(
+                    f,
+                    "{kernel}: out-of-bounds access to {buffer} (length {len}) at element index \
+                     {index} by {at}"
+                )?;
+                match site {
+                    Some(site) => write!(f, " at {site}"),
+                    None => f.write_str(
+                        " (its source line needs line tables: `debug = \"line-tables-only\"` in \
+                         the build's profile)",
+                    ),
+                }
+            }
             SimError::Memory { what, reason } => write!(f, "simulator memory: {what}: {reason}"),
         }
     }
 }
 
 impl std::error::Error for SimError {}
+#[cfg(test)]
+mod tests {
+    /// The runtime's error holds a `SimError` beside the kernel's name; past
+    /// 96 bytes every `Result` of the runtime grows past clippy's
+    /// `result_large_err` limit (hence the boxed fields).
+    #[test]
+    fn the_error_stays_small() {
+        assert!(size_of::<super::SimError>() <= 96);
+    }
+}

@@ -49,7 +49,9 @@ pub(crate) struct Pending {
 pub(crate) enum ThreadEnd {
     /// A fault or a finding.
     Error(Box<SimError>),
-    /// It touched memory it may not (a guard page): the faulting address.
+    /// It touched memory it may not (a guard page): the faulting address,
+    /// and the call stack at the faulting instruction (unresolved: its
+    /// source line is looked up only for the report).
     #[cfg_attr(
         not(all(
             target_os = "linux",
@@ -57,7 +59,10 @@ pub(crate) enum ThreadEnd {
         )),
         allow(dead_code)
     )]
-    Trap { addr: usize },
+    Trap {
+        addr: usize,
+        trace: std::backtrace::Backtrace,
+    },
 }
 
 /// What a runner yields: the thread it runs, and why that thread waits.
@@ -339,9 +344,9 @@ impl Worker {
                     match end {
                         None => {}
                         Some((_, ThreadEnd::Error(e))) => return Err(*e),
-                        Some((t, ThreadEnd::Trap { addr })) => {
+                        Some((t, ThreadEnd::Trap { addr, trace })) => {
                             let on_stack = handler.stack_ptr_in_bounds(addr);
-                            return Err(trap::report(&self.ctxs[t], addr, on_stack));
+                            return Err(trap::report(&self.ctxs[t], addr, on_stack, &trace));
                         }
                     }
                 }

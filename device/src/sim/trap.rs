@@ -186,9 +186,17 @@ mod signals {
             {
                 let addr = (*info).si_addr() as usize;
                 let thread = context::current_linear().unwrap_or(0);
+                // The frames from here through the signal frame to the faulting
+                // instruction and its callers, for the report's source line
+                // (a walk of the stack; symbols are looked up later, if at
+                // all). It allocates: safe here, where the interrupted code
+                // is a kernel's load or store of a simulated device buffer,
+                // never the allocator.
+                let trace = std::backtrace::Backtrace::force_capture();
                 // The simulated thread's coroutine returns `Trap` once the handler
                 // returns: its stack is discarded, nothing of it runs again.
-                let regs = h.setup_trap_handler(move || Some((thread, ThreadEnd::Trap { addr })));
+                let regs =
+                    h.setup_trap_handler(move || Some((thread, ThreadEnd::Trap { addr, trace })));
                 redirect(ctx, regs);
                 return;
             }
@@ -225,8 +233,14 @@ mod signals {
 }
 
 /// The report for a simulated thread that trapped at `addr` (`on_stack`:
-/// the address is in its own stack, an overflow).
-pub(crate) fn report(ctx: &ThreadCtx, addr: usize, on_stack: bool) -> SimError {
+/// the address is in its own stack, an overflow), with the call stack
+/// `trace` captured at the trap.
+pub(crate) fn report(
+    ctx: &ThreadCtx,
+    addr: usize,
+    on_stack: bool,
+    trace: &std::backtrace::Backtrace,
+) -> SimError {
     let kernel = ctx.block_state().kernel;
     let fault = |message: String| SimError::Fault {
         kernel,
@@ -250,14 +264,60 @@ pub(crate) fn report(ctx: &ThreadCtx, addr: usize, on_stack: bool) -> SimError {
             };
             SimError::OutOfBounds {
                 kernel,
-                buffer,
+                buffer: buffer.into(),
                 index: offset.div_euclid(info.element_size as i128) as i64,
                 len: info.len_bytes / info.element_size,
                 at: ctx.id(),
+                site: access_site(trace),
             }
         }
         _ => fault(format!(
             "invalid memory access at address {addr:#x}, outside every simulated device buffer"
         )),
     }
+}
+
+/// The faulting access's place in the kernel's source, `file:line:column`,
+/// from the call stack captured at the trap: its innermost frame outside
+/// Rust's own library and this crate's `src/` (the signal handler, the
+/// device layer's loads, the grid-stride loop), so an access through
+/// `core::ptr::read` or a device-layer load names the kernel's line that
+/// made it. In optimised code it is the line the compiler gave the faulting
+/// instruction: the access's, or that of the loop around it. `None` without
+/// line tables (a build with `debug = false`, as the release profile's
+/// default). The file is named as rustc names it in `file!()` where the
+/// build makes that possible (relative to the workspace), else relative to
+/// the current directory, else as the debug information has it.
+fn access_site(trace: &std::backtrace::Backtrace) -> Option<Box<str>> {
+    let own_src = concat!(env!("CARGO_MANIFEST_DIR"), "/src/");
+    // `{:#}`: every frame, each file as the debug information names it.
+    let text = format!("{trace:#}");
+    let site = text
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("at "))
+        .find(|at| {
+            !at.starts_with("/rustc/")
+                && !at.contains("/lib/rustlib/src/rust/library/")
+                && !at.starts_with(own_src)
+        })?;
+    Some(relative_path(site).into())
+}
+
+/// `path` without the directory `file!()` paths are relative to (this
+/// crate's workspace root, when rustc was given relative paths), or else
+/// without the current directory, when it starts with either.
+fn relative_path(path: &str) -> &str {
+    let this_file = concat!(env!("CARGO_MANIFEST_DIR"), "/", "src/sim/trap.rs");
+    let roots = [
+        this_file.strip_suffix(file!()).map(str::to_string),
+        std::env::current_dir()
+            .ok()
+            .and_then(|d| d.to_str().map(|d| format!("{d}/"))),
+    ];
+    roots
+        .into_iter()
+        .flatten()
+        .filter(|root| root.ends_with('/'))
+        .find_map(|root| path.strip_prefix(root.as_str()))
+        .unwrap_or(path)
 }
