@@ -2,6 +2,7 @@
 //! a stream) or the CPU simulator. Every launcher is a method on [`Gpu`].
 use std::collections::HashMap;
 use std::ffi::CString;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -235,13 +236,46 @@ struct CudaDevice {
     image: LoadedImage,
     device: Device,
     context: Context,
-    /// The functions [`Gpu::launch`] has looked up, by entry name (the
-    /// `CUfunction` as an address, so that `Gpu` stays `Send` and `Sync`).
-    functions: Mutex<HashMap<&'static str, usize>>,
+    /// The functions [`Gpu::launch`] has looked up, by the address and
+    /// length of the entry name (the `CUfunction` as an address, so that
+    /// `Gpu` stays `Send` and `Sync`).
+    functions: Mutex<FunctionCache>,
     /// The device's launch limits, which [`Gpu::launch`] checks a shape
     /// against before `cuLaunchKernel` (as the simulator does with an
     /// H100's), so that a bad shape gives the same error on both backends.
     limits: Limits,
+}
+
+/// The looked-up functions of a module, keyed by where their entry name
+/// lies (`(address, length)` of the handle's `&'static str`): a launch
+/// finds its function without hashing or comparing the name. The same name
+/// at another address (a constant inlined in another crate) is looked up
+/// once more and cached under that address too.
+type FunctionCache = HashMap<(usize, usize), usize, BuildHasherDefault<AddressHasher>>;
+
+/// The hasher of [`FunctionCache`]'s keys: two words mixed by a multiply
+/// (the FxHash step), enough for addresses, which are distinct already.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_usize(&mut self, word: usize) {
+        self.write_u64(word as u64);
+    }
+
+    fn write_u64(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// `device`'s launch limits (threads per block, block and grid dimensions,
@@ -576,12 +610,13 @@ impl Gpu {
     /// module lacks it.
     pub fn raw_function(&self, name: &'static str) -> Result<cust::sys::CUfunction> {
         let cuda = self.cuda("a PTX function")?;
+        let key = (name.as_ptr() as usize, name.len());
         let mut cache = cuda.functions.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&f) = cache.get(name) {
+        if let Some(&f) = cache.get(&key) {
             return Ok(f as cust::sys::CUfunction);
         }
         let f = self.function(name)?.to_raw();
-        cache.insert(name, f as usize);
+        cache.insert(key, f as usize);
         Ok(f)
     }
 
