@@ -316,6 +316,23 @@ fn launch_limits(device: Device) -> Result<Limits> {
             crate::error::check_driver(r, "context", "cuDeviceGetAttribute")?;
             v.max(0) as u32
         },
+        multiprocessors: get(A::MultiprocessorCount)?.max(1),
+        threads_per_multiprocessor: get(A::MaxThreadsPerMultiprocessor)?,
+        blocks_per_multiprocessor: {
+            // Not among cust 0.3.2's attributes either.
+            let mut v = 0i32;
+            // SAFETY: as above.
+            let r = unsafe {
+                cust::sys::cuDeviceGetAttribute(
+                    &mut v,
+                    cust::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
+                    device.as_raw(),
+                )
+            };
+            crate::error::check_driver(r, "context", "cuDeviceGetAttribute")?;
+            v.max(1) as u32
+        },
+        shared_per_multiprocessor: get(A::MaxSharedMemoryPerMultiprocessor)?,
     })
 }
 
@@ -324,16 +341,11 @@ static SIMULATED_IMAGE: LoadedImage = LoadedImage::Simulator;
 
 impl Gpu {
     /// The number of multiprocessors (SMs) of this GPU (the simulated
-    /// H100's 132 on the simulator).
-    pub fn multiprocessors(&self, k: &'static str) -> Result<u32> {
-        if self.is_simulated() {
-            return Ok(simulator::MULTIPROCESSORS);
-        }
-        let sms = self
-            .device()?
-            .get_attribute(cust::device::DeviceAttribute::MultiprocessorCount)
-            .during(k, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)")?;
-        Ok(sms.max(1) as u32)
+    /// H100's 132 on the simulator): [`Limits::multiprocessors`] of
+    /// [`Gpu::launch_limits`], queried when the `Gpu` opened. `Result` (never
+    /// an error, `_kernel` unused) for the launchers that call it.
+    pub fn multiprocessors(&self, _kernel: &'static str) -> Result<u32> {
+        Ok(self.launch_limits().multiprocessors)
     }
 
     /// Opens device 0 and loads `ptx` (PTX source text).
@@ -596,8 +608,9 @@ impl Gpu {
             .map_err(|_| Error::not_found(name))
     }
 
-    /// The device's launch limits (a CUDA device's own, queried when the
-    /// `Gpu` opened; the simulated H100's).
+    /// The device's limits (a CUDA device's own, queried when the `Gpu`
+    /// opened; the simulated H100's, [`Limits::H100`]): launch shapes,
+    /// shared memory, multiprocessors and what each keeps resident.
     pub fn launch_limits(&self) -> &Limits {
         match &self.backend {
             Backend::Cuda(cuda) => &cuda.limits,

@@ -277,8 +277,8 @@ impl ReduceExt for Gpu {
     fn reduce_scratch<T: Element>(&self) -> Result<ReduceScratch<T>> {
         const K: &str = "reduce";
         self.bind()?;
-        let capacity =
-            self.multiprocessors(K)? as usize * simulator::BLOCKS_PER_MULTIPROCESSOR as usize;
+        let capacity = self.multiprocessors(K)? as usize
+            * self.launch_limits().blocks_per_multiprocessor as usize;
         // SAFETY: the kernel writes each partial before any block reads it,
         // and writes the result; nothing reads them earlier.
         let partials = unsafe { self.uninitialized::<T>(capacity) }?;
@@ -305,7 +305,7 @@ impl ReduceExt for Gpu {
                 .max_active_blocks_per_multiprocessor(BLOCK.into(), SHARED_BYTES as usize)
                 .during(k, "cuOccupancyMaxActiveBlocksPerMultiprocessor")?
         }
-        .clamp(1, simulator::BLOCKS_PER_MULTIPROCESSOR);
+        .clamp(1, self.launch_limits().blocks_per_multiprocessor);
         let full = self.multiprocessors(k)? * resident;
         let wanted = n.div_ceil(T::PER_VEC).div_ceil(BLOCK as usize).max(1);
         Ok((wanted.min(full as usize) as u32, BLOCK))
