@@ -1,11 +1,11 @@
-//! K2: the device query of seed 001 (PyCUDA's and PyOpenCL's listings).
+//! The device query of the seeds (PyCUDA's and PyOpenCL's listings).
 use cust::CudaApiVersion;
 use cust::device::{Device, DeviceAttribute};
 
 use crate::error::{CudaResultExt, Error, Result};
 use crate::simulator;
 
-/// What seed 001 prints about each device.
+/// What the seed's device query prints about each device.
 #[derive(Debug, Clone)]
 pub struct DeviceInfo {
     /// Device ordinal.

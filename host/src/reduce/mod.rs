@@ -1,4 +1,4 @@
-//! Launchers for K10 `reduce_*` (seed 001, Numba's `@cuda.reduce`): a
+//! Launchers for `reduce_*` (Numba's `@cuda.reduce`): a
 //! generic parallel reduction over `i32`, `i64`, `f32` and `f64` with any
 //! operation declared in `kernels-gpu` (sum, product, min, max built in; see
 //! [`cuda_kernels_gpu::reduce`] for declaring another), and an optional
