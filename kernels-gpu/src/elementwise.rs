@@ -298,8 +298,9 @@ macro_rules! __family_entry {
         #[unsafe(export_name = $entry)]
         pub unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) $body
 
+        // SAFETY: the entry point above is declared from the same tokens.
         const $handle: $crate::device::kernel::Kernel<$params> =
-            $crate::device::kernel_handle!($entry => $name($($arg: $ty),*) $body);
+            unsafe { $crate::device::kernel_handle!($entry => $name($($arg: $ty),*) $body) };
     };
 }
 
