@@ -278,15 +278,25 @@ impl Hasher for AddressHasher {
     }
 }
 
-/// `device`'s launch limits (threads per block, block and grid dimensions,
-/// shared memory per block without and with opt-in).
+/// `device`'s limits: threads per block, block and grid dimensions, shared
+/// memory per block without and with opt-in, multiprocessors and what each
+/// keeps resident.
 fn launch_limits(device: Device) -> Result<Limits> {
     use cust::device::DeviceAttribute as A;
+    use cust::sys::CUdevice_attribute as Raw;
     let get = |a: A| {
         device
             .get_attribute(a)
             .map(|v| v.max(0) as u32)
             .during("context", "cuDeviceGetAttribute")
+    };
+    // The attributes cust 0.3.2 does not list: the driver call itself.
+    let get_raw = |a: Raw| {
+        let mut v = 0i32;
+        // SAFETY: `v` is a live i32 for the driver to write; the device
+        // handle is valid (the context on it was just retained).
+        let r = unsafe { cust::sys::cuDeviceGetAttribute(&mut v, a, device.as_raw()) };
+        crate::error::check_driver(r, "context", "cuDeviceGetAttribute").map(|()| v.max(0) as u32)
     };
     Ok(Limits {
         max_threads_per_block: get(A::MaxThreadsPerBlock)?,
@@ -301,37 +311,13 @@ fn launch_limits(device: Device) -> Result<Limits> {
             get(A::MaxGridDimZ)?,
         ],
         shared_per_block: get(A::MaxSharedMemoryPerBlock)?,
-        shared_per_block_opt_in: {
-            // Not among cust 0.3.2's attributes: the driver call itself.
-            let mut v = 0i32;
-            // SAFETY: `v` is a live i32 for the driver to write; the device
-            // handle is valid (the context on it was just retained).
-            let r = unsafe {
-                cust::sys::cuDeviceGetAttribute(
-                    &mut v,
-                    cust::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                    device.as_raw(),
-                )
-            };
-            crate::error::check_driver(r, "context", "cuDeviceGetAttribute")?;
-            v.max(0) as u32
-        },
+        shared_per_block_opt_in: get_raw(
+            Raw::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        )?,
         multiprocessors: get(A::MultiprocessorCount)?.max(1),
         threads_per_multiprocessor: get(A::MaxThreadsPerMultiprocessor)?,
-        blocks_per_multiprocessor: {
-            // Not among cust 0.3.2's attributes either.
-            let mut v = 0i32;
-            // SAFETY: as above.
-            let r = unsafe {
-                cust::sys::cuDeviceGetAttribute(
-                    &mut v,
-                    cust::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
-                    device.as_raw(),
-                )
-            };
-            crate::error::check_driver(r, "context", "cuDeviceGetAttribute")?;
-            v.max(1) as u32
-        },
+        blocks_per_multiprocessor: get_raw(Raw::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)?
+            .max(1),
         shared_per_multiprocessor: get(A::MaxSharedMemoryPerMultiprocessor)?,
     })
 }
