@@ -1,5 +1,7 @@
 //! The device handle: a CUDA device (primary context, the loaded PTX module,
-//! a stream) or the CPU simulator. Every launcher is a method on [`Gpu`].
+//! a stream) or the CPU simulator, with the one typed launch
+//! ([`Gpu::launch`]); the catalogue's launchers are extension traits on it
+//! (`cuda_kernels::prelude`).
 use std::collections::HashMap;
 use std::ffi::CString;
 use std::hash::{BuildHasherDefault, Hasher};
