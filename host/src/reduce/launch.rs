@@ -15,7 +15,7 @@ use crate::util::contiguous;
 /// The reduction launchers on a [`Gpu`].
 pub trait ReduceExt {
     /// Reduces `input` with `Op` on the GPU and returns
-    /// `combine(init, combine over input)` (see the [module docs](self)).
+    /// `combine(init, combine over input)` (see the [module docs](crate::reduce)).
     ///
     /// Copies the input to the device (strided views are made contiguous
     /// first). An empty input gives `init` or the identity without touching
@@ -153,7 +153,7 @@ pub trait ReduceExt {
     /// vector, at most as many as fit on the GPU at once (multiprocessors ×
     /// resident blocks per multiprocessor, from the occupancy API), and at
     /// least one. The grid-stride loop covers the rest. Useful to derive the
-    /// float tolerance ([`float_sum_tolerance`]).
+    /// float tolerance ([`float_sum_tolerance`](super::float_sum_tolerance)).
     fn reduce_launch_shape<Op: ReduceKernel<T, T::Acc>, T: Input>(
         &self,
         n: usize,

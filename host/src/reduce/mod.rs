@@ -22,7 +22,7 @@
 //!   defaulting to the operation's identity;
 //! - an empty input gives `init`, or the identity (0 for sum, 1 for product);
 //!   min and max of an empty input without `init` are refused with
-//!   [`Error::InvalidInput`] (there is no meaningful value);
+//!   [`Error::InvalidInput`](crate::error::Error::InvalidInput) (there is no meaningful value);
 //! - integer sums and products wrap on overflow (two's complement), on the
 //!   GPU and in [`reduce_cpu`] alike, so integer results are exact;
 //! - float sums and products are combined in a tree (documented in
