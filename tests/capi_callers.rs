@@ -1,5 +1,5 @@
-//! K18's callers: seed 002's Python ctypes program
-//! (`examples/python/mandelbrot_ctypes.py`) and seed 004's C program
+//! The C ABI library's callers: the seed's Python ctypes program
+//! (`examples/python/mandelbrot_ctypes.py`) and the seed's C program
 //! (`examples/c/hello_dlopen.c`) run against the built
 //! `libcuda_kernels_capi.so`.
 //!
@@ -28,7 +28,7 @@ fn main() -> ExitCode {
     ])
 }
 
-/// K19's C ABI call overhead needs no GPU: one call through the `dlsym`'d
+/// The C ABI call overhead needs no GPU: one call through the `dlsym`'d
 /// pointer and one direct Rust call, both timed.
 fn call_overhead_is_measured() -> Result<Completion, Failed> {
     let lib = match library() {

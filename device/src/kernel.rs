@@ -221,8 +221,9 @@ macro_rules! kernels {
                 "The handle of the entry point `", stringify!($name),
                 "`: its name and parameters `(", stringify!($($ty),*), ")`."
             )]
+            // SAFETY: the entry point above is declared from the same tokens.
             pub const $handle: $crate::kernel::Kernel<($($ty,)*)> =
-                $crate::kernel_handle!($name($($arg: $ty),*) $body);
+                unsafe { $crate::kernel_handle!($name($($arg: $ty),*) $body) };
         )*
         $crate::kernels! { @list [$($list)*] $($name)* }
     };
@@ -271,7 +272,23 @@ macro_rules! kernels {
 /// macros; [`kernels!`](crate::kernels) uses it.
 ///
 /// Its caller promises that the entry point it declares next to the handle
-/// has these parameters (the family macros make both from one declaration).
+/// has these parameters (the family macros make both from one declaration):
+/// the handle's parameter types are what the launch trusts, so the macro
+/// must be invoked inside `unsafe { }` (it calls the `unsafe` constructors
+/// of [`Kernel`] itself), like [`Kernel::new`]. Outside one it does not
+/// compile, so a handle of other types for an existing entry point cannot be
+/// made in safe code:
+/// ```compile_fail,E0133
+/// // `multiply` takes (*const f32, *const f32, *mut f32, usize).
+/// const FORGED: cuda_kernels_device::kernel::Kernel<(u8,)> =
+///     cuda_kernels_device::kernel_handle!(multiply(x: u8) {});
+/// ```
+/// ```
+/// // SAFETY: (here) no entry point of this name exists to disagree with.
+/// const MINE: cuda_kernels_device::kernel::Kernel<(u8,)> =
+///     unsafe { cuda_kernels_device::kernel_handle!(mine(x: u8) { let _ = x; }) };
+/// assert_eq!(MINE.name(), "mine");
+/// ```
 ///
 /// `kernel_handle!(entry => name(…) { body })` names the entry point with
 /// the expression `entry` (a `&'static str`, e.g. a `concat!`) instead,
@@ -284,10 +301,10 @@ macro_rules! kernel_handle {
     };
     ($entry:expr => $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) $body:block) => {{
         let entry: &'static str = $entry;
+        // Not in an `unsafe` block of its own: the invocation's, whose
+        // promise it is (the entry point has these parameter types).
         #[cfg(target_arch = "nvptx64")]
-        // SAFETY: the entry point is declared from the same tokens as
-        // these parameter types (the caller of this macro's contract).
-        let handle = unsafe { $crate::kernel::Kernel::new(::core::env!("CARGO_CRATE_NAME"), entry) };
+        let handle = $crate::kernel::Kernel::new(::core::env!("CARGO_CRATE_NAME"), entry);
         #[cfg(not(target_arch = "nvptx64"))]
         let sim_entry: $crate::sim::Entry = {
             /// The kernel body on the host: the simulator's entry.
@@ -324,13 +341,10 @@ macro_rules! kernel_handle {
             }
             $name
         };
+        // As above; `sim_entry` reads the parameters in order.
         #[cfg(not(target_arch = "nvptx64"))]
-        // SAFETY: the entry point and `sim_entry` are declared from the same
-        // tokens as these parameter types (the caller of this macro's
-        // contract); `sim_entry` reads them in order.
-        let handle = unsafe {
-            $crate::kernel::Kernel::with_sim_entry(::core::env!("CARGO_CRATE_NAME"), entry, sim_entry)
-        };
+        let handle =
+            $crate::kernel::Kernel::with_sim_entry(::core::env!("CARGO_CRATE_NAME"), entry, sim_entry);
         handle
     }};
 }

@@ -53,7 +53,7 @@ special_registers! {
 /// The global 1-D thread index, `blockIdx.x * blockDim.x + threadIdx.x`,
 /// computed in 64 bits so that it cannot wrap for any legal launch.
 ///
-/// (Seed 000 writes `threadIdx.x * blockDim.x + threadIdx.x`, which gives
+/// (The seed writes `threadIdx.x * blockDim.x + threadIdx.x`, which gives
 /// every block the same indices; this is the correct form.)
 #[inline(always)]
 pub fn index_1d() -> usize {

@@ -1,5 +1,5 @@
-//! K16 (b) and (c): contexts made by hand and one context per host thread
-//! (seed 003's `make_context()` / `ctx.pop()` and `KernelLauncherThread`).
+//! Contexts made by hand and one context per host thread
+//! (the seed's `make_context()` / `ctx.pop()` and `KernelLauncherThread`).
 //!
 //! # What CUDA and `cust` require of threads and contexts
 //! - Every driver call acts on the calling thread's *current* context (the
@@ -91,7 +91,7 @@ impl ThreadContext {
         })
     }
 
-    /// A new context with `ptx` loaded in it (seed 003 compiles the kernel
+    /// A new context with `ptx` loaded in it (the seed compiles the kernel
     /// in every thread's context for the same reason: a module belongs to
     /// one context).
     pub fn with_module(ptx: &str) -> Result<Self> {
@@ -136,7 +136,7 @@ impl ThreadContext {
         }
     }
 
-    /// K16 (b): copies `data` to the device and back.
+    /// Copies `data` to the device and back.
     pub fn copy_roundtrip(&self, data: &[f32]) -> Result<Vec<f32>> {
         if data.is_empty() {
             return Err(Error::invalid(K, "empty array: nothing to copy"));
@@ -148,7 +148,7 @@ impl ThreadContext {
         Ok(out)
     }
 
-    /// K16 (c): runs `mult_ker<<<1, 64>>>` on `data` in this context (copy in,
+    /// Runs `mult_ker<<<1, 64>>>` on `data` in this context (copy in,
     /// kernel on a stream of this context, copy out).
     pub fn mult_ker(&self, data: &[f32]) -> Result<Vec<f32>> {
         const KER: &str = MULT_KER.name();
@@ -272,7 +272,7 @@ impl ContextHandle {
     }
 }
 
-/// K16 (b): create a context on device 0, copy `data` there and back, destroy
+/// Create a context on device 0, copy `data` there and back, destroy
 /// the context; returns what came back.
 pub fn manual_context_roundtrip(data: &[f32]) -> Result<Vec<f32>> {
     let ctx = ThreadContext::new()?;
@@ -304,11 +304,11 @@ pub fn compile_for_device(ptx: &str) -> Result<Vec<u8>> {
     Ok(cubin)
 }
 
-/// K16 (c): one host thread per array; each creates its own context, loads
+/// One host thread per array; each creates its own context, loads
 /// the module, runs `mult_ker` on its array, destroys its context and returns
 /// the result through `join`. Results come back in input order.
 ///
-/// As in seed 003, every thread loads the module into its own context (a
+/// As in the seed, every thread loads the module into its own context (a
 /// module belongs to one context), and each loads a cubin: the one of
 /// `kernels` that matches the device ([`Images::matching_cubin`], as
 /// [`crate::Gpu`] does), else one JIT-compiled once beforehand from the PTX

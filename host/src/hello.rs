@@ -1,4 +1,4 @@
-//! Launcher for K17 `hello_kernel` (seed 004) and its formatted sibling
+//! Launcher for `hello_kernel` and its formatted sibling
 //! `hello_indexed`.
 use cuda_kernels_gpu::hello::{FAULT_TEST_KERNEL, HELLO_INDEXED, HELLO_KERNEL};
 
@@ -8,7 +8,7 @@ use crate::launch::LaunchConfig;
 
 /// The hello-world launcher on a [`Gpu`].
 pub trait HelloExt {
-    /// K17: launches `hello_kernel` (or, with `indexed`, `hello_indexed`,
+    /// Launches `hello_kernel` (or, with `indexed`, `hello_indexed`,
     /// which prints each thread's indices) on `blocks × threads` and waits;
     /// the lines appear on stdout at the synchronization.
     fn hello(&self, blocks: u32, threads: u32, indexed: bool) -> Result<()>;

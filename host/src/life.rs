@@ -1,5 +1,5 @@
-//! K15: Conway's Game of Life (`conway_ker`) on concurrent streams, as seed
-//! 003 runs it: several independent simulations, each in its own stream; per
+//! Conway's Game of Life (`conway_ker`) on concurrent streams, as the
+//! seed runs it: several independent simulations, each in its own stream; per
 //! frame, the step is launched into the simulation's stream, the new lattice
 //! is copied back to the host asynchronously for display, and the new lattice
 //! is copied over the old one on the device (PyCUDA's `set_async`).
@@ -10,8 +10,8 @@
 //! works on it (see [`crate::async_mem`]).
 //!
 //! Two kernels compute the same step, bit for bit ([`LifeKernel`]):
-//! - `conway_ker`, the seed's one thread per cell in 32×32 blocks (K15's own
-//!   entry), latency-bound;
+//! - `conway_ker`, the seed's one thread per cell in 32×32 blocks (the
+//!   seed's own entry), latency-bound;
 //! - `conway_fast`, the default of [`LifeSims`]: four cells of a row per
 //!   thread (one 16-byte load and store), down a strip of four rows with the
 //!   horizontal sums of the rows above and below kept in registers: under one
@@ -164,7 +164,7 @@ pub fn check_lattice(lattice: ArrayView2<i32>) -> Result<usize> {
     Ok(rows)
 }
 
-/// CPU reference: one Life step, written from the rules (SPEC K15), not
+/// CPU reference: one Life step, written from the rules (SPEC.md), not
 /// with the kernel's functions: on the `n`×`n` torus, a cell's neighbours
 /// are the eight cells around it, indices modulo `n`; a live cell with 2 or
 /// 3 live neighbours lives, a dead one with exactly 3 is born (B3/S23),

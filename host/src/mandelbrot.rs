@@ -1,8 +1,7 @@
-//! K11 `mandelbrot_ker` (seed 002) and its launch paths, K16a (explicit
-//! context synchronization, seed 003) and the client side of K18 (the C ABI
-//! library, seeds 002 and 004).
+//! `mandelbrot_ker` and its launch paths, explicit context
+//! synchronization, and the client side of the C ABI library.
 //!
-//! The four launch paths of seed 002, which all give the same graph:
+//! The seed's four launch paths, which all give the same graph:
 //! 1. the high-level path, [`Gpu::mandelbrot`](crate::mandelbrot::MandelbrotExt::mandelbrot) (a `Gpu` built from the
 //!    embedded PTX);
 //! 2. PTX loaded from a file at run time: [`Gpu::from_ptx_file`] then
@@ -11,7 +10,8 @@
 //! 4. the C ABI shared library `libcuda_kernels_capi.so` (crate `capi/`),
 //!    called from Python ctypes, from C, and from Rust through [`c_abi`].
 //!
-//! [`Gpu::mandelbrot_explicit_sync`](crate::mandelbrot::MandelbrotExt::mandelbrot_explicit_sync) is K16a. [`mandelbrot_cpu`] is the CPU
+//! [`Gpu::mandelbrot_explicit_sync`](crate::mandelbrot::MandelbrotExt::mandelbrot_explicit_sync) synchronizes the
+//! context explicitly. [`mandelbrot_cpu`] is the CPU
 //! reference: it calls the very same per-point function as the kernel
 //! ([`cuda_kernels_gpu::mandelbrot::mandelbrot_point`]), so the GPU and CPU
 //! graphs are identical, not merely close.
@@ -34,14 +34,14 @@ pub mod driver_api;
 /// The kernel's PTX entry point (its handle's name).
 pub const KERNEL: &str = MANDELBROT_KER.name();
 
-/// Threads per block (seed 002 launches blocks of 32).
+/// Threads per block (the seed launches blocks of 32).
 pub const BLOCK: u32 = 32;
 
 /// The largest lattice size whose square (the number of points, an `int`
 /// in the kernel's signature) fits in i32: 46 340² = 2 147 395 600.
 pub const MAX_LATTICE_SIZE: usize = 46_340;
 
-/// Seed 002's parameters: `mandelbrot(breadth, low, high, max_iters,
+/// The seed's parameters: `mandelbrot(breadth, low, high, max_iters,
 /// upper_bound)`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MandelbrotParams {
@@ -180,7 +180,7 @@ pub struct MandelbrotTiming {
 
 /// The Mandelbrot launchers on a [`Gpu`].
 pub trait MandelbrotExt {
-    /// Seed 002's Mandelbrot graph on the GPU: `lattice` is the real and
+    /// The seed's Mandelbrot graph on the GPU: `lattice` is the real and
     /// imaginary axis (`linspace(low, high, breadth)`, see
     /// [`MandelbrotParams::lattice`]), `upper_bound` the escape radius (not
     /// squared). Returns the `breadth × breadth` graph, 1.0 inside the set,
@@ -229,7 +229,7 @@ pub trait MandelbrotExt {
         block: u32,
     ) -> Result<()>;
 
-    /// K16a (seed 003's `gpu_mandelbrot_context_sync.py`): the same graph
+    /// The seed's `gpu_mandelbrot_context_sync.py`: the same graph
     /// with explicit context synchronization: asynchronous copy in,
     /// `cuCtxSynchronize`, launch, `cuCtxSynchronize`, asynchronous copy out,
     /// `cuCtxSynchronize`.
@@ -413,7 +413,7 @@ impl MandelbrotExtSteps for Gpu {
     }
 }
 
-/// The CPU reference, written from the seed's formula (SPEC K11), not with
+/// The CPU reference, written from the seed's formula (SPEC.md), not with
 /// the kernel's functions: graph row `r`, column `c` is the point
 /// `c = lattice[c] + i·lattice[n − 1 − r]`; from z = 0, `max_iters` times
 /// z = z² + c, and 0 as soon as |z|² exceeds the bound squared, else 1.

@@ -1,5 +1,5 @@
-//! Launchers for K1 `multiply` (device buffers and unified memory), K6
-//! `vector_sum_i32` and K19 `empty_kernel` (launch overhead).
+//! Launchers for `multiply` (device buffers and unified memory),
+//! `vector_sum_i32` and `empty_kernel` (launch overhead).
 use std::time::Instant;
 
 use cust::memory::{DeviceCopy, UnifiedBuffer};
@@ -26,18 +26,18 @@ pub struct MultiplyTiming {
     pub with_transfers_ms: f32,
 }
 
-/// Which memory `multiply` works in (seed 000 uses `cudaMallocManaged`).
+/// Which memory `multiply` works in (the seed uses `cudaMallocManaged`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemoryMode {
     /// `cuMemAlloc` buffers with explicit copies.
     Device,
-    /// Unified (managed) memory, as seed 000's `cudaMallocManaged`.
+    /// Unified (managed) memory, as the seed's `cudaMallocManaged`.
     Unified,
 }
 
 /// The `multiply` family launchers on a [`Gpu`].
 pub trait MultiplyExt {
-    /// `c = a * b` elementwise on the GPU (K1), on either backend.
+    /// `c = a * b` elementwise on the GPU, on either backend.
     ///
     /// Errors (no launch) when the lengths differ or are 0.
     fn multiply(&self, a: ArrayView1<f32>, b: ArrayView1<f32>) -> Result<Array1<f32>>;
@@ -73,11 +73,11 @@ pub trait MultiplyExt {
         res: &mut DeviceSlice<i32>,
     ) -> Result<()>;
 
-    /// `res = a + b` elementwise on i32 (K6, PyOpenCL's `vectorSum`),
+    /// `res = a + b` elementwise on i32 (PyOpenCL's `vectorSum`),
     /// wrapping on overflow like the CPU reference.
     fn vector_sum_i32(&self, a: ArrayView1<i32>, b: ArrayView1<i32>) -> Result<Array1<i32>>;
 
-    /// K19: launches `empty_kernel` `launches` times, once synchronously
+    /// Launches `empty_kernel` `launches` times, once synchronously
     /// (launch, synchronize, repeat) and once pipelined (all launches, then
     /// one synchronize), and returns the launch rates (GPU only: a timing).
     fn launch_overhead(&self, launches: usize) -> Result<LaunchRates>;
@@ -356,7 +356,7 @@ impl LaunchOverheadExt for Gpu {
     }
 }
 
-/// Launches per second of an empty kernel (K19).
+/// Launches per second of an empty kernel.
 #[derive(Debug, Clone, Copy)]
 pub struct LaunchRates {
     /// Launch then synchronize, each time.
@@ -365,7 +365,7 @@ pub struct LaunchRates {
     pub pipelined_per_s: f64,
 }
 
-/// Seed 000's inputs of [`Gpu::multiply`](crate::multiply::MultiplyExt::multiply): `rand() % 10` as f32, `n` of
+/// The seed's inputs of [`Gpu::multiply`](crate::multiply::MultiplyExt::multiply): `rand() % 10` as f32, `n` of
 /// each, from [`Rng`](crate::util::Rng) seeded with `seed`.
 pub fn multiply_inputs(n: usize, seed: u64) -> (Array1<f32>, Array1<f32>) {
     let mut rng = crate::util::Rng::new(seed);

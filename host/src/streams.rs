@@ -1,5 +1,5 @@
-//! Launchers of seed 003's streams and events demos: K12 `mult_ker`, K13 the
-//! 200 arrays on the default stream versus one stream each, K14 events (one
+//! Launchers of the seed's streams and events demos: `mult_ker`, the
+//! 200 arrays on the default stream versus one stream each, events (one
 //! kernel timed and queried; per-stream kernel durations).
 //!
 //! "The default stream" here is the [`Gpu`]'s own stream: `cust` 0.3.2 has no
@@ -117,7 +117,7 @@ pub fn first_difference(got: &[f32], expected: &[f32]) -> Option<usize> {
 
 /// The `mult_ker` launchers on a [`Gpu`].
 pub trait MultKerExt {
-    /// K12: copies `data` in, runs `mult_ker<<<grid, block>>>` on it, copies
+    /// Copies `data` in, runs `mult_ker<<<grid, block>>>` on it, copies
     /// it back (values of magnitude ≥ 2^127 become ±∞, the others stay). The seed's shape is
     /// `(SEED_GRID, SEED_BLOCK)`; any shape covers any length.
     fn mult_ker(&self, data: ArrayView1<f32>, grid: u32, block: u32) -> Result<Array1<f32>>;
@@ -127,7 +127,7 @@ pub trait MultKerExt {
     /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
     fn mult_ker_on_device(&self, data: &mut DeviceSlice<f32>, grid: u32, block: u32) -> Result<()>;
 
-    /// K14 (a): one `mult_ker<<<1, 64>>>` over `data` between a start and an
+    /// One `mult_ker<<<1, 64>>>` over `data` between a start and an
     /// end event on [`Gpu::stream`]; the events are queried right after the
     /// launch, then the end event is synchronized and both are queried again.
     fn mult_ker_events(&self, data: ArrayView1<f32>) -> Result<(Array1<f32>, EventsReport)>;
@@ -216,7 +216,7 @@ fn settle<Q, T>(
     then(&mut buf, queued?)
 }
 
-/// What K14 (a) saw.
+/// What the timed `mult_ker` between two events saw.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EventsReport {
     /// `start.query()` right after the launch (the seed prints "Has the kernel
@@ -304,7 +304,7 @@ fn check_batch(inputs: &[Vec<f32>]) -> Result<usize> {
     Ok(len)
 }
 
-/// K13, serial version: the arrays in pageable host memory, their device
+/// Serial version: the arrays in pageable host memory, their device
 /// buffers, and [`SerialBatch::run`], which copies all in, launches
 /// `mult_ker<<<1, 64>>>` on each, and copies all out, everything on the
 /// `Gpu`'s (blocking) stream and the legacy default stream.
@@ -399,7 +399,7 @@ pub enum IssueOrder {
     DepthFirst,
 }
 
-/// K13 + K14 (b), stream version: one [`Lane`] per array (its own
+/// Stream version: one [`Lane`] per array (its own
 /// non-blocking stream, page-locked host buffer and device buffer) and four
 /// events per lane: begin, kernel start, kernel end, end.
 pub struct StreamBatch<'g, 'a> {

@@ -74,8 +74,10 @@
 //! Invoke [`elementwise!`](macro@crate::elementwise) itself, with the same
 //! entry syntax, in your kernel crate (which depends on this one with
 //! `default-features = false`, see the [crate docs](crate)), and launch the
-//! marker type from your host crate with `Gpu::elementwise::<name, T>` on the
-//! module your build script made (`examples/downstream` does it).
+//! marker type from your host crate on the module your build script made,
+//! with the catalogue's `Gpu::elementwise::<name, T>` or with the handle
+//! [`Elementwise::KERNEL`] on the runtime alone
+//! (`examples/downstream/app/src/families.rs` does it).
 //! `elementwise_kernels!` is this crate's own list, not a declaration macro.
 //!
 //! # `vector_sum_repeat`
@@ -298,8 +300,9 @@ macro_rules! __family_entry {
         #[unsafe(export_name = $entry)]
         pub unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) $body
 
+        // SAFETY: the entry point above is declared from the same tokens.
         const $handle: $crate::device::kernel::Kernel<$params> =
-            $crate::device::kernel_handle!($entry => $name($($arg: $ty),*) $body);
+            unsafe { $crate::device::kernel_handle!($entry => $name($($arg: $ty),*) $body) };
     };
 }
 
@@ -341,12 +344,12 @@ macro_rules! elementwise_kernels {
     };
 }
 
-// The built-in kernels (their entry points only with `builtin-kernels`).
+// The built-in kernels (only with `builtin-kernels`).
 // The 16-bit floats are the device crate's (the bits of `half`'s types):
 // their `+ − ×` round each operation once, like f32's.
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 use crate::device::float16::{bf16, f16};
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 elementwise_kernels!(crate::elementwise);
 
 /// The per-element function of `vector_sum_repeat`, shared with the
@@ -359,8 +362,8 @@ pub fn vector_sum_repeat_element(a: f32, b: f32) -> f32 {
 /// Threads per block of `vector_sum_repeat`.
 pub const REPEAT_THREADS: u32 = 256;
 
-// The entry point only with `builtin-kernels` (see the crate docs).
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+// Only with `builtin-kernels` (see the crate docs).
+#[cfg(feature = "builtin-kernels")]
 crate::device::kernels! {
     list REPEAT_KERNELS;
     /// For each `i < n`, `repeats` times: `c[i] = a[i] + b[i]`, with

@@ -30,11 +30,12 @@
 //! # In a user's kernel crate
 //! A kernel crate of its own uses [`elementwise!`], [`reduce_kernels!`] and
 //! their traits from here, with `default-features = false`: the default
-//! feature `builtin-kernels` compiles this crate's own entry points for
-//! nvptx64, which a `cdylib` would export next to the user's (its PTX would
-//! hold every kernel below). Without it, on nvptx64 this crate is the
-//! macros' support code ([`bandwidth`], [`elementwise`](mod@elementwise), [`reduce`]) alone;
-//! on the host the feature changes nothing.
+//! feature `builtin-kernels` compiles this crate's own kernels: their entry
+//! points for nvptx64, which a `cdylib` would export next to the user's (its
+//! PTX would hold every kernel below), and their host entries for the
+//! simulator. Without it this crate is the macros' support code
+//! ([`bandwidth`], [`elementwise`](mod@elementwise), [`reduce`]) alone, on
+//! both targets: a user's build does not compile the built-in kernels.
 #![warn(missing_docs)]
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 // abi_ptx: the entry points; asm_experimental_arch: `shared_array!`, which
@@ -47,40 +48,40 @@ pub use cuda_kernels_device as device;
 pub use cuda_kernels_device::{gpu_assert, gpu_printf, shared_array};
 
 pub mod bandwidth;
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 pub mod device_checks;
 pub mod elementwise;
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 pub mod float16_checks;
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 pub mod gemm;
 // Hopper's wgmma GEMM: in the sm_90a build alone on nvptx64 (its list,
 // `gemm_wgmma::KERNELS`, is not in `KERNELS`, which the portable PTX holds).
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 pub mod fidelity;
-#[cfg(any(
-    not(target_arch = "nvptx64"),
-    all(feature = "builtin-kernels", target_feature = "sm_90a")
+#[cfg(all(
+    feature = "builtin-kernels",
+    any(not(target_arch = "nvptx64"), target_feature = "sm_90a")
 ))]
 pub mod gemm_wgmma;
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 pub mod hello;
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 pub mod histogram;
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 pub mod life;
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 pub mod mandelbrot;
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 pub mod math_checks;
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 pub mod matmul;
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 pub mod multiply;
 pub mod reduce;
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 pub mod sort;
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 pub mod streams;
 
 /// The image this crate's kernels are built into: its library name, which
@@ -95,16 +96,15 @@ macro_rules! kernel_lists {
     ($($list:path),* $(,)?) => {
         /// Every PTX entry point of this crate, each family's generated list
         /// joined once here; the build fails if two kernels share an entry
-        /// name. The host's tests check this list against the built PTX. (On
-        /// nvptx64 it exists with the feature `builtin-kernels` only, as the
-        /// kernels do.)
-        #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+        /// name. The host's tests check this list against the built PTX. (It
+        /// exists with the feature `builtin-kernels` only, as the kernels do.)
+        #[cfg(feature = "builtin-kernels")]
         pub const KERNELS: &[&str] = device::kernel_list!($($list),*);
 
         /// The lists [`KERNELS`] joins, each with its path in this crate
         /// (`"multiply::KERNELS"`, …), in the same order: the table of entry
         /// points in `docs/seeds.md` is generated from it.
-        #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+        #[cfg(feature = "builtin-kernels")]
         pub const KERNEL_LISTS: &[(&str, &[&str])] = &[$((stringify!($list), $list)),*];
     };
 }

@@ -49,7 +49,9 @@
 //! were built). [`Xor`] below is
 //! declared exactly this way. A kernel crate of your own does the same with
 //! its own types (`examples/downstream`'s `MaxAbs`), and its host crate
-//! launches them with `Gpu::reduce::<Op, T>` on its own module. An entry name
+//! launches them on its own module with the catalogue's `Gpu::reduce::<Op,
+//! T>`, or with the handle [`ReduceKernel::KERNEL`] on the runtime alone
+//! (`examples/downstream/app/src/families.rs`). An entry name
 //! used twice in one kernel crate is a build error (rustc: "symbol
 //! `reduce_…` is already defined").
 //!
@@ -353,10 +355,10 @@ macro_rules! reduce_kernels {
     };
 }
 
-/// The built-in reductions: `ReduceKernel` everywhere, the entry points on
-/// nvptx64 with the feature `builtin-kernels` (see the crate docs), and their
-/// list `REDUCE_KERNELS`.
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+/// The built-in reductions, with the feature `builtin-kernels` (see the
+/// crate docs): their `ReduceKernel` implementations, entry points and list
+/// `REDUCE_KERNELS`.
+#[cfg(feature = "builtin-kernels")]
 pub mod built_in {
     use super::{Max, Min, Product, Sum, Xor};
     use crate::device::float16::{bf16, f16};
@@ -390,7 +392,7 @@ pub fn fold<T: Copy, Op: ReduceOp<T>>(
 
 pub mod body;
 
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+#[cfg(feature = "builtin-kernels")]
 pub mod primitive_tests;
 
 #[cfg(test)]
@@ -463,6 +465,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "builtin-kernels")]
     fn entry_names_follow_op_names() {
         fn check<T, Op: ReduceKernel<T>>(ty: &str) {
             assert_eq!(Op::ENTRY, format!("reduce_{}_{ty}", Op::NAME));
@@ -488,6 +491,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "builtin-kernels")]
     fn entry_names() {
         assert_eq!(<Sum as ReduceKernel<f32>>::ENTRY, "reduce_sum_f32");
         assert_eq!(<Max as ReduceKernel<i64>>::ENTRY, "reduce_max_i64");

@@ -263,7 +263,7 @@ fn elementwise_kernels() {
     check_elementwise::<ew::lerp, f64>();
 
     let n = 531;
-    // K8.
+    // vector_sum_repeat.
     let (a, b) = (values(n, 9), values(n, 10));
     let (da, db, dc) = (Buf::from(&a), Buf::from(&b), Buf::<f32>::zeroed(n));
     // SAFETY: three buffers of n f32, c apart from a and b.
@@ -380,7 +380,7 @@ fn matrix_kernels() {
     );
     assert_close(&c, &matmul_cpu(&a, &b, m, k, n), k, "matrix_mul_naive");
 
-    // K3, in place.
+    // doubles_matrix, in place.
     let x = values(m * n, 15);
     let dx = Buf::from(&x);
     // SAFETY: m × n f32.
@@ -388,7 +388,7 @@ fn matrix_kernels() {
     let want: Vec<f32> = x.iter().map(|&v| matmul::double_element(v)).collect();
     assert_eq!(dx.to_vec(), want, "doubles_matrix");
 
-    // K9: two batches of 3×5 · 5×4 sharing one B (a broadcast).
+    // Two batches of 3×5 · 5×4 sharing one B (a broadcast).
     let (bm, bn, bp) = (3usize, 5usize, 4usize);
     let a: Vec<i64> = (0..2 * bm * bn).map(|v| v as i64 * 7 - 20).collect();
     let b: Vec<i64> = (0..bn * bp).map(|v| v as i64 * 3 - 9).collect();
@@ -865,7 +865,7 @@ fn life_steps() {
 
 #[test]
 fn small_kernels() {
-    // K12.
+    // mult_ker.
     let x = values(203, 18);
     let dx = Buf::from(&x);
     // SAFETY: 203 f32.

@@ -1,11 +1,11 @@
-//! K2: the device query of seed 001 (PyCUDA's and PyOpenCL's listings).
+//! The device query of the seeds (PyCUDA's and PyOpenCL's listings).
 use cust::CudaApiVersion;
 use cust::device::{Device, DeviceAttribute};
 
 use crate::error::{CudaResultExt, Error, Result};
 use crate::simulator;
 
-/// What seed 001 prints about each device.
+/// What the seed's device query prints about each device.
 #[derive(Debug, Clone)]
 pub struct DeviceInfo {
     /// Device ordinal.
@@ -104,7 +104,7 @@ pub fn simulated() -> DeviceInfo {
         compute_capability: (9, 0),
         total_memory: simulator::memory_bytes().unwrap_or(simulator::DEFAULT_MEMORY_BYTES),
         clock_rate_khz: 1_980_000,
-        multiprocessors: simulator::MULTIPROCESSORS as i32,
+        multiprocessors: simulator::LIMITS.multiprocessors as i32,
         shared_memory_per_block: simulator::LIMITS.shared_per_block as i32,
         total_constant_memory: 64 * 1024,
         max_threads_per_block: simulator::LIMITS.max_threads_per_block as i32,

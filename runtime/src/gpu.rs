@@ -1,8 +1,11 @@
 //! The device handle: a CUDA device (primary context, the loaded PTX module,
-//! a stream) or the CPU simulator. Every launcher is a method on [`Gpu`].
+//! a stream) or the CPU simulator, with the one typed launch
+//! ([`Gpu::launch`]); the catalogue's launchers are extension traits on it
+//! (`cuda_kernels::prelude`).
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::ffi::CString;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -236,9 +239,10 @@ struct CudaDevice {
     image: LoadedImage,
     device: Device,
     context: Context,
-    /// The functions [`Gpu::launch`] has looked up, by entry name (the
-    /// `CUfunction` as an address, so that `Gpu` stays `Send` and `Sync`).
-    functions: Mutex<HashMap<&'static str, usize>>,
+    /// The functions [`Gpu::launch`] has looked up, by the address and
+    /// length of the entry name (the `CUfunction` as an address, so that
+    /// `Gpu` stays `Send` and `Sync`).
+    functions: Mutex<FunctionCache>,
     /// The launchers' per-GPU state ([`Gpu::launcher_state`]), one value
     /// per type.
     launcher_states: Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
@@ -248,15 +252,57 @@ struct CudaDevice {
     limits: Limits,
 }
 
-/// `device`'s launch limits (threads per block, block and grid dimensions,
-/// shared memory per block without and with opt-in).
+/// The looked-up functions of a module, keyed by where their entry name
+/// lies (`(address, length)` of the handle's `&'static str`): a launch
+/// finds its function without hashing or comparing the name. The same name
+/// at another address (a constant inlined in another crate) is looked up
+/// once more and cached under that address too.
+type FunctionCache = HashMap<(usize, usize), usize, BuildHasherDefault<AddressHasher>>;
+
+/// The hasher of [`FunctionCache`]'s keys: two words mixed by a multiply
+/// (the FxHash step), enough for addresses, which are distinct already.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_usize(&mut self, word: usize) {
+        self.write_u64(word as u64);
+    }
+
+    fn write_u64(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// `device`'s limits: threads per block, block and grid dimensions, shared
+/// memory per block without and with opt-in, multiprocessors and what each
+/// keeps resident.
 fn launch_limits(device: Device) -> Result<Limits> {
     use cust::device::DeviceAttribute as A;
+    use cust::sys::CUdevice_attribute as Raw;
     let get = |a: A| {
         device
             .get_attribute(a)
             .map(|v| v.max(0) as u32)
             .during("context", "cuDeviceGetAttribute")
+    };
+    // The attributes cust 0.3.2 does not list: the driver call itself.
+    let get_raw = |a: Raw| {
+        let mut v = 0i32;
+        // SAFETY: `v` is a live i32 for the driver to write; the device
+        // handle is valid (the context on it was just retained).
+        let r = unsafe { cust::sys::cuDeviceGetAttribute(&mut v, a, device.as_raw()) };
+        crate::error::check_driver(r, "context", "cuDeviceGetAttribute").map(|()| v.max(0) as u32)
     };
     Ok(Limits {
         max_threads_per_block: get(A::MaxThreadsPerBlock)?,
@@ -271,21 +317,14 @@ fn launch_limits(device: Device) -> Result<Limits> {
             get(A::MaxGridDimZ)?,
         ],
         shared_per_block: get(A::MaxSharedMemoryPerBlock)?,
-        shared_per_block_opt_in: {
-            // Not among cust 0.3.2's attributes: the driver call itself.
-            let mut v = 0i32;
-            // SAFETY: `v` is a live i32 for the driver to write; the device
-            // handle is valid (the context on it was just retained).
-            let r = unsafe {
-                cust::sys::cuDeviceGetAttribute(
-                    &mut v,
-                    cust::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                    device.as_raw(),
-                )
-            };
-            crate::error::check_driver(r, "context", "cuDeviceGetAttribute")?;
-            v.max(0) as u32
-        },
+        shared_per_block_opt_in: get_raw(
+            Raw::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        )?,
+        multiprocessors: get(A::MultiprocessorCount)?.max(1),
+        threads_per_multiprocessor: get(A::MaxThreadsPerMultiprocessor)?,
+        blocks_per_multiprocessor: get_raw(Raw::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)?
+            .max(1),
+        shared_per_multiprocessor: get(A::MaxSharedMemoryPerMultiprocessor)?,
     })
 }
 
@@ -294,16 +333,11 @@ static SIMULATED_IMAGE: LoadedImage = LoadedImage::Simulator;
 
 impl Gpu {
     /// The number of multiprocessors (SMs) of this GPU (the simulated
-    /// H100's 132 on the simulator).
-    pub fn multiprocessors(&self, k: &'static str) -> Result<u32> {
-        if self.is_simulated() {
-            return Ok(simulator::MULTIPROCESSORS);
-        }
-        let sms = self
-            .device()?
-            .get_attribute(cust::device::DeviceAttribute::MultiprocessorCount)
-            .during(k, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)")?;
-        Ok(sms.max(1) as u32)
+    /// H100's 132 on the simulator): [`Limits::multiprocessors`] of
+    /// [`Gpu::launch_limits`], queried when the `Gpu` opened. `Result` (never
+    /// an error, `_kernel` unused) for the launchers that call it.
+    pub fn multiprocessors(&self, _kernel: &'static str) -> Result<u32> {
+        Ok(self.launch_limits().multiprocessors)
     }
 
     /// Opens device 0 and loads `ptx` (PTX source text).
@@ -567,8 +601,9 @@ impl Gpu {
             .map_err(|_| Error::not_found(name))
     }
 
-    /// The device's launch limits (a CUDA device's own, queried when the
-    /// `Gpu` opened; the simulated H100's).
+    /// The device's limits (a CUDA device's own, queried when the `Gpu`
+    /// opened; the simulated H100's, [`Limits::H100`]): launch shapes,
+    /// shared memory, multiprocessors and what each keeps resident.
     pub fn launch_limits(&self) -> &Limits {
         match &self.backend {
             Backend::Cuda(cuda) => &cuda.limits,
@@ -581,12 +616,13 @@ impl Gpu {
     /// module lacks it.
     pub fn raw_function(&self, name: &'static str) -> Result<cust::sys::CUfunction> {
         let cuda = self.cuda("a PTX function")?;
+        let key = (name.as_ptr() as usize, name.len());
         let mut cache = cuda.functions.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&f) = cache.get(name) {
+        if let Some(&f) = cache.get(&key) {
             return Ok(f as cust::sys::CUfunction);
         }
         let f = self.function(name)?.to_raw();
-        cache.insert(name, f as usize);
+        cache.insert(key, f as usize);
         Ok(f)
     }
 

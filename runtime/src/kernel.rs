@@ -60,6 +60,18 @@
 //! // multiply takes (*const f32, *const f32, *mut f32, usize), not a u8.
 //! const FORGED: Kernel<(u8,)> = Kernel::new("cuda_kernels_gpu", "multiply");
 //! ```
+//! ```compile_fail,E0133
+//! use cuda_kernels_runtime::Kernel;
+//! unsafe fn body(_: *const *mut std::ffi::c_void) {}
+//! // A host entry of the simulator's, with the same forged types.
+//! const FORGED: Kernel<(u8,)> = Kernel::with_sim_entry("cuda_kernels_gpu", "multiply", body);
+//! ```
+//! nor does `kernel_handle!`, the family macros' building block, outside
+//! an `unsafe` block (see its docs in `cuda_kernels_device`):
+//! ```compile_fail,E0133
+//! const FORGED: cuda_kernels_runtime::Kernel<(u8,)> =
+//!     cuda_kernels_device::kernel_handle!(multiply(x: u8) {});
+//! ```
 //! Only this crate's types pass for a kernel parameter ([`KernelParam`] is
 //! sealed):
 //! ```compile_fail,E0277
@@ -67,6 +79,17 @@
 //! struct Address(u64);
 //! impl KernelParam<*mut f32> for Address {
 //!     fn param(self) -> *mut f32 { self.0 as *mut f32 }
+//! }
+//! ```
+//! and argument lists are this crate's tuples, or types whose author
+//! promises their layout ([`KernelArgs`] is an `unsafe` trait):
+//! ```compile_fail,E0200
+//! use cuda_kernels_runtime::KernelArgs;
+//! struct Forged;
+//! impl KernelArgs<(*mut f32,)> for Forged {
+//!     fn with_params<R>(self, f: impl FnOnce(&mut [*mut std::ffi::c_void]) -> R) -> R {
+//!         f(&mut [])
+//!     }
 //! }
 //! ```
 //! and memory borrowed shared passes only for a `*const` parameter: a
@@ -83,6 +106,11 @@
 //! unsafe { gpu.launch(k::FILL, LaunchConfig::linear(1, 256), gpu.stream(), (c, n)) }
 //! # }
 //! ```
+//! One route is still open: [`DeviceSlice::index`] takes `&self` and
+//! returns an owned [`DeviceSlice`], so `&mut buf.index(..)` passes for a
+//! `*mut T` while `buf` is borrowed shared. Closing it means a shared view
+//! from `index` and an exclusive one from an `index_mut(&mut self, ..)`,
+//! which changes every caller that writes through a sub-slice.
 use std::ffi::c_void;
 
 use cust::memory::{DeviceCopy, DevicePointer, UnifiedPointer};

@@ -20,23 +20,9 @@ use crate::launch::LaunchConfig;
 /// What [`Gpu::name`](crate::Gpu::name) says on the simulator.
 pub const NAME: &str = "CUDA-kernels simulator (NVIDIA H100 limits)";
 
-/// The simulated device's limits (an H100's).
+/// The simulated device's limits (an H100's, defined once in the device
+/// crate): launch shapes, multiprocessors and occupancy.
 pub const LIMITS: Limits = Limits::H100;
-
-/// Multiprocessors of the simulated device (an H100 SXM's), which the
-/// launchers size their grids by as they do on a GPU.
-pub const MULTIPROCESSORS: u32 = 132;
-
-/// Resident threads per multiprocessor on the simulated device (an H100's),
-/// for the occupancy the reductions size their grids by.
-pub const THREADS_PER_MULTIPROCESSOR: u32 = 2048;
-
-/// Resident blocks per multiprocessor on the simulated device (an H100's).
-pub const BLOCKS_PER_MULTIPROCESSOR: u32 = 32;
-
-/// Shared memory per multiprocessor on the simulated device (an H100's
-/// 228 KiB).
-pub const SHARED_PER_MULTIPROCESSOR: u32 = 228 * 1024;
 
 /// The alignment of a simulated buffer's start, in bytes (the widest load a
 /// kernel makes: a 16-byte vector; `cudaMalloc`'s 256 bytes include it).
@@ -237,13 +223,14 @@ pub(crate) unsafe fn launch(
 /// one multiprocessor (what the occupancy API answers on an H100, registers
 /// aside), at least 1.
 pub fn resident_blocks(block: u32, shared_bytes: u32) -> u32 {
-    let by_threads = THREADS_PER_MULTIPROCESSOR / block.max(1);
-    let by_shared = SHARED_PER_MULTIPROCESSOR
+    let by_threads = LIMITS.threads_per_multiprocessor / block.max(1);
+    let by_shared = LIMITS
+        .shared_per_multiprocessor
         .checked_div(shared_bytes)
         .unwrap_or(u32::MAX);
     by_threads
         .min(by_shared)
-        .clamp(1, BLOCKS_PER_MULTIPROCESSOR)
+        .clamp(1, LIMITS.blocks_per_multiprocessor)
 }
 
 #[cfg(test)]

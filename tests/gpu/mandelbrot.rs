@@ -1,7 +1,7 @@
-//! The mandelbrot family (K11): `mandelbrot_ker` against the CPU reference
+//! The mandelbrot family: `mandelbrot_ker` against the CPU reference
 //! (identical graphs) at chosen and random sizes and parameters, the launch
-//! paths of seed 002 (PTX embedded, from a file, through the driver API, the
-//! C ABI library) and seed 003's explicit synchronization giving the same
+//! paths of the seed (PTX embedded, from a file, through the driver API, the
+//! C ABI library) and the seed's explicit synchronization giving the same
 //! graph, and refusals of bad input on every path (sizes, missing, corrupt
 //! and kernel-less PTX, the C ABI's status codes), without a crash and
 //! without a launch.

@@ -1,5 +1,5 @@
-//! The matrices family: K3 `doubles_matrix`, K4/K5 matrix products (naive
-//! and tiled), K7 elementwise kernels, K8 `vector_sum_repeat`, K9
+//! The matrices family: `doubles_matrix`, the matrix products (naive
+//! and tiled), elementwise kernels, `vector_sum_repeat`,
 //! `gufunc_matmul_i64`: against the CPU at chosen shapes and on random ones
 //! (properties), CPU-only checks of the embedded PTX (the repeat loop
 //! survived, the tiled kernel's vector loads), and refusals of bad input

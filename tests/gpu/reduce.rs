@@ -1,4 +1,4 @@
-//! The reduce family (K10): every operation over every type at awkward
+//! The reduce family: every operation over every type at awkward
 //! lengths, initial values, empty inputs, misaligned device slices, float
 //! sums against an accurate reference within the order-aware bound, scratch
 //! reuse, the user-declared `Xor`, more than 2^31 elements, and each device

@@ -1,9 +1,9 @@
-//! Seed 003's family: K12 `mult_ker` (any length and launch shape, against
+//! The seed's family: `mult_ker` (any length and launch shape, against
 //! the CPU reference on inputs it changes), the serial and per-stream
-//! batches (K13), events (K14), lanes (page-locked buffers and streams),
-//! Conway's Game of Life on concurrent streams against the CPU (K15),
+//! batches, events, lanes (page-locked buffers and streams),
+//! Conway's Game of Life on concurrent streams against the CPU,
 //! contexts made by hand and one per host thread, and the wrong-thread error
-//! (K16); their properties (random inputs and shapes against the CPU), a
+//!; their properties (random inputs and shapes against the CPU), a
 //! CPU-only check that the PTX keeps the 100 operations of `mult_ker`, and
 //! refusals of bad input (the checks without a GPU, every launcher).
 use std::fmt::{self, Debug};

@@ -118,16 +118,28 @@ pub struct Limits {
     pub shared_per_block: u32,
     /// Shared memory per block with opt-in (`cudaFuncAttributeMaxDynamicSharedMemorySize`).
     pub shared_per_block_opt_in: u32,
+    /// Multiprocessors (SMs), which launchers size their grids by.
+    pub multiprocessors: u32,
+    /// Resident threads per multiprocessor.
+    pub threads_per_multiprocessor: u32,
+    /// Resident blocks per multiprocessor.
+    pub blocks_per_multiprocessor: u32,
+    /// Shared memory per multiprocessor, in bytes.
+    pub shared_per_multiprocessor: u32,
 }
 
 impl Limits {
-    /// An H100's (compute capability 9.0).
+    /// An H100 SXM's (compute capability 9.0): the simulated device's.
     pub const H100: Limits = Limits {
         max_threads_per_block: 1024,
         max_block: [1024, 1024, 64],
         max_grid: [(1 << 31) - 1, 65535, 65535],
         shared_per_block: 48 * 1024,
         shared_per_block_opt_in: 232_448,
+        multiprocessors: 132,
+        threads_per_multiprocessor: 2048,
+        blocks_per_multiprocessor: 32,
+        shared_per_multiprocessor: 228 * 1024,
     };
 }
 

@@ -1,7 +1,7 @@
-//! K18 from the Rust side: the C ABI library `libcuda_kernels_capi.so`
+//! The C ABI library `libcuda_kernels_capi.so` from the Rust side
 //! (crate `capi/`, header `capi/include/cuda_kernels.h`) opened at run time
-//! with `dlopen`/`dlsym`, as seed 004's C program does, so that the fourth
-//! launch path of seed 002 can be run and compared from Rust.
+//! with `dlopen`/`dlsym`, as the seed's C program does, so that the fourth
+//! launch path of the Mandelbrot seed can be run and compared from Rust.
 //!
 //! The status codes are defined here ([`status`]) and used by the library
 //! itself, so the two cannot disagree; the C header repeats them (a test of
@@ -221,7 +221,7 @@ impl CAbiLibrary {
         unsafe { (self.launch_mandelbrot)(lattice, graph, max_iters, upper_bound, lattice_size) }
     }
 
-    /// `launch_hello`: seed 004's kernel on <<<1, 3>>> (three lines on
+    /// `launch_hello`: the seed's kernel on <<<1, 3>>> (three lines on
     /// stdout).
     pub fn hello(&self) -> Result<(), CAbiError> {
         // SAFETY: takes no arguments.
@@ -229,7 +229,7 @@ impl CAbiLibrary {
         self.status("launch_hello", code)
     }
 
-    /// K19: the cost of one call across the C ABI against the same work as a
+    /// The cost of one call across the C ABI against the same work as a
     /// direct Rust call, in nanoseconds per call, over `calls` calls each:
     /// `cuda_kernels_status_string` through the `dlsym`'d pointer versus
     /// [`status::describe`] (both map a status code to a static string).

@@ -1,4 +1,4 @@
-//! Seed 002's third path: the raw CUDA driver API, call by call, as the
+//! The seed's third path: the raw CUDA driver API, call by call, as the
 //! seed's `cuda_driver.py` / `mandelbrot_driver.py` do it through ctypes:
 //! `cuInit`, `cuDeviceGetCount` (an error when 0), `cuDeviceGet`,
 //! `cuCtxCreate`, `cuModuleLoad` (from a file; `cuModuleLoadData` for PTX

@@ -1,6 +1,6 @@
-//! K7: launchers for the elementwise kernels declared in
+//! Launchers for the elementwise kernels declared in
 //! [`cuda_kernels_gpu::elementwise`](mod@cuda_kernels_gpu::elementwise) (PyCUDA's `ElementwiseKernel`, built at
-//! compile time), and K8 `vector_sum_repeat`.
+//! compile time), and `vector_sum_repeat`.
 //!
 //! Three ways to run an elementwise kernel:
 //! - the typed method generated for it from the kernel list, e.g.
@@ -229,7 +229,7 @@ pub trait ElementwiseExt {
         scalars: &[T],
     ) -> Result<()>;
 
-    /// K8: the seed's CPU-vs-GPU evaluation kernel: for each `i`, `repeats`
+    /// The seed's CPU-vs-GPU evaluation kernel: for each `i`, `repeats`
     /// times `c[i] = a[i] + b[i]` (volatile, so the loop is really executed).
     /// Returns `c`, on either backend.
     fn vector_sum_repeat(
@@ -481,7 +481,7 @@ fn run_cpu<K: Elementwise<T>, T: Copy + Default>(
     }
 }
 
-/// CPU reference for K8: the same double loop as the GPU (`repeats` times
+/// CPU reference for `vector_sum_repeat`: the same double loop as the GPU (`repeats` times
 /// per element), kept from being optimized away with
 /// [`std::hint::black_box`] on the operands and the result.
 pub fn vector_sum_repeat_cpu(

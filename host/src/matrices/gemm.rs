@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::gemm_wgmma::WgmmaGemmExt;
 use crate::gemm_wgmma::{WgmmaInput, WgmmaShape};
 use crate::kernel::Kernel;
-use crate::launch::LaunchConfig;
+use crate::launch::{LaunchConfig, MAX_GRID_YZ};
 use crate::memory::DeviceSlice;
 
 /// The environment variable that forces a [`GemmPath`]: `wgmma`,
@@ -208,9 +208,10 @@ impl GemmShape {
                 return bad(format!("{name} = {v} is past the 32-bit limit {LIMIT}"));
             }
         }
-        if self.batches > 65_535 || self.m.div_ceil(BLOCK_M) > 65_535 {
+        let limit = MAX_GRID_YZ as usize;
+        if self.batches > limit || self.m.div_ceil(BLOCK_M) > limit {
             return bad(format!(
-                "{} batches of {} rows are past the grid's limits (65,535 batches, 65,535 blocks of {BLOCK_M} rows)",
+                "{} batches of {} rows are past the grid's limits ({limit} batches, {limit} blocks of {BLOCK_M} rows)",
                 self.batches, self.m
             ));
         }
@@ -535,11 +536,11 @@ impl GemmExt for Gpu {
             ),
             _ => {
                 let side = SIMT_BLOCK as usize;
-                if shape.m.div_ceil(side) > 65_535 {
+                if shape.m.div_ceil(side) > MAX_GRID_YZ as usize {
                     return Err(Error::invalid(
                         O::SIMT.name(),
                         format!(
-                            "m = {} is past the CUDA-core grid's 65,535 blocks of {side}",
+                            "m = {} is past the CUDA-core grid's {MAX_GRID_YZ} blocks of {side}",
                             shape.m
                         ),
                     ));

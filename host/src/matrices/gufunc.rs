@@ -1,5 +1,5 @@
-//! K9 `gufunc_matmul_i64`: batched int64 matrix product with NumPy
-//! generalized-ufunc semantics, `(m,n),(n,p)->(m,p)` (seed 001's Numba
+//! `gufunc_matmul_i64`: batched int64 matrix product with NumPy
+//! generalized-ufunc semantics, `(m,n),(n,p)->(m,p)` (the seed's Numba
 //! `@guvectorize(['void(int64[:,:], int64[:,:], int64[:,:])'],
 //! '(m,n),(n,p)->(m,p)')`).
 //!
@@ -150,7 +150,7 @@ pub fn gufunc_plan(a_shape: &[usize], b_shape: &[usize]) -> Result<GufuncPlan> {
 
 /// The generalized-ufunc launchers on a [`Gpu`].
 pub trait GufuncExt {
-    /// K9: `C[..., m, p] = A[..., m, n] · B[..., n, p]` over int64 with
+    /// `C[..., m, p] = A[..., m, n] · B[..., n, p]` over int64 with
     /// NumPy gufunc semantics and batch broadcasting (see the
     /// [module documentation](self)); wrapping arithmetic. Views in any
     /// layout are copied to standard layout first.
@@ -200,7 +200,7 @@ impl GufuncExt for Gpu {
     }
 }
 
-/// CPU reference for K9: the same plan, the same wrapping per-step
+/// CPU reference for `gufunc_matmul_i64`: the same plan, the same wrapping per-step
 /// function, three loops per output matrix (the seed's `matmul` body).
 pub fn gufunc_matmul_i64_cpu(a: ArrayViewD<i64>, b: ArrayViewD<i64>) -> Result<ArrayD<i64>> {
     let plan = gufunc_plan(a.shape(), b.shape())?;

@@ -1,4 +1,4 @@
-//! K3 `doubles_matrix`, K4 `matrix_mul_naive`, K5 `matrix_mul_tiled`:
+//! `doubles_matrix`, `matrix_mul_naive`, `matrix_mul_tiled`:
 //! launchers over `ndarray` 2-D views, and their CPU references.
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Zip};
 
@@ -20,10 +20,10 @@ use crate::vectorized::{VECTORIZED_BLOCK, VectorizedGrid, vectorized_grid};
 /// Which matrix-product kernel to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MatmulKernel {
-    /// K4 `matrix_mul_naive`: one thread per element of C, operands read from
+    /// `matrix_mul_naive`: one thread per element of C, operands read from
     /// global memory.
     Naive,
-    /// K5 `matrix_mul_tiled`: 128 × 128 tiles of C per block, k-tiles in
+    /// `matrix_mul_tiled`: 128 × 128 tiles of C per block, k-tiles in
     /// shared memory, 8 × 8 register micro-tiles per thread; the launcher
     /// picks 16-byte loads and smaller tiles or split-k by shape and
     /// alignment ([`sgemm_choice`]).
@@ -254,7 +254,7 @@ pub fn doubles_matrix_launch(rows: usize, cols: usize) -> Result<(u32, u32)> {
 
 /// The matrix-multiplication launchers on a [`Gpu`].
 pub trait MatmulExt {
-    /// K3: doubles every element of `a` in place on the GPU (any rows ×
+    /// Doubles every element of `a` in place on the GPU (any rows ×
     /// cols; a 1-D vectorized map over the elements). Exact.
     ///
     /// Pass `array.view_mut()` for an owned `Array2`. A view that is not in
@@ -265,7 +265,7 @@ pub trait MatmulExt {
     /// [`doubles_matrix_launch`] (more than 65,535 × 8 rows).
     fn doubles_matrix_in_place(&self, a: ArrayViewMut2<f32>) -> Result<()>;
 
-    /// Queues K3 on [`Gpu::stream`] over a row-major `rows × cols` matrix
+    /// Queues `doubles_matrix` on [`Gpu::stream`] over a row-major `rows × cols` matrix
     /// already on the device, without synchronizing (for pipelines and
     /// benchmarks). The shape and the buffer length are checked. Safe under
     /// the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
@@ -276,16 +276,16 @@ pub trait MatmulExt {
         cols: usize,
     ) -> Result<()>;
 
-    /// K3 on a copy: returns `2 * a`, leaving `a` alone.
+    /// `doubles_matrix` on a copy: returns `2 * a`, leaving `a` alone.
     fn doubles_matrix(&self, a: ArrayView2<f32>) -> Result<Array2<f32>>;
 
-    /// K4: `C = A · B` with the naive kernel (one thread per element of C).
+    /// `C = A · B` with the naive kernel (one thread per element of C).
     ///
     /// Errors (no launch) when the inner dimensions differ, a matrix is
     /// empty, a size overflows or the grid would exceed the hardware limits.
     fn matrix_mul_naive(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>>;
 
-    /// K5: `C = A · B` with the tiled, register-blocked kernel (the fast
+    /// `C = A · B` with the tiled, register-blocked kernel (the fast
     /// path). Same contract as [`Gpu::matrix_mul_naive`](crate::matrices::matmul::MatmulExt::matrix_mul_naive).
     fn matrix_mul_tiled(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>>;
 
@@ -537,13 +537,13 @@ pub fn check_product_buffers(
     Ok(())
 }
 
-/// CPU reference for K3: `2 * a`, element by element with the kernel's own
+/// CPU reference for `doubles_matrix`: `2 * a`, element by element with the kernel's own
 /// per-element function.
 pub fn doubles_matrix_cpu(a: ArrayView2<f32>) -> Array2<f32> {
     a.mapv(double_element)
 }
 
-/// CPU reference for K4/K5 in f32: ndarray's `dot` (what the seed compares
+/// CPU reference for the matrix products in f32: ndarray's `dot` (what the seed compares
 /// with, `numpy.dot`). Errors when the inner dimensions differ.
 pub fn matmul_cpu(a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>> {
     if a.ncols() != b.nrows() {

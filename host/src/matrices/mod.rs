@@ -1,7 +1,7 @@
-//! The matrices family (seed 001): K3 `doubles_matrix`, K4
-//! `matrix_mul_naive`, K5 `matrix_mul_tiled` ([`matmul`]), K7 elementwise
-//! kernels declared from an expression and K8 `vector_sum_repeat`
-//! ([`elementwise`]), K9 `gufunc_matmul_i64` ([`gufunc`]), and the GEMM
+//! The matrices family: `doubles_matrix`,
+//! `matrix_mul_naive`, `matrix_mul_tiled` ([`matmul`]), elementwise
+//! kernels declared from an expression and `vector_sum_repeat`
+//! ([`elementwise`]), `gufunc_matmul_i64` ([`gufunc`]), and the GEMM
 //! family on the tensor cores ([`gemm`]).
 //!
 //! Every launcher is an `impl Gpu` method taking `ndarray` views; each

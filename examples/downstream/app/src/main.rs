@@ -8,16 +8,17 @@ use std::fmt::Display;
 use std::process::ExitCode;
 
 mod attention;
+mod families;
 
 use cuda_kernels_gpu::elementwise::Elementwise;
-use cuda_kernels_host::matrices::{ElementwiseElement, elementwise_cpu};
-use cuda_kernels_host::prelude::{ElementwiseExt, ReduceExt};
-use cuda_kernels_host::reduce::reduce_cpu;
+use cuda_kernels_runtime::cust::memory::DeviceCopy;
+use cuda_kernels_runtime::cust::memory::bytemuck::Pod;
 use cuda_kernels_runtime::{Error, Gpu, Images, In, InOut, LaunchConfig, Result};
 use downstream_kernels::{
     BINS, HISTOGRAM, MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, SOFTMAX_ROWS, leaky_relu, softmax_term,
 };
-use ndarray::{Array1, Array2, ArrayView1, ArrayView2, LinalgScalar, array};
+use families::{elementwise_unary, elementwise_unary_cpu, reduce, reduce_cpu};
+use ndarray::{Array2, ArrayView2};
 
 /// This program's kernels: the PTX and cubins `build.rs` wrote.
 const IMAGES: Images<'static> = cuda_kernels_runtime::embedded_images!("downstream");
@@ -108,10 +109,10 @@ fn run(gpu: &Gpu) -> Result<bool> {
 
     // reduce_max_abs: exact (no rounding anywhere). The first input is
     // issue 12's: the built-in `max` gave 3 for it.
-    let small = array![-9.0f32, 2.0, 3.0];
+    let small = [-9.0f32, 2.0, 3.0];
     let (g, c) = (
-        gpu.reduce::<MaxAbs, f32>(small.view(), None)?,
-        reduce_cpu::<MaxAbs, f32>(small.view(), None)?,
+        reduce::<MaxAbs, f32>(gpu, &small)?,
+        reduce_cpu::<MaxAbs, f32>(&small)?,
     );
     ok &= row(
         "reduce_max_abs_f32 [-9, 2, 3]",
@@ -120,22 +121,22 @@ fn run(gpu: &Gpu) -> Result<bool> {
         "exact",
         g == c && g == 9.0,
     );
-    let x = Array1::from(inputs(N, 1));
+    let x = inputs(N, 1);
     let (g, c) = (
-        gpu.reduce::<MaxAbs, f32>(x.view(), None)?,
-        reduce_cpu::<MaxAbs, f32>(x.view(), None)?,
+        reduce::<MaxAbs, f32>(gpu, &x)?,
+        reduce_cpu::<MaxAbs, f32>(&x)?,
     );
     ok &= row("reduce_max_abs_f32 (2^20)", g, c, "exact", g == c);
-    let x64 = x.mapv(|v| f64::from(v) * -1.5);
+    let x64: Vec<f64> = x.iter().map(|&v| f64::from(v) * -1.5).collect();
     let (g, c) = (
-        gpu.reduce::<MaxAbs, f64>(x64.view(), None)?,
-        reduce_cpu::<MaxAbs, f64>(x64.view(), None)?,
+        reduce::<MaxAbs, f64>(gpu, &x64)?,
+        reduce_cpu::<MaxAbs, f64>(&x64)?,
     );
     ok &= row("reduce_max_abs_f64 (2^20)", g, c, "exact", g == c);
 
     // elementwise_leaky_relu: exact (one rounding, the same on both sides).
-    ok &= check_leaky_relu(gpu, x.view(), 0.01)?;
-    ok &= check_leaky_relu(gpu, x64.view(), 0.2)?;
+    ok &= check_leaky_relu(gpu, &x, 0.01)?;
+    ok &= check_leaky_relu(gpu, &x64, 0.2)?;
 
     // softmax_rows: bounded. Both sides compute the same arguments x − max
     // (max is exact); the terms differ by libdevice's expf (≤ 2 ulps) against
@@ -198,21 +199,19 @@ fn histogram_gpu(gpu: &Gpu, x: &[u8]) -> Result<Vec<u32>> {
 
 /// Runs `leaky_relu` for `T` on the GPU and in its CPU reference, and
 /// compares every element's bits (f32 and f64 convert to f64 exactly).
-fn check_leaky_relu<T>(gpu: &Gpu, x: ArrayView1<T>, alpha: T) -> Result<bool>
+fn check_leaky_relu<T>(gpu: &Gpu, x: &[T], alpha: T) -> Result<bool>
 where
-    T: ElementwiseElement<Dev = T> + LinalgScalar + Display + Into<f64>,
+    T: DeviceCopy + Pod + Default + Display + Into<f64> + std::iter::Sum,
     leaky_relu: Elementwise<T>,
 {
-    let mut g = Array1::<T>::zeros(x.len());
-    let mut c = Array1::<T>::zeros(x.len());
-    gpu.elementwise::<leaky_relu, T>(&[x.view()], &mut [g.view_mut()], &[alpha])?;
-    elementwise_cpu::<leaky_relu, T>(&[x.view()], &mut [c.view_mut()], &[alpha])?;
+    let g = elementwise_unary::<leaky_relu, T>(gpu, x, alpha)?;
+    let c = elementwise_unary_cpu::<leaky_relu, T>(x, alpha);
     let bits = |v: &T| Into::<f64>::into(*v).to_bits();
     let differ = g.iter().zip(&c).filter(|(a, b)| bits(a) != bits(b)).count();
     Ok(row(
         &format!("{} (2^20)", <leaky_relu as Elementwise<T>>::ENTRY),
-        format!("Σ {:.4}", g.sum()),
-        format!("Σ {:.4}", c.sum()),
+        format!("Σ {:.4}", g.iter().copied().sum::<T>()),
+        format!("Σ {:.4}", c.iter().copied().sum::<T>()),
         &format!("exact: {differ} of {} differ", x.len()),
         differ == 0,
     ))
