@@ -43,6 +43,8 @@ pub mod multi_gpu;
 pub mod multiply;
 pub mod peer;
 pub mod reduce;
+pub mod scan;
+pub mod select;
 pub mod simulator;
 pub mod streams;
 pub mod timing;

@@ -48,6 +48,8 @@ pub use cuda_kernels_device::{gpu_assert, gpu_printf, shared_array};
 
 pub mod bandwidth;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub mod collective_checks;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod device_checks;
 pub mod elementwise;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
@@ -76,6 +78,8 @@ pub mod matmul;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod multiply;
 pub mod reduce;
+pub mod scan;
+pub mod select;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod streams;
 
@@ -102,6 +106,10 @@ pub const KERNELS: &[&str] = device::kernel_list!(
     float16_checks::KERNELS,
     reduce::built_in::REDUCE_KERNELS,
     reduce::primitive_tests::KERNELS,
+    scan::built_in::SCAN_KERNELS,
+    collective_checks::KERNELS,
+    collective_checks::LOAD_STORE_KERNELS,
+    select::built_in::SELECT_KERNELS,
     mandelbrot::KERNELS,
     streams::KERNELS,
     life::KERNELS,

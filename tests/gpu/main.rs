@@ -84,6 +84,7 @@ macro_rules! cpu {
 mod support;
 
 mod agreement;
+mod collectives;
 mod fidelity;
 mod foundation;
 mod half_precision;
@@ -102,6 +103,9 @@ fn main() -> ExitCode {
     if let Some(code) = foundation::child_process().or_else(primitives::child_process) {
         return code;
     }
+    if let Some(code) = collectives::child_process() {
+        return code;
+    }
     if let Some(code) = fidelity::child_process() {
         return code;
     }
@@ -111,6 +115,7 @@ fn main() -> ExitCode {
         matrices::trials(),
         half_precision::trials(),
         reduce::trials(),
+        collectives::trials(),
         primitives::trials(),
         mandelbrot::trials(),
         streams::trials(),
