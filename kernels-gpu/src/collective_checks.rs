@@ -87,12 +87,9 @@ unsafe fn block_rows<Op: ReduceOp<T>, T: Copy + Shuffle + SharedScalar>(
     input: *const T,
     out: *mut T,
 ) {
-    let slots = crate::shared_array!(
-        collective_check_slots: [u64; block::storage_len(BLOCK_CHECK_THREADS)]
-    );
-    // SAFETY: LEN slots of 8 bytes ≥ size_of::<T>(), aligned, this kernel's alone.
-    let storage: TempStorage<T, BLOCK_CHECK_THREADS> =
-        unsafe { TempStorage::from_shared_address(slots.address()) };
+    let storage: TempStorage<T, BLOCK_CHECK_THREADS> = TempStorage::new(crate::shared_array!(
+        collective_check_slots: [block::Slot; block::storage_len(BLOCK_CHECK_THREADS)]
+    ));
     let g = index_1d();
     let threads = grid_dim_x() as usize * block_dim_x() as usize;
     // SAFETY: one input per thread and the prefix after them; BLOCK_ROWS

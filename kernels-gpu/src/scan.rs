@@ -301,17 +301,12 @@ pub unsafe fn draw_tile(counter: *mut u32) -> usize {
     unsafe { slot.load(0) as usize }
 }
 
-/// The block collective's storage of the tiled kernels, for any element of
-/// at most 8 bytes.
-///
-/// # Safety
-/// `T` is at most 8 bytes; every thread of the block calls it.
+/// The block collective's storage of the tiled kernels (scan and select).
 #[inline(always)]
-pub unsafe fn tile_storage<T: DeviceElement>() -> TempStorage<T, { THREADS as usize }> {
-    let slots =
-        crate::shared_array!(scan_block_slots: [u64; block::storage_len(THREADS as usize)]);
-    // SAFETY: LEN slots of 8 bytes, aligned to 16, used by this collective only.
-    unsafe { TempStorage::from_shared_address(slots.address()) }
+pub fn tile_storage<T: DeviceElement>() -> TempStorage<T, { THREADS as usize }> {
+    TempStorage::new(crate::shared_array!(
+        scan_block_slots: [block::Slot; block::storage_len(THREADS as usize)]
+    ))
 }
 
 /// The scan of `input[..n]` into `output` (inclusive, or exclusive when
@@ -351,8 +346,8 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>>(
         aggregates,
         inclusives,
     };
-    // SAFETY: every thread gets here; T is at most 8 bytes (a DeviceElement);
-    // the state is this launch's and tiles are drawn in start order.
+    // SAFETY: every thread gets here; the state is this launch's and tiles
+    // are drawn in start order.
     let (prefix, _) = unsafe {
         tile_storage::<T>().exclusive_scan_with_prefix::<Op>(running[ITEMS_PER_THREAD - 1], |a| {
             tiles.look_back::<Op>(tile, a, init)

@@ -6,9 +6,11 @@
 //! # Shared memory: [`TempStorage`]
 //! A reduce or scan needs one shared slot per warp and one for a prefix: a
 //! [`TempStorage<T, THREADS>`] is that memory for blocks of up to `THREADS`
-//! threads, [`TempStorage::LEN`] slots of `T`. Make it from a shared array
-//! of at least that many elements (a shorter one, or a `THREADS` that is
-//! not a multiple of 32 in 32..=1024, does not compile), most simply with
+//! threads, [`TempStorage::LEN`] slots of 8 bytes (a [`Slot`] each, whatever
+//! `T`: so a kernel generic over `T` can declare it, and 16-bit values of
+//! two warps never share a word). Make it from a shared array of at least
+//! that many slots (a shorter one, or a `THREADS` that is not a multiple of
+//! 32 in 32..=1024, does not compile), most simply with
 //! [`block_storage!`](crate::block_storage):
 //! ```
 //! use cuda_kernels_device::collectives::{Sum, block};
@@ -65,12 +67,13 @@ use core::marker::PhantomData;
 
 use super::{ReduceOp, warp as warp_collectives};
 use crate::shared::{SharedArray, SharedScalar};
+use core::mem::size_of;
 use crate::sync::sync_threads;
 use crate::thread::{block_dim_x, block_dim_y, block_dim_z, thread_idx_x};
 use crate::warp::{Shuffle, WARP_SIZE, shuffle_idx};
 
-/// The shared memory of a block reduce or scan, for blocks of up to
-/// `THREADS` threads: [`LEN`](Self::LEN) slots of `T` (see the [module
+/// The shared memory of a block reduce or scan of `T`, for blocks of up to
+/// `THREADS` threads: [`LEN`](Self::LEN) [`Slot`]s (see the [module
 /// docs](self)). Copyable: every thread holds the same address.
 #[derive(Clone, Copy)]
 pub struct TempStorage<T, const THREADS: usize> {
@@ -87,10 +90,14 @@ pub struct TempStorage<T, const THREADS: usize> {
 macro_rules! block_storage {
     ($name:ident : $t:ty, $threads:expr) => {
         $crate::collectives::block::TempStorage::<$t, { $threads }>::new($crate::shared_array!(
-            $name: [$t; $crate::collectives::block::storage_len($threads)]
+            $name: [$crate::collectives::block::Slot; $crate::collectives::block::storage_len($threads)]
         ))
     };
 }
+
+/// One slot of a [`TempStorage`]: 8 bytes, room for any value the
+/// collectives move (at most 64 bits).
+pub type Slot = u64;
 
 /// [`TempStorage::LEN`] for blocks of `threads` threads: one slot per warp
 /// and one for the prefix.
@@ -107,14 +114,14 @@ fn fail_here(message: &str) -> ! {
 }
 
 impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
-    /// Slots of `T` the storage holds: [`storage_len(THREADS)`](storage_len).
+    /// [`Slot`]s the storage holds: [`storage_len(THREADS)`](storage_len).
     pub const LEN: usize = storage_len(THREADS);
 
     /// The storage in `array`, which must hold at least [`LEN`](Self::LEN)
-    /// elements (checked when compiled, as is `THREADS`: a multiple of 32 in
-    /// 32..=1024).
+    /// slots (checked when compiled, as are `THREADS`, a multiple of 32 in
+    /// 32..=1024, and `T`, at most 8 bytes).
     #[inline(always)]
-    pub fn new<const N: usize>(array: SharedArray<T, N>) -> Self {
+    pub fn new<const N: usize>(array: SharedArray<Slot, N>) -> Self {
         const {
             assert!(
                 THREADS >= 32 && THREADS <= 1024 && THREADS % 32 == 0,
@@ -124,6 +131,10 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
                 N >= storage_len(THREADS),
                 "block collective: the shared array is shorter than TempStorage::LEN"
             );
+            assert!(
+                core::mem::size_of::<T>() <= 8,
+                "block collective: values of at most 8 bytes"
+            );
         }
         Self {
             base: array.address(),
@@ -131,18 +142,23 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
         }
     }
 
-    /// The storage at a shared-window address (for a kernel generic over
-    /// `T`, whose shared array cannot name `T`).
+    /// The storage at a shared-window address (in dynamic shared memory,
+    /// which no static array describes).
     ///
     /// # Safety
-    /// `base` is the shared-window address of [`LEN`](Self::LEN) aligned,
-    /// live slots of `T` that nothing else uses during the collectives.
+    /// `base` is the 8-byte aligned shared-window address of
+    /// [`LEN`](Self::LEN) live [`Slot`]s that nothing else uses during the
+    /// collectives.
     #[inline(always)]
     pub unsafe fn from_shared_address(base: u32) -> Self {
         const {
             assert!(
                 THREADS >= 32 && THREADS <= 1024 && THREADS % 32 == 0,
                 "block collective: THREADS must be a multiple of 32 in 32..=1024"
+            );
+            assert!(
+                core::mem::size_of::<T>() <= 8,
+                "block collective: values of at most 8 bytes"
             );
         }
         Self {
@@ -151,12 +167,26 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
         }
     }
 
+    /// Slot `i` read as a `T`.
+    ///
+    /// # Safety
+    /// `i < LEN`; no other thread writes the slot concurrently.
     #[inline(always)]
-    fn slots(&self) -> SharedArray<T, { WARP_SIZE as usize + 1 }> {
-        // SAFETY: the storage's slots; indices used are < LEN (warps of a
-        // block of at most THREADS threads, checked by `check_launch`, and
-        // the prefix slot LEN − 1).
-        unsafe { SharedArray::from_shared_address(self.base) }
+    #[track_caller]
+    unsafe fn load(&self, i: usize) -> T {
+        // SAFETY: slot i of the storage (8 bytes ≥ size_of::<T>(), 8-aligned).
+        unsafe { T::load_shared(self.base + (i * size_of::<Slot>()) as u32) }
+    }
+
+    /// Writes a `T` into slot `i`.
+    ///
+    /// # Safety
+    /// `i < LEN`; no other thread reads or writes the slot concurrently.
+    #[inline(always)]
+    #[track_caller]
+    unsafe fn store(&self, i: usize, value: T) {
+        // SAFETY: as in `load`.
+        unsafe { T::store_shared(self.base + (i * size_of::<Slot>()) as u32, value) }
     }
 
     /// The fault of the [module docs](self) when the block does not fit.
@@ -189,15 +219,14 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
         let (lane, warp) = (tid % WARP_SIZE, tid / WARP_SIZE);
         let warps = block_dim_x() / WARP_SIZE;
         let v = warp_collectives::reduce::<Op, T>(value);
-        let slots = self.slots();
         if lane == 0 {
             // SAFETY: warp < warps ≤ THREADS / 32 < LEN; one writer per slot.
-            unsafe { slots.store(warp as usize, v) };
+            unsafe { self.store(warp as usize, v) };
         }
         sync_threads();
         let s = if lane < warps {
             // SAFETY: lane < warps, written before the barrier.
-            unsafe { slots.load(lane as usize) }
+            unsafe { self.load(lane as usize) }
         } else {
             Op::identity()
         };
@@ -252,19 +281,18 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
     ) -> (T, T) {
         // SAFETY: forwarded.
         let (exclusive, aggregate) = unsafe { self.scan_in_block::<Op>(value) };
-        let slots = self.slots();
         let prefix_slot = Self::LEN - 1;
         if thread_idx_x() < WARP_SIZE {
             let p = prefix(aggregate);
             if thread_idx_x() == 0 {
                 // SAFETY: the prefix slot, written by thread 0 alone; every
                 // thread read the warp slots before `scan_in_block`'s barrier.
-                unsafe { slots.store(prefix_slot, p) };
+                unsafe { self.store(prefix_slot, p) };
             }
         }
         sync_threads();
         // SAFETY: written before the barrier.
-        let p = unsafe { slots.load(prefix_slot) };
+        let p = unsafe { self.load(prefix_slot) };
         sync_threads();
         let exclusive = match exclusive {
             Some(e) => Op::combine(p, e),
@@ -302,15 +330,14 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
         let (lane, warp) = (tid % WARP_SIZE, tid / WARP_SIZE);
         let warps = block_dim_x() / WARP_SIZE;
         let (in_warp, warp_total) = warp_collectives::exclusive_scan::<Op, T>(value);
-        let slots = self.slots();
         if lane == 0 {
             // SAFETY: warp < warps < LEN; one writer per slot.
-            unsafe { slots.store(warp as usize, warp_total) };
+            unsafe { self.store(warp as usize, warp_total) };
         }
         sync_threads();
         let s = if lane < warps {
             // SAFETY: lane < warps, written before the barrier.
-            unsafe { slots.load(lane as usize) }
+            unsafe { self.load(lane as usize) }
         } else {
             Op::identity()
         };

@@ -13,7 +13,7 @@ use cuda_kernels::ndarray::{Array1, Array2, ArrayView1, ArrayView2, LinalgScalar
 use cuda_kernels::reduce::reduce_cpu;
 use cuda_kernels::{Error, Gpu, Images, LaunchConfig, Result};
 use downstream_kernels::{
-    BINS, HISTOGRAM, MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, SOFTMAX_ROWS, leaky_relu, softmax_term,
+    BIN_STARTS, BINS, HISTOGRAM, MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, SOFTMAX_ROWS, leaky_relu, softmax_term,
 };
 
 /// This program's kernels: the PTX and cubins `build.rs` wrote.
@@ -165,6 +165,10 @@ fn run(gpu: &Gpu) -> Result<bool> {
         .collect();
     let (g, c) = (histogram_gpu(gpu, &bytes)?, histogram_cpu(&bytes));
     ok &= row("histogram (2^20 bytes), bin 7", g[7], c[7], "exact", g == c);
+
+    // bin_starts: the exclusive prefix sum of the counts (a block scan), exact.
+    let (gs, cs) = (bin_starts_gpu(gpu, &c)?, bin_starts_cpu(&c));
+    ok &= row("bin_starts (block scan), bin 200", gs[200], cs[200], "exact", gs == cs);
     Ok(ok)
 }
 
@@ -175,6 +179,28 @@ fn histogram_cpu(x: &[u8]) -> Vec<u32> {
         hist[usize::from(b)] += 1;
     }
     hist
+}
+
+/// The CPU reference of `bin_starts`: the counts before each bin.
+fn bin_starts_cpu(hist: &[u32]) -> Vec<u32> {
+    hist.iter()
+        .scan(0u32, |before, &h| {
+            let start = *before;
+            *before += h;
+            Some(start)
+        })
+        .collect()
+}
+
+/// `bin_starts` of `hist` (BINS counts) on the GPU: one block of BINS threads.
+fn bin_starts_gpu(gpu: &Gpu, hist: &[u32]) -> Result<Vec<u32>> {
+    let counts = gpu.to_device(hist)?;
+    let mut starts = gpu.zeroed::<u32>(BINS)?;
+    let cfg = LaunchConfig::linear(1, BINS as u32);
+    // SAFETY: both buffers hold BINS u32; one block of BINS threads.
+    unsafe { gpu.launch(BIN_STARTS, cfg, gpu.stream(), (&counts, &mut starts)) }?;
+    gpu.synchronize(BIN_STARTS.name())?;
+    starts.to_vec()
 }
 
 /// The byte histogram of `x` with the kernel crate's `histogram`.
