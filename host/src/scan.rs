@@ -21,8 +21,8 @@
 //! [`scan_cpu`] by rounding only. An empty input gives an empty output
 //! without a launch. Lengths past [`MAX_LEN`] are refused with
 //! [`Error::InvalidInput`] naming the kernel.
-use cust::memory::bytemuck::Zeroable;
 use cust::memory::DeviceCopy;
+use cust::memory::bytemuck::Zeroable;
 use ndarray::{Array1, ArrayView1};
 
 pub use cuda_kernels_gpu::scan::{Max, Min, ReduceOp, ScanKernel, Sum, THREADS, TILE};

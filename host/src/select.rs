@@ -145,7 +145,10 @@ pub fn select_on_device<Op: SelectKernel<T>, T: Element>(
     match (Op::BY_FLAGS, flags) {
         (true, Some(f)) if f.len() == n => gpu.check_device(k, f)?,
         (true, Some(f)) => {
-            return Err(Error::invalid(k, format!("{} flags for {n} elements", f.len())));
+            return Err(Error::invalid(
+                k,
+                format!("{} flags for {n} elements", f.len()),
+            ));
         }
         (true, None) => return Err(Error::invalid(k, "selecting by flags needs the flags")),
         (false, Some(_)) => {

@@ -275,7 +275,12 @@ impl<T: DeviceElement> TileState<T> {
         if lane == 0 {
             // SAFETY: this block's tile; one writer.
             unsafe {
-                self.publish(self.inclusives, tile, Op::combine(prefix, aggregate), INCLUSIVE)
+                self.publish(
+                    self.inclusives,
+                    tile,
+                    Op::combine(prefix, aggregate),
+                    INCLUSIVE,
+                )
             };
         }
         prefix
@@ -334,8 +339,7 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>>(
     // elements follow it in both buffers.
     let (input, output) = unsafe { (input.add(start), output.add(start)) };
     // SAFETY: as above.
-    let items: [T; ITEMS_PER_THREAD] =
-        unsafe { block::load_blocked(input, valid, Op::identity()) };
+    let items: [T; ITEMS_PER_THREAD] = unsafe { block::load_blocked(input, valid, Op::identity()) };
     let mut running = items;
     for i in 1..ITEMS_PER_THREAD {
         running[i] = Op::combine(running[i - 1], items[i]);
@@ -354,11 +358,11 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>>(
         })
     };
     let mut out = [prefix; ITEMS_PER_THREAD];
-    for i in 0..ITEMS_PER_THREAD {
+    for (i, o) in out.iter_mut().enumerate() {
         if exclusive == 0 {
-            out[i] = Op::combine(prefix, running[i]);
+            *o = Op::combine(prefix, running[i]);
         } else if i > 0 {
-            out[i] = Op::combine(prefix, running[i - 1]);
+            *o = Op::combine(prefix, running[i - 1]);
         }
     }
     // SAFETY: `valid` writable elements at `output`, each written by its own

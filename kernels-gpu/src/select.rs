@@ -185,12 +185,12 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>>(
         // SAFETY: with ByFlags, `flags` has n bytes.
         let bytes: [u8; ITEMS_PER_THREAD] =
             unsafe { block::load_blocked(flags.add(start), valid, 0) };
-        for i in 0..ITEMS_PER_THREAD {
-            keep[i] = bytes[i] != 0 && first + i < valid;
+        for (i, (k, b)) in keep.iter_mut().zip(bytes).enumerate() {
+            *k = b != 0 && first + i < valid;
         }
     } else {
-        for i in 0..ITEMS_PER_THREAD {
-            keep[i] = Op::keep(items[i]) && first + i < valid;
+        for (i, (k, &x)) in keep.iter_mut().zip(&items).enumerate() {
+            *k = Op::keep(x) && first + i < valid;
         }
     }
     let kept = keep.iter().map(|&k| k as u32).sum::<u32>();
@@ -207,11 +207,11 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>>(
             .exclusive_scan_with_prefix::<Sum>(kept, |a| tiles.look_back::<Sum>(tile, a, 0))
     };
     let mut at = before as usize;
-    for i in 0..ITEMS_PER_THREAD {
-        if keep[i] {
+    for (&k, &x) in keep.iter().zip(&items) {
+        if k {
             // SAFETY: `at` < the number kept so far ≤ n; each position is
             // written by one thread.
-            unsafe { *output.add(at) = items[i] };
+            unsafe { *output.add(at) = x };
             at += 1;
         }
     }

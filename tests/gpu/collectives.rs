@@ -110,6 +110,9 @@ fn block_larger_than_its_storage_is_a_located_fault(gpu: &Gpu) -> Result<(), Fai
 /// exact in every order), with a NaN for the float types, compared so that
 /// NaN equals NaN and `-0.0` differs from `0.0`.
 trait Value: Copy + Debug + Send + Sync + 'static {
+    /// The check values are `0..SMALL`: a block's sum of them (256 threads)
+    /// is exact in the type (bf16 holds the integers up to 256 only).
+    const SMALL: u64 = 8;
     fn from_small(x: i64) -> Self;
     fn nan() -> Option<Self>;
     fn same(self, other: Self) -> bool {
@@ -136,14 +139,15 @@ macro_rules! float_value {
 }
 float_value!(f32, f64);
 macro_rules! half_value {
-    ($($t:ident),*) => {$(
+    ($($t:ident: $small:literal),*) => {$(
         impl Value for $t {
+            const SMALL: u64 = $small;
             fn from_small(x: i64) -> Self { $t::narrow(x as f32) }
             fn nan() -> Option<Self> { Some($t::narrow(f32::NAN)) }
         }
     )*};
 }
-half_value!(f16, bf16);
+half_value!(f16: 8, bf16: 2);
 
 /// A type the warp and block check kernels exist for.
 trait Checked:
@@ -172,20 +176,18 @@ fn values<T: Value>(rng: &mut Rng, threads: usize, with_nan: bool) -> Vec<T> {
     (0..threads)
         .map(|i| match T::nan() {
             Some(nan) if with_nan && i % 37 == 5 => nan,
-            _ => T::from_small(rng.below(8) as i64),
+            _ => T::from_small(rng.below(T::SMALL) as i64),
         })
         .collect()
 }
 
 fn check_same<T: Value>(what: &str, got: T, want: T) -> Result<(), Failed> {
-    ensure(got.same(want), || format!("{what}: got {got:?}, want {want:?}"))
+    ensure(got.same(want), || {
+        format!("{what}: got {got:?}, want {want:?}")
+    })
 }
 
-fn warp_op<Op: ReduceOp<T>, T: Checked>(
-    gpu: &Gpu,
-    op: u32,
-    rng: &mut Rng,
-) -> Result<(), Failed> {
+fn warp_op<Op: ReduceOp<T>, T: Checked>(gpu: &Gpu, op: u32, rng: &mut Rng) -> Result<(), Failed> {
     let (grid, block) = (2usize, 64usize);
     let threads = grid * block;
     let sentinel = T::from_small(99);
@@ -193,7 +195,9 @@ fn warp_op<Op: ReduceOp<T>, T: Checked>(
         for with_nan in [false, true] {
             let input = values::<T>(rng, threads, with_nan);
             let din = gpu.to_device(&input).map_err(fail)?;
-            let mut out = gpu.to_device(&vec![sentinel; WARP_ROWS * threads]).map_err(fail)?;
+            let mut out = gpu
+                .to_device(&vec![sentinel; WARP_ROWS * threads])
+                .map_err(fail)?;
             // SAFETY: one input and WARP_ROWS outputs per thread; blocks of 64.
             unsafe {
                 gpu.launch(
@@ -208,7 +212,12 @@ fn warp_op<Op: ReduceOp<T>, T: Checked>(
             let got = out.to_vec().map_err(fail)?;
             for g in 0..threads {
                 let (warp, lane) = (g / 32, g % 32);
-                let what = |r: &str| format!("{} mask {mask:#x} nan {with_nan} thread {g}: {r}", T::WARP.name());
+                let what = |r: &str| {
+                    format!(
+                        "{} mask {mask:#x} nan {with_nan} thread {g}: {r}",
+                        T::WARP.name()
+                    )
+                };
                 if mask & (1 << lane) == 0 {
                     for r in 0..WARP_ROWS {
                         check_same(&what("untouched"), got[r * threads + g], sentinel)?;
@@ -222,8 +231,16 @@ fn warp_op<Op: ReduceOp<T>, T: Checked>(
                 let rank = (0..lane).filter(|l| mask & (1 << l) != 0).count();
                 let total = fold::<Op, T>(&run);
                 check_same(&what("reduce"), got[g], total)?;
-                check_same(&what("inclusive"), got[threads + g], fold::<Op, T>(&run[..=rank]))?;
-                check_same(&what("exclusive"), got[2 * threads + g], fold::<Op, T>(&run[..rank]))?;
+                check_same(
+                    &what("inclusive"),
+                    got[threads + g],
+                    fold::<Op, T>(&run[..=rank]),
+                )?;
+                check_same(
+                    &what("exclusive"),
+                    got[2 * threads + g],
+                    fold::<Op, T>(&run[..rank]),
+                )?;
                 check_same(&what("aggregate"), got[3 * threads + g], total)?;
             }
         }
@@ -231,10 +248,7 @@ fn warp_op<Op: ReduceOp<T>, T: Checked>(
     Ok(())
 }
 
-fn warp_type<T: Checked>(
-    gpu: &Gpu,
-    rng: &mut Rng,
-) -> Result<(), Failed>
+fn warp_type<T: Checked>(gpu: &Gpu, rng: &mut Rng) -> Result<(), Failed>
 where
     Sum: ReduceOp<T>,
     Min: ReduceOp<T>,
@@ -257,11 +271,7 @@ fn warp_collectives_every_type_op_and_mask(gpu: &Gpu) -> Result<(), Failed> {
     warp_type::<bf16>(gpu, &mut rng)
 }
 
-fn block_op<Op: ReduceOp<T>, T: Checked>(
-    gpu: &Gpu,
-    op: u32,
-    rng: &mut Rng,
-) -> Result<(), Failed> {
+fn block_op<Op: ReduceOp<T>, T: Checked>(gpu: &Gpu, op: u32, rng: &mut Rng) -> Result<(), Failed> {
     for block in [32usize, 96, BLOCK_CHECK_THREADS] {
         for with_nan in [false, true] {
             let grid = 2;
@@ -269,7 +279,9 @@ fn block_op<Op: ReduceOp<T>, T: Checked>(
             let input = values::<T>(rng, threads + 1, with_nan);
             let prefix = input[threads];
             let din = gpu.to_device(&input).map_err(fail)?;
-            let mut out = gpu.to_device(&vec![T::from_small(0); BLOCK_ROWS * threads]).map_err(fail)?;
+            let mut out = gpu
+                .to_device(&vec![T::from_small(0); BLOCK_ROWS * threads])
+                .map_err(fail)?;
             // SAFETY: one input per thread plus the prefix, BLOCK_ROWS outputs
             // per thread; 1-D blocks.
             unsafe {
@@ -286,7 +298,12 @@ fn block_op<Op: ReduceOp<T>, T: Checked>(
             for g in 0..threads {
                 let (b, t) = (g / block, g % block);
                 let xs = &input[b * block..(b + 1) * block];
-                let what = |r: &str| format!("{} block {block} nan {with_nan} thread {g}: {r}", T::BLOCK.name());
+                let what = |r: &str| {
+                    format!(
+                        "{} block {block} nan {with_nan} thread {g}: {r}",
+                        T::BLOCK.name()
+                    )
+                };
                 let total = fold::<Op, T>(xs);
                 let excl = fold::<Op, T>(&xs[..t]);
                 let incl = fold::<Op, T>(&xs[..=t]);
@@ -296,19 +313,24 @@ fn block_op<Op: ReduceOp<T>, T: Checked>(
                 check_same(&what("inclusive aggregate"), row(2), total)?;
                 check_same(&what("exclusive"), row(3), excl)?;
                 check_same(&what("exclusive aggregate"), row(4), total)?;
-                let with_prefix = if t == 0 { prefix } else { Op::combine(prefix, excl) };
+                let with_prefix = if t == 0 {
+                    prefix
+                } else {
+                    Op::combine(prefix, excl)
+                };
                 check_same(&what("exclusive after prefix"), row(5), with_prefix)?;
-                check_same(&what("inclusive after prefix"), row(6), Op::combine(with_prefix, xs[t]))?;
+                check_same(
+                    &what("inclusive after prefix"),
+                    row(6),
+                    Op::combine(with_prefix, xs[t]),
+                )?;
             }
         }
     }
     Ok(())
 }
 
-fn block_type<T: Checked>(
-    gpu: &Gpu,
-    rng: &mut Rng,
-) -> Result<(), Failed>
+fn block_type<T: Checked>(gpu: &Gpu, rng: &mut Rng) -> Result<(), Failed>
 where
     Sum: ReduceOp<T>,
     Min: ReduceOp<T>,
@@ -351,19 +373,25 @@ fn block_loads_and_stores_arrangements(gpu: &Gpu) -> Result<(), Failed> {
             )
         }
         .map_err(fail)?;
-        gpu.synchronize(BLOCK_LOAD_STORE_CHECK.name()).map_err(fail)?;
+        gpu.synchronize(BLOCK_LOAD_STORE_CHECK.name())
+            .map_err(fail)?;
         let got = out.to_vec().map_err(fail)?;
         let x = &source[offset..offset + valid];
         for i in 0..row {
             let what = format!("offset {offset} valid {valid} item {i}");
             let copy = if i < valid { x[i] } else { 0 };
             ensure(got[i] == copy, || format!("blocked {what}: {}", got[i]))?;
-            ensure(got[row + i] == copy, || format!("striped {what}: {}", got[row + i]))?;
+            ensure(got[row + i] == copy, || {
+                format!("striped {what}: {}", got[row + i])
+            })?;
             let (t, k) = (i / LOAD_ITEMS, i % LOAD_ITEMS);
             let at = t + k * block;
             let want = if at < valid { x[at] } else { u32::MAX };
             ensure(got[2 * row + i] == want, || {
-                format!("striped into blocked {what}: {} want {want}", got[2 * row + i])
+                format!(
+                    "striped into blocked {what}: {} want {want}",
+                    got[2 * row + i]
+                )
             })?;
         }
     }
@@ -390,7 +418,10 @@ fn inputs<T: Value>(n: usize, rng: &mut Rng) -> Vec<(&'static str, Vec<T>)> {
     let mut v = vec![
         ("random", random.iter().map(|&x| T::from_small(x)).collect()),
         ("sorted", sorted.iter().map(|&x| T::from_small(x)).collect()),
-        ("reverse-sorted", sorted.iter().rev().map(|&x| T::from_small(x)).collect()),
+        (
+            "reverse-sorted",
+            sorted.iter().rev().map(|&x| T::from_small(x)).collect(),
+        ),
         ("all-equal", vec![T::from_small(3); n]),
     ];
     if let Some(nan) = T::nan() {
@@ -410,10 +441,13 @@ fn scan_matches<Op: ScanKernel<T>, T: Value + scan::Element>(
     for n in lengths(gpu) {
         for (name, input) in inputs::<T>(n, rng) {
             for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
-                let got = scan::scan::<Op, T>(gpu, Array1::from_vec(input.clone()).view(), kind, None)
-                    .map_err(fail)?;
+                let got =
+                    scan::scan::<Op, T>(gpu, Array1::from_vec(input.clone()).view(), kind, None)
+                        .map_err(fail)?;
                 let want = scan::scan_cpu::<Op, T>(&input, kind, None);
-                ensure(got.len() == n, || format!("{}: length {}", Op::ENTRY, got.len()))?;
+                ensure(got.len() == n, || {
+                    format!("{}: length {}", Op::ENTRY, got.len())
+                })?;
                 if let Some(i) = (0..n).find(|&i| !got[i].same(want[i])) {
                     return Err(Failed::from(format!(
                         "{} {kind:?} {name} n={n}: element {i} is {:?}, want {:?}",
@@ -451,7 +485,11 @@ fn scan_every_type_and_op_matches_cpu(gpu: &Gpu) -> Result<(), Failed> {
 
 fn scan_of_floats_is_deterministic(gpu: &Gpu) -> Result<(), Failed> {
     let mut rng = Rng::new(25);
-    let n = if simulated(gpu) { 10 * TILE + 3 } else { 5_000_011 };
+    let n = if simulated(gpu) {
+        10 * TILE + 3
+    } else {
+        5_000_011
+    };
     let x: Array1<f32> = (0..n).map(|_| rng.normal() as f32).collect();
     let first = scan::inclusive_scan::<Sum, f32>(gpu, x.view()).map_err(fail)?;
     let want = scan::scan_cpu::<Sum, f64>(
@@ -483,38 +521,79 @@ fn scan_of_floats_is_deterministic(gpu: &Gpu) -> Result<(), Failed> {
 fn scan_exclusive_from_init(gpu: &Gpu) -> Result<(), Failed> {
     let x = Array1::from_iter(1..=10_000i64);
     let got = scan::exclusive_scan::<Sum, i64>(gpu, x.view(), Some(100)).map_err(fail)?;
-    ensure(got[0] == 100 && got[9_999] == 100 + 9_999 * 10_000 / 2, || {
-        format!("{} {}", got[0], got[9_999])
-    })?;
-    let got = scan::exclusive_scan::<Max, i32>(gpu, Array1::from_vec(vec![3, 1, 4, 1, 5]).view(), Some(2))
-        .map_err(fail)?;
+    ensure(
+        got[0] == 100 && got[9_999] == 100 + 9_999 * 10_000 / 2,
+        || format!("{} {}", got[0], got[9_999]),
+    )?;
+    let got = scan::exclusive_scan::<Max, i32>(
+        gpu,
+        Array1::from_vec(vec![3, 1, 4, 1, 5]).view(),
+        Some(2),
+    )
+    .map_err(fail)?;
     ensure(got.to_vec() == [2, 3, 3, 4, 4], || format!("{got}"))
 }
 
 fn scan_refuses_bad_input(gpu: &Gpu) -> Result<(), Failed> {
-    let empty = scan::inclusive_scan::<Sum, f32>(gpu, Array1::<f32>::zeros(0).view()).map_err(fail)?;
+    let empty =
+        scan::inclusive_scan::<Sum, f32>(gpu, Array1::<f32>::zeros(0).view()).map_err(fail)?;
     ensure(empty.is_empty(), || format!("empty input gave {empty}"))?;
     let input = gpu.to_device(&[1i32; 10]).map_err(fail)?;
     let mut short = gpu.to_device(&[0i32; 9]).map_err(fail)?;
     let mut scratch = scan::TileScratch::<i32>::new(gpu, 10).map_err(fail)?;
-    let r = scan::scan_on_device::<Sum, i32>(gpu, &input, &mut short, ScanKind::Inclusive, None, &mut scratch);
+    let r = scan::scan_on_device::<Sum, i32>(
+        gpu,
+        &input,
+        &mut short,
+        ScanKind::Inclusive,
+        None,
+        &mut scratch,
+    );
     ensure(
-        matches!(&r, Err(Error::InvalidInput { kernel: "scan_sum_i32", .. })),
+        matches!(
+            &r,
+            Err(Error::InvalidInput {
+                kernel: "scan_sum_i32",
+                ..
+            })
+        ),
         || format!("short output: {r:?}"),
     )?;
     let big = gpu.to_device(&vec![1i32; TILE + 1]).map_err(fail)?;
     let mut out = gpu.to_device(&vec![0i32; TILE + 1]).map_err(fail)?;
-    let r = scan::scan_on_device::<Sum, i32>(gpu, &big, &mut out, ScanKind::Inclusive, None, &mut scratch);
+    let r = scan::scan_on_device::<Sum, i32>(
+        gpu,
+        &big,
+        &mut out,
+        ScanKind::Inclusive,
+        None,
+        &mut scratch,
+    );
     ensure(
-        matches!(&r, Err(Error::InvalidInput { kernel: "scan_sum_i32", .. })),
+        matches!(
+            &r,
+            Err(Error::InvalidInput {
+                kernel: "scan_sum_i32",
+                ..
+            })
+        ),
         || format!("scratch too small: {r:?}"),
     )?;
     let r = scan::check_len("scan_sum_i32", scan::MAX_LEN + 1);
     ensure(
-        matches!(&r, Err(Error::InvalidInput { kernel: "scan_sum_i32", .. })),
+        matches!(
+            &r,
+            Err(Error::InvalidInput {
+                kernel: "scan_sum_i32",
+                ..
+            })
+        ),
         || format!("past MAX_LEN: {r:?}"),
     )?;
-    ensure(scan::check_len("scan_sum_i32", scan::MAX_LEN).is_ok(), || "MAX_LEN refused".into())
+    ensure(
+        scan::check_len("scan_sum_i32", scan::MAX_LEN).is_ok(),
+        || "MAX_LEN refused".into(),
+    )
 }
 
 fn select_matches<T: Value + scan::Element>(gpu: &Gpu, rng: &mut Rng) -> Result<(), Failed>
@@ -523,7 +602,9 @@ where
     select::ByFlags: select::SelectKernel<T>,
 {
     for n in lengths(gpu) {
-        let half: Vec<T> = (0..n).map(|_| T::from_small(rng.below(2) as i64 * (1 + rng.below(50) as i64))).collect();
+        let half: Vec<T> = (0..n)
+            .map(|_| T::from_small(rng.below(2) as i64 * (1 + rng.below(50) as i64)))
+            .collect();
         let mut cases = vec![
             ("half kept", half.clone()),
             ("none kept", vec![T::from_small(0); n]),
@@ -540,10 +621,17 @@ where
             let zero = T::from_small(0);
             let got = select::select::<NonZero, T>(gpu, Array1::from_vec(input.clone()).view())
                 .map_err(fail)?;
-            let want = select::select_cpu(&input, |_, x| !x.same(zero) && format!("{x:?}") != "-0.0");
+            let want =
+                select::select_cpu(&input, |_, x| !x.same(zero) && format!("{x:?}") != "-0.0");
             ensure(
                 got.len() == want.len() && got.iter().zip(&want).all(|(a, b)| a.same(*b)),
-                || format!("select_nonzero {name} n={n}: {} kept, want {}", got.len(), want.len()),
+                || {
+                    format!(
+                        "select_nonzero {name} n={n}: {} kept, want {}",
+                        got.len(),
+                        want.len()
+                    )
+                },
             )?;
             let flags: Vec<bool> = (0..n).map(|i| (i * 7 + n) % 3 == 0).collect();
             let got = select::select_flagged(
@@ -555,7 +643,13 @@ where
             let want = select::select_cpu(&input, |i, _| flags[i]);
             ensure(
                 got.len() == want.len() && got.iter().zip(&want).all(|(a, b)| a.same(*b)),
-                || format!("select_flagged {name} n={n}: {} kept, want {}", got.len(), want.len()),
+                || {
+                    format!(
+                        "select_flagged {name} n={n}: {} kept, want {}",
+                        got.len(),
+                        want.len()
+                    )
+                },
             )?;
         }
     }
@@ -576,17 +670,31 @@ fn select_refuses_bad_input(gpu: &Gpu) -> Result<(), Failed> {
     let x = Array1::from_vec(vec![1i32, 0, 2]);
     let r = select::select_flagged(gpu, x.view(), Array1::from_vec(vec![true]).view());
     ensure(
-        matches!(&r, Err(Error::InvalidInput { kernel: "select_flagged_i32", .. })),
+        matches!(
+            &r,
+            Err(Error::InvalidInput {
+                kernel: "select_flagged_i32",
+                ..
+            })
+        ),
         || format!("flags of another length: {r:?}"),
     )?;
-    let empty = select::select::<NonZero, i32>(gpu, Array1::<i32>::zeros(0).view()).map_err(fail)?;
+    let empty =
+        select::select::<NonZero, i32>(gpu, Array1::<i32>::zeros(0).view()).map_err(fail)?;
     ensure(empty.is_empty(), || format!("empty input gave {empty}"))?;
     let input = gpu.to_device(&[1i32; 10]).map_err(fail)?;
     let mut out = gpu.to_device(&[0i32; 10]).map_err(fail)?;
     let mut scratch = select::SelectScratch::new(gpu, 10).map_err(fail)?;
-    let r = select::select_on_device::<select::ByFlags, i32>(gpu, &input, None, &mut out, &mut scratch);
+    let r =
+        select::select_on_device::<select::ByFlags, i32>(gpu, &input, None, &mut out, &mut scratch);
     ensure(
-        matches!(&r, Err(Error::InvalidInput { kernel: "select_flagged_i32", .. })),
+        matches!(
+            &r,
+            Err(Error::InvalidInput {
+                kernel: "select_flagged_i32",
+                ..
+            })
+        ),
         || format!("flags missing: {r:?}"),
     )
 }

@@ -71,14 +71,15 @@ where
     Ok(())
 }
 
-fn bench_select(
-    gpu: &Gpu,
-    rng: &mut Rng,
-    copy: f64,
-    records: &mut Vec<BenchRecord>,
-) -> Result<()> {
+fn bench_select(gpu: &Gpu, rng: &mut Rng, copy: f64, records: &mut Vec<BenchRecord>) -> Result<()> {
     let host: Vec<i32> = (0..N)
-        .map(|_| if rng.below(2) == 0 { 0 } else { 1 + rng.below(1000) as i32 })
+        .map(|_| {
+            if rng.below(2) == 0 {
+                0
+            } else {
+                1 + rng.below(1000) as i32
+            }
+        })
         .collect();
     let input = gpu.to_device(&host)?;
     let mut output = gpu.zeroed::<i32>(N)?;

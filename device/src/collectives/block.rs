@@ -67,10 +67,10 @@ use core::marker::PhantomData;
 
 use super::{ReduceOp, warp as warp_collectives};
 use crate::shared::{SharedArray, SharedScalar};
-use core::mem::size_of;
 use crate::sync::sync_threads;
 use crate::thread::{block_dim_x, block_dim_y, block_dim_z, thread_idx_x};
 use crate::warp::{Shuffle, WARP_SIZE, shuffle_idx};
+use core::mem::size_of;
 
 /// The shared memory of a block reduce or scan of `T`, for blocks of up to
 /// `THREADS` threads: [`LEN`](Self::LEN) [`Slot`]s (see the [module
@@ -315,7 +315,8 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
         prefix: impl FnOnce(T) -> T,
     ) -> (T, T) {
         // SAFETY: forwarded.
-        let (exclusive, aggregate) = unsafe { self.exclusive_scan_with_prefix::<Op>(value, prefix) };
+        let (exclusive, aggregate) =
+            unsafe { self.exclusive_scan_with_prefix::<Op>(value, prefix) };
         (Op::combine(exclusive, value), aggregate)
     }
 
@@ -373,9 +374,7 @@ struct Vector([u32; 4]);
 #[inline(always)]
 fn vectorised<T, const IPT: usize>(tile: usize, valid: usize) -> bool {
     let bytes = IPT * core::mem::size_of::<T>();
-    bytes.is_multiple_of(16)
-        && tile.is_multiple_of(16)
-        && valid >= block_dim_x() as usize * IPT
+    bytes.is_multiple_of(16) && tile.is_multiple_of(16) && valid >= block_dim_x() as usize * IPT
 }
 
 /// The blocked arrangement: thread `t` gets items `t·IPT .. (t+1)·IPT` of
@@ -425,7 +424,11 @@ pub unsafe fn load_blocked<T: Copy, const IPT: usize>(
 /// `tile` points to `valid` writable items of global memory that no other
 /// thread reads or writes during the store.
 #[inline(always)]
-pub unsafe fn store_blocked<T: Copy, const IPT: usize>(tile: *mut T, valid: usize, items: [T; IPT]) {
+pub unsafe fn store_blocked<T: Copy, const IPT: usize>(
+    tile: *mut T,
+    valid: usize,
+    items: [T; IPT],
+) {
     let first = thread_idx_x() as usize * IPT;
     if vectorised::<T, IPT>(tile as usize, valid) {
         let vectors = IPT * core::mem::size_of::<T>() / 16;
@@ -475,7 +478,11 @@ pub unsafe fn load_striped<T: Copy, const IPT: usize>(
 /// # Safety
 /// As for [`store_blocked`].
 #[inline(always)]
-pub unsafe fn store_striped<T: Copy, const IPT: usize>(tile: *mut T, valid: usize, items: [T; IPT]) {
+pub unsafe fn store_striped<T: Copy, const IPT: usize>(
+    tile: *mut T,
+    valid: usize,
+    items: [T; IPT],
+) {
     let (t, stride) = (thread_idx_x() as usize, block_dim_x() as usize);
     for (i, item) in items.into_iter().enumerate() {
         let at = t + i * stride;

@@ -138,5 +138,8 @@ pub fn exclusive_scan_sync<Op: ReduceOp<T>, T: Shuffle>(mask: u32, value: T) -> 
     } else {
         before
     };
-    (exclusive, shuffle_idx_sync(mask, inclusive, first + len - 1))
+    (
+        exclusive,
+        shuffle_idx_sync(mask, inclusive, first + len - 1),
+    )
 }

@@ -1,12 +1,12 @@
 //! The generic reduction kernel body, instantiated per
 //! operation and element type by [`reduce_kernels!`](crate::reduce_kernels),
 //! and the block-level tree step it is built from.
+use crate::device::collectives::block::{self, TempStorage};
 use crate::device::shared::{SharedArray, SharedScalar, dynamic_shared_address};
 use crate::device::sync::{sync_threads, thread_fence};
 use crate::device::thread::{
     block_dim_x, block_idx_x, grid_dim_x, grid_size_1d, index_1d, thread_idx_x,
 };
-use crate::device::collectives::block::{self, TempStorage};
 use crate::device::warp::Shuffle;
 use crate::device::{atomic, load};
 
