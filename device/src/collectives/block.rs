@@ -124,7 +124,7 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
     pub fn new<const N: usize>(array: SharedArray<Slot, N>) -> Self {
         const {
             assert!(
-                THREADS >= 32 && THREADS <= 1024 && THREADS % 32 == 0,
+                THREADS >= 32 && THREADS <= 1024 && THREADS.is_multiple_of(32),
                 "block collective: THREADS must be a multiple of 32 in 32..=1024"
             );
             assert!(
@@ -153,7 +153,7 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
     pub unsafe fn from_shared_address(base: u32) -> Self {
         const {
             assert!(
-                THREADS >= 32 && THREADS <= 1024 && THREADS % 32 == 0,
+                THREADS >= 32 && THREADS <= 1024 && THREADS.is_multiple_of(32),
                 "block collective: THREADS must be a multiple of 32 in 32..=1024"
             );
             assert!(
