@@ -22,12 +22,34 @@ fn main() {
         );
         std::process::exit(1)
     };
+    // In this repository the kernels are `kernels-gpu/` beside this file. A
+    // `target/` copied from another checkout holds that checkout's
+    // kernels-gpu build-script output (cargo reuses it: same package, same
+    // hash), which names the other checkout's folder: its kernels would be
+    // built here. Refuse that, saying how to mend it.
+    let own = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels-gpu");
+    if own.join("Cargo.toml").is_file() {
+        let same = |a: &std::path::Path, b: &std::path::Path| {
+            a.canonicalize()
+                .ok()
+                .zip(b.canonicalize().ok())
+                .is_some_and(|(a, b)| a == b)
+        };
+        if !same(&own, std::path::Path::new(&kernels)) {
+            println!(
+                "cargo::error={KERNELS_DIR} is {}, not this checkout's {}: a target/ folder \
+                 copied from another checkout; remove target/*/build/cuda-kernels-gpu-* \
+                 and target/nvptx-kernels, then build again",
+                std::path::Path::new(&kernels).display(),
+                own.display()
+            );
+            std::process::exit(1)
+        }
+    }
     let built = cuda_kernels_builder::KernelBuild::new(kernels)
         .name("kernels")
         .arch_from_env("CUDA_KERNELS_ARCH", "sm_70")
         .cubins(&["sm_80", "sm_90a"])
-        // The wgmma GEMM's 384 threads move registers with setmaxnreg.
-        .max_registers(168)
         .build()
         .unwrap_or_else(|e| e.fail());
     println!("cargo::rustc-env=CUDA_KERNELS_ARCH_BUILT={}", built.arch);

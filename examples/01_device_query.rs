@@ -1,4 +1,4 @@
-//! K2 (seed 001): list every CUDA device and its properties, as PyCUDA's and
+//! List every CUDA device and its properties, as PyCUDA's and
 //! PyOpenCL's device queries do. Exits with an error when there is no GPU.
 //!
 //! `cargo run --example 01_device_query`

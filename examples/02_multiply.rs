@@ -1,9 +1,10 @@
-//! K1 (seed 000): `c[i] = a[i] * b[i]` on the GPU, checked against the CPU,
+//! `c[i] = a[i] * b[i]` on the GPU, checked against the CPU,
 //! with device buffers and with unified (managed) memory.
 //!
 //! `cargo run --release --example 02_multiply`
 use cuda_kernels::multiply::{MemoryMode, multiply_cpu};
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 
 fn main() -> Result<(), cuda_kernels::Error> {
     let n = 1 << 20;

@@ -1,7 +1,8 @@
-//! K6 (seed 001, PyOpenCL's `vectorSum`): add two vectors of random integers.
+//! PyOpenCL's `vectorSum`: add two vectors of random integers.
 //!
 //! `cargo run --example 03_vector_sum`
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 use cuda_kernels::util::Rng;
 
 fn main() -> Result<(), cuda_kernels::Error> {

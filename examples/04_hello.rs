@@ -1,7 +1,9 @@
-//! K17 (seed 004): "Hello World From GPU!" from three GPU threads, through the
+//! "Hello World From GPU!" from three GPU threads, through the
 //! device layer's `vprintf`; then each thread's indices with formatted output.
 //!
 //! `cargo run --example 04_hello`
+use cuda_kernels::prelude::*;
+
 fn main() -> Result<(), cuda_kernels::Error> {
     let gpu = cuda_kernels::gpu()?;
     gpu.hello(1, 3, false)?; // <<<1, 3>>>: three lines, printed at the synchronization

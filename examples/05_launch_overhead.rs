@@ -1,7 +1,9 @@
-//! K19 (seed 000's cgo benchmark, on our side of the fence): what a kernel
+//! The cgo benchmark, on our side of the fence: what a kernel
 //! launch costs, launching an empty kernel synchronously and pipelined.
 //!
 //! `cargo run --release --example 05_launch_overhead`
+use cuda_kernels::prelude::*;
+
 fn main() -> Result<(), cuda_kernels::Error> {
     let gpu = cuda_kernels::gpu()?;
     let rates = gpu.launch_overhead(10_000)?;

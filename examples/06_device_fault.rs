@@ -3,6 +3,8 @@
 //! afterwards, as after any trap: this program ends right after.)
 //!
 //! `cargo run --example 06_device_fault`
+use cuda_kernels::prelude::*;
+
 fn main() -> Result<(), cuda_kernels::Error> {
     let gpu = cuda_kernels::gpu()?;
     match gpu.fault_test(1, 7) {

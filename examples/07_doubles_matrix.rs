@@ -1,9 +1,10 @@
-//! K3 (seed 001): double every element of a matrix in place on the GPU, one
+//! Double every element of a matrix in place on the GPU, one
 //! thread per element in a 2-D grid of 32 × 8 blocks; checked against the CPU.
 //!
 //! `cargo run --example 07_doubles_matrix`
 use cuda_kernels::matrices::doubles_matrix_cpu;
 use cuda_kernels::ndarray::Array2;
+use cuda_kernels::prelude::*;
 use cuda_kernels::util::Rng;
 
 fn main() -> Result<(), cuda_kernels::Error> {

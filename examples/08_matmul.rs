@@ -1,4 +1,4 @@
-//! K4 + K5 (seed 001): `C = A·B` in f32 with the naive kernel (one thread per
+//! `C = A·B` in f32 with the naive kernel (one thread per
 //! element of C, operands from global memory) and the tiled kernel (tiles of
 //! A and B in shared memory, an 8 × 8 register micro-tile per thread),
 //! checked against ndarray's `dot` as the seed checks against `numpy.dot`;
@@ -7,6 +7,7 @@
 //! `cargo run --release --example 08_matmul`
 use cuda_kernels::matrices::{MatmulKernel, allclose, check_matmul};
 use cuda_kernels::ndarray::Array2;
+use cuda_kernels::prelude::*;
 use cuda_kernels::util::Rng;
 
 fn main() -> Result<(), cuda_kernels::Error> {

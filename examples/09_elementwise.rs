@@ -1,4 +1,4 @@
-//! K7 (seed 001, PyCUDA's `ElementwiseKernel`): elementwise kernels declared
+//! PyCUDA's `ElementwiseKernel`: elementwise kernels declared
 //! from an expression. The declarations are in `kernels-gpu/src/elementwise.rs`
 //! (`sum`: `c = a + b`, `saxpy`: `y = a·x + y`, `lerp`: `out = a + t·(b − a)`);
 //! each gets a PTX entry point per element type and a typed launcher on `Gpu`.
@@ -11,6 +11,7 @@
 use cuda_kernels::matrices::elementwise_cpu;
 use cuda_kernels::matrices::kernels::{lerp, saxpy};
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 
 fn main() -> Result<(), cuda_kernels::Error> {
     let gpu = cuda_kernels::gpu()?;

@@ -1,4 +1,4 @@
-//! K8 (seed 001's CPU-vs-GPU evaluation): every element of `c = a + b`
+//! CPU versus GPU: every element of `c = a + b`
 //! computed `repeats` times, on the CPU and on the GPU, with the GPU timed
 //! by CUDA events (the kernel alone, and with the copies).
 //!
@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use cuda_kernels::matrices::vector_sum_repeat_cpu;
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 use cuda_kernels::util::Rng;
 
 fn main() -> Result<(), cuda_kernels::Error> {

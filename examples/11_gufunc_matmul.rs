@@ -1,10 +1,11 @@
-//! K9 (seed 001, Numba's `@guvectorize` with signature
+//! Numba's `@guvectorize` with signature
 //! `(m,n),(n,p)->(m,p)`): a batched int64 matrix product with NumPy's
 //! broadcasting of the leading (batch) axes; broadcast inputs are not copied.
 //!
 //! `cargo run --example 11_gufunc_matmul`
 use cuda_kernels::matrices::gufunc_matmul_i64_cpu;
 use cuda_kernels::ndarray::{ArrayD, IxDyn};
+use cuda_kernels::prelude::*;
 use cuda_kernels::util::Rng;
 
 fn main() -> Result<(), cuda_kernels::Error> {

@@ -1,4 +1,4 @@
-//! K10 (seed 001, Numba's `@cuda.reduce`): a parallel reduction, generic over
+//! Numba's `@cuda.reduce`: a parallel reduction, generic over
 //! the operation (`Sum`, `Product`, `Min`, `Max`, and `Xor`, declared the
 //! way a user declares one) and the element type (i32, i64, f32, f64), with
 //! an optional initial value like Numba's `init=`.
@@ -11,6 +11,7 @@
 //!
 //! `cargo run --example 12_reduce`
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 use cuda_kernels::reduce::{Max, Min, Sum, Xor, reduce_cpu};
 use cuda_kernels::util::Rng;
 

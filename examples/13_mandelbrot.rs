@@ -1,8 +1,8 @@
-//! K11 (seed 002): the Mandelbrot set, launched three ways that all give the
+//! The Mandelbrot set, launched three ways that all give the
 //! same graph as the CPU reference (which runs the kernel's own per-point
 //! function): the embedded PTX (`cuda_kernels::gpu()`), PTX loaded from a
 //! file at run time (PyCUDA's `module_from_file`), and the raw CUDA driver
-//! API, call by call; then K16a (seed 003), the same launch with explicit
+//! API, call by call; then the same launch with explicit
 //! context synchronization. The fourth path, the C ABI library, is
 //! `18_c_abi`.
 //!
@@ -10,6 +10,7 @@
 use cuda_kernels::Gpu;
 use cuda_kernels::mandelbrot::driver_api::{PtxSource, mandelbrot_driver_api};
 use cuda_kernels::mandelbrot::{MandelbrotParams, count_inside, mandelbrot_cpu};
+use cuda_kernels::prelude::*;
 
 fn main() -> Result<(), cuda_kernels::Error> {
     // The seed's mandelbrot(512, -2, 2, 256, 2), at 256 × 256.
@@ -49,7 +50,7 @@ fn main() -> Result<(), cuda_kernels::Error> {
     assert_eq!(from_file?, expected);
     assert_eq!(driver?, expected);
 
-    // K16a: async copy in, cuCtxSynchronize, launch, cuCtxSynchronize, async copy out.
+    // Explicit synchronization: async copy in, cuCtxSynchronize, launch, cuCtxSynchronize, async copy out.
     let synced = gpu.mandelbrot_explicit_sync(lattice.view(), p.max_iters, p.upper_bound)?;
     assert_eq!(synced, expected);
     println!("embedded PTX, PTX file, driver API, explicit sync: the same graph as the CPU");

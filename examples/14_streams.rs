@@ -1,4 +1,4 @@
-//! K12 + K13 (seed 003): `mult_ker`, a deliberately slow one-block kernel
+//! `mult_ker`, a deliberately slow one-block kernel
 //! that returns its input except for values of magnitude ≥ 2^127 (they
 //! become ±∞: the inputs hold some in every array), run over a batch of arrays first on the
 //! default stream (copy, kernel, copy, one after the other), then with one
@@ -11,6 +11,7 @@
 //!
 //! `cargo run --release --example 14_streams`
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 use cuda_kernels::streams::{
     SEED_BLOCK, SEED_GRID, SerialBatch, StreamBatch, hardware_queues, mult_ker_cpu, randn_arrays,
 };
@@ -18,12 +19,12 @@ use cuda_kernels::streams::{
 fn main() -> Result<(), cuda_kernels::Error> {
     let gpu = cuda_kernels::gpu()?;
 
-    // K12: one array, mult_ker<<<1, 64>>> (the large values become ±∞).
+    // One array, mult_ker<<<1, 64>>> (the large values become ±∞).
     let data: Array1<f32> = randn_arrays(1, 1 << 16, 12).remove(0).into();
     let out = gpu.mult_ker(data.view(), SEED_GRID, SEED_BLOCK)?;
     assert_eq!(out, mult_ker_cpu(data.view()));
 
-    // K13: the seed runs 200 arrays of 2^20; 32 of 2^18 show the same.
+    // A batch: the seed runs 200 arrays of 2^20; 32 of 2^18 show the same.
     let inputs = randn_arrays(32, 1 << 18, 13);
     let serial = SerialBatch::new(&gpu, &inputs)?.run()?;
     let streamed = StreamBatch::new(&gpu, &inputs)?.run()?;

@@ -1,4 +1,4 @@
-//! K14 (seed 003): CUDA events. A start and an end event around one kernel:
+//! CUDA events. A start and an end event around one kernel:
 //! queried right after the launch (the kernel is still running), then after
 //! `end.synchronize()`, and the time between them. Then events recorded by
 //! hand on a stream of your own (a `Lane`), and `GpuTimer` around any
@@ -9,6 +9,7 @@ use cuda_kernels::CudaResultExt;
 use cuda_kernels::async_mem::Lane;
 use cuda_kernels::cust::event::{Event, EventFlags};
 use cuda_kernels::ndarray::Array1;
+use cuda_kernels::prelude::*;
 use cuda_kernels::streams::{SEED_BLOCK, SEED_GRID, mult_ker_cpu, randn_arrays};
 use cuda_kernels::timing::GpuTimer;
 

@@ -1,4 +1,4 @@
-//! K16 (b) and (c) (seed 003): CUDA contexts made by hand. (b) Create a
+//! CUDA contexts made by hand. (b) Create a
 //! context on device 0, copy an array there and back, destroy the context
 //! (PyCUDA's `make_context()` / `ctx.pop()`). (c) Host threads, each with a
 //! context of its own, each running `mult_ker` on its own array.

@@ -1,4 +1,4 @@
-//! K15 (seed 003): Conway's Game of Life, several independent simulations,
+//! Conway's Game of Life, several independent simulations,
 //! each in its own stream: per frame, the step kernel, an async copy of the
 //! new lattice to the host and a device-side copy new → old, all queued
 //! without waiting. Checked against the CPU reference after a few steps.

@@ -1,10 +1,10 @@
-//! K18 (seeds 002 and 004): the C ABI library `libcuda_kernels_capi.so`
+//! The C ABI library `libcuda_kernels_capi.so`
 //! (crate `capi/`, header `capi/include/cuda_kernels.h`), opened at run time
 //! with `dlopen`, as a C program does, and its `launch_hello` and
 //! `launch_mandelbrot` called; the graph is checked against the CPU.
 //!
 //! The same library from other languages: `examples/python/mandelbrot_ctypes.py`
-//! (ctypes and NumPy, seed 002) and `examples/c/hello_dlopen.c` (seed 004).
+//! (ctypes and NumPy) and `examples/c/hello_dlopen.c`.
 //!
 //! `cargo build -p cuda-kernels-capi && cargo run --example 18_c_abi`
 //! (or set `CUDA_KERNELS_CAPI` to the library's path)

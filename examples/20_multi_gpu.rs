@@ -8,6 +8,7 @@ use cuda_kernels::life::{life_cpu, random_lattice};
 use cuda_kernels::mandelbrot::{MandelbrotParams, mandelbrot_cpu};
 use cuda_kernels::multi_gpu::{life::life, mandelbrot::mandelbrot};
 use cuda_kernels::peer::copy_between;
+use cuda_kernels::prelude::*;
 use cuda_kernels::util::Rng;
 use cuda_kernels::{Gpu, Result};
 

@@ -8,6 +8,7 @@
 //! `cargo run --release --example 21_bf16_gemm`
 use cuda_kernels::matrices::{gemm_check, gemm_reference};
 use cuda_kernels::ndarray::Array2;
+use cuda_kernels::prelude::*;
 use cuda_kernels::util::Rng;
 use half::bf16;
 

@@ -11,6 +11,7 @@
 //! `WGMMA_CASES=Bf16,Tf32` runs those input types only, `WGMMA_GROUP_M=8`
 //! sets the grouped tile order's rows.
 use cuda_kernels::gemm_wgmma::{WgmmaInput, WgmmaShape};
+use cuda_kernels::prelude::*;
 use cuda_kernels::timing::{GpuTimer, median};
 use cuda_kernels::util::Rng;
 

@@ -10,9 +10,7 @@
 #            against the kernels crate's own tests: the simulator smoke tier
 #            (every kernel run on the simulator), the literal-value tests of
 #            the per-element functions and the unit tests;
-#   launch   host/src/launch.rs against the host crate's tests (unit tests,
-#            and tests/simulator.rs: the launchers on the simulator against
-#            references written from the formulas);
+#   launch   runtime/src/launch.rs against the runtime crate's unit tests;
 #   reduce   the reduce order: host/src/reduce.rs's reduce_in_gpu_order
 #            against the host crate's tests.
 #
@@ -69,8 +67,8 @@ if [ "$group" = kernels ] || [ "$group" = all ]; then
     -f kernels-gpu/src/bandwidth.rs
 fi
 if [ "$group" = launch ] || [ "$group" = all ]; then
-  run launch --package cuda-kernels-host --test-package cuda-kernels-host \
-    -f host/src/launch.rs
+  run launch --package cuda-kernels-runtime --test-package cuda-kernels-runtime \
+    -f runtime/src/launch.rs
 fi
 if [ "$group" = reduce ] || [ "$group" = all ]; then
   run reduce --package cuda-kernels-host --test-package cuda-kernels-host \

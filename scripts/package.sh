@@ -4,7 +4,7 @@
 # from their .crate files alone. Nothing is published.
 #
 # 1. cargo's own check (packaging and its verify step, which builds each crate
-#    from its .crate) for cuda-kernels-host, -gpu, -device and -builder.
+#    from its .crate) for cuda-kernels-runtime, -host, -gpu, -device and -builder.
 # 2. cuda-kernels and cuda-kernels-capi: cargo packages them, but its verify
 #    step cannot build cuda-kernels. Its build.rs runs a second cargo (the
 #    nvptx64 build of cuda-kernels-gpu, through cuda-kernels-builder), and that
@@ -32,7 +32,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 export CARGO_TARGET_DIR="$repo/target/package-check"
-crates=(cuda-kernels cuda-kernels-host cuda-kernels-gpu cuda-kernels-device cuda-kernels-builder cuda-kernels-capi)
+crates=(cuda-kernels cuda-kernels-runtime cuda-kernels-host cuda-kernels-gpu cuda-kernels-device cuda-kernels-builder cuda-kernels-capi)
 
 # `cargo package --workspace` verifies each crate against the others'
 # .crate files, which it unpacks into the registry's source folder; it reuses
@@ -42,6 +42,18 @@ crates=(cuda-kernels cuda-kernels-host cuda-kernels-gpu cuda-kernels-device cuda
 for name in "${crates[@]}"; do
   rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/"$name"-[0-9]*
 done
+# cargo takes a registry crate's version for immutable, so the verify step
+# (and the build of the unpacked crates below, whose paths and file times
+# stay the same from run to run) can reuse an earlier run's build of these
+# unpublished crates from target/package-check (seen in the container's
+# cached target folder: a kernels crate built against an older device crate,
+# cubin tables written by an older builder). Our crates' build outputs are
+# removed first; third-party dependencies stay built.
+for profile in "$CARGO_TARGET_DIR"/debug "$CARGO_TARGET_DIR"/release; do
+  rm -rf "$profile"/build/cuda-kernels* "$profile"/.fingerprint/cuda-kernels* \
+    "$profile"/deps/*cuda_kernels*
+done
+rm -rf "$CARGO_TARGET_DIR"/nvptx-kernels
 cargo package --quiet --allow-dirty --workspace --exclude cuda-kernels-cli \
   --exclude cuda-kernels --exclude cuda-kernels-capi
 cargo package --quiet --allow-dirty --workspace --exclude cuda-kernels-cli --no-verify

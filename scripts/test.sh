@@ -23,7 +23,7 @@ nvptx() {
 }
 nvptx clippy --quiet -p cuda-kernels-gpu -p cuda-kernels-device -- -D warnings
 # The sm_90a build, as build.rs makes it: Hopper's wgmma GEMM exists there alone.
-NVPTX_RUSTFLAGS=$'-Ctarget-cpu=sm_90a\x1f-Ctarget-feature=+ptx80' \
+NVPTX_RUSTFLAGS=$'-Ctarget-cpu=sm_90a\x1f-Ctarget-feature=+ptx83' \
   nvptx clippy --quiet -p cuda-kernels-gpu -p cuda-kernels-device -- -D warnings
 # As a user's kernel crate sees it: without the built-in kernels.
 nvptx clippy --quiet -p cuda-kernels-gpu --no-default-features -- -D warnings
@@ -52,7 +52,7 @@ MANIFEST=examples/downstream/Cargo.toml nvptx clippy --quiet -p downstream-kerne
 # anywhere above it: ptxas and libdevice are found by the builder itself (the
 # cache scripts/setup.sh fills); only cust's build script needs a CUDA root
 # with lib64/, which a machine without the toolkit names in CUDA_LIBRARY_PATH
-# (the README's one line). Its dev profile is the simulator's (quiet: no
+# (docs/library.md's one line). Its dev profile is the simulator's (quiet: no
 # "built without optimisation" warning).
 template="$(mktemp -d)"
 tar -C examples/downstream --exclude=./target -cf - . | tar -C "$template" -xf -

@@ -3,6 +3,19 @@
 pub use cuda_kernels_gpu as kernels;
 pub use cuda_kernels_host::*;
 
+/// The Rust examples of the guides in `docs/`, compiled and run as this
+/// crate's doctests (`cargo test --doc`): the README is the crate's front
+/// page, and the examples that moved from it to `docs/` stay tested here.
+#[cfg(doctest)]
+pub mod guides {
+    #[doc = include_str!("../docs/library.md")]
+    pub struct Library;
+    #[doc = include_str!("../docs/simulator.md")]
+    pub struct Simulator;
+    #[doc = include_str!("../docs/multi-gpu.md")]
+    pub struct MultiGpu;
+}
+
 /// The embedded kernels: [`PTX`] and [`CUBINS`], as `build.rs` built them
 /// from `kernels-gpu` with `cuda-kernels-builder`.
 pub const IMAGES: Images<'static> = embedded_images!("kernels");
@@ -88,12 +101,4 @@ pub fn simulator() -> Result<Gpu> {
         .find(|c| c.sm == 90)
         .map_or(&[][..], |c| c.resources);
     Ok(Gpu::simulator()?.with_kernel_resources(resources))
-}
-
-/// The `.entry` names in a PTX text, in order.
-pub fn ptx_entry_points(ptx: &str) -> Vec<&str> {
-    ptx.lines()
-        .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
-        .filter_map(|rest| rest.split(['(', ' ']).next())
-        .collect()
 }

@@ -168,9 +168,11 @@ fn arch_ptx(arch: &str) -> Option<&'static str> {
 }
 
 /// The sm_90a build holds the wgmma GEMM's entry points (and the portable
-/// PTX none of them), and `ptxas` assembles it as the build does
-/// (`-maxrregcount=168`) without spills, with `setmaxnreg` honoured and no
-/// wgmma serialised (ptxas's C7508 and C7518 notes: a kernel whose
+/// PTX none of them), they alone carry a `.maxnreg` (of
+/// `gemm_wgmma::MAX_REGISTERS`: the builder's per-entry limit, so that the
+/// image's other kernels keep their own register counts), and `ptxas`
+/// assembles it as the build does without spills, with `setmaxnreg`
+/// honoured and no wgmma serialised (ptxas's C7508 and C7518 notes: a kernel whose
 /// warpgroup branch ptxas thinks divergent, or whose accumulators it sees
 /// touched in flight, runs its wgmma one at a time).
 fn sm_90a_build_holds_the_wgmma_gemm_unserialised() -> Result<Completion, Failed> {
@@ -191,10 +193,22 @@ fn sm_90a_build_holds_the_wgmma_gemm_unserialised() -> Result<Completion, Failed
             return Err(format!("{kernel} is in the portable PTX").into());
         }
     }
+    let limited = entries_with_maxnreg(&ptx);
+    let want = cuda_kernels::kernels::gemm_wgmma::MAX_REGISTERS;
+    let expected: Vec<(&str, u32)> = cuda_kernels::kernels::gemm_wgmma::KERNELS
+        .iter()
+        .map(|&k| (k, want))
+        .collect();
+    if limited != expected {
+        return Err(format!(
+            "entries with a .maxnreg: {limited:?}, expected the wgmma GEMM's alone: {expected:?}"
+        )
+        .into());
+    }
     let dir = std::env::temp_dir().join(format!("cuda-kernels-ptx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let out = Command::new(PTXAS)
-        .args(["-v", "-arch=sm_90a", "-maxrregcount=168", "-o"])
+        .args(["-v", "-arch=sm_90a", "-o"])
         .arg(dir.join("kernels-sm_90a.cubin"))
         .arg(path)
         .output()
@@ -217,6 +231,21 @@ fn sm_90a_build_holds_the_wgmma_gemm_unserialised() -> Result<Completion, Failed
         )
         .into())
     }
+}
+
+/// The entry points of `ptx` whose header has a `.maxnreg`, with it, in
+/// order.
+fn entries_with_maxnreg(ptx: &str) -> Vec<(&str, u32)> {
+    let mut entry = "";
+    let mut out = Vec::new();
+    for line in ptx.lines() {
+        if let Some(rest) = line.split(".entry ").nth(1) {
+            entry = rest.split('(').next().unwrap_or("").trim();
+        } else if let Some(n) = line.trim().strip_prefix(".maxnreg ") {
+            out.push((entry, n.trim().parse().unwrap_or(0)));
+        }
+    }
+    out
 }
 
 /// The lines of a `ptxas -v` log that report spills, but for the recursive

@@ -39,14 +39,17 @@ pub const PROFILE: [(&str, &str); 7] = [
 /// LLVM's default is too old for it: below sm_75, whose PTX LLVM writes as
 /// ISA 6.1 or older, 6.2 (`+ptx62`, CUDA 10.0's), the first with `activemask`
 /// (`warp::activemask`); 7.0 for sm_80, 7.1 for sm_86, 7.4 for sm_87, 7.8
-/// for sm_89, 8.0 for sm_90 and sm_90a.
+/// for sm_89, 8.0 for sm_90, 8.3 for sm_90a (Hopper's
+/// `fence.proxy.tensormap`, with which a kernel reads a tensor map the host
+/// rewrote in global memory).
 pub fn ptx_isa(arch: &str) -> Option<&'static str> {
     match arch.strip_prefix("sm_")? {
         "80" => Some("ptx70"),
         "86" => Some("ptx71"),
         "87" => Some("ptx74"),
         "89" => Some("ptx78"),
-        "90" | "90a" => Some("ptx80"),
+        "90" => Some("ptx80"),
+        "90a" => Some("ptx83"),
         _ if sm(arch).is_some_and(|n| n < 75) => Some(MIN_PTX_ISA),
         _ => None,
     }
@@ -371,6 +374,52 @@ pub fn cubins_rs(cubins: &[AssembledCubin]) -> String {
     format!("&[\n{}\n]\n", entries.join("\n"))
 }
 
+/// The comment a kernel writes into its entry's body to ask for a register
+/// limit at launch (`cuda_kernels_device::kernel::max_registers`, an inline
+/// `asm!` of it followed by the number): PTX allows `.maxnreg` only in an
+/// entry's header, where Rust code cannot write, so the builder
+/// moves it there.
+pub const MAXNREG_MARK: &str = "// cuda-kernels .maxnreg ";
+
+/// `ptx` with `.maxnreg N` in the header of each entry point whose body
+/// holds [`MAXNREG_MARK`]` N` (the smallest, if several), before the body's
+/// `{`; other entries are left as they are.
+pub fn entry_max_registers(ptx: &str) -> String {
+    let lines: Vec<&str> = ptx.lines().collect();
+    let mut out = String::with_capacity(ptx.len() + 64);
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim_start().starts_with(".visible .entry ")
+            || lines[i].trim_start().starts_with(".entry ")
+        {
+            // The body: from the first line `{` to the next `}` at the start
+            // of a line (LLVM's layout of a function).
+            let open = (i..lines.len()).find(|&j| lines[j] == "{");
+            let close = open.and_then(|o| (o..lines.len()).find(|&j| lines[j] == "}"));
+            if let (Some(open), Some(close)) = (open, close) {
+                let limit = lines[open..close]
+                    .iter()
+                    .filter_map(|l| l.trim_start().strip_prefix(MAXNREG_MARK))
+                    .filter_map(|n| n.trim().parse::<u32>().ok())
+                    .min();
+                for line in &lines[i..open] {
+                    out.push_str(line);
+                    out.push('\n');
+                }
+                if let Some(n) = limit {
+                    out.push_str(&format!(".maxnreg {n}\n"));
+                }
+                i = open;
+                continue;
+            }
+        }
+        out.push_str(lines[i]);
+        out.push('\n');
+        i += 1;
+    }
+    out
+}
+
 /// A cubin `ptxas` wrote, with what it reported of each kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssembledCubin {
@@ -496,7 +545,26 @@ mod tests {
         );
         assert_eq!(
             rustflags("sm_90a", None),
-            "-Ctarget-cpu=sm_90a\x1f-Ctarget-feature=+ptx80"
+            "-Ctarget-cpu=sm_90a\x1f-Ctarget-feature=+ptx83"
+        );
+    }
+
+    #[test]
+    fn a_marked_entry_gets_its_register_limit_in_its_header_alone() {
+        let ptx = ".visible .entry a(\n\t.param .u32 a_param_0\n)\n{\n\t// begin inline asm\n\t\
+                   // cuda-kernels .maxnreg 168\n\t// end inline asm\n\tret;\n}\n\
+                   .visible .entry b(\n\t.param .u32 b_param_0\n)\n{\n\tret;\n}\n";
+        let got = entry_max_registers(ptx);
+        assert_eq!(
+            got,
+            ".visible .entry a(\n\t.param .u32 a_param_0\n)\n.maxnreg 168\n{\n\t// begin inline asm\n\t\
+             // cuda-kernels .maxnreg 168\n\t// end inline asm\n\tret;\n}\n\
+             .visible .entry b(\n\t.param .u32 b_param_0\n)\n{\n\tret;\n}\n"
+        );
+        // Without a mark the text is unchanged.
+        assert_eq!(
+            entry_max_registers(&ptx.replace("maxnreg", "x")),
+            ptx.replace("maxnreg", "x")
         );
     }
 

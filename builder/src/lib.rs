@@ -44,6 +44,9 @@
 //!   as `ptxas` reported them (empty, with a cargo warning, without `ptxas`;
 //!   PTX that `ptxas` rejects fails the build with its messages, as the
 //!   driver would reject it at load time);
+//! - gives each entry point whose body asks for a register limit
+//!   (`cuda_kernels_device::kernel::max_registers`, which writes
+//!   [`MAXNREG_MARK`] there) that `.maxnreg` in its header, and no other;
 //! - prints `cargo::rerun-if-changed` for every source file of the kernel
 //!   crate and its path dependencies, and forwards each of the inner build's
 //!   warnings as one cargo warning line (its message and place; the host
@@ -76,7 +79,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-pub use inner::{AssembledCubin, KernelResources, TARGET};
+pub use inner::{AssembledCubin, KernelResources, MAXNREG_MARK, TARGET};
 pub use toolchain::COMPONENTS;
 pub use tools::{LIBDEVICE_VAR, PTXAS_VAR, cache_dir, find_libdevice, find_ptxas};
 
@@ -97,7 +100,6 @@ pub struct KernelBuild {
     arch: String,
     arch_var: Option<String>,
     cubins: Vec<String>,
-    max_registers: Option<u32>,
     out_dir: Option<PathBuf>,
     target_dir: Option<PathBuf>,
 }
@@ -429,7 +431,6 @@ impl KernelBuild {
             arch: "sm_70".into(),
             arch_var: None,
             cubins: Vec::new(),
-            max_registers: None,
             out_dir: None,
             target_dir: None,
         }
@@ -491,21 +492,6 @@ impl KernelBuild {
     /// ```
     pub fn cubins(mut self, archs: &[&str]) -> Self {
         self.cubins = archs.iter().map(|a| a.to_string()).collect();
-        self
-    }
-
-    /// `ptxas -maxrregcount=<n>` for every cubin: the register limit of
-    /// each kernel at launch. A warp-specialised kernel that moves registers
-    /// between its warpgroups with `setmaxnreg` needs one (ptxas ignores
-    /// `setmaxnreg` in a kernel whose register count at entry it cannot
-    /// determine): 168 lets 384 threads launch. Kernels needing more are
-    /// held to it (ptxas spills; the offline PTX check reports spills).
-    ///
-    /// ```no_run
-    /// let build = cuda_kernels_builder::KernelBuild::new("kernels").max_registers(168);
-    /// ```
-    pub fn max_registers(mut self, n: u32) -> Self {
-        self.max_registers = Some(n);
         self
     }
 
@@ -615,6 +601,7 @@ impl KernelBuild {
             )
         };
         let (artifact, text) = compile(&self.arch, &target_dir, true)?;
+        let text = inner::entry_max_registers(&text);
         // The kernel crate's library name (the artifact is `<lib name>.ptx`):
         // the image identity its kernels' handles carry, on every image's
         // first line.
@@ -631,6 +618,7 @@ impl KernelBuild {
         let mut arch_ptx = Vec::new();
         for &(arch, _) in &archs {
             let (_, text) = compile(arch, &target_dir.join(arch), false)?;
+            let text = inner::entry_max_registers(&text);
             let path = out_dir.join(format!("{name}.{arch}.ptx"));
             std::fs::write(&path, marked(&text)).map_err(io(&path))?;
             arch_ptx.push((arch.to_string(), path));
@@ -638,15 +626,7 @@ impl KernelBuild {
         let (ptxas, cubins) = if archs.is_empty() {
             (None, Vec::new())
         } else {
-            let max_registers = self.max_registers.map(|n| format!("-maxrregcount={n}"));
-            assemble(
-                &manifest_dir,
-                &out_dir,
-                &name,
-                &arch_ptx,
-                &archs,
-                max_registers.as_deref(),
-            )?
+            assemble(&manifest_dir, &out_dir, &name, &arch_ptx, &archs)?
         };
         let cubins_rs = out_dir.join(format!("{name}.cubins.rs"));
         std::fs::write(&cubins_rs, inner::cubins_rs(&cubins)).map_err(io(&cubins_rs))?;
@@ -766,7 +746,7 @@ fn failure(crate_dir: &Path, no_libdevice: bool, searched: Vec<PathBuf>, stderr:
 }
 
 /// Assembles each architecture's PTX (`arch_ptx`, in the order of `archs`)
-/// with `ptxas -v` (and `extra_arg`), in parallel, into
+/// with `ptxas -v`, in parallel, into
 /// `<out_dir>/<name>.<arch>.cubin`, with each kernel's registers and stack
 /// frame as `ptxas` reports them. Without `ptxas`, or where it cannot be
 /// run, a cargo warning says so and that cubin is left out; where it rejects
@@ -777,7 +757,6 @@ fn assemble(
     name: &str,
     arch_ptx: &[(String, PathBuf)],
     archs: &[(&str, u32)],
-    extra_arg: Option<&str>,
 ) -> Result<(Option<PathBuf>, Vec<inner::AssembledCubin>), Error> {
     let (found, searched) = find_ptxas(manifest_dir);
     let Some(ptxas) = found else {
@@ -803,7 +782,6 @@ fn assemble(
             let child = Command::new(&ptxas)
                 .arg(format!("-arch={arch}"))
                 .arg("-v")
-                .args(extra_arg)
                 .arg("-o")
                 .arg(&cubin)
                 .arg(ptx)

@@ -28,7 +28,7 @@ extern "C" {
 #define CK_INTERNAL     (-6) /* internal error (caught; the library stays usable) */
 
 /*
- * Seed 002's host wrapper: allocates device memory, copies `lattice` in,
+ * The Mandelbrot host wrapper: allocates device memory, copies `lattice` in,
  * launches mandelbrot_ker with blocks of 32 threads, copies the graph out,
  * frees. `lattice` holds `lattice_size` floats (the real and imaginary
  * axis, e.g. linspace(-2, 2, 512)); `mandelbrot_graph` receives
@@ -40,12 +40,12 @@ extern "C" {
 int launch_mandelbrot(const float *lattice, float *mandelbrot_graph, int max_iters,
                       float upper_bound, int lattice_size);
 
-/* Seed 004's hello kernel on <<<1, 3>>>: "Hello World From GPU!" three times
+/* The hello kernel on <<<1, 3>>>: "Hello World From GPU!" three times
  * on stdout, then returns. */
 int launch_hello(void);
 
 /* Releases the GPU the library holds (its module, stream and reference to
- * the primary context), as seed 004's cudaDeviceReset() ends its program;
+ * the primary context), as cudaDeviceReset() ends a C program;
  * the next call opens it again. Returns CK_OK. */
 int cuda_kernels_reset(void);
 

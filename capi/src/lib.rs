@@ -1,14 +1,14 @@
-//! K18: `libcuda_kernels_capi.so`, the C ABI of `cuda-kernels` (seeds 002
-//! and 004), declared in `capi/include/cuda_kernels.h`.
+//! `libcuda_kernels_capi.so`, the C ABI of `cuda-kernels`, declared in
+//! `capi/include/cuda_kernels.h`.
 //!
 //! - `launch_mandelbrot(lattice, graph, max_iters, upper_bound,
-//!   lattice_size)`: seed 002's host wrapper (allocate, copy in, launch
+//!   lattice_size)`: the Mandelbrot host wrapper (allocate, copy in, launch
 //!   `mandelbrot_ker` with blocks of 32, copy out, free), called from Python
 //!   with ctypes (`examples/python/mandelbrot_ctypes.py`) and from C;
-//! - `launch_hello()`: seed 004's hello kernel on <<<1, 3>>>, called from C
+//! - `launch_hello()`: the hello kernel on <<<1, 3>>>, called from C
 //!   through `dlopen`/`dlsym` (`examples/c/hello_dlopen.c`);
-//! - `cuda_kernels_reset()`: releases the GPU the library holds (seed 004's
-//!   `cudaDeviceReset()`); the next call opens it again;
+//! - `cuda_kernels_reset()`: releases the GPU the library holds (as
+//!   `cudaDeviceReset()` does); the next call opens it again;
 //! - `cuda_kernels_last_error()`, `cuda_kernels_status_string(status)`.
 //!
 //! Every function returns a status code
@@ -26,6 +26,7 @@ use std::sync::Mutex;
 
 use cuda_kernels::mandelbrot::MAX_LATTICE_SIZE;
 use cuda_kernels::mandelbrot::c_abi::status;
+use cuda_kernels::prelude::*;
 use cuda_kernels::{Error, Gpu};
 
 /// The GPU, opened by the first call that needs it.
@@ -39,7 +40,7 @@ thread_local! {
 /// A failure: the status code and the message for `cuda_kernels_last_error`.
 type Failure = (c_int, String);
 
-/// Seed 002's `launch_mandelbrot`; see `cuda_kernels.h`.
+/// The Mandelbrot set of a lattice into a graph; see `cuda_kernels.h`.
 ///
 /// # Safety
 /// When non-null, `lattice` must be valid for reading `lattice_size` floats
@@ -107,15 +108,15 @@ pub unsafe extern "C" fn launch_mandelbrot(
     })
 }
 
-/// Seed 004's hello launcher; see `cuda_kernels.h`.
+/// Launches the hello kernel on `<<<1, 3>>>`; see `cuda_kernels.h`.
 #[unsafe(no_mangle)]
 pub extern "C" fn launch_hello() -> c_int {
     guarded(|| with_gpu(|gpu| gpu.hello(1, 3, false)))
 }
 
 /// Releases the GPU the library holds (its module, stream and its reference
-/// to the primary context), as seed 004's `cudaDeviceReset()` ends its
-/// program; the next call opens the GPU again. Always `CK_OK`.
+/// to the primary context), as `cudaDeviceReset()` ends a C program; the
+/// next call opens the GPU again. Always `CK_OK`.
 #[unsafe(no_mangle)]
 pub extern "C" fn cuda_kernels_reset() -> c_int {
     guarded(|| {

@@ -9,10 +9,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 // The library's items at this crate's root: the demos name them `crate::…`.
+use cuda_kernels::prelude::*;
 use cuda_kernels::*;
 use demos::Report;
 
 mod demos;
+mod docs_tables;
 
 #[derive(Parser)]
 #[command(
@@ -36,7 +38,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// K2: the device query (exits non-zero when there is no CUDA device;
+    /// The device query (exits non-zero when there is no CUDA device;
     /// with `--sim`, the simulated device's limits).
     Info,
     /// Prints the embedded PTX, or writes it to a file.
@@ -80,6 +82,15 @@ enum Command {
         /// instead of printing it.
         #[arg(long)]
         readme: Option<PathBuf>,
+    },
+    /// Renders every generated table of README.md and docs/*.md again from
+    /// its source (the bench JSON its first line names; the built-in
+    /// kernels' lists); run from the repository root.
+    DocsTables {
+        /// Write nothing: exit 1 naming the files whose tables are out of
+        /// date.
+        #[arg(long)]
+        check: bool,
     },
     /// Opens the GPU and prints the milliseconds it took and the image loaded
     /// (for the bench's cold-start rows).
@@ -167,6 +178,28 @@ fn open_gpu(sim: bool, device: Option<u32>) -> Result<Option<Gpu>, Error> {
     }
 }
 
+/// The GEMM path (`matrices::GemmPath`) each layout of a bf16 product with
+/// f32 output and 16-byte aligned operands takes on `gpu`, for `info`.
+fn gemm_paths(gpu: &Gpu) -> Result<String, Error> {
+    use cuda_kernels::matrices::{GemmShape, Op};
+    let mut parts = Vec::new();
+    for (op_a, op_b) in [
+        (Op::N, Op::N),
+        (Op::N, Op::T),
+        (Op::T, Op::N),
+        (Op::T, Op::T),
+    ] {
+        let shape = GemmShape::with_ops(256, 256, 256, op_a, op_b);
+        let path = gpu.gemm_path::<half::bf16, f32>(&shape, true)?;
+        parts.push(format!("{op_a:?}{op_b:?} {}", path.name()));
+    }
+    Ok(format!(
+        "GEMM path (bf16 → f32, aligned operands; {} forces one): {}",
+        cuda_kernels::matrices::GEMM_PATH_ENV,
+        parts.join(", ")
+    ))
+}
+
 /// A demo command: runs on the GPU or the simulator (`None`: the CPU
 /// references alone) and adds its rows to the report.
 type Demo = Box<dyn FnOnce(Option<&Gpu>, &mut Report) -> Result<(), Error>>;
@@ -174,7 +207,9 @@ type Demo = Box<dyn FnOnce(Option<&Gpu>, &mut Report) -> Result<(), Error>>;
 fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Error> {
     let demo: Demo = match command {
         Command::Info if sim => {
-            println!("{}", chosen_gpu(true, device)?.device_info()?);
+            let gpu = chosen_gpu(true, device)?;
+            println!("{}", gpu.device_info()?);
+            println!("{}", gemm_paths(&gpu)?);
             println!("SIMULATED: the CPU simulator's device (an H100's limits); no GPU was used");
             return Ok(ExitCode::SUCCESS);
         }
@@ -186,6 +221,7 @@ fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Err
             }
             let gpu = chosen_gpu(false, device)?;
             println!("kernels loaded on {} from: {}", gpu.label(), gpu.image());
+            println!("{}", gemm_paths(&gpu)?);
             return Ok(ExitCode::SUCCESS);
         }
         Command::Ptx { out, summary } => {
@@ -258,7 +294,7 @@ fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Err
                 demos::bench_all(&gpu, &mut records)?;
                 name
             };
-            let run = demos::bench_table::BenchRun::new(device, records);
+            let run = demos::bench_table::BenchRun::new(device, records, multi);
             print!("{}", run.to_text());
             if let Some(path) = json {
                 let text = serde_json::to_string_pretty(&run).map_err(|e| {
@@ -286,7 +322,13 @@ fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Err
             };
             let run: demos::bench_table::BenchRun = serde_json::from_str(&read(&json)?)
                 .map_err(|e| Error::invalid("bench-table", format!("{}: {e}", json.display())))?;
-            let table = run.to_markdown();
+            let file = readme
+                .as_ref()
+                .map_or("FILE".into(), |p| p.display().to_string());
+            let table = run.to_markdown(&demos::bench_table::command(
+                &json.display().to_string(),
+                &file,
+            ));
             match readme {
                 None => print!("{table}"),
                 Some(path) => {
@@ -299,6 +341,20 @@ fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Err
                 }
             }
             return Ok(ExitCode::SUCCESS);
+        }
+        Command::DocsTables { check } => {
+            return match docs_tables::run(std::path::Path::new("."), check) {
+                Ok(written) => {
+                    for path in written {
+                        eprintln!("updated the tables in {}", path.display());
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    Ok(ExitCode::FAILURE)
+                }
+            };
         }
         Command::Demo { out_dir } => {
             std::fs::create_dir_all(&out_dir).map_err(|source| Error::Io {

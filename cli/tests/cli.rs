@@ -3,7 +3,8 @@
 //! and prints no GPU time; with `--sim` the same on any machine, the whole
 //! `demo` included (its pictures written); `bench --sim` measures nothing
 //! and says why. (On a CUDA machine the no-GPU tests are reported as
-//! ignored: the GPU paths are tested there.)
+//! ignored: the GPU paths are tested there.) And the tables generated into
+//! README.md and docs/*.md are current.
 // The root package's test harness (tests/common), shared with its test targets.
 #[path = "../../tests/common/mod.rs"]
 mod common;
@@ -28,6 +29,10 @@ fn main() -> ExitCode {
         with_binary(
             "ptx_command_prints_entry_points",
             ptx_command_prints_entry_points,
+        ),
+        with_binary(
+            "generated_tables_in_readme_and_docs_are_current",
+            generated_tables_in_readme_and_docs_are_current,
         ),
     ])
 }
@@ -168,4 +173,18 @@ fn ptx_command_prints_entry_points() -> Result<(), Failed> {
         out.status.success() && stdout.contains("multiply") && stdout.contains("hello_kernel"),
         || stdout.to_string(),
     )
+}
+
+/// The tables generated into README.md and docs/*.md (the bench tables from
+/// the JSON their first line names, the entry points from `KERNEL_LISTS`)
+/// equal what `cuda-kernels docs-tables` renders now; the failure names the
+/// stale files and the command that regenerates them.
+fn generated_tables_in_readme_and_docs_are_current() -> Result<(), Failed> {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let out = cli()
+        .args(["docs-tables", "--check"])
+        .current_dir(root)
+        .output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure(out.status.success(), || stderr.to_string())
 }

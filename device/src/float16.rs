@@ -19,6 +19,9 @@
 //! | `f16x2` `fma` | `fma.rn.f16x2` | the same | the exact fma, rounded once |
 //! | `bf16x2` `fma` | `fma.rn.bf16x2` | the exact fma in software | the same |
 //! | `min`, `max` | `min.f16x2`, `min.bf16x2`, … | in f32 (exact) | the same bits |
+//! | `f16x2` `+ − ×` | `add.rn.f16x2`, `sub.rn.f16x2`, `mul.rn.f16x2` | the same | each element through f32, rounded once |
+//! | `bf16x2` `+ − ×` | `fma.rn.bf16x2` with a factor ±1 or an addend −0 | each element through f32 | the same |
+//! | `÷` of a pair | each element through f32 | the same | the same |
 //! | comparisons | in f32 (exact) | the same | the same |
 //!
 //! NaNs: every conversion to a 16-bit type and every packed operation gives
@@ -51,7 +54,7 @@ macro_rules! packed3 {
 }
 
 /// One packed PTX instruction `op d, a, b;` over 32-bit registers.
-#[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+#[cfg(target_arch = "nvptx64")]
 macro_rules! packed2 {
     ($op:literal, $a:expr, $b:expr) => {{
         let d: u32;
@@ -214,6 +217,25 @@ macro_rules! float16 {
 
         float16_arith!($name: Add add +, Sub sub -, Mul mul *, Div div /);
 
+        impl core::ops::Div for $x2 {
+            type Output = Self;
+            /// Per element `self / rhs`, rounded once (through f32: no
+            /// packed division exists).
+            #[inline(always)]
+            fn div(self, rhs: Self) -> Self {
+                Self::new(self.lo() / rhs.lo(), self.hi() / rhs.hi())
+            }
+        }
+
+        impl core::ops::Neg for $x2 {
+            type Output = Self;
+            /// Both sign bits flipped (NaNs included), like `neg.f16x2`.
+            #[inline(always)]
+            fn neg(self) -> Self {
+                Self(self.0 ^ 0x8000_8000)
+            }
+        }
+
         impl core::ops::Neg for $name {
             type Output = Self;
             /// The sign bit flipped (NaN included), like `neg.f16`.
@@ -345,6 +367,54 @@ impl bf16x2 {
         Self::soft_fma(self, b, c)
     }
 }
+
+/// `+ − ×` of a packed pair, per element, each rounded once (nearest, ties
+/// to even): the bits of the 16-bit type's own operation, NaN canonical.
+/// `$packed` computes it where the target has the packed instruction; the
+/// other targets (and the simulator) compute each element alone.
+macro_rules! packed_arith {
+    ($x2:ident, $cfg:meta: $($trait:ident $method:ident $op:tt => |$a:ident, $b:ident| $packed:expr),*) => {$(
+        impl core::ops::$trait for $x2 {
+            type Output = Self;
+            #[doc = concat!("Per element `self ", stringify!($op), " rhs`, rounded once.")]
+            #[inline(always)]
+            fn $method(self, rhs: Self) -> Self {
+                #[cfg($cfg)]
+                {
+                    let ($a, $b) = (self.0, rhs.0);
+                    Self($packed)
+                }
+                #[cfg(not($cfg))]
+                Self::new(self.lo() $op rhs.lo(), self.hi() $op rhs.hi())
+            }
+        }
+    )*};
+}
+
+// f16x2: the packed instructions of every GPU target (sm_53 and later).
+packed_arith!(f16x2, target_arch = "nvptx64":
+    Add add + => |a, b| packed2!("add.rn.f16x2", a, b),
+    Sub sub - => |a, b| packed2!("sub.rn.f16x2", a, b),
+    Mul mul * => |a, b| packed2!("mul.rn.f16x2", a, b));
+
+/// `1.0` in both halves of a `bf16x2`.
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+const BF16X2_ONE: u32 = 0x3f80_3f80;
+/// `-1.0` in both halves of a `bf16x2`.
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+const BF16X2_MINUS_ONE: u32 = 0xbf80_bf80;
+/// `-0.0` in both halves of a `bf16x2`.
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
+const BF16X2_MINUS_ZERO: u32 = 0x8000_8000;
+
+// bf16x2 on sm_80 and later: `fma.rn.bf16x2` with an exact factor or
+// addend (`a·1 + b`, `b·(−1) + a`, `a·b + (−0)`: one rounding of the exact
+// sum, difference or product, and −0 as the addend keeps a zero product's
+// sign), as CUDA's own `__hadd2`/`__hsub2`/`__hmul2` do on sm_80.
+packed_arith!(bf16x2, all(target_arch = "nvptx64", target_feature = "sm_80"):
+    Add add + => |a, b| packed3!("fma.rn.bf16x2", a, BF16X2_ONE, b),
+    Sub sub - => |a, b| packed3!("fma.rn.bf16x2", b, BF16X2_MINUS_ONE, a),
+    Mul mul * => |a, b| packed3!("fma.rn.bf16x2", a, b, BF16X2_MINUS_ZERO));
 
 macro_rules! min_max {
     ($x2:ident, $elem:ident, $min:literal, $max:literal) => {

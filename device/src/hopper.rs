@@ -30,6 +30,12 @@
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 
+/// A tensor map (`CUtensorMap`): 128 opaque bytes the driver writes
+/// (`cuTensorMapEncodeTiled`), 64-byte aligned, read by the TMA unit.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorMap(pub [u64; 16]);
+
 /// The number of f32 accumulators a thread holds for one m64n256 wgmma.
 pub const N256_ACCUMULATORS: usize = 128;
 
@@ -115,6 +121,22 @@ impl MBarrier {
 #[inline(always)]
 pub fn fence_barrier_init() {
     imp::fence_barrier_init()
+}
+
+/// `fence.proxy.tensormap::generic.acquire.sys`: makes a tensor map that
+/// the host wrote into global memory (a copy ordered before the launch)
+/// visible to the TMA unit, which reads it through the tensor-map proxy;
+/// needed before the thread's first use of a map whose memory held another
+/// map before (CUDA C programming guide, "Using TMA to transfer
+/// multi-dimensional arrays").
+///
+/// # Safety
+/// `map` is the generic address of a 64-byte aligned, 128-byte tensor map in
+/// global memory.
+#[inline(always)]
+pub unsafe fn acquire_tensor_map(map: u64) {
+    // SAFETY: the caller's promise.
+    unsafe { imp::acquire_tensor_map(map) }
 }
 
 /// `prefetch.tensormap`: brings a tensor map (in global memory) into the
@@ -364,6 +386,15 @@ mod imp {
     }
 
     #[inline(always)]
+    pub unsafe fn acquire_tensor_map(map: u64) {
+        // SAFETY: the caller's promise: map is a tensor map in global memory.
+        unsafe {
+            asm!("fence.proxy.tensormap::generic.acquire.sys [{m}], 128;", m = in(reg64) map,
+                 options(nostack))
+        }
+    }
+
+    #[inline(always)]
     pub unsafe fn prefetch_tensor_map(map: u64) {
         // SAFETY: the caller's promise: map is a tensor map.
         unsafe { asm!("prefetch.tensormap [{m}];", m = in(reg64) map, options(nostack)) }
@@ -453,6 +484,11 @@ mod imp {
     #[track_caller]
     pub fn fence_barrier_init() {
         not_simulated("fence.mbarrier_init")
+    }
+
+    #[track_caller]
+    pub unsafe fn acquire_tensor_map(_: u64) {
+        not_simulated("fence.proxy.tensormap")
     }
 
     #[track_caller]

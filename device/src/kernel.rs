@@ -34,7 +34,14 @@ impl<P> Kernel<P> {
     /// host entry (the simulator cannot run it). Prefer
     /// [`kernel_handle!`](crate::kernel_handle), which names the declaring
     /// crate itself and adds the host entry.
-    pub const fn new(image: &'static str, name: &'static str) -> Self {
+    ///
+    /// # Safety
+    /// The entry point `name` of `image` takes parameters of exactly the
+    /// types `P`, in order: the launch passes arguments of those types and
+    /// the kernel reads its own (what [`kernels!`](crate::kernels) and the
+    /// family macros guarantee by making the entry point and the handle
+    /// from one declaration).
+    pub const unsafe fn new(image: &'static str, name: &'static str) -> Self {
         Self {
             name,
             image,
@@ -47,8 +54,12 @@ impl<P> Kernel<P> {
     /// The handle of the entry point `name` of the kernel crate `image`
     /// whose body, compiled for the host, is `entry` (reading parameters of
     /// the types `P`, in order).
+    ///
+    /// # Safety
+    /// As [`Kernel::new`], and `entry` reads parameters of the types `P`,
+    /// in order.
     #[cfg(not(target_arch = "nvptx64"))]
-    pub const fn with_sim_entry(
+    pub const unsafe fn with_sim_entry(
         image: &'static str,
         name: &'static str,
         entry: crate::sim::Entry,
@@ -109,6 +120,24 @@ impl<P> core::fmt::Display for Kernel<P> {
 impl<P> core::fmt::Debug for Kernel<P> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "Kernel({}::{})", self.image, self.name)
+    }
+}
+
+/// Asks for a register limit of `N` a thread for the entry point whose body
+/// calls it (inlined into it): PTX's `.maxnreg N`, which belongs in the
+/// entry's header, where Rust code cannot write, so this writes the comment
+/// `// cuda-kernels .maxnreg N` into the body and the builder
+/// (`cuda-kernels-builder`) moves it into the header. A kernel that moves
+/// registers between its warpgroups with `setmaxnreg` needs one (`ptxas`
+/// honours `setmaxnreg` only where it knows the count at launch); other
+/// kernels of the same image keep what `ptxas` gives them. Nothing on the
+/// host.
+#[inline(always)]
+pub fn max_registers<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a comment: no instruction.
+    unsafe {
+        core::arch::asm!("// cuda-kernels .maxnreg {n}", n = const N, options(nomem, nostack))
     }
 }
 
@@ -241,6 +270,9 @@ macro_rules! kernels {
 /// body may use the items of the enclosing module. For kernel families'
 /// macros; [`kernels!`](crate::kernels) uses it.
 ///
+/// Its caller promises that the entry point it declares next to the handle
+/// has these parameters (the family macros make both from one declaration).
+///
 /// `kernel_handle!(entry => name(…) { body })` names the entry point with
 /// the expression `entry` (a `&'static str`, e.g. a `concat!`) instead,
 /// for families whose entry names are built from several tokens
@@ -251,10 +283,13 @@ macro_rules! kernel_handle {
         $crate::kernel_handle!(stringify!($name) => $name($($arg: $ty),*) $body)
     };
     ($entry:expr => $name:ident ( $($arg:ident : $ty:ty),* $(,)? ) $body:block) => {{
+        let entry: &'static str = $entry;
         #[cfg(target_arch = "nvptx64")]
-        let handle = $crate::kernel::Kernel::new(::core::env!("CARGO_CRATE_NAME"), $entry);
+        // SAFETY: the entry point is declared from the same tokens as
+        // these parameter types (the caller of this macro's contract).
+        let handle = unsafe { $crate::kernel::Kernel::new(::core::env!("CARGO_CRATE_NAME"), entry) };
         #[cfg(not(target_arch = "nvptx64"))]
-        let handle = $crate::kernel::Kernel::with_sim_entry(::core::env!("CARGO_CRATE_NAME"), $entry, {
+        let sim_entry: $crate::sim::Entry = {
             /// The kernel body on the host: the simulator's entry.
             ///
             /// # Safety
@@ -288,7 +323,14 @@ macro_rules! kernel_handle {
                 $body
             }
             $name
-        });
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: the entry point and `sim_entry` are declared from the same
+        // tokens as these parameter types (the caller of this macro's
+        // contract); `sim_entry` reads them in order.
+        let handle = unsafe {
+            $crate::kernel::Kernel::with_sim_entry(::core::env!("CARGO_CRATE_NAME"), entry, sim_entry)
+        };
         handle
     }};
 }

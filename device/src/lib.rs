@@ -72,6 +72,7 @@
 //! | [`warp`](warp/index.html) | `__shfl_*_sync`, `__ballot_sync`, `__any_sync`, `__all_sync`, `__syncwarp`, `__activemask`, `__match_any_sync`, `__match_all_sync` | lane index, shuffles (down/up/xor/idx, 32 and 64 bits), votes, warp reductions, `syncwarp`, `activemask`, `match_any_sync`, `match_all_sync`; `_sync` variants with a member mask | `warp::lane_id()`, `warp::warp_shuffle_down(mask, …)`, `warp::warp_vote_ballot(mask, …)` |
 //! | [`atomic`](atomic/index.html) | `atomicAdd`, `atomicMin`, `atomicMax`, `atomicExch`, `atomicCAS` | relaxed `atom.global.*` on global memory | its `atomic` module |
 //! | [`shared`](shared/index.html) (atomics) | `atomicAdd` … on `__shared__` | `SharedArray::fetch_add`, `fetch_min`, `fetch_max`, `fetch_and`, `fetch_or`, `fetch_xor`, `exchange`, `compare_exchange` (`atom.shared.*`, 32/64-bit integers; add also f32/f64) | — |
+//! | [`collectives`](collectives/index.html) | CUB's `BlockRadixSort`, `BlockRadixRank`, `BlockHistogram` | block radix rank and sort (keys, pairs; floats like `total_cmp`, NaN last), block histogram with shared atomics | — |
 //! | [`load`](load/index.html) | `__ldg` on a `uint4`, `__ldcg` | 128-bit read-only loads (`ld.global.nc.v4`), L2-only loads (`ld.global.cg`) | — |
 //! | [`arith`](arith/index.html) | `fmaf` | `fma_f32` (`fma.rn.f32`: rustc never contracts `a * b + c`) | `GpuFloat::mul_add` |
 //! | [`float16`](float16/index.html) | `__half`, `__nv_bfloat16`, `__half2`, `__float2bfloat16_rn` | `f16`, `bf16` and their packed pairs: `cvt.rn`, `fma.rn.f16x2`, `min`/`max`, comparisons | — |

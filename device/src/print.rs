@@ -116,6 +116,7 @@ impl<T> PrintfArg for *mut T {
 /// # Safety
 /// `format` is NUL-terminated and its conversions match the buffer's layout.
 #[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 pub unsafe fn vprintf(format: *const u8, args: &PrintfArgs) -> i32 {
     #[cfg(not(target_arch = "nvptx64"))]
     // SAFETY: forwarded from the caller.

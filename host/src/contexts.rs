@@ -53,8 +53,9 @@ use cust::stream::{Stream, StreamFlags};
 use cuda_kernels_gpu::streams::MULT_KER;
 
 use crate::error::{CudaResultExt, Error, Result};
-use crate::gpu::{init, load_module};
+use crate::gpu::init;
 use crate::image::Images;
+use crate::image::load_module;
 use crate::kernel::launch_function;
 use crate::streams::{SEED_BLOCK, SEED_GRID, SEED_LAUNCH, check_mult_ker};
 

@@ -308,7 +308,7 @@ impl Cublas {
 }
 
 impl Cublas {
-    /// Queues the GEMM of [`Gpu::gemm_on_device`] (`C = alpha · op(A) ·
+    /// Queues the GEMM of [`Gpu::gemm_on_device`](crate::matrices::gemm::GemmExt::gemm_on_device) (`C = alpha · op(A) ·
     /// op(B) + beta · C`, row-major, strided batches) with
     /// `cublasGemmStridedBatchedEx`: `CUBLAS_COMPUTE_32F` for bf16 and f16
     /// inputs, `CUBLAS_COMPUTE_32F_FAST_TF32` for f32 (tf32) inputs. cuBLAS

@@ -5,14 +5,19 @@ use cuda_kernels_gpu::device_checks::{BLOCK_REVERSE_I32, REVERSE_BLOCK, reversed
 
 use crate::Gpu;
 use crate::error::Result;
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::launch::grid_1d_capped;
 use crate::util::contiguous;
 
-impl Gpu {
+/// The device-layer checks on a [`Gpu`].
+pub trait DeviceChecks {
     /// Reverses each 256-element chunk of `input` through static shared memory
     /// (`shared_array!` and a block barrier); the last chunk may be shorter.
-    pub fn block_reverse_i32(&self, input: ArrayView1<i32>) -> Result<Array1<i32>> {
+    fn block_reverse_i32(&self, input: ArrayView1<i32>) -> Result<Array1<i32>>;
+}
+
+impl DeviceChecks for Gpu {
+    fn block_reverse_i32(&self, input: ArrayView1<i32>) -> Result<Array1<i32>> {
         const K: &str = BLOCK_REVERSE_I32.name();
         let n = input.len();
         let grid = grid_1d_capped(K, n, REVERSE_BLOCK as u32)?;
@@ -39,7 +44,7 @@ impl Gpu {
     }
 }
 
-/// CPU reference for [`Gpu::block_reverse_i32`].
+/// CPU reference for [`Gpu::block_reverse_i32`](crate::device_checks::DeviceChecks::block_reverse_i32).
 pub fn block_reverse_i32_cpu(input: ArrayView1<i32>) -> Array1<i32> {
     let input = contiguous(&input);
     let mut out = Vec::with_capacity(input.len());

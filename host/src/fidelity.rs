@@ -5,12 +5,17 @@ pub use cuda_kernels_gpu::fidelity::{FIDELITY_CASES, LARGE_LOCAL_WORDS};
 
 use crate::Gpu;
 use crate::error::Result;
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 
-impl Gpu {
+/// The simulator-fidelity checks on a [`Gpu`].
+pub trait FidelityChecks {
     /// Runs fidelity case `case` once, on zeroed output, and returns the
     /// output words (the kernel's error, a fault included, as it is).
-    pub fn fidelity_case(&self, case: &FidelityCase) -> Result<Vec<u32>> {
+    fn fidelity_case(&self, case: &FidelityCase) -> Result<Vec<u32>>;
+}
+
+impl FidelityChecks for Gpu {
+    fn fidelity_case(&self, case: &FidelityCase) -> Result<Vec<u32>> {
         let k = case.kernel;
         self.bind()?;
         let stream = self.stream();

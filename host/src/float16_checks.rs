@@ -7,7 +7,7 @@ pub use cuda_kernels_gpu::float16_checks::{FLOAT16_OPS, Float16Op, float16_apply
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::launch::grid_1d_capped;
 
 /// Threads per block of the check.
@@ -16,16 +16,15 @@ const BLOCK: u32 = 256;
 /// the simulator's thread count low).
 const MAX_BLOCKS: u32 = 64;
 
-impl Gpu {
+/// The 16-bit float checks on a [`Gpu`].
+pub trait Float16Checks {
     /// `op(x[i], y[i], z[i])` for every `i` on the device (the arrays of equal
     /// length; `y`, `z` unused by the conversions).
-    pub fn float16_check(
-        &self,
-        op: Float16Op,
-        x: &[u32],
-        y: &[u32],
-        z: &[u32],
-    ) -> Result<Vec<u32>> {
+    fn float16_check(&self, op: Float16Op, x: &[u32], y: &[u32], z: &[u32]) -> Result<Vec<u32>>;
+}
+
+impl Float16Checks for Gpu {
+    fn float16_check(&self, op: Float16Op, x: &[u32], y: &[u32], z: &[u32]) -> Result<Vec<u32>> {
         let name = FLOAT16_CHECK.name();
         let n = x.len();
         if y.len() != n || z.len() != n {

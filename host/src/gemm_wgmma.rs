@@ -2,20 +2,29 @@
 //! made with the driver's `cuTensorMapEncodeTiled`, found at run time, and
 //! the launch with its opt-in shared memory.
 //!
+//! A launch costs no allocation and no wait: its two maps (which depend on
+//! the operands' addresses, shapes and strides alone, never on their data)
+//! are copied into the module's global `GEMM_WGMMA_TENSOR_MAPS` by a copy
+//! queued on the launch's stream just before the kernel, so the stream
+//! orders each copy after the previous launch that read that global and
+//! before its own; a lock keeps each copy and its launch together when
+//! several threads launch on one `Gpu`.
+//!
 //! `C = alpha · A · Bᵀ + beta · C` per batch, A `m × k` and B `n × k`
 //! row-major (both K-major), C `m × n` row-major f32; the operands bf16 or
 //! f16 (16-bit words, the `half` crate's bits) or f32 multiplied as tf32.
 //! TMA needs each operand's start and leading dimension 16-byte aligned:
-//! [`Gpu::gemm_wgmma`] refuses other operands ([`Error::InvalidInput`]), for
+//! [`Gpu::gemm_wgmma`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma) refuses other operands ([`Error::InvalidInput`]), for
 //! the caller to take another path.
 use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
+pub use cuda_kernels_gpu::device::hopper::TensorMap;
 use cuda_kernels_gpu::device::kernel::Kernel;
 use cuda_kernels_gpu::gemm_wgmma::{
     BLOCK_M, BLOCK_N, GEMM_WGMMA_BF16, GEMM_WGMMA_F16, GEMM_WGMMA_TF32, ROW_BYTES, SHARED_BYTES,
-    THREADS,
+    TENSOR_MAPS_SYMBOL, THREADS,
 };
 use cust::memory::{DeviceCopy, DevicePointer};
 use cust::sys as cu;
@@ -23,8 +32,9 @@ use cust::sys as cu;
 use crate::dynlib::DynLib;
 use crate::error::{Error, Result, check_driver};
 use crate::gpu::Gpu;
-use crate::kernel::{LaunchConfig, launch_function};
-use crate::memory::{DeviceBuffer, DeviceSlice};
+use crate::kernel::launch_function;
+use crate::launch::LaunchConfig;
+use crate::memory::DeviceSlice;
 
 /// The operands' element type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,12 +46,6 @@ pub enum WgmmaInput {
     /// f32, multiplied as tf32.
     Tf32,
 }
-
-/// A tensor map (`CUtensorMap`): 128 opaque bytes the driver writes, read
-/// by the TMA unit from global memory.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TensorMap(pub [u64; 16]);
 
 /// The kernel's parameters: the two tensor maps' addresses, C, m, n, k,
 /// ldc, C's batch stride, alpha, beta.
@@ -224,13 +228,14 @@ fn tensor_map(
     Ok(map)
 }
 
-/// A GEMM ready to launch: its operands checked and their tensor maps on
-/// the device ([`Gpu::gemm_wgmma_plan`]); [`launch`](Self::launch) queues it,
-/// as often as wanted, while the borrowed operands live.
+/// A GEMM ready to launch: its operands checked and their tensor maps made
+/// ([`Gpu::gemm_wgmma_plan`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma_plan));
+/// [`launch`](Self::launch) queues it, as often as wanted, while the borrowed
+/// operands live.
 pub struct WgmmaGemm<'a> {
     kernel: Kernel<GemmParams>,
-    /// A's then B's map, 16 words each.
-    maps: DeviceBuffer<u64>,
+    /// A's then B's map, copied to the module before each launch.
+    maps: [TensorMap; 2],
     c: DevicePointer<f32>,
     shape: WgmmaShape,
     alpha: f32,
@@ -239,7 +244,8 @@ pub struct WgmmaGemm<'a> {
     _operands: PhantomData<&'a mut DeviceSlice<f32>>,
 }
 
-impl Gpu {
+/// The Hopper wgmma GEMM launchers on a [`Gpu`].
+pub trait WgmmaGemmExt {
     /// Checks a GEMM `C = alpha · A · Bᵀ + beta · C` for the wgmma kernel
     /// (sm_90a; GPU only, [`Error::NotOnSimulator`] on the simulator) and
     /// makes its tensor maps: A `m × k`, B `n × k`, C `m × n`, as `shape`
@@ -250,7 +256,34 @@ impl Gpu {
     /// dimension or batch stride not 16-byte aligned. A map the driver
     /// refuses is [`Error::Cuda`] naming `cuTensorMapEncodeTiled` and the box.
     #[allow(clippy::too_many_arguments)]
-    pub fn gemm_wgmma_plan<'a, T: DeviceCopy>(
+    fn gemm_wgmma_plan<'a, T: DeviceCopy>(
+        &self,
+        input: WgmmaInput,
+        a: &'a DeviceSlice<T>,
+        b: &'a DeviceSlice<T>,
+        c: &'a mut DeviceSlice<f32>,
+        shape: &WgmmaShape,
+        alpha: f32,
+        beta: f32,
+    ) -> Result<WgmmaGemm<'a>>;
+
+    /// [`Gpu::gemm_wgmma_plan`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma_plan) and one [`WgmmaGemm::launch`], waiting for it.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_wgmma<T: DeviceCopy>(
+        &self,
+        input: WgmmaInput,
+        a: &DeviceSlice<T>,
+        b: &DeviceSlice<T>,
+        c: &mut DeviceSlice<f32>,
+        shape: &WgmmaShape,
+        alpha: f32,
+        beta: f32,
+    ) -> Result<()>;
+}
+
+impl WgmmaGemmExt for Gpu {
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_wgmma_plan<'a, T: DeviceCopy>(
         &self,
         input: WgmmaInput,
         a: &'a DeviceSlice<T>,
@@ -342,8 +375,6 @@ impl Gpu {
             (ldb, b_batch_stride),
             BLOCK_N,
         )?;
-        let words: Vec<u64> = a_map.0.iter().chain(&b_map.0).copied().collect();
-        let maps = self.to_device(&words)?;
         let function = self.raw_function(name)?;
         // SAFETY: a live function of this GPU's module; the attribute and its
         // value are the driver's (within the device's opt-in maximum).
@@ -357,7 +388,7 @@ impl Gpu {
         check_driver(r, name, "cuFuncSetAttribute (dynamic shared memory)")?;
         Ok(WgmmaGemm {
             kernel,
-            maps,
+            maps: [a_map, b_map],
             c: c.as_device_ptr(),
             shape: *shape,
             alpha,
@@ -367,9 +398,8 @@ impl Gpu {
         })
     }
 
-    /// [`Gpu::gemm_wgmma_plan`] and one [`WgmmaGemm::launch`], waiting for it.
     #[allow(clippy::too_many_arguments)]
-    pub fn gemm_wgmma<T: DeviceCopy>(
+    fn gemm_wgmma<T: DeviceCopy>(
         &self,
         input: WgmmaInput,
         a: &DeviceSlice<T>,
@@ -385,6 +415,31 @@ impl Gpu {
     }
 }
 
+/// The address of the module's global that the kernel `name` (`function`)
+/// reads its tensor maps from ([`TENSOR_MAPS_SYMBOL`]); its absence, or
+/// another size than two maps, is an error naming the kernel.
+fn tensor_maps_global(name: &'static str, function: cu::CUfunction) -> Result<DevicePointer<u64>> {
+    let mut module = std::ptr::null_mut();
+    // SAFETY: a live function of the current context; the driver writes
+    // its module's handle.
+    let r = unsafe { cu::cuFuncGetModule(&mut module, function) };
+    check_driver(r, name, "cuFuncGetModule")?;
+    let symbol = std::ffi::CString::new(TENSOR_MAPS_SYMBOL)
+        .map_err(|_| Error::invalid(name, "the tensor maps' symbol has a NUL byte"))?;
+    let (mut address, mut bytes) = (0, 0);
+    // SAFETY: a live module; a NUL-terminated name; the driver writes the
+    // address and size.
+    let r = unsafe { cu::cuModuleGetGlobal_v2(&mut address, &mut bytes, module, symbol.as_ptr()) };
+    check_driver(r, name, "cuModuleGetGlobal (GEMM_WGMMA_TENSOR_MAPS)")?;
+    if bytes != size_of::<[TensorMap; 2]>() {
+        return Err(Error::invalid(
+            name,
+            format!("{TENSOR_MAPS_SYMBOL} holds {bytes} bytes, not two tensor maps"),
+        ));
+    }
+    Ok(DevicePointer::from_raw(address))
+}
+
 /// Tile rows a group of the kernel's grouped tile order spans (see
 /// `kernels::gemm_wgmma`).
 pub const DEFAULT_GROUP_M: u32 = 16;
@@ -396,7 +451,9 @@ impl WgmmaGemm<'_> {
         self.group_m = group_m.max(1);
     }
 
-    /// Queues the GEMM on `gpu`'s stream (the GPU it was planned on).
+    /// Queues the GEMM on `gpu`'s stream (the GPU it was planned on): the
+    /// copy of its tensor maps into the module's global, then the kernel
+    /// (see the module docs); nothing is allocated and nothing waited for.
     pub fn launch(&self, gpu: &Gpu) -> Result<()> {
         let name = self.kernel.name();
         let WgmmaShape {
@@ -414,8 +471,11 @@ impl WgmmaGemm<'_> {
             block: (THREADS, 1, 1),
             shared_mem_bytes: SHARED_BYTES,
         };
-        let maps = self.maps.as_device_ptr();
-        let b_map = DevicePointer::<u64>::from_raw(maps.as_raw() + 128);
+        gpu.bind()?;
+        let function = gpu.raw_function(name)?;
+        let stream = gpu.stream().as_cust()?;
+        let maps = tensor_maps_global(name, function)?;
+        let b_map = DevicePointer::<u64>::from_raw(maps.as_raw() + size_of::<TensorMap>() as u64);
         let args = (
             maps,
             b_map,
@@ -429,13 +489,28 @@ impl WgmmaGemm<'_> {
             self.beta,
             self.group_m,
         );
-        let function = gpu.raw_function(name)?;
-        let stream = gpu.stream().as_cust()?;
+        // One copy and its launch at a time: another thread's copy between
+        // them would give this launch that thread's maps.
+        static LAUNCHING: Mutex<()> = Mutex::new(());
+        let _launching = LAUNCHING.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: `maps` is the module's global of two tensor maps (its size
+        // checked), `self.maps` 256 readable bytes; the copy is queued on the
+        // stream the kernel follows on, after every earlier launch that read
+        // the global (stream order), and the driver has taken the source
+        // bytes when the call returns.
+        let r = unsafe {
+            cu::cuMemcpyHtoDAsync_v2(
+                maps.as_raw(),
+                self.maps.as_ptr().cast(),
+                size_of::<[TensorMap; 2]>(),
+                stream.as_inner(),
+            )
+        };
+        check_driver(r, name, "cuMemcpyHtoDAsync (tensor maps)")?;
         // SAFETY: the kernel's contract: 384 threads, SHARED_BYTES (opted in
-        // by the plan), the grid covering C; the maps describe A and B inside
-        // their buffers, and C holds the shape (checked by the plan, whose
-        // borrows keep them alive); the maps live as long as `self`, which
-        // the caller keeps until the stream has run the kernel.
+        // by the plan), the grid covering C; the maps (copied just before, in
+        // stream order) describe A and B inside their buffers, and C holds
+        // the shape (checked by the plan, whose borrows keep them alive).
         unsafe { launch_function(function, self.kernel, cfg, stream, args) }
     }
 }

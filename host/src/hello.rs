@@ -4,13 +4,28 @@ use cuda_kernels_gpu::hello::{FAULT_TEST_KERNEL, HELLO_INDEXED, HELLO_KERNEL};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 
-impl Gpu {
+/// The hello-world launcher on a [`Gpu`].
+pub trait HelloExt {
     /// K17: launches `hello_kernel` (or, with `indexed`, `hello_indexed`,
     /// which prints each thread's indices) on `blocks × threads` and waits;
     /// the lines appear on stdout at the synchronization.
-    pub fn hello(&self, blocks: u32, threads: u32, indexed: bool) -> Result<()> {
+    fn hello(&self, blocks: u32, threads: u32, indexed: bool) -> Result<()>;
+
+    /// Launches `fault_test_kernel`, which fails on purpose with `gpu_assert!`
+    /// at thread `thread` of block `block` (grid of `block + 1` blocks of
+    /// `thread + 1` threads), and synchronizes: it returns the
+    /// [`Error::DeviceFault`] that describes the failure.
+    ///
+    /// On a GPU the CUDA context is unusable after it: call it only in a
+    /// process you are about to end (the tests run it in a child process).
+    /// The simulator stays usable.
+    fn fault_test(&self, block: u32, thread: u32) -> Result<()>;
+}
+
+impl HelloExt for Gpu {
+    fn hello(&self, blocks: u32, threads: u32, indexed: bool) -> Result<()> {
         let kernel = if indexed { HELLO_INDEXED } else { HELLO_KERNEL };
         let name = kernel.name();
         crate::launch::check_block(name, (threads, 1, 1))?;
@@ -24,15 +39,7 @@ impl Gpu {
         self.synchronize(name)
     }
 
-    /// Launches `fault_test_kernel`, which fails on purpose with `gpu_assert!`
-    /// at thread `thread` of block `block` (grid of `block + 1` blocks of
-    /// `thread + 1` threads), and synchronizes: it returns the
-    /// [`Error::DeviceFault`] that describes the failure.
-    ///
-    /// On a GPU the CUDA context is unusable after it: call it only in a
-    /// process you are about to end (the tests run it in a child process).
-    /// The simulator stays usable.
-    pub fn fault_test(&self, block: u32, thread: u32) -> Result<()> {
+    fn fault_test(&self, block: u32, thread: u32) -> Result<()> {
         const K: &str = FAULT_TEST_KERNEL.name();
         crate::launch::check_block(K, (thread.saturating_add(1), 1, 1))?;
         if block >= crate::launch::MAX_GRID_X {

@@ -11,17 +11,13 @@
 //!
 //! Two kernels compute the same step, bit for bit ([`LifeKernel`]):
 //! - `conway_ker`, the seed's one thread per cell in 32×32 blocks (K15's own
-//!   entry). On an H100 at N = 4096 one step takes 0.10 ms, 164 Gcells/s,
-//!   1.31 TB/s counting 4 bytes read and 4 written per cell: 0.51 of a
-//!   device-to-device copy of the lattice. Nsight Compute puts DRAM at 35 %
-//!   and the SMs at 50 % of peak: the kernel is latency-bound (each
-//!   1024-thread block lives a few microseconds and each thread issues nine
-//!   loads per cell);
+//!   entry), latency-bound;
 //! - `conway_fast`, the default of [`LifeSims`]: four cells of a row per
 //!   thread (one 16-byte load and store), down a strip of four rows with the
 //!   horizontal sums of the rows above and below kept in registers: under one
-//!   load instruction per cell instead of nine. On the H100 at N = 4096: 0.053
-//!   ms a step, 315 Gcells/s, 0.957 of a device copy of the lattice.
+//!   load instruction per cell instead of nine.
+//!
+//! Their measurements: `docs/tuning.md`.
 use std::sync::OnceLock;
 
 use ndarray::{Array2, ArrayView2};
@@ -31,7 +27,7 @@ use cuda_kernels_gpu::life::{CONWAY_FAST, CONWAY_KER, FAST_CELLS_X, LIFE_BLOCK};
 use crate::Gpu;
 use crate::async_mem::Lane;
 use crate::error::{Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::launch::{checked_elements, grid_exact};
 use crate::util::Rng;
 
@@ -58,10 +54,8 @@ impl LifeKernel {
 }
 
 /// Rows per thread and threads per block along y of `conway_fast`: 32 × 8
-/// threads, each computing 4 × 4 cells. Measured on an H100 at N = 4096
-/// (one step against a device copy of the lattice): 4 rows × 8 → 0.957,
-/// 4 × 16 → 0.948, 8 × 8 → 0.916, 16 × 4 → 0.886, 16 × 8 → 0.876 (Nsight
-/// Compute, 8 × 8: DRAM 73 % of peak, 56 registers, occupancy 44 %).
+/// threads, each computing 4 × 4 cells: the fastest shape measured
+/// (`docs/tuning.md`).
 pub const FAST_SHAPE: (usize, u32) = (4, 8);
 
 /// The environment variable that overrides [`FAST_SHAPE`] as `rows,by`
@@ -209,23 +203,24 @@ pub fn random_lattice(n: usize, p_alive: f64, rng: &mut Rng) -> Array2<i32> {
     Array2::from_shape_fn((n, n), |_| (rng.uniform() < p_alive) as i32)
 }
 
-impl<const D: usize> Lane<'_, i32, D> {
+/// The Game of Life steps on a lane of `i32` grids.
+pub trait LaneLifeExt {
     /// Queues one Life step `device[dst] = step(device[src])` on the lane's
     /// stream, for an `n`×`n` lattice (the lane must hold `n * n` cells), with
     /// the seed's kernel `conway_ker` and its 32×32 blocks.
-    pub fn conway_step(&mut self, n: usize, src: usize, dst: usize) -> Result<()> {
-        self.life_step(LifeKernel::Seed, n, src, dst)
-    }
+    fn conway_step(&mut self, n: usize, src: usize, dst: usize) -> Result<()>;
 
     /// [`Lane::conway_step`] with the chosen kernel (same result, bit for
     /// bit).
-    pub fn life_step(
-        &mut self,
-        kernel: LifeKernel,
-        n: usize,
-        src: usize,
-        dst: usize,
-    ) -> Result<()> {
+    fn life_step(&mut self, kernel: LifeKernel, n: usize, src: usize, dst: usize) -> Result<()>;
+}
+
+impl<const D: usize> LaneLifeExt for Lane<'_, i32, D> {
+    fn conway_step(&mut self, n: usize, src: usize, dst: usize) -> Result<()> {
+        self.life_step(LifeKernel::Seed, n, src, dst)
+    }
+
+    fn life_step(&mut self, kernel: LifeKernel, n: usize, src: usize, dst: usize) -> Result<()> {
         let launch = life_launch(kernel, n, fast_shape())?;
         if n.checked_mul(n) != Some(self.len()) {
             return Err(Error::invalid(

@@ -3,15 +3,15 @@
 //! library, seeds 002 and 004).
 //!
 //! The four launch paths of seed 002, which all give the same graph:
-//! 1. the high-level path, [`Gpu::mandelbrot`] (a `Gpu` built from the
+//! 1. the high-level path, [`Gpu::mandelbrot`](crate::mandelbrot::MandelbrotExt::mandelbrot) (a `Gpu` built from the
 //!    embedded PTX);
 //! 2. PTX loaded from a file at run time: [`Gpu::from_ptx_file`] then
-//!    [`Gpu::mandelbrot`] (PyCUDA's `module_from_file`);
+//!    [`Gpu::mandelbrot`](crate::mandelbrot::MandelbrotExt::mandelbrot) (PyCUDA's `module_from_file`);
 //! 3. the raw CUDA driver API, call by call: [`driver_api`];
 //! 4. the C ABI shared library `libcuda_kernels_capi.so` (crate `capi/`),
 //!    called from Python ctypes, from C, and from Rust through [`c_abi`].
 //!
-//! [`Gpu::mandelbrot_explicit_sync`] is K16a. [`mandelbrot_cpu`] is the CPU
+//! [`Gpu::mandelbrot_explicit_sync`](crate::mandelbrot::MandelbrotExt::mandelbrot_explicit_sync) is K16a. [`mandelbrot_cpu`] is the CPU
 //! reference: it calls the very same per-point function as the kernel
 //! ([`cuda_kernels_gpu::mandelbrot::mandelbrot_point`]), so the GPU and CPU
 //! graphs are identical, not merely close.
@@ -22,7 +22,7 @@ use cuda_kernels_gpu::mandelbrot::MANDELBROT_KER;
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::launch::{MAX_GRID_X, check_block};
 use crate::memory::DeviceSlice;
 use crate::timing::{PhaseTimers, Times, timed_result};
@@ -169,7 +169,7 @@ pub fn check_launch(
     })
 }
 
-/// Times of one [`Gpu::mandelbrot_timed`] run, from CUDA events.
+/// Times of one [`Gpu::mandelbrot_timed`](crate::mandelbrot::MandelbrotExt::mandelbrot_timed) run, from CUDA events.
 #[derive(Debug, Clone, Copy)]
 pub struct MandelbrotTiming {
     /// The kernel alone.
@@ -178,7 +178,8 @@ pub struct MandelbrotTiming {
     pub with_transfers_ms: f32,
 }
 
-impl Gpu {
+/// The Mandelbrot launchers on a [`Gpu`].
+pub trait MandelbrotExt {
     /// Seed 002's Mandelbrot graph on the GPU: `lattice` is the real and
     /// imaginary axis (`linspace(low, high, breadth)`, see
     /// [`MandelbrotParams::lattice`]), `upper_bound` the escape radius (not
@@ -186,7 +187,67 @@ impl Gpu {
     /// 0.0 outside, row 0 at the top (largest imaginary part).
     ///
     /// Errors (no launch) as [`check_launch`] says.
-    pub fn mandelbrot(
+    fn mandelbrot(
+        &self,
+        lattice: ArrayView1<f32>,
+        max_iters: i32,
+        upper_bound: f32,
+    ) -> Result<Array2<f32>>;
+
+    /// The seed's host wrapper `launch_mandelbrot` on slices: allocate on the
+    /// device, copy `lattice` in, launch (blocks of [`BLOCK`]), copy the graph
+    /// out into `graph` (row-major, `lattice.len()²` values), free. The C ABI
+    /// library calls this.
+    fn mandelbrot_into(
+        &self,
+        lattice: &[f32],
+        graph: &mut [f32],
+        max_iters: i32,
+        upper_bound: f32,
+    ) -> Result<()>;
+
+    /// [`Gpu::mandelbrot`](crate::mandelbrot::MandelbrotExt::mandelbrot) with CUDA-event times and a chosen block size
+    /// (the seed's is [`BLOCK`]).
+    fn mandelbrot_timed(
+        &self,
+        lattice: ArrayView1<f32>,
+        max_iters: i32,
+        upper_bound: f32,
+        block: u32,
+    ) -> Result<(Array2<f32>, MandelbrotTiming)>;
+
+    /// Queues `mandelbrot_ker` on [`Gpu::stream`] over data already on the
+    /// device (for benchmarks): `graph` must hold `lattice.len()²` values.
+    /// No copies, no synchronization. Safe under the
+    /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
+    fn mandelbrot_on_device(
+        &self,
+        lattice: &DeviceSlice<f32>,
+        graph: &mut DeviceSlice<f32>,
+        max_iters: i32,
+        upper_bound: f32,
+        block: u32,
+    ) -> Result<()>;
+
+    /// K16a (seed 003's `gpu_mandelbrot_context_sync.py`): the same graph
+    /// with explicit context synchronization: asynchronous copy in,
+    /// `cuCtxSynchronize`, launch, `cuCtxSynchronize`, asynchronous copy out,
+    /// `cuCtxSynchronize`.
+    ///
+    /// The host buffers are ordinary (pageable) memory, as the seed's NumPy
+    /// arrays behind PyCUDA's `to_gpu_async`/`get_async`: the driver stages
+    /// them, so the copies are only partly asynchronous, but no page-locked
+    /// allocation is paid on every call (which was slower: `docs/tuning.md`).
+    fn mandelbrot_explicit_sync(
+        &self,
+        lattice: ArrayView1<f32>,
+        max_iters: i32,
+        upper_bound: f32,
+    ) -> Result<Array2<f32>>;
+}
+
+impl MandelbrotExt for Gpu {
+    fn mandelbrot(
         &self,
         lattice: ArrayView1<f32>,
         max_iters: i32,
@@ -205,11 +266,7 @@ impl Gpu {
         Ok(graph)
     }
 
-    /// The seed's host wrapper `launch_mandelbrot` on slices: allocate on the
-    /// device, copy `lattice` in, launch (blocks of [`BLOCK`]), copy the graph
-    /// out into `graph` (row-major, `lattice.len()²` values), free. The C ABI
-    /// library calls this.
-    pub fn mandelbrot_into(
+    fn mandelbrot_into(
         &self,
         lattice: &[f32],
         graph: &mut [f32],
@@ -222,31 +279,7 @@ impl Gpu {
             .map(drop)
     }
 
-    /// Copy `lattice` in, launch, copy the graph out into `graph` (checked
-    /// lengths), timed (`(kernel_ms, total_ms)`) or not.
-    fn mandelbrot_with(
-        &self,
-        shape: &MandelbrotLaunch,
-        lattice: &[f32],
-        graph: &mut [f32],
-        timed: bool,
-    ) -> Result<Times> {
-        self.bind()?;
-        let timers = PhaseTimers::start(self, timed)?;
-        let d_lattice = self.to_device(lattice)?;
-        // SAFETY: the kernel writes every one of the `points` values before the copy out.
-        let mut d_graph = unsafe { self.uninitialized::<f32>(shape.points) }?;
-        timers.kernel_start()?;
-        self.launch_mandelbrot(shape, &d_lattice, &mut d_graph)?;
-        timers.kernel_stop()?;
-        self.synchronize(KERNEL)?;
-        d_graph.copy_to(graph)?;
-        timers.finish()
-    }
-
-    /// [`Gpu::mandelbrot`] with CUDA-event times and a chosen block size
-    /// (the seed's is [`BLOCK`]).
-    pub fn mandelbrot_timed(
+    fn mandelbrot_timed(
         &self,
         lattice: ArrayView1<f32>,
         max_iters: i32,
@@ -268,11 +301,7 @@ impl Gpu {
         Ok((graph, timing))
     }
 
-    /// Queues `mandelbrot_ker` on [`Gpu::stream`] over data already on the
-    /// device (for benchmarks): `graph` must hold `lattice.len()²` values.
-    /// No copies, no synchronization. Safe under the
-    /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
-    pub fn mandelbrot_on_device(
+    fn mandelbrot_on_device(
         &self,
         lattice: &DeviceSlice<f32>,
         graph: &mut DeviceSlice<f32>,
@@ -286,18 +315,7 @@ impl Gpu {
         self.launch_mandelbrot(&shape, lattice, graph)
     }
 
-    /// K16a (seed 003's `gpu_mandelbrot_context_sync.py`): the same graph
-    /// with explicit context synchronization: asynchronous copy in,
-    /// `cuCtxSynchronize`, launch, `cuCtxSynchronize`, asynchronous copy out,
-    /// `cuCtxSynchronize`.
-    ///
-    /// The host buffers are ordinary (pageable) memory, as the seed's NumPy
-    /// arrays behind PyCUDA's `to_gpu_async`/`get_async`: the driver stages
-    /// them, so the copies are only partly asynchronous, but no page-locked
-    /// allocation is paid on every call (with page-locked buffers allocated
-    /// per call this path took 2.8× the high-level path's time at 512×512 on
-    /// an H100).
-    pub fn mandelbrot_explicit_sync(
+    fn mandelbrot_explicit_sync(
         &self,
         lattice: ArrayView1<f32>,
         max_iters: i32,
@@ -326,8 +344,50 @@ impl Gpu {
         Array2::from_shape_vec((n, n), h_graph)
             .map_err(|e| Error::invalid(K, format!("graph shape: {e}")))
     }
+}
+
+/// The steps the launchers above share.
+trait MandelbrotExtSteps {
+    /// Copy `lattice` in, launch, copy the graph out into `graph` (checked
+    /// lengths), timed (`(kernel_ms, total_ms)`) or not.
+    fn mandelbrot_with(
+        &self,
+        shape: &MandelbrotLaunch,
+        lattice: &[f32],
+        graph: &mut [f32],
+        timed: bool,
+    ) -> Result<Times>;
 
     /// Launches `mandelbrot_ker` on [`Gpu::stream`] for a checked `shape`.
+    fn launch_mandelbrot(
+        &self,
+        shape: &MandelbrotLaunch,
+        lattice: &DeviceSlice<f32>,
+        graph: &mut DeviceSlice<f32>,
+    ) -> Result<()>;
+}
+
+impl MandelbrotExtSteps for Gpu {
+    fn mandelbrot_with(
+        &self,
+        shape: &MandelbrotLaunch,
+        lattice: &[f32],
+        graph: &mut [f32],
+        timed: bool,
+    ) -> Result<Times> {
+        self.bind()?;
+        let timers = PhaseTimers::start(self, timed)?;
+        let d_lattice = self.to_device(lattice)?;
+        // SAFETY: the kernel writes every one of the `points` values before the copy out.
+        let mut d_graph = unsafe { self.uninitialized::<f32>(shape.points) }?;
+        timers.kernel_start()?;
+        self.launch_mandelbrot(shape, &d_lattice, &mut d_graph)?;
+        timers.kernel_stop()?;
+        self.synchronize(KERNEL)?;
+        d_graph.copy_to(graph)?;
+        timers.finish()
+    }
+
     fn launch_mandelbrot(
         &self,
         shape: &MandelbrotLaunch,

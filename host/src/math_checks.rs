@@ -45,7 +45,8 @@ pub use cuda_kernels_gpu::math_checks::{MATH_FUNCTIONS, MathFn, MathFnInfo};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::kernel::{Kernel, LaunchConfig};
+use crate::kernel::Kernel;
+use crate::launch::LaunchConfig;
 use crate::launch::grid_1d_capped;
 use crate::util::Rng;
 
@@ -418,12 +419,23 @@ pub fn measure<T: MathFloat>(function: MathFn, x: &[T], y: &[T], got: &[T]) -> M
     }
 }
 
-impl Gpu {
+/// The device-math checks on a [`Gpu`].
+pub trait MathChecks {
     /// `out[i] = function(x[i])`, or `function(x[i], y[i])` for a
     /// two-argument function, computed on the GPU by `device::math` (the
     /// check kernel `math_f32_test` or `math_f64_test`). `y` is ignored by
     /// one-argument functions but must have `x`'s length.
-    pub fn math_eval<T: MathFloat>(&self, function: MathFn, x: &[T], y: &[T]) -> Result<Vec<T>> {
+    fn math_eval<T: MathFloat>(&self, function: MathFn, x: &[T], y: &[T]) -> Result<Vec<T>>;
+
+    /// Runs the check (module docs) for `function` in type `T`.
+    fn math_accuracy<T: MathFloat>(&self, function: MathFn) -> Result<MathAccuracy>;
+
+    /// The check for every function of [`MATH_FUNCTIONS`], f32 then f64.
+    fn math_accuracy_table(&self) -> Result<Vec<MathAccuracy>>;
+}
+
+impl MathChecks for Gpu {
+    fn math_eval<T: MathFloat>(&self, function: MathFn, x: &[T], y: &[T]) -> Result<Vec<T>> {
         let k = T::KERNEL.name();
         if x.len() != y.len() {
             return Err(Error::invalid(
@@ -458,15 +470,13 @@ impl Gpu {
         Ok(out)
     }
 
-    /// Runs the check (module docs) for `function` in type `T`.
-    pub fn math_accuracy<T: MathFloat>(&self, function: MathFn) -> Result<MathAccuracy> {
+    fn math_accuracy<T: MathFloat>(&self, function: MathFn) -> Result<MathAccuracy> {
         let (x, y) = math_arguments::<T>(function, 1);
         let got = self.math_eval(function, &x, &y)?;
         Ok(measure(function, &x, &y, &got))
     }
 
-    /// The check for every function of [`MATH_FUNCTIONS`], f32 then f64.
-    pub fn math_accuracy_table(&self) -> Result<Vec<MathAccuracy>> {
+    fn math_accuracy_table(&self) -> Result<Vec<MathAccuracy>> {
         let mut rows = Vec::with_capacity(2 * MATH_FUNCTIONS.len());
         for info in MATH_FUNCTIONS {
             rows.push(self.math_accuracy::<f32>(info.function)?);
@@ -480,7 +490,7 @@ impl Gpu {
 
 /// The table as Markdown: one row per function, its f32 and f64 documented
 /// bounds and measured worst errors (`rows` as from
-/// [`Gpu::math_accuracy_table`]).
+/// [`Gpu::math_accuracy_table`](crate::math_checks::MathChecks::math_accuracy_table)).
 pub fn accuracy_markdown(rows: &[MathAccuracy]) -> String {
     let cell = |ty: &str, function: MathFn| {
         rows.iter()

@@ -9,11 +9,13 @@ use cuda_kernels_gpu::multiply::{EMPTY_KERNEL, MULTIPLY, VECTOR_SUM_I32};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
-use crate::kernel::{Kernel, LaunchConfig};
+use crate::kernel::Kernel;
+use crate::launch::LaunchConfig;
 use crate::launch::same_len;
 use crate::memory::DeviceSlice;
 use crate::timing::{PhaseTimers, Times, timed_result};
 use crate::util::contiguous;
+use crate::vectorized::PairLaunch;
 
 /// Times of one `multiply` run.
 #[derive(Debug, Clone, Copy)]
@@ -33,18 +35,61 @@ pub enum MemoryMode {
     Unified,
 }
 
-impl Gpu {
+/// The `multiply` family launchers on a [`Gpu`].
+pub trait MultiplyExt {
     /// `c = a * b` elementwise on the GPU (K1), on either backend.
     ///
     /// Errors (no launch) when the lengths differ or are 0.
-    pub fn multiply(&self, a: ArrayView1<f32>, b: ArrayView1<f32>) -> Result<Array1<f32>> {
+    fn multiply(&self, a: ArrayView1<f32>, b: ArrayView1<f32>) -> Result<Array1<f32>>;
+
+    /// [`Gpu::multiply`](crate::multiply::MultiplyExt::multiply) in the chosen memory mode, with CUDA-event times
+    /// (GPU only: [`Error::NotOnSimulator`] on the simulator).
+    fn multiply_timed(
+        &self,
+        a: ArrayView1<f32>,
+        b: ArrayView1<f32>,
+        mode: MemoryMode,
+    ) -> Result<(Array1<f32>, MultiplyTiming)>;
+
+    /// Queues `multiply` on [`Gpu::stream`] over data already on the device:
+    /// `c = a * b`, without copies or synchronization (for pipelines and
+    /// benchmarks). Lengths are checked; the caller synchronizes before
+    /// reading `c`. Safe under the
+    /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
+    fn multiply_on_device(
+        &self,
+        a: &DeviceSlice<f32>,
+        b: &DeviceSlice<f32>,
+        c: &mut DeviceSlice<f32>,
+    ) -> Result<()>;
+
+    /// Queues `vector_sum_i32` on [`Gpu::stream`] over data already on the
+    /// device: `res = a + b` (wrapping), without copies or synchronization.
+    /// Lengths are checked; the caller synchronizes before reading `res`.
+    fn vector_sum_i32_on_device(
+        &self,
+        a: &DeviceSlice<i32>,
+        b: &DeviceSlice<i32>,
+        res: &mut DeviceSlice<i32>,
+    ) -> Result<()>;
+
+    /// `res = a + b` elementwise on i32 (K6, PyOpenCL's `vectorSum`),
+    /// wrapping on overflow like the CPU reference.
+    fn vector_sum_i32(&self, a: ArrayView1<i32>, b: ArrayView1<i32>) -> Result<Array1<i32>>;
+
+    /// K19: launches `empty_kernel` `launches` times, once synchronously
+    /// (launch, synchronize, repeat) and once pipelined (all launches, then
+    /// one synchronize), and returns the launch rates (GPU only: a timing).
+    fn launch_overhead(&self, launches: usize) -> Result<LaunchRates>;
+}
+
+impl MultiplyExt for Gpu {
+    fn multiply(&self, a: ArrayView1<f32>, b: ArrayView1<f32>) -> Result<Array1<f32>> {
         self.multiply_with(a, b, MemoryMode::Device, false)
             .map(|(c, _)| c)
     }
 
-    /// [`Gpu::multiply`] in the chosen memory mode, with CUDA-event times
-    /// (GPU only: [`Error::NotOnSimulator`] on the simulator).
-    pub fn multiply_timed(
+    fn multiply_timed(
         &self,
         a: ArrayView1<f32>,
         b: ArrayView1<f32>,
@@ -61,7 +106,100 @@ impl Gpu {
         ))
     }
 
+    fn multiply_on_device(
+        &self,
+        a: &DeviceSlice<f32>,
+        b: &DeviceSlice<f32>,
+        c: &mut DeviceSlice<f32>,
+    ) -> Result<()> {
+        self.pair_on_device(MULTIPLY, a, b, c)
+    }
+
+    fn vector_sum_i32_on_device(
+        &self,
+        a: &DeviceSlice<i32>,
+        b: &DeviceSlice<i32>,
+        res: &mut DeviceSlice<i32>,
+    ) -> Result<()> {
+        self.pair_on_device(VECTOR_SUM_I32, a, b, res)
+    }
+
+    fn vector_sum_i32(&self, a: ArrayView1<i32>, b: ArrayView1<i32>) -> Result<Array1<i32>> {
+        const K: &str = VECTOR_SUM_I32.name();
+        same_len(K, "a and b", a.len(), b.len())?;
+        let n = a.len();
+        if n == 0 {
+            return Err(Error::invalid(K, "empty input: nothing to launch"));
+        }
+        self.bind()?;
+        let da = self.to_device(&contiguous(&a))?;
+        let db = self.to_device(&contiguous(&b))?;
+        // SAFETY: written in full by the kernel before it is read.
+        let mut dr = unsafe { self.uninitialized::<i32>(n) }?;
+        self.vector_sum_i32_on_device(&da, &db, &mut dr)?;
+        self.synchronize(K)?;
+        let mut res = vec![0i32; n];
+        dr.copy_to(&mut res[..])?;
+        Ok(Array1::from(res))
+    }
+
+    fn launch_overhead(&self, launches: usize) -> Result<LaunchRates> {
+        const K: &str = EMPTY_KERNEL.name();
+        if launches == 0 {
+            return Err(Error::invalid(K, "launch count 0"));
+        }
+        self.require_cuda("launch-rate timing")?;
+        self.bind()?;
+        let stream = self.stream();
+        let cfg = LaunchConfig::linear(1, 1);
+        // Warm-up: the first launch pays for module JIT and lazy loading.
+        // SAFETY: empty_kernel takes no arguments and touches no memory.
+        unsafe { self.launch(EMPTY_KERNEL, cfg, stream, ()) }?;
+        self.synchronize(K)?;
+        let t = Instant::now();
+        for _ in 0..launches {
+            // SAFETY: as above.
+            unsafe { self.launch(EMPTY_KERNEL, cfg, stream, ()) }?;
+            self.synchronize(K)?;
+        }
+        let synchronous = launches as f64 / t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        for _ in 0..launches {
+            // SAFETY: as above.
+            unsafe { self.launch(EMPTY_KERNEL, cfg, stream, ()) }?;
+        }
+        self.synchronize(K)?;
+        let pipelined = launches as f64 / t.elapsed().as_secs_f64();
+        Ok(LaunchRates {
+            synchronous_per_s: synchronous,
+            pipelined_per_s: pipelined,
+        })
+    }
+}
+
+/// The steps the launchers above share.
+trait MultiplyExtSteps {
     /// `multiply` in `mode`, timed (`(kernel_ms, total_ms)`) or not.
+    fn multiply_with(
+        &self,
+        a: ArrayView1<f32>,
+        b: ArrayView1<f32>,
+        mode: MemoryMode,
+        timed: bool,
+    ) -> Result<(Array1<f32>, Times)>;
+
+    /// Queues the two-input kernel `kernel` (`multiply`, `vector_sum_i32`:
+    /// `(a, b, c, n)` with 4-byte elements) over `c.len()` elements.
+    fn pair_on_device<T: DeviceCopy>(
+        &self,
+        kernel: Kernel<(*const T, *const T, *mut T, usize)>,
+        a: &DeviceSlice<T>,
+        b: &DeviceSlice<T>,
+        c: &mut DeviceSlice<T>,
+    ) -> Result<()>;
+}
+
+impl MultiplyExtSteps for Gpu {
     fn multiply_with(
         &self,
         a: ArrayView1<f32>,
@@ -116,22 +254,6 @@ impl Gpu {
         Ok((Array1::from(c), timers.finish()?))
     }
 
-    /// Queues `multiply` on [`Gpu::stream`] over data already on the device:
-    /// `c = a * b`, without copies or synchronization (for pipelines and
-    /// benchmarks). Lengths are checked; the caller synchronizes before
-    /// reading `c`. Safe under the
-    /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
-    pub fn multiply_on_device(
-        &self,
-        a: &DeviceSlice<f32>,
-        b: &DeviceSlice<f32>,
-        c: &mut DeviceSlice<f32>,
-    ) -> Result<()> {
-        self.pair_on_device(MULTIPLY, a, b, c)
-    }
-
-    /// Queues the two-input kernel `kernel` (`multiply`, `vector_sum_i32`:
-    /// `(a, b, c, n)` with 4-byte elements) over `c.len()` elements.
     fn pair_on_device<T: DeviceCopy>(
         &self,
         kernel: Kernel<(*const T, *const T, *mut T, usize)>,
@@ -147,75 +269,6 @@ impl Gpu {
         // type; `c` is borrowed mutably, so it aliases neither input; all three
         // belong to this device (checked by the launch).
         unsafe { self.launch(kernel, cfg, self.stream(), (a, b, c, n)) }
-    }
-
-    /// Queues `vector_sum_i32` on [`Gpu::stream`] over data already on the
-    /// device: `res = a + b` (wrapping), without copies or synchronization.
-    /// Lengths are checked; the caller synchronizes before reading `res`.
-    pub fn vector_sum_i32_on_device(
-        &self,
-        a: &DeviceSlice<i32>,
-        b: &DeviceSlice<i32>,
-        res: &mut DeviceSlice<i32>,
-    ) -> Result<()> {
-        self.pair_on_device(VECTOR_SUM_I32, a, b, res)
-    }
-
-    /// `res = a + b` elementwise on i32 (K6, PyOpenCL's `vectorSum`),
-    /// wrapping on overflow like the CPU reference.
-    pub fn vector_sum_i32(&self, a: ArrayView1<i32>, b: ArrayView1<i32>) -> Result<Array1<i32>> {
-        const K: &str = VECTOR_SUM_I32.name();
-        same_len(K, "a and b", a.len(), b.len())?;
-        let n = a.len();
-        if n == 0 {
-            return Err(Error::invalid(K, "empty input: nothing to launch"));
-        }
-        self.bind()?;
-        let da = self.to_device(&contiguous(&a))?;
-        let db = self.to_device(&contiguous(&b))?;
-        // SAFETY: written in full by the kernel before it is read.
-        let mut dr = unsafe { self.uninitialized::<i32>(n) }?;
-        self.vector_sum_i32_on_device(&da, &db, &mut dr)?;
-        self.synchronize(K)?;
-        let mut res = vec![0i32; n];
-        dr.copy_to(&mut res[..])?;
-        Ok(Array1::from(res))
-    }
-
-    /// K19: launches `empty_kernel` `launches` times, once synchronously
-    /// (launch, synchronize, repeat) and once pipelined (all launches, then
-    /// one synchronize), and returns the launch rates (GPU only: a timing).
-    pub fn launch_overhead(&self, launches: usize) -> Result<LaunchRates> {
-        const K: &str = EMPTY_KERNEL.name();
-        if launches == 0 {
-            return Err(Error::invalid(K, "launch count 0"));
-        }
-        self.require_cuda("launch-rate timing")?;
-        self.bind()?;
-        let stream = self.stream();
-        let cfg = LaunchConfig::linear(1, 1);
-        // Warm-up: the first launch pays for module JIT and lazy loading.
-        // SAFETY: empty_kernel takes no arguments and touches no memory.
-        unsafe { self.launch(EMPTY_KERNEL, cfg, stream, ()) }?;
-        self.synchronize(K)?;
-        let t = Instant::now();
-        for _ in 0..launches {
-            // SAFETY: as above.
-            unsafe { self.launch(EMPTY_KERNEL, cfg, stream, ()) }?;
-            self.synchronize(K)?;
-        }
-        let synchronous = launches as f64 / t.elapsed().as_secs_f64();
-        let t = Instant::now();
-        for _ in 0..launches {
-            // SAFETY: as above.
-            unsafe { self.launch(EMPTY_KERNEL, cfg, stream, ()) }?;
-        }
-        self.synchronize(K)?;
-        let pipelined = launches as f64 / t.elapsed().as_secs_f64();
-        Ok(LaunchRates {
-            synchronous_per_s: synchronous,
-            pipelined_per_s: pipelined,
-        })
     }
 }
 
@@ -236,12 +289,17 @@ impl TypedVsBare {
     }
 }
 
-impl Gpu {
+/// Launch-rate measurements on a [`Gpu`].
+pub trait LaunchOverheadExt {
     /// The cost of the typed launch path: `launches` pipelined launches of
     /// `empty_kernel` through [`Gpu::launch`] and as many through a bare
     /// `cuLaunchKernel`, alternating in `rounds` rounds (each side's best
     /// round counts, so that a disturbance hits neither side alone).
-    pub fn typed_launch_overhead(&self, launches: usize, rounds: usize) -> Result<TypedVsBare> {
+    fn typed_launch_overhead(&self, launches: usize, rounds: usize) -> Result<TypedVsBare>;
+}
+
+impl LaunchOverheadExt for Gpu {
+    fn typed_launch_overhead(&self, launches: usize, rounds: usize) -> Result<TypedVsBare> {
         const K: &str = EMPTY_KERNEL.name();
         if launches == 0 || rounds == 0 {
             return Err(Error::invalid(K, "launch or round count 0"));
@@ -307,7 +365,7 @@ pub struct LaunchRates {
     pub pipelined_per_s: f64,
 }
 
-/// Seed 000's inputs of [`Gpu::multiply`]: `rand() % 10` as f32, `n` of
+/// Seed 000's inputs of [`Gpu::multiply`](crate::multiply::MultiplyExt::multiply): `rand() % 10` as f32, `n` of
 /// each, from [`Rng`](crate::util::Rng) seeded with `seed`.
 pub fn multiply_inputs(n: usize, seed: u64) -> (Array1<f32>, Array1<f32>) {
     let mut rng = crate::util::Rng::new(seed);
@@ -316,7 +374,7 @@ pub fn multiply_inputs(n: usize, seed: u64) -> (Array1<f32>, Array1<f32>) {
     (a, b)
 }
 
-/// CPU reference for [`Gpu::multiply`]. Panics-free: mismatched lengths are
+/// CPU reference for [`Gpu::multiply`](crate::multiply::MultiplyExt::multiply). Panics-free: mismatched lengths are
 /// an error, as on the GPU.
 pub fn multiply_cpu(a: ArrayView1<f32>, b: ArrayView1<f32>) -> Result<Array1<f32>> {
     same_len("multiply (CPU)", "a and b", a.len(), b.len())?;
@@ -324,7 +382,7 @@ pub fn multiply_cpu(a: ArrayView1<f32>, b: ArrayView1<f32>) -> Result<Array1<f32
     Ok(Zip::from(&a).and(&b).map_collect(|&x, &y| x * y))
 }
 
-/// CPU reference for [`Gpu::vector_sum_i32`].
+/// CPU reference for [`Gpu::vector_sum_i32`](crate::multiply::MultiplyExt::vector_sum_i32).
 pub fn vector_sum_i32_cpu(a: ArrayView1<i32>, b: ArrayView1<i32>) -> Result<Array1<i32>> {
     same_len("vector_sum_i32 (CPU)", "a and b", a.len(), b.len())?;
     Ok(Zip::from(&a)

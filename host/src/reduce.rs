@@ -6,6 +6,7 @@
 //!
 //! ```no_run
 //! use cuda_kernels_host::reduce::{Max, Sum};
+//! # use cuda_kernels_host::prelude::*;
 //! # fn main() -> cuda_kernels_host::Result<()> {
 //! # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
 //! // The seed: sum(1..=10000) as i64.
@@ -40,12 +41,12 @@
 //!
 //! Performance: `cuda-kernels bench` measures these kernels against a
 //! device-to-device copy of the same bytes in the same run; the README's
-//! performance table is rendered from its JSON, and says how and when the
-//! outside references (`torch.sum`) were measured. Numbers live there only.
+//! performance table is rendered from its JSON, and `docs/benchmarks.md`
+//! says how and when the outside references (`torch.sum`) were measured.
+//! Numbers live there only (and the block size's in `docs/tuning.md`).
 use std::fmt::Debug;
 
 use cuda_kernels_device::float16 as dev;
-use cust::device::DeviceAttribute;
 use cust::memory::DeviceCopy;
 use ndarray::ArrayView1;
 
@@ -55,20 +56,14 @@ pub use cuda_kernels_gpu::reduce::{
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::memory::{DeviceBuffer, DeviceSlice};
+use crate::simulator;
 use crate::util::contiguous;
 
-/// Threads per block of the reduction kernels (a multiple of 32). Measured
-/// on an H100 (2^28 f32 sum, one run): blocks of 1024 (2 resident per SM,
-/// 264 blocks) took 0.3475 ms, blocks of 512 0.3491–0.3500 ms, blocks of
-/// 256 0.3510–0.3546 ms: fewer, larger blocks leave fewer partials for the
-/// last block.
+/// Threads per block of the reduction kernels (a multiple of 32): the
+/// fastest measured (`docs/tuning.md`).
 pub const BLOCK: u32 = 1024;
-
-/// Most blocks a reduction launches per multiprocessor (the hardware
-/// limit of recent GPUs); the actual number comes from the occupancy API.
-pub const MAX_BLOCKS_PER_SM: u32 = 32;
 
 mod sealed {
     pub trait Sealed {}
@@ -132,7 +127,7 @@ macro_rules! half_input {
 half_input!(f16, bf16);
 
 /// `half`'s `half::f16` and `half::bf16` as reduction inputs
-/// ([`Gpu::reduce_half`]): read as their device twins, combined in f32.
+/// ([`Gpu::reduce_half`](crate::reduce::ReduceExt::reduce_half)): read as their device twins, combined in f32.
 pub trait HalfInput: Copy + Send + Sync + 'static + sealed::Sealed {
     /// The device crate's type of the same bits.
     type Dev: Input<Acc = f32>;
@@ -145,7 +140,7 @@ pub trait HalfInput: Copy + Send + Sync + 'static + sealed::Sealed {
 }
 
 /// What reducing 16-bit floats `H` with an operation gives
-/// ([`Gpu::reduce_half`]): the f32 accumulator for a sum; for min and max
+/// ([`Gpu::reduce_half`](crate::reduce::ReduceExt::reduce_half)): the f32 accumulator for a sum; for min and max
 /// the input type, which holds the f32 result exactly (it is one of the
 /// inputs, or the identity `±∞`).
 pub trait HalfReduction<H: HalfInput>: ReduceKernel<H::Dev, f32> {
@@ -190,8 +185,8 @@ half_in_input_type!(Min, Max);
 
 /// Device memory a reduction works in: one partial result per block, the
 /// last-block-done counter (0 between launches: the kernel resets it), and
-/// the result. Make one with [`Gpu::reduce_scratch`] and reuse it for many
-/// [`Gpu::reduce_on_device`] calls (on [`Gpu::stream`]; one launch at a
+/// the result. Make one with [`Gpu::reduce_scratch`](crate::reduce::ReduceExt::reduce_scratch) and reuse it for many
+/// [`Gpu::reduce_on_device`](crate::reduce::ReduceExt::reduce_on_device) calls (on [`Gpu::stream`]; one launch at a
 /// time per scratch, which the `&mut` borrow enforces).
 pub struct ReduceScratch<T: Element> {
     partials: DeviceBuffer<T>,
@@ -218,7 +213,8 @@ impl<T: Element> ReduceScratch<T> {
     }
 }
 
-impl Gpu {
+/// The reduction launchers on a [`Gpu`].
+pub trait ReduceExt {
     /// Reduces `input` with `Op` on the GPU and returns
     /// `combine(init, combine over input)` (see the [module docs](self)).
     ///
@@ -228,21 +224,20 @@ impl Gpu {
     ///
     /// ```no_run
     /// # use cuda_kernels_host::reduce::Min;
+    /// # use cuda_kernels_host::prelude::*;
     /// # fn main() -> cuda_kernels_host::Result<()> {
     /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
     /// let x = ndarray::array![3.5f32, -1.0, 2.0];
     /// assert_eq!(gpu.reduce::<Min, f32>(x.view(), None)?, -1.0);
     /// # Ok(()) }
     /// ```
-    pub fn reduce<Op: ReduceKernel<T>, T: Element>(
+    fn reduce<Op: ReduceKernel<T>, T: Element>(
         &self,
         input: ArrayView1<T>,
         init: Option<T>,
-    ) -> Result<T> {
-        self.reduce_slice::<Op, T>(&contiguous(&input), init)
-    }
+    ) -> Result<T>;
 
-    /// [`Gpu::reduce`] for `half`'s 16-bit floats: the elements are combined
+    /// [`Gpu::reduce`](crate::reduce::ReduceExt::reduce) for `half`'s 16-bit floats: the elements are combined
     /// in f32 (see [`cuda_kernels_gpu::reduce`]); a sum returns its f32
     /// accumulator, min and max a value of the input type
     /// ([`HalfReduction`]). Same rules otherwise (an empty input gives `init`
@@ -250,6 +245,7 @@ impl Gpu {
     ///
     /// ```no_run
     /// # use cuda_kernels_host::reduce::{Max, Sum};
+    /// # use cuda_kernels_host::prelude::*;
     /// # fn main() -> cuda_kernels_host::Result<()> {
     /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
     /// let x = ndarray::Array1::from_elem(1000, half::bf16::from_f32(0.5));
@@ -257,7 +253,124 @@ impl Gpu {
     /// assert_eq!(gpu.reduce_half::<Max, half::bf16>(x.view(), None)?, x[0]);
     /// # Ok(()) }
     /// ```
-    pub fn reduce_half<Op: HalfReduction<H>, H: HalfInput>(
+    fn reduce_half<Op: HalfReduction<H>, H: HalfInput>(
+        &self,
+        input: ArrayView1<H>,
+        init: Option<Op::Output>,
+    ) -> Result<Op::Output>;
+
+    /// [`Gpu::reduce`](crate::reduce::ReduceExt::reduce) on a slice.
+    ///
+    /// ```no_run
+    /// # use cuda_kernels_host::reduce::Product;
+    /// # use cuda_kernels_host::prelude::*;
+    /// # fn main() -> cuda_kernels_host::Result<()> {
+    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
+    /// assert_eq!(gpu.reduce_slice::<Product, i32>(&[2, 3, 7], Some(10))?, 420);
+    /// # Ok(()) }
+    /// ```
+    fn reduce_slice<Op: ReduceKernel<T>, T: Element>(
+        &self,
+        input: &[T],
+        init: Option<T>,
+    ) -> Result<T>;
+
+    /// Reduces data already on the device; allocates a [`ReduceScratch`],
+    /// launches, waits and returns the result. An empty slice launches too
+    /// (the kernel returns `init` or the identity), except for min/max
+    /// without `init`, which are refused.
+    ///
+    /// ```no_run
+    /// # use cuda_kernels_host::reduce::Sum;
+    /// # use cuda_kernels_host::prelude::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
+    /// let d = gpu.to_device(&[1.0f64, 2.0, 3.0])?;
+    /// assert_eq!(gpu.reduce_device::<Sum, f64>(&d, None)?, 6.0);
+    /// # Ok(()) }
+    /// ```
+    fn reduce_device<Op: ReduceKernel<T, T::Acc>, T: Input>(
+        &self,
+        input: &DeviceSlice<T>,
+        init: Option<T::Acc>,
+    ) -> Result<T::Acc>;
+
+    /// Queues the reduction of `input` on [`Gpu::stream`], writing its
+    /// result into `scratch`, without waiting (for pipelines and
+    /// benchmarks); [`ReduceScratch::result`] waits and reads it. Safe under
+    /// the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
+    ///
+    /// ```no_run
+    /// # use cuda_kernels_host::reduce::Sum;
+    /// # use cuda_kernels_host::prelude::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
+    /// let d = gpu.to_device(&vec![1i32; 1 << 20])?;
+    /// let mut scratch = gpu.reduce_scratch::<i32>()?;
+    /// for _ in 0..10 {
+    ///     gpu.reduce_on_device::<Sum, i32>(&d, None, &mut scratch)?;
+    /// }
+    /// assert_eq!(scratch.result(&gpu)?, 1 << 20);
+    /// # Ok(()) }
+    /// ```
+    fn reduce_on_device<Op: ReduceKernel<T, T::Acc>, T: Input>(
+        &self,
+        input: &DeviceSlice<T>,
+        init: Option<T::Acc>,
+        scratch: &mut ReduceScratch<T::Acc>,
+    ) -> Result<()>;
+
+    /// [`Gpu::reduce_on_device`](crate::reduce::ReduceExt::reduce_on_device) with a chosen launch shape (for tuning:
+    /// the result is the same for any valid shape, up to float rounding):
+    /// `block` a multiple of 32 in 32..=1024, `grid` in
+    /// 1..=[`ReduceScratch::capacity`].
+    ///
+    /// ```no_run
+    /// # use cuda_kernels_host::reduce::Sum;
+    /// # use cuda_kernels_host::prelude::*;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
+    /// let d = gpu.to_device(&vec![2i64; 1000])?;
+    /// let mut scratch = gpu.reduce_scratch::<i64>()?;
+    /// gpu.reduce_on_device_shaped::<Sum, i64>(&d, None, &mut scratch, 3, 96)?;
+    /// assert_eq!(scratch.result(&gpu)?, 2000);
+    /// # Ok(()) }
+    /// ```
+    fn reduce_on_device_shaped<Op: ReduceKernel<T, T::Acc>, T: Input>(
+        &self,
+        input: &DeviceSlice<T>,
+        init: Option<T::Acc>,
+        scratch: &mut ReduceScratch<T::Acc>,
+        grid: u32,
+        block: u32,
+    ) -> Result<()>;
+
+    /// Allocates the device memory for [`Gpu::reduce_on_device`](crate::reduce::ReduceExt::reduce_on_device): room for
+    /// the largest grid a reduction launches on this GPU.
+    fn reduce_scratch<T: Element>(&self) -> Result<ReduceScratch<T>>;
+
+    /// The `(grid, block)` a reduction of `n` elements launches with: blocks
+    /// of [`BLOCK`] threads, enough to give each thread at least one 16-byte
+    /// vector, at most as many as fit on the GPU at once (multiprocessors ×
+    /// resident blocks per multiprocessor, from the occupancy API), and at
+    /// least one. The grid-stride loop covers the rest. Useful to derive the
+    /// float tolerance ([`float_sum_tolerance`]).
+    fn reduce_launch_shape<Op: ReduceKernel<T, T::Acc>, T: Input>(
+        &self,
+        n: usize,
+    ) -> Result<(u32, u32)>;
+}
+
+impl ReduceExt for Gpu {
+    fn reduce<Op: ReduceKernel<T>, T: Element>(
+        &self,
+        input: ArrayView1<T>,
+        init: Option<T>,
+    ) -> Result<T> {
+        self.reduce_slice::<Op, T>(&contiguous(&input), init)
+    }
+
+    fn reduce_half<Op: HalfReduction<H>, H: HalfInput>(
         &self,
         input: ArrayView1<H>,
         init: Option<Op::Output>,
@@ -274,16 +387,7 @@ impl Gpu {
         ))
     }
 
-    /// [`Gpu::reduce`] on a slice.
-    ///
-    /// ```no_run
-    /// # use cuda_kernels_host::reduce::Product;
-    /// # fn main() -> cuda_kernels_host::Result<()> {
-    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
-    /// assert_eq!(gpu.reduce_slice::<Product, i32>(&[2, 3, 7], Some(10))?, 420);
-    /// # Ok(()) }
-    /// ```
-    pub fn reduce_slice<Op: ReduceKernel<T>, T: Element>(
+    fn reduce_slice<Op: ReduceKernel<T>, T: Element>(
         &self,
         input: &[T],
         init: Option<T>,
@@ -297,20 +401,7 @@ impl Gpu {
         self.reduce_device::<Op, T>(&device, Some(init))
     }
 
-    /// Reduces data already on the device; allocates a [`ReduceScratch`],
-    /// launches, waits and returns the result. An empty slice launches too
-    /// (the kernel returns `init` or the identity), except for min/max
-    /// without `init`, which are refused.
-    ///
-    /// ```no_run
-    /// # use cuda_kernels_host::reduce::Sum;
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
-    /// let d = gpu.to_device(&[1.0f64, 2.0, 3.0])?;
-    /// assert_eq!(gpu.reduce_device::<Sum, f64>(&d, None)?, 6.0);
-    /// # Ok(()) }
-    /// ```
-    pub fn reduce_device<Op: ReduceKernel<T, T::Acc>, T: Input>(
+    fn reduce_device<Op: ReduceKernel<T, T::Acc>, T: Input>(
         &self,
         input: &DeviceSlice<T>,
         init: Option<T::Acc>,
@@ -322,24 +413,7 @@ impl Gpu {
         scratch.result(self)
     }
 
-    /// Queues the reduction of `input` on [`Gpu::stream`], writing its
-    /// result into `scratch`, without waiting (for pipelines and
-    /// benchmarks); [`ReduceScratch::result`] waits and reads it. Safe under
-    /// the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
-    ///
-    /// ```no_run
-    /// # use cuda_kernels_host::reduce::Sum;
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
-    /// let d = gpu.to_device(&vec![1i32; 1 << 20])?;
-    /// let mut scratch = gpu.reduce_scratch::<i32>()?;
-    /// for _ in 0..10 {
-    ///     gpu.reduce_on_device::<Sum, i32>(&d, None, &mut scratch)?;
-    /// }
-    /// assert_eq!(scratch.result(&gpu)?, 1 << 20);
-    /// # Ok(()) }
-    /// ```
-    pub fn reduce_on_device<Op: ReduceKernel<T, T::Acc>, T: Input>(
+    fn reduce_on_device<Op: ReduceKernel<T, T::Acc>, T: Input>(
         &self,
         input: &DeviceSlice<T>,
         init: Option<T::Acc>,
@@ -349,22 +423,7 @@ impl Gpu {
         self.reduce_on_device_shaped::<Op, T>(input, init, scratch, grid, block)
     }
 
-    /// [`Gpu::reduce_on_device`] with a chosen launch shape (for tuning:
-    /// the result is the same for any valid shape, up to float rounding):
-    /// `block` a multiple of 32 in 32..=1024, `grid` in
-    /// 1..=[`ReduceScratch::capacity`].
-    ///
-    /// ```no_run
-    /// # use cuda_kernels_host::reduce::Sum;
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// # let gpu = cuda_kernels_host::Gpu::from_ptx_file("kernels.ptx")?;
-    /// let d = gpu.to_device(&vec![2i64; 1000])?;
-    /// let mut scratch = gpu.reduce_scratch::<i64>()?;
-    /// gpu.reduce_on_device_shaped::<Sum, i64>(&d, None, &mut scratch, 3, 96)?;
-    /// assert_eq!(scratch.result(&gpu)?, 2000);
-    /// # Ok(()) }
-    /// ```
-    pub fn reduce_on_device_shaped<Op: ReduceKernel<T, T::Acc>, T: Input>(
+    fn reduce_on_device_shaped<Op: ReduceKernel<T, T::Acc>, T: Input>(
         &self,
         input: &DeviceSlice<T>,
         init: Option<T::Acc>,
@@ -416,12 +475,11 @@ impl Gpu {
         }
     }
 
-    /// Allocates the device memory for [`Gpu::reduce_on_device`]: room for
-    /// the largest grid a reduction launches on this GPU.
-    pub fn reduce_scratch<T: Element>(&self) -> Result<ReduceScratch<T>> {
+    fn reduce_scratch<T: Element>(&self) -> Result<ReduceScratch<T>> {
         const K: &str = "reduce";
         self.bind()?;
-        let capacity = self.multiprocessors(K)? as usize * MAX_BLOCKS_PER_SM as usize;
+        let capacity =
+            self.multiprocessors(K)? as usize * simulator::BLOCKS_PER_MULTIPROCESSOR as usize;
         // SAFETY: the kernel writes each partial before any block reads it,
         // and writes the result; nothing reads them earlier.
         let partials = unsafe { self.uninitialized::<T>(capacity) }?;
@@ -435,42 +493,23 @@ impl Gpu {
         })
     }
 
-    /// The `(grid, block)` a reduction of `n` elements launches with: blocks
-    /// of [`BLOCK`] threads, enough to give each thread at least one 16-byte
-    /// vector, at most as many as fit on the GPU at once (multiprocessors ×
-    /// resident blocks per multiprocessor, from the occupancy API), and at
-    /// least one. The grid-stride loop covers the rest. Useful to derive the
-    /// float tolerance ([`float_sum_tolerance`]).
-    pub fn reduce_launch_shape<Op: ReduceKernel<T, T::Acc>, T: Input>(
+    fn reduce_launch_shape<Op: ReduceKernel<T, T::Acc>, T: Input>(
         &self,
         n: usize,
     ) -> Result<(u32, u32)> {
         let k = Op::ENTRY;
         self.bind()?;
         let resident = if self.is_simulated() {
-            crate::simulator::resident_blocks(BLOCK, SHARED_BYTES)
+            simulator::resident_blocks(BLOCK, SHARED_BYTES)
         } else {
             self.function(k)?
                 .max_active_blocks_per_multiprocessor(BLOCK.into(), SHARED_BYTES as usize)
                 .during(k, "cuOccupancyMaxActiveBlocksPerMultiprocessor")?
         }
-        .clamp(1, MAX_BLOCKS_PER_SM);
+        .clamp(1, simulator::BLOCKS_PER_MULTIPROCESSOR);
         let full = self.multiprocessors(k)? * resident;
         let wanted = n.div_ceil(T::PER_VEC).div_ceil(BLOCK as usize).max(1);
         Ok((wanted.min(full as usize) as u32, BLOCK))
-    }
-
-    /// The number of multiprocessors (SMs) of this GPU (the simulated
-    /// H100's 132 on the simulator).
-    pub fn multiprocessors(&self, k: &'static str) -> Result<u32> {
-        if self.is_simulated() {
-            return Ok(crate::simulator::MULTIPROCESSORS);
-        }
-        let sms = self
-            .device()?
-            .get_attribute(DeviceAttribute::MultiprocessorCount)
-            .during(k, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)")?;
-        Ok(sms.max(1) as u32)
     }
 }
 
@@ -494,7 +533,7 @@ pub fn start_value<Op: ReduceKernel<T, T::Acc>, T: Input>(
     }
 }
 
-/// CPU reference for [`Gpu::reduce`]: a sequential left fold from `init`
+/// CPU reference for [`Gpu::reduce`](crate::reduce::ReduceExt::reduce): a sequential left fold from `init`
 /// (or the identity) with the very same `combine` the kernel uses ([`fold`]). Same errors as
 /// the GPU: min/max of an empty input without `init` are refused.
 ///
@@ -552,7 +591,7 @@ pub struct ReduceOrder {
 
 impl ReduceOrder {
     /// The order of a launch with `(grid, block)` from
-    /// [`Gpu::reduce_launch_shape`] over a driver-allocated buffer (which
+    /// [`Gpu::reduce_launch_shape`](crate::reduce::ReduceExt::reduce_launch_shape) over a driver-allocated buffer (which
     /// starts on a 256-byte boundary, so `head` is 0).
     pub fn aligned((grid, block): (u32, u32)) -> Self {
         Self {
@@ -690,7 +729,7 @@ pub fn reduce_in_gpu_order<Op: ReduceKernel<T>, T: Element>(
 
 /// A bound on `|gpu − exact|` for a float sum of `n` elements whose
 /// absolute values add up to `sum_abs`, reduced by `threads` GPU threads
-/// (`grid × block` of [`Gpu::reduce_launch_shape`]), for a type of unit
+/// (`grid × block` of [`Gpu::reduce_launch_shape`](crate::reduce::ReduceExt::reduce_launch_shape)), for a type of unit
 /// roundoff `unit_roundoff` (`f32::EPSILON / 2`, `f64::EPSILON / 2`).
 ///
 /// The GPU's summation tree (see [`cuda_kernels_gpu::reduce`]) has depth at
@@ -732,7 +771,7 @@ pub mod primitives {
 
     use crate::Gpu;
     use crate::error::{Error, Result};
-    use crate::kernel::LaunchConfig;
+    use crate::launch::LaunchConfig;
 
     /// What `warp_shuffle_test` wrote: 8 rows of one value per thread each.
     #[derive(Debug, Clone)]
@@ -764,14 +803,28 @@ pub mod primitives {
         pub sum_u64: u64,
     }
 
-    impl Gpu {
+    /// The warp-primitive and atomic checks on a [`Gpu`].
+    pub trait WarpPrimitiveChecks {
         /// Runs `warp_shuffle_test` on `blocks × threads_per_block` threads
         /// (`threads_per_block` a multiple of 32).
-        pub fn warp_primitives_test(
-            &self,
-            blocks: u32,
-            threads_per_block: u32,
-        ) -> Result<WarpResults> {
+        fn warp_primitives_test(&self, blocks: u32, threads_per_block: u32) -> Result<WarpResults>;
+
+        /// Runs `atomic_test` with `n` threads (1 ≤ n < 2^31).
+        fn atomic_primitives_test(&self, n: usize) -> Result<AtomicResults>;
+
+        /// Runs `load_test` on `input` (a whole number of 16-byte vectors):
+        /// returns what the `ld.global.nc.v4` copy and the `ld.global.cg`
+        /// copy wrote (both must equal the input).
+        fn load_primitives_test(&self, input: &[u32]) -> Result<(Vec<u32>, Vec<u32>)>;
+
+        /// Runs `block_reduce_test_i64`: one sum per block of
+        /// `threads_per_block` consecutive values of `input` (whose length
+        /// must be a multiple of `threads_per_block`, itself a multiple of 32).
+        fn block_reduce_test(&self, input: &[i64], threads_per_block: u32) -> Result<Vec<i64>>;
+    }
+
+    impl WarpPrimitiveChecks for Gpu {
+        fn warp_primitives_test(&self, blocks: u32, threads_per_block: u32) -> Result<WarpResults> {
             const K: &str = WARP_SHUFFLE_TEST.name();
             crate::launch::check_block(K, (threads_per_block, 1, 1))?;
             if !threads_per_block.is_multiple_of(32) || blocks == 0 {
@@ -790,12 +843,12 @@ pub mod primitives {
             let threads = blocks as usize * threads_per_block as usize;
             self.bind()?;
             let stream = self.stream();
-            let o32 = self.to_device(&vec![0u32; 8 * threads])?;
-            let o64 = self.to_device(&vec![0u64; 8 * threads])?;
+            let mut o32 = self.to_device(&vec![0u32; 8 * threads])?;
+            let mut o64 = self.to_device(&vec![0u64; 8 * threads])?;
             // SAFETY: both outputs hold 8 · threads elements; the block size is a multiple of 32.
             unsafe {
                 let cfg = LaunchConfig::linear(blocks, threads_per_block);
-                let args = (&o32, &o64, threads);
+                let args = (&mut o32, &mut o64, threads);
                 self.launch(WARP_SHUFFLE_TEST, cfg, stream, args)
             }?;
             self.synchronize(K)?;
@@ -809,8 +862,7 @@ pub mod primitives {
             })
         }
 
-        /// Runs `atomic_test` with `n` threads (1 ≤ n < 2^31).
-        pub fn atomic_primitives_test(&self, n: usize) -> Result<AtomicResults> {
+        fn atomic_primitives_test(&self, n: usize) -> Result<AtomicResults> {
             const K: &str = ATOMIC_TEST.name();
             if n == 0 || n >= i32::MAX as usize {
                 return Err(Error::invalid(K, format!("{n} threads: need 1 ≤ n < 2^31")));
@@ -821,15 +873,23 @@ pub mod primitives {
             }
             self.bind()?;
             let stream = self.stream();
-            let tickets = self.to_device(&vec![u32::MAX; n])?;
-            let counters = self.to_device(&[0, 0, u32::MAX, u32::MAX, 0, 0u32])?;
-            let signed = self.to_device(&[i32::MIN, i32::MAX])?;
-            let s32 = self.to_device(&[0f32])?;
-            let s64 = self.to_device(&[0f64])?;
-            let su64 = self.to_device(&[0u64])?;
+            let mut tickets = self.to_device(&vec![u32::MAX; n])?;
+            let mut counters = self.to_device(&[0, 0, u32::MAX, u32::MAX, 0, 0u32])?;
+            let mut signed = self.to_device(&[i32::MIN, i32::MAX])?;
+            let mut s32 = self.to_device(&[0f32])?;
+            let mut s64 = self.to_device(&[0f64])?;
+            let mut su64 = self.to_device(&[0u64])?;
             // SAFETY: buffers sized and initialised as atomic_test's # Safety says; n < 2^31.
             unsafe {
-                let args = (&tickets, &counters, &signed, &s32, &s64, &su64, n);
+                let args = (
+                    &mut tickets,
+                    &mut counters,
+                    &mut signed,
+                    &mut s32,
+                    &mut s64,
+                    &mut su64,
+                    n,
+                );
                 self.launch(ATOMIC_TEST, LaunchConfig::linear(grid, 256), stream, args)
             }?;
             self.synchronize(K)?;
@@ -852,10 +912,7 @@ pub mod primitives {
             Ok(r)
         }
 
-        /// Runs `load_test` on `input` (a whole number of 16-byte vectors):
-        /// returns what the `ld.global.nc.v4` copy and the `ld.global.cg`
-        /// copy wrote (both must equal the input).
-        pub fn load_primitives_test(&self, input: &[u32]) -> Result<(Vec<u32>, Vec<u32>)> {
+        fn load_primitives_test(&self, input: &[u32]) -> Result<(Vec<u32>, Vec<u32>)> {
             const K: &str = LOAD_TEST.name();
             if input.is_empty() || !input.len().is_multiple_of(4) {
                 return Err(Error::invalid(
@@ -870,12 +927,12 @@ pub mod primitives {
             // cuMemAlloc returns 256-byte-aligned memory, the simulator 16-byte-aligned
             // buffers: the 16-byte alignment holds.
             let din = self.to_device(input)?;
-            let out = self.to_device(&vec![0u32; input.len()])?;
-            let out_cg = self.to_device(&vec![0u32; input.len()])?;
+            let mut out = self.to_device(&vec![0u32; input.len()])?;
+            let mut out_cg = self.to_device(&vec![0u32; input.len()])?;
             // SAFETY: din is 16-byte aligned with 4 · vectors words, only read; the outputs
             // hold as many and are separate allocations.
             unsafe {
-                let args = (&din, &out, &out_cg, vectors);
+                let args = (&din, &mut out, &mut out_cg, vectors);
                 self.launch(LOAD_TEST, LaunchConfig::linear(grid, 128), stream, args)
             }?;
             self.synchronize(K)?;
@@ -886,10 +943,7 @@ pub mod primitives {
             Ok((a, b))
         }
 
-        /// Runs `block_reduce_test_i64`: one sum per block of
-        /// `threads_per_block` consecutive values of `input` (whose length
-        /// must be a multiple of `threads_per_block`, itself a multiple of 32).
-        pub fn block_reduce_test(&self, input: &[i64], threads_per_block: u32) -> Result<Vec<i64>> {
+        fn block_reduce_test(&self, input: &[i64], threads_per_block: u32) -> Result<Vec<i64>> {
             const K: &str = BLOCK_REDUCE_TEST_I64.name();
             crate::launch::check_block(K, (threads_per_block, 1, 1))?;
             let tpb = threads_per_block as usize;
@@ -903,13 +957,13 @@ pub mod primitives {
             self.bind()?;
             let stream = self.stream();
             let din = self.to_device(input)?;
-            let out = self.to_device(&vec![0i64; blocks as usize])?;
+            let mut out = self.to_device(&vec![0i64; blocks as usize])?;
             // SAFETY: input holds blocks · tpb values, out one per block; the dynamic shared
             // memory (SHARED_BYTES ≥ 256) is what block_reduce needs.
             unsafe {
                 let cfg = LaunchConfig::linear(blocks, threads_per_block)
                     .with_shared(super::SHARED_BYTES);
-                let args = (&din, &out);
+                let args = (&din, &mut out);
                 self.launch(BLOCK_REDUCE_TEST_I64, cfg, stream, args)
             }?;
             self.synchronize(K)?;

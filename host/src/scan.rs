@@ -29,7 +29,7 @@ pub use cuda_kernels_gpu::scan::{Max, Min, ReduceOp, ScanKernel, Sum, THREADS, T
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::launch::MAX_GRID_X;
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::util::contiguous;

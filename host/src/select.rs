@@ -23,7 +23,7 @@ pub use cuda_kernels_gpu::select::{ByFlags, NonZero, SelectKernel, SelectOp};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::scan::{Element, THREADS, TileScratch};
 use crate::util::contiguous;

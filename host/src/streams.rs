@@ -24,13 +24,7 @@
 //!   are mapped onto `CUDA_DEVICE_MAX_CONNECTIONS` hardware work queues
 //!   (default 8, at most 32; read when the context is created), and work in
 //!   one queue starts in order, so by default at most 8 of these kernels run
-//!   at once. Measured on an H100 (200 arrays of 2^20, CUDA-event spans):
-//!   the default stream 2.09 s; one stream per array in the seed's order
-//!   253 ms (8.3×) with the default 8 queues, and with
-//!   `CUDA_DEVICE_MAX_CONNECTIONS=32` 78–84 ms (25–27×), or 68–71 ms
-//!   (29–31×, 28 kernels at once) queued depth-first. (Depth-first with 8
-//!   queues varied between 228 and 478 ms from run to run.)
-//!   See [`hardware_queues`].
+//!   at once. The measurements: `docs/tuning.md`. See [`hardware_queues`].
 use std::time::Instant;
 
 use cust::event::{Event, EventFlags, EventStatus};
@@ -42,7 +36,7 @@ use cuda_kernels_gpu::streams::{MULT_KER, mult_ker_element};
 use crate::Gpu;
 use crate::async_mem::{Lane, mean_std};
 use crate::error::{CudaResultExt, Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::launch::{MAX_GRID_X, check_block};
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::util::contiguous;
@@ -121,11 +115,26 @@ pub fn first_difference(got: &[f32], expected: &[f32]) -> Option<usize> {
         .position(|(g, e)| g.to_bits() != e.to_bits())
 }
 
-impl Gpu {
+/// The `mult_ker` launchers on a [`Gpu`].
+pub trait MultKerExt {
     /// K12: copies `data` in, runs `mult_ker<<<grid, block>>>` on it, copies
     /// it back (values of magnitude ≥ 2^127 become ±∞, the others stay). The seed's shape is
     /// `(SEED_GRID, SEED_BLOCK)`; any shape covers any length.
-    pub fn mult_ker(&self, data: ArrayView1<f32>, grid: u32, block: u32) -> Result<Array1<f32>> {
+    fn mult_ker(&self, data: ArrayView1<f32>, grid: u32, block: u32) -> Result<Array1<f32>>;
+
+    /// Queues `mult_ker<<<grid, block>>>` on [`Gpu::stream`] over data already
+    /// on the device, in place, without synchronizing. Safe under the
+    /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
+    fn mult_ker_on_device(&self, data: &mut DeviceSlice<f32>, grid: u32, block: u32) -> Result<()>;
+
+    /// K14 (a): one `mult_ker<<<1, 64>>>` over `data` between a start and an
+    /// end event on [`Gpu::stream`]; the events are queried right after the
+    /// launch, then the end event is synchronized and both are queried again.
+    fn mult_ker_events(&self, data: ArrayView1<f32>) -> Result<(Array1<f32>, EventsReport)>;
+}
+
+impl MultKerExt for Gpu {
+    fn mult_ker(&self, data: ArrayView1<f32>, grid: u32, block: u32) -> Result<Array1<f32>> {
         check_mult_ker(data.len(), grid, block)?;
         self.bind()?;
         let mut buf = self.to_device(&contiguous(&data))?;
@@ -137,15 +146,7 @@ impl Gpu {
         })
     }
 
-    /// Queues `mult_ker<<<grid, block>>>` on [`Gpu::stream`] over data already
-    /// on the device, in place, without synchronizing. Safe under the
-    /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
-    pub fn mult_ker_on_device(
-        &self,
-        data: &mut DeviceSlice<f32>,
-        grid: u32,
-        block: u32,
-    ) -> Result<()> {
+    fn mult_ker_on_device(&self, data: &mut DeviceSlice<f32>, grid: u32, block: u32) -> Result<()> {
         check_mult_ker(data.len(), grid, block)?;
         self.bind()?;
         let (cfg, stream) = (LaunchConfig::linear(grid, block), self.stream());
@@ -156,10 +157,7 @@ impl Gpu {
         unsafe { self.launch(MULT_KER, cfg, stream, (data, len)) }
     }
 
-    /// K14 (a): one `mult_ker<<<1, 64>>>` over `data` between a start and an
-    /// end event on [`Gpu::stream`]; the events are queried right after the
-    /// launch, then the end event is synchronized and both are queried again.
-    pub fn mult_ker_events(&self, data: ArrayView1<f32>) -> Result<(Array1<f32>, EventsReport)> {
+    fn mult_ker_events(&self, data: ArrayView1<f32>) -> Result<(Array1<f32>, EventsReport)> {
         check_mult_ker(data.len(), SEED_GRID, SEED_BLOCK)?;
         self.require_cuda(EVENTS)?;
         self.bind()?;
@@ -234,10 +232,15 @@ pub struct EventsReport {
     pub kernel_ms: f32,
 }
 
-impl<const D: usize> Lane<'_, f32, D> {
+/// The `mult_ker` launch on a lane of `f32` buffers.
+pub trait LaneMultKerExt {
     /// Queues `mult_ker<<<grid, block>>>` on device buffer `dev`, in place, on
     /// the lane's stream.
-    pub fn mult_ker(&mut self, dev: usize, grid: u32, block: u32) -> Result<()> {
+    fn mult_ker(&mut self, dev: usize, grid: u32, block: u32) -> Result<()>;
+}
+
+impl<const D: usize> LaneMultKerExt for Lane<'_, f32, D> {
+    fn mult_ker(&mut self, dev: usize, grid: u32, block: u32) -> Result<()> {
         let len = self.len();
         check_mult_ker(len, grid, block)?;
         let (gpu, stream, ptrs) = self.launch_target()?;

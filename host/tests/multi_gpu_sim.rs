@@ -11,6 +11,7 @@ use cuda_kernels_host::multi_gpu::matmul::matmul;
 use cuda_kernels_host::multi_gpu::reduce::{reduce, reduce_resident, scatter};
 use cuda_kernels_host::multi_gpu::{labels, run_each};
 use cuda_kernels_host::peer::{CopyPath, copy_between};
+use cuda_kernels_host::prelude::*;
 use cuda_kernels_host::reduce::{Sum, reduce_cpu};
 use cuda_kernels_host::util::Rng;
 use cuda_kernels_host::{DeviceId, Error, Gpu, Result};

@@ -1,10 +1,12 @@
 //! The public API on the simulator: launchers, buffers, errors, with no GPU.
 //! (The full kernel suite runs on both backends in the root crate's
 //! `tests/gpu`; these check the host crate's own simulator path.)
-use cuda_kernels_host::kernel::{Kernel, LaunchConfig};
+use cuda_kernels_host::kernel::Kernel;
+use cuda_kernels_host::launch::LaunchConfig;
 use cuda_kernels_host::mandelbrot::{MandelbrotParams, mandelbrot_cpu};
 use cuda_kernels_host::matrices::{MatmulKernel, check_matmul};
 use cuda_kernels_host::multiply::{multiply_cpu, multiply_inputs, vector_sum_i32_cpu};
+use cuda_kernels_host::prelude::*;
 use cuda_kernels_host::{DeviceId, Error, Gpu, Result};
 use ndarray::{Array1, Array2};
 
@@ -168,8 +170,9 @@ fn the_launch_path_refuses_what_the_gpu_refuses() -> Result<()> {
         "{e:?}"
     );
     // A handle from a bare name has no host entry.
+    // SAFETY: multiply takes these parameters.
     let bare: Kernel<(*const f32, *const f32, *mut f32, usize)> =
-        Kernel::new(cuda_kernels_gpu::IMAGE, "multiply");
+        unsafe { Kernel::new(cuda_kernels_gpu::IMAGE, "multiply") };
     // SAFETY: refused before any thread runs.
     let e = unsafe {
         gpu.launch(
@@ -415,4 +418,93 @@ fn a_handle_launches_only_on_its_own_crates_image() {
         matches!(&e, Err(Error::KernelNotFound { name, .. }) if name == "multiply"),
         "{e:?}"
     );
+}
+
+/// Moved from the runtime's memory tests: they launch the catalogue's kernels.
+#[test]
+fn another_devices_memory_or_stream_is_a_typed_error() {
+    let (gpu0, gpu1) = (
+        Gpu::simulated_device(0).unwrap(),
+        Gpu::simulated_device(1).unwrap(),
+    );
+    let (d0, d1) = (gpu0.device_id(), gpu1.device_id());
+    assert_ne!(d0, d1);
+    let a = gpu0.to_device(&[1.0f32; 8]).unwrap();
+    let b = gpu1.to_device(&[1.0f32; 8]).unwrap();
+    let mut c = gpu0.zeroed::<f32>(8).unwrap();
+    let wrong = |e: Error| {
+        matches!(e, Error::WrongDevice { kernel: "multiply", expected, found }
+            if expected == d0 && found == d1)
+    };
+    let e = gpu0.multiply_on_device(&a, &b, &mut c).unwrap_err();
+    assert!(wrong(e));
+    // The launch path itself: a stream of another device.
+    let cfg = LaunchConfig::linear(1, 32);
+    let k = cuda_kernels_gpu::multiply::MULTIPLY;
+    // SAFETY: refused before anything runs.
+    let e = unsafe { gpu0.launch(k, cfg, gpu1.stream(), (&a, &a, &mut c, 8usize)) };
+    assert!(wrong(e.unwrap_err()));
+    // A copy between devices.
+    let e = c.copy_from_device(&b).unwrap_err();
+    assert!(matches!(e, Error::WrongDevice { .. }), "{e:?}");
+    assert!(e.to_string().contains("simulated device 1"), "{e}");
+    // Same ordinal, same device (as two Gpus on one CUDA device share its context).
+    let again = Gpu::simulator().unwrap();
+    assert_eq!(again.device_id(), d0);
+    assert!(again.check_device("k", &a).is_ok());
+}
+
+#[test]
+fn hardware_features_are_refused_on_the_simulator() {
+    let gpu = Gpu::simulator().unwrap();
+    let not_on_sim = |e: Error| matches!(e, Error::NotOnSimulator { .. });
+    assert!(gpu.is_simulated() && gpu.stream().is_simulated());
+    assert!(not_on_sim(gpu.module().map(drop).unwrap_err()));
+    assert!(not_on_sim(gpu.device().unwrap_err()));
+    assert!(not_on_sim(gpu.context().map(drop).unwrap_err()));
+    assert!(not_on_sim(gpu.function("multiply").map(drop).unwrap_err()));
+    assert!(not_on_sim(gpu.stream().as_cust().map(drop).unwrap_err()));
+    let e = cuda_kernels_host::timing::GpuTimer::time(gpu.stream(), || Ok(())).unwrap_err();
+    assert!(not_on_sim(e));
+    assert!(not_on_sim(
+        cuda_kernels_host::timing::GpuTimer::on(&gpu)
+            .map(drop)
+            .unwrap_err()
+    ));
+    let a = ndarray::Array1::from(vec![1.0f32; 4]);
+    let e = gpu
+        .multiply_timed(
+            a.view(),
+            a.view(),
+            cuda_kernels_host::multiply::MemoryMode::Device,
+        )
+        .unwrap_err();
+    assert!(not_on_sim(e));
+    let e = gpu
+        .multiply_timed(
+            a.view(),
+            a.view(),
+            cuda_kernels_host::multiply::MemoryMode::Unified,
+        )
+        .unwrap_err();
+    assert!(not_on_sim(e));
+    assert!(not_on_sim(gpu.launch_overhead(1).unwrap_err()));
+    assert!(not_on_sim(
+        cuda_kernels_host::bench::device_copy_gbps(&gpu, 1024, 1).unwrap_err()
+    ));
+    let inputs = vec![vec![1.0f32; 4]];
+    assert!(not_on_sim(
+        cuda_kernels_host::streams::SerialBatch::new(&gpu, &inputs)
+            .map(drop)
+            .unwrap_err()
+    ));
+    assert!(not_on_sim(
+        cuda_kernels_host::streams::StreamBatch::new(&gpu, &inputs)
+            .map(drop)
+            .unwrap_err()
+    ));
+    assert!(gpu.synchronize("k").is_ok() && gpu.synchronize_context("k").is_ok());
+    assert!(gpu.bind().is_ok());
+    let s = gpu.new_stream().unwrap();
+    assert!(s.is_simulated() && s.device() == gpu.device_id() && s.synchronize().is_ok());
 }

@@ -71,10 +71,70 @@ pub fn split(addrs: impl Iterator<Item = usize> + Clone, size: usize, n: usize) 
     })
 }
 
+/// How an element type sits in the registers of the vector path: as
+/// [`Words`](Lanes::Word), each holding one element (`f32`, `i64`, …) or a
+/// packed pair (`f16` and `bf16` as [`f16x2`](crate::device::float16::f16x2)
+/// and [`bf16x2`](crate::device::float16::bf16x2), on which one packed
+/// instruction does two elements' work). The map applies its function to
+/// whole words; an element of the head or tail goes through
+/// [`splat`](Lanes::splat) and [`first`](Lanes::first).
+///
+/// # Safety
+/// `Word`'s bytes are `size_of::<Word>() / size_of::<Self>()` consecutive
+/// elements in memory order, its size divides 16, it is aligned to at most
+/// its size, and a function applied to `splat(x)` gives in its first
+/// element what it gives for `x` alone (each lane is computed on its own).
+pub unsafe trait Lanes: Copy + Default {
+    /// One register's worth of elements.
+    type Word: Copy + Default;
+    /// `x` in every element of a word.
+    fn splat(self) -> Self::Word;
+    /// The first element of a word.
+    fn first(word: Self::Word) -> Self;
+}
+
+macro_rules! lanes_one {
+    ($($t:ty),*) => {$(
+        // SAFETY: the word is the element itself.
+        unsafe impl Lanes for $t {
+            type Word = $t;
+            #[inline(always)]
+            fn splat(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn first(word: $t) -> $t {
+                word
+            }
+        }
+    )*};
+}
+lanes_one!(i8, u8, i16, u16, i32, u32, i64, u64, f32, f64);
+
+macro_rules! lanes_pair {
+    ($($t:ident => $x2:ident),*) => {$(
+        // SAFETY: a `repr(transparent)` u32 holding element 0 in its low
+        // half, the element at the lower address (little-endian); the
+        // packed operations work on each half alone.
+        unsafe impl Lanes for crate::device::float16::$t {
+            type Word = crate::device::float16::$x2;
+            #[inline(always)]
+            fn splat(self) -> Self::Word {
+                crate::device::float16::$x2::new(self, self)
+            }
+            #[inline(always)]
+            fn first(word: Self::Word) -> Self {
+                word.lo()
+            }
+        }
+    )*};
+}
+lanes_pair!(f16 => f16x2, bf16 => bf16x2);
+
 /// The vectorized map itself: on nvptx64 the kernels' code, on the host the
 /// same code run by the simulator.
 pub mod device {
-    use super::{Split, UNROLL, split};
+    use super::{Lanes, Split, UNROLL, split};
     use crate::device::thread;
     use core::array::from_fn;
 
@@ -83,41 +143,8 @@ pub mod device {
     #[derive(Clone, Copy)]
     struct Aligned<A>(A);
 
-    /// `W` consecutive elements from `p + e` (one access when `W > 1`).
-    ///
-    /// # Safety
-    /// `p + e .. p + e + W` is readable; when `W > 1`, `p + e` is 16-byte
-    /// aligned and `W * size_of::<T>() == 16`.
-    #[inline(always)]
-    unsafe fn read<T: Copy, const W: usize>(p: *const T, e: usize) -> [T; W] {
-        // SAFETY: the caller's contract.
-        unsafe {
-            if W == 1 {
-                from_fn(|_| *p.add(e))
-            } else {
-                (*(p.add(e) as *const Aligned<[T; W]>)).0
-            }
-        }
-    }
-
-    /// Writes `W` consecutive elements at `p + e` (one access when `W > 1`).
-    ///
-    /// # Safety
-    /// As for [`read`], writable, and no other thread writes there.
-    #[inline(always)]
-    unsafe fn write<T: Copy, const W: usize>(p: *mut T, e: usize, v: [T; W]) {
-        // SAFETY: the caller's contract.
-        unsafe {
-            if W == 1 {
-                *p.add(e) = v[0];
-            } else {
-                *(p.add(e) as *mut Aligned<[T; W]>) = Aligned(v);
-            }
-        }
-    }
-
     /// The arrays of one map: `ins` are read, `outs[..first_inout]` are
-    /// written only (they start at `T::default()` in `f`),
+    /// written only (they start at `Word::default()` in `f`),
     /// `outs[first_inout..]` are read and written.
     struct Arrays<T, const NI: usize, const NO: usize> {
         ins: [*const T; NI],
@@ -125,52 +152,98 @@ pub mod device {
         first_inout: usize,
     }
 
-    /// The values of `W` consecutive elements of every array.
-    type Loaded<T, const W: usize, const NI: usize, const NO: usize> = ([[T; W]; NI], [[T; W]; NO]);
+    /// The words of one 16-byte vector of every array.
+    type Vectors<W, const L: usize, const NI: usize, const NO: usize> =
+        ([[W; L]; NI], [[W; L]; NO]);
 
-    impl<T: Copy + Default, const NI: usize, const NO: usize> Arrays<T, NI, NO> {
-        /// Loads elements `e .. e + W` of every input and in-out array.
+    impl<T: Lanes, const NI: usize, const NO: usize> Arrays<T, NI, NO> {
+        /// The `L` words of the 16-byte vector at element `e` of every input
+        /// and in-out array (one `ld.global.v4`/`.v2` each).
         ///
         /// # Safety
-        /// `e + W <= n` (every array holds `n` elements); alignment as for
-        /// [`read`].
+        /// The vector lies within every array and `e` is a 16-byte boundary
+        /// of each; `L * size_of::<T::Word>() == 16`.
         #[inline(always)]
-        unsafe fn load<const W: usize>(&self, e: usize) -> Loaded<T, W, NI, NO> {
-            // SAFETY: the caller's contract.
-            let ins = from_fn(|a| unsafe { read::<T, W>(self.ins[a], e) });
+        unsafe fn load_vector<const L: usize>(&self, e: usize) -> Vectors<T::Word, L, NI, NO> {
+            // SAFETY (both): the caller's contract.
+            let read = |p: *const T| unsafe { (*(p.add(e) as *const Aligned<[T::Word; L]>)).0 };
+            let ins = from_fn(|a| read(self.ins[a]));
             let outs = from_fn(|b| {
                 if b >= self.first_inout {
-                    // SAFETY: as above.
-                    unsafe { read::<T, W>(self.outs[b], e) }
+                    read(self.outs[b])
                 } else {
-                    [T::default(); W]
+                    [T::Word::default(); L]
                 }
             });
             (ins, outs)
         }
 
-        /// Applies `f` to each of the `W` elements and stores the outputs.
+        /// Applies `f` to each word of the vectors and stores the outputs.
         ///
         /// # Safety
-        /// As for [`Arrays::load`]; only this thread touches `e .. e + W`.
+        /// As for [`Arrays::load_vector`]; only this thread touches the
+        /// vector.
         #[inline(always)]
-        unsafe fn store<const W: usize>(
+        unsafe fn store_vector<const L: usize>(
             &self,
             e: usize,
-            (ins, mut outs): Loaded<T, W, NI, NO>,
-            f: &impl Fn(&[T; NI], &mut [T; NO]),
+            (ins, mut outs): Vectors<T::Word, L, NI, NO>,
+            f: &impl Fn(&[T::Word; NI], &mut [T::Word; NO]),
         ) {
-            for j in 0..W {
-                let x: [T; NI] = from_fn(|a| ins[a][j]);
-                let mut y: [T; NO] = from_fn(|b| outs[b][j]);
+            for j in 0..L {
+                let x: [T::Word; NI] = from_fn(|a| ins[a][j]);
+                let mut y: [T::Word; NO] = from_fn(|b| outs[b][j]);
                 f(&x, &mut y);
                 for b in 0..NO {
                     outs[b][j] = y[b];
                 }
             }
-            for (&out, &values) in self.outs.iter().zip(outs.iter()) {
+            // By index: an array iterator here keeps the pointers in local
+            // memory.
+            #[allow(clippy::needless_range_loop)]
+            for b in 0..NO {
                 // SAFETY: the caller's contract.
-                unsafe { write::<T, W>(out, e, values) };
+                unsafe { *(self.outs[b].add(e) as *mut Aligned<[T::Word; L]>) = Aligned(outs[b]) };
+            }
+        }
+
+        /// Element `e` of every input and in-out array, each in every lane
+        /// of a word.
+        ///
+        /// # Safety
+        /// `e < n`.
+        #[inline(always)]
+        unsafe fn load_element(&self, e: usize) -> ([T::Word; NI], [T::Word; NO]) {
+            // SAFETY (both): e < n, the length of every array.
+            let ins = from_fn(|a| unsafe { *self.ins[a].add(e) }.splat());
+            let outs = from_fn(|b| {
+                if b >= self.first_inout {
+                    unsafe { *self.outs[b].add(e) }.splat()
+                } else {
+                    T::Word::default()
+                }
+            });
+            (ins, outs)
+        }
+
+        /// Applies `f` to the words of one element and stores the first
+        /// lane of each output.
+        ///
+        /// # Safety
+        /// `e < n`; only this thread touches element `e`.
+        #[inline(always)]
+        unsafe fn store_element(
+            &self,
+            e: usize,
+            (ins, mut outs): ([T::Word; NI], [T::Word; NO]),
+            f: &impl Fn(&[T::Word; NI], &mut [T::Word; NO]),
+        ) {
+            f(&ins, &mut outs);
+            // By index, as in `store_vector`.
+            #[allow(clippy::needless_range_loop)]
+            for b in 0..NO {
+                // SAFETY: the caller's contract.
+                unsafe { *self.outs[b].add(e) = T::first(outs[b]) };
             }
         }
 
@@ -184,56 +257,44 @@ pub mod device {
             &self,
             base: usize,
             count: usize,
-            f: &impl Fn(&[T; NI], &mut [T; NO]),
+            f: &impl Fn(&[T::Word; NI], &mut [T::Word; NO]),
         ) {
             let mut i = thread::index_1d();
             while i < count {
                 // SAFETY: base + i < base + count <= n; element i is this thread's.
-                unsafe { self.store::<1>(base + i, self.load::<1>(base + i), f) };
+                unsafe { self.store_element(base + i, self.load_element(base + i), f) };
                 i += thread::grid_size_1d();
-            }
-        }
-
-        /// Grid-stride over `units` units of `W` elements starting at element
-        /// `base`: [`UNROLL`] units loaded before the first is stored.
-        ///
-        /// # Safety
-        /// `base + units * W <= n`; when `W > 1`, `base` is a vector
-        /// boundary of every array.
-        #[inline(always)]
-        unsafe fn grid_stride<const W: usize>(
-            &self,
-            base: usize,
-            units: usize,
-            f: &impl Fn(&[T; NI], &mut [T; NO]),
-        ) {
-            let stride = thread::grid_size_1d();
-            let mut u = thread::index_1d();
-            while u + (UNROLL - 1) * stride < units {
-                // SAFETY: every unit u + k * stride < units (checked above).
-                let loaded: [Loaded<T, W, NI, NO>; UNROLL] =
-                    from_fn(|k| unsafe { self.load::<W>(base + (u + k * stride) * W) });
-                for (k, l) in loaded.into_iter().enumerate() {
-                    // SAFETY: as above; unit u + k * stride is this thread's alone.
-                    unsafe { self.store::<W>(base + (u + k * stride) * W, l, f) };
-                }
-                u += UNROLL * stride;
-            }
-            while u < units {
-                let e = base + u * W;
-                // SAFETY: u < units; the unit is this thread's alone.
-                unsafe { self.store::<W>(e, self.load::<W>(e), f) };
-                u += stride;
             }
         }
     }
 
-    /// Runs `f` on every index `i < n` of a 1-D launch: `f(ins, outs)` gets
-    /// element `i` of each `ins` array and of each `outs` array
-    /// (`T::default()` for the first `first_inout` outputs, which are
-    /// written only; the current value for the rest, which are in-out), and
-    /// its `outs` are stored back. `L` is the elements per 16-byte vector
-    /// (`16 / size_of::<T>()`).
+    /// Grid-stride over `units` units (vectors or elements): [`UNROLL`]
+    /// units loaded (`load(u)`) before the first is stored (`store(u, …)`).
+    #[inline(always)]
+    fn grid_stride<X>(units: usize, load: impl Fn(usize) -> X, store: impl Fn(usize, X)) {
+        let stride = thread::grid_size_1d();
+        let mut u = thread::index_1d();
+        while u + (UNROLL - 1) * stride < units {
+            let loaded: [X; UNROLL] = from_fn(|k| load(u + k * stride));
+            for (k, l) in loaded.into_iter().enumerate() {
+                store(u + k * stride, l);
+            }
+            u += UNROLL * stride;
+        }
+        while u < units {
+            store(u, load(u));
+            u += stride;
+        }
+    }
+
+    /// Runs `f` on every index `i < n` of a 1-D launch, a word of
+    /// [`Lanes`] at a time: `f(ins, outs)` gets the words of each `ins`
+    /// array and of each `outs` array (`Word::default()` for the first
+    /// `first_inout` outputs, which are written only; the current values for
+    /// the rest, which are in-out), and its `outs` are stored back. `L` is
+    /// the words per 16-byte vector (`16 / size_of::<T::Word>()`). In the
+    /// head and the tail, and when the arrays disagree modulo 16, each
+    /// element runs alone, [`splat`](Lanes::splat) over its word.
     ///
     /// Thread mapping: any 1-D grid; the first threads take the head and the
     /// tail, the body is a grid-stride loop over vectors.
@@ -241,14 +302,14 @@ pub mod device {
     /// # Safety
     /// Every array holds `n` elements of `T` on the device, each aligned to
     /// `T`; the `outs` arrays overlap no other array; nothing else writes
-    /// any of them during the launch; `L * size_of::<T>() == 16`.
+    /// any of them during the launch; `L * size_of::<T::Word>() == 16`.
     #[inline(always)]
-    pub unsafe fn map<T: Copy + Default, const L: usize, const NI: usize, const NO: usize>(
+    pub unsafe fn map<T: Lanes, const L: usize, const NI: usize, const NO: usize>(
         ins: [*const T; NI],
         outs: [*mut T; NO],
         first_inout: usize,
         n: usize,
-        f: impl Fn(&[T; NI], &mut [T; NO]),
+        f: impl Fn(&[T::Word; NI], &mut [T::Word; NO]),
     ) {
         let arrays = Arrays {
             ins,
@@ -259,22 +320,31 @@ pub mod device {
             .iter()
             .map(|&p| p as usize)
             .chain(outs.iter().map(|&p| p as usize));
-        let parts = split(addrs, core::mem::size_of::<T>(), n);
-        match parts {
+        let per_vector = L * core::mem::size_of::<T::Word>() / core::mem::size_of::<T>();
+        let (arrays, f) = (&arrays, &f);
+        match split(addrs, core::mem::size_of::<T>(), n) {
             Some(Split {
                 head,
                 vectors,
                 tail,
-            }) if L > 1 => {
-                // SAFETY (all three): head + vectors * L + tail == n; the body
-                // starts at a 16-byte boundary of every array (split); each
-                // element belongs to one thread.
-                unsafe { arrays.each_element(0, head, &f) };
-                unsafe { arrays.grid_stride::<L>(head, vectors, &f) };
-                unsafe { arrays.each_element(head + vectors * L, tail, &f) };
+            }) if per_vector > 1 => {
+                // SAFETY (all three): head + vectors * per_vector + tail == n;
+                // the body starts at a 16-byte boundary of every array
+                // (split); each element belongs to one thread.
+                unsafe { arrays.each_element(0, head, f) };
+                grid_stride(
+                    vectors,
+                    |u| unsafe { arrays.load_vector::<L>(head + u * per_vector) },
+                    |u, v| unsafe { arrays.store_vector::<L>(head + u * per_vector, v, f) },
+                );
+                unsafe { arrays.each_element(head + vectors * per_vector, tail, f) };
             }
             // SAFETY: n elements, one thread each.
-            _ => unsafe { arrays.grid_stride::<1>(0, n, &f) },
+            _ => grid_stride(
+                n,
+                |e| unsafe { arrays.load_element(e) },
+                |e, v| unsafe { arrays.store_element(e, v, f) },
+            ),
         }
     }
 }

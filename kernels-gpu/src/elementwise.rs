@@ -1,5 +1,5 @@
-//! K7: elementwise kernels declared from an expression (seed 001's
-//! PyOpenCL/PyCUDA `ElementwiseKernel`), and K8 `vector_sum_repeat`.
+//! Elementwise kernels declared from an expression (PyOpenCL's and PyCUDA's
+//! `ElementwiseKernel`), and `vector_sum_repeat`.
 //!
 //! # Declaring an elementwise kernel
 //! PyCUDA writes
@@ -34,15 +34,25 @@
 //!   the crate without them, as the GPU build does).
 //!
 //! What is generated, per type: the per-element function
-//! [`Elementwise::element`] (the single source that both the GPU kernel
-//! and the host's CPU reference call), and the entry point
+//! [`Elementwise::element`] (the body on single elements, which the host's
+//! generic CPU reference `elementwise_cpu` calls), and the entry point
 //! `elementwise_<name>_<T>(in…: *const T, out…: *mut T, inout…: *mut T,
 //! scalar…: T, n: usize)`, the vectorized grid-stride map of
 //! [`bandwidth`](crate::bandwidth) over `i < n` (16-byte vectors with an
-//! element-wise head and tail): it loads the `in`/`inout` elements, calls
-//! `element` and stores the `out`/`inout` elements. On nvptx64 that is the
-//! PTX entry point; on the host the same body is the host entry of the
-//! handle [`Elementwise::KERNEL`], which the CPU simulator runs.
+//! element-wise head and tail): it loads the `in`/`inout` words, runs the
+//! body on them and stores the `out`/`inout` words. A word
+//! ([`Lanes`](crate::bandwidth::Lanes)) is one element, except for `f16`
+//! and `bf16`: the kernel runs the body on packed pairs
+//! ([`f16x2`](crate::device::float16::f16x2),
+//! [`bf16x2`](crate::device::float16::bf16x2), `T` naming the pair type
+//! there, the scalars in both halves), so that one packed instruction
+//! (`add.rn.f16x2`, `fma.rn.bf16x2`, …) does two elements and the vectors
+//! stay in registers. A body listed for a 16-bit float must therefore use
+//! only what the pairs have (`+ − × ÷`, unary `−`, `fma`, `min`, `max`);
+//! each of those rounds every element once, so the pair gives each
+//! element's own bits. On nvptx64 that is the PTX entry point; on the host
+//! the same body is the host entry of the handle [`Elementwise::KERNEL`],
+//! which the CPU simulator runs.
 //!
 //! # Adding your own
 //! 1. Add an entry to the list in [`elementwise_kernels!`](crate::elementwise_kernels)
@@ -68,7 +78,7 @@
 //! module your build script made (`examples/downstream` does it).
 //! `elementwise_kernels!` is this crate's own list, not a declaration macro.
 //!
-//! # `vector_sum_repeat` (K8)
+//! # `vector_sum_repeat`
 //! The seed's deliberately heavy kernel: every thread repeats
 //! `c[i] = a[i] + b[i]` 10,000 times. The loads and the store are volatile
 //! (`ld.volatile.global`/`st.volatile.global`), so the compiler can neither
@@ -201,8 +211,8 @@ macro_rules! __elementwise_one {
                 concat!("elementwise_", stringify!($name), "_", stringify!($ty))
                     => HANDLE: $crate::elementwise::Params<$ty>,
                 /// The generated entry point: the vectorized grid-stride map of
-                /// [`bandwidth`](crate::bandwidth) over `i < n`, calling the
-                /// per-element function.
+                /// [`bandwidth`](crate::bandwidth) over `i < n`, running the
+                /// body on words of `Lanes`.
                 ///
                 /// # Safety
                 /// Every array pointer holds at least `n` elements on the
@@ -215,12 +225,23 @@ macro_rules! __elementwise_one {
                     $($s: $ty,)*
                     n: usize,
                 ) {
+                    type Word = <$ty as $crate::bandwidth::Lanes>::Word;
+                    $( let $s = $crate::bandwidth::Lanes::splat($s); )*
+                    // The body on whole words (a packed pair of 16-bit
+                    // floats, else one element).
+                    #[allow(unused_variables, non_camel_case_types, unused_mut, clippy::all)]
+                    let body = |&[$($i),*]: &[Word; 0usize $(+ $crate::__elementwise_one_for!($i))*],
+                                [$($o,)* $($io,)*]: &mut [Word; 0usize $(+ $crate::__elementwise_one_for!($o))* $(+ $crate::__elementwise_one_for!($io))*]| {
+                        #[allow(dead_code)]
+                        type T = Word;
+                        $body
+                    };
                     // SAFETY: every array holds n elements (host-checked);
                     // outputs overlap no other array.
                     unsafe {
                         $crate::bandwidth::device::map::<
                             $ty,
-                            { 16 / ::core::mem::size_of::<$ty>() },
+                            { 16 / ::core::mem::size_of::<Word>() },
                             { 0usize $(+ $crate::__elementwise_one_for!($i))* },
                             { 0usize $(+ $crate::__elementwise_one_for!($o))* $(+ $crate::__elementwise_one_for!($io))* },
                         >(
@@ -228,11 +249,7 @@ macro_rules! __elementwise_one {
                             [$($o,)* $($io,)*],
                             0usize $(+ $crate::__elementwise_one_for!($o))*,
                             n,
-                            |ins, outs| {
-                                <$name as $crate::elementwise::Elementwise<$ty>>::element(
-                                    ins, outs, &[$($s),*],
-                                )
-                            },
+                            body,
                         )
                     }
                 }
@@ -332,7 +349,7 @@ use crate::device::float16::{bf16, f16};
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 elementwise_kernels!(crate::elementwise);
 
-/// The per-element function of `vector_sum_repeat` (K8), shared with the
+/// The per-element function of `vector_sum_repeat`, shared with the
 /// CPU reference.
 #[inline(always)]
 pub fn vector_sum_repeat_element(a: f32, b: f32) -> f32 {
@@ -346,7 +363,7 @@ pub const REPEAT_THREADS: u32 = 256;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 crate::device::kernels! {
     list REPEAT_KERNELS;
-    /// K8: for each `i < n`, `repeats` times: `c[i] = a[i] + b[i]`, with
+    /// For each `i < n`, `repeats` times: `c[i] = a[i] + b[i]`, with
     /// volatile loads and store so that the loop survives optimization (the
     /// seed's deliberately heavy kernel). Grid-stride.
     ///

@@ -69,18 +69,31 @@ pub const FIDELITY_CASES: &[FidelityCase] = &[
     case(FID_INT_EDGES, 1, 32),
     case(FID_FLOAT_TO_INT, 1, 32),
     case(FID_FLOAT_EDGES, 1, 32),
-    case(FID_NAN_ARITHMETIC, 1, 16),
+    case(FID_FMA_COPYSIGN_NAN, 1, 16),
+    case(FID_NAN_ARITHMETIC, 1, 17),
     case(FID_WRAPPING_OVERFLOW, 1, 8),
     case(FID_F64_LOW_WORD, 32, 32),
     case(FID_F64_HALVES, 32, 64),
     case(FID_LARGE_LOCAL_ARRAY, 32, 32),
     case(FID_PRINTF_FORMATS, 1, 1),
+    case(FID_PRINTF_GPU_MISPRINTS, 1, 1),
+    FidelityCase {
+        kernel: FID_PRINTF_PER_THREAD,
+        grid: [PRINTF_BLOCKS, 1, 1],
+        block: [PRINTF_THREADS, 1, 1],
+        out_words: 1,
+    },
     case(FID_MISALIGNED_SHARED_V4, 32, 32),
     case(FID_RUNAWAY_RECURSION, 32, 32),
     case(FID_DEEP_RECURSION, 32, 32),
     case(FID_REGISTER_HUNGRY, 1024, 1024),
     case(FID_REGISTER_HUNGRY, 64, 1024),
 ];
+
+/// Blocks of [`FID_PRINTF_PER_THREAD`].
+pub const PRINTF_BLOCKS: u32 = 256;
+/// Threads per block of [`FID_PRINTF_PER_THREAD`].
+pub const PRINTF_THREADS: u32 = 256;
 
 /// Lanes of [`FID_SHFL_EVEN_ODD`]'s two masks.
 pub const EVEN_LANES: u32 = 0x5555_5555;
@@ -664,8 +677,48 @@ crate::device::kernels! {
         }
     }
 
-    /// NaN results of plain f32 and f64 arithmetic and of the negation and
-    /// absolute value rustc emits (one thread): the bits the hardware gives.
+    /// `fma` (the device layer's `fma.rn`) and `copysign` with NaN
+    /// operands (one thread): the words `tests/gpu/fidelity.rs` derives
+    /// (f64 words low then high). An f32 NaN magnitude is in
+    /// [`FID_NAN_ARITHMETIC`]: rustc's f32 `copysign` gives the GPU's
+    /// canonical NaN there.
+    pub fn fid_fma_copysign_nan(out: *mut u32, n: usize) as FID_FMA_COPYSIGN_NAN {
+        use crate::device::arith::{f64_halves, fma_f32, fma_f64};
+        let o = one();
+        let f = o as f32;
+        let d = o as f64;
+        let nan = f32::from_bits(0x7fc0_0123 * o);
+        let nan64 = f64::from_bits(0x7ff8_0000_0000_0123 * o as u64);
+        let nan64b = f64::from_bits(0x7ff8_0000_0000_0456 * o as u64);
+        let neg_nan = f32::from_bits(0xffc0_0123 * o);
+        let w = |x: f64| f64_halves(x);
+        let r = [
+            fma_f32(nan, f, 1.0).to_bits(),
+            fma_f32(f, 1.0, -nan).to_bits(),
+            fma_f32(f32::INFINITY * f, 0.0, 1.0).to_bits(),
+            fma_f32(2.0 * f, 3.0, 1.0).to_bits(),
+            w(fma_f64(nan64, d, 1.0)).0,
+            w(fma_f64(nan64, d, 1.0)).1,
+            w(fma_f64(d, nan64, nan64b)).0,
+            w(fma_f64(d, nan64, nan64b)).1,
+            w(fma_f64(f64::INFINITY * d, 0.0, 1.0)).0,
+            w(fma_f64(f64::INFINITY * d, 0.0, 1.0)).1,
+            (-0.0 * f).copysign(f).to_bits(),
+            f.copysign(neg_nan).to_bits(),
+            w(nan64.copysign(-d)).0,
+            w(nan64.copysign(-d)).1,
+            (-3.0 * f).copysign(f).to_bits(),
+            w((2.0 * d).copysign(-0.0)).1,
+        ];
+        for (k, v) in r.into_iter().enumerate() {
+            // SAFETY: the case's contract.
+            unsafe { put(out, n, k, v) };
+        }
+    }
+
+    /// NaN results of plain f32 and f64 arithmetic and of the negation,
+    /// absolute value and `copysign` rustc emits (one thread): the bits the
+    /// hardware gives.
     pub fn fid_nan_arithmetic(out: *mut u32, n: usize) as FID_NAN_ARITHMETIC {
         let f = one() as f32;
         let inf = f32::INFINITY * f;
@@ -689,6 +742,7 @@ crate::device::kernels! {
             (((payload as f64) * 2.0) as f32).to_bits(),
             (-(inf - inf)).to_bits(),
             (inf * 0.0 + 1.0).to_bits(),
+            payload.copysign(-f).to_bits(),
         ];
         for (k, v) in r.into_iter().enumerate() {
             // SAFETY: the case's contract.
@@ -788,10 +842,39 @@ crate::device::kernels! {
         gpu_printf!("[%%]\n");
         gpu_printf!("[%hd]\n", 70000 * o as i32);
         gpu_printf!("[%hu]\n", 70000 * o);
-        gpu_printf!("[%hhx]\n", 0x1ff * o);
-        gpu_printf!("[%hhd]\n", 300 * o as i32);
         // SAFETY: the case's contract.
         unsafe { put(out, n, 0, 1) };
+    }
+
+    /// One thread prints the conversions the GPU's `vprintf` misprints (a
+    /// precision from `*`, `hh`, `z`, `t`) and one it prints right (a width
+    /// from `*`), each followed by a plain `%d` of 9, then `[end 9]`. The
+    /// simulator reports the first line as a located fault.
+    pub fn fid_printf_gpu_misprints(out: *mut u32, n: usize) as FID_PRINTF_GPU_MISPRINTS {
+        let o = one();
+        let nine = 9 * o as i32;
+        gpu_printf!("[%.*f|%d]\n", 2 * o as i32, core::f64::consts::PI * o as f64, nine);
+        gpu_printf!("[%.*d|%d]\n", 3 * o as i32, 7 * o as i32, nine);
+        gpu_printf!("[%*d|%d]\n", 5 * o as i32, 42 * o as i32, nine);
+        gpu_printf!("[%hhd|%d]\n", 300 * o as i32, nine);
+        gpu_printf!("[%hhx|%d]\n", 0x1ff * o, nine);
+        gpu_printf!("[%zu|%d]\n", 5 * o as usize, nine);
+        gpu_printf!("[%td|%d]\n", -5 * o as isize, nine);
+        gpu_printf!("[end %d]\n", nine);
+        // SAFETY: the case's contract.
+        unsafe { put(out, n, 0, 1) };
+    }
+
+    /// Every thread prints one line, `[fifo <global index>]` (a FIFO record
+    /// of one 4-byte argument), for the printf FIFO's limit; thread 0 sets
+    /// `out[0] = 1`.
+    pub fn fid_printf_per_thread(out: *mut u32, n: usize) as FID_PRINTF_PER_THREAD {
+        let g = thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x();
+        gpu_printf!("[fifo %u]\n", g);
+        if g == 0 {
+            // SAFETY: the case's contract.
+            unsafe { put(out, n, 0, 1) };
+        }
     }
 
     /// A fault: a 16-byte shared load (`ld.shared.v4`) at an address 4

@@ -17,7 +17,10 @@
 //! work; the k tail multiplies zeros), and the epilogue stores only the
 //! elements inside C. The tensor maps (made on the host with
 //! `cuTensorMapEncodeTiled`, 3-D: k, rows, batch) carry the operands'
-//! shapes, leading dimensions and batch strides.
+//! shapes, leading dimensions and batch strides; the host copies them into
+//! the module's [`TENSOR_MAPS_SYMBOL`] on the launch's stream before each
+//! launch (no allocation, no wait), and the producer fences them in
+//! (`hopper::acquire_tensor_map`) before its first TMA load.
 //!
 //! Entry points exist in the sm_90a build only (`lib.rs` gates this module
 //! on `target_feature = "sm_90a"` for nvptx64); on the host the bodies are
@@ -26,7 +29,7 @@
 use crate::device::hopper::{
     self, Bf16, F16, MBarrier, N256_ACCUMULATORS, Tf32, WgmmaInput, sw128_descriptor,
 };
-use crate::device::{shared, sync, thread, warp};
+use crate::device::{kernel, shared, sync, thread, warp};
 
 /// Rows of C a block computes.
 pub const BLOCK_M: u32 = 128;
@@ -49,6 +52,20 @@ const STAGE_BYTES: u32 = A_STAGE_BYTES + BLOCK_N * ROW_BYTES;
 pub const SHARED_BYTES: u32 = 1024 + STAGES * STAGE_BYTES + 2 * STAGES * 8;
 /// The k steps of one stage (each reads 32 bytes of every row).
 const K_STEPS: u32 = ROW_BYTES / 32;
+/// Registers a thread at launch (`.maxnreg`): the most that lets
+/// [`THREADS`] threads share an SM's 65,536 (a multiple of 8); `setmaxnreg`
+/// then moves them from the producer to the consumers.
+pub const MAX_REGISTERS: u32 = (65_536 / THREADS) & !7;
+
+/// The name of the module's global that holds the tensor maps of the next
+/// launch (A's, then B's): the host writes them with a copy on the launch's
+/// stream, so each launch reads its own, and passes their addresses.
+pub const TENSOR_MAPS_SYMBOL: &str = "GEMM_WGMMA_TENSOR_MAPS";
+
+/// The tensor maps of the next launch ([`TENSOR_MAPS_SYMBOL`]).
+#[cfg(target_arch = "nvptx64")]
+#[unsafe(no_mangle)]
+pub static mut GEMM_WGMMA_TENSOR_MAPS: [hopper::TensorMap; 2] = [hopper::TensorMap([0; 16]); 2];
 
 /// The block's tile of `C = alpha · A · Bᵀ + beta · C`.
 ///
@@ -76,6 +93,7 @@ unsafe fn gemm<T: WgmmaInput>(
     beta: f32,
     group_m: u32,
 ) {
+    kernel::max_registers::<MAX_REGISTERS>();
     let ring = (shared::dynamic_shared_address() + 1023) & !1023;
     let a_tile = |s: u32| ring + s * STAGE_BYTES;
     let b_tile = |s: u32| ring + s * STAGE_BYTES + A_STAGE_BYTES;
@@ -119,8 +137,11 @@ unsafe fn gemm<T: WgmmaInput>(
         hopper::setmaxnreg_dec::<40>();
         if tid == 0 {
             let (a_map, b_map) = (a_map as u64, b_map as u64);
-            // SAFETY: the launch's contract: both are tensor maps.
+            // SAFETY: the launch's contract: both are tensor maps in global
+            // memory, written by the host before the launch.
             unsafe {
+                hopper::acquire_tensor_map(a_map);
+                hopper::acquire_tensor_map(b_map);
                 hopper::prefetch_tensor_map(a_map);
                 hopper::prefetch_tensor_map(b_map);
             }

@@ -1,10 +1,10 @@
-//! K17 `hello_kernel` (seed 004): every thread prints a line with `vprintf`.
+//! `hello_kernel`: every thread prints a line with `vprintf`.
 
 use crate::device::thread;
 use crate::gpu_printf;
 
 crate::device::kernels! {
-    /// Prints `Hello World From GPU!` once per thread (seed 004 launches
+    /// Prints `Hello World From GPU!` once per thread (the seed launches
     /// <<<1, 3>>>: three lines).
     ///
     /// # Safety

@@ -68,6 +68,8 @@ pub mod gemm_wgmma;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod hello;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub mod histogram;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod life;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod mandelbrot;
@@ -81,6 +83,8 @@ pub mod reduce;
 pub mod scan;
 pub mod select;
 #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+pub mod sort;
+#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
 pub mod streams;
 
 /// The image this crate's kernels are built into: its library name, which
@@ -89,12 +93,27 @@ pub mod streams;
 /// built-in kernels (and `Gpu::simulator()`) launches only handles of it.
 pub const IMAGE: &str = env!("CARGO_CRATE_NAME");
 
-/// Every PTX entry point of this crate, each family's generated list joined
-/// once here; the build fails if two kernels share an entry name. The host's
-/// tests check this list against the built PTX. (On nvptx64 it exists with
-/// the feature `builtin-kernels` only, as the kernels do.)
-#[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
-pub const KERNELS: &[&str] = device::kernel_list!(
+/// Declares [`KERNELS`] and [`KERNEL_LISTS`] from one list of the kernel
+/// families' generated lists, so that the two cannot disagree.
+macro_rules! kernel_lists {
+    ($($list:path),* $(,)?) => {
+        /// Every PTX entry point of this crate, each family's generated list
+        /// joined once here; the build fails if two kernels share an entry
+        /// name. The host's tests check this list against the built PTX. (On
+        /// nvptx64 it exists with the feature `builtin-kernels` only, as the
+        /// kernels do.)
+        #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+        pub const KERNELS: &[&str] = device::kernel_list!($($list),*);
+
+        /// The lists [`KERNELS`] joins, each with its path in this crate
+        /// (`"multiply::KERNELS"`, …), in the same order: the table of entry
+        /// points in `docs/seeds.md` is generated from it.
+        #[cfg(any(not(target_arch = "nvptx64"), feature = "builtin-kernels"))]
+        pub const KERNEL_LISTS: &[(&str, &[&str])] = &[$((stringify!($list), $list)),*];
+    };
+}
+
+kernel_lists!(
     multiply::KERNELS,
     device_checks::KERNELS,
     hello::KERNELS,
@@ -115,4 +134,6 @@ pub const KERNELS: &[&str] = device::kernel_list!(
     life::KERNELS,
     math_checks::KERNELS,
     fidelity::FIDELITY_KERNELS,
+    sort::SORT_KERNELS,
+    histogram::HISTOGRAM_KERNELS,
 );

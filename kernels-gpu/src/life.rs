@@ -1,4 +1,4 @@
-//! K15 `conway_ker` (seed 003, the kernel from the book's previous chapter):
+//! `conway_ker` (the seed's kernel, from the book's previous chapter):
 //! one step of Conway's Game of Life, rules B3/S23, on an N×N `i32` lattice
 //! (1 alive, 0 dead) with wrap-around edges (a torus).
 //!

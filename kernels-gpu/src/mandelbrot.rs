@@ -1,4 +1,4 @@
-//! K11 `mandelbrot_ker` (seed 002; K16a and K18 launch it too): one thread per
+//! `mandelbrot_ker` (every launch path launches it, the C ABI too): one thread per
 //! point of a `size × size` lattice, 1 in the graph where the orbit of 0
 //! under `z ↦ z² + c` stays within the bound for `max_iters` iterations, 0
 //! where it escapes.
@@ -23,7 +23,7 @@ pub fn fma(a: f32, b: f32, c: f32) -> f32 {
     crate::device::arith::fma_f32(a, b, c)
 }
 
-/// The Mandelbrot test of one point `c = c_re + i·c_im`, as seed 002's
+/// The Mandelbrot test of one point `c = c_re + i·c_im`, as the seed's
 /// `mandelbrot_ker` does it: `z = 0`; `max_iters` times `z = z² + c`, and
 /// as soon as `|z|² > upper_bound_squared` the point has escaped (0.0);
 /// otherwise it is in the set (1.0). A negative `max_iters` runs no
@@ -67,7 +67,7 @@ fn escapes(z: &mut (f32, f32), c_re: f32, c_im: f32, upper_bound_squared: f32) -
     fma(temp, temp, z_im * z_im) > upper_bound_squared
 }
 
-/// The lattice indices of thread `tid` in a `size × size` graph (seed 002's
+/// The lattice indices of thread `tid` in a `size × size` graph (the seed's
 /// mapping): `i = tid % size` picks the real part `lattice[i]`,
 /// `j = size − 1 − tid / size` the imaginary part `lattice[j]`, so row 0 of
 /// the row-major graph is the top of the picture (largest imaginary part).
@@ -81,7 +81,7 @@ pub fn lattice_indices(tid: u32, size: NonZeroU32) -> (u32, u32) {
 use crate::device::thread;
 
 crate::device::kernels! {
-    /// Seed 002's kernel: `graph[tid]` = [`mandelbrot_point`] of
+    /// The seed's kernel: `graph[tid]` = [`mandelbrot_point`] of
     /// `lattice[i] + i·lattice[j]` with `(i, j)` = [`lattice_indices`]`(tid,
     /// lattice_size)`, for every `tid < lattice_size²`; threads beyond that do
     /// nothing. 1-D grid of 1-D blocks (the seed uses blocks of 32).

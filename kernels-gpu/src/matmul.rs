@@ -1,21 +1,20 @@
-//! The matrix kernels of seed 001: K3 `doubles_matrix`, K4
-//! `matrix_mul_naive`, K5 `matrix_mul_tiled` and K9 `gufunc_matmul_i64`.
+//! The matrix kernels: `doubles_matrix`, `matrix_mul_naive`,
+//! `matrix_mul_tiled` and `gufunc_matmul_i64`.
 //!
 //! Every matrix is row-major and contiguous (the host launchers copy other
 //! layouts to standard layout first). Thread mapping of the 2-D kernels:
 //! x = column, y = row, as in the seed.
 //!
 //! ## The seed's `doubles_matrix` bug
-//! Seed 001 indexes its 5×5 matrix with `threadIdx.x + threadIdx.y*4`: the
+//! The seed indexes its 5×5 matrix with `threadIdx.x + threadIdx.y*4`: the
 //! row stride is 4 where the matrix has 5 columns, so threads `(4, y)` and
 //! `(0, y+1)` both double element `4 + 4y` (elements 4, 8, 12 and 16 are
 //! quadrupled), and the largest index is `4 + 4·4 = 20`: elements 21..24 are
 //! never touched. The row stride must be the column count:
 //! `row * cols + col`. Since the matrix is contiguous, `doubles_matrix`
 //! visits its `rows * cols` elements as one 1-D range with the vectorized
-//! map of [`crate::bandwidth`] (a 2-D grid of 32 × 8 blocks, one element per
-//! thread, reached 0.77 of a device copy on an H100), so any rows × cols
-//! works.
+//! map of [`crate::bandwidth`] (faster than the seed's 2-D grid, one element
+//! per thread: `docs/tuning.md`), so any rows × cols works.
 use crate::device::arith::fma_f32;
 use crate::device::atomic::fetch_add_f32;
 use crate::device::kernel::Kernel;
@@ -407,7 +406,7 @@ unsafe fn sgemm_tile<const BM: usize, const BN: usize, const BK: usize, const VE
 }
 
 crate::device::kernels! {
-    /// K3: `a[r][c] *= 2` in place for every element of a `rows × cols`
+    /// `a[r][c] *= 2` in place for every element of a `rows × cols`
     /// matrix. The matrix is contiguous, so this is a 1-D map over its
     /// `rows * cols` elements (16-byte vectors, element-wise head and tail:
     /// [`crate::bandwidth`]), launched on a 1-D grid.
@@ -427,7 +426,7 @@ crate::device::kernels! {
         };
     }
 
-    /// K4: `C = A · B`, one thread per element of C (x = column of C,
+    /// `C = A · B`, one thread per element of C (x = column of C,
     /// y = row), each a dot product of length `k` read straight from global
     /// memory (the seed's `MatrixMulKernel`, generalized from one 5×5 block
     /// to any `m × k · k × n` with a 2-D grid and bounds checks).
@@ -456,7 +455,7 @@ crate::device::kernels! {
         }
     }
 
-    /// K9: batched int64 matrix product with NumPy gufunc semantics
+    /// Batched int64 matrix product with NumPy gufunc semantics
     /// `(m,n),(n,p)->(m,p)`: for every batch index `z < batch`,
     /// `C[z] = A[a_offsets[z] ..] · B[b_offsets[z] ..]`, where the offsets
     /// (in elements) locate the `m × n` and `n × p` row-major matrices that
@@ -535,18 +534,18 @@ macro_rules! sgemm_kernels {
 }
 
 sgemm_kernels! {
-    /// K5: `C = A · B` with shared-memory tiles and register blocking,
+    /// `C = A · B` with shared-memory tiles and register blocking,
     /// for any shape and alignment: 128 × 128 tiles of C, 4-byte loads
     /// (see [`sgemm_tile`]). The launcher picks this entry or another
     /// `matrix_mul_tiled*` by shape and alignment.
     matrix_mul_tiled as MATRIX_MUL_TILED = SGEMM_128;
 
-    /// K5 with 16-byte loads and k-tiles of 16 (128 × 128 tiles).
+    /// `matrix_mul_tiled` with 16-byte loads and k-tiles of 16 (128 × 128 tiles).
     matrix_mul_tiled_v4 as MATRIX_MUL_TILED_V4 = SGEMM_128_V4;
 
-    /// K5 with 64 × 64 tiles (64 threads), 4-byte loads.
+    /// `matrix_mul_tiled` with 64 × 64 tiles (64 threads), 4-byte loads.
     matrix_mul_tiled_64 as MATRIX_MUL_TILED_64 = SGEMM_64;
 
-    /// K5 with 64 × 64 tiles (64 threads), 16-byte loads.
+    /// `matrix_mul_tiled` with 64 × 64 tiles (64 threads), 16-byte loads.
     matrix_mul_tiled_64_v4 as MATRIX_MUL_TILED_64_V4 = SGEMM_64_V4;
 }

@@ -1,13 +1,13 @@
-//! K1 `multiply` (seed 000): `c[i] = a[i] * b[i]` on f32, on the
+//! `multiply`: `c[i] = a[i] * b[i]` on f32, on the
 //! vectorized grid-stride map of [`crate::bandwidth`].
 //!
-//! Seed 000 computes its index as `threadIdx.x * blockDim.x + threadIdx.x`,
+//! The seed computes its index as `threadIdx.x * blockDim.x + threadIdx.x`,
 //! which hands every block the same elements; here the index is the correct
 //! `blockIdx.x * blockDim.x + threadIdx.x` with stride
 //! `blockDim.x * gridDim.x` (`device::thread::grid_stride`).
 //!
-//! K6 `vector_sum_i32` (seed 001, PyOpenCL's `vectorSum`) and K19
-//! `empty_kernel` live here too: they are the same one-line shape.
+//! `vector_sum_i32` (PyOpenCL's `vectorSum`) and `empty_kernel` live here
+//! too: they are the same one-line shape.
 
 /// The per-element function shared by the kernel and the CPU reference.
 #[inline(always)]
@@ -65,7 +65,7 @@ crate::device::kernels! {
         };
     }
 
-    /// Does nothing: K19 measures what a launch itself costs.
+    /// Does nothing: it measures what a launch itself costs.
     ///
     /// # Safety
     /// None; `unsafe` only because every entry point is.

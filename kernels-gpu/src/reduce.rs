@@ -1,4 +1,4 @@
-//! K10 `reduce_*` (seed 001, Numba's `@cuda.reduce`): a generic parallel
+//! `reduce_*` (Numba's `@cuda.reduce`): a generic parallel
 //! reduction with an associative, commutative binary operation.
 //!
 //! Numba turns `def sum_reduce(a, b): return a + b` into a reduction kernel;

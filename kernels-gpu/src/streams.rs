@@ -1,8 +1,8 @@
-//! K12 `mult_ker` (seed 003): the deliberately heavy "multiply by 2, divide
+//! `mult_ker`: the deliberately heavy "multiply by 2, divide
 //! by 2, fifty times" kernel that the streams, events and contexts demos
-//! (K13, K14, K16) launch.
+//! launch.
 //!
-//! Seed 003 launches it as one block of 64 threads that stride over the array
+//! The seed launches it as one block of 64 threads that stride over the array
 //! with `num_iters = array_len / blockDim.x` and `i = j * blockDim.x + thd`.
 //! That drops the tail when `array_len` is not a multiple of the block size
 //! (and with more than one block the blocks overlap, since the stride is

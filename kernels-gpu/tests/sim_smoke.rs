@@ -1001,7 +1001,7 @@ fn sgemm_timing() {
 
 /// The families whose kernels this tier leaves to a `[sim]` family of the
 /// GPU test binary (`tests/gpu/`, run in CI on the simulator), and where.
-const LAUNCHED_ELSEWHERE: [(&[&str], &str); 4] = [
+const LAUNCHED_ELSEWHERE: [(&[&str], &str); 6] = [
     (
         cuda_kernels_gpu::fidelity::FIDELITY_KERNELS,
         "tests/gpu/fidelity.rs, each correct case under seeds 1 to 20",
@@ -1021,6 +1021,14 @@ const LAUNCHED_ELSEWHERE: [(&[&str], &str); 4] = [
             "warp_match_test",
         ],
         "tests/gpu/primitives.rs (the shared-memory atomics and warp matches)",
+    ),
+    (
+        cuda_kernels_gpu::sort::SORT_KERNELS,
+        "tests/gpu/sort.rs (every key type, keys and pairs, both orders)",
+    ),
+    (
+        cuda_kernels_gpu::histogram::HISTOGRAM_KERNELS,
+        "tests/gpu/histogram.rs",
     ),
 ];
 

@@ -31,6 +31,7 @@ use libtest_mimic::{Failed, Trial};
 use crate::common::{fail, shared_simulator};
 use crate::support::props::Draw;
 use crate::support::{Elem, first_unlike_as};
+use cuda_kernels::prelude::*;
 
 /// What every trial here is about (the reason it gives without a GPU).
 macro_rules! agree {

@@ -31,6 +31,7 @@ use crate::support::{
     PTX_GARBAGE, PTX_WITHOUT_KERNEL, TempFile, huge1, huge2, huged, missing_path, rerun_self,
     rerun_self_printing, truncated_ptx,
 };
+use cuda_kernels::prelude::*;
 
 const HELLO_CHILD: &str = "CUDA_KERNELS_TEST_HELLO_CHILD";
 const FAULT_CHILD: &str = "CUDA_KERNELS_TEST_FAULT_CHILD";

@@ -18,6 +18,7 @@ use half::{bf16, f16};
 use libtest_mimic::{Failed, Trial};
 
 use crate::common::{ensure, fail, simulated};
+use cuda_kernels::prelude::*;
 
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
@@ -28,6 +29,7 @@ pub fn trials() -> Vec<Trial> {
         kernel!(gemm_bf16_256_cubed),
         kernel!(gemm_layouts_types_and_edges),
         kernel!(gemm_misaligned_and_batched),
+        kernel!(gemm_reused_and_reallocated_buffers),
         kernel!(gemm_nan_and_infinity),
         hardware!("cuBLAS", gemm_agrees_with_cublas),
         cpu!(gemm_bound_catches_a_dropped_k_slab),
@@ -485,6 +487,84 @@ fn gemm_misaligned_and_batched(gpu: &Gpu) -> Result<(), Failed> {
         dc.copy_to(&mut got[..]).map_err(fail)?;
         check(&got, a_off, &format!("A at +{a_off}"))?;
     }
+    Ok(())
+}
+
+/// The on-device API queued back to back without a wait between (NT, the
+/// wgmma kernel's layout on an H100, whose tensor maps are copied into the
+/// module before each launch): the same buffers with new data, other
+/// buffers of another shape, and buffers freed and allocated again (often
+/// at the same addresses) with another shape; every result is right.
+fn gemm_reused_and_reallocated_buffers(gpu: &Gpu) -> Result<(), Failed> {
+    let flat = |x: &Array2<bf16>| x.iter().map(|&v| GemmInput::to_dev(v)).collect::<Vec<_>>();
+    // (m, n, k, seed): A m × k, B stored n × k.
+    let run = |cases: &[(usize, usize, usize, u64)]| -> Result<Vec<String>, Failed> {
+        let mut queued = Vec::new();
+        let mut addresses = Vec::new();
+        for &(m, n, k, seed) in cases {
+            let (a, bt) = (
+                random(m, k, seed, bf16::from_f32),
+                random(n, k, seed + 1, bf16::from_f32),
+            );
+            let da = gpu.to_device(&flat(&a)).map_err(fail)?;
+            let db = gpu.to_device(&flat(&bt)).map_err(fail)?;
+            let mut dc = gpu.zeroed::<f32>(m * n).map_err(fail)?;
+            let shape = GemmShape::with_ops(m, n, k, Op::N, Op::T);
+            let path = gpu
+                .gemm_on_device::<bf16, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc)
+                .map_err(fail)?;
+            let want = if simulated(gpu) {
+                GemmPath::MmaSync
+            } else {
+                gpu.gemm_path::<bf16, f32>(&shape, true).map_err(fail)?
+            };
+            ensure(path == want, || {
+                format!("{m}x{n}x{k}: path {path:?}, want {want:?}")
+            })?;
+            // The same buffers with new data, queued before the first has run.
+            let (a2, bt2) = (
+                random(m, k, seed + 2, bf16::from_f32),
+                random(n, k, seed + 3, bf16::from_f32),
+            );
+            let mut da = da;
+            let mut db = db;
+            let mut dc2 = gpu.zeroed::<f32>(m * n).map_err(fail)?;
+            // The copies are ordered after the first GEMM (the Gpu's stream is
+            // ordered with the synchronous copies).
+            da.copy_from(&flat(&a2)).map_err(fail)?;
+            db.copy_from(&flat(&bt2)).map_err(fail)?;
+            gpu.gemm_on_device::<bf16, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc2)
+                .map_err(fail)?;
+            addresses.push(format!(
+                "{m}x{n}x{k} A at {:#x}",
+                da.as_device_ptr().as_raw()
+            ));
+            queued.push((m, n, k, a, bt, dc, a2, bt2, dc2, da, db));
+        }
+        gpu.synchronize("gemm").map_err(fail)?;
+        for (m, n, k, a, bt, dc, a2, bt2, dc2, _, _) in &queued {
+            for (what, a, bt, dc) in [("first", a, bt, dc), ("new data", a2, bt2, dc2)] {
+                let mut got = vec![0f32; m * n];
+                dc.copy_to(&mut got[..]).map_err(fail)?;
+                let got = Array2::from_shape_vec((*m, *n), got).map_err(fail)?;
+                let zero = Array2::<f32>::zeros((*m, *n));
+                let reference = gemm_reference(1.0, a.view(), bt.t(), 0.0, zero.view());
+                if let Some(bad) = gemm_check(got.view(), &reference, |v| v as f64) {
+                    return Err(Failed::from(format!("{m}x{n}x{k}, {what}: {bad:?}")));
+                }
+            }
+        }
+        Ok(addresses)
+    };
+    let (big, small) = if simulated(gpu) {
+        ((40, 72, 48), (24, 16, 80))
+    } else {
+        ((300, 520, 264), (136, 264, 72))
+    };
+    let first = run(&[(big.0, big.1, big.2, 80), (small.0, small.1, small.2, 90)])?;
+    // Freed above; allocated again, with the shapes swapped.
+    let again = run(&[(small.1, small.0, small.2, 100), (big.1, big.0, big.2, 110)])?;
+    eprintln!("gemm_reused_and_reallocated_buffers: {first:?}, then {again:?}");
     Ok(())
 }
 

@@ -9,6 +9,7 @@ use cuda_kernels::{Error, Gpu, Images};
 use libtest_mimic::{Failed, Trial};
 
 use crate::common::{ensure, fail};
+use cuda_kernels::prelude::*;
 
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {

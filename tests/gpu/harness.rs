@@ -177,7 +177,7 @@ fn min_gpus_is_a_positive_count_of_distinct_usable_devices() -> Result<(), Faile
         }
     }
     let device = |ordinal: u32, bus: &str, unusable: Option<&str>| {
-        let mut d = cuda_kernels::simulator::device_info();
+        let mut d = cuda_kernels::device_info::simulated();
         d.ordinal = ordinal;
         d.name = "NVIDIA H200".into();
         d.pci_bus_id = bus.into();

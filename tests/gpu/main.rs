@@ -12,6 +12,8 @@
 //! | `streams`    | mult_ker, batches on streams, events, lanes, Life, contexts    |
 //! | `stress`     | many host threads × many launches, no leak                     |
 //! | `multi`      | every device, copies between devices, the multi-device launchers |
+//! | `sort`       | radix_sort_histogram_*, radix_sort_onesweep_* (every key type, both orders, keys, pairs, indices) |
+//! | `histogram`  | histogram_even_* (u32, i32, f32; 1 to 4,096 bins)                |
 //! | `primitives` | shared-memory atomics (and a misaligned one), syncwarp, activemask, match_any/match_all |
 //! | `agreement`  | every kernel on the GPU and on the simulator: equal results    |
 //! | `handles`    | kernel handles launch only on their own crate's image          |
@@ -90,11 +92,13 @@ mod foundation;
 mod half_precision;
 mod handles;
 mod harness;
+mod histogram;
 mod mandelbrot;
 mod matrices;
 mod multi;
 mod primitives;
 mod reduce;
+mod sort;
 mod streams;
 mod stress;
 
@@ -116,6 +120,8 @@ fn main() -> ExitCode {
         half_precision::trials(),
         reduce::trials(),
         collectives::trials(),
+        sort::trials(),
+        histogram::trials(),
         primitives::trials(),
         mandelbrot::trials(),
         streams::trials(),

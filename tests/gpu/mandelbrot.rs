@@ -25,6 +25,7 @@ use crate::common::{
 use crate::support::cases::{Cases, Want, equal, m, require};
 use crate::support::props::{case_err, check};
 use crate::support::{PTX_GARBAGE, PTX_WITHOUT_KERNEL, TempFile, huge1, missing_path};
+use cuda_kernels::prelude::*;
 
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {

@@ -29,6 +29,7 @@ use crate::support::props::{
     Draw, all_same, brief, case_err, check, f32_no_nan, f64_no_nan, length,
 };
 use crate::support::{Elem, huge1, huge2, huged, ptx_entry};
+use cuda_kernels::prelude::*;
 
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {

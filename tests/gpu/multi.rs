@@ -27,6 +27,7 @@ use cuda_kernels::{Error, Gpu};
 use libtest_mimic::Trial;
 
 use crate::common::{ensure, fail, simulated, sized};
+use cuda_kernels::prelude::*;
 
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {

@@ -148,8 +148,9 @@ fn misaligned_shared_atomic_is_a_located_fault(gpu: &Gpu) -> Result<(), Failed> 
     )
 }
 
-fn warp_match_activemask_and_syncwarp(gpu: &Gpu) -> Result<(), Failed> {
-    let mut out = gpu.zeroed::<u32>(MATCH_ROWS * MATCH_BLOCK).map_err(fail)?;
+/// `warp_match_test`'s words: one block of `MATCH_BLOCK` threads.
+pub fn warp_match_words(gpu: &Gpu) -> cuda_kernels::Result<Vec<u32>> {
+    let mut out = gpu.zeroed::<u32>(MATCH_ROWS * MATCH_BLOCK)?;
     // SAFETY: `out` holds MATCH_ROWS · MATCH_BLOCK u32; one block of MATCH_BLOCK threads.
     unsafe {
         gpu.launch(
@@ -158,10 +159,13 @@ fn warp_match_activemask_and_syncwarp(gpu: &Gpu) -> Result<(), Failed> {
             gpu.stream(),
             (&mut out,),
         )
-    }
-    .map_err(fail)?;
-    gpu.synchronize(WARP_MATCH_TEST.name()).map_err(fail)?;
-    let got = out.to_vec().map_err(fail)?;
+    }?;
+    gpu.synchronize(WARP_MATCH_TEST.name())?;
+    out.to_vec()
+}
+
+fn warp_match_activemask_and_syncwarp(gpu: &Gpu) -> Result<(), Failed> {
+    let got = warp_match_words(gpu).map_err(fail)?;
     let lanes_where =
         |f: &dyn Fn(u32) -> bool| (0..32).filter(|&k| f(k)).fold(0u32, |m, k| m | 1 << k);
     for t in 0..MATCH_BLOCK {

@@ -26,6 +26,7 @@ use crate::common::{ensure, fail, hardware_trial, simulated, sized};
 use crate::support::Elem;
 use crate::support::cases::{Cases, Want, equal, m, require};
 use crate::support::props::{Draw, brief, case_err, check, length};
+use cuda_kernels::prelude::*;
 
 /// Lengths around every boundary the kernel has: the 16-byte vector (4 or 2
 /// elements), the unroll (4 vectors), the warp, the block (1024 threads;

@@ -32,6 +32,7 @@ use crate::common::{AWKWARD_LENGTHS, ensure, fail, sized};
 use crate::support::cases::{Cases, Want, equal, m, require};
 use crate::support::props::{Draw, all_same, brief, case_err, check, length};
 use crate::support::{PTX_GARBAGE, PTX_WITHOUT_KERNEL, huge1, huge2, ptx_entry};
+use cuda_kernels::prelude::*;
 
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {

@@ -11,6 +11,7 @@ use cuda_kernels::{CudaResultExt, Gpu, Result};
 use libtest_mimic::{Failed, Trial};
 
 use crate::common::{ensure, fail};
+use cuda_kernels::prelude::*;
 
 const THREADS: usize = 16;
 const LAUNCHES: usize = 1000;

@@ -24,6 +24,7 @@ use crate::multiply::{multiply_cpu, vector_sum_i32_cpu};
 
 use crate::util::Rng;
 use crate::{Error, Gpu, Result};
+use cuda_kernels::prelude::*;
 
 const K: &str = "bench";
 const REPS: usize = 20;

@@ -1,16 +1,24 @@
 //! The output of `cuda-kernels bench`: the run as JSON (device, date,
 //! records), the console table, and the README's performance table rendered
 //! from the JSON (`cuda-kernels bench-table --json FILE [--readme README.md]`),
-//! so that the README's numbers are exactly what a bench run measured.
+//! so that the README's numbers are exactly what a bench run measured. The
+//! table's first line names that command, JSON included, and
+//! `cuda-kernels docs-tables` renders it again from there
+//! ([`crate::docs_tables`]).
 use std::fmt::Write as _;
 
 use super::{BenchRecord, Check};
 
-/// The line before the README's rendered table.
-pub const BEGIN_MARKER: &str =
-    "<!-- bench-table:begin (cuda-kernels bench-table --json FILE --readme README.md) -->";
+/// The start of the line before a rendered table (the command follows).
+pub const BEGIN_KEY: &str = "<!-- bench-table:begin";
 /// The line after it.
 pub const END_MARKER: &str = "<!-- bench-table:end -->";
+
+/// The command that renders the table of the run in `json` into `file`, as
+/// the table's first line names it.
+pub fn command(json: &str, file: &str) -> String {
+    format!("cuda-kernels bench-table --json {json} --readme {file}")
+}
 
 /// One `cuda-kernels bench` run, as written by `--json`.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -21,11 +29,14 @@ pub struct BenchRun {
     pub unix_time: u64,
     /// Every record, in the order measured.
     pub records: Vec<BenchRecord>,
+    /// Whether the run was `bench --multi` (scaling over several devices).
+    #[serde(default)]
+    pub multi: bool,
 }
 
 impl BenchRun {
-    /// A run on `device` that ends now.
-    pub fn new(device: String, records: Vec<BenchRecord>) -> Self {
+    /// A run on `device` that ends now (`multi`: a `bench --multi` run).
+    pub fn new(device: String, records: Vec<BenchRecord>, multi: bool) -> Self {
         let unix_time = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -33,6 +44,7 @@ impl BenchRun {
             device,
             unix_time,
             records,
+            multi,
         }
     }
 
@@ -59,13 +71,15 @@ impl BenchRun {
         out
     }
 
-    /// The README's performance table, in Markdown, between the markers.
-    pub fn to_markdown(&self) -> String {
+    /// The README's performance table, in Markdown, between the markers;
+    /// the first names `command` ([`command`]), which renders it.
+    pub fn to_markdown(&self, command: &str) -> String {
         let mut out = format!(
-            "{BEGIN_MARKER}\nMeasured by `cuda-kernels bench --json` on {} on {} (UTC); \
-             every row's result checked against its CPU reference.\n\n\
+            "{BEGIN_KEY} ({command}) -->\nMeasured by `cuda-kernels bench {}--json` on {} on {} \
+             (UTC); every row's result checked against its CPU reference.\n\n\
              | kernel | size | median | result | reference | ratio | check |\n\
              |---|---|---|---|---|---|---|\n",
+            if self.multi { "--multi " } else { "" },
             self.device,
             utc_date(self.unix_time)
         );
@@ -142,14 +156,13 @@ pub fn utc_date(unix_time: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-/// `text` with everything from the line holding [`BEGIN_MARKER`]'s comment
-/// start through the [`END_MARKER`] line replaced by `table` (which carries
+/// `text` with everything from the first line starting with [`BEGIN_KEY`]
+/// through the [`END_MARKER`] line replaced by `table` (which carries
 /// both markers); an error when the markers are missing or out of order.
 pub fn replace_between_markers(text: &str, table: &str) -> Result<String, String> {
-    let begin_key = "<!-- bench-table:begin";
     let begin = text
-        .find(begin_key)
-        .ok_or_else(|| format!("no `{begin_key}` marker"))?;
+        .find(BEGIN_KEY)
+        .ok_or_else(|| format!("no `{BEGIN_KEY}` marker"))?;
     let end = text[begin..]
         .find(END_MARKER)
         .map(|e| begin + e + END_MARKER.len())
@@ -190,6 +203,7 @@ mod tests {
                 )
                 .against("device copy", 3.0),
             ],
+            multi: false,
         }
     }
 
@@ -198,14 +212,18 @@ mod tests {
         let json = serde_json::to_string(&run()).unwrap();
         let back: BenchRun = serde_json::from_str(&json).unwrap();
         assert_eq!(back.records[0].check, Check::Pass("within bound".into()));
-        let md = back.to_markdown();
+        let md = back.to_markdown(&command("run.json", "README.md"));
+        assert!(md.starts_with(
+            "<!-- bench-table:begin (cuda-kernels bench-table --json run.json --readme README.md) -->\n\
+             Measured by `cuda-kernels bench --json` on NVIDIA H100 80GB HBM3 on 2026-11-18"
+        ));
         assert!(md.contains("| `matrix_mul_tiled` | 4096³ f32 | 3.50 ms | 39,268 GFLOP/s | cuBLAS SGEMM | 0.780 | within bound |"));
         // A failed row never shows a ratio.
         assert!(md.contains(
             "| `broken` | 2^20 | 0.100 ms | 9,999 GB/s | device copy | – | **FAILED**: element 3 |"
         ));
         assert!(md.contains("2026-11-18"));
-        let readme = format!("intro\n{BEGIN_MARKER}\nold table\n{END_MARKER}\noutro\n");
+        let readme = format!("intro\n{BEGIN_KEY} (old) -->\nold table\n{END_MARKER}\noutro\n");
         let new = replace_between_markers(&readme, &md).unwrap();
         assert_eq!(new, format!("intro\n{md}outro\n"));
         assert!(replace_between_markers("no markers", &md).is_err());

@@ -1,5 +1,5 @@
-//! The foundation demos: K1 `multiply`, K6 `vector_sum_i32`, K17
-//! `hello_kernel`, K19 launch overhead.
+//! The foundation demos: `multiply`, `vector_sum_i32`, `hello_kernel`, and
+//! the launch overhead.
 use std::path::Path;
 
 use ndarray::Array1;
@@ -12,23 +12,24 @@ use crate::bench::gb_per_s;
 use crate::multiply::{MemoryMode, multiply_cpu, multiply_inputs, vector_sum_i32_cpu};
 use crate::util::Rng;
 use crate::{Gpu, Result};
+use cuda_kernels::prelude::*;
 
 /// The foundation subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// K1: c = a * b on f32 (seed 000), device buffers and unified memory.
+    /// c = a * b on f32, device buffers and unified memory.
     Multiply {
         /// Elements (default 2^20, the seed's).
         #[arg(long, default_value_t = 1 << 20)]
         n: usize,
     },
-    /// K6: res = a + b on 100 random i32 in 0..99 (seed 001, PyOpenCL).
+    /// res = a + b on 100 random i32 in 0..99 (PyOpenCL's vector sum).
     VectorSum {
         /// Elements.
         #[arg(long, default_value_t = 100)]
         n: usize,
     },
-    /// K17: "Hello World From GPU!" from <<<blocks, threads>>> (seed 004).
+    /// "Hello World From GPU!" from <<<blocks, threads>>>.
     Hello {
         /// Blocks.
         #[arg(long, default_value_t = 1)]
@@ -40,7 +41,7 @@ pub enum Command {
         #[arg(long)]
         indexed: bool,
     },
-    /// K19: empty-kernel launch rate, synchronous and pipelined.
+    /// Empty-kernel launch rate, synchronous and pipelined.
     Overhead {
         /// Launches per measurement.
         #[arg(long, default_value_t = 20_000)]
@@ -71,7 +72,7 @@ pub fn run_all(gpu: Option<&Gpu>, _out_dir: &Path, report: &mut Report) -> Resul
     overhead(gpu, 20_000, report)
 }
 
-/// K2: the device query, as `cuda-kernels info` prints it.
+/// The device query, as `cuda-kernels info` prints it.
 fn device_query(gpu: Option<&Gpu>, report: &mut Report) -> Result<()> {
     if let Err(check) = hardware_gpu(gpu, "the CUDA devices") {
         report.push(Row::new("device query", "-", check));
@@ -418,7 +419,7 @@ pub fn size_label(n: usize) -> String {
     }
 }
 
-/// K19, the other half of seed 000's cgo benchmark: one call across the C ABI
+/// The other half of the cgo benchmark: one call across the C ABI
 /// (`cuda_kernels_status_string` through a `dlsym`'d pointer into
 /// `libcuda_kernels_capi.so`) against the same work as a direct Rust call.
 /// Skipped, with a note, when the library is not built.

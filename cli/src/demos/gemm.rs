@@ -13,6 +13,7 @@ use crate::cublas::Cublas;
 use crate::matrices::{GemmInput, GemmOutput, GemmShape, Op, gemm_check, gemm_reference};
 use crate::util::Rng;
 use crate::{DeviceBuffer, Gpu, Result};
+use cuda_kernels::prelude::*;
 
 /// The sizes timed.
 pub const GEMM_SIZES: [usize; 3] = [2048, 4096, 8192];

@@ -1,6 +1,5 @@
-//! The mandelbrot demos: K11 `mandelbrot_ker` (seed 002) by its four launch
-//! paths, K16a (explicit context synchronization, seed 003) and K18 (the C
-//! ABI library), every graph compared with the CPU reference (they must be
+//! The mandelbrot demos: `mandelbrot_ker` by its four launch paths (the C
+//! ABI library among them) and with explicit context synchronization, every graph compared with the CPU reference (they must be
 //! identical), the picture written as a PNG.
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -15,11 +14,12 @@ use crate::mandelbrot::{
 };
 use crate::timing::median;
 use crate::{Error, Gpu, Result};
+use cuda_kernels::prelude::*;
 
 /// The mandelbrot subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// K11/K16a/K18: the Mandelbrot set (seed 002) by the chosen launch path(s),
+    /// The Mandelbrot set by the chosen launch path(s),
     /// compared with the CPU reference, written as a PNG.
     Mandelbrot {
         /// Points along each axis (the seed's `breadth`).
@@ -55,7 +55,7 @@ pub enum Command {
     },
 }
 
-/// The launch paths of seed 002, plus seed 003's explicit synchronization.
+/// The launch paths of the Mandelbrot kernel, plus explicit synchronization.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LaunchPath {
     /// `Gpu::mandelbrot` with the embedded PTX.
@@ -66,7 +66,7 @@ pub enum LaunchPath {
     DriverApi,
     /// `launch_mandelbrot` of libcuda_kernels_capi.so, through dlopen.
     CAbi,
-    /// K16a: async copies and a context synchronization after each step.
+    /// Async copies and a context synchronization after each step.
     ExplicitSync,
     /// All of the above.
     All,

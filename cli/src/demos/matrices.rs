@@ -1,6 +1,6 @@
-//! The matrices demos (seed 001): K3 `doubles_matrix`, K4/K5 matrix
-//! products, K7 elementwise kernels, K8 the CPU-vs-GPU evaluation, K9 the
-//! int64 gufunc matmul; and their benchmarks.
+//! The matrices demos: `doubles_matrix`, the matrix products, elementwise
+//! kernels, the CPU-vs-GPU evaluation, the int64 gufunc matmul; and their
+//! benchmarks.
 use std::path::Path;
 
 use ndarray::{Array1, Array2, ArrayD, IxDyn};
@@ -19,11 +19,12 @@ use crate::matrices::{
 use crate::timing::median;
 use crate::util::Rng;
 use crate::{Gpu, Result};
+use cuda_kernels::prelude::*;
 
 /// The matrices subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// K3: doubles a rows × cols f32 matrix in place, 2-D blocks (seed 001's 5×5).
+    /// Doubles a rows × cols f32 matrix in place, 2-D blocks (the seed's 5×5).
     DoublesMatrix {
         /// Rows.
         #[arg(long, default_value_t = 5)]
@@ -32,7 +33,7 @@ pub enum Command {
         #[arg(long, default_value_t = 5)]
         cols: usize,
     },
-    /// K4/K5: C = A·B on f32 with the naive and the tiled kernel (seed 001's 5×5).
+    /// C = A·B on f32 with the naive and the tiled kernel (the seed's 5×5).
     Matmul {
         /// Rows of A.
         #[arg(long, default_value_t = 5)]
@@ -44,14 +45,14 @@ pub enum Command {
         #[arg(long)]
         n: Option<usize>,
     },
-    /// K7: elementwise kernels from an expression: c = a + b on i32 (the
+    /// Elementwise kernels from an expression: c = a + b on i32 (the
     /// seed's), saxpy and a three-array lerp on f32.
     Elementwise {
         /// Elements of the i32 sum (the seed's 100); saxpy and lerp use 2^20.
         #[arg(long, default_value_t = 100)]
         n: usize,
     },
-    /// K8: CPU vs GPU, every element summed `repeats` times (seed 001).
+    /// CPU vs GPU, every element summed `repeats` times.
     VectorSumRepeat {
         /// Elements.
         #[arg(long, default_value_t = 10_000)]
@@ -60,7 +61,7 @@ pub enum Command {
         #[arg(long, default_value_t = 10_000)]
         repeats: u32,
     },
-    /// K9: int64 gufunc matmul (m,n),(n,p)->(m,p) on randint(10) matrices.
+    /// Int64 gufunc matmul (m,n),(n,p)->(m,p) on randint(10) matrices.
     GufuncMatmul {
         /// Matrix size (the seed's 10).
         #[arg(long, default_value_t = 10)]

@@ -29,6 +29,7 @@ pub mod mandelbrot;
 pub mod matrices;
 pub mod multi;
 pub mod reduce;
+pub mod sort;
 pub mod streams;
 
 /// How a GPU result compared with the CPU reference (in JSON:
@@ -400,6 +401,7 @@ pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         ("matrices", matrices::bench),
         ("reduce", reduce::bench),
         ("collectives", collectives::bench),
+        ("sort", sort::bench),
         ("mandelbrot", mandelbrot::bench),
         ("streams", streams::bench),
     ];
@@ -418,7 +420,7 @@ pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
 }
 
 /// The environment variable that limits `bench` to some parts, as a
-/// comma-separated list of `foundation`, `gemm`, `bandwidth`, `matrices`, `reduce`, `collectives`,
+/// comma-separated list of `foundation`, `gemm`, `bandwidth`, `matrices`, `reduce`, `collectives`, `sort`,
 /// `mandelbrot`, `streams`, `life` (for tuning runs; unset: all).
 pub const BENCH_ONLY_ENV: &str = "CUDA_KERNELS_BENCH_ONLY";
 

@@ -28,6 +28,7 @@ use crate::reduce::{Sum, accurate_sum, float_sum_tolerance};
 use crate::timing::median;
 use crate::util::Rng;
 use crate::{Error, Gpu, Result};
+use cuda_kernels::prelude::*;
 
 /// Sizes of the scaling rows (the issue's).
 pub struct Sizes {

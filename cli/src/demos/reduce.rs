@@ -1,4 +1,4 @@
-//! The reduce demos: K10, Numba's `@cuda.reduce` (seed 001).
+//! The reduce demos: Numba's `@cuda.reduce`.
 //!
 //! `cuda-kernels reduce` runs the seed: the sum of `1..=10000` as i64,
 //! printed as the seed prints it (`result = 50005000`). `--op`, `--dtype`,
@@ -20,11 +20,12 @@ use crate::reduce::{
 use crate::timing::{GpuTimer, median};
 use crate::util::Rng;
 use crate::{Error, Gpu, Result};
+use cuda_kernels::prelude::*;
 
 /// The reduce subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// K10: a parallel reduction of 1..=n (seed 001, Numba's @cuda.reduce);
+    /// A parallel reduction of 1..=n (Numba's @cuda.reduce);
     /// by default the seed's sum of 1..=10000 as i64 (= 50005000).
     Reduce {
         /// The operation.

@@ -1,6 +1,6 @@
-//! The seed-003 demos: K12 `mult_ker`, K13 200 arrays on the default stream
-//! versus one stream each, K14 events, K16 (b, c) contexts and host threads,
-//! K15 Conway's Game of Life on four concurrent streams (an animated GIF).
+//! The streams demos: `mult_ker`, 200 arrays on the default stream versus
+//! one stream each, events, contexts and host threads, Conway's Game of Life
+//! on four concurrent streams (an animated GIF).
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -23,11 +23,12 @@ use crate::streams::{
 use crate::timing::{GpuTimer, median};
 use crate::util::Rng;
 use crate::{Error, Gpu, Result};
+use cuda_kernels::prelude::*;
 
 /// The streams subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    /// K12: mult_ker (50 × `x *= 2; x /= 2`, seed 003) on randn data.
+    /// mult_ker (50 × `x *= 2; x /= 2`) on randn data.
     MultKer {
         /// Elements.
         #[arg(long, default_value_t = 1 << 20)]
@@ -39,7 +40,7 @@ pub enum Command {
         #[arg(long, default_value_t = SEED_BLOCK)]
         block: u32,
     },
-    /// K13 + K14 (b): arrays on the default stream, then one stream each;
+    /// Arrays on the default stream, then one stream each;
     /// totals, speedup, per-stream kernel durations.
     Streams {
         /// Arrays (the seed's 200).
@@ -53,13 +54,13 @@ pub enum Command {
         #[arg(long)]
         depth_first: bool,
     },
-    /// K14 (a): one mult_ker<<<1, 64>>> between two events; query, sync, time.
+    /// One mult_ker<<<1, 64>>> between two events; query, sync, time.
     Events {
         /// Elements (the seed's 100·1024²).
         #[arg(long, default_value_t = 100 << 20)]
         len: usize,
     },
-    /// K16 (b, c): a context made by hand; host threads with a context each.
+    /// A context made by hand; host threads with a context each.
     Contexts {
         /// Host threads (the seed's 10).
         #[arg(long, default_value_t = 10)]
@@ -68,7 +69,7 @@ pub enum Command {
         #[arg(long, default_value_t = 1 << 20)]
         len: usize,
     },
-    /// K15: Game of Life simulations in concurrent streams, as an animated GIF.
+    /// Game of Life simulations in concurrent streams, as an animated GIF.
     Life {
         /// Lattice size N (N×N cells).
         #[arg(long, default_value_t = 128)]

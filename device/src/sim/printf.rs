@@ -104,15 +104,22 @@ const RECORD_HEADER_BYTES: usize = 16;
 /// Formats `format` with `args` into the current block's output; returns
 /// the bytes formatted. Outside a simulated kernel it writes to stdout.
 /// In a kernel whose printf FIFO is full, nothing is written (the record is
-/// dropped, as on the GPU) and −1 returned.
+/// dropped, as on the GPU) and −1 returned. A conversion that the GPU's
+/// `vprintf` misprints ([`Misprint`]) is a located fault of the calling
+/// thread: the simulator would print the C text, the GPU does not.
 ///
 /// # Safety
 /// `format` is NUL-terminated; a `%s` argument points to a NUL-terminated
 /// string (or is null).
+#[track_caller]
 pub(crate) unsafe fn vprintf(format: *const u8, args: &[u8]) -> i32 {
     // SAFETY: forwarded from the caller.
     let format = unsafe { CStr::from_ptr(format.cast()) };
-    let text = format_c(format.to_bytes(), args);
+    let (text, misprint) = format_c(format.to_bytes(), args);
+    if let (Some(m), true) = (misprint, context::in_simulated_thread()) {
+        let site = std::panic::Location::caller();
+        context::fail(site.file(), site.line(), site.column(), &m.to_string());
+    }
     if context::in_simulated_thread() {
         let block = context::current().block_state();
         if !block.fifo.take(record_bytes(args.len())) {
@@ -178,13 +185,49 @@ struct Spec {
     precision: Option<usize>,
 }
 
+/// A conversion that the GPU's `vprintf` does not print as C does, which
+/// the simulator reports instead of printing the C text (the reasons as
+/// seen on an H100, `docs/simulator.md`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Misprint {
+    /// The conversion, as written in the format (`%.*f`).
+    pub conversion: String,
+    /// What the GPU does with it, and what to write instead.
+    pub reason: &'static str,
+}
+
+impl std::fmt::Display for Misprint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "printf conversion `{}`: {} (docs/simulator.md, printf)",
+            self.conversion, self.reason
+        )
+    }
+}
+
+/// [`Misprint::reason`] of a precision given by `*`.
+const STAR_PRECISION: &str = "the GPU's vprintf misreads a precision given by `*` and the \
+     arguments after it (on an H100, `%.*f` of 2 and 3.14159 printed `0.00` and the next `%d` \
+     garbage); write the precision into the format";
+/// [`Misprint::reason`] of `hh`.
+const CHAR_LENGTH: &str = "the GPU's vprintf garbles the arguments after an `hh` conversion, \
+     at times its value too (on an H100, `%hhd` of 300 printed 44 and the next `%d` garbage, \
+     or 91); convert the value in the kernel (`x as i8`) and print it with `%d`";
+/// [`Misprint::reason`] of `z` and `t`.
+const SIZE_LENGTH: &str = "the GPU's vprintf garbles the arguments after a `z` or `t` \
+     conversion (on an H100, `%td` of -5 printed 4294967291 and the next `%d` garbage); print \
+     64-bit values with `l` (`%lu`, `%ld`)";
+
 /// The bytes of the C format string `format` with the packed `args`, as
-/// `vprintf` writes them: conversions `d i u x X o c s p f F e E g G a A %`,
+/// `vprintf` writes them (conversions `d i u x X o c s p f F e E g G a A %`,
 /// flags `- + space # 0`, width and precision (numbers or `*`), length
-/// modifiers `hh h l ll z j t L`.
-pub(crate) fn format_c(format: &[u8], args: &[u8]) -> Vec<u8> {
+/// modifiers `hh h l ll z j t L`), and the first conversion of `format` that
+/// the GPU's `vprintf` misprints.
+pub(crate) fn format_c(format: &[u8], args: &[u8]) -> (Vec<u8>, Option<Misprint>) {
     let mut args = Args { bytes: args, at: 0 };
     let mut out = Vec::new();
+    let mut misprint: Option<Misprint> = None;
     let mut i = 0;
     while i < format.len() {
         let c = format[i];
@@ -200,6 +243,8 @@ pub(crate) fn format_c(format: &[u8], args: &[u8]) -> Vec<u8> {
         let start = i;
         i += 1;
         let mut spec = Spec::default();
+        // Why the GPU misprints this conversion, if it does.
+        let mut why = None;
         while let Some(&f) = format.get(i) {
             match f {
                 b'-' => spec.left = true,
@@ -228,6 +273,7 @@ pub(crate) fn format_c(format: &[u8], args: &[u8]) -> Vec<u8> {
                 let p = args.int(false) as u32 as i32;
                 spec.precision = (p >= 0).then_some(p as usize);
                 i += 1;
+                why = why.or(Some(STAR_PRECISION));
             } else {
                 let mut p = 0;
                 while let Some(d) = format.get(i).filter(|d| d.is_ascii_digit()) {
@@ -239,6 +285,9 @@ pub(crate) fn format_c(format: &[u8], args: &[u8]) -> Vec<u8> {
         }
         let mut length = Length::Int;
         while let Some(&l) = format.get(i) {
+            if matches!(l, b'z' | b't') {
+                why = why.or(Some(SIZE_LENGTH));
+            }
             length = match (l, length) {
                 (b'l' | b'z' | b'j' | b't' | b'q', _) => Length::Long,
                 (b'h', Length::Short) => Length::Char,
@@ -248,12 +297,16 @@ pub(crate) fn format_c(format: &[u8], args: &[u8]) -> Vec<u8> {
             };
             i += 1;
         }
+        if length == Length::Char {
+            why = why.or(Some(CHAR_LENGTH));
+        }
         let long = length == Length::Long;
         let Some(&conv) = format.get(i) else {
             out.extend_from_slice(&format[start..]);
             break;
         };
         i += 1;
+
         match conv {
             b'%' => out.push(b'%'),
             b'd' | b'i' => {
@@ -331,8 +384,12 @@ pub(crate) fn format_c(format: &[u8], args: &[u8]) -> Vec<u8> {
             }
             _ => out.extend_from_slice(&format[start..i]),
         }
+        if let (None, Some(reason)) = (&misprint, why) {
+            let conversion = String::from_utf8_lossy(&format[start..i]).into_owned();
+            misprint = Some(Misprint { conversion, reason });
+        }
     }
-    out
+    (out, misprint)
 }
 
 impl Spec {
@@ -531,7 +588,7 @@ fn strip_zeros(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     fn format_c(format: &[u8], args: &[u8]) -> String {
-        String::from_utf8(super::format_c(format, args)).expect("UTF-8")
+        String::from_utf8(super::format_c(format, args).0).expect("UTF-8")
     }
 
     fn args(parts: &[&[u8]]) -> Vec<u8> {
@@ -612,7 +669,7 @@ mod tests {
         ]);
         assert_eq!(format_c(b"%#.3o %#.0o %#o", &a), "010 0 010");
         let a = args(&[&0xe9u32.to_ne_bytes()]);
-        assert_eq!(super::format_c(b"%c", &a), [0xe9]);
+        assert_eq!(super::format_c(b"%c", &a).0, [0xe9]);
         let a = args(&[
             &1.0f64.to_ne_bytes(),
             &0.5f64.to_ne_bytes(),
@@ -624,6 +681,32 @@ mod tests {
             format_c(b"%a %A %a %a %.0a", &a),
             "0x1p+0 0X1P-1 0x1.999999999999ap-4 0x0p+0 0x2p+0"
         );
+    }
+
+    #[test]
+    fn what_the_gpu_misprints_is_named() {
+        let a = args(&[
+            &7u32.to_ne_bytes(),
+            &2u32.to_ne_bytes(),
+            &std::f64::consts::PI.to_ne_bytes(),
+        ]);
+        let (text, m) = super::format_c(b"[%d|%.*f]", &a);
+        assert_eq!(text, b"[7|3.14]");
+        let m = m.expect("a precision from `*`");
+        assert_eq!(m.conversion, "%.*f");
+        assert!(m.to_string().contains("misreads"), "{m}");
+        let a = args(&[&300u32.to_ne_bytes(), &7u32.to_ne_bytes()]);
+        let (text, m) = super::format_c(b"%d %hhd", &a);
+        assert_eq!(text, b"300 7");
+        assert_eq!(m.map(|m| m.conversion), Some("%hhd".to_string()));
+        for (format, conversion) in [(&b"%5zu"[..], "%5zu"), (b"%td", "%td"), (b"%.*d", "%.*d")] {
+            let m = super::format_c(format, &[0u8; 64]).1;
+            assert_eq!(m.map(|m| m.conversion), Some(conversion.to_string()));
+        }
+        for fine in [&b"%hd %5d %-*d %.3f %lu %lld %%"[..], b"%s", b"plain"] {
+            let a = [0u8; 64];
+            assert_eq!(super::format_c(fine, &a).1, None, "{fine:?}");
+        }
     }
 
     #[test]

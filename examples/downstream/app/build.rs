@@ -1,7 +1,7 @@
 //! Builds the kernel crate `../kernels` for nvptx64 with cuda-kernels-builder:
 //! `$OUT_DIR/downstream.ptx` (for sm_70, which the driver JIT-compiles for
 //! any newer GPU) and the sm_80 and sm_90 cubins `ptxas` assembles from it,
-//! which `src/main.rs` embeds with `cuda_kernels::embedded_images!`.
+//! which `src/main.rs` embeds with `cuda_kernels_runtime::embedded_images!`.
 fn main() {
     let built = cuda_kernels_builder::KernelBuild::new("../kernels")
         .name("downstream")

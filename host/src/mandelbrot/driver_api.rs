@@ -23,8 +23,8 @@ use cust::sys::{self as cu, CUcontext, CUdeviceptr, CUfunction, CUmodule, CUresu
 use ndarray::{Array2, ArrayView1};
 
 use super::{BLOCK, KERNEL, check_launch};
-use crate::error::{Error, Result};
-use crate::gpu::ptx_summary;
+use crate::error::{Error, Result, cuda_error};
+use crate::image::ptx_summary;
 use crate::util::contiguous;
 
 /// The name errors of this path carry.
@@ -53,7 +53,7 @@ pub struct DriverApiTiming {
 }
 
 /// The Mandelbrot graph through the raw driver API (see the module docs):
-/// same arguments and result as [`crate::Gpu::mandelbrot`], with the PTX
+/// same arguments and result as [`Gpu::mandelbrot`](crate::mandelbrot::MandelbrotExt::mandelbrot), with the PTX
 /// from `ptx`.
 ///
 /// Errors: invalid sizes as [`check_launch`] (before any driver call); a
@@ -272,83 +272,6 @@ fn path_to_cstring(path: &Path) -> Result<CString> {
 fn check(r: CUresult, operation: &'static str) -> Result<()> {
     crate::error::check_driver(r, K, operation)
 }
-
-/// The `cust` error for a raw `CUresult` (cust's own conversion is private):
-/// the variant with the same number, `UnknownError` for numbers cust does not
-/// know.
-pub fn cuda_error(r: CUresult) -> CudaError {
-    let code = r as i32 as u32;
-    ALL_ERRORS
-        .iter()
-        .copied()
-        .find(|e| *e as u32 == code)
-        .unwrap_or(CudaError::UnknownError)
-}
-
-/// Every driver error `cust` 0.3.2 names, by number.
-const ALL_ERRORS: &[CudaError] = {
-    use CudaError::*;
-    &[
-        InvalidValue,
-        OutOfMemory,
-        NotInitialized,
-        Deinitialized,
-        ProfilerDisabled,
-        ProfilerNotInitialized,
-        ProfilerAlreadyStarted,
-        ProfilerAlreadyStopped,
-        NoDevice,
-        InvalidDevice,
-        InvalidImage,
-        InvalidContext,
-        ContextAlreadyCurrent,
-        MapFailed,
-        UnmapFailed,
-        ArrayIsMapped,
-        AlreadyMapped,
-        NoBinaryForGpu,
-        AlreadyAcquired,
-        NotMapped,
-        NotMappedAsArray,
-        NotMappedAsPointer,
-        EccUncorrectable,
-        UnsupportedLimit,
-        ContextAlreadyInUse,
-        PeerAccessUnsupported,
-        InvalidPtx,
-        InvalidGraphicsContext,
-        NvlinkUncorrectable,
-        InvalidSource,
-        FileNotFound,
-        SharedObjectSymbolNotFound,
-        SharedObjectInitFailed,
-        OperatingSystemError,
-        InvalidHandle,
-        NotFound,
-        NotReady,
-        IllegalAddress,
-        LaunchOutOfResources,
-        LaunchTimeout,
-        LaunchIncompatibleTexturing,
-        PeerAccessAlreadyEnabled,
-        PeerAccessNotEnabled,
-        PrimaryContextActive,
-        ContextIsDestroyed,
-        AssertError,
-        TooManyPeers,
-        HostMemoryAlreadyRegistered,
-        HostMemoryNotRegistered,
-        HardwareStackError,
-        IllegalInstruction,
-        MisalignedAddress,
-        InvalidAddressSpace,
-        InvalidProgramCounter,
-        LaunchFailed,
-        NotPermitted,
-        NotSupported,
-        UnknownError,
-    ]
-};
 
 /// Owns a context made by `cuCtxCreate`; destroys it on drop (errors then
 /// ignored: the path is already failing).

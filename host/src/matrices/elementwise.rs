@@ -6,12 +6,15 @@
 //! - the typed method generated for it from the kernel list, e.g.
 //!   [`Gpu::elementwise_sum`]: `gpu.elementwise_sum(a.view(), b.view(),
 //!   c.view_mut())` is the seed's `elementwiseSum(a, b, c)`;
-//! - the generic launcher [`Gpu::elementwise`]`::<K, T>(inputs, outputs,
+//! - the generic launcher [`Gpu::elementwise`](crate::matrices::elementwise::ElementwiseExt::elementwise)`::<K, T>(inputs, outputs,
 //!   scalars)` for any kernel marker `K` (arity checked at run time);
-//! - [`Gpu::elementwise_on_device`] over buffers already on the device.
+//! - [`Gpu::elementwise_on_device`](crate::matrices::elementwise::ElementwiseExt::elementwise_on_device) over buffers already on the device.
 //!
-//! [`elementwise_cpu`] is the CPU reference: it calls the very same
-//! per-element function as the GPU kernel.
+//! [`elementwise_cpu`] is the CPU reference: it runs the kernel's body on
+//! one element at a time (the GPU kernel runs it on words: one element, or
+//! a packed pair of `f16`/`bf16`, each element rounded as alone). Tests of
+//! the 16-bit floats check both against the formula
+//! (`tests/gpu/half_precision.rs`).
 //!
 //! # Adding your own kernel
 //! Add one entry to the list in `cuda_kernels_gpu::elementwise_kernels!`
@@ -31,19 +34,56 @@
 //! ([`cuda_kernels_gpu::KERNELS`]), which the offline PTX test checks.
 
 use cuda_kernels_device::float16 as dev;
-use cust::memory::DeviceCopy;
+use std::ffi::c_void;
+
+use cust::memory::{DeviceCopy, DevicePointer};
 use ndarray::{Array1, ArrayView1, ArrayViewMut1};
 
 pub use cuda_kernels_gpu::elementwise::{Elementwise, MAX_ELEMENTWISE_ARGS};
-use cuda_kernels_gpu::elementwise::{REPEAT_THREADS, VECTOR_SUM_REPEAT, vector_sum_repeat_element};
+use cuda_kernels_gpu::elementwise::{
+    Params, REPEAT_THREADS, VECTOR_SUM_REPEAT, vector_sum_repeat_element,
+};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::kernel::{ElementwiseArgs, LaunchConfig};
+use crate::kernel::KernelArgs;
+use crate::launch::LaunchConfig;
 use crate::launch::same_len;
 use crate::memory::DeviceSlice;
 use crate::timing::{PhaseTimers, Times, timed_result};
 use crate::util::contiguous;
+use crate::vectorized::PairLaunch;
+
+/// The arguments of an elementwise kernel (a variadic family: its handle's
+/// parameters are [`Params<T>`]): the `in`, then `out` and `inout` arrays,
+/// the scalars and `n`. The element type is checked at compile time, the
+/// counts by the launcher against the declaration.
+#[derive(Debug)]
+pub struct ElementwiseArgs<T: DeviceCopy> {
+    /// The arrays, in declaration order.
+    pub arrays: Vec<DevicePointer<T>>,
+    /// The scalars, in declaration order.
+    pub scalars: Vec<T>,
+    /// The element count.
+    pub n: usize,
+}
+
+// SAFETY: one pointer per array, then per scalar, then to `n`, each to a
+// live value of the parameter's type (`DevicePointer<T>` is the address),
+// the layout of the elementwise entry points; the counts are checked by
+// the launcher against the declaration.
+unsafe impl<T: DeviceCopy> KernelArgs<Params<T>> for ElementwiseArgs<T> {
+    fn with_params<R>(mut self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
+        let mut params: Vec<*mut c_void> = self
+            .arrays
+            .iter_mut()
+            .map(|p| p as *mut DevicePointer<T> as *mut c_void)
+            .chain(self.scalars.iter_mut().map(|s| s as *mut T as *mut c_void))
+            .collect();
+        params.push(&mut self.n as *mut usize as *mut c_void);
+        f(&mut params)
+    }
+}
 
 /// The elementwise kernel markers (`sum`, `saxpy`, `lerp`, and any kernel
 /// added to the list), re-exported from `cuda_kernels_gpu::elementwise`.
@@ -159,7 +199,8 @@ fn check_call<K: Elementwise<T>, T: Copy>(
     Ok(n)
 }
 
-impl Gpu {
+/// The elementwise launchers on a [`Gpu`].
+pub trait ElementwiseExt {
     /// Runs elementwise kernel `K` for element type `T`: `inputs` are its
     /// `in` arrays, `outputs` its `out` arrays followed by its `inout` arrays
     /// (written back in place, in any layout), `scalars` its scalars, all in
@@ -169,7 +210,48 @@ impl Gpu {
     /// the declaration, the arrays differ in length, or they are empty.
     /// `half`'s 16-bit floats run the kernels of their device twins
     /// ([`ElementwiseElement::Dev`]).
-    pub fn elementwise<K: Elementwise<T::Dev>, T: ElementwiseElement>(
+    fn elementwise<K: Elementwise<T::Dev>, T: ElementwiseElement>(
+        &self,
+        inputs: &[ArrayView1<T>],
+        outputs: &mut [ArrayViewMut1<T>],
+        scalars: &[T],
+    ) -> Result<()>;
+
+    /// Queues elementwise kernel `K` on [`Gpu::stream`] over buffers already
+    /// on the device (same argument order as [`Gpu::elementwise`](crate::matrices::elementwise::ElementwiseExt::elementwise)), without
+    /// synchronizing. The `&mut` borrows guarantee that no output aliases
+    /// another array. Safe under the
+    /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
+    fn elementwise_on_device<K: Elementwise<T>, T: DeviceCopy + Copy>(
+        &self,
+        inputs: &[&DeviceSlice<T>],
+        outputs: &mut [&mut DeviceSlice<T>],
+        scalars: &[T],
+    ) -> Result<()>;
+
+    /// K8: the seed's CPU-vs-GPU evaluation kernel: for each `i`, `repeats`
+    /// times `c[i] = a[i] + b[i]` (volatile, so the loop is really executed).
+    /// Returns `c`, on either backend.
+    fn vector_sum_repeat(
+        &self,
+        a: ArrayView1<f32>,
+        b: ArrayView1<f32>,
+        repeats: u32,
+    ) -> Result<Array1<f32>>;
+
+    /// [`Gpu::vector_sum_repeat`](crate::matrices::elementwise::ElementwiseExt::vector_sum_repeat) with the CUDA-event times of the kernel and
+    /// of the whole (copies in, kernel, copy out); GPU only
+    /// ([`Error::NotOnSimulator`] on the simulator).
+    fn vector_sum_repeat_timed(
+        &self,
+        a: ArrayView1<f32>,
+        b: ArrayView1<f32>,
+        repeats: u32,
+    ) -> Result<(Array1<f32>, RepeatTiming)>;
+}
+
+impl ElementwiseExt for Gpu {
+    fn elementwise<K: Elementwise<T::Dev>, T: ElementwiseElement>(
         &self,
         inputs: &[ArrayView1<T>],
         outputs: &mut [ArrayViewMut1<T>],
@@ -211,12 +293,7 @@ impl Gpu {
         Ok(())
     }
 
-    /// Queues elementwise kernel `K` on [`Gpu::stream`] over buffers already
-    /// on the device (same argument order as [`Gpu::elementwise`]), without
-    /// synchronizing. The `&mut` borrows guarantee that no output aliases
-    /// another array. Safe under the
-    /// [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
-    pub fn elementwise_on_device<K: Elementwise<T>, T: DeviceCopy + Copy>(
+    fn elementwise_on_device<K: Elementwise<T>, T: DeviceCopy + Copy>(
         &self,
         inputs: &[&DeviceSlice<T>],
         outputs: &mut [&mut DeviceSlice<T>],
@@ -258,10 +335,7 @@ impl Gpu {
         }
     }
 
-    /// K8: the seed's CPU-vs-GPU evaluation kernel: for each `i`, `repeats`
-    /// times `c[i] = a[i] + b[i]` (volatile, so the loop is really executed).
-    /// Returns `c`, on either backend.
-    pub fn vector_sum_repeat(
+    fn vector_sum_repeat(
         &self,
         a: ArrayView1<f32>,
         b: ArrayView1<f32>,
@@ -271,10 +345,7 @@ impl Gpu {
             .map(|(c, _)| c)
     }
 
-    /// [`Gpu::vector_sum_repeat`] with the CUDA-event times of the kernel and
-    /// of the whole (copies in, kernel, copy out); GPU only
-    /// ([`Error::NotOnSimulator`] on the simulator).
-    pub fn vector_sum_repeat_timed(
+    fn vector_sum_repeat_timed(
         &self,
         a: ArrayView1<f32>,
         b: ArrayView1<f32>,
@@ -290,8 +361,21 @@ impl Gpu {
             },
         ))
     }
+}
 
+/// The steps the launchers above share.
+trait ElementwiseExtSteps {
     /// `vector_sum_repeat`, timed (`(kernel_ms, total_ms)`) or not.
+    fn vector_sum_repeat_with(
+        &self,
+        a: ArrayView1<f32>,
+        b: ArrayView1<f32>,
+        repeats: u32,
+        timed: bool,
+    ) -> Result<(Array1<f32>, Times)>;
+}
+
+impl ElementwiseExtSteps for Gpu {
     fn vector_sum_repeat_with(
         &self,
         a: ArrayView1<f32>,
@@ -343,7 +427,7 @@ fn to_dev<T: ElementwiseElement>(view: &ArrayView1<T>) -> Vec<T::Dev> {
 
 /// CPU reference of an elementwise kernel: applies `K`'s per-element
 /// function (the one the GPU kernel calls) at every index. Same arguments
-/// and checks as [`Gpu::elementwise`].
+/// and checks as [`Gpu::elementwise`](crate::matrices::elementwise::ElementwiseExt::elementwise).
 pub fn elementwise_cpu<K: Elementwise<T>, T: Copy + Default>(
     inputs: &[ArrayView1<T>],
     outputs: &mut [ArrayViewMut1<T>],
@@ -418,42 +502,61 @@ pub fn vector_sum_repeat_cpu(
     Ok(c)
 }
 
-/// Generates the typed `Gpu` method of each kernel in the elementwise list
-/// (`cuda_kernels_gpu::elementwise_kernels!`).
+/// Generates the typed launcher of each kernel in the elementwise list
+/// (`cuda_kernels_gpu::elementwise_kernels!`): [`NamedElementwiseExt`].
 macro_rules! typed_launchers {
-    (@one $(#[$meta:meta])* $name:ident, $method:ident,
+    (@sig $(#[$meta:meta])* $name:ident, $method:ident,
         (in [$($i:ident),* $(,)?] out [$($o:ident),* $(,)?] inout [$($io:ident),* $(,)?] scalar [$($s:ident),* $(,)?])
     ) => {
-        impl Gpu {
-            $(#[$meta])*
-            ///
-            /// Generated from the elementwise kernel list: runs
-            #[doc = concat!("`elementwise_", stringify!($name), "_<T>`")]
-            /// through [`Gpu::elementwise`]; `in` arrays are views, `out`
-            /// and `inout` arrays are written in place, scalars are values,
-            /// in declaration order. Errors (no launch) on arrays of
-            /// different or zero length.
-            #[allow(clippy::too_many_arguments)]
-            pub fn $method<'a, T>(
-                &self,
-                $($i: ArrayView1<'a, T>,)*
-                $($o: ArrayViewMut1<'a, T>,)*
-                $($io: ArrayViewMut1<'a, T>,)*
-                $($s: T,)*
-            ) -> Result<()>
-            where
-                T: ElementwiseElement,
-                kernels::$name: Elementwise<T::Dev>,
-            {
-                self.elementwise::<kernels::$name, T>(&[$($i),*], &mut [$($o,)* $($io,)*], &[$($s),*])
-            }
+        $(#[$meta])*
+        ///
+        /// Generated from the elementwise kernel list: runs
+        #[doc = concat!("`elementwise_", stringify!($name), "_<T>`")]
+        /// through [`ElementwiseExt::elementwise`]; `in` arrays are views, `out`
+        /// and `inout` arrays are written in place, scalars are values,
+        /// in declaration order. Errors (no launch) on arrays of
+        /// different or zero length.
+        #[allow(clippy::too_many_arguments)]
+        fn $method<'a, T>(
+            &self,
+            $($i: ArrayView1<'a, T>,)*
+            $($o: ArrayViewMut1<'a, T>,)*
+            $($io: ArrayViewMut1<'a, T>,)*
+            $($s: T,)*
+        ) -> Result<()>
+        where
+            T: ElementwiseElement,
+            kernels::$name: Elementwise<T::Dev>;
+    };
+    (@impl $(#[$meta:meta])* $name:ident, $method:ident,
+        (in [$($i:ident),* $(,)?] out [$($o:ident),* $(,)?] inout [$($io:ident),* $(,)?] scalar [$($s:ident),* $(,)?])
+    ) => {
+        fn $method<'a, T>(
+            &self,
+            $($i: ArrayView1<'a, T>,)*
+            $($o: ArrayViewMut1<'a, T>,)*
+            $($io: ArrayViewMut1<'a, T>,)*
+            $($s: T,)*
+        ) -> Result<()>
+        where
+            T: ElementwiseElement,
+            kernels::$name: Elementwise<T::Dev>,
+        {
+            self.elementwise::<kernels::$name, T>(&[$($i),*], &mut [$($o,)* $($io,)*], &[$($s),*])
         }
     };
     ($(
         $(#[$meta:meta])*
         $name:ident => $method:ident <T: $($ty:ident),+ $(,)?> $sig:tt $body:block
     )*) => {
-        $( typed_launchers!(@one $(#[$meta])* $name, $method, $sig); )*
+        /// The typed launcher of each kernel in the elementwise list, on a [`Gpu`].
+        pub trait NamedElementwiseExt {
+            $( typed_launchers!(@sig $(#[$meta])* $name, $method, $sig); )*
+        }
+
+        impl NamedElementwiseExt for Gpu {
+            $( typed_launchers!(@impl $(#[$meta])* $name, $method, $sig); )*
+        }
     };
 }
 cuda_kernels_gpu::elementwise_kernels!(typed_launchers);

@@ -1,8 +1,8 @@
 //! The GEMM family: `C = alpha · op(A) · op(B) + beta · C` with f32
 //! accumulation, for bf16 and f16 inputs (output f32 or the input type) and
 //! tf32 from f32 inputs, over strided batches, on the tensor cores where the
-//! device has them ([`GemmPath`]); the ndarray API ([`Gpu::gemm`]), the
-//! on-device API ([`Gpu::gemm_on_device`]), and the CPU reference in f64
+//! device has them ([`GemmPath`]); the ndarray API ([`Gpu::gemm`](crate::matrices::gemm::GemmExt::gemm)), the
+//! on-device API ([`Gpu::gemm_on_device`](crate::matrices::gemm::GemmExt::gemm_on_device)), and the CPU reference in f64
 //! with its proven error bound ([`gemm_check`]).
 //!
 //! Layouts: an operand is N (row-major as the product reads it) or T (stored
@@ -22,15 +22,17 @@ use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
+use crate::gemm_wgmma::WgmmaGemmExt;
 use crate::gemm_wgmma::{WgmmaInput, WgmmaShape};
-use crate::kernel::{Kernel, LaunchConfig};
+use crate::kernel::Kernel;
+use crate::launch::LaunchConfig;
 use crate::memory::DeviceSlice;
 
 /// The environment variable that forces a [`GemmPath`]: `wgmma`,
 /// `mma_sync` or `cuda_core`.
 pub const GEMM_PATH_ENV: &str = "CUDA_KERNELS_GEMM_PATH";
 
-/// Which kernel computes a GEMM. Chosen by device ([`Gpu::gemm_path`]):
+/// Which kernel computes a GEMM. Chosen by device ([`Gpu::gemm_path`](crate::matrices::gemm::GemmExt::gemm_path)):
 /// wgmma on sm_90, mma.sync on sm_80 and later, the CUDA cores elsewhere
 /// and for operands that are not 16-byte aligned; [`GEMM_PATH_ENV`] forces
 /// one.
@@ -347,13 +349,73 @@ fn operand<I: GemmInput>(x: ArrayView2<I>) -> Operand<I::Dev> {
     }
 }
 
-impl Gpu {
+/// The GEMM launchers on a [`Gpu`].
+pub trait GemmExt {
     /// The path a GEMM of `shape` takes on this device: the forced one
     /// ([`GEMM_PATH_ENV`]) if set, else wgmma on sm_90 when the wgmma kernel
-    /// fits it ([`Gpu::wgmma_fits`]), mma.sync on sm_80 and later (and on
+    /// fits it ([`Gpu::wgmma_fits`](crate::matrices::gemm::GemmExt::wgmma_fits)), mma.sync on sm_80 and later (and on
     /// the simulator), the CUDA cores elsewhere or when `aligned` is false
     /// (an operand's start or leading dimension not a multiple of 16 bytes).
-    pub fn gemm_path<I: GemmInput, O: GemmOutput<I>>(
+    fn gemm_path<I: GemmInput, O: GemmOutput<I>>(
+        &self,
+        shape: &GemmShape,
+        aligned: bool,
+    ) -> Result<GemmPath>;
+
+    /// Whether the wgmma kernel (`gemm_wgmma`, sm_90a) computes a GEMM of
+    /// `shape`, or why not: a GPU (not the simulator, which does not model
+    /// wgmma and TMA) whose loaded image has it (the sm_90a cubin), f32
+    /// output, A stored `m × k` and B stored `n × k` (N and T: both read
+    /// along k, as wgmma reads tf32, and as its 16-bit kernels are written),
+    /// operands 16-byte aligned (TMA's rule).
+    fn wgmma_fits<I: GemmInput, O: GemmOutput<I>>(
+        &self,
+        shape: &GemmShape,
+        aligned: bool,
+    ) -> std::result::Result<(), String>;
+
+    /// `C = alpha · op(A) · op(B) + beta · C` over device buffers, queued on
+    /// [`Gpu::stream`]; the path taken is returned. Every size, leading
+    /// dimension, batch stride and buffer length is checked first
+    /// ([`GemmShape::check`]). Operands whose start or leading dimension is
+    /// not a multiple of 16 bytes take the CUDA-core path.
+    /// Safe under the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_on_device<I: GemmInput, O: GemmOutput<I>>(
+        &self,
+        shape: &GemmShape,
+        alpha: f32,
+        a: &DeviceSlice<I::Dev>,
+        b: &DeviceSlice<I::Dev>,
+        beta: f32,
+        c: &mut DeviceSlice<O::Dev>,
+    ) -> Result<GemmPath>;
+
+    /// `C = alpha · A · B + beta · C` on the device, in place in `c`; the path
+    /// taken is returned. `a` (`m × k`) and `b` (`k × n`) may be transposed
+    /// views (`x.t()` of a row-major array: read as stored, T) or any other
+    /// layout (copied row-major first). Errors (no launch) when the inner
+    /// dimensions differ, C's shape is not `m × n`, a dimension is zero or
+    /// past the 32-bit limits.
+    fn gemm<I: GemmInput, O: GemmOutput<I>>(
+        &self,
+        alpha: f32,
+        a: ArrayView2<I>,
+        b: ArrayView2<I>,
+        beta: f32,
+        c: ArrayViewMut2<O>,
+    ) -> Result<GemmPath>;
+
+    /// `A · B` as a new `m × n` array (alpha 1, beta 0), and the path taken.
+    fn gemm_product<I: GemmInput, O: GemmOutput<I> + Default>(
+        &self,
+        a: ArrayView2<I>,
+        b: ArrayView2<I>,
+    ) -> Result<(Array2<O>, GemmPath)>;
+}
+
+impl GemmExt for Gpu {
+    fn gemm_path<I: GemmInput, O: GemmOutput<I>>(
         &self,
         shape: &GemmShape,
         aligned: bool,
@@ -388,13 +450,7 @@ impl Gpu {
         })
     }
 
-    /// Whether the wgmma kernel (`gemm_wgmma`, sm_90a) computes a GEMM of
-    /// `shape`, or why not: a GPU (not the simulator, which does not model
-    /// wgmma and TMA) whose loaded image has it (the sm_90a cubin), f32
-    /// output, A stored `m × k` and B stored `n × k` (N and T: both read
-    /// along k, as wgmma reads tf32, and as its 16-bit kernels are written),
-    /// operands 16-byte aligned (TMA's rule).
-    pub fn wgmma_fits<I: GemmInput, O: GemmOutput<I>>(
+    fn wgmma_fits<I: GemmInput, O: GemmOutput<I>>(
         &self,
         shape: &GemmShape,
         aligned: bool,
@@ -421,20 +477,8 @@ impl Gpu {
         }
     }
 
-    /// Whether the loaded module has the entry point `name` (the simulator
-    /// has every kernel).
-    fn has_kernel(&self, name: &str) -> bool {
-        self.is_simulated() || self.function(name).is_ok()
-    }
-
-    /// `C = alpha · op(A) · op(B) + beta · C` over device buffers, queued on
-    /// [`Gpu::stream`]; the path taken is returned. Every size, leading
-    /// dimension, batch stride and buffer length is checked first
-    /// ([`GemmShape::check`]). Operands whose start or leading dimension is
-    /// not a multiple of 16 bytes take the CUDA-core path.
-    /// Safe under the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
     #[allow(clippy::too_many_arguments)]
-    pub fn gemm_on_device<I: GemmInput, O: GemmOutput<I>>(
+    fn gemm_on_device<I: GemmInput, O: GemmOutput<I>>(
         &self,
         shape: &GemmShape,
         alpha: f32,
@@ -472,8 +516,8 @@ impl Gpu {
                 b_batch_stride: s.stride_b,
                 c_batch_stride: s.stride_c,
             };
-            // Waits for the kernel: its tensor maps are freed after.
-            self.gemm_wgmma(I::WGMMA, a, b, c, &wgmma_shape, alpha, beta)?;
+            self.gemm_wgmma_plan(I::WGMMA, a, b, c, &wgmma_shape, alpha, beta)?
+                .launch(self)?;
             return Ok(path);
         }
         let (kernel, cfg) = match path {
@@ -549,13 +593,7 @@ impl Gpu {
         Ok(path)
     }
 
-    /// `C = alpha · A · B + beta · C` on the device, in place in `c`; the path
-    /// taken is returned. `a` (`m × k`) and `b` (`k × n`) may be transposed
-    /// views (`x.t()` of a row-major array: read as stored, T) or any other
-    /// layout (copied row-major first). Errors (no launch) when the inner
-    /// dimensions differ, C's shape is not `m × n`, a dimension is zero or
-    /// past the 32-bit limits.
-    pub fn gemm<I: GemmInput, O: GemmOutput<I>>(
+    fn gemm<I: GemmInput, O: GemmOutput<I>>(
         &self,
         alpha: f32,
         a: ArrayView2<I>,
@@ -596,8 +634,7 @@ impl Gpu {
         Ok(path)
     }
 
-    /// `A · B` as a new `m × n` array (alpha 1, beta 0), and the path taken.
-    pub fn gemm_product<I: GemmInput, O: GemmOutput<I> + Default>(
+    fn gemm_product<I: GemmInput, O: GemmOutput<I> + Default>(
         &self,
         a: ArrayView2<I>,
         b: ArrayView2<I>,
@@ -605,6 +642,19 @@ impl Gpu {
         let mut c = Array2::from_elem((a.nrows(), b.ncols()), O::default());
         let path = self.gemm(1.0, a, b, 0.0, c.view_mut())?;
         Ok((c, path))
+    }
+}
+
+/// The steps the launchers above share.
+trait GemmExtSteps {
+    /// Whether the loaded module has the entry point `name` (the simulator
+    /// has every kernel).
+    fn has_kernel(&self, name: &str) -> bool;
+}
+
+impl GemmExtSteps for Gpu {
+    fn has_kernel(&self, name: &str) -> bool {
+        self.is_simulated() || self.function(name).is_ok()
     }
 }
 
@@ -634,7 +684,7 @@ pub struct GemmReference {
     pub bound: Array2<f64>,
 }
 
-/// The CPU reference of [`Gpu::gemm`] from the formula, with its error
+/// The CPU reference of [`Gpu::gemm`](crate::matrices::gemm::GemmExt::gemm) from the formula, with its error
 /// bound (see [`GemmReference`]).
 pub fn gemm_reference<I: GemmInput, O: GemmOutput<I>>(
     alpha: f32,

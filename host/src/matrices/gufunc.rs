@@ -20,7 +20,7 @@ use cuda_kernels_gpu::matmul::{GUFUNC_MATMUL_I64, GUFUNC_THREADS, mul_add_i64};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::launch::{checked_elements, grid_1d_capped};
 
 const K: &str = GUFUNC_MATMUL_I64.name();
@@ -148,7 +148,8 @@ pub fn gufunc_plan(a_shape: &[usize], b_shape: &[usize]) -> Result<GufuncPlan> {
     })
 }
 
-impl Gpu {
+/// The generalized-ufunc launchers on a [`Gpu`].
+pub trait GufuncExt {
     /// K9: `C[..., m, p] = A[..., m, n] · B[..., n, p]` over int64 with
     /// NumPy gufunc semantics and batch broadcasting (see the
     /// [module documentation](self)); wrapping arithmetic. Views in any
@@ -157,7 +158,11 @@ impl Gpu {
     /// Errors (no launch) on fewer than 2 axes, core dimensions that differ,
     /// empty operands, batch shapes that do not broadcast, or sizes that
     /// overflow.
-    pub fn gufunc_matmul_i64(&self, a: ArrayViewD<i64>, b: ArrayViewD<i64>) -> Result<ArrayD<i64>> {
+    fn gufunc_matmul_i64(&self, a: ArrayViewD<i64>, b: ArrayViewD<i64>) -> Result<ArrayD<i64>>;
+}
+
+impl GufuncExt for Gpu {
+    fn gufunc_matmul_i64(&self, a: ArrayViewD<i64>, b: ArrayViewD<i64>) -> Result<ArrayD<i64>> {
         let plan = gufunc_plan(a.shape(), b.shape())?;
         let total = plan.batch() * plan.m * plan.p;
         let grid = grid_1d_capped(K, total, GUFUNC_THREADS)?;

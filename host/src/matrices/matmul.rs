@@ -9,12 +9,13 @@ use cuda_kernels_gpu::matmul::{
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::kernel::{Kernel, LaunchConfig};
-use crate::launch::{
-    VECTORIZED_BLOCK, VectorizedGrid, checked_elements, grid_exact, vectorized_grid,
-};
+use crate::kernel::Kernel;
+use crate::launch::LaunchConfig;
+use crate::launch::{checked_elements, grid_exact};
 use crate::memory::DeviceSlice;
 use crate::timing::{PhaseTimers, Times, timed_result};
+use crate::vectorized::PairLaunch;
+use crate::vectorized::{VECTORIZED_BLOCK, VectorizedGrid, vectorized_grid};
 
 /// Which matrix-product kernel to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +92,7 @@ impl MatmulLaunch {
 }
 
 /// The multiprocessor count [`matmul_launch`] plans for (an H100 SXM's);
-/// [`Gpu::matmul_on_device`] plans for the GPU's own count.
+/// [`Gpu::matmul_on_device`](crate::matrices::matmul::MatmulExt::matmul_on_device) plans for the GPU's own count.
 pub const PLAN_SMS: u32 = 132;
 
 /// Smallest `k` for which [`sgemm_choice`] splits the k-range in two.
@@ -105,11 +106,10 @@ pub const SPLIT_K_MIN: usize = 512;
 /// - the tile whose busiest multiprocessor computes the fewest elements of
 ///   C (`ceil(blocks / sms)` blocks of `bm·bn`), with 64 × 64 tiles only
 ///   when they cut that by more than 1/15 (a 64² block does the same work
-///   about 7% slower than a 128² one, measured at 4096³ on an H100). So
+///   more slowly than a 128² one; the measurements: `docs/tuning.md`). So
 ///   1024³ (64 tiles of 128² for 132 SMs: one block on 64 SMs, none on the
 ///   rest) takes 64² tiles (256 blocks, at most 2 per SM), and so do 1536³,
-///   1792³ and 3072³; 2048³, 4000³ and 4096³ keep 128² (measured on an
-///   H100: the faster tile at each of these sizes);
+///   1792³ and 3072³; 2048³, 4000³ and 4096³ keep 128²;
 /// - with 64 × 64 tiles, 2 k-splits when they give at most one block per
 ///   multiprocessor and `k ≥` [`SPLIT_K_MIN`]: a lone 64-thread block
 ///   cannot hide its own latencies. Two partial products added onto a zeroed
@@ -252,7 +252,8 @@ pub fn doubles_matrix_launch(rows: usize, cols: usize) -> Result<(u32, u32)> {
     Ok((grid, VECTORIZED_BLOCK))
 }
 
-impl Gpu {
+/// The matrix-multiplication launchers on a [`Gpu`].
+pub trait MatmulExt {
     /// K3: doubles every element of `a` in place on the GPU (any rows ×
     /// cols; a 1-D vectorized map over the elements). Exact.
     ///
@@ -262,7 +263,70 @@ impl Gpu {
     ///
     /// Errors (no launch) on an empty matrix or one past the limits of
     /// [`doubles_matrix_launch`] (more than 65,535 × 8 rows).
-    pub fn doubles_matrix_in_place(&self, mut a: ArrayViewMut2<f32>) -> Result<()> {
+    fn doubles_matrix_in_place(&self, a: ArrayViewMut2<f32>) -> Result<()>;
+
+    /// Queues K3 on [`Gpu::stream`] over a row-major `rows × cols` matrix
+    /// already on the device, without synchronizing (for pipelines and
+    /// benchmarks). The shape and the buffer length are checked. Safe under
+    /// the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
+    fn doubles_matrix_on_device(
+        &self,
+        a: &mut DeviceSlice<f32>,
+        rows: usize,
+        cols: usize,
+    ) -> Result<()>;
+
+    /// K3 on a copy: returns `2 * a`, leaving `a` alone.
+    fn doubles_matrix(&self, a: ArrayView2<f32>) -> Result<Array2<f32>>;
+
+    /// K4: `C = A · B` with the naive kernel (one thread per element of C).
+    ///
+    /// Errors (no launch) when the inner dimensions differ, a matrix is
+    /// empty, a size overflows or the grid would exceed the hardware limits.
+    fn matrix_mul_naive(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>>;
+
+    /// K5: `C = A · B` with the tiled, register-blocked kernel (the fast
+    /// path). Same contract as [`Gpu::matrix_mul_naive`](crate::matrices::matmul::MatmulExt::matrix_mul_naive).
+    fn matrix_mul_tiled(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>>;
+
+    /// `C = A · B` with the chosen kernel, on either backend.
+    fn matmul(
+        &self,
+        kernel: MatmulKernel,
+        a: ArrayView2<f32>,
+        b: ArrayView2<f32>,
+    ) -> Result<Array2<f32>>;
+
+    /// `C = A · B` with the chosen kernel, with CUDA-event times of the
+    /// kernel alone and with the transfers (GPU only:
+    /// [`Error::NotOnSimulator`] on the simulator).
+    fn matmul_timed(
+        &self,
+        kernel: MatmulKernel,
+        a: ArrayView2<f32>,
+        b: ArrayView2<f32>,
+    ) -> Result<(Array2<f32>, MatmulTiming)>;
+
+    /// Queues `C = A · B` on [`Gpu::stream`] over row-major buffers already
+    /// on the device (`a`: m × k, `b`: k × n, `c`: m × n), without copies or
+    /// synchronization (for pipelines and benchmarks). Shapes and buffer
+    /// lengths are checked; the caller synchronizes before reading `c`.
+    /// Safe under the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
+    #[allow(clippy::too_many_arguments)]
+    fn matmul_on_device(
+        &self,
+        kernel: MatmulKernel,
+        a: &DeviceSlice<f32>,
+        b: &DeviceSlice<f32>,
+        c: &mut DeviceSlice<f32>,
+        m: usize,
+        k: usize,
+        n: usize,
+    ) -> Result<()>;
+}
+
+impl MatmulExt for Gpu {
+    fn doubles_matrix_in_place(&self, mut a: ArrayViewMut2<f32>) -> Result<()> {
         const K: &str = DOUBLES_MATRIX.name();
         let (rows, cols) = a.dim();
         doubles_matrix_launch(rows, cols)?;
@@ -292,11 +356,7 @@ impl Gpu {
         Ok(())
     }
 
-    /// Queues K3 on [`Gpu::stream`] over a row-major `rows × cols` matrix
-    /// already on the device, without synchronizing (for pipelines and
-    /// benchmarks). The shape and the buffer length are checked. Safe under
-    /// the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
-    pub fn doubles_matrix_on_device(
+    fn doubles_matrix_on_device(
         &self,
         a: &mut DeviceSlice<f32>,
         rows: usize,
@@ -322,30 +382,22 @@ impl Gpu {
         unsafe { self.launch(DOUBLES_MATRIX, cfg, stream, (a, rows, cols)) }
     }
 
-    /// K3 on a copy: returns `2 * a`, leaving `a` alone.
-    pub fn doubles_matrix(&self, a: ArrayView2<f32>) -> Result<Array2<f32>> {
+    fn doubles_matrix(&self, a: ArrayView2<f32>) -> Result<Array2<f32>> {
         doubles_matrix_launch(a.nrows(), a.ncols())?;
         let mut out = a.to_owned();
         self.doubles_matrix_in_place(out.view_mut())?;
         Ok(out)
     }
 
-    /// K4: `C = A · B` with the naive kernel (one thread per element of C).
-    ///
-    /// Errors (no launch) when the inner dimensions differ, a matrix is
-    /// empty, a size overflows or the grid would exceed the hardware limits.
-    pub fn matrix_mul_naive(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>> {
+    fn matrix_mul_naive(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>> {
         self.matmul(MatmulKernel::Naive, a, b)
     }
 
-    /// K5: `C = A · B` with the tiled, register-blocked kernel (the fast
-    /// path). Same contract as [`Gpu::matrix_mul_naive`].
-    pub fn matrix_mul_tiled(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>> {
+    fn matrix_mul_tiled(&self, a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<Array2<f32>> {
         self.matmul(MatmulKernel::Tiled, a, b)
     }
 
-    /// `C = A · B` with the chosen kernel, on either backend.
-    pub fn matmul(
+    fn matmul(
         &self,
         kernel: MatmulKernel,
         a: ArrayView2<f32>,
@@ -354,10 +406,7 @@ impl Gpu {
         self.matmul_with(kernel, a, b, false).map(|(c, _)| c)
     }
 
-    /// `C = A · B` with the chosen kernel, with CUDA-event times of the
-    /// kernel alone and with the transfers (GPU only:
-    /// [`Error::NotOnSimulator`] on the simulator).
-    pub fn matmul_timed(
+    fn matmul_timed(
         &self,
         kernel: MatmulKernel,
         a: ArrayView2<f32>,
@@ -374,47 +423,8 @@ impl Gpu {
         ))
     }
 
-    /// `C = A · B`, timed (`(kernel_ms, total_ms)`) or not.
-    fn matmul_with(
-        &self,
-        kernel: MatmulKernel,
-        a: ArrayView2<f32>,
-        b: ArrayView2<f32>,
-        timed: bool,
-    ) -> Result<(Array2<f32>, Times)> {
-        let name = kernel.entry();
-        let shape = matmul_launch(kernel, a.dim(), b.dim())?;
-        self.bind()?;
-        let (a, b) = (a.as_standard_layout(), b.as_standard_layout());
-        let (a, b) = match (a.as_slice(), b.as_slice()) {
-            (Some(a), Some(b)) => (a, b),
-            _ => return Err(Error::invalid(name, "standard layout is not contiguous")),
-        };
-        let timers = PhaseTimers::start(self, timed)?;
-        let da = self.to_device(a)?;
-        let db = self.to_device(b)?;
-        // SAFETY: every element of C is written by the kernel before it is read
-        // (split-k zeroes it first).
-        let mut dc = unsafe { self.uninitialized::<f32>(shape.m * shape.n) }?;
-        timers.kernel_start()?;
-        self.matmul_on_device(kernel, &da, &db, &mut dc, shape.m, shape.k, shape.n)?;
-        timers.kernel_stop()?;
-        self.synchronize(name)?;
-        let mut c = vec![0.0f32; shape.m * shape.n];
-        dc.copy_to(&mut c[..])?;
-        let times = timers.finish()?;
-        let c = Array2::from_shape_vec((shape.m, shape.n), c)
-            .map_err(|e| Error::invalid(name, e.to_string()))?;
-        Ok((c, times))
-    }
-
-    /// Queues `C = A · B` on [`Gpu::stream`] over row-major buffers already
-    /// on the device (`a`: m × k, `b`: k × n, `c`: m × n), without copies or
-    /// synchronization (for pipelines and benchmarks). Shapes and buffer
-    /// lengths are checked; the caller synchronizes before reading `c`.
-    /// Safe under the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
     #[allow(clippy::too_many_arguments)]
-    pub fn matmul_on_device(
+    fn matmul_on_device(
         &self,
         kernel: MatmulKernel,
         a: &DeviceSlice<f32>,
@@ -451,6 +461,53 @@ impl Gpu {
         // (with splits) the zeroed C are what the entry's Safety section asks for
         // (matmul_launch_for); 16-byte entries only when a and b are aligned.
         unsafe { self.launch(shape.entry, cfg, stream, (a, b, c, m, k, n)) }
+    }
+}
+
+/// The steps the launchers above share.
+trait MatmulExtSteps {
+    /// `C = A · B`, timed (`(kernel_ms, total_ms)`) or not.
+    fn matmul_with(
+        &self,
+        kernel: MatmulKernel,
+        a: ArrayView2<f32>,
+        b: ArrayView2<f32>,
+        timed: bool,
+    ) -> Result<(Array2<f32>, Times)>;
+}
+
+impl MatmulExtSteps for Gpu {
+    fn matmul_with(
+        &self,
+        kernel: MatmulKernel,
+        a: ArrayView2<f32>,
+        b: ArrayView2<f32>,
+        timed: bool,
+    ) -> Result<(Array2<f32>, Times)> {
+        let name = kernel.entry();
+        let shape = matmul_launch(kernel, a.dim(), b.dim())?;
+        self.bind()?;
+        let (a, b) = (a.as_standard_layout(), b.as_standard_layout());
+        let (a, b) = match (a.as_slice(), b.as_slice()) {
+            (Some(a), Some(b)) => (a, b),
+            _ => return Err(Error::invalid(name, "standard layout is not contiguous")),
+        };
+        let timers = PhaseTimers::start(self, timed)?;
+        let da = self.to_device(a)?;
+        let db = self.to_device(b)?;
+        // SAFETY: every element of C is written by the kernel before it is read
+        // (split-k zeroes it first).
+        let mut dc = unsafe { self.uninitialized::<f32>(shape.m * shape.n) }?;
+        timers.kernel_start()?;
+        self.matmul_on_device(kernel, &da, &db, &mut dc, shape.m, shape.k, shape.n)?;
+        timers.kernel_stop()?;
+        self.synchronize(name)?;
+        let mut c = vec![0.0f32; shape.m * shape.n];
+        dc.copy_to(&mut c[..])?;
+        let times = timers.finish()?;
+        let c = Array2::from_shape_vec((shape.m, shape.n), c)
+            .map_err(|e| Error::invalid(name, e.to_string()))?;
+        Ok((c, times))
     }
 }
 

@@ -86,7 +86,7 @@ use cuda_kernels_gpu::life::{CONWAY_FAST, CONWAY_FAST_ROWS};
 use super::{Crew, bands, gather, labels, run_each};
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::life::{LifeKernel, check_lattice, fast_shape, life_launch};
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::peer::{
@@ -384,7 +384,13 @@ fn run_band(
             // covers the n rows and the kernel clips to the n×n lattice;
             // rows >= 1 (life_launch); n is the checked lattice size.
             unsafe {
-                let args = (&me.lattice[cur], &me.lattice[next], n, launch.rows);
+                // `index(..)`: a slice of the buffer that borrows neither.
+                let args = (
+                    &me.lattice[cur],
+                    &mut me.lattice[next].index(..),
+                    n,
+                    launch.rows,
+                );
                 gpu.launch(CONWAY_FAST, launch.config(), stream, args)
             }?;
         }
@@ -409,7 +415,7 @@ fn run_band(
         unsafe {
             let args = (
                 &me.lattice[cur],
-                &me.lattice[1 - cur],
+                &mut me.lattice[1 - cur].index(..),
                 n,
                 per_thread,
                 rows.start,
@@ -542,6 +548,7 @@ fn run_band(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::BuiltinSimulator;
     use crate::life::{life_cpu, life_step_cpu, random_lattice};
     use crate::multi_gpu::split_rows;
     use crate::util::Rng;

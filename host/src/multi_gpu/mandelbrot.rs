@@ -12,22 +12,35 @@ use cuda_kernels_gpu::mandelbrot::MANDELBROT_ROWS;
 use super::{bands, gather, labels, run_each};
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 use crate::mandelbrot::{BLOCK, check_launch};
 use crate::util::contiguous;
 
 const K: &str = MANDELBROT_ROWS.name();
 
-impl Gpu {
+/// The Mandelbrot launcher over a range of rows, on a [`Gpu`].
+pub trait MandelbrotRowsExt {
     /// Queues rows `rows` of the Mandelbrot graph of `lattice` (see
-    /// [`Gpu::mandelbrot`]) on [`Gpu::stream`] into `graph`, which holds
+    /// [`Gpu::mandelbrot`](crate::mandelbrot::MandelbrotExt::mandelbrot)) on [`Gpu::stream`] into `graph`, which holds
     /// `rows.len() × lattice.len()` values: the same values as those rows of
     /// the full graph, bit for bit. No copies, no synchronization; safe
     /// under the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
     ///
     /// Errors (no launch): as [`check_launch`], an empty or out-of-range
     /// band, a graph of the wrong length.
-    pub fn mandelbrot_rows_on_device(
+    fn mandelbrot_rows_on_device(
+        &self,
+        lattice: &DeviceSlice<f32>,
+        graph: &mut DeviceSlice<f32>,
+        rows: Range<usize>,
+        max_iters: i32,
+        upper_bound: f32,
+        block: u32,
+    ) -> Result<()>;
+}
+
+impl MandelbrotRowsExt for Gpu {
+    fn mandelbrot_rows_on_device(
         &self,
         lattice: &DeviceSlice<f32>,
         graph: &mut DeviceSlice<f32>,
@@ -83,7 +96,7 @@ struct Band {
     graph: DeviceBuffer<f32>,
 }
 
-/// The Mandelbrot graph of `lattice` (as [`Gpu::mandelbrot`]) on `gpus`,
+/// The Mandelbrot graph of `lattice` (as [`Gpu::mandelbrot`](crate::mandelbrot::MandelbrotExt::mandelbrot)) on `gpus`,
 /// its rows split in contiguous bands, each device on its own host thread.
 /// Identical to one GPU's graph.
 ///

@@ -1,6 +1,6 @@
 //! SGEMM on several GPUs, split by rows of C: device `i` multiplies its
 //! band of rows of A by all of B and writes that band of C. Each band is an
-//! ordinary tiled SGEMM ([`Gpu::matrix_mul_tiled`]), so the result is within
+//! ordinary tiled SGEMM ([`Gpu::matrix_mul_tiled`](crate::matrices::matmul::MatmulExt::matrix_mul_tiled)), so the result is within
 //! the same error bound as one GPU's.
 use std::ops::Range;
 
@@ -11,6 +11,7 @@ use super::{bands, gather, labels, run_each};
 use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::matrices::MatmulKernel;
+use crate::matrices::matmul::MatmulExt;
 
 const K: &str = "matmul (multi-GPU)";
 

@@ -10,6 +10,7 @@ use ndarray::ArrayView1;
 use super::{labels, run_each, split_rows};
 use crate::Gpu;
 use crate::error::{Error, Result};
+use crate::reduce::ReduceExt;
 use crate::reduce::{
     Element, ReduceKernel, ReduceOrder, ReduceScratch, reduce_in_gpu_order, start_value,
 };
@@ -24,7 +25,7 @@ fn combine<Op: ReduceKernel<T>, T: Element>(init: T, parts: Vec<Option<T>>) -> T
 
 /// Reduces data already resident on each device: `parts[i]` is a slice of
 /// `parts[i].0`'s memory. Returns `combine(init, …)` over all of it, as
-/// [`Gpu::reduce`] would over the concatenation. Empty parts are skipped.
+/// [`Gpu::reduce`](crate::reduce::ReduceExt::reduce) would over the concatenation. Empty parts are skipped.
 ///
 /// Errors: no parts, min/max of nothing without `init`, a failure on a
 /// device ([`Error::OnDevice`]).
@@ -57,7 +58,7 @@ pub fn reduce<Op: ReduceKernel<T>, T: Element>(
 /// What [`reduce`] and [`reduce_resident`] return for `shares`, each the
 /// data of the device beside it in a buffer of its own: each share reduced
 /// in the order of its device's real launch ([`reduce_in_gpu_order`] with
-/// [`Gpu::reduce_launch_shape`] for its length), then the per-device
+/// [`Gpu::reduce_launch_shape`](crate::reduce::ReduceExt::reduce_launch_shape) for its length), then the per-device
 /// results folded from `init` in device order, as the host does. Exact for
 /// every type, float sums included: the reference the multi-device tests
 /// and the bench compare with `==`.

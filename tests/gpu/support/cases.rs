@@ -33,6 +33,7 @@ use cuda_kernels::{Error, Gpu};
 use libtest_mimic::Failed;
 
 use super::PTX_WITHOUT_KERNEL;
+use cuda_kernels::prelude::*;
 
 /// The documented error a case must give.
 #[derive(Debug, Clone, Copy)]

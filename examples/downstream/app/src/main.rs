@@ -1,4 +1,4 @@
-//! A user's program on cuda-kernels: it launches the kernels of its own
+//! A user's program on cuda-kernels' runtime: it launches the kernels of its own
 //! kernel crate (`../kernels`, built to PTX and cubins by `build.rs`) and
 //! prints each result next to its CPU reference, computed with the same
 //! per-element functions. Without a GPU (or with `CUDA_KERNELS_SIM=1`) the
@@ -7,17 +7,21 @@
 use std::fmt::Display;
 use std::process::ExitCode;
 
-use cuda_kernels::kernels::elementwise::Elementwise;
-use cuda_kernels::matrices::{ElementwiseElement, elementwise_cpu};
-use cuda_kernels::ndarray::{Array1, Array2, ArrayView1, ArrayView2, LinalgScalar, array};
-use cuda_kernels::reduce::reduce_cpu;
-use cuda_kernels::{Error, Gpu, Images, LaunchConfig, Result};
+mod attention;
+
+use cuda_kernels_gpu::elementwise::Elementwise;
+use cuda_kernels_host::matrices::{ElementwiseElement, elementwise_cpu};
+use cuda_kernels_host::prelude::{ElementwiseExt, ReduceExt};
+use cuda_kernels_host::reduce::reduce_cpu;
+use cuda_kernels_runtime::{Error, Gpu, Images, LaunchConfig, Result};
 use downstream_kernels::{
-    BIN_STARTS, BINS, HISTOGRAM, MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, SOFTMAX_ROWS, leaky_relu, softmax_term,
+    BIN_STARTS, BINS, HISTOGRAM, MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, SOFTMAX_ROWS, leaky_relu,
+    softmax_term,
 };
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2, LinalgScalar, array};
 
 /// This program's kernels: the PTX and cubins `build.rs` wrote.
-const IMAGES: Images<'static> = cuda_kernels::embedded_images!("downstream");
+const IMAGES: Images<'static> = cuda_kernels_runtime::embedded_images!("downstream");
 
 /// Elements of the elementwise and reduction inputs.
 const N: usize = 1 << 20;
@@ -29,7 +33,7 @@ const COLS: usize = 1000;
 /// This program's kernels on device 0, or on the simulator when
 /// `CUDA_KERNELS_SIM=1` asks for it or there is no GPU (saying so).
 fn open() -> Result<Gpu> {
-    if !cuda_kernels::sim_requested() {
+    if !cuda_kernels_runtime::sim_requested() {
         match Gpu::from_images(&IMAGES) {
             Err(e) if e.is_no_gpu() => println!("{e}: running on the CPU simulator."),
             opened => return opened,
@@ -39,7 +43,7 @@ fn open() -> Result<Gpu> {
         "Built: {} bytes of PTX with the entry points {}, and {} cubin(s); \
          SIMULATED: the same kernels' Rust code runs on the CPU, no GPU timings.",
         IMAGES.ptx.len(),
-        cuda_kernels::ptx_entry_points(IMAGES.ptx).join(", "),
+        cuda_kernels_runtime::ptx_entry_points(IMAGES.ptx).join(", "),
         IMAGES.cubins.len()
     );
     // The simulator standing for a GPU with these images: it runs this
@@ -169,6 +173,9 @@ fn run(gpu: &Gpu) -> Result<bool> {
     // bin_starts: the exclusive prefix sum of the counts (a block scan), exact.
     let (gs, cs) = (bin_starts_gpu(gpu, &c)?, bin_starts_cpu(&c));
     ok &= row("bin_starts (block scan), bin 200", gs[200], cs[200], "exact", gs == cs);
+    // attention_tile: bf16 Q·Kᵀ on the tensor cores, then a row softmax,
+    // against f64 within the bound derived in attention.rs.
+    ok &= attention::check(gpu)?;
     Ok(ok)
 }
 

@@ -7,7 +7,7 @@ const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/downstream.ptx"));
 
 #[test]
 fn the_ptx_has_every_kernel_the_app_launches_and_no_other() {
-    let mut entries = cuda_kernels::ptx_entry_points(PTX);
+    let mut entries = cuda_kernels_runtime::ptx_entry_points(PTX);
     entries.sort_unstable();
     assert_eq!(
         entries,

@@ -13,6 +13,8 @@
 //! - [`BIN_STARTS`], where each bin of a histogram starts in sorted order:
 //!   the exclusive prefix sum of the counts, one block scan
 //!   (`cuda_kernels_device::collectives`).
+//! - [`attention`], a tile of attention weights on the tensor cores
+//!   (`mma.sync`, sm_80 and later builds only).
 //!
 //! On the host the same crate is an ordinary library: the per-element
 //! functions ([`softmax_term`], [`leaky_relu`]'s body, [`MaxAbs`]'s
@@ -28,6 +30,8 @@
 
 use cuda_kernels_device::prelude::*;
 use cuda_kernels_gpu::reduce::ReduceOp;
+
+pub mod attention;
 
 /// Threads per block of `softmax_rows`: the host launches exactly this many.
 pub const SOFTMAX_BLOCK: u32 = 256;

@@ -70,8 +70,8 @@ use cust::memory::{DeviceCopy, DevicePointer, LockedBuffer};
 use cust::sys::{self as cu, CUresult, CUstream, CUstream_flags};
 
 use crate::Gpu;
+use crate::error::cuda_error;
 use crate::error::{CudaResultExt, Error, Result};
-use crate::mandelbrot::driver_api::cuda_error;
 use crate::memory::{DeviceBuffer, DeviceSlice, Stream};
 
 const K: &str = "lane";
@@ -144,13 +144,13 @@ impl<T: DeviceCopy> HostBuffer<T> {
 /// [`Error::NotOnSimulator`]).
 ///
 /// ```
-/// # fn main() -> cuda_kernels_host::Result<()> {
-/// use cuda_kernels_host::{Gpu, async_mem::Lane};
-/// let gpu = Gpu::simulator()?; // or cuda_kernels::gpu()?
-/// let mut lane = Lane::<f32, 1>::from_host(&gpu, &[1.0, 2.0, 3.0])?;
+/// # fn main() -> cuda_kernels_runtime::Result<()> {
+/// use cuda_kernels_runtime::{Gpu, async_mem::Lane};
+/// let gpu = Gpu::simulated_device_of_crate(0, "kernels"); // or Gpu::from_images(&IMAGES)?
+/// let mut lane = Lane::<f32, 2>::from_host(&gpu, &[1.0, 2.0, 3.0])?;
 /// lane.upload(0)?; // host -> device, asynchronous, in the lane's stream
-/// lane.mult_ker(0, 1, 64)?; // the kernel, in the same stream
-/// lane.download(0)?; // device -> host, asynchronous
+/// lane.copy_on_device(0, 1)?; // device -> device, in the same stream
+/// lane.download(1)?; // device -> host, asynchronous
 /// assert_eq!(lane.host()?, &[1.0, 2.0, 3.0]); // waits for the stream first
 /// # Ok(()) }
 /// ```
@@ -357,7 +357,7 @@ impl<'g, T: DeviceCopy, const D: usize> Lane<'g, T, D> {
     /// the pointers stay valid until the stream is synchronized (module
     /// docs), belong to the lane's GPU, and the launcher queues its kernel on
     /// the returned stream only.
-    pub(crate) fn launch_target(&mut self) -> Result<(&'g Gpu, &Stream, [DevicePointer<T>; D])> {
+    pub fn launch_target(&mut self) -> Result<(&'g Gpu, &Stream, [DevicePointer<T>; D])> {
         self.gpu.bind()?;
         let ptrs = std::array::from_fn(|i| self.device[i].as_device_ptr());
         Ok((self.gpu, &self.stream, ptrs))

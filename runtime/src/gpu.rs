@@ -5,7 +5,6 @@ use std::ffi::CString;
 use std::path::Path;
 use std::sync::Mutex;
 
-use cust::CudaApiVersion;
 use cust::context::{Context, CurrentContext};
 use cust::device::Device;
 use cust::error::CudaError;
@@ -21,8 +20,11 @@ use crate::image::KernelResources;
 
 use crate::error::{CudaResultExt, Error, Result};
 use crate::image::{Images, LoadedImage};
-use crate::kernel::Kernel;
-use crate::memory::{DeviceId, Stream};
+use cuda_kernels_device::kernel::Kernel;
+use cust::memory::DeviceCopy;
+use cust::memory::bytemuck::Zeroable;
+
+use crate::memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
 use crate::simulator;
 
 /// Initialises the CUDA driver and returns device 0.
@@ -147,9 +149,9 @@ pub fn sim_requested() -> bool {
 
 /// A device ready to run this crate's kernels: a CUDA GPU (the device, its
 /// primary context, the loaded module from a cubin or the PTX, a stream), or
-/// the CPU simulator ([`Gpu::simulator`]), which runs the kernels' own Rust
+/// the CPU simulator ([`Gpu::simulated_device_of_crate`]), which runs the kernels' own Rust
 /// code on the host with CUDA's execution model. The same launchers, buffers
-/// ([`DeviceBuffer`](crate::memory::DeviceBuffer)) and streams work on both;
+/// ([`DeviceBuffer`]) and streams work on both;
 /// what only hardware has (CUDA-event timings, concurrent streams, contexts,
 /// the raw driver-API path, the C ABI, cuBLAS, unified and page-locked
 /// memory) is [`Error::NotOnSimulator`] there.
@@ -160,10 +162,10 @@ pub fn sim_requested() -> bool {
 ///
 /// # Launchers that leave work in flight: the `_on_device` rule
 /// Most launchers copy in, launch, synchronize and copy out. The
-/// `*_on_device` ones ([`Gpu::multiply_on_device`], [`Gpu::matmul_on_device`],
-/// [`Gpu::doubles_matrix_on_device`], [`Gpu::elementwise_on_device`],
-/// [`Gpu::mandelbrot_on_device`], [`Gpu::reduce_on_device`] and its `_shaped`
-/// form, [`Gpu::mult_ker_on_device`]) check every length, shape and device,
+/// `*_on_device` ones (`multiply_on_device`, `matmul_on_device`,
+/// `doubles_matrix_on_device`, `elementwise_on_device`,
+/// `mandelbrot_on_device`, `reduce_on_device` and its `_shaped`
+/// form, `mult_ker_on_device`) check every length, shape and device,
 /// queue one kernel on [`Gpu::stream`] over device memory the caller lends
 /// them as `&DeviceSlice`/`&mut DeviceSlice`, and return before it finishes
 /// (on the simulator the kernel has run to completion when they return, so
@@ -174,7 +176,7 @@ pub fn sim_requested() -> bool {
 /// memory, and the two ways safe code can reach that memory afterwards both
 /// wait for the kernel:
 /// - *access*: the safe copies and memsets of
-///   [`DeviceSlice`](crate::memory::DeviceSlice) (`copy_from`, `copy_to`,
+///   [`DeviceSlice`] (`copy_from`, `copy_to`,
 ///   `copy_from_device`, `set_zero`, [`Gpu::to_device`], [`Gpu::zeroed`])
 ///   are `cust` calls on the legacy default stream (those with host memory
 ///   synchronous), and [`Gpu::stream`] is a *blocking* stream, ordered with
@@ -198,11 +200,11 @@ pub fn sim_requested() -> bool {
 /// [`Lane`]: crate::async_mem::Lane
 ///
 /// ```
-/// # fn main() -> cuda_kernels_host::Result<()> {
-/// let gpu = cuda_kernels_host::Gpu::simulator()?; // or cuda_kernels::gpu()?
-/// let a = ndarray::Array1::from(vec![1.0f32, 2.0, 3.0]);
-/// let c = gpu.multiply(a.view(), a.view())?;
-/// assert_eq!(c.to_vec(), vec![1.0, 4.0, 9.0]);
+/// # fn main() -> cuda_kernels_runtime::Result<()> {
+/// // or Gpu::from_images(&IMAGES)? on device 0, cuda_kernels::gpu()? with the catalogue
+/// let gpu = cuda_kernels_runtime::Gpu::simulated_device_of_crate(0, "kernels");
+/// let a = gpu.to_device(&[1.0f32, 2.0, 3.0])?;
+/// assert_eq!(a.to_vec()?, vec![1.0, 2.0, 3.0]);
 /// # Ok(()) }
 /// ```
 pub struct Gpu {
@@ -287,6 +289,19 @@ fn launch_limits(device: Device) -> Result<Limits> {
 static SIMULATED_IMAGE: LoadedImage = LoadedImage::Simulator;
 
 impl Gpu {
+    /// The number of multiprocessors (SMs) of this GPU (the simulated
+    /// H100's 132 on the simulator).
+    pub fn multiprocessors(&self, k: &'static str) -> Result<u32> {
+        if self.is_simulated() {
+            return Ok(simulator::MULTIPROCESSORS);
+        }
+        let sms = self
+            .device()?
+            .get_attribute(cust::device::DeviceAttribute::MultiprocessorCount)
+            .during(k, "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)")?;
+        Ok(sms.max(1) as u32)
+    }
+
     /// Opens device 0 and loads `ptx` (PTX source text).
     pub fn from_ptx(ptx: &str) -> Result<Self> {
         Self::from_images(&Images::from(ptx))
@@ -328,27 +343,23 @@ impl Gpu {
         })
     }
 
-    /// The CPU simulator, standing in for an H100 (its limits: block and
-    /// grid sizes, shared memory, 132 multiprocessors): it runs the kernels'
-    /// own Rust code, every thread of a launch, before the launch returns.
-    /// No GPU, driver or PTX is needed. A kernel that faults leaves it
-    /// usable: unlike a CUDA context, no restart is needed.
-    ///
-    /// `cuda_kernels::gpu()` opens it too when `CUDA_KERNELS_SIM=1`
-    /// ([`SIM_ENV`]).
-    pub fn simulator() -> Result<Self> {
-        Self::simulated_device(0)
-    }
-
-    /// Simulated device `ordinal`: a simulator like [`Gpu::simulator`]
-    /// (which is simulated device 0) whose buffers and streams are its own,
-    /// so that handing them to another device's launcher is
+    /// Simulated device `ordinal` running the kernels declared in the crate
+    /// `name` (its library name, `env!("CARGO_CRATE_NAME")` there): the CPU
+    /// simulator, standing in for an H100 (its limits: block and grid sizes,
+    /// shared memory, 132 multiprocessors), which runs the kernels' own Rust
+    /// code, every thread of a launch, before the launch returns. No GPU,
+    /// driver or PTX is needed. A kernel that faults leaves it usable:
+    /// unlike a CUDA context, no restart is needed. Its buffers and streams
+    /// are its own, so that handing them to another device's launcher is
     /// [`Error::WrongDevice`], as on a machine with several GPUs.
-    pub fn simulated_device(ordinal: u32) -> Result<Self> {
-        Ok(Self::simulating(ordinal, cuda_kernels_gpu::IMAGE))
+    ///
+    /// `cuda_kernels::gpu()` opens one too when `CUDA_KERNELS_SIM=1`
+    /// ([`SIM_ENV`]).
+    pub fn simulated_device_of_crate(ordinal: u32, name: &str) -> Self {
+        Self::simulating(ordinal, name)
     }
 
-    /// The simulator (simulated device 0, as [`Gpu::simulator`]) standing
+    /// The simulator (simulated device 0) standing
     /// for a GPU that loaded `images`: it runs the kernels of the crate they
     /// were built from ([`Images::crate_name`]), as that GPU would, and
     /// refuses every other crate's ([`Error::KernelNotFound`]). Images that
@@ -563,7 +574,7 @@ impl Gpu {
     /// The raw function of entry point `name`, looked up once and cached
     /// for [`Gpu::launch`]; [`Error::KernelNotFound`] names it when the
     /// module lacks it.
-    pub(crate) fn raw_function(&self, name: &'static str) -> Result<cust::sys::CUfunction> {
+    pub fn raw_function(&self, name: &'static str) -> Result<cust::sys::CUfunction> {
         let cuda = self.cuda("a PTX function")?;
         let mut cache = cuda.functions.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(&f) = cache.get(name) {
@@ -598,6 +609,65 @@ impl Gpu {
                     .map_err(|source| self.describe_failure(kernel, "cuCtxSynchronize", source))
             }
             Backend::Simulator => Ok(()),
+        }
+    }
+
+    /// Sets the size of the FIFO that kernels' `printf` records go through
+    /// (`cudaLimitPrintfFifoSize`; the driver raises a smaller size to
+    /// 512 KiB): what a launch prints past it is dropped. On a GPU,
+    /// `cuCtxSetLimit` of the context (which the driver refuses once a
+    /// kernel that prints has run in it: set it first); the GPU drops
+    /// silently, and drains the FIFO while the kernel runs, so how many
+    /// lines pass depends on timing. On the simulator, this device's FIFO
+    /// (1 MiB by default): records of 16 bytes plus the packed arguments
+    /// rounded up to 8, the dropped lines counted on stderr
+    /// (`docs/simulator.md`).
+    pub fn set_printf_fifo_bytes(&self, bytes: usize) -> Result<()> {
+        use cust::context::ResourceLimit::PrintfFifoSize as PRINTF_FIFO;
+        match (&self.backend, self.id) {
+            (Backend::Simulator, DeviceId::Simulator { ordinal }) => {
+                simulator::set_printf_fifo_bytes(ordinal, bytes);
+                Ok(())
+            }
+            _ => {
+                self.bind()?;
+                CurrentContext::set_resource_limit(PRINTF_FIFO, bytes)
+                    .during("printf FIFO", "cuCtxSetLimit")
+            }
+        }
+    }
+
+    /// The printf FIFO's size in bytes ([`Gpu::set_printf_fifo_bytes`]).
+    pub fn printf_fifo_bytes(&self) -> Result<usize> {
+        use cust::context::ResourceLimit::PrintfFifoSize as PRINTF_FIFO;
+        match (&self.backend, self.id) {
+            (Backend::Simulator, DeviceId::Simulator { ordinal }) => {
+                Ok(simulator::printf_fifo_bytes(ordinal))
+            }
+            _ => {
+                self.bind()?;
+                CurrentContext::get_resource_limit(PRINTF_FIFO)
+                    .during("printf FIFO", "cuCtxGetLimit")
+            }
+        }
+    }
+
+    /// Runs this simulated device's later launches with the order of threads
+    /// shuffled by `seed` (as `CUDA_KERNELS_SIM_SEED` does for the whole
+    /// process, which this overrides for this device), or in the fixed order
+    /// again for `None` with no such variable: for tests that run a kernel
+    /// under many orders in one process (`docs/simulator.md`, "Order").
+    /// [`Error::InvalidInput`] on a CUDA GPU, whose order is its own.
+    pub fn set_simulator_seed(&self, seed: Option<u64>) -> Result<()> {
+        match (&self.backend, self.id) {
+            (Backend::Simulator, DeviceId::Simulator { ordinal }) => {
+                simulator::set_seed(ordinal, seed);
+                Ok(())
+            }
+            _ => Err(Error::invalid(
+                "simulator seed",
+                "a CUDA GPU runs threads in its own order; seeds are the simulator's",
+            )),
         }
     }
 
@@ -673,32 +743,56 @@ impl FaultBuffer {
     }
 }
 
-/// Loads PTX text into the current context, turning refusals into an error
-/// that says the PTX's `.version`/`.target` and the driver's version.
-pub fn load_module(ptx: &str) -> Result<Module> {
-    let cstr = CString::new(ptx)
-        .map_err(|_| Error::invalid("module", "the PTX text contains a NUL byte"))?;
-    Module::from_ptx_cstr(&cstr, &[]).map_err(|source| Error::ModuleLoad {
-        details: ptx_summary(ptx),
-        source,
-    })
-}
+impl Gpu {
+    /// A buffer of `len` elements on this device whose contents are
+    /// undefined (`cust`'s `DeviceBuffer::uninitialized`).
+    ///
+    /// # Safety
+    /// Nothing may read an element before it is written (by a copy or a
+    /// kernel).
+    pub unsafe fn uninitialized<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        DeviceBuffer::allocate(self.device_id(), len)
+    }
 
-/// `.version X .target Y, driver N` for error messages.
-pub fn ptx_summary(ptx: &str) -> String {
-    let directive = |d: &str| {
-        ptx.lines()
-            .find_map(|l| l.trim().strip_prefix(d).map(|v| v.trim().to_string()))
-            .unwrap_or_else(|| "none".into())
-    };
-    let driver = CudaApiVersion::get()
-        .map(|v| format!("{}.{}", v.major(), v.minor()))
-        .unwrap_or_else(|e| format!("unknown ({e})"));
-    format!(
-        "PTX .version {}, .target {}, driver supports CUDA {driver}",
-        directive(".version"),
-        directive(".target")
-    )
+    /// A buffer of `len` zeroed elements on this device, waiting for the
+    /// memset.
+    pub fn zeroed<T: DeviceCopy + Zeroable>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        let mut buf = DeviceBuffer::allocate(self.device_id(), len)?;
+        buf.set_zero()?;
+        Ok(buf)
+    }
+
+    /// A buffer on this device holding a copy of `host` (`cust`'s
+    /// `DeviceBuffer::from_slice`), waiting for the copy.
+    pub fn to_device<T: DeviceCopy>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
+        let mut buf = DeviceBuffer::allocate(self.device_id(), host.len())?;
+        buf.copy_from(host)?;
+        Ok(buf)
+    }
+
+    /// Refuses memory of another device for `kernel`
+    /// ([`Error::WrongDevice`]).
+    pub fn check_device<T: DeviceCopy>(
+        &self,
+        kernel: &'static str,
+        slice: &DeviceSlice<T>,
+    ) -> Result<()> {
+        self.check_device_id(kernel, slice.device())
+    }
+
+    /// Refuses a device identity other than this GPU's for `kernel`.
+    pub fn check_device_id(&self, kernel: &'static str, found: DeviceId) -> Result<()> {
+        let expected = self.device_id();
+        if found == expected {
+            Ok(())
+        } else {
+            Err(Error::WrongDevice {
+                kernel,
+                expected,
+                found,
+            })
+        }
+    }
 }
 
 #[cfg(test)]

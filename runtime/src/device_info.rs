@@ -3,6 +3,7 @@ use cust::CudaApiVersion;
 use cust::device::{Device, DeviceAttribute};
 
 use crate::error::{CudaResultExt, Error, Result};
+use crate::simulator;
 
 /// What seed 001 prints about each device.
 #[derive(Debug, Clone)]
@@ -86,19 +87,96 @@ fn device_info(ordinal: u32, d: Device) -> Result<DeviceInfo> {
         l2_cache_bytes: attr(DeviceAttribute::L2CacheSize)?,
         memory_bus_width: attr(DeviceAttribute::GlobalMemoryBusWidth)?,
         memory_clock_khz: attr(DeviceAttribute::MemoryClockRate)?,
-        pci_bus_id: crate::devices::pci_bus_id(d)?,
-        unusable: crate::devices::unusable_reason(d)?,
+        pci_bus_id: pci_bus_id(d)?,
+        unusable: unusable_reason(d)?,
     })
+}
+
+/// The device query of the simulated device: an H100's limits (compute
+/// capability 9.0, 132 multiprocessors, 48 KiB of shared memory per block
+/// without opt-in, 1024 threads per block, warps of 32). Memory size,
+/// clocks and bus width are an H100 SXM's nominal values; the memory is
+/// what the simulator lets a device allocate ([`simulator::memory_bytes`]).
+pub fn simulated() -> DeviceInfo {
+    DeviceInfo {
+        ordinal: 0,
+        name: simulator::NAME.to_string(),
+        compute_capability: (9, 0),
+        total_memory: simulator::memory_bytes().unwrap_or(simulator::DEFAULT_MEMORY_BYTES),
+        clock_rate_khz: 1_980_000,
+        multiprocessors: simulator::MULTIPROCESSORS as i32,
+        shared_memory_per_block: simulator::LIMITS.shared_per_block as i32,
+        total_constant_memory: 64 * 1024,
+        max_threads_per_block: simulator::LIMITS.max_threads_per_block as i32,
+        warp_size: 32,
+        l2_cache_bytes: 50 * 1024 * 1024,
+        memory_bus_width: 5120,
+        memory_clock_khz: 2_619_000,
+        pci_bus_id: "none (simulated)".into(),
+        unusable: None,
+    }
+}
+
+/// The lowest compute capability the kernels run on: the PTX targets sm_70
+/// (rustc's nvptx baseline).
+pub const MIN_COMPUTE_CAPABILITY: (i32, i32) = (7, 0);
+
+/// `cuDeviceGetAttribute(COMPUTE_MODE)`'s value for a device on which no
+/// context may be created.
+const COMPUTE_MODE_PROHIBITED: i32 = 2;
+
+/// The device's PCI bus id, `domain:bus:device.function`.
+pub fn pci_bus_id(device: Device) -> Result<String> {
+    let mut buf = [0 as std::ffi::c_char; 32];
+    // SAFETY: `buf` is a live array of 32 chars and the driver writes at most
+    // `len` bytes, NUL-terminated (13 are needed).
+    let r = unsafe {
+        cust::sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, device.as_raw())
+    };
+    crate::error::check_driver(r, "device query", "cuDeviceGetPCIBusId")?;
+    // SAFETY: the driver wrote a NUL-terminated string into `buf` (and `buf`
+    // was zeroed, so there is a NUL in any case).
+    let id = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+    Ok(id.to_string_lossy().into_owned())
+}
+
+/// Why this crate cannot use `device`, or `None` when it can: a compute
+/// capability below [`MIN_COMPUTE_CAPABILITY`], or a device in prohibited
+/// compute mode (no context may be created on it).
+pub fn unusable_reason(device: Device) -> Result<Option<String>> {
+    let attr = |a| {
+        device
+            .get_attribute(a)
+            .during("device query", "cuDeviceGetAttribute")
+    };
+    let cc = (
+        attr(DeviceAttribute::ComputeCapabilityMajor)?,
+        attr(DeviceAttribute::ComputeCapabilityMinor)?,
+    );
+    if cc < MIN_COMPUTE_CAPABILITY {
+        let (major, minor) = MIN_COMPUTE_CAPABILITY;
+        return Ok(Some(format!(
+            "compute capability {}.{} is below {major}.{minor}, the kernels' lowest target",
+            cc.0, cc.1
+        )));
+    }
+    if attr(DeviceAttribute::ComputeMode)? == COMPUTE_MODE_PROHIBITED {
+        return Ok(Some(
+            "the device is in prohibited compute mode (nvidia-smi -c): no context may be created"
+                .into(),
+        ));
+    }
+    Ok(None)
 }
 
 impl crate::Gpu {
     /// This device's properties: the GPU's, or on the simulator the
-    /// simulated H100's limits ([`simulator::device_info`](crate::simulator::device_info)).
+    /// simulated H100's limits ([`simulated`]).
     pub fn device_info(&self) -> Result<DeviceInfo> {
         match self.device_id() {
             crate::DeviceId::Simulator { ordinal } => Ok(DeviceInfo {
                 ordinal,
-                ..crate::simulator::device_info()
+                ..simulated()
             }),
             crate::DeviceId::Cuda { ordinal, .. } => {
                 self.bind()?;

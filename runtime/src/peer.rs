@@ -11,7 +11,7 @@
 //! is done. The multi-device launchers use the queued forms inside this
 //! crate.
 //!
-//! Simulated devices ([`Gpu::simulated_device`]) copy too: their memory is
+//! Simulated devices ([`Gpu::simulated_device_of_crate`]) copy too: their memory is
 //! the host's, so a "peer" copy between two of them is one `memcpy` and a
 //! staged one goes through a host buffer. Between a simulated device and a
 //! CUDA device only the staged path exists.
@@ -130,7 +130,7 @@ pub fn require_peer(a: &Gpu, b: &Gpu) -> Result<()> {
 /// its `Stream::wait_event` consumes the event.) On the simulator, where
 /// every operation has finished when it returns, there is nothing to order:
 /// the event is empty and recording and waiting do nothing.
-pub(crate) struct SyncEvent(Option<cu::CUevent>);
+pub struct SyncEvent(Option<cu::CUevent>);
 
 // SAFETY: a CUevent handle may be used from any thread (the driver API is
 // thread-safe); this type only records, waits on and destroys it.
@@ -150,7 +150,7 @@ impl Drop for SyncEvent {
 }
 
 /// A fresh [`SyncEvent`] of `gpu` (empty on the simulator).
-pub(crate) fn sync_event(gpu: &Gpu) -> Result<SyncEvent> {
+pub fn sync_event(gpu: &Gpu) -> Result<SyncEvent> {
     if gpu.is_simulated() {
         return Ok(SyncEvent(None));
     }
@@ -169,7 +169,7 @@ pub(crate) fn sync_event(gpu: &Gpu) -> Result<SyncEvent> {
 
 /// Makes `stream` wait for the work recorded by `event` (which may be of
 /// another device); nothing on the simulator.
-pub(crate) fn stream_wait(stream: &Stream, event: &SyncEvent) -> Result<()> {
+pub fn stream_wait(stream: &Stream, event: &SyncEvent) -> Result<()> {
     let (Some(event), false) = (event.0, stream.is_simulated()) else {
         return Ok(());
     };
@@ -183,7 +183,7 @@ pub(crate) fn stream_wait(stream: &Stream, event: &SyncEvent) -> Result<()> {
 
 /// Records `event` on `stream` (both of the same device); nothing on the
 /// simulator.
-pub(crate) fn record(event: &SyncEvent, stream: &Stream) -> Result<()> {
+pub fn record(event: &SyncEvent, stream: &Stream) -> Result<()> {
     let (Some(event), false) = (event.0, stream.is_simulated()) else {
         return Ok(());
     };
@@ -198,7 +198,7 @@ pub(crate) fn record(event: &SyncEvent, stream: &Stream) -> Result<()> {
 /// Host memory for staged copies: page-locked memory that every context
 /// sees as pinned (`cuMemHostAlloc` with `CU_MEMHOSTALLOC_PORTABLE`) on a
 /// CUDA device, an ordinary host buffer for a simulated one. Freed on drop.
-pub(crate) struct PinnedBytes {
+pub struct PinnedBytes {
     ptr: *mut c_void,
     len: usize,
     /// The host buffer of a simulated device (`None`: page-locked memory).
@@ -215,7 +215,7 @@ unsafe impl Sync for PinnedBytes {}
 
 impl PinnedBytes {
     /// `len` bytes (at least 1) of staging memory for `gpu`.
-    pub(crate) fn new(gpu: &Gpu, len: usize) -> Result<Self> {
+    pub fn new(gpu: &Gpu, len: usize) -> Result<Self> {
         if gpu.is_simulated() {
             let mut host = vec![0u8; len.max(1)].into_boxed_slice();
             return Ok(Self {
@@ -237,13 +237,18 @@ impl PinnedBytes {
     }
 
     /// The address.
-    pub(crate) fn as_ptr(&self) -> *mut u8 {
+    pub fn as_ptr(&self) -> *mut u8 {
         self.ptr.cast()
     }
 
     /// The size in bytes.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Whether it holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
@@ -269,7 +274,7 @@ pub const STAGING_CHUNK_BYTES: usize = 16 << 20;
 /// `src` and `dst` are device addresses of `bytes` bytes on those GPUs, valid
 /// until the copy ends; the caller orders the copy against every other use
 /// of both ranges.
-pub(crate) unsafe fn queue_peer_copy(
+pub unsafe fn queue_peer_copy(
     src_gpu: &Gpu,
     src: cu::CUdeviceptr,
     dst_gpu: &Gpu,
@@ -316,7 +321,7 @@ pub(crate) unsafe fn queue_peer_copy(
 /// `src` is a device address of `bytes` bytes on `gpu` and `host` holds
 /// `bytes` bytes (page-locked for an asynchronous copy), both valid until
 /// the copy ends, which the caller orders against their other uses.
-pub(crate) unsafe fn queue_to_host(
+pub unsafe fn queue_to_host(
     gpu: &Gpu,
     src: cu::CUdeviceptr,
     host: *mut u8,
@@ -340,7 +345,7 @@ pub(crate) unsafe fn queue_to_host(
 ///
 /// # Safety
 /// As [`queue_to_host`], the other way.
-pub(crate) unsafe fn queue_to_device(
+pub unsafe fn queue_to_device(
     gpu: &Gpu,
     host: *const u8,
     dst: cu::CUdeviceptr,

@@ -6,7 +6,7 @@ use cust::error::CudaError;
 
 use cuda_kernels_device::sim::SimError;
 
-use crate::memory::DeviceId;
+use crate::device_id::DeviceId;
 
 /// What went wrong, and where.
 #[derive(Debug, thiserror::Error)]
@@ -307,9 +307,49 @@ impl<T> CudaResultExt<T> for Result<T, CudaError> {
     }
 }
 
+impl Error {
+    /// This crate's error for what the simulator reported about `kernel`: a
+    /// fault is [`Error::DeviceFault`] as on a GPU (with no driver error); a
+    /// refused launch [`Error::LaunchRefused`] with the error the GPU gives
+    /// (`CUDA_ERROR_INVALID_VALUE`); the findings only a simulator makes have
+    /// their own variants.
+    pub(crate) fn from_sim(kernel: &'static str, e: SimError) -> Error {
+        match e {
+            SimError::Fault {
+                file,
+                line,
+                column,
+                at,
+                message,
+                ..
+            } => Error::DeviceFault {
+                kernel,
+                file,
+                line,
+                column,
+                block: at.block,
+                thread: at.thread,
+                message,
+                source: None,
+            },
+            SimError::LaunchRefused { reason, .. } => Error::LaunchRefused {
+                kernel,
+                reason,
+                source: CudaError::InvalidValue,
+            },
+            detail @ SimError::SharedRace { .. } => Error::SharedRace { kernel, detail },
+            detail @ SimError::BarrierDivergence { .. } => {
+                Error::BarrierDivergence { kernel, detail }
+            }
+            detail @ SimError::OutOfBounds { .. } => Error::OutOfBounds { kernel, detail },
+            detail => Error::Simulator { kernel, detail },
+        }
+    }
+}
+
 /// `Ok` for `CUDA_SUCCESS`, else [`Error::Cuda`] naming `kernel` and the
 /// driver call `operation`: the one check of a raw driver call's result.
-pub(crate) fn check_driver(
+pub fn check_driver(
     r: cust::sys::CUresult,
     kernel: &'static str,
     operation: &'static str,
@@ -320,10 +360,87 @@ pub(crate) fn check_driver(
         Err(Error::Cuda {
             kernel,
             operation,
-            source: crate::mandelbrot::driver_api::cuda_error(r),
+            source: cuda_error(r),
         })
     }
 }
+
+/// The `cust` error for a raw `CUresult` (cust's own conversion is private):
+/// the variant with the same number, `UnknownError` for numbers cust does not
+/// know.
+pub fn cuda_error(r: cust::sys::CUresult) -> CudaError {
+    let code = r as i32 as u32;
+    ALL_ERRORS
+        .iter()
+        .copied()
+        .find(|e| *e as u32 == code)
+        .unwrap_or(CudaError::UnknownError)
+}
+
+/// Every driver error `cust` 0.3.2 names, by number.
+const ALL_ERRORS: &[CudaError] = {
+    use CudaError::*;
+    &[
+        InvalidValue,
+        OutOfMemory,
+        NotInitialized,
+        Deinitialized,
+        ProfilerDisabled,
+        ProfilerNotInitialized,
+        ProfilerAlreadyStarted,
+        ProfilerAlreadyStopped,
+        NoDevice,
+        InvalidDevice,
+        InvalidImage,
+        InvalidContext,
+        ContextAlreadyCurrent,
+        MapFailed,
+        UnmapFailed,
+        ArrayIsMapped,
+        AlreadyMapped,
+        NoBinaryForGpu,
+        AlreadyAcquired,
+        NotMapped,
+        NotMappedAsArray,
+        NotMappedAsPointer,
+        EccUncorrectable,
+        UnsupportedLimit,
+        ContextAlreadyInUse,
+        PeerAccessUnsupported,
+        InvalidPtx,
+        InvalidGraphicsContext,
+        NvlinkUncorrectable,
+        InvalidSource,
+        FileNotFound,
+        SharedObjectSymbolNotFound,
+        SharedObjectInitFailed,
+        OperatingSystemError,
+        InvalidHandle,
+        NotFound,
+        NotReady,
+        IllegalAddress,
+        LaunchOutOfResources,
+        LaunchTimeout,
+        LaunchIncompatibleTexturing,
+        PeerAccessAlreadyEnabled,
+        PeerAccessNotEnabled,
+        PrimaryContextActive,
+        ContextIsDestroyed,
+        AssertError,
+        TooManyPeers,
+        HostMemoryAlreadyRegistered,
+        HostMemoryNotRegistered,
+        HardwareStackError,
+        IllegalInstruction,
+        MisalignedAddress,
+        InvalidAddressSpace,
+        InvalidProgramCounter,
+        LaunchFailed,
+        NotPermitted,
+        NotSupported,
+        UnknownError,
+    ]
+};
 
 #[cfg(test)]
 mod tests {

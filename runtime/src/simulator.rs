@@ -5,17 +5,17 @@
 //! The simulator runs the kernels' own Rust bodies on the CPU, every thread
 //! of a launch before the launch returns (see `docs/simulator.md`). It stands
 //! in for an NVIDIA H100: the same limits on launch shapes, and the device
-//! query ([`device_info`]) reports them.
+//! query ([`device_info::simulated`](crate::device_info::simulated))
+//! reports them.
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::Mutex;
 
-use cuda_kernels_device::sim::{self, Entry, LaunchShape, Limits, SimError};
+use cuda_kernels_device::sim::{self, Entry, Limits, SimOptions};
 use cust::error::CudaError;
 
-use crate::device_info::DeviceInfo;
 use crate::error::{Error, Result};
-use crate::kernel::LaunchConfig;
+use crate::launch::LaunchConfig;
 
 /// What [`Gpu::name`](crate::Gpu::name) says on the simulator.
 pub const NAME: &str = "CUDA-kernels simulator (NVIDIA H100 limits)";
@@ -120,7 +120,7 @@ impl Allocation {
         }
         let release = |e| {
             Self::release(ordinal, bytes);
-            from_sim("device memory", e)
+            Error::from_sim("device memory", e)
         };
         let memory = sim::memory::Allocation::new(bytes, element_size, label).map_err(release)?;
         Ok(Self { memory, ordinal })
@@ -146,9 +146,68 @@ impl Drop for Allocation {
     }
 }
 
-/// Runs `entry` on every thread of a launch of `cfg`, to completion, and
-/// turns what the simulator reports into this crate's errors
-/// ([`from_sim`]).
+/// What is set per simulated device, as a CUDA context's limits are set per
+/// context: the printf FIFO's size and the order of threads.
+#[derive(Clone, Copy)]
+struct DeviceSettings {
+    /// `cudaLimitPrintfFifoSize` ([`Gpu::set_printf_fifo_bytes`](crate::Gpu::set_printf_fifo_bytes)).
+    printf_fifo_bytes: usize,
+    /// The seed that shuffles the order of threads ([`set_seed`]); `None`:
+    /// `CUDA_KERNELS_SIM_SEED`'s, else the fixed order.
+    seed: Option<u64>,
+}
+
+impl Default for DeviceSettings {
+    fn default() -> Self {
+        Self {
+            printf_fifo_bytes: sim::PRINTF_FIFO_BYTES,
+            seed: None,
+        }
+    }
+}
+
+/// The settings of each simulated device that were changed, by ordinal.
+static SETTINGS: Mutex<BTreeMap<u32, DeviceSettings>> = Mutex::new(BTreeMap::new());
+
+/// Simulated device `ordinal`'s settings, changed by `change`; returns them.
+fn settings(ordinal: u32, change: impl FnOnce(&mut DeviceSettings)) -> DeviceSettings {
+    let mut all = SETTINGS.lock().unwrap_or_else(|e| e.into_inner());
+    let s = all.entry(ordinal).or_default();
+    change(s);
+    *s
+}
+
+/// The smallest printf FIFO a CUDA context takes: a smaller
+/// `cudaLimitPrintfFifoSize` reads back as this (an H100, driver
+/// 580.159.04: 8 KiB set, 524,288 bytes read back).
+pub const PRINTF_FIFO_MIN_BYTES: usize = 512 << 10;
+
+/// Sets simulated device `ordinal`'s printf FIFO to `bytes`, or to
+/// [`PRINTF_FIFO_MIN_BYTES`] when that is larger, as the driver does (what
+/// [`Gpu::set_printf_fifo_bytes`](crate::Gpu::set_printf_fifo_bytes) does on the simulator).
+pub(crate) fn set_printf_fifo_bytes(ordinal: u32, bytes: usize) {
+    settings(ordinal, |s| {
+        s.printf_fifo_bytes = bytes.max(PRINTF_FIFO_MIN_BYTES)
+    });
+}
+
+/// Simulated device `ordinal`'s printf FIFO, in bytes.
+pub(crate) fn printf_fifo_bytes(ordinal: u32) -> usize {
+    settings(ordinal, |_| {}).printf_fifo_bytes
+}
+
+/// Runs simulated device `ordinal`'s later launches with the order of
+/// threads shuffled by `seed` (as `CUDA_KERNELS_SIM_SEED` does for the whole
+/// process, which this overrides for this device), or in the fixed order
+/// again for `None` with no such variable (what
+/// [`Gpu::set_simulator_seed`](crate::Gpu::set_simulator_seed) does).
+pub(crate) fn set_seed(ordinal: u32, seed: Option<u64>) {
+    settings(ordinal, |s| s.seed = seed);
+}
+
+/// Runs `entry` on every thread of a launch of `cfg` on simulated device
+/// `ordinal` (with its settings), to completion, and turns what the
+/// simulator reports into this crate's errors ([`Error::from_sim`]).
 ///
 /// # Safety
 /// `params` holds a pointer to each of the kernel's parameter values, of
@@ -156,68 +215,21 @@ impl Drop for Allocation {
 /// for them.
 pub(crate) unsafe fn launch(
     kernel: &'static str,
+    ordinal: u32,
     cfg: LaunchConfig,
     entry: Entry,
     params: &[*mut c_void],
 ) -> Result<()> {
+    let set = settings(ordinal, |_| {});
+    let env = SimOptions::from_env();
+    let options = SimOptions {
+        printf_fifo_bytes: set.printf_fifo_bytes,
+        seed: set.seed.or(env.seed),
+        ..env
+    };
     // SAFETY: the caller's contract, forwarded.
-    unsafe { sim::launch(kernel, shape(cfg), entry, params) }.map_err(|e| from_sim(kernel, e))
-}
-
-/// Refuses `cfg` for `kernel` when it exceeds `limits` (a CUDA device's
-/// own, or the simulated H100's): [`Error::LaunchRefused`] naming the limit,
-/// the same error on both backends.
-pub(crate) fn check_launch_shape(
-    kernel: &'static str,
-    cfg: LaunchConfig,
-    limits: &Limits,
-) -> Result<()> {
-    sim::check_launch_shape(kernel, &shape(cfg), limits, false).map_err(|e| from_sim(kernel, e))
-}
-
-/// The simulator's form of a launch configuration.
-fn shape(cfg: LaunchConfig) -> LaunchShape {
-    LaunchShape {
-        grid: cfg.grid.into(),
-        block: cfg.block.into(),
-        dynamic_shared_bytes: cfg.shared_mem_bytes,
-    }
-}
-
-/// This crate's error for what the simulator reported about `kernel`: a
-/// fault is [`Error::DeviceFault`] as on a GPU (with no driver error); a
-/// refused launch [`Error::LaunchRefused`] with the error the GPU gives
-/// (`CUDA_ERROR_INVALID_VALUE`); the findings only a simulator makes have
-/// their own variants.
-pub(crate) fn from_sim(kernel: &'static str, e: SimError) -> Error {
-    match e {
-        SimError::Fault {
-            file,
-            line,
-            column,
-            at,
-            message,
-            ..
-        } => Error::DeviceFault {
-            kernel,
-            file,
-            line,
-            column,
-            block: at.block,
-            thread: at.thread,
-            message,
-            source: None,
-        },
-        SimError::LaunchRefused { reason, .. } => Error::LaunchRefused {
-            kernel,
-            reason,
-            source: CudaError::InvalidValue,
-        },
-        detail @ SimError::SharedRace { .. } => Error::SharedRace { kernel, detail },
-        detail @ SimError::BarrierDivergence { .. } => Error::BarrierDivergence { kernel, detail },
-        detail @ SimError::OutOfBounds { .. } => Error::OutOfBounds { kernel, detail },
-        detail => Error::Simulator { kernel, detail },
-    }
+    unsafe { sim::launch_with(kernel, cfg.shape(), entry, params, &options) }
+        .map_err(|e| Error::from_sim(kernel, e))
 }
 
 /// The largest number of blocks of `block` threads with `shared_bytes` of
@@ -234,34 +246,10 @@ pub fn resident_blocks(block: u32, shared_bytes: u32) -> u32 {
         .clamp(1, BLOCKS_PER_MULTIPROCESSOR)
 }
 
-/// The device query of the simulated device: an H100's limits (compute
-/// capability 9.0, 132 multiprocessors, 48 KiB of shared memory per block
-/// without opt-in, 1024 threads per block, warps of 32). Memory size,
-/// clocks and bus width are an H100 SXM's nominal values; the memory is
-/// what the simulator lets a device allocate ([`memory_bytes`]).
-pub fn device_info() -> DeviceInfo {
-    DeviceInfo {
-        ordinal: 0,
-        name: NAME.to_string(),
-        compute_capability: (9, 0),
-        total_memory: memory_bytes().unwrap_or(DEFAULT_MEMORY_BYTES),
-        clock_rate_khz: 1_980_000,
-        multiprocessors: MULTIPROCESSORS as i32,
-        shared_memory_per_block: LIMITS.shared_per_block as i32,
-        total_constant_memory: 64 * 1024,
-        max_threads_per_block: LIMITS.max_threads_per_block as i32,
-        warp_size: 32,
-        l2_cache_bytes: 50 * 1024 * 1024,
-        memory_bus_width: 5120,
-        memory_clock_khz: 2_619_000,
-        pci_bus_id: "none (simulated)".into(),
-        unusable: None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cuda_kernels_device::sim::SimError;
 
     #[test]
     fn occupancy_of_the_simulated_h100() {
@@ -279,7 +267,7 @@ mod tests {
             block: [1, 0, 0],
             thread: [2, 0, 0],
         };
-        let e = from_sim(
+        let e = Error::from_sim(
             "k",
             SimError::Fault {
                 kernel: "k",
@@ -305,7 +293,7 @@ mod tests {
             "{e:?}"
         );
         assert!(e.to_string().contains("stays usable"), "{e}");
-        let e = from_sim(
+        let e = Error::from_sim(
             "k",
             SimError::LaunchRefused {
                 kernel: "k",
@@ -320,7 +308,7 @@ mod tests {
                 ..
             }
         ));
-        let e = from_sim(
+        let e = Error::from_sim(
             "k",
             SimError::OutOfBounds {
                 kernel: "k",

@@ -3,34 +3,84 @@
 //! whose types the handle checks at compile time ([`KernelArgs`]).
 //!
 //! ```no_run
-//! use cuda_kernels_gpu::multiply::MULTIPLY;
-//! use cuda_kernels_host::{Gpu, LaunchConfig, Result};
-//! use cust::memory::DeviceBuffer;
+//! # mod k { cuda_kernels_device::kernels! {
+//! #     /// `c[i] = a[i] * b[i]` for `i < n`.
+//! #     ///
+//! #     /// # Safety
+//! #     /// `a`, `b` and `c` hold `n` f32.
+//! #     pub fn multiply(a: *const f32, b: *const f32, c: *mut f32, n: usize) as MULTIPLY {
+//! #         for i in cuda_kernels_device::thread::grid_stride(n) {
+//! #             // SAFETY: i < n.
+//! #             unsafe { *c.add(i) = *a.add(i) * *b.add(i) };
+//! #         }
+//! #     }
+//! # } }
+//! # use k::MULTIPLY;
+//! use cuda_kernels_runtime::{DeviceBuffer, Gpu, LaunchConfig, Result};
 //!
 //! fn run(gpu: &Gpu, a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>) -> Result<()> {
-//!     let (args, n) = ((a.as_device_ptr(), b.as_device_ptr(), c.as_device_ptr(), a.len()), a.len());
+//!     let n = a.len();
 //!     let cfg = LaunchConfig::linear(n.div_ceil(256) as u32, 256);
 //!     // SAFETY: a, b and c hold n f32 each and c overlaps neither input.
-//!     unsafe { gpu.launch(MULTIPLY, cfg, gpu.stream(), args) }
+//!     unsafe { gpu.launch(MULTIPLY, cfg, gpu.stream(), (a, b, c, n)) }
 //! }
 //! ```
 //! Arguments of the wrong types or number do not compile:
-//! ```compile_fail
-//! # use cuda_kernels_gpu::multiply::MULTIPLY;
-//! # use cuda_kernels_host::{Gpu, LaunchConfig, Result};
-//! # use cuda_kernels_host::memory::DeviceBuffer;
-//! # fn run(gpu: &Gpu, a: &DeviceBuffer<i32>, n: usize) -> Result<()> {
-//! let p = a.as_device_ptr(); // i32, where multiply takes f32
-//! unsafe { gpu.launch(MULTIPLY, LaunchConfig::linear(1, 256), gpu.stream(), (p, p, p, n)) }
+//! ```compile_fail,E0277
+//! # mod k { cuda_kernels_device::kernels! {
+//! #     /// # Safety
+//! #     /// `c` holds `n` f32.
+//! #     pub fn fill(c: *mut f32, n: usize) as FILL { let _ = (c, n); }
+//! # } }
+//! # use cuda_kernels_runtime::{DeviceBuffer, Gpu, LaunchConfig, Result};
+//! # fn run(gpu: &Gpu, c: &mut DeviceBuffer<i32>, n: usize) -> Result<()> {
+//! // i32, where fill takes f32
+//! unsafe { gpu.launch(k::FILL, LaunchConfig::linear(1, 256), gpu.stream(), (c, n)) }
 //! # }
 //! ```
-//! ```compile_fail
-//! # use cuda_kernels_gpu::multiply::MULTIPLY;
-//! # use cuda_kernels_host::{Gpu, LaunchConfig, Result};
-//! # use cuda_kernels_host::memory::DeviceBuffer;
-//! # fn run(gpu: &Gpu, a: &DeviceBuffer<f32>) -> Result<()> {
-//! let p = a.as_device_ptr(); // three arguments, where multiply takes four
-//! unsafe { gpu.launch(MULTIPLY, LaunchConfig::linear(1, 256), gpu.stream(), (p, p, p)) }
+//! ```compile_fail,E0277
+//! # mod k { cuda_kernels_device::kernels! {
+//! #     /// # Safety
+//! #     /// `c` holds `n` f32.
+//! #     pub fn fill(c: *mut f32, n: usize) as FILL { let _ = (c, n); }
+//! # } }
+//! # use cuda_kernels_runtime::{DeviceBuffer, Gpu, LaunchConfig, Result};
+//! # fn run(gpu: &Gpu, c: &mut DeviceBuffer<f32>) -> Result<()> {
+//! // one argument, where fill takes two
+//! unsafe { gpu.launch(k::FILL, LaunchConfig::linear(1, 256), gpu.stream(), (c,)) }
+//! # }
+//! ```
+//!
+//! # The handle cannot be forged
+//! A handle's parameter types are what the launch trusts, so only
+//! `kernels!` and the family macros make one (from the same tokens as the
+//! entry point); [`Kernel::new`] and `Kernel::with_sim_entry` are `unsafe`:
+//! ```compile_fail,E0133
+//! use cuda_kernels_runtime::Kernel;
+//! // multiply takes (*const f32, *const f32, *mut f32, usize), not a u8.
+//! const FORGED: Kernel<(u8,)> = Kernel::new("cuda_kernels_gpu", "multiply");
+//! ```
+//! Only this crate's types pass for a kernel parameter ([`KernelParam`] is
+//! sealed):
+//! ```compile_fail,E0277
+//! use cuda_kernels_runtime::KernelParam;
+//! struct Address(u64);
+//! impl KernelParam<*mut f32> for Address {
+//!     fn param(self) -> *mut f32 { self.0 as *mut f32 }
+//! }
+//! ```
+//! and memory borrowed shared passes only for a `*const` parameter: a
+//! kernel that writes through a `*mut T` needs `&mut`:
+//! ```compile_fail,E0277
+//! # mod k { cuda_kernels_device::kernels! {
+//! #     /// # Safety
+//! #     /// `c` holds `n` f32.
+//! #     pub fn fill(c: *mut f32, n: usize) as FILL { let _ = (c, n); }
+//! # } }
+//! # use cuda_kernels_runtime::{DeviceBuffer, Gpu, LaunchConfig, Result};
+//! # fn run(gpu: &Gpu, c: &DeviceBuffer<f32>, n: usize) -> Result<()> {
+//! // SAFETY: c holds n f32.
+//! unsafe { gpu.launch(k::FILL, LaunchConfig::linear(1, 256), gpu.stream(), (c, n)) }
 //! # }
 //! ```
 use std::ffi::c_void;
@@ -39,50 +89,22 @@ use cust::memory::{DeviceCopy, DevicePointer, UnifiedPointer};
 use cust::sys as cu;
 
 pub use cuda_kernels_device::kernel::Kernel;
-use cuda_kernels_gpu::elementwise::Params;
 
 use crate::Gpu;
 use crate::error::{Error, Result};
+use crate::launch::{LaunchConfig, check_launch_shape};
 use crate::memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
 use crate::simulator;
 
-/// How a kernel is launched: grid and block dimensions and the bytes of
-/// dynamic shared memory (the `<<<grid, block, smem>>>` of CUDA C).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LaunchConfig {
-    /// Blocks in x, y, z.
-    pub grid: (u32, u32, u32),
-    /// Threads per block in x, y, z.
-    pub block: (u32, u32, u32),
-    /// Dynamic shared memory per block, in bytes.
-    pub shared_mem_bytes: u32,
-}
-
-impl LaunchConfig {
-    /// A 1-D grid of `grid` blocks of `block` threads, no dynamic shared memory.
-    pub const fn linear(grid: u32, block: u32) -> Self {
-        Self {
-            grid: (grid, 1, 1),
-            block: (block, 1, 1),
-            shared_mem_bytes: 0,
-        }
-    }
-
-    /// This configuration with `bytes` of dynamic shared memory.
-    pub const fn with_shared(self, bytes: u32) -> Self {
-        Self {
-            shared_mem_bytes: bytes,
-            ..self
-        }
-    }
-}
-
 /// A value that can be passed for a kernel parameter of type `P`: a
-/// [`DeviceSlice`] or [`DeviceBuffer`] (by reference; its device is checked
-/// against the launching [`Gpu`]'s) or a [`DevicePointer<T>`] (not checked:
-/// a raw device address enters as `DevicePointer::from_raw`) for `*const T`
-/// or `*mut T`, a scalar for itself.
-pub trait KernelParam<P> {
+/// [`DeviceSlice`] or [`DeviceBuffer`] by reference (its device is checked
+/// against the launching [`Gpu`]'s; `&` for a `*const T`, `&mut` for a
+/// `*mut T` or a `*const T`), a [`DevicePointer<T>`] or
+/// [`UnifiedPointer<T>`] (not checked: a raw device address enters as
+/// `DevicePointer::from_raw`) for `*const T` or `*mut T`, a scalar for
+/// itself. Sealed: the launch trusts what it passes, so no other type
+/// implements it.
+pub trait KernelParam<P>: sealed::Param<P> {
     /// The parameter's value.
     fn param(self) -> P;
 
@@ -93,8 +115,15 @@ pub trait KernelParam<P> {
     }
 }
 
+/// The seal of [`KernelParam`]: implemented for exactly its implementers.
+mod sealed {
+    /// A type this crate lets pass for a kernel parameter of type `P`.
+    pub trait Param<P> {}
+}
+
 macro_rules! slice_params {
     ($($slice:ty => $($p:ty),+;)*) => {$($(
+        impl<T: DeviceCopy> sealed::Param<$p> for $slice {}
         impl<T: DeviceCopy> KernelParam<$p> for $slice {
             fn param(self) -> $p {
                 self.as_device_ptr().as_raw() as $p
@@ -107,30 +136,34 @@ macro_rules! slice_params {
     )+)*};
 }
 slice_params! {
-    &DeviceSlice<T> => *const T, *mut T;
+    &DeviceSlice<T> => *const T;
     &mut DeviceSlice<T> => *const T, *mut T;
-    &DeviceBuffer<T> => *const T, *mut T;
+    &DeviceBuffer<T> => *const T;
     &mut DeviceBuffer<T> => *const T, *mut T;
 }
 
+impl<T: DeviceCopy> sealed::Param<*const T> for DevicePointer<T> {}
 impl<T: DeviceCopy> KernelParam<*const T> for DevicePointer<T> {
     fn param(self) -> *const T {
         self.as_raw() as *const T
     }
 }
 
+impl<T: DeviceCopy> sealed::Param<*mut T> for DevicePointer<T> {}
 impl<T: DeviceCopy> KernelParam<*mut T> for DevicePointer<T> {
     fn param(self) -> *mut T {
         self.as_raw() as *mut T
     }
 }
 
+impl<T: DeviceCopy> sealed::Param<*const T> for UnifiedPointer<T> {}
 impl<T: DeviceCopy> KernelParam<*const T> for UnifiedPointer<T> {
     fn param(self) -> *const T {
         self.as_raw()
     }
 }
 
+impl<T: DeviceCopy> sealed::Param<*mut T> for UnifiedPointer<T> {}
 impl<T: DeviceCopy> KernelParam<*mut T> for UnifiedPointer<T> {
     fn param(mut self) -> *mut T {
         self.as_raw_mut()
@@ -139,6 +172,7 @@ impl<T: DeviceCopy> KernelParam<*mut T> for UnifiedPointer<T> {
 
 macro_rules! scalar_params {
     ($($t:ty),*) => {$(
+        impl sealed::Param<$t> for $t {}
         impl KernelParam<$t> for $t {
             fn param(self) -> $t {
                 self
@@ -151,7 +185,14 @@ scalar_params!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64);
 /// Arguments for a kernel of parameters `P`: implemented for tuples whose
 /// elements are [`KernelParam`]s of the parameters, one for one, so that a
 /// launch with arguments of the wrong number or types does not compile.
-pub trait KernelArgs<P> {
+///
+/// # Safety
+/// [`Gpu::launch`] hands what `with_params` builds to the kernel as its
+/// parameters: an implementation must call `f` with exactly one pointer per
+/// parameter of `P`, in order, each to a live value of that parameter's
+/// type (the layout `cuLaunchKernel` reads), and `foreign_device` must name
+/// the device of any argument's memory that is not `expected`'s.
+pub unsafe trait KernelArgs<P> {
     /// Calls `f` with a pointer to each parameter's value, in order (what
     /// `cuLaunchKernel` takes).
     fn with_params<R>(self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R;
@@ -166,7 +207,9 @@ pub trait KernelArgs<P> {
 
 macro_rules! tuple_args {
     ($($a:ident $p:ident $i:tt),*) => {
-        impl<$($a: KernelParam<$p>, $p,)*> KernelArgs<($($p,)*)> for ($($a,)*) {
+        // SAFETY: one pointer per element, in order, to the element's
+        // parameter value, alive during `f`.
+        unsafe impl<$($a: KernelParam<$p>, $p,)*> KernelArgs<($($p,)*)> for ($($a,)*) {
             #[allow(unused_mut, unused_variables, clippy::unused_unit)]
             fn with_params<R>(self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
                 let mut values = ($(self.$i.param(),)*);
@@ -197,33 +240,6 @@ tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7
 tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9, A10 P10 10, A11 P11 11, A12 P12 12, A13 P13 13);
 tuple_args!(A0 P0 0, A1 P1 1, A2 P2 2, A3 P3 3, A4 P4 4, A5 P5 5, A6 P6 6, A7 P7 7, A8 P8 8, A9 P9 9, A10 P10 10, A11 P11 11, A12 P12 12, A13 P13 13, A14 P14 14);
 
-/// The arguments of an elementwise kernel (a variadic family: its handle's
-/// parameters are [`Params<T>`]): the `in`, then `out` and `inout` arrays,
-/// the scalars and `n`. The element type is checked at compile time, the
-/// counts by the launcher against the declaration.
-#[derive(Debug)]
-pub struct ElementwiseArgs<T: DeviceCopy> {
-    /// The arrays, in declaration order.
-    pub arrays: Vec<DevicePointer<T>>,
-    /// The scalars, in declaration order.
-    pub scalars: Vec<T>,
-    /// The element count.
-    pub n: usize,
-}
-
-impl<T: DeviceCopy> KernelArgs<Params<T>> for ElementwiseArgs<T> {
-    fn with_params<R>(mut self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
-        let mut params: Vec<*mut c_void> = self
-            .arrays
-            .iter_mut()
-            .map(|p| p as *mut DevicePointer<T> as *mut c_void)
-            .chain(self.scalars.iter_mut().map(|s| s as *mut T as *mut c_void))
-            .collect();
-        params.push(&mut self.n as *mut usize as *mut c_void);
-        f(&mut params)
-    }
-}
-
 impl Gpu {
     /// Queues `kernel` on `stream` with `cfg` and `args` (the one launch
     /// path of this crate, for both backends).
@@ -246,10 +262,27 @@ impl Gpu {
     /// access past a buffer, a launch shape past the simulated H100's
     /// limits) its own error naming the kernel.
     ///
+    /// What the launch checks: the handle's parameter types against the
+    /// arguments' (at compile time; a handle can only be made from the
+    /// kernel's declaration, see [`Kernel::new`]), the handle's crate
+    /// against the loaded image's, the device of every slice, buffer and
+    /// the stream, and the launch shape against the device's limits.
+    ///
     /// # Safety
-    /// The arguments must satisfy the kernel's `# Safety` contract (every
-    /// pointer valid for what the kernel reads and writes, for as long as the
-    /// launch runs).
+    /// What the caller still promises, the kernel's own `# Safety`
+    /// contract:
+    /// - every pointer argument, including those made from raw addresses
+    ///   (`DevicePointer::from_raw`), is valid for every element the kernel
+    ///   reads and writes with these arguments and this configuration
+    ///   (lengths and shapes agree with the sizes passed);
+    /// - memory the kernel writes is not read or written by anything else
+    ///   until the launch has finished (other streams, the host, and other
+    ///   arguments of this launch that alias it);
+    /// - the memory stays allocated until the launch has finished (the
+    ///   stream is synchronized before a buffer is freed elsewhere than by
+    ///   its `Drop`, which waits);
+    /// - for the dynamic shared memory asked for by `cfg`, what the kernel
+    ///   expects.
     pub unsafe fn launch<P, A: KernelArgs<P>>(
         &self,
         kernel: Kernel<P>,
@@ -267,11 +300,11 @@ impl Gpu {
                 found,
             });
         }
+        check_launch_shape(name, cfg, self.launch_limits())?;
         if self.is_simulated() {
             let entry = kernel
                 .sim_entry()
                 .ok_or(Error::NoSimEntry { kernel: name })?;
-            crate::simulator::check_launch_shape(name, cfg, &crate::simulator::LIMITS)?;
             let (bx, by, bz) = cfg.block;
             let threads = bx as u64 * by as u64 * bz as u64;
             crate::image::check_registers(name, self.kernel_resources(name), threads)?;
@@ -279,10 +312,12 @@ impl Gpu {
             // parameters the handle's `P` lists, in order, from the array that
             // `with_params` builds for exactly those types; the pointers'
             // validity is the caller's contract.
-            return args
-                .with_params(|params| unsafe { simulator::launch(name, cfg, entry, params) });
+            let (DeviceId::Simulator { ordinal } | DeviceId::Cuda { ordinal, .. }) =
+                self.device_id();
+            return args.with_params(|params| unsafe {
+                simulator::launch(name, ordinal, cfg, entry, params)
+            });
         }
-        crate::simulator::check_launch_shape(name, cfg, self.launch_limits())?;
         let function = self.raw_function(name)?;
         let stream = stream.as_cust()?;
         // SAFETY: `function` is this module's entry point of the handle's
@@ -299,7 +334,7 @@ impl Gpu {
 /// # Safety
 /// As [`Gpu::launch`]; also `function` is the entry point `kernel` names,
 /// from a module loaded in the context `stream` belongs to.
-pub(crate) unsafe fn launch_function<P, A: KernelArgs<P>>(
+pub unsafe fn launch_function<P, A: KernelArgs<P>>(
     function: cu::CUfunction,
     kernel: Kernel<P>,
     cfg: LaunchConfig,

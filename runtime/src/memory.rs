@@ -2,8 +2,8 @@
 //! and [`DeviceSlice`] (a pointer, a length and the device they belong to),
 //! with `cust`'s method names, and [`Stream`], a queue of work on one device.
 //!
-//! A buffer is made on a [`Gpu`]: [`Gpu::to_device`], [`Gpu::zeroed`],
-//! [`Gpu::uninitialized`]. On a CUDA GPU it owns a `cust` buffer (device
+//! A buffer is made on a [`Gpu`](crate::Gpu): [`Gpu::to_device`](crate::Gpu::to_device), [`Gpu::zeroed`](crate::Gpu::zeroed),
+//! [`Gpu::uninitialized`](crate::Gpu::uninitialized). On a CUDA GPU it owns a `cust` buffer (device
 //! memory of the `Gpu`'s context); on the simulator, an allocation of the
 //! simulator's memory (host memory with a guard page after its end, so that
 //! a kernel reading or writing past it is caught and reported with the
@@ -14,8 +14,8 @@
 //! anything is queued.
 //!
 //! ```
-//! # fn main() -> cuda_kernels_host::Result<()> {
-//! let gpu = cuda_kernels_host::Gpu::simulator()?;
+//! # fn main() -> cuda_kernels_runtime::Result<()> {
+//! let gpu = cuda_kernels_runtime::Gpu::simulated_device_of_crate(0, "kernels");
 //! let mut buf = gpu.to_device(&[1.0f32, 2.0, 3.0])?;
 //! buf.index(1..).copy_from(&[5.0, 6.0])?;
 //! let mut back = [0.0f32; 3];
@@ -41,37 +41,14 @@ use std::ops::{Bound, Deref, DerefMut, RangeBounds};
 use cust::memory::bytemuck::{Pod, Zeroable};
 use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceCopy, DevicePointer};
 
-use crate::Gpu;
+pub use crate::device_id::DeviceId;
 use crate::error::{CudaResultExt, Error, Result};
 use crate::simulator;
 
 /// The operation name device-memory errors carry in their `kernel` field.
 pub(crate) const MEMORY: &str = "device memory";
 
-/// Which device a buffer, a stream or a [`Gpu`] belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DeviceId {
-    /// A CUDA device and the context its memory lives in.
-    Cuda {
-        /// The device ordinal.
-        ordinal: u32,
-        /// The context (`CUcontext`, as an address): the primary context for
-        /// every [`Gpu`] of one device.
-        context: usize,
-    },
-    /// A simulated device ([`Gpu::simulator`] is simulated device 0).
-    Simulator {
-        /// Which simulated device.
-        ordinal: u32,
-    },
-}
-
 impl DeviceId {
-    /// Whether this is a simulated device.
-    pub fn is_simulated(&self) -> bool {
-        matches!(self, DeviceId::Simulator { .. })
-    }
-
     /// Makes this device's context current on the calling thread (nothing
     /// to do on the simulator), as every copy, memset and free of its memory
     /// needs: a thread of the caller's (one per device, in a multi-GPU job)
@@ -86,17 +63,6 @@ impl DeviceId {
         // an error, returned, not undefined behaviour).
         let r = unsafe { cust::sys::cuCtxSetCurrent(context as cust::sys::CUcontext) };
         crate::error::check_driver(r, MEMORY, "cuCtxSetCurrent")
-    }
-}
-
-impl fmt::Display for DeviceId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DeviceId::Cuda { ordinal, context } => {
-                write!(f, "CUDA device {ordinal} (context {context:#x})")
-            }
-            DeviceId::Simulator { ordinal } => write!(f, "simulated device {ordinal}"),
-        }
     }
 }
 
@@ -465,7 +431,7 @@ enum Storage<T: DeviceCopy> {
 }
 
 /// Device memory of `len` elements of `T`, owned: freed when dropped. Made
-/// on a [`Gpu`] ([`Gpu::to_device`], [`Gpu::zeroed`], [`Gpu::uninitialized`]);
+/// on a [`Gpu`](crate::Gpu) ([`Gpu::to_device`](crate::Gpu::to_device), [`Gpu::zeroed`](crate::Gpu::zeroed), [`Gpu::uninitialized`](crate::Gpu::uninitialized));
 /// dereferences to its [`DeviceSlice`].
 pub struct DeviceBuffer<T: DeviceCopy> {
     slice: DeviceSlice<T>,
@@ -532,11 +498,10 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<T> {
     }
 }
 
-impl Gpu {
-    /// Allocates `len` elements on this device, unwritten: the storage
-    /// behind [`Gpu::uninitialized`], [`Gpu::zeroed`] and [`Gpu::to_device`].
-    fn allocate<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        let device = self.device_id();
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// Allocates `len` elements on `device`, unwritten: the storage
+    /// behind [`Gpu::uninitialized`](crate::Gpu::uninitialized), [`Gpu::zeroed`](crate::Gpu::zeroed) and [`Gpu::to_device`](crate::Gpu::to_device).
+    pub(crate) fn allocate(device: DeviceId, len: usize) -> Result<Self> {
         let storage = if device.is_simulated() {
             let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
                 Error::invalid(MEMORY, format!("{len} elements overflow usize bytes"))
@@ -559,75 +524,30 @@ impl Gpu {
                 .transpose()?;
             Storage::Sim(allocation)
         } else {
-            self.bind()?;
+            device.make_current()?;
             // SAFETY: the caller (uninitialized: its own caller; zeroed and
             // to_device: at once) writes the memory before anything reads it.
             let b = unsafe { cust::memory::DeviceBuffer::<T>::uninitialized(len) }
                 .during(MEMORY, "cuMemAlloc")?;
             Storage::Cuda(b)
         };
-        Ok(DeviceBuffer::new(device, storage, len))
-    }
-
-    /// A buffer of `len` elements on this device whose contents are
-    /// undefined (`cust`'s `DeviceBuffer::uninitialized`).
-    ///
-    /// # Safety
-    /// Nothing may read an element before it is written (by a copy or a
-    /// kernel).
-    pub unsafe fn uninitialized<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        self.allocate(len)
-    }
-
-    /// A buffer of `len` zeroed elements on this device, waiting for the
-    /// memset.
-    pub fn zeroed<T: DeviceCopy + Zeroable>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        let mut buf = self.allocate::<T>(len)?;
-        buf.set_zero()?;
-        Ok(buf)
-    }
-
-    /// A buffer on this device holding a copy of `host` (`cust`'s
-    /// `DeviceBuffer::from_slice`), waiting for the copy.
-    pub fn to_device<T: DeviceCopy>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
-        let mut buf = self.allocate::<T>(host.len())?;
-        buf.copy_from(host)?;
-        Ok(buf)
-    }
-
-    /// Refuses memory of another device for `kernel`
-    /// ([`Error::WrongDevice`]).
-    pub fn check_device<T: DeviceCopy>(
-        &self,
-        kernel: &'static str,
-        slice: &DeviceSlice<T>,
-    ) -> Result<()> {
-        self.check_device_id(kernel, slice.device())
-    }
-
-    /// Refuses a device identity other than this GPU's for `kernel`.
-    pub(crate) fn check_device_id(&self, kernel: &'static str, found: DeviceId) -> Result<()> {
-        let expected = self.device_id();
-        if found == expected {
-            Ok(())
-        } else {
-            Err(Error::WrongDevice {
-                kernel,
-                expected,
-                found,
-            })
-        }
+        Ok(Self::new(device, storage, len))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::LaunchConfig;
+    use crate::Gpu;
+
+    /// A simulator running no kernel crate's kernels (these tests launch none).
+    fn simulator() -> Result<Gpu> {
+        Ok(Gpu::simulated_device_of_crate(0, "tests"))
+    }
 
     #[test]
     fn simulated_buffers_copy_index_and_zero() {
-        let gpu = Gpu::simulator().unwrap();
+        let gpu = simulator().unwrap();
         let buf = gpu.to_device(&[1i32, 2, 3, 4, 5]).unwrap();
         assert_eq!((buf.len(), buf.is_empty()), (5, false));
         assert_eq!(buf.device(), DeviceId::Simulator { ordinal: 0 });
@@ -673,7 +593,7 @@ mod tests {
 
     #[test]
     fn length_mismatches_are_errors_not_panics() {
-        let gpu = Gpu::simulator().unwrap();
+        let gpu = simulator().unwrap();
         let mut buf = gpu.zeroed::<f32>(4).unwrap();
         let e = buf.copy_from(&[1.0; 3]).unwrap_err();
         assert!(
@@ -688,92 +608,14 @@ mod tests {
     #[test]
     #[should_panic(expected = "out of bounds")]
     fn index_past_the_end_panics_like_a_slice() {
-        let gpu = Gpu::simulator().unwrap();
+        let gpu = simulator().unwrap();
         let buf = gpu.zeroed::<f32>(4).unwrap();
         let _ = buf.index(2..5);
     }
 
     #[test]
-    fn another_devices_memory_or_stream_is_a_typed_error() {
-        let (gpu0, gpu1) = (
-            Gpu::simulated_device(0).unwrap(),
-            Gpu::simulated_device(1).unwrap(),
-        );
-        let (d0, d1) = (gpu0.device_id(), gpu1.device_id());
-        assert_ne!(d0, d1);
-        let a = gpu0.to_device(&[1.0f32; 8]).unwrap();
-        let b = gpu1.to_device(&[1.0f32; 8]).unwrap();
-        let mut c = gpu0.zeroed::<f32>(8).unwrap();
-        let wrong = |e: Error| {
-            matches!(e, Error::WrongDevice { kernel: "multiply", expected, found }
-                if expected == d0 && found == d1)
-        };
-        let e = gpu0.multiply_on_device(&a, &b, &mut c).unwrap_err();
-        assert!(wrong(e));
-        // The launch path itself: a stream of another device.
-        let cfg = LaunchConfig::linear(1, 32);
-        let k = cuda_kernels_gpu::multiply::MULTIPLY;
-        // SAFETY: refused before anything runs.
-        let e = unsafe { gpu0.launch(k, cfg, gpu1.stream(), (&a, &a, &mut c, 8usize)) };
-        assert!(wrong(e.unwrap_err()));
-        // A copy between devices.
-        let e = c.copy_from_device(&b).unwrap_err();
-        assert!(matches!(e, Error::WrongDevice { .. }), "{e:?}");
-        assert!(e.to_string().contains("simulated device 1"), "{e}");
-        // Same ordinal, same device (as two Gpus on one CUDA device share its context).
-        let again = Gpu::simulator().unwrap();
-        assert_eq!(again.device_id(), d0);
-        assert!(again.check_device("k", &a).is_ok());
-    }
-
-    #[test]
-    fn hardware_features_are_refused_on_the_simulator() {
-        let gpu = Gpu::simulator().unwrap();
-        let not_on_sim = |e: Error| matches!(e, Error::NotOnSimulator { .. });
-        assert!(gpu.is_simulated() && gpu.stream().is_simulated());
-        assert!(not_on_sim(gpu.module().map(drop).unwrap_err()));
-        assert!(not_on_sim(gpu.device().unwrap_err()));
-        assert!(not_on_sim(gpu.context().map(drop).unwrap_err()));
-        assert!(not_on_sim(gpu.function("multiply").map(drop).unwrap_err()));
-        assert!(not_on_sim(gpu.stream().as_cust().map(drop).unwrap_err()));
-        let e = crate::timing::GpuTimer::time(gpu.stream(), || Ok(())).unwrap_err();
-        assert!(not_on_sim(e));
-        assert!(not_on_sim(
-            crate::timing::GpuTimer::on(&gpu).map(drop).unwrap_err()
-        ));
-        let a = ndarray::Array1::from(vec![1.0f32; 4]);
-        let e = gpu
-            .multiply_timed(a.view(), a.view(), crate::multiply::MemoryMode::Device)
-            .unwrap_err();
-        assert!(not_on_sim(e));
-        let e = gpu
-            .multiply_timed(a.view(), a.view(), crate::multiply::MemoryMode::Unified)
-            .unwrap_err();
-        assert!(not_on_sim(e));
-        assert!(not_on_sim(gpu.launch_overhead(1).unwrap_err()));
-        assert!(not_on_sim(
-            crate::bench::device_copy_gbps(&gpu, 1024, 1).unwrap_err()
-        ));
-        let inputs = vec![vec![1.0f32; 4]];
-        assert!(not_on_sim(
-            crate::streams::SerialBatch::new(&gpu, &inputs)
-                .map(drop)
-                .unwrap_err()
-        ));
-        assert!(not_on_sim(
-            crate::streams::StreamBatch::new(&gpu, &inputs)
-                .map(drop)
-                .unwrap_err()
-        ));
-        assert!(gpu.synchronize("k").is_ok() && gpu.synchronize_context("k").is_ok());
-        assert!(gpu.bind().is_ok());
-        let s = gpu.new_stream().unwrap();
-        assert!(s.is_simulated() && s.device() == gpu.device_id() && s.synchronize().is_ok());
-    }
-
-    #[test]
     fn lanes_work_on_the_simulator_without_kernels() {
-        let gpu = Gpu::simulator().unwrap();
+        let gpu = simulator().unwrap();
         let mut lane = crate::async_mem::Lane::<i32, 2>::from_host(&gpu, &[1, 2, 3]).unwrap();
         lane.upload(0).unwrap();
         lane.copy_on_device(0, 1).unwrap();

@@ -100,12 +100,12 @@ impl GpuTimer {
 
 /// What a launcher that can run timed measured: `(kernel_ms, total_ms)`,
 /// or `None` untimed.
-pub(crate) type Times = Option<(f32, f32)>;
+pub type Times = Option<(f32, f32)>;
 
 /// The timers of a launcher that can run timed (on a GPU) or untimed (its
 /// plain form, on either backend): around the whole call (copies included)
 /// and around the kernel alone, or none.
-pub(crate) struct PhaseTimers<'s> {
+pub struct PhaseTimers<'s> {
     timers: Option<(GpuTimer, GpuTimer)>,
     stream: &'s Stream,
 }
@@ -113,7 +113,7 @@ pub(crate) struct PhaseTimers<'s> {
 impl<'s> PhaseTimers<'s> {
     /// Timers on `gpu`'s stream when `timed` ([`Error::NotOnSimulator`] on
     /// the simulator), none otherwise; starts the total.
-    pub(crate) fn start(gpu: &'s Gpu, timed: bool) -> Result<Self> {
+    pub fn start(gpu: &'s Gpu, timed: bool) -> Result<Self> {
         let timers = if timed {
             let total = GpuTimer::on(gpu)?;
             total.start(gpu.stream())?;
@@ -128,7 +128,7 @@ impl<'s> PhaseTimers<'s> {
     }
 
     /// Records the kernel's start.
-    pub(crate) fn kernel_start(&self) -> Result<()> {
+    pub fn kernel_start(&self) -> Result<()> {
         match &self.timers {
             Some((_, kernel)) => kernel.start(self.stream),
             None => Ok(()),
@@ -136,7 +136,7 @@ impl<'s> PhaseTimers<'s> {
     }
 
     /// Records the kernel's end.
-    pub(crate) fn kernel_stop(&self) -> Result<()> {
+    pub fn kernel_stop(&self) -> Result<()> {
         match &self.timers {
             Some((_, kernel)) => kernel.stop(self.stream),
             None => Ok(()),
@@ -145,7 +145,7 @@ impl<'s> PhaseTimers<'s> {
 
     /// Records the end of the whole call and returns `(kernel_ms,
     /// total_ms)`, or `None` untimed.
-    pub(crate) fn finish(self) -> Result<Times> {
+    pub fn finish(self) -> Result<Times> {
         match &self.timers {
             Some((total, kernel)) => {
                 total.stop(self.stream)?;
@@ -158,7 +158,7 @@ impl<'s> PhaseTimers<'s> {
 
 /// The times of a timed run: what [`PhaseTimers::finish`] gave, which a
 /// timed run always has.
-pub(crate) fn timed_result(times: Times, kernel: &'static str) -> Result<(f32, f32)> {
+pub fn timed_result(times: Times, kernel: &'static str) -> Result<(f32, f32)> {
     times.ok_or_else(|| Error::invalid(kernel, "a timed run returned no times"))
 }
 

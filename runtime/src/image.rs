@@ -16,8 +16,11 @@ use std::fmt;
 use cust::device::{Device, DeviceAttribute};
 use cust::module::Module;
 
-use crate::error::{CudaResultExt, Result};
-use crate::gpu::load_module;
+use std::ffi::CString;
+
+use cust::CudaApiVersion;
+
+use crate::error::{CudaResultExt, Error, Result};
 
 /// The first line cuda-kernels-builder writes into every PTX (its
 /// `IMAGE_MARK`), followed by the library name of the kernel crate the PTX
@@ -212,6 +215,34 @@ impl<'a> Images<'a> {
         };
         Ok((load_module(self.ptx)?, LoadedImage::Ptx { reason }))
     }
+}
+
+/// Loads PTX text into the current context, turning refusals into an error
+/// that says the PTX's `.version`/`.target` and the driver's version.
+pub fn load_module(ptx: &str) -> Result<Module> {
+    let cstr = CString::new(ptx)
+        .map_err(|_| Error::invalid("module", "the PTX text contains a NUL byte"))?;
+    Module::from_ptx_cstr(&cstr, &[]).map_err(|source| Error::ModuleLoad {
+        details: ptx_summary(ptx),
+        source,
+    })
+}
+
+/// `.version X .target Y, driver N` for error messages.
+pub fn ptx_summary(ptx: &str) -> String {
+    let directive = |d: &str| {
+        ptx.lines()
+            .find_map(|l| l.trim().strip_prefix(d).map(|v| v.trim().to_string()))
+            .unwrap_or_else(|| "none".into())
+    };
+    let driver = CudaApiVersion::get()
+        .map(|v| format!("{}.{}", v.major(), v.minor()))
+        .unwrap_or_else(|e| format!("unknown ({e})"));
+    format!(
+        "PTX .version {}, .target {}, driver supports CUDA {driver}",
+        directive(".version"),
+        directive(".target")
+    )
 }
 
 #[cfg(test)]

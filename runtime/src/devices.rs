@@ -4,7 +4,7 @@
 //!
 //! An ordinal that names no device, or a device this crate cannot use, is
 //! [`Error::NoSuchDevice`], whose message lists the devices there are.
-use cust::device::{Device, DeviceAttribute};
+use cust::device::Device;
 
 use crate::Gpu;
 use crate::device_info::{DeviceInfo, query_devices};
@@ -12,57 +12,7 @@ use crate::error::{CudaResultExt, Error, Result};
 use crate::image::Images;
 use crate::memory::DeviceId;
 
-/// The lowest compute capability the kernels run on: the PTX targets sm_70
-/// (rustc's nvptx baseline).
-pub const MIN_COMPUTE_CAPABILITY: (i32, i32) = (7, 0);
-
-/// `cuDeviceGetAttribute(COMPUTE_MODE)`'s value for a device on which no
-/// context may be created.
-const COMPUTE_MODE_PROHIBITED: i32 = 2;
-
-/// The device's PCI bus id, `domain:bus:device.function`.
-pub fn pci_bus_id(device: Device) -> Result<String> {
-    let mut buf = [0 as std::ffi::c_char; 32];
-    // SAFETY: `buf` is a live array of 32 chars and the driver writes at most
-    // `len` bytes, NUL-terminated (13 are needed).
-    let r = unsafe {
-        cust::sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, device.as_raw())
-    };
-    crate::error::check_driver(r, "device query", "cuDeviceGetPCIBusId")?;
-    // SAFETY: the driver wrote a NUL-terminated string into `buf` (and `buf`
-    // was zeroed, so there is a NUL in any case).
-    let id = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
-    Ok(id.to_string_lossy().into_owned())
-}
-
-/// Why this crate cannot use `device`, or `None` when it can: a compute
-/// capability below [`MIN_COMPUTE_CAPABILITY`], or a device in prohibited
-/// compute mode (no context may be created on it).
-pub fn unusable_reason(device: Device) -> Result<Option<String>> {
-    let attr = |a| {
-        device
-            .get_attribute(a)
-            .during("device query", "cuDeviceGetAttribute")
-    };
-    let cc = (
-        attr(DeviceAttribute::ComputeCapabilityMajor)?,
-        attr(DeviceAttribute::ComputeCapabilityMinor)?,
-    );
-    if cc < MIN_COMPUTE_CAPABILITY {
-        let (major, minor) = MIN_COMPUTE_CAPABILITY;
-        return Ok(Some(format!(
-            "compute capability {}.{} is below {major}.{minor}, the kernels' lowest target",
-            cc.0, cc.1
-        )));
-    }
-    if attr(DeviceAttribute::ComputeMode)? == COMPUTE_MODE_PROHIBITED {
-        return Ok(Some(
-            "the device is in prohibited compute mode (nvidia-smi -c): no context may be created"
-                .into(),
-        ));
-    }
-    Ok(None)
-}
+pub use crate::device_info::{MIN_COMPUTE_CAPABILITY, pci_bus_id, unusable_reason};
 
 /// Every CUDA device of the machine with its properties (name, ordinal,
 /// memory, multiprocessors, compute capability, PCI bus id, whether this
@@ -132,7 +82,7 @@ impl Gpu {
     }
 
     /// The device's ordinal: the `N` of [`Gpu::on_device`], or of
-    /// [`Gpu::simulated_device`].
+    /// [`Gpu::simulated_device_of_crate`].
     pub fn ordinal(&self) -> u32 {
         match self.device_id() {
             DeviceId::Cuda { ordinal, .. } | DeviceId::Simulator { ordinal } => ordinal,

@@ -1,7 +1,6 @@
 //! A shared library opened at run time with `dlopen`, its symbols looked up
-//! with `dlsym`, closed on drop: what the C ABI library
-//! ([`mandelbrot::c_abi`](crate::mandelbrot::c_abi)) and cuBLAS
-//! ([`cublas`](crate::cublas)) are loaded with.
+//! with `dlsym`, closed on drop: what the catalogue's C ABI library
+//! (`mandelbrot::c_abi`) and cuBLAS (`cublas`) are loaded with.
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,594 @@
+//! Block radix rank and block radix sort (CUB's `BlockRadixRankMatch` and
+//! `BlockRadixSort`), 8-bit digits, stable.
+//!
+//! # Keys
+//! A [`RadixKey`] maps a key to unsigned bits whose order is the key's
+//! order ([`RadixKey::ordered_bits`]): the identity for unsigned integers,
+//! the sign bit flipped for signed ones, and for floats the order of
+//! `total_cmp` (`-inf < … < -0.0 < +0.0 < … < +inf`) with every NaN, of
+//! either sign and any payload, mapped to the largest bits: NaNs sort last,
+//! equal to each other (so a stable sort keeps them in input order), as
+//! `torch.sort` places them. Descending order complements the bits: the
+//! stable descending order (equal keys keep their input order; NaNs first).
+//!
+//! # Arrangement
+//! The block's `ITEMS` keys per thread are in the *warp-striped*
+//! arrangement: item `i` of lane `l` of warp `w` is element
+//! `w·32·ITEMS + i·32 + l` of the block's tile (each warp owns a contiguous
+//! segment, read and written in coalesced rows of 32). Ranks follow that
+//! order, which is what makes the sort stable.
+//!
+//! # Rank
+//! [`block_radix_rank`] gives each item its position in the tile sorted by
+//! one digit: per item, the lanes of a warp holding the same digit find each
+//! other with `match.any.sync`; the lowest of them adds their number to the
+//! warp's counter of that digit (a shared-memory atomic, which returns the
+//! count before it); each lane's rank is that count plus the peers below it.
+//! Then, per digit, the warps' counts are scanned (warp order), and the
+//! digits' totals are scanned by one warp ([`digit_exclusive_scan`]). The
+//! per-warp counters are laid out digit-minor (`w·256 + d`), so that the
+//! scan's threads (one digit each) read 32 consecutive words per warp: no
+//! bank conflicts.
+//!
+//! ```
+//! use cuda_kernels_device::prelude::*;
+//! use cuda_kernels_device::collectives::radix::{block_radix_sort, RadixSortShared};
+//! kernels! {
+//!     /// Sorts each block's 256·4 u32 in place (one tile per block of 256 threads).
+//!     ///
+//!     /// # Safety
+//!     /// `keys` holds 1024 u32 per block; blocks of 256 threads.
+//!     pub fn sort_tiles(keys: *mut u32) as SORT_TILES {
+//!         let shared = RadixSortShared {
+//!             warp_counts: shared_array!(doc_radix_warp_counts: [u32; 8 * 256]),
+//!             digit_counts: shared_array!(doc_radix_digit_counts: [u32; 256]),
+//!             digit_starts: shared_array!(doc_radix_digit_starts: [u32; 256]),
+//!         };
+//!         let exchange = shared_array!(doc_radix_exchange: [u32; 1024]);
+//!         let (w, lane) = (thread::thread_idx_x() / 32, warp::lane_id());
+//!         // SAFETY: the block's 1024 keys.
+//!         let tile = unsafe { keys.add(thread::block_idx_x() as usize * 1024) };
+//!         let at = |i: usize| (w * 128 + i as u32 * 32 + lane) as usize;
+//!         // SAFETY: at(i) < 1024.
+//!         let mut k: [u32; 4] = core::array::from_fn(|i| unsafe { *tile.add(at(i)) });
+//!         // SAFETY: the arrays are this block's, of the sizes the sort asserts.
+//!         unsafe { block_radix_sort(&mut k, None::<&mut [u32; 4]>, 0, 32, false, &shared, exchange, exchange) };
+//!         for (i, key) in k.into_iter().enumerate() {
+//!             // SAFETY: at(i) < 1024.
+//!             unsafe { *tile.add(at(i)) = key };
+//!         }
+//!     }
+//! }
+//! # fn main() {}
+//! ```
+use crate::shared::{SharedArray, SharedScalar};
+use crate::{sync, thread, warp};
+
+/// Bits of one digit.
+pub const RADIX_BITS: u32 = 8;
+/// Digits (buckets) of one pass: `2^RADIX_BITS`.
+pub const RADIX_DIGITS: usize = 1 << RADIX_BITS;
+
+/// A key a radix sort orders: its bits in an order-preserving form.
+pub trait RadixKey: SharedScalar + Copy {
+    /// Bits of the key (32 or 64): the sort makes `BITS / 8` passes.
+    const BITS: u32;
+
+    /// Unsigned bits whose order is the key's (in the low [`BITS`](Self::BITS)
+    /// bits): see the [module docs](self) for floats and NaN.
+    fn ordered_bits(self) -> u64;
+
+    /// Digit `shift / 8` of the key for a sort in ascending order, or in
+    /// descending order when `descending` (the complemented digit).
+    #[inline(always)]
+    fn digit(self, shift: u32, descending: bool) -> u32 {
+        let d = ((self.ordered_bits() >> shift) as u32) & (RADIX_DIGITS as u32 - 1);
+        if descending {
+            (RADIX_DIGITS as u32 - 1) - d
+        } else {
+            d
+        }
+    }
+}
+
+impl RadixKey for u32 {
+    const BITS: u32 = 32;
+    #[inline(always)]
+    fn ordered_bits(self) -> u64 {
+        self as u64
+    }
+}
+impl RadixKey for i32 {
+    const BITS: u32 = 32;
+    #[inline(always)]
+    fn ordered_bits(self) -> u64 {
+        (self as u32 ^ 0x8000_0000) as u64
+    }
+}
+impl RadixKey for u64 {
+    const BITS: u32 = 64;
+    #[inline(always)]
+    fn ordered_bits(self) -> u64 {
+        self
+    }
+}
+impl RadixKey for i64 {
+    const BITS: u32 = 64;
+    #[inline(always)]
+    fn ordered_bits(self) -> u64 {
+        self as u64 ^ (1 << 63)
+    }
+}
+impl RadixKey for f32 {
+    const BITS: u32 = 32;
+    #[inline(always)]
+    fn ordered_bits(self) -> u64 {
+        let b = self.to_bits();
+        let ordered = if self.is_nan() {
+            u32::MAX
+        } else if b >> 31 == 1 {
+            !b
+        } else {
+            b | 0x8000_0000
+        };
+        ordered as u64
+    }
+}
+impl RadixKey for f64 {
+    const BITS: u32 = 64;
+    #[inline(always)]
+    fn ordered_bits(self) -> u64 {
+        let b = self.to_bits();
+        if self.is_nan() {
+            u64::MAX
+        } else if b >> 63 == 1 {
+            !b
+        } else {
+            b | (1 << 63)
+        }
+    }
+}
+
+/// The shared memory of [`block_radix_rank`]: per-warp digit counters
+/// (`N ≥ warps · 256`, digit-minor) and the tile's per-digit counts and
+/// exclusive starts.
+#[derive(Clone, Copy)]
+pub struct RadixSortShared<const N: usize> {
+    /// One counter per (warp, digit), at `w · 256 + d`.
+    pub warp_counts: SharedArray<u32, N>,
+    /// After a rank: how many items of the tile have digit `d`.
+    pub digit_counts: SharedArray<u32, RADIX_DIGITS>,
+    /// After a rank: where digit `d`'s items start in the ranked tile.
+    pub digit_starts: SharedArray<u32, RADIX_DIGITS>,
+}
+
+/// The exclusive prefix sum of the 256 `counts`, written to `starts`, by
+/// warp 0 alone (lane `l` scans digits `8l … 8l+7` serially, then the lanes
+/// with `shfl.sync.up`). Every thread of the block must call it (it ends
+/// with a barrier); `counts` was written before a barrier.
+///
+/// A private per-digit scan for the radix sort; it becomes the block scan
+/// of the collectives when that lands.
+///
+/// # Safety
+/// No thread writes `counts` or accesses `starts` until the barrier inside.
+#[inline(always)]
+pub unsafe fn digit_exclusive_scan(
+    counts: SharedArray<u32, RADIX_DIGITS>,
+    starts: SharedArray<u32, RADIX_DIGITS>,
+) {
+    const PER_LANE: usize = RADIX_DIGITS / 32;
+    if thread::thread_idx_x() < 32 {
+        let lane = warp::lane_id() as usize;
+        let mut own = [0u32; PER_LANE];
+        let mut sum = 0u32;
+        for (j, slot) in own.iter_mut().enumerate() {
+            *slot = sum;
+            // SAFETY: lane·8 + j < 256.
+            sum += unsafe { counts.load(lane * PER_LANE + j) };
+        }
+        // Inclusive scan of the lanes' sums, then exclusive by subtracting.
+        let mut inclusive = sum;
+        let mut delta = 1;
+        while delta < 32 {
+            let up = warp::shfl_up_b32(inclusive, delta);
+            if lane as u32 >= delta {
+                inclusive += up;
+            }
+            delta *= 2;
+        }
+        let before = inclusive - sum;
+        for (j, start) in own.into_iter().enumerate() {
+            // SAFETY: lane·8 + j < 256; only this lane writes it.
+            unsafe { starts.store(lane * PER_LANE + j, before + start) };
+        }
+    }
+    sync::sync_threads();
+}
+
+/// Ranks the block's items by one digit each (`digits`, each `< 256`, in
+/// the warp-striped arrangement of the [module docs](self)): returns each
+/// item's position in the tile stably sorted by digit, and leaves the
+/// tile's per-digit counts and starts in `shared` (valid until the next
+/// rank). A collective of the whole block: every thread calls it, with a
+/// block size that is a multiple of 32 (up to 1024) and `N ≥ warps · 256`
+/// (both asserted: a located fault otherwise).
+///
+/// It is [`RadixRank::begin`], [`RadixRank::warp_rank`] per item,
+/// [`RadixRank::finish`] and [`RadixRank::position`] per item; a kernel
+/// with a fixed item count calls those itself in an unrolled loop, so that
+/// its items stay in registers (rustc's loops over `ITEMS` are not always
+/// unrolled, and an array indexed in a loop lives in local memory).
+///
+/// # Safety
+/// The shared arrays are the block's own, used by nothing else meanwhile.
+#[inline(always)]
+#[track_caller]
+pub unsafe fn block_radix_rank<const ITEMS: usize, const N: usize>(
+    digits: &[u32; ITEMS],
+    shared: &RadixSortShared<N>,
+    ranks: &mut [u32; ITEMS],
+) {
+    // SAFETY: forwarded from the caller.
+    let rank = unsafe { RadixRank::begin(shared) };
+    for (d, r) in digits.iter().zip(ranks.iter_mut()) {
+        // SAFETY: after begin, d < 256.
+        *r = unsafe { rank.warp_rank(*d) };
+    }
+    // SAFETY: every item was ranked.
+    unsafe { rank.finish() };
+    for (d, r) in digits.iter().zip(ranks.iter_mut()) {
+        // SAFETY: after finish.
+        *r = unsafe { rank.position(*d, *r) };
+    }
+}
+
+/// The steps of [`block_radix_rank`], for kernels that unroll its loops.
+#[derive(Clone, Copy)]
+pub struct RadixRank<'a, const N: usize> {
+    shared: &'a RadixSortShared<N>,
+    warps: usize,
+    warp: usize,
+    below: u32,
+}
+
+impl<'a, const N: usize> RadixRank<'a, N> {
+    /// Asserts the block shape and the counters' size, zeroes the counters,
+    /// then a barrier. A collective of the block.
+    ///
+    /// # Safety
+    /// As for [`block_radix_rank`].
+    #[inline(always)]
+    #[track_caller]
+    pub unsafe fn begin(shared: &'a RadixSortShared<N>) -> Self {
+        let threads = thread::block_dim_x() as usize;
+        crate::gpu_assert!(
+            threads.is_multiple_of(32) && threads <= 1024,
+            "block radix rank: block size not a multiple of 32"
+        );
+        let warps = threads / 32;
+        crate::gpu_assert!(
+            N >= warps * RADIX_DIGITS,
+            "block radix rank: too little shared memory for the warp counters"
+        );
+        let t = thread::thread_idx_x() as usize;
+        let mut i = t;
+        while i < warps * RADIX_DIGITS {
+            // SAFETY: i < warps · 256 ≤ N.
+            unsafe { shared.warp_counts.store(i, 0) };
+            i += threads;
+        }
+        sync::sync_threads();
+        Self {
+            shared,
+            warps,
+            warp: t / 32,
+            below: (1u32 << warp::lane_id()) - 1,
+        }
+    }
+
+    /// The item's rank among the warp's items of its digit so far (items
+    /// ranked in tile order: item by item, lanes in order). A collective of
+    /// the warp.
+    ///
+    /// # Safety
+    /// After [`begin`](Self::begin); `digit < 256`.
+    #[inline(always)]
+    pub unsafe fn warp_rank(&self, digit: u32) -> u32 {
+        let peers = warp::match_any_sync(warp::FULL_MASK, digit);
+        let leader = peers.trailing_zeros();
+        let mut before = 0;
+        if warp::lane_id() == leader {
+            // SAFETY: warp · 256 + digit < N (asserted in begin, digit < 256).
+            before = unsafe {
+                shared_add(
+                    self.shared
+                        .warp_counts
+                        .element_address(self.warp * RADIX_DIGITS + digit as usize),
+                    peers.count_ones(),
+                )
+            };
+        }
+        warp::shfl_idx_b32(before, leader) + (peers & self.below).count_ones()
+    }
+
+    /// After every item's [`warp_rank`](Self::warp_rank): per digit, the
+    /// warps' counts become their exclusive prefix (warp order is tile
+    /// order), the digit's total its count, and the totals are scanned into
+    /// the starts. A collective of the block.
+    ///
+    /// # Safety
+    /// Every thread ranked all its items.
+    #[inline(always)]
+    pub unsafe fn finish(&self) {
+        let shared = self.shared;
+        sync::sync_threads();
+        let (t, threads) = (
+            thread::thread_idx_x() as usize,
+            thread::block_dim_x() as usize,
+        );
+        let mut d = t;
+        while d < RADIX_DIGITS {
+            let mut sum = 0;
+            for w in 0..self.warps {
+                // SAFETY: w · 256 + d < N; this thread alone touches digit d here.
+                unsafe {
+                    let c = shared.warp_counts.load(w * RADIX_DIGITS + d);
+                    shared.warp_counts.store(w * RADIX_DIGITS + d, sum);
+                    sum += c;
+                }
+            }
+            // SAFETY: d < 256, this thread's digit.
+            unsafe { shared.digit_counts.store(d, sum) };
+            d += threads;
+        }
+        sync::sync_threads();
+        // SAFETY: digit_counts was written before the barrier above.
+        unsafe { digit_exclusive_scan(shared.digit_counts, shared.digit_starts) };
+    }
+
+    /// The item's position in the ranked tile, from its digit and its
+    /// [`warp_rank`](Self::warp_rank).
+    ///
+    /// # Safety
+    /// After [`finish`](Self::finish); `digit < 256`.
+    #[inline(always)]
+    pub unsafe fn position(&self, digit: u32, warp_rank: u32) -> u32 {
+        let d = digit as usize;
+        // SAFETY: written before finish's barriers, read-only now.
+        warp_rank
+            + unsafe {
+                self.shared.digit_starts.load(d)
+                    + self.shared.warp_counts.load(self.warp * RADIX_DIGITS + d)
+            }
+    }
+}
+
+/// `atom.shared.add.u32` at an address that is 4-byte aligned by
+/// construction (an element of a `SharedArray<u32, _>`), without the
+/// alignment check of [`SharedArray::fetch_add`], which in an unrolled
+/// loop would repeat its fault path once per item.
+///
+/// # Safety
+/// `addr` is a live, aligned u32 of shared memory.
+#[inline(always)]
+unsafe fn shared_add(addr: u32, value: u32) -> u32 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller's contract.
+    return unsafe { <u32 as crate::shared::SharedAtomicAdd>::shared_fetch_add(addr, value) };
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let old: u32;
+        // SAFETY: the caller guarantees a live, aligned shared u32.
+        unsafe {
+            core::arch::asm!(
+                "atom.shared.add.u32 {o}, [{a}], {v};",
+                o = out(reg32) old,
+                a = in(reg32) addr,
+                v = in(reg32) value,
+                options(nostack, preserves_flags),
+            );
+        }
+        old
+    }
+}
+
+/// Sorts the block's keys (and values, when given) by the key bits
+/// `begin_bit .. end_bit` (multiples of 8), ascending or descending, stable:
+/// one [`block_radix_rank`] per digit, each followed by an exchange through
+/// shared memory (`exchange` for keys, `value_exchange` for values: they may
+/// be the same memory, which is used for the keys first, then for the
+/// values). Items are in the warp-striped arrangement of the
+/// [module docs](self), before and after. A collective of the whole block;
+/// asserts `M ≥ threads · ITEMS` and `MV ≥ threads · ITEMS` (located faults).
+///
+/// # Safety
+/// As for [`block_radix_rank`]; the exchange arrays are the block's own.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+#[track_caller]
+pub unsafe fn block_radix_sort<
+    K: RadixKey,
+    V: SharedScalar,
+    const ITEMS: usize,
+    const N: usize,
+    const M: usize,
+    const MV: usize,
+>(
+    keys: &mut [K; ITEMS],
+    mut values: Option<&mut [V; ITEMS]>,
+    begin_bit: u32,
+    end_bit: u32,
+    descending: bool,
+    shared: &RadixSortShared<N>,
+    exchange: SharedArray<K, M>,
+    value_exchange: SharedArray<V, MV>,
+) {
+    let threads = thread::block_dim_x() as usize;
+    crate::gpu_assert!(
+        M >= threads * ITEMS && (values.is_none() || MV >= threads * ITEMS),
+        "block radix sort: exchange smaller than the tile"
+    );
+    let t = thread::thread_idx_x() as usize;
+    let striped = |i: usize| (t / 32) * 32 * ITEMS + i * 32 + t % 32;
+    let mut shift = begin_bit;
+    while shift < end_bit {
+        let digits: [u32; ITEMS] = core::array::from_fn(|i| keys[i].digit(shift, descending));
+        let mut ranks = [0u32; ITEMS];
+        // SAFETY: forwarded from the caller.
+        unsafe { block_radix_rank(&digits, shared, &mut ranks) };
+        // SAFETY: ranks < threads · ITEMS ≤ M (asserted), a permutation, so
+        // each slot has one writer; the barriers order writes and reads.
+        unsafe {
+            for (k, r) in keys.iter().zip(ranks) {
+                exchange.store(r as usize, *k);
+            }
+            sync::sync_threads();
+            for (i, k) in keys.iter_mut().enumerate() {
+                *k = exchange.load(striped(i));
+            }
+            sync::sync_threads();
+        }
+        if let Some(values) = values.as_deref_mut() {
+            // SAFETY: as for the keys, with MV.
+            unsafe {
+                for (v, r) in values.iter().zip(ranks) {
+                    value_exchange.store(r as usize, *v);
+                }
+                sync::sync_threads();
+                for (i, v) in values.iter_mut().enumerate() {
+                    *v = value_exchange.load(striped(i));
+                }
+                sync::sync_threads();
+            }
+        }
+        shift += RADIX_BITS;
+    }
+}
+
+/// The status word of a (tile, digit) in [`digit_lookback`]: 0 while the
+/// tile has published nothing for the digit.
+pub const LOOKBACK_EMPTY: u32 = 0;
+/// Flag of a status word holding the tile's own count of the digit.
+pub const LOOKBACK_AGGREGATE: u32 = 1 << 30;
+/// Flag of a status word holding the digit's count over this tile and every
+/// tile before it (the inclusive prefix).
+pub const LOOKBACK_PREFIX: u32 = 2 << 30;
+/// The count bits of a status word: counts and prefixes are `< 2^30`.
+pub const LOOKBACK_VALUE: u32 = (1 << 30) - 1;
+
+/// `ld.relaxed.gpu.global.b32`: a load that sees another block's atomic
+/// stores (the look-back's spin; it becomes the collectives' shared helper
+/// when the device-wide scan lands).
+///
+/// # Safety
+/// `ptr` is an aligned, live u32 of global memory that other threads write
+/// only with atomics.
+#[inline(always)]
+unsafe fn load_relaxed_u32(ptr: *const u32) -> u32 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller's contract; other threads (other blocks on other
+    // OS threads of the simulator) write it atomically.
+    return unsafe { core::sync::atomic::AtomicU32::from_ptr(ptr.cast_mut()) }
+        .load(core::sync::atomic::Ordering::Relaxed);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let v: u32;
+        // SAFETY: the caller guarantees a valid, aligned global address.
+        unsafe {
+            core::arch::asm!(
+                "ld.relaxed.gpu.global.b32 {v}, [{p}];",
+                v = out(reg32) v,
+                p = in(reg64) ptr,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        v
+    }
+}
+
+/// Decoupled look-back of one digit (Merrill and Garland's single-pass
+/// scan, as CUB's onesweep radix sort does it per digit): publishes `count`,
+/// this tile's number of items with the digit, as its aggregate in
+/// `status[tile · 256 + digit]`, walks back over the earlier tiles' words
+/// (waiting while one is [`LOOKBACK_EMPTY`]) adding aggregates until it meets
+/// an inclusive prefix, publishes its own inclusive prefix, and returns the
+/// exclusive one: how many items of earlier tiles have the digit.
+///
+/// Forward progress: a tile waits only on tiles with smaller indices, and
+/// tile indices must be handed out in the order blocks start (a ticket from
+/// a global atomic counter, never `blockIdx`): a block holding a ticket is
+/// running, so every tile waited on is being worked on by a resident block
+/// and gets published. On the simulator, blocks run in ticket order (one OS
+/// thread) or several at once (`CUDA_KERNELS_SIM_THREADS`), either way each
+/// block that took a ticket runs to its end.
+///
+/// # Safety
+/// `status` holds `(tile + 1) · 256` u32, those of this tile and digit 0 at
+/// the launch's start and touched by nothing but this function; one thread
+/// per (tile, digit) calls it; counts and prefixes stay `< 2^30`.
+#[inline(always)]
+pub unsafe fn digit_lookback(status: *mut u32, tile: usize, digit: usize, count: u32) -> u32 {
+    // SAFETY: (tile, digit) is in `status`, written here only.
+    let own = unsafe { status.add(tile * RADIX_DIGITS + digit) };
+    if tile == 0 {
+        // SAFETY: as above.
+        unsafe { crate::atomic::exchange_u32(own, LOOKBACK_PREFIX | count) };
+        return 0;
+    }
+    // SAFETY: as above.
+    unsafe { crate::atomic::exchange_u32(own, LOOKBACK_AGGREGATE | count) };
+    let mut exclusive = 0;
+    let mut j = tile;
+    loop {
+        j -= 1;
+        // SAFETY: j < tile: an earlier tile's word of this digit.
+        let word = unsafe { status.add(j * RADIX_DIGITS + digit) };
+        let mut s = LOOKBACK_EMPTY;
+        while s == LOOKBACK_EMPTY {
+            // SAFETY: written by other blocks with atomics only.
+            s = unsafe { load_relaxed_u32(word) };
+        }
+        exclusive += s & LOOKBACK_VALUE;
+        if s & LOOKBACK_PREFIX != 0 || j == 0 {
+            break;
+        }
+    }
+    // SAFETY: as above.
+    unsafe { crate::atomic::exchange_u32(own, LOOKBACK_PREFIX | (exclusive + count)) };
+    exclusive
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RadixKey;
+
+    fn check_order<K: RadixKey + Copy>(sorted: &[K]) {
+        for pair in sorted.windows(2) {
+            assert!(pair[0].ordered_bits() < pair[1].ordered_bits());
+        }
+    }
+
+    #[test]
+    fn ordered_bits_follow_total_cmp_with_nan_last() {
+        check_order(&[
+            f32::NEG_INFINITY,
+            -1.5,
+            -f32::MIN_POSITIVE,
+            -0.0,
+            0.0,
+            1e-45,
+            2.0,
+            f32::INFINITY,
+            f32::NAN,
+        ]);
+        check_order(&[f64::NEG_INFINITY, -0.0, 0.0, f64::INFINITY, f64::NAN]);
+        assert_eq!((-f32::NAN).ordered_bits(), f32::NAN.ordered_bits());
+        check_order(&[i32::MIN, -1, 0, 1, i32::MAX]);
+        check_order(&[i64::MIN, -1, 0, 1, i64::MAX]);
+        check_order(&[0u32, 1, u32::MAX]);
+        check_order(&[0u64, 1 << 40, u64::MAX]);
+        assert_eq!(0x1234u32.digit(8, false), 0x12);
+        assert_eq!(0x1234u32.digit(8, true), 0xff - 0x12);
+    }
+}
