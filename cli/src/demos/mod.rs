@@ -394,7 +394,7 @@ pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result
 /// no failed record keeps a ratio.
 pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     type Family = fn(&Gpu, &mut Vec<BenchRecord>) -> Result<()>;
-    let families: [(&str, Family); 8] = [
+    let families: [(&str, Family); 9] = [
         ("foundation", foundation::bench),
         ("gemm", gemm::bench),
         ("bandwidth", bandwidth::bench),
