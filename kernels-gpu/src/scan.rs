@@ -23,7 +23,8 @@
 //!    (blocked, 16-byte vectors) and scans them sequentially.
 //! 3. The block's exclusive scan of the threads' totals
 //!    (`TempStorage::exclusive_scan_with_prefix`) calls the look-back in
-//!    warp 0: it publishes the tile's aggregate (flag `AGGREGATE`), finds the
+//!    warp 0: it publishes the tile's aggregate (flag `AGGREGATE`; tile 0
+//!    publishes its inclusive prefix at once, see below), finds the
 //!    nearest earlier tile whose inclusive prefix is published (flag
 //!    `INCLUSIVE`; 32 tiles' flags per step, waiting while any of them is
 //!    still empty), combines that prefix with the aggregates of the tiles
@@ -41,6 +42,13 @@
 //! each block to completion on one OS thread (`CUDA_KERNELS_SIM_THREADS`
 //! blocks at a time), and a block's tile was drawn when it started, so the
 //! tiles it waits for are held by blocks that are running or done.
+//!
+//! The window also must not move past tile 0: it moves back when its 32
+//! tiles published aggregates only, so tile 0's flag goes from `EMPTY`
+//! straight to `INCLUSIVE`. (When tile 0 published its aggregate first, the
+//! H100's concurrent tiles saw that flag, moved their window below tile 0
+//! and waited for ever on words past the state; on the simulator, where
+//! blocks run whole on one OS thread, tile 0 was always done first.)
 //!
 //! # Determinism
 //! The same input gives the same bits on every run, floats included. A
@@ -69,7 +77,8 @@ pub const TILE: usize = THREADS as usize * ITEMS_PER_THREAD;
 
 /// A tile's flag before it published anything.
 const EMPTY: u32 = 0;
-/// The tile's aggregate (the combination of its own elements) is published.
+/// The tile's aggregate (the combination of its own elements) is published
+/// (never tile 0's: it publishes its inclusive prefix at once).
 const AGGREGATE: u32 = 1;
 /// The tile's inclusive prefix (everything up to and including it) is
 /// published.
@@ -221,12 +230,15 @@ impl<T: DeviceElement> TileState<T> {
     pub unsafe fn look_back<Op: ReduceOp<T>>(&self, tile: usize, aggregate: T, init: T) -> T {
         let lane = lane_id() as usize;
         if tile == 0 {
+            // Tile 0's flag goes from EMPTY straight to INCLUSIVE: a window
+            // that saw it as AGGREGATE would move back past the first tile
+            // (tiles after it run concurrently and look at once; on the H100
+            // they saw the aggregate between the two publications, moved
+            // their window below tile 0 and waited on memory past the
+            // state for ever).
             if lane == 0 {
                 // SAFETY: tile 0 is this block's; one writer.
-                unsafe {
-                    self.publish(self.aggregates, 0, aggregate, AGGREGATE);
-                    self.publish(self.inclusives, 0, Op::combine(init, aggregate), INCLUSIVE);
-                }
+                unsafe { self.publish(self.inclusives, 0, Op::combine(init, aggregate), INCLUSIVE) };
             }
             return init;
         }
@@ -236,7 +248,8 @@ impl<T: DeviceElement> TileState<T> {
         }
         // The nearest earlier tile with a published inclusive prefix: lane l
         // watches tile `end − 1 − l`; a window moves back by 32 when all of
-        // its tiles published aggregates only.
+        // its tiles published aggregates only. It never moves past tile 0,
+        // whose flag is EMPTY or INCLUSIVE, never AGGREGATE.
         let mut end = tile;
         let nearest = loop {
             let status = if lane < end {
