@@ -238,7 +238,9 @@ impl<T: DeviceElement> TileState<T> {
             // state for ever).
             if lane == 0 {
                 // SAFETY: tile 0 is this block's; one writer.
-                unsafe { self.publish(self.inclusives, 0, Op::combine(init, aggregate), INCLUSIVE) };
+                unsafe {
+                    self.publish(self.inclusives, 0, Op::combine(init, aggregate), INCLUSIVE)
+                };
             }
             return init;
         }
