@@ -141,3 +141,48 @@ pub unsafe fn compare_exchange_u32(ptr: *mut u32, current: u32, new: u32) -> u32
         old
     }
 }
+
+/// `ld.acquire.gpu.b32`: reads a `u32` that another block publishes with
+/// [`store_release_u32`]; the writes that block made before its release
+/// are visible to this thread's reads after this load, once it sees the
+/// released value (a flag of a decoupled look-back).
+///
+/// # Safety
+/// `ptr` points to a live, aligned `u32` in global memory that concurrent
+/// threads access only through atomics or these two functions.
+#[inline(always)]
+pub unsafe fn load_acquire_u32(ptr: *const u32) -> u32 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees a valid, aligned u32 accessed atomically.
+    return unsafe { std::sync::atomic::AtomicU32::from_ptr(ptr.cast_mut()) }
+        .load(std::sync::atomic::Ordering::Acquire);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let v: u32;
+        // SAFETY: the caller guarantees a valid global address.
+        unsafe {
+            asm!("ld.acquire.gpu.global.b32 {v}, [{p}];", v = out(reg32) v, p = in(reg64) ptr,
+                 options(nostack, preserves_flags));
+        }
+        v
+    }
+}
+
+/// `st.release.gpu.b32`: stores `value` after every earlier write of this
+/// thread is visible GPU-wide (see [`load_acquire_u32`]).
+///
+/// # Safety
+/// As for [`load_acquire_u32`].
+#[inline(always)]
+pub unsafe fn store_release_u32(ptr: *mut u32, value: u32) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees a valid, aligned u32 accessed atomically.
+    unsafe { std::sync::atomic::AtomicU32::from_ptr(ptr) }
+        .store(value, std::sync::atomic::Ordering::Release);
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller guarantees a valid global address.
+    unsafe {
+        asm!("st.release.gpu.global.b32 [{p}], {v};", p = in(reg64) ptr, v = in(reg32) value,
+             options(nostack, preserves_flags));
+    }
+}

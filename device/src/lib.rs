@@ -81,6 +81,7 @@
 //! | [`prelude`](prelude/index.html) | — | `use cuda_kernels_device::prelude::*;`: the above in one `use` | `cuda_std::prelude` |
 //! | [`print`](print/index.html) | `printf` | `gpu_printf!` through the `vprintf` system call | `println!` |
 //! | [`hopper`](hopper/index.html) | `wgmma::mma_async`, `cuda::barrier`, `cp.async.bulk.tensor` (CUTLASS/CuTe) | sm_90a: warpgroup MMA from shared-memory descriptors (128-byte swizzle), `mbarrier` with transaction counts, 3-D TMA loads, `setmaxnreg` (not modelled by the simulator) | — |
+//! | [`collectives`](collectives/index.html) | CUB's `WarpReduce`, `WarpScan`, `BlockReduce`, `BlockScan`, `BlockLoad`, `BlockStore` | warp and block reduce and scan over any [`ReduceOp`](collectives::ReduceOp), blocked and striped loads and stores | — |
 //! | [`fault`] | `assert` | `gpu_assert!`, the panic handler, and the [`FaultRecord`](fault::FaultRecord) they fill for the host | — |
 //!
 //! # Faults and the panic handler

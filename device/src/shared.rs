@@ -109,6 +109,43 @@ macro_rules! shared_scalar {
 shared_scalar!(u32, reg32, "ld.shared.b32", "st.shared.b32": u32, i32, f32);
 shared_scalar!(u64, reg64, "ld.shared.b64", "st.shared.b64": u64, i64, f64);
 
+/// The 16-bit floats, moved as their bits (`ld.shared.b16`/`st.shared.b16`).
+macro_rules! shared_scalar16 {
+    ($($t:ident),*) => {$(
+        impl SharedScalar for crate::float16::$t {
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            unsafe fn load_shared(addr: u32) -> Self {
+                #[cfg(not(target_arch = "nvptx64"))]
+                return crate::sim::shared_load(addr);
+                #[cfg(target_arch = "nvptx64")]
+                {
+                    let bits: u16;
+                    // SAFETY: the caller guarantees addr is a valid shared slot.
+                    unsafe {
+                        asm!("ld.shared.b16 {v}, [{a}];", v = out(reg16) bits, a = in(reg32) addr,
+                             options(nostack, readonly, preserves_flags));
+                    }
+                    Self::from_bits(bits)
+                }
+            }
+            #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            unsafe fn store_shared(addr: u32, value: Self) {
+                #[cfg(not(target_arch = "nvptx64"))]
+                crate::sim::shared_store(addr, value);
+                #[cfg(target_arch = "nvptx64")]
+                // SAFETY: the caller guarantees addr is a valid shared slot.
+                unsafe {
+                    asm!("st.shared.b16 [{a}], {v};", a = in(reg32) addr, v = in(reg16) value.to_bits(),
+                         options(nostack, preserves_flags));
+                }
+            }
+        }
+    )*};
+}
+shared_scalar16!(f16, bf16);
+
 /// A [`SharedScalar`] with atomic addition on shared memory (CUDA's
 /// `atomicAdd` on a `__shared__` address): `u32`, `i32`, `u64`, `i64`, `f32`,
 /// `f64`, as `atom.shared.add.*`.

@@ -170,6 +170,19 @@ macro_rules! shuffle64 {
 shuffle32!(u32, i32, f32);
 shuffle64!(u64, i64, f64);
 
+macro_rules! shuffle16 {
+    ($($t:ident),*) => {$(
+        /// Moved in the low half of one 32-bit word.
+        impl Shuffle for crate::float16::$t {
+            #[inline(always)]
+            fn shuffle_with(self, f: impl Fn(u32) -> u32) -> Self {
+                Self::from_bits(f(self.to_bits() as u32) as u16)
+            }
+        }
+    )*};
+}
+shuffle16!(f16, bf16);
+
 /// [`shfl_down_b32`] for any [`Shuffle`] type (64-bit values: two shuffles).
 #[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]

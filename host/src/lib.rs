@@ -33,6 +33,8 @@ pub mod matrices;
 pub mod multi_gpu;
 pub mod multiply;
 pub mod reduce;
+pub mod scan;
+pub mod select;
 pub mod sort;
 pub mod streams;
 pub mod util;

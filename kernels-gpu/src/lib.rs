@@ -49,6 +49,8 @@ pub use cuda_kernels_device::{gpu_assert, gpu_printf, shared_array};
 
 pub mod bandwidth;
 #[cfg(feature = "builtin-kernels")]
+pub mod collective_checks;
+#[cfg(feature = "builtin-kernels")]
 pub mod device_checks;
 pub mod elementwise;
 #[cfg(feature = "builtin-kernels")]
@@ -79,6 +81,8 @@ pub mod matmul;
 #[cfg(feature = "builtin-kernels")]
 pub mod multiply;
 pub mod reduce;
+pub mod scan;
+pub mod select;
 #[cfg(feature = "builtin-kernels")]
 pub mod sort;
 #[cfg(feature = "builtin-kernels")]
@@ -121,6 +125,10 @@ kernel_lists!(
     float16_checks::KERNELS,
     reduce::built_in::REDUCE_KERNELS,
     reduce::primitive_tests::KERNELS,
+    scan::built_in::SCAN_KERNELS,
+    collective_checks::KERNELS,
+    collective_checks::LOAD_STORE_KERNELS,
+    select::built_in::SELECT_KERNELS,
     mandelbrot::KERNELS,
     streams::KERNELS,
     life::KERNELS,

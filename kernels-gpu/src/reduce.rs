@@ -63,7 +63,8 @@
 //!    first threads of the grid one element each.
 //! 2. Each block combines its threads' values: a `shfl.sync.down` tree per
 //!    warp, one shared-memory slot per warp, a second shuffle tree in warp 0
-//!    (`body::block_reduce`); thread 0 writes the block's partial result.
+//!    (the device crate's block collective, `TempStorage::reduce`); thread 0
+//!    writes the block's partial result.
 //! 3. Last block done: thread 0 fences (`membar.gl`) and takes a ticket from
 //!    a global atomic counter; the block that draws the last ticket fences
 //!    again, reads every block's partial through L2 (`ld.global.cg`),
@@ -90,63 +91,21 @@
 //! the GPU and the CPU (the wrapping ring is associative and commutative, so
 //! integer results are exact whatever the order).
 
-/// An associative, commutative binary operation with a neutral element, for
-/// element type `T`: what `@cuda.reduce` gets as a Python function.
-pub trait ReduceOp<T> {
-    /// The operation's name in entry points (`reduce_<NAME>_<type>`) and
-    /// messages.
-    const NAME: &'static str;
-
-    /// Whether reducing an empty input without an initial value is defined
-    /// (as [`identity`](Self::identity)). `false` for [`Min`] and [`Max`],
-    /// whose identities are sentinels (`+∞`, `i32::MAX`) rather than
-    /// meaningful results: the host refuses such a reduction with an error.
-    const DEFINED_ON_EMPTY: bool = true;
-
-    /// The neutral element: `combine(identity(), x) == x` for every `x`.
-    /// The kernel starts every accumulator from it.
-    fn identity() -> T;
-
-    /// Combines two values. Must be associative and commutative.
-    fn combine(a: T, b: T) -> T;
-}
-
-/// Sum: identity 0; integers wrap on overflow (like the CPU reference).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Sum;
+// The operation trait and the built-in sum, min and max are the device
+// crate's, shared with its warp and block collectives and the scan family.
+pub use crate::device::collectives::{Max, Min, ReduceOp, Sum};
 
 /// Product: identity 1; integers wrap on overflow (like the CPU reference).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Product;
-
-/// Minimum. Floats use `f32::min`/`f64::min` (PTX `min.f32`): a NaN is
-/// ignored, so an input of only NaNs gives the identity, `+∞` (on the GPU and
-/// in the CPU reference alike). Not defined on an empty input without an
-/// initial value.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Min;
-
-/// Maximum. Floats use `f32::max`/`f64::max` (PTX `max.f32`): a NaN is
-/// ignored, so an input of only NaNs gives the identity, `−∞` (on the GPU and
-/// in the CPU reference alike). Not defined on an empty input without an
-/// initial value.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Max;
 
 /// Bitwise exclusive or, for integers: the example of a user-declared
 /// operation (see the [module docs](self)); identity 0.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Xor;
 
-macro_rules! int_ops {
+macro_rules! product_ops {
     ($($t:ty),*) => {$(
-        impl ReduceOp<$t> for Sum {
-            const NAME: &'static str = "sum";
-            #[inline(always)]
-            fn identity() -> $t { 0 }
-            #[inline(always)]
-            fn combine(a: $t, b: $t) -> $t { a.wrapping_add(b) }
-        }
         impl ReduceOp<$t> for Product {
             const NAME: &'static str = "product";
             #[inline(always)]
@@ -154,35 +113,12 @@ macro_rules! int_ops {
             #[inline(always)]
             fn combine(a: $t, b: $t) -> $t { a.wrapping_mul(b) }
         }
-        impl ReduceOp<$t> for Min {
-            const NAME: &'static str = "min";
-            const DEFINED_ON_EMPTY: bool = false;
-            #[inline(always)]
-            fn identity() -> $t { <$t>::MAX }
-            #[inline(always)]
-            fn combine(a: $t, b: $t) -> $t { if b < a { b } else { a } }
-        }
-        impl ReduceOp<$t> for Max {
-            const NAME: &'static str = "max";
-            const DEFINED_ON_EMPTY: bool = false;
-            #[inline(always)]
-            fn identity() -> $t { <$t>::MIN }
-            #[inline(always)]
-            fn combine(a: $t, b: $t) -> $t { if b > a { b } else { a } }
-        }
     )*};
 }
-int_ops!(i32, i64);
+product_ops!(i32, i64);
 
-macro_rules! float_ops {
+macro_rules! float_product_ops {
     ($($t:ident),*) => {$(
-        impl ReduceOp<$t> for Sum {
-            const NAME: &'static str = "sum";
-            #[inline(always)]
-            fn identity() -> $t { 0.0 }
-            #[inline(always)]
-            fn combine(a: $t, b: $t) -> $t { a + b }
-        }
         impl ReduceOp<$t> for Product {
             const NAME: &'static str = "product";
             #[inline(always)]
@@ -190,25 +126,9 @@ macro_rules! float_ops {
             #[inline(always)]
             fn combine(a: $t, b: $t) -> $t { a * b }
         }
-        impl ReduceOp<$t> for Min {
-            const NAME: &'static str = "min";
-            const DEFINED_ON_EMPTY: bool = false;
-            #[inline(always)]
-            fn identity() -> $t { $t::INFINITY }
-            #[inline(always)]
-            fn combine(a: $t, b: $t) -> $t { a.min(b) }
-        }
-        impl ReduceOp<$t> for Max {
-            const NAME: &'static str = "max";
-            const DEFINED_ON_EMPTY: bool = false;
-            #[inline(always)]
-            fn identity() -> $t { $t::NEG_INFINITY }
-            #[inline(always)]
-            fn combine(a: $t, b: $t) -> $t { a.max(b) }
-        }
     )*};
 }
-float_ops!(f32, f64);
+float_product_ops!(f32, f64);
 
 // The user-declared example: written exactly as the module docs tell a user
 // to declare an operation.
@@ -236,8 +156,10 @@ impl ReduceOp<i64> for Xor {
 }
 
 /// Dynamic shared memory, in bytes, that every `reduce_*` launch must pass:
-/// 32 warp slots of 8 bytes and the last-block flag.
-pub const SHARED_BYTES: u32 = 32 * 8 + 16;
+/// the block collective's storage for blocks of up to 1024 threads (33 slots
+/// of 8 bytes) and the last-block flag.
+pub const SHARED_BYTES: u32 =
+    (crate::device::collectives::block::storage_len(1024) * 8) as u32 + 16;
 
 /// Vectors each thread combines per grid-stride iteration, into as many
 /// interleaved accumulators (loads in flight per thread). Shared with the

@@ -1001,7 +1001,7 @@ fn sgemm_timing() {
 
 /// The families whose kernels this tier leaves to a `[sim]` family of the
 /// GPU test binary (`tests/gpu/`, run in CI on the simulator), and where.
-const LAUNCHED_ELSEWHERE: [(&[&str], &str); 6] = [
+const LAUNCHED_ELSEWHERE: [(&[&str], &str); 10] = [
     (
         cuda_kernels_gpu::fidelity::FIDELITY_KERNELS,
         "tests/gpu/fidelity.rs, each correct case under seeds 1 to 20",
@@ -1031,6 +1031,22 @@ const LAUNCHED_ELSEWHERE: [(&[&str], &str); 6] = [
     (
         cuda_kernels_gpu::histogram::HISTOGRAM_KERNELS,
         "tests/gpu/histogram.rs",
+    ),
+    (
+        cuda_kernels_gpu::scan::built_in::SCAN_KERNELS,
+        "tests/gpu/collectives.rs (every type and operation, both kinds)",
+    ),
+    (
+        cuda_kernels_gpu::select::built_in::SELECT_KERNELS,
+        "tests/gpu/collectives.rs (by predicate and by flags, every type)",
+    ),
+    (
+        cuda_kernels_gpu::collective_checks::KERNELS,
+        "tests/gpu/collectives.rs (the warp and block collectives, every type)",
+    ),
+    (
+        cuda_kernels_gpu::collective_checks::LOAD_STORE_KERNELS,
+        "tests/gpu/collectives.rs (block loads and stores, the misuse faults)",
     ),
 ];
 

@@ -86,6 +86,7 @@ macro_rules! cpu {
 mod support;
 
 mod agreement;
+mod collectives;
 mod fidelity;
 mod foundation;
 mod half_precision;
@@ -106,6 +107,9 @@ fn main() -> ExitCode {
     if let Some(code) = foundation::child_process().or_else(primitives::child_process) {
         return code;
     }
+    if let Some(code) = collectives::child_process() {
+        return code;
+    }
     if let Some(code) = fidelity::child_process() {
         return code;
     }
@@ -115,6 +119,7 @@ fn main() -> ExitCode {
         matrices::trials(),
         half_precision::trials(),
         reduce::trials(),
+        collectives::trials(),
         sort::trials(),
         histogram::trials(),
         primitives::trials(),

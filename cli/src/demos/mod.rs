@@ -22,6 +22,7 @@ use crate::{Gpu, Result};
 
 pub mod bandwidth;
 pub mod bench_table;
+pub mod collectives;
 pub mod foundation;
 pub mod gemm;
 pub mod mandelbrot;
@@ -393,12 +394,13 @@ pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result
 /// no failed record keeps a ratio.
 pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     type Family = fn(&Gpu, &mut Vec<BenchRecord>) -> Result<()>;
-    let families: [(&str, Family); 8] = [
+    let families: [(&str, Family); 9] = [
         ("foundation", foundation::bench),
         ("gemm", gemm::bench),
         ("bandwidth", bandwidth::bench),
         ("matrices", matrices::bench),
         ("reduce", reduce::bench),
+        ("collectives", collectives::bench),
         ("sort", sort::bench),
         ("mandelbrot", mandelbrot::bench),
         ("streams", streams::bench),
@@ -418,7 +420,7 @@ pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
 }
 
 /// The environment variable that limits `bench` to some parts, as a
-/// comma-separated list of `foundation`, `gemm`, `bandwidth`, `matrices`, `reduce`, `sort`,
+/// comma-separated list of `foundation`, `gemm`, `bandwidth`, `matrices`, `reduce`, `collectives`, `sort`,
 /// `mandelbrot`, `streams`, `life` (for tuning runs; unset: all).
 pub const BENCH_ONLY_ENV: &str = "CUDA_KERNELS_BENCH_ONLY";
 

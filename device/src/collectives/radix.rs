@@ -163,12 +163,10 @@ pub struct RadixSortShared<const N: usize> {
 }
 
 /// The exclusive prefix sum of the 256 `counts`, written to `starts`, by
-/// warp 0 alone (lane `l` scans digits `8l … 8l+7` serially, then the lanes
-/// with `shfl.sync.up`). Every thread of the block must call it (it ends
-/// with a barrier); `counts` was written before a barrier.
-///
-/// A private per-digit scan for the radix sort; it becomes the block scan
-/// of the collectives when that lands.
+/// warp 0 alone (lane `l` scans digits `8l … 8l+7` serially, then the
+/// lanes' sums with the warp collective [`exclusive_scan`](super::warp::exclusive_scan)).
+/// Every thread of the block must call it (it ends with a barrier); `counts`
+/// was written before a barrier.
 ///
 /// # Safety
 /// No thread writes `counts` or accesses `starts` until the barrier inside.
@@ -187,17 +185,8 @@ pub unsafe fn digit_exclusive_scan(
             // SAFETY: lane·8 + j < 256.
             sum += unsafe { counts.load(lane * PER_LANE + j) };
         }
-        // Inclusive scan of the lanes' sums, then exclusive by subtracting.
-        let mut inclusive = sum;
-        let mut delta = 1;
-        while delta < 32 {
-            let up = warp::shfl_up_b32(inclusive, delta);
-            if lane as u32 >= delta {
-                inclusive += up;
-            }
-            delta *= 2;
-        }
-        let before = inclusive - sum;
+        // The lanes' sums, scanned by the warp collective.
+        let (before, _) = super::warp::exclusive_scan::<super::Sum, u32>(sum);
         for (j, start) in own.into_iter().enumerate() {
             // SAFETY: lane·8 + j < 256; only this lane writes it.
             unsafe { starts.store(lane * PER_LANE + j, before + start) };

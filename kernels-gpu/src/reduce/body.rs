@@ -1,20 +1,21 @@
 //! The generic reduction kernel body, instantiated per
 //! operation and element type by [`reduce_kernels!`](crate::reduce_kernels),
 //! and the block-level tree step it is built from.
+use crate::device::collectives::block::{self, TempStorage};
 use crate::device::shared::{SharedArray, SharedScalar, dynamic_shared_address};
 use crate::device::sync::{sync_threads, thread_fence};
 use crate::device::thread::{
     block_dim_x, block_idx_x, grid_dim_x, grid_size_1d, index_1d, thread_idx_x,
 };
-use crate::device::warp::{self, Shuffle, WARP_SIZE};
+use crate::device::warp::Shuffle;
 use crate::device::{atomic, load};
 
 use super::{ReduceOp, SHARED_BYTES, UNROLL};
 use crate::device::float16::{bf16, f16};
 
 /// Byte offset, in the dynamic shared memory, of the last-block flag (after
-/// the 32 warp slots of [`block_reduce`]).
-const FLAG_OFFSET: u32 = 32 * 8;
+/// the block collective's storage, [`block_storage`]).
+const FLAG_OFFSET: u32 = (block::storage_len(MAX_THREADS) * 8) as u32;
 const _: () = assert!(FLAG_OFFSET as usize + 4 <= SHARED_BYTES as usize);
 
 /// An accumulator type of the reduction kernel: it crosses lanes
@@ -119,46 +120,21 @@ macro_rules! element16 {
 }
 element16!(f16, bf16);
 
-/// Combines one value per thread of the block with `Op`; thread 0 returns
-/// the block's result (other threads return partial values).
-///
-/// A `shfl.sync.down` tree in each warp, one shared-memory slot per warp,
-/// then the same tree over the slots in warp 0. Every thread of the block
-/// must call it (it contains barriers and warp collectives), with
-/// `blockDim.x` a multiple of 32; it can be called again right away (it ends
-/// with a barrier, so the slots are free again).
+/// Most threads of a block the kernels run with: the block collective's
+/// storage is sized for it.
+const MAX_THREADS: usize = 1024;
+
+/// The block collective's storage, at the start of the dynamic shared
+/// memory.
 ///
 /// # Safety
-/// The launch has at least 256 bytes of dynamic shared memory (32 slots of
-/// 8 bytes: one per warp of the largest block, wide enough for any
-/// [`DeviceElement`]), which nothing else uses during the call.
+/// The launch has at least [`SHARED_BYTES`] of dynamic shared memory (which
+/// holds `TempStorage::LEN` slots of up to 8 bytes before [`FLAG_OFFSET`]).
 #[inline(always)]
-pub unsafe fn block_reduce<T: DeviceElement, Op: ReduceOp<T>>(value: T) -> T {
-    // SAFETY: the dynamic shared memory holds at least 32 × 8 bytes, aligned
-    // to 16 (caller's guarantee): room for 32 aligned T of at most 8 bytes.
-    let slots: SharedArray<T, 32> =
-        unsafe { SharedArray::from_shared_address(dynamic_shared_address()) };
-    let tid = thread_idx_x();
-    let lane = tid % WARP_SIZE;
-    let warp_id = tid / WARP_SIZE;
-    let warps = block_dim_x().div_ceil(WARP_SIZE);
-
-    let v = warp::reduce(value, Op::combine);
-    if lane == 0 {
-        // SAFETY: warp_id < 32 (at most 1024 threads); one writer per slot.
-        unsafe { slots.store(warp_id as usize, v) };
-    }
-    sync_threads();
-    let mut total = Op::identity();
-    if warp_id == 0 {
-        if lane < warps {
-            // SAFETY: lane < warps ≤ 32, written before the barrier above.
-            total = unsafe { slots.load(lane as usize) };
-        }
-        total = warp::reduce(total, Op::combine);
-    }
-    sync_threads();
-    total
+pub unsafe fn block_storage<T: DeviceElement>() -> TempStorage<T, MAX_THREADS> {
+    // SAFETY: the caller's guarantee; the dynamic shared memory is aligned to
+    // 16 and nothing else lives below FLAG_OFFSET.
+    unsafe { TempStorage::from_shared_address(dynamic_shared_address()) }
 }
 
 /// The reduction of `input[..n]` (each element widened to the accumulator
@@ -231,8 +207,9 @@ pub unsafe fn reduce<I: ReduceInput<T>, T: DeviceElement, Op: ReduceOp<T>>(
         Op::combine(Op::combine(accs[0], accs[1]), Op::combine(accs[2], accs[3])),
     );
 
-    // SAFETY: the launch has SHARED_BYTES ≥ 256 bytes of dynamic shared memory.
-    let block_total = unsafe { block_reduce::<T, Op>(acc) };
+    // SAFETY: the launch has SHARED_BYTES of dynamic shared memory; every
+    // thread of the block gets here.
+    let block_total = unsafe { block_storage::<T>().reduce::<Op>(acc) };
 
     // Last block done: publish this block's partial, take a ticket.
     // SAFETY: the flag word lies at FLAG_OFFSET < SHARED_BYTES, past the slots.
@@ -265,8 +242,9 @@ pub unsafe fn reduce<I: ReduceInput<T>, T: DeviceElement, Op: ReduceOp<T>>(
             acc = Op::combine(acc, unsafe { T::load_l2(partials.add(b as usize)) });
             b += block_dim_x();
         }
-        // SAFETY: as for the first call.
-        let total = unsafe { block_reduce::<T, Op>(acc) };
+        // SAFETY: as for the first call (`is_last` is the same in the
+        // whole block).
+        let total = unsafe { block_storage::<T>().reduce::<Op>(acc) };
         if tid == 0 {
             // SAFETY: `out` is one writable element; `counter` is ours and
             // every block has taken its ticket, so resetting it races with

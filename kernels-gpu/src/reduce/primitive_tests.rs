@@ -6,7 +6,7 @@ use crate::device::thread::{block_idx_x, index_1d, thread_idx_x};
 use crate::device::{atomic, load, warp};
 
 use super::Sum;
-use super::body::block_reduce;
+use super::body::block_storage;
 
 crate::device::kernels! {
     /// Each thread of a warp-multiple launch writes what its lane receives from
@@ -141,18 +141,20 @@ crate::device::kernels! {
     }
 
     /// `out[b] = sum of input[b·blockDim.x .. (b+1)·blockDim.x]` (wrapping
-    /// i64) through [`block_reduce`]: one value per thread, any block size that
-    /// is a multiple of 32.
+    /// i64) through the block collective (`TempStorage::reduce`, in
+    /// [`block_storage`]): one value per thread, any block size that is a
+    /// multiple of 32.
     ///
     /// # Safety
     /// `input` holds `gridDim.x · blockDim.x` i64, `out` `gridDim.x`;
-    /// `blockDim.x` is a multiple of 32; the launch has at least 256 bytes of
-    /// dynamic shared memory.
+    /// the launch has `reduce::SHARED_BYTES` of dynamic shared memory (a block
+    /// that is not a multiple of 32 is the block collective's located fault).
     pub fn block_reduce_test_i64(input: *const i64, out: *mut i64) as BLOCK_REDUCE_TEST_I64 {
         // SAFETY: index_1d() < gridDim.x · blockDim.x.
         let v = unsafe { *input.add(index_1d()) };
-        // SAFETY: the launch has the shared memory block_reduce needs.
-        let total = unsafe { block_reduce::<i64, Sum>(v) };
+        // SAFETY: the launch has the shared memory block_storage needs; every
+        // thread calls it.
+        let total = unsafe { block_storage::<i64>().reduce::<Sum>(v) };
         if thread_idx_x() == 0 {
             // SAFETY: blockIdx.x < gridDim.x.
             unsafe { *out.add(block_idx_x() as usize) = total };

@@ -15,7 +15,8 @@ use cuda_kernels_runtime::cust::memory::DeviceCopy;
 use cuda_kernels_runtime::cust::memory::bytemuck::Pod;
 use cuda_kernels_runtime::{Error, Gpu, Images, In, InOut, LaunchConfig, Result};
 use downstream_kernels::{
-    BINS, HISTOGRAM, MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, SOFTMAX_ROWS, leaky_relu, softmax_term,
+    BIN_STARTS, BINS, HISTOGRAM, MaxAbs, SOFTMAX_BLOCK, SOFTMAX_ENTRY, SOFTMAX_ROWS, leaky_relu,
+    softmax_term,
 };
 use families::{elementwise_unary, elementwise_unary_cpu, reduce, reduce_cpu};
 use ndarray::{Array2, ArrayView2};
@@ -170,6 +171,9 @@ fn run(gpu: &Gpu) -> Result<bool> {
     let (g, c) = (histogram_gpu(gpu, &bytes)?, histogram_cpu(&bytes));
     ok &= row("histogram (2^20 bytes), bin 7", g[7], c[7], "exact", g == c);
 
+    // bin_starts: the exclusive prefix sum of the counts (a block scan), exact.
+    let (gs, cs) = (bin_starts_gpu(gpu, &c)?, bin_starts_cpu(&c));
+    ok &= row("bin_starts (block scan), bin 200", gs[200], cs[200], "exact", gs == cs);
     // attention_tile: bf16 Q·Kᵀ on the tensor cores, then a row softmax,
     // against f64 within the bound derived in attention.rs.
     ok &= attention::check(gpu)?;
@@ -183,6 +187,28 @@ fn histogram_cpu(x: &[u8]) -> Vec<u32> {
         hist[usize::from(b)] += 1;
     }
     hist
+}
+
+/// The CPU reference of `bin_starts`: the counts before each bin.
+fn bin_starts_cpu(hist: &[u32]) -> Vec<u32> {
+    hist.iter()
+        .scan(0u32, |before, &h| {
+            let start = *before;
+            *before += h;
+            Some(start)
+        })
+        .collect()
+}
+
+/// `bin_starts` of `hist` (BINS counts) on the GPU: one block of BINS threads.
+fn bin_starts_gpu(gpu: &Gpu, hist: &[u32]) -> Result<Vec<u32>> {
+    let counts = gpu.to_device(hist)?;
+    let mut starts = gpu.zeroed::<u32>(BINS)?;
+    let cfg = LaunchConfig::linear(1, BINS as u32);
+    // SAFETY: both buffers hold BINS u32; one block of BINS threads.
+    unsafe { gpu.launch(BIN_STARTS, cfg, gpu.stream(), (&counts, &mut starts)) }?;
+    gpu.synchronize(BIN_STARTS.name())?;
+    starts.to_vec()
 }
 
 /// The byte histogram of `x` with the kernel crate's `histogram`, launched

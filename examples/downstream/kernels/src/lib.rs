@@ -10,6 +10,9 @@
 //!   under its own name (entry points `reduce_max_abs_f32` and `_f64`);
 //! - [`HISTOGRAM`], a byte histogram in shared memory: each block counts
 //!   with shared-memory atomics, then adds its counts to the global ones;
+//! - [`BIN_STARTS`], where each bin of a histogram starts in sorted order:
+//!   the exclusive prefix sum of the counts, one block scan
+//!   (`cuda_kernels_device::collectives`).
 //! - [`attention`], a tile of attention weights on the tensor cores
 //!   (`mma.sync`, sm_80 and later builds only).
 //!
@@ -191,5 +194,26 @@ cuda_kernels_device::kernels! {
             // SAFETY: b < BINS, the length of `hist`; counted before the barrier.
             unsafe { atomic::fetch_add_u32(hist.add(b), counts.load(b)) };
         }
+    }
+}
+
+cuda_kernels_device::kernels! {
+    /// `starts[b] = hist[0] + … + hist[b − 1]`: where bin `b`'s values start
+    /// once sorted (a counting sort's offsets). One block of [`BINS`]
+    /// threads, one bin each, through the device crate's block scan.
+    ///
+    /// # Safety
+    /// `hist` and `starts` hold [`BINS`] u32; one block of [`BINS`] threads
+    /// (another size is the block scan's located fault).
+    pub fn bin_starts(hist: *const u32, starts: *mut u32) as BIN_STARTS {
+        use cuda_kernels_device::collectives::Sum;
+        let storage = cuda_kernels_device::block_storage!(bin_starts_storage: u32, BINS);
+        let b = (thread::thread_idx_x() as usize).min(BINS - 1);
+        // SAFETY: b < BINS, the length of `hist`.
+        let count = unsafe { *hist.add(b) };
+        // SAFETY: every thread of the block calls it; the storage is this kernel's.
+        let (start, _total) = unsafe { storage.exclusive_scan::<Sum>(count) };
+        // SAFETY: b < BINS, one thread per bin.
+        unsafe { *starts.add(b) = start };
     }
 }

@@ -1,0 +1,386 @@
+//! Device-wide inclusive and exclusive scan (prefix sums, and any
+//! [`ReduceOp`]) in a single pass with decoupled look-back (Merrill and
+//! Garland, "Single-pass Parallel Prefix Scan with Decoupled Look-back",
+//! 2016; CUB's `DeviceScan`), built from the device crate's block
+//! collectives. [`scan_kernels!`](crate::scan_kernels) instantiates the one
+//! generic body per operation and element type, entry points
+//! `scan_<op>_<type>`:
+//!
+//! | op | entry points |
+//! |---|---|
+//! | [`Sum`] | `scan_sum_{i32,u32,i64,u64,f32,f64}` |
+//! | [`Min`] | `scan_min_{i32,u32,i64,u64,f32,f64}` |
+//! | [`Max`] | `scan_max_{i32,u32,i64,u64,f32,f64}` |
+//!
+//! A user's operation is declared as for the reduce family (a
+//! [`ReduceOp`]), then `scan_kernels!(MyOp, "my_op": f32);`.
+//!
+//! # The algorithm (one launch, one block per tile of [`TILE`] elements)
+//! 1. Thread 0 draws the block's tile number from a global counter
+//!    (`atomicAdd`), so tiles are numbered in the order blocks *start*, not
+//!    by `blockIdx`.
+//! 2. Each thread loads its [`ITEMS_PER_THREAD`] consecutive elements
+//!    (blocked, 16-byte vectors) and scans them sequentially.
+//! 3. The block's exclusive scan of the threads' totals
+//!    (`TempStorage::exclusive_scan_with_prefix`) calls the look-back in
+//!    warp 0: it publishes the tile's aggregate (flag `AGGREGATE`; tile 0
+//!    publishes its inclusive prefix at once, see below), finds the
+//!    nearest earlier tile whose inclusive prefix is published (flag
+//!    `INCLUSIVE`; 32 tiles' flags per step, waiting while any of them is
+//!    still empty), combines that prefix with the aggregates of the tiles
+//!    between *left to right*, and publishes the tile's own inclusive prefix.
+//! 4. Each thread combines the tile's prefix with its items and stores them.
+//!
+//! # Forward progress (why the look-back cannot deadlock)
+//! A tile waits only for tiles with smaller numbers. Numbers are drawn by
+//! blocks that are already running, so every tile a block waits for belongs
+//! to a block that is resident and, by induction, never waits for a later
+//! one; the GPU runs a resident block to completion. Numbering by
+//! `blockIdx` instead would not be safe: the hardware may start block 1000
+//! while block 999 has no multiprocessor yet, and if every resident block
+//! waits for 999, none ever ends. The simulator keeps the same rule: it runs
+//! each block to completion on one OS thread (`CUDA_KERNELS_SIM_THREADS`
+//! blocks at a time), and a block's tile was drawn when it started, so the
+//! tiles it waits for are held by blocks that are running or done.
+//!
+//! The window also must not move past tile 0: it moves back when its 32
+//! tiles published aggregates only, so tile 0's flag goes from `EMPTY`
+//! straight to `INCLUSIVE`. (When tile 0 published its aggregate first, the
+//! H100's concurrent tiles saw that flag, moved their window below tile 0
+//! and waited for ever on words past the state; on the simulator, where
+//! blocks run whole on one OS thread, tile 0 was always done first.)
+//!
+//! # Determinism
+//! The same input gives the same bits on every run, floats included. A
+//! tile's inclusive prefix is, by construction, `((I_j ⊕ A_{j+1}) ⊕ A_{j+2})
+//! ⊕ … ⊕ A_t` for whichever published prefix `I_j` the look-back finds,
+//! which is exactly the left fold `I_t = I_{t−1} ⊕ A_t` unrolled: the value
+//! does not depend on how far the look-back had to go. Inside a tile the
+//! order is fixed by the block size. So the results differ from a
+//! sequential CPU scan of floats by rounding (the order is a tree inside a
+//! tile and a chain across tiles), but never from run to run.
+use crate::device::atomic;
+use crate::device::collectives::block::{self, TempStorage};
+use crate::device::sync::sync_threads;
+use crate::device::thread::thread_idx_x;
+use crate::device::warp::{self, lane_id};
+
+pub use crate::device::collectives::{Max, Min, ReduceOp, Sum};
+pub use crate::reduce::body::DeviceElement;
+
+/// Threads per block of the scan kernels.
+pub const THREADS: u32 = 256;
+/// Consecutive elements each thread loads, scans and stores.
+pub const ITEMS_PER_THREAD: usize = 16;
+/// Elements per tile (one block's share): `THREADS · ITEMS_PER_THREAD`.
+pub const TILE: usize = THREADS as usize * ITEMS_PER_THREAD;
+
+/// A tile's flag before it published anything.
+const EMPTY: u32 = 0;
+/// The tile's aggregate (the combination of its own elements) is published
+/// (never tile 0's: it publishes its inclusive prefix at once).
+const AGGREGATE: u32 = 1;
+/// The tile's inclusive prefix (everything up to and including it) is
+/// published.
+const INCLUSIVE: u32 = 2;
+
+/// The parameters of every `scan_*` entry point: `(input, output, n, init,
+/// exclusive, state, aggregates, inclusives)`.
+pub type ScanParams<T> = (*const T, *mut T, usize, T, u32, *mut u32, *mut T, *mut T);
+
+/// Maps an (operation, element type) pair to its scan entry point.
+/// Implemented by [`scan_kernels!`](crate::scan_kernels) only.
+///
+/// # Safety
+/// [`KERNEL`](Self::KERNEL) is the handle of the entry point generated by
+/// [`scan_kernels!`](crate::scan_kernels) for exactly this operation and
+/// `T`, with the parameters [`ScanParams<T>`].
+pub unsafe trait ScanKernel<T>: ReduceOp<T> {
+    /// The entry point's handle.
+    const KERNEL: crate::device::kernel::Kernel<ScanParams<T>>;
+    /// Its name, `scan_<op>_<type>`.
+    const ENTRY: &'static str = Self::KERNEL.name();
+}
+
+/// Instantiates the scan kernel for operations and element types:
+/// `scan_kernels! { Op, "name": i32, f64, …; … }` emits the entry points
+/// `scan_<name>_<t>` (on nvptx64), `impl ScanKernel<t> for Op` (everywhere;
+/// on the host its handle carries the body for the simulator) and the list
+/// `SCAN_KERNELS`. Each type must be a [`DeviceElement`].
+///
+/// Each entry point has the parameters [`ScanParams`] and these safety
+/// requirements, guaranteed by the host launcher:
+/// - `input` has `n` readable elements, `output` `n` writable ones, not
+///   overlapping (or the same: a scan in place is allowed);
+/// - the grid is `n.div_ceil(TILE)` blocks of [`THREADS`] threads (1-D);
+/// - `state` has `1 + tiles` words, all 0 at launch (the tile counter and
+///   the tiles' flags); `aggregates` and `inclusives` have `tiles` elements;
+///   none of them is used by a concurrent launch;
+/// - `exclusive` is 0 (inclusive scan) or 1 (exclusive scan).
+#[macro_export]
+macro_rules! scan_kernels {
+    ($($op:ty, $name:literal: $($t:ident),+);+ $(;)?) => {
+        /// The PTX entry points of the scans, in declaration order.
+        pub const SCAN_KERNELS: &[&str] = &[$($(concat!("scan_", $name, "_", stringify!($t)),)+)+];
+        $($($crate::scan_kernels!(@one $op, $name: $t);)+)+
+    };
+    (@one $op:ty, $name:literal: $t:ident) => {
+        const _: () = {
+            $crate::__family_entry! {
+                concat!("scan_", $name, "_", stringify!($t))
+                    => HANDLE: $crate::scan::ScanParams<$t>,
+                /// The scan kernel for this operation and element type (see
+                /// `scan_kernels!` for the parameters).
+                ///
+                /// # Safety
+                /// The requirements listed in `scan_kernels!`, guaranteed by
+                /// the host launcher.
+                kernel(
+                    input: *const $t,
+                    output: *mut $t,
+                    n: usize,
+                    init: $t,
+                    exclusive: u32,
+                    state: *mut u32,
+                    aggregates: *mut $t,
+                    inclusives: *mut $t,
+                ) {
+                    // SAFETY: forwarded from this entry point's contract.
+                    unsafe {
+                        $crate::scan::scan::<$t, $op>(
+                            input, output, n, init, exclusive, state, aggregates, inclusives,
+                        )
+                    }
+                }
+            }
+
+            // SAFETY: HANDLE is the entry point emitted just above, for
+            // exactly ($op, $t), with the parameters ScanParams<$t>.
+            unsafe impl $crate::scan::ScanKernel<$t> for $op {
+                const KERNEL: $crate::device::kernel::Kernel<$crate::scan::ScanParams<$t>> = HANDLE;
+            }
+        };
+    };
+}
+
+/// The built-in scans (see the [module docs](self)).
+#[cfg(feature = "builtin-kernels")]
+pub mod built_in {
+    use super::{Max, Min, Sum};
+
+    scan_kernels! {
+        Sum, "sum": i32, u32, i64, u64, f32, f64;
+        Min, "min": i32, u32, i64, u64, f32, f64;
+        Max, "max": i32, u32, i64, u64, f32, f64;
+    }
+}
+
+/// Where the look-back of a tiled single-pass kernel keeps the tiles'
+/// published values: `flags[t]` ([`EMPTY`], [`AGGREGATE`], [`INCLUSIVE`]),
+/// `aggregates[t]` and `inclusives[t]`.
+#[derive(Clone, Copy)]
+pub struct TileState<T> {
+    /// One flag per tile, 0 at launch.
+    pub flags: *mut u32,
+    /// Each tile's aggregate, valid once its flag is at least `AGGREGATE`.
+    pub aggregates: *mut T,
+    /// Each tile's inclusive prefix, valid once its flag is `INCLUSIVE`.
+    pub inclusives: *mut T,
+}
+
+impl<T: DeviceElement> TileState<T> {
+    /// Reads `values[tile]` once `flags[tile]` is published (acquire, then
+    /// an L2 load).
+    ///
+    /// # Safety
+    /// `tile`'s flag says `values[tile]` was published.
+    #[inline(always)]
+    unsafe fn read(&self, values: *mut T, tile: usize) -> T {
+        // SAFETY: a published flag and value of this launch's state.
+        unsafe {
+            atomic::load_acquire_u32(self.flags.add(tile));
+            T::load_l2(values.add(tile))
+        }
+    }
+
+    /// Stores `values[tile] = value`, then releases `flags[tile] = flag`.
+    ///
+    /// # Safety
+    /// Called by one thread per tile and flag.
+    #[inline(always)]
+    unsafe fn publish(&self, values: *mut T, tile: usize, value: T, flag: u32) {
+        // SAFETY: `tile` is this block's own tile.
+        unsafe {
+            *values.add(tile) = value;
+            atomic::store_release_u32(self.flags.add(tile), flag);
+        }
+    }
+
+    /// The decoupled look-back of tile `tile` with aggregate `aggregate`,
+    /// called by the 32 lanes of one warp: publishes the aggregate, waits
+    /// for and combines the prefix of the tiles before (see the [module
+    /// docs](self)), publishes the inclusive prefix, and returns the
+    /// exclusive prefix (`init` for tile 0) in every lane.
+    ///
+    /// # Safety
+    /// The state has room for `tile + 1` tiles and is this launch's alone;
+    /// tiles are numbered in the order blocks start (the forward-progress
+    /// rule of the module docs); each tile calls it once.
+    #[inline(always)]
+    pub unsafe fn look_back<Op: ReduceOp<T>>(&self, tile: usize, aggregate: T, init: T) -> T {
+        let lane = lane_id() as usize;
+        if tile == 0 {
+            // Tile 0's flag goes from EMPTY straight to INCLUSIVE: a window
+            // that saw it as AGGREGATE would move back past the first tile
+            // (tiles after it run concurrently and look at once; on the H100
+            // they saw the aggregate between the two publications, moved
+            // their window below tile 0 and waited on memory past the
+            // state for ever).
+            if lane == 0 {
+                // SAFETY: tile 0 is this block's; one writer.
+                unsafe {
+                    self.publish(self.inclusives, 0, Op::combine(init, aggregate), INCLUSIVE)
+                };
+            }
+            return init;
+        }
+        if lane == 0 {
+            // SAFETY: as above.
+            unsafe { self.publish(self.aggregates, tile, aggregate, AGGREGATE) };
+        }
+        // The nearest earlier tile with a published inclusive prefix: lane l
+        // watches tile `end − 1 − l`; a window moves back by 32 when all of
+        // its tiles published aggregates only. It never moves past tile 0,
+        // whose flag is EMPTY or INCLUSIVE, never AGGREGATE.
+        let mut end = tile;
+        let nearest = loop {
+            let status = if lane < end {
+                // SAFETY: end − 1 − lane < tile, within the state.
+                unsafe { atomic::load_acquire_u32(self.flags.add(end - 1 - lane)) }
+            } else {
+                AGGREGATE
+            };
+            if warp::any(status == EMPTY) {
+                continue;
+            }
+            let inclusive = warp::ballot(status == INCLUSIVE);
+            if inclusive != 0 {
+                break end - 1 - inclusive.trailing_zeros() as usize;
+            }
+            end -= warp::WARP_SIZE as usize;
+        };
+        // Left to right from it: ((I_j ⊕ A_{j+1}) ⊕ …) ⊕ A_{tile−1}.
+        // SAFETY: `nearest`'s flag was seen INCLUSIVE.
+        let mut prefix = unsafe { self.read(self.inclusives, nearest) };
+        let mut next = nearest + 1;
+        while next < tile {
+            let mine = next + lane;
+            let value = if mine < tile {
+                // SAFETY: every tile between `nearest` and `tile` was seen
+                // with at least its aggregate published.
+                unsafe { self.read(self.aggregates, mine) }
+            } else {
+                Op::identity()
+            };
+            for k in 0..(tile - next).min(32) {
+                prefix = Op::combine(prefix, warp::shuffle_idx(value, k as u32));
+            }
+            next += 32;
+        }
+        if lane == 0 {
+            // SAFETY: this block's tile; one writer.
+            unsafe {
+                self.publish(
+                    self.inclusives,
+                    tile,
+                    Op::combine(prefix, aggregate),
+                    INCLUSIVE,
+                )
+            };
+        }
+        prefix
+    }
+}
+
+/// Draws this block's tile number from `counter` (thread 0, broadcast
+/// through shared memory): tiles are numbered in the order blocks start.
+///
+/// # Safety
+/// `counter` is a global `u32` of this launch alone; every thread of the
+/// block calls it once.
+#[inline(always)]
+pub unsafe fn draw_tile(counter: *mut u32) -> usize {
+    let slot = crate::shared_array!(scan_tile_number: [u32; 1]);
+    if thread_idx_x() == 0 {
+        // SAFETY: `counter` is this launch's; index 0 of a 1-element array,
+        // written by thread 0 alone.
+        unsafe { slot.store(0, atomic::fetch_add_u32(counter, 1)) };
+    }
+    sync_threads();
+    // SAFETY: written before the barrier, never written again.
+    unsafe { slot.load(0) as usize }
+}
+
+/// The block collective's storage of the tiled kernels (scan and select).
+#[inline(always)]
+pub fn tile_storage<T: DeviceElement>() -> TempStorage<T, { THREADS as usize }> {
+    TempStorage::new(crate::shared_array!(
+        scan_block_slots: [block::Slot; block::storage_len(THREADS as usize)]
+    ))
+}
+
+/// The scan of `input[..n]` into `output` (inclusive, or exclusive when
+/// `exclusive != 0`), starting from `init`: see the [module docs](self).
+///
+/// # Safety
+/// The requirements of [`scan_kernels!`](crate::scan_kernels).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>>(
+    input: *const T,
+    output: *mut T,
+    n: usize,
+    init: T,
+    exclusive: u32,
+    state: *mut u32,
+    aggregates: *mut T,
+    inclusives: *mut T,
+) {
+    // SAFETY: state[0] is the launch's tile counter.
+    let tile = unsafe { draw_tile(state) };
+    let start = tile * TILE;
+    let valid = (n - start).min(TILE);
+    // SAFETY: tile < tiles = n.div_ceil(TILE), so start < n and `valid`
+    // elements follow it in both buffers.
+    let (input, output) = unsafe { (input.add(start), output.add(start)) };
+    // SAFETY: as above.
+    let items: [T; ITEMS_PER_THREAD] = unsafe { block::load_blocked(input, valid, Op::identity()) };
+    let mut running = items;
+    for i in 1..ITEMS_PER_THREAD {
+        running[i] = Op::combine(running[i - 1], items[i]);
+    }
+    let tiles = TileState {
+        // SAFETY: state has 1 + tiles words.
+        flags: unsafe { state.add(1) },
+        aggregates,
+        inclusives,
+    };
+    // SAFETY: every thread gets here; the state is this launch's and tiles
+    // are drawn in start order.
+    let (prefix, _) = unsafe {
+        tile_storage::<T>().exclusive_scan_with_prefix::<Op>(running[ITEMS_PER_THREAD - 1], |a| {
+            tiles.look_back::<Op>(tile, a, init)
+        })
+    };
+    let mut out = [prefix; ITEMS_PER_THREAD];
+    for (i, o) in out.iter_mut().enumerate() {
+        if exclusive == 0 {
+            *o = Op::combine(prefix, running[i]);
+        } else if i > 0 {
+            *o = Op::combine(prefix, running[i - 1]);
+        }
+    }
+    // SAFETY: `valid` writable elements at `output`, each written by its own
+    // thread only.
+    unsafe { block::store_blocked(output, valid, out) };
+}
