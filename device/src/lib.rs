@@ -109,7 +109,6 @@
 //! host reads after a fault on the GPU, with this very type.
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 #![warn(missing_docs)]
-
 // On the host, the simulator names a user's call site through
 // `#[track_caller]`. rustc 1.95's MIR inliner loses that location when a
 // `#[track_caller]` function whose body calls another one is inlined across

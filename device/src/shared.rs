@@ -113,8 +113,8 @@ shared_scalar!(u64, reg64, "ld.shared.b64", "st.shared.b64": u64, i64, f64);
 macro_rules! shared_scalar16 {
     ($($t:ident),*) => {$(
         impl SharedScalar for crate::float16::$t {
-            #[inline(always)]
-            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
             unsafe fn load_shared(addr: u32) -> Self {
                 #[cfg(not(target_arch = "nvptx64"))]
                 return crate::sim::shared_load(addr);
@@ -129,8 +129,8 @@ macro_rules! shared_scalar16 {
                     Self::from_bits(bits)
                 }
             }
-            #[inline(always)]
-            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+            #[cfg_attr(target_arch = "nvptx64", inline(always))]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
             unsafe fn store_shared(addr: u32, value: Self) {
                 #[cfg(not(target_arch = "nvptx64"))]
                 crate::sim::shared_store(addr, value);

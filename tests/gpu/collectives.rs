@@ -115,6 +115,8 @@ trait Value: Copy + Debug + Send + Sync + 'static {
     const SMALL: u64 = 8;
     fn from_small(x: i64) -> Self;
     fn nan() -> Option<Self>;
+    /// By the printed value (the 16-bit types; the others compare directly:
+    /// the device-wide checks compare tens of millions of elements).
     fn same(self, other: Self) -> bool {
         format!("{self:?}") == format!("{other:?}")
     }
@@ -125,6 +127,7 @@ macro_rules! int_value {
         impl Value for $t {
             fn from_small(x: i64) -> Self { x as $t }
             fn nan() -> Option<Self> { None }
+            fn same(self, other: Self) -> bool { self == other }
         }
     )*};
 }
@@ -134,6 +137,9 @@ macro_rules! float_value {
         impl Value for $t {
             fn from_small(x: i64) -> Self { x as $t }
             fn nan() -> Option<Self> { Some($t::NAN) }
+            fn same(self, other: Self) -> bool {
+                self.to_bits() == other.to_bits() || (self.is_nan() && other.is_nan())
+            }
         }
     )*};
 }

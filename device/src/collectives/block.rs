@@ -106,8 +106,9 @@ pub const fn storage_len(threads: usize) -> usize {
 }
 
 /// A located fault at the caller's file and line.
-#[inline(always)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[track_caller]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
 fn fail_here(message: &str) -> ! {
     let at = core::panic::Location::caller();
     crate::fault::fail(at.file(), at.line(), at.column(), message)
@@ -171,8 +172,9 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
     ///
     /// # Safety
     /// `i < LEN`; no other thread writes the slot concurrently.
-    #[inline(always)]
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     unsafe fn load(&self, i: usize) -> T {
         // SAFETY: slot i of the storage (8 bytes ≥ size_of::<T>(), 8-aligned).
         unsafe { T::load_shared(self.base + (i * size_of::<Slot>()) as u32) }
@@ -182,16 +184,18 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
     ///
     /// # Safety
     /// `i < LEN`; no other thread reads or writes the slot concurrently.
-    #[inline(always)]
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     unsafe fn store(&self, i: usize, value: T) {
         // SAFETY: as in `load`.
         unsafe { T::store_shared(self.base + (i * size_of::<Slot>()) as u32, value) }
     }
 
     /// The fault of the [module docs](self) when the block does not fit.
-    #[inline(always)]
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     fn check_launch() {
         let threads = block_dim_x();
         if !threads.is_multiple_of(WARP_SIZE) {
@@ -211,8 +215,9 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
     /// # Safety
     /// Every thread of the block calls it (it holds barriers), and nothing
     /// else uses the storage meanwhile.
-    #[inline(always)]
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub unsafe fn reduce<Op: ReduceOp<T>>(&self, value: T) -> T {
         Self::check_launch();
         let tid = thread_idx_x();
@@ -241,8 +246,9 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
     ///
     /// # Safety
     /// As for [`reduce`](Self::reduce).
-    #[inline(always)]
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub unsafe fn exclusive_scan<Op: ReduceOp<T>>(&self, value: T) -> (T, T) {
         // SAFETY: forwarded.
         let (exclusive, aggregate) = unsafe { self.scan_in_block::<Op>(value) };
@@ -255,8 +261,9 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
     ///
     /// # Safety
     /// As for [`reduce`](Self::reduce).
-    #[inline(always)]
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub unsafe fn inclusive_scan<Op: ReduceOp<T>>(&self, value: T) -> (T, T) {
         // SAFETY: forwarded.
         let (exclusive, aggregate) = unsafe { self.scan_in_block::<Op>(value) };
@@ -272,8 +279,9 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
     ///
     /// # Safety
     /// As for [`reduce`](Self::reduce).
-    #[inline(always)]
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub unsafe fn exclusive_scan_with_prefix<Op: ReduceOp<T>>(
         &self,
         value: T,
@@ -307,8 +315,9 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
     ///
     /// # Safety
     /// As for [`reduce`](Self::reduce).
-    #[inline(always)]
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub unsafe fn inclusive_scan_with_prefix<Op: ReduceOp<T>>(
         &self,
         value: T,
@@ -323,8 +332,9 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
     /// The scan without the final barrier: this thread's exclusive prefix
     /// (`None` for thread 0: nothing before it, so no identity is combined
     /// in, which keeps `-0.0` and NaN payloads intact) and the aggregate.
-    #[inline(always)]
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
     #[track_caller]
+    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     unsafe fn scan_in_block<Op: ReduceOp<T>>(&self, value: T) -> (Option<T>, T) {
         Self::check_launch();
         let tid = thread_idx_x();

@@ -47,8 +47,9 @@ use crate::warp::{
 
 /// The lanes of `mask` as (first lane, number of lanes); a located fault at
 /// the caller when `mask` is empty or not one contiguous run.
-#[inline(always)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[track_caller]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
 fn run_of(mask: u32) -> (u32, u32) {
     let first = mask.trailing_zeros();
     let len = (mask.checked_shr(first).unwrap_or(0)).trailing_ones();
@@ -66,15 +67,17 @@ fn run_of(mask: u32) -> (u32, u32) {
 
 /// The combination of every lane's `value` with `Op` (a `shfl.sync.down`
 /// tree; see the [module docs](self)), returned to every lane.
-#[inline(always)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[track_caller]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
 pub fn reduce<Op: ReduceOp<T>, T: Shuffle>(value: T) -> T {
     reduce_sync::<Op, T>(FULL_MASK, value)
 }
 
 /// [`reduce`] over the lanes of `mask` (one contiguous run).
-#[inline(always)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[track_caller]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
 pub fn reduce_sync<Op: ReduceOp<T>, T: Shuffle>(mask: u32, value: T) -> T {
     let (first, len) = run_of(mask);
     let rank = lane_id().wrapping_sub(first);
@@ -92,16 +95,18 @@ pub fn reduce_sync<Op: ReduceOp<T>, T: Shuffle>(mask: u32, value: T) -> T {
 
 /// The inclusive prefix of `value` with `Op` over the lanes up to this one:
 /// `x_0 ⊕ x_1 ⊕ … ⊕ x_lane`.
-#[inline(always)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[track_caller]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
 pub fn inclusive_scan<Op: ReduceOp<T>, T: Shuffle>(value: T) -> T {
     inclusive_scan_sync::<Op, T>(FULL_MASK, value)
 }
 
 /// [`inclusive_scan`] over the lanes of `mask` (one contiguous run; the
 /// first lane of the run is the scan's first).
-#[inline(always)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[track_caller]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
 pub fn inclusive_scan_sync<Op: ReduceOp<T>, T: Shuffle>(mask: u32, value: T) -> T {
     let (first, _) = run_of(mask);
     let rank = lane_id().wrapping_sub(first);
@@ -120,15 +125,17 @@ pub fn inclusive_scan_sync<Op: ReduceOp<T>, T: Shuffle>(mask: u32, value: T) -> 
 /// The exclusive prefix of `value` with `Op` (the identity in the first
 /// lane, `x_0 ⊕ … ⊕ x_{lane−1}` in the others) and the warp's aggregate
 /// (the combination of all lanes), as `(exclusive, aggregate)`.
-#[inline(always)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[track_caller]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
 pub fn exclusive_scan<Op: ReduceOp<T>, T: Shuffle>(value: T) -> (T, T) {
     exclusive_scan_sync::<Op, T>(FULL_MASK, value)
 }
 
 /// [`exclusive_scan`] over the lanes of `mask` (one contiguous run).
-#[inline(always)]
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[track_caller]
+#[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
 pub fn exclusive_scan_sync<Op: ReduceOp<T>, T: Shuffle>(mask: u32, value: T) -> (T, T) {
     let (first, len) = run_of(mask);
     let inclusive = inclusive_scan_sync::<Op, T>(mask, value);
