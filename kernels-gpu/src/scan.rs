@@ -176,7 +176,7 @@ pub mod built_in {
 }
 
 /// Where the look-back of a tiled single-pass kernel keeps the tiles'
-/// published values: `flags[t]` ([`EMPTY`], [`AGGREGATE`], [`INCLUSIVE`]),
+/// published values: `flags[t]` (`EMPTY`, `AGGREGATE`, `INCLUSIVE`),
 /// `aggregates[t]` and `inclusives[t]`.
 #[derive(Clone, Copy)]
 pub struct TileState<T> {

@@ -113,6 +113,8 @@ trait Value: Copy + Debug + Send + Sync + 'static {
     /// The check values are `0..SMALL`: a block's sum of them (256 threads)
     /// is exact in the type (bf16 holds the integers up to 256 only).
     const SMALL: u64 = 8;
+    /// The integers up to this magnitude are exact in the type.
+    const EXACT_INTEGERS: u64 = u64::MAX;
     fn from_small(x: i64) -> Self;
     fn nan() -> Option<Self>;
     /// By the printed value (the 16-bit types; the others compare directly:
@@ -135,6 +137,7 @@ int_value!(i32, u32, i64, u64);
 macro_rules! float_value {
     ($($t:ident),*) => {$(
         impl Value for $t {
+            const EXACT_INTEGERS: u64 = 1 << $t::MANTISSA_DIGITS;
             fn from_small(x: i64) -> Self { x as $t }
             fn nan() -> Option<Self> { Some($t::NAN) }
             fn same(self, other: Self) -> bool {
@@ -145,15 +148,16 @@ macro_rules! float_value {
 }
 float_value!(f32, f64);
 macro_rules! half_value {
-    ($($t:ident: $small:literal),*) => {$(
+    ($($t:ident: $small:literal, $exact:literal),*) => {$(
         impl Value for $t {
             const SMALL: u64 = $small;
+            const EXACT_INTEGERS: u64 = $exact;
             fn from_small(x: i64) -> Self { $t::narrow(x as f32) }
             fn nan() -> Option<Self> { Some($t::narrow(f32::NAN)) }
         }
     )*};
 }
-half_value!(f16: 8, bf16: 2);
+half_value!(f16: 8, 2048, bf16: 2, 256);
 
 /// A type the warp and block check kernels exist for.
 trait Checked:
@@ -418,7 +422,12 @@ fn lengths(gpu: &Gpu) -> Vec<usize> {
 /// all-equal and (floats) NaN-containing, of small integer values so that
 /// float sums are exact in any order.
 fn inputs<T: Value>(n: usize, rng: &mut Rng) -> Vec<(&'static str, Vec<T>)> {
-    let random: Vec<i64> = (0..n).map(|_| rng.below(201) as i64 - 100).collect();
+    // Values in -amp..=amp, amp at most 100 and small enough that every
+    // prefix sum (at most n·amp in magnitude) is an exact integer in T.
+    let amp = (T::EXACT_INTEGERS / n.max(1) as u64).clamp(1, 100) as i64;
+    let random: Vec<i64> = (0..n)
+        .map(|_| rng.below(2 * amp as u64 + 1) as i64 - amp)
+        .collect();
     let mut sorted = random.clone();
     sorted.sort();
     let mut v = vec![

@@ -14,6 +14,12 @@ pub static mut CUDA_KERNELS_FAULT_RECORD: *mut FaultRecord = core::ptr::null_mut
 /// Set by the first faulting thread, so that only one writes the record.
 static mut FAULT_CLAIMED: u32 = 0;
 
+/// Set by that thread once the record is complete: the other faulting
+/// threads wait for it before they trap, since a trap ends every thread of
+/// the grid, the writer's unfinished record included (seen on an H100 when
+/// every thread of a block failed the same check at once).
+static mut FAULT_RECORDED: u32 = 0;
+
 /// Writes where this thread failed into the host's fault record (first
 /// faulting thread only) and traps. The host then sees a launch failure at
 /// its next synchronization, described by the record.
@@ -22,11 +28,20 @@ static mut FAULT_CLAIMED: u32 = 0;
 pub fn fail(file: &str, line: u32, column: u32, message: &str) -> ! {
     // SAFETY: a plain load of a module global the host wrote before any launch.
     let record = unsafe { core::ptr::read_volatile(addr_of_mut!(CUDA_KERNELS_FAULT_RECORD)) };
-    if !record.is_null() && claim() {
-        // SAFETY: `record` points to a live FaultRecord in page-locked, device-mapped
-        // host memory (the host keeps it for the module's lifetime); only the thread
-        // that won `claim` writes it, so the writes do not race.
-        unsafe { write_record(record, file, line, column, message) };
+    if !record.is_null() {
+        if claim() {
+            // SAFETY: `record` points to a live FaultRecord in page-locked, device-mapped
+            // host memory (the host keeps it for the module's lifetime); only the thread
+            // that won `claim` writes it, so the writes do not race.
+            unsafe { write_record(record, file, line, column, message) };
+            // SAFETY: a volatile store to a module global, after write_record's membar.sys.
+            unsafe { write_volatile(addr_of_mut!(FAULT_RECORDED), 1) };
+        } else {
+            // The writer runs on (independent thread scheduling, sm_70 and later)
+            // and traps after its store, which ends this loop's thread too.
+            // SAFETY: a volatile load of a module global.
+            while unsafe { core::ptr::read_volatile(addr_of_mut!(FAULT_RECORDED)) } == 0 {}
+        }
     }
     // SAFETY: trap aborts the kernel; it has no preconditions.
     unsafe { nvptx::trap() }

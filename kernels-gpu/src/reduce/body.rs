@@ -129,7 +129,7 @@ const MAX_THREADS: usize = 1024;
 ///
 /// # Safety
 /// The launch has at least [`SHARED_BYTES`] of dynamic shared memory (which
-/// holds `TempStorage::LEN` slots of up to 8 bytes before [`FLAG_OFFSET`]).
+/// holds `TempStorage::LEN` slots of up to 8 bytes before `FLAG_OFFSET`).
 #[inline(always)]
 pub unsafe fn block_storage<T: DeviceElement>() -> TempStorage<T, MAX_THREADS> {
     // SAFETY: the caller's guarantee; the dynamic shared memory is aligned to
