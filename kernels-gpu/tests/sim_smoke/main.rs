@@ -620,15 +620,15 @@ fn sgemm_timing() {
 const LAUNCHED_ELSEWHERE: [(&[&str], &str); 10] = [
     (
         cuda_kernels_gpu::fidelity::FIDELITY_KERNELS,
-        "tests/gpu/fidelity.rs, each correct case under seeds 1 to 20",
+        "tests/gpu/fidelity/, each correct case under seeds 1 to 20",
     ),
     (
         cuda_kernels_gpu::gemm::GEMM_KERNELS,
-        "tests/gpu/half_precision.rs (the GEMM family)",
+        "tests/gpu/half_precision/gemm.rs (the GEMM family)",
     ),
     (
         cuda_kernels_gpu::float16_checks::KERNELS,
-        "tests/gpu/half_precision.rs (the f16 and bf16 operations)",
+        "tests/gpu/half_precision/elementwise_and_reduce.rs (the f16 and bf16 operations)",
     ),
     (
         &[
@@ -668,7 +668,8 @@ const LAUNCHED_ELSEWHERE: [(&[&str], &str); 10] = [
 
 /// The f16 and bf16 entries of the elementwise and reduce families
 /// (`elementwise_sum_f16`, `reduce_max_bf16`…): launched by
-/// tests/gpu/half_precision.rs (`elementwise_f16_bf16`, `reduce_f16_bf16`).
+/// tests/gpu/half_precision/elementwise_and_reduce.rs (`elementwise_f16_bf16`,
+/// `reduce_f16_bf16`).
 fn sixteen_bit_family(kernel: &str) -> bool {
     (kernel.starts_with("elementwise_") || kernel.starts_with("reduce_"))
         && (kernel.ends_with("_f16") || kernel.ends_with("_bf16"))
