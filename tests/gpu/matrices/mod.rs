@@ -35,6 +35,7 @@ mod doubles;
 mod elementwise;
 mod gufunc;
 mod matmul;
+mod plans;
 mod refusals;
 mod repeat;
 
@@ -42,6 +43,7 @@ use doubles::*;
 use elementwise::*;
 use gufunc::*;
 use matmul::*;
+use plans::*;
 use refusals::*;
 use repeat::*;
 
