@@ -1,6 +1,6 @@
 //! The fidelity cases: small adversarial kernels whose output is fixed by
 //! the PTX ISA and the CUDA C++ Programming Guide, run on the GPU and on the
-//! simulator and compared bit for bit (`tests/gpu/fidelity.rs` holds the
+//! simulator and compared bit for bit (`tests/gpu/fidelity/` holds the
 //! expected values and where each comes from).
 //!
 //! Every case kernel has the same parameters, `(out: *mut u32, n: usize)`,
@@ -678,7 +678,7 @@ crate::device::kernels! {
     }
 
     /// `fma` (the device layer's `fma.rn`) and `copysign` with NaN
-    /// operands (one thread): the words `tests/gpu/fidelity.rs` derives
+    /// operands (one thread): the words `tests/gpu/fidelity/expected.rs` derives
     /// (f64 words low then high). An f32 NaN magnitude is in
     /// [`FID_NAN_ARITHMETIC`]: rustc's f32 `copysign` gives the GPU's
     /// canonical NaN there.
@@ -812,7 +812,7 @@ crate::device::kernels! {
         unsafe { put(out, n, t as usize, s) };
     }
 
-    /// One thread prints one line per format (`tests/gpu/fidelity.rs` has
+    /// One thread prints one line per format (`tests/gpu/fidelity/printf.rs` has
     /// the C standard's text for each); `out[0] = 1` after.
     pub fn fid_printf_formats(out: *mut u32, n: usize) as FID_PRINTF_FORMATS {
         let o = one();

@@ -24,7 +24,7 @@ pub const MULT_KER_ROUNDS: usize = 50;
 /// bit. The compiler may not fold the round trip away: without fast-math flags
 /// `(x * 2) / 2` is not `x` for large `x` (`2x` overflows to infinity), so
 /// LLVM keeps all one hundred operations (it only turns the exact division by
-/// 2 into a multiplication by 0.5). The PTX check in `tests/gpu/streams.rs`
+/// 2 into a multiplication by 0.5). The PTX check in `tests/gpu/streams/mult_ker.rs`
 /// counts them.
 #[inline(always)]
 pub fn mult_ker_element(x: f32) -> f32 {

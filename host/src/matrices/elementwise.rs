@@ -14,7 +14,7 @@
 //! one element at a time (the GPU kernel runs it on words: one element, or
 //! a packed pair of `f16`/`bf16`, each element rounded as alone). Tests of
 //! the 16-bit floats check both against the formula
-//! (`tests/gpu/half_precision.rs`).
+//! (`tests/gpu/half_precision/elementwise_and_reduce.rs`).
 //!
 //! # Adding your own kernel
 //! Add one entry to the list in `cuda_kernels_gpu::elementwise_kernels!`

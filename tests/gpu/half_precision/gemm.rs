@@ -1,0 +1,527 @@
+//! The GEMM family (mma.sync and CUDA-core paths): every layout, edges,
+//! misaligned operands, batches, reused buffers, NaN and infinity, against the
+//! f64 reference and its error bound (and cuBLAS on a GPU), the bound shown to
+//! catch one dropped k-slab, and the refusals of bad shapes.
+use super::*;
+
+pub(super) fn random<I: GemmInput>(
+    rows: usize,
+    cols: usize,
+    seed: u64,
+    from: impl Fn(f32) -> I,
+) -> Array2<I> {
+    let mut rng = Rng::new(seed);
+    Array2::from_shape_simple_fn((rows, cols), || from(rng.uniform() as f32 * 2.0 - 1.0))
+}
+
+/// Runs `C = alpha · A · B + beta · C` and checks it against the reference;
+/// returns the path taken.
+fn gemm_case<I: GemmInput, O: GemmOutput<I>>(
+    gpu: &Gpu,
+    alpha: f32,
+    a: ArrayView2<I>,
+    b: ArrayView2<I>,
+    beta: f32,
+    c: &Array2<O>,
+) -> Result<GemmPath, Failed> {
+    let mut got = c.clone();
+    let path = gpu.gemm(alpha, a, b, beta, got.view_mut()).map_err(fail)?;
+    let reference: GemmReference = gemm_reference(alpha, a, b, beta, c.view());
+    if let Some((i, j, g, e, bound)) = gemm_check(got.view(), &reference, |v| v.to_f64()) {
+        return Err(Failed::from(format!(
+            "{} {}x{}x{} ({path:?}): C[{i}][{j}] = {g}, exact {e}, bound {bound}",
+            I::NAME,
+            a.nrows(),
+            b.ncols(),
+            a.ncols()
+        )));
+    }
+    Ok(path)
+}
+
+fn expected_path(gpu: &Gpu) -> GemmPath {
+    // The simulator runs the production mma.sync kernel; a GPU without the
+    // sm_80 build's kernel takes the CUDA cores.
+    if simulated(gpu) {
+        GemmPath::MmaSync
+    } else {
+        gpu.gemm_path::<bf16, f32>(&GemmShape::dense(256, 256, 256), true)
+            .unwrap_or(GemmPath::CudaCore)
+    }
+}
+
+/// The 256³ bf16 product through the production mma.sync kernel (the
+/// simulator's budget: 30 s on 2 cores).
+pub(super) fn gemm_bf16_256_cubed(gpu: &Gpu) -> Result<(), Failed> {
+    let (a, b) = (
+        random(256, 256, 1, bf16::from_f32),
+        random(256, 256, 2, bf16::from_f32),
+    );
+    let c = Array2::<f32>::zeros((256, 256));
+    let path = gemm_case(gpu, 1.0, a.view(), b.view(), 0.0, &c)?;
+    ensure(path == expected_path(gpu), || format!("path {path:?}"))
+}
+
+/// NN, NT, TN and TT; bf16 → bf16, f16 → f32, f16 → f16, tf32; alpha and
+/// beta; edges of every dimension (1, odd, past a block).
+pub(super) fn gemm_layouts_types_and_edges(gpu: &Gpu) -> Result<(), Failed> {
+    let shapes: &[(usize, usize, usize)] = if simulated(gpu) {
+        &[(1, 1, 1), (17, 33, 45), (130, 9, 40)]
+    } else {
+        &[
+            (1, 1, 1),
+            (17, 33, 45),
+            (130, 9, 40),
+            (257, 300, 333),
+            (1000, 1000, 1000),
+        ]
+    };
+    let ops = [
+        (Op::N, Op::N),
+        (Op::N, Op::T),
+        (Op::T, Op::N),
+        (Op::T, Op::T),
+    ];
+    for (idx, &(m, n, k)) in shapes.iter().enumerate() {
+        for (oi, &(oa, ob)) in ops.iter().enumerate() {
+            let seed = (idx * 4 + oi) as u64 * 10;
+            // A stored transposed: a k × m array viewed as m × k.
+            fn view<I: GemmInput>(x: &Array2<I>, op: Op) -> ArrayView2<'_, I> {
+                if op == Op::T { x.t() } else { x.view() }
+            }
+            let store = |rows: usize, cols: usize, op: Op| {
+                if op == Op::T {
+                    (cols, rows)
+                } else {
+                    (rows, cols)
+                }
+            };
+            let (ra, ca) = store(m, k, oa);
+            let (rb, cb) = store(k, n, ob);
+            let ab = random(ra, ca, seed, bf16::from_f32);
+            let bb = random(rb, cb, seed + 1, bf16::from_f32);
+            let cb16 = random(m, n, seed + 2, bf16::from_f32);
+            gemm_case(gpu, 1.5, view(&ab, oa), view(&bb, ob), -0.5, &cb16)?;
+            let ah = random(ra, ca, seed + 3, f16::from_f32);
+            let bh = random(rb, cb, seed + 4, f16::from_f32);
+            let c32 = random(m, n, seed + 5, |x| x);
+            gemm_case(gpu, 0.75, view(&ah, oa), view(&bh, ob), 2.0, &c32)?;
+            gemm_case(
+                gpu,
+                1.0,
+                view(&ah, oa),
+                view(&bh, ob),
+                0.0,
+                &random(m, n, seed + 6, f16::from_f32),
+            )?;
+            let af = random(ra, ca, seed + 7, |x| x);
+            let bf = random(rb, cb, seed + 8, |x| x);
+            gemm_case(gpu, -1.0, view(&af, oa), view(&bf, ob), 0.5, &c32)?;
+        }
+    }
+    Ok(())
+}
+
+/// The on-device API: an operand starting one element into its buffer and
+/// a leading dimension of an odd count take the CUDA-core path and are
+/// right; a strided batch of 3 is right, batch by batch.
+pub(super) fn gemm_misaligned_and_batched(gpu: &Gpu) -> Result<(), Failed> {
+    let (m, n, k, batches) = (40, 24, 56, 3);
+    let a = random(batches * m + 1, k, 30, bf16::from_f32);
+    let b = random(batches * k, n, 31, bf16::from_f32);
+    let flat = |x: &Array2<bf16>| x.iter().map(|&v| GemmInput::to_dev(v)).collect::<Vec<_>>();
+    let da = gpu.to_device(&flat(&a)).map_err(fail)?;
+    let db = gpu.to_device(&flat(&b)).map_err(fail)?;
+    let mut shape = GemmShape::dense(m, n, k);
+    shape.batches = batches;
+    (shape.stride_a, shape.stride_b) = (m * k, k * n);
+    let check = |got: &[f32], a_off: usize, what: &str| -> Result<(), Failed> {
+        for z in 0..batches {
+            let az = a
+                .as_slice()
+                .map(|s| &s[a_off + z * m * k..a_off + (z + 1) * m * k])
+                .ok_or("layout")?;
+            let az = ArrayView2::from_shape((m, k), az).map_err(fail)?;
+            let bz = b.slice(s![z * k..(z + 1) * k, ..]);
+            let cz = Array2::<f32>::zeros((m, n));
+            let reference = gemm_reference(1.0, az, bz, 0.0, cz.view());
+            let gz =
+                ArrayView2::from_shape((m, n), &got[z * m * n..(z + 1) * m * n]).map_err(fail)?;
+            if let Some(bad) = gemm_check(gz, &reference, |v| v as f64) {
+                return Err(Failed::from(format!("{what}, batch {z}: {bad:?}")));
+            }
+        }
+        Ok(())
+    };
+    for (a_off, want) in [(0, expected_path(gpu)), (1, GemmPath::CudaCore)] {
+        let mut dc = gpu.zeroed::<f32>(batches * m * n).map_err(fail)?;
+        let path = gpu
+            .gemm_on_device::<bf16, f32>(&shape, 1.0, &da.index(a_off..), &db, 0.0, &mut dc)
+            .map_err(fail)?;
+        gpu.synchronize("gemm").map_err(fail)?;
+        ensure(path == want, || {
+            format!("A at +{a_off}: path {path:?}, want {want:?}")
+        })?;
+        let mut got = vec![0f32; batches * m * n];
+        dc.copy_to(&mut got[..]).map_err(fail)?;
+        check(&got, a_off, &format!("A at +{a_off}"))?;
+    }
+    Ok(())
+}
+
+/// The on-device API queued back to back without a wait between (NT, the
+/// wgmma kernel's layout on an H100, whose tensor maps are copied into the
+/// module before each launch): the same buffers with new data, other
+/// buffers of another shape, and buffers freed and allocated again (often
+/// at the same addresses) with another shape; every result is right.
+pub(super) fn gemm_reused_and_reallocated_buffers(gpu: &Gpu) -> Result<(), Failed> {
+    let flat = |x: &Array2<bf16>| x.iter().map(|&v| GemmInput::to_dev(v)).collect::<Vec<_>>();
+    // (m, n, k, seed): A m × k, B stored n × k.
+    let run = |cases: &[(usize, usize, usize, u64)]| -> Result<Vec<String>, Failed> {
+        let mut queued = Vec::new();
+        let mut addresses = Vec::new();
+        for &(m, n, k, seed) in cases {
+            let (a, bt) = (
+                random(m, k, seed, bf16::from_f32),
+                random(n, k, seed + 1, bf16::from_f32),
+            );
+            let da = gpu.to_device(&flat(&a)).map_err(fail)?;
+            let db = gpu.to_device(&flat(&bt)).map_err(fail)?;
+            let mut dc = gpu.zeroed::<f32>(m * n).map_err(fail)?;
+            let shape = GemmShape::with_ops(m, n, k, Op::N, Op::T);
+            let path = gpu
+                .gemm_on_device::<bf16, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc)
+                .map_err(fail)?;
+            let want = if simulated(gpu) {
+                GemmPath::MmaSync
+            } else {
+                gpu.gemm_path::<bf16, f32>(&shape, true).map_err(fail)?
+            };
+            ensure(path == want, || {
+                format!("{m}x{n}x{k}: path {path:?}, want {want:?}")
+            })?;
+            // The same buffers with new data, queued before the first has run.
+            let (a2, bt2) = (
+                random(m, k, seed + 2, bf16::from_f32),
+                random(n, k, seed + 3, bf16::from_f32),
+            );
+            let mut da = da;
+            let mut db = db;
+            let mut dc2 = gpu.zeroed::<f32>(m * n).map_err(fail)?;
+            // The copies are ordered after the first GEMM (the Gpu's stream is
+            // ordered with the synchronous copies).
+            da.copy_from(&flat(&a2)).map_err(fail)?;
+            db.copy_from(&flat(&bt2)).map_err(fail)?;
+            gpu.gemm_on_device::<bf16, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc2)
+                .map_err(fail)?;
+            addresses.push(format!(
+                "{m}x{n}x{k} A at {:#x}",
+                da.as_device_ptr().as_raw()
+            ));
+            queued.push((m, n, k, a, bt, dc, a2, bt2, dc2, da, db));
+        }
+        gpu.synchronize("gemm").map_err(fail)?;
+        for (m, n, k, a, bt, dc, a2, bt2, dc2, _, _) in &queued {
+            for (what, a, bt, dc) in [("first", a, bt, dc), ("new data", a2, bt2, dc2)] {
+                let mut got = vec![0f32; m * n];
+                dc.copy_to(&mut got[..]).map_err(fail)?;
+                let got = Array2::from_shape_vec((*m, *n), got).map_err(fail)?;
+                let zero = Array2::<f32>::zeros((*m, *n));
+                let reference = gemm_reference(1.0, a.view(), bt.t(), 0.0, zero.view());
+                if let Some(bad) = gemm_check(got.view(), &reference, |v| v as f64) {
+                    return Err(Failed::from(format!("{m}x{n}x{k}, {what}: {bad:?}")));
+                }
+            }
+        }
+        Ok(addresses)
+    };
+    let (big, small) = if simulated(gpu) {
+        ((40, 72, 48), (24, 16, 80))
+    } else {
+        ((300, 520, 264), (136, 264, 72))
+    };
+    let first = run(&[(big.0, big.1, big.2, 80), (small.0, small.1, small.2, 90)])?;
+    // Freed above; allocated again, with the shapes swapped.
+    let again = run(&[(small.1, small.0, small.2, 100), (big.1, big.0, big.2, 110)])?;
+    eprintln!("gemm_reused_and_reallocated_buffers: {first:?}, then {again:?}");
+    Ok(())
+}
+
+/// More operand pairs than the wgmma launcher keeps tensor maps for
+/// (`TENSOR_MAP_SLOTS`, on an H100), queued back to back without a wait:
+/// 80 pairs (A and B at other offsets of two buffers), then again in reverse
+/// order with alpha = 2, so that the second pass first finds the maps it
+/// holds and then writes slots whose last launches may still be in flight;
+/// every result is right.
+pub(super) fn gemm_many_operand_pairs_in_flight(gpu: &Gpu) -> Result<(), Failed> {
+    const PAIRS: usize = 80;
+    let (m, n, k) = if simulated(gpu) {
+        (16, 8, 32)
+    } else {
+        (72, 136, 96)
+    };
+    // 16 bytes between starts: aligned, a key of its own.
+    let step = 8;
+    let a = random(m + PAIRS * step / k + 1, k, 120, bf16::from_f32);
+    let b = random(n + PAIRS * step / k + 1, k, 121, bf16::from_f32);
+    let (a, b) = (a.into_raw_vec_and_offset().0, b.into_raw_vec_and_offset().0);
+    let dev = |x: &[bf16]| x.iter().map(|&v| GemmInput::to_dev(v)).collect::<Vec<_>>();
+    let (da, db) = (dev(&a), dev(&b));
+    let da = gpu.to_device(&da).map_err(fail)?;
+    let db = gpu.to_device(&db).map_err(fail)?;
+    let shape = GemmShape::with_ops(m, n, k, Op::N, Op::T);
+    let mut results = Vec::new();
+    for (pass, alpha) in [(0, 1.0f32), (1, 2.0)] {
+        let order: Vec<usize> = if pass == 0 {
+            (0..PAIRS).collect()
+        } else {
+            (0..PAIRS).rev().collect()
+        };
+        for i in order {
+            let (a0, b0) = (i * step, (PAIRS - 1 - i) * step);
+            let mut dc = gpu.zeroed::<f32>(m * n).map_err(fail)?;
+            gpu.gemm_on_device::<bf16, f32>(
+                &shape,
+                alpha,
+                &da.index(a0..a0 + m * k),
+                &db.index(b0..b0 + n * k),
+                0.0,
+                &mut dc,
+            )
+            .map_err(fail)?;
+            results.push((i, alpha, a0, b0, dc));
+        }
+    }
+    gpu.synchronize("gemm").map_err(fail)?;
+    for (i, alpha, a0, b0, dc) in &results {
+        let av = Array2::from_shape_vec((m, k), a[*a0..a0 + m * k].to_vec()).map_err(fail)?;
+        let bv = Array2::from_shape_vec((n, k), b[*b0..b0 + n * k].to_vec()).map_err(fail)?;
+        let mut got = vec![0f32; m * n];
+        dc.copy_to(&mut got[..]).map_err(fail)?;
+        let got = Array2::from_shape_vec((m, n), got).map_err(fail)?;
+        let zero = Array2::<f32>::zeros((m, n));
+        let reference = gemm_reference(*alpha, av.view(), bv.t(), 0.0, zero.view());
+        if let Some(bad) = gemm_check(got.view(), &reference, |v| v as f64) {
+            return Err(Failed::from(format!(
+                "pair {i} (A at {a0}, B at {b0}), alpha {alpha}: {bad:?}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A tensor map the driver refuses (A's row stride 2^40 bytes, past TMA's
+/// limit, for one row: every check before the driver's passes) is
+/// `Error::Cuda` naming the kernel, `cuTensorMapEncodeTiled` and A's box.
+pub(super) fn gemm_wgmma_refused_tensor_map(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::gemm_wgmma::{WgmmaInput, WgmmaShape};
+    let kernel = WgmmaInput::Bf16.kernel_name();
+    ensure(gpu.function(kernel).is_ok(), || {
+        format!("the loaded image ({}) has no {kernel}", gpu.image())
+    })?;
+    let (m, n, k) = (1, 8, 64);
+    let a = gpu.zeroed::<u16>(k).map_err(fail)?;
+    let b = gpu.zeroed::<u16>(n * k).map_err(fail)?;
+    let mut c = gpu.zeroed::<f32>(m * n).map_err(fail)?;
+    let shape = WgmmaShape {
+        lda: 1 << 39,
+        ..WgmmaShape::dense(m, n, k)
+    };
+    let e = gpu
+        .gemm_wgmma(WgmmaInput::Bf16, &a, &b, &mut c, &shape, 1.0, 0.0)
+        .err()
+        .ok_or("a 2^40-byte row stride accepted")?;
+    let text = e.to_string();
+    ensure(
+        matches!(e, cuda_kernels::Error::Cuda { .. })
+            && text.contains(kernel)
+            && text.contains("cuTensorMapEncodeTiled (A, box 64 × 128 × 1 16-bit)"),
+        || format!("not the driver's refusal naming the call and the box: {text}"),
+    )
+}
+
+/// NaN and infinity in A and B propagate as the exact product says (NaN
+/// where a NaN or ∞·0 or ∞−∞ meets, ∞ of its sign elsewhere); a NaN in C
+/// with beta = 0 does not.
+pub(super) fn gemm_nan_and_infinity(gpu: &Gpu) -> Result<(), Failed> {
+    let (m, n, k) = (48, 40, 64);
+    let mut a = random(m, k, 40, bf16::from_f32);
+    let mut b = random(k, n, 41, bf16::from_f32);
+    a[(3, 5)] = bf16::NAN;
+    a[(7, 9)] = bf16::INFINITY;
+    a[(20, 1)] = bf16::NEG_INFINITY;
+    b[(9, 2)] = bf16::ZERO;
+    b[(30, 11)] = bf16::INFINITY;
+    let mut c = Array2::<f32>::zeros((m, n));
+    c[(0, 0)] = f32::NAN;
+    gemm_case(gpu, 1.0, a.view(), b.view(), 0.0, &c)?;
+    Ok(())
+}
+
+/// Ours and `cublasGemmEx` on the same bf16 operands with NaN and
+/// infinities (NN and TN, f32 output): NaN in the same places, the same
+/// infinities, every finite element of both within the f64 bound.
+pub(super) fn gemm_agrees_with_cublas(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::cublas::Cublas;
+    let lib = Cublas::find().map_err(|why| Failed::from(format!("cuBLAS missing: {why}")))?;
+    let cublas = Cublas::new(gpu, lib).map_err(fail)?;
+    let (m, n, k) = (200, 136, 264);
+    for op_a in [Op::N, Op::T] {
+        let stored = if op_a == Op::N { (m, k) } else { (k, m) };
+        let mut a = random(stored.0, stored.1, 70, bf16::from_f32);
+        let mut b = random(k, n, 71, bf16::from_f32);
+        a[(3, 5)] = bf16::NAN;
+        a[(7, 9)] = bf16::INFINITY;
+        a[(20, 1)] = bf16::NEG_INFINITY;
+        b[(9, 2)] = bf16::ZERO;
+        b[(30, 11)] = bf16::INFINITY;
+        b[(1, 100)] = bf16::NEG_INFINITY;
+        let flat = |x: &Array2<bf16>| x.iter().map(|&v| GemmInput::to_dev(v)).collect::<Vec<_>>();
+        let da = gpu.to_device(&flat(&a)).map_err(fail)?;
+        let db = gpu.to_device(&flat(&b)).map_err(fail)?;
+        let shape = GemmShape::with_ops(m, n, k, op_a, Op::N);
+        let av = if op_a == Op::N { a.view() } else { a.t() };
+        let zero = Array2::<f32>::zeros((m, n));
+        let reference = gemm_reference(1.0, av, b.view(), 0.0, zero.view());
+        let mut results = Vec::new();
+        for ours in [true, false] {
+            let mut dc = gpu.zeroed::<f32>(m * n).map_err(fail)?;
+            if ours {
+                gpu.gemm_on_device::<bf16, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc)
+                    .map_err(fail)?;
+            } else {
+                cublas
+                    .gemm_ex::<bf16, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc)
+                    .map_err(fail)?;
+            }
+            gpu.synchronize("gemm").map_err(fail)?;
+            let mut c = vec![0f32; m * n];
+            dc.copy_to(&mut c[..]).map_err(fail)?;
+            let c = Array2::from_shape_vec((m, n), c).map_err(fail)?;
+            if let Some(bad) = gemm_check(c.view(), &reference, |v| v as f64) {
+                return Err(Failed::from(format!(
+                    "{} ({op_a:?}N): {bad:?}",
+                    if ours { "ours" } else { "cuBLAS" }
+                )));
+            }
+            results.push(c);
+        }
+        let classes = |c: &Array2<f32>| {
+            c.mapv(|v| {
+                if v.is_nan() {
+                    2
+                } else if v.is_infinite() {
+                    v.signum() as i32 * 3
+                } else {
+                    0
+                }
+            })
+        };
+        ensure(classes(&results[0]) == classes(&results[1]), || {
+            format!("{op_a:?}N: NaN/infinity places differ from cuBLAS")
+        })?;
+    }
+    Ok(())
+}
+
+/// The bound is tight enough to matter: the f32 sum in k order passes it,
+/// and the same sum with one k-slab of 16 dropped fails it, for every
+/// input type.
+pub(super) fn gemm_bound_catches_a_dropped_k_slab() -> Result<(), Failed> {
+    fn case<I: GemmInput, O: GemmOutput<I>>(
+        from: impl Fn(f32) -> I,
+        to_out: impl Fn(f32) -> O,
+    ) -> Result<(), Failed> {
+        let (m, n, k) = (32, 32, 512);
+        let (a, b) = (random(m, k, 50, &from), random(k, n, 51, &from));
+        let c = Array2::from_elem((m, n), to_out(0.0));
+        let reference = gemm_reference(1.0, a.view(), b.view(), 0.0, c.view());
+        let sum = |skip: Option<usize>| {
+            Array2::from_shape_fn((m, n), |(i, j)| {
+                let mut acc = 0f32;
+                for kk in 0..k {
+                    if skip.is_some_and(|s| kk / 16 == s) {
+                        continue;
+                    }
+                    let x = |v: I| {
+                        let f = v.to_f64() as f32;
+                        // tf32: the tensor core's input rounding.
+                        if I::NAME == "tf32" {
+                            f32::from_bits((f.to_bits() + 0x1000) & 0xffff_e000)
+                        } else {
+                            f
+                        }
+                    };
+                    acc = x(a[(i, kk)]).mul_add(x(b[(kk, j)]), acc);
+                }
+                to_out(acc)
+            })
+        };
+        ensure(
+            gemm_check(sum(None).view(), &reference, |v| v.to_f64()).is_none(),
+            || format!("{}: the f32 sum fails its own bound", I::NAME),
+        )?;
+        ensure(
+            gemm_check(sum(Some(7)).view(), &reference, |v| v.to_f64()).is_some(),
+            || format!("{}: a dropped k-slab passes the bound", I::NAME),
+        )
+    }
+    case::<bf16, f32>(bf16::from_f32, |x| x)?;
+    case::<bf16, bf16>(bf16::from_f32, bf16::from_f32)?;
+    case::<f16, f16>(f16::from_f32, f16::from_f32)?;
+    case::<f32, f32>(|x| x, |x| x)
+}
+
+/// Inner dimensions that differ, a zero dimension, a leading dimension
+/// shorter than a row, a dimension past 2^31 and a short buffer: errors
+/// naming the kernel, before any launch.
+pub(super) fn gemm_refusals(gpu: &Gpu) -> Result<(), Failed> {
+    let a = random(4, 5, 60, bf16::from_f32);
+    let b = random(6, 3, 61, bf16::from_f32);
+    let mut c = Array2::<f32>::zeros((4, 3));
+    let named = |e: cuda_kernels::Error, what: &str| -> Result<(), Failed> {
+        let text = e.to_string();
+        ensure(
+            text.contains("gemm_mma_bf16_f32") && text.contains(what),
+            || format!("{what}: {text}"),
+        )
+    };
+    let e = gpu
+        .gemm(1.0, a.view(), b.view(), 0.0, c.view_mut())
+        .err()
+        .ok_or("inner dims accepted")?;
+    named(e, "inner dimensions differ")?;
+    let empty = Array2::from_elem((0, 5), bf16::ZERO);
+    let b5 = random(5, 3, 62, bf16::from_f32);
+    let mut c0 = Array2::<f32>::zeros((0, 3));
+    let e = gpu
+        .gemm(1.0, empty.view(), b5.view(), 0.0, c0.view_mut())
+        .err()
+        .ok_or("empty accepted")?;
+    named(e, "zero dimension")?;
+    let name = "gemm_mma_bf16_f32";
+    let mut shape = GemmShape::dense(4, 3, 5);
+    shape.lda = 4;
+    named(
+        shape
+            .check(name, (100, 100, 100))
+            .err()
+            .ok_or("short lda accepted")?,
+        "shorter than a row",
+    )?;
+    let huge = GemmShape::dense(1 << 31, 8, 8);
+    named(
+        huge.check(name, (usize::MAX, usize::MAX, usize::MAX))
+            .err()
+            .ok_or("2^31 accepted")?,
+        "32-bit limit",
+    )?;
+    let shape = GemmShape::dense(4, 3, 5);
+    named(
+        shape
+            .check(name, (19, 15, 12))
+            .err()
+            .ok_or("short A accepted")?,
+        "A holds 19",
+    )
+}
