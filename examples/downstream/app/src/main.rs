@@ -173,7 +173,13 @@ fn run(gpu: &Gpu) -> Result<bool> {
 
     // bin_starts: the exclusive prefix sum of the counts (a block scan), exact.
     let (gs, cs) = (bin_starts_gpu(gpu, &c)?, bin_starts_cpu(&c));
-    ok &= row("bin_starts (block scan), bin 200", gs[200], cs[200], "exact", gs == cs);
+    ok &= row(
+        "bin_starts (block scan), bin 200",
+        gs[200],
+        cs[200],
+        "exact",
+        gs == cs,
+    );
     // attention_tile: bf16 Q·Kᵀ on the tensor cores, then a row softmax,
     // against f64 within the bound derived in attention.rs.
     ok &= attention::check(gpu)?;
