@@ -437,7 +437,7 @@ fn inputs<T: Value>(n: usize, rng: &mut Rng) -> Vec<(&'static str, Vec<T>)> {
             "reverse-sorted",
             sorted.iter().rev().map(|&x| T::from_small(x)).collect(),
         ),
-        ("all-equal", vec![T::from_small(3); n]),
+        ("all-equal", vec![T::from_small(amp.min(3)); n]),
     ];
     if let Some(nan) = T::nan() {
         let mut with_nan: Vec<T> = random.iter().map(|&x| T::from_small(x)).collect();

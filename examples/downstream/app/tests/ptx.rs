@@ -12,6 +12,7 @@ fn the_ptx_has_every_kernel_the_app_launches_and_no_other() {
     assert_eq!(
         entries,
         [
+            "bin_starts",
             "elementwise_leaky_relu_f32",
             "elementwise_leaky_relu_f64",
             "histogram",
