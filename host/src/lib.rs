@@ -52,7 +52,7 @@ pub use image::{Cubin, Images, KernelResources, LoadedImage};
 pub use kernel::{Kernel, KernelArgs, KernelParam};
 pub use launch::LaunchConfig;
 pub use matrices::ElementwiseArgs;
-pub use memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
+pub use memory::{DeviceBuffer, DeviceId, DeviceSlice, DeviceView, DeviceViewMut, Stream};
 
 /// Re-export of `cust`, for users who go beyond the launchers.
 pub use cust;

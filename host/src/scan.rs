@@ -117,7 +117,11 @@ impl<A: DeviceCopy + Zeroable> TileScratch<A> {
         let tiles = n.div_ceil(TILE);
         // SAFETY: the state lives in `self`, borrowed mutably for the launch
         // that follows on the same stream.
-        unsafe { self.state.index(..tiles + 1).set_zero_async(gpu.stream()) }?;
+        unsafe {
+            self.state
+                .index_mut(..tiles + 1)
+                .set_zero_async(gpu.stream())
+        }?;
         Ok(tiles as u32)
     }
 }

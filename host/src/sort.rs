@@ -248,12 +248,15 @@ impl<K: Key> RadixSort<K> {
                 }
                 _ => (null, null),
             };
-            let status = &mut self.status.index(..tiles * 256);
+            let status = &mut self.status.index_mut(..tiles * 256);
             // SAFETY: the status words stay allocated (self) until the
             // stream reaches the memset.
             unsafe { status.set_zero_async(stream) }?;
-            let totals = self.histogram.index(p * 256..(p + 1) * 256);
-            let mut counter = self.histogram.index(passes * 256 + p..passes * 256 + p + 1);
+            // The histogram buffer: every pass's 256 counts, then one tile
+            // counter per pass.
+            let (counts, mut counters) = self.histogram.split_at_mut(passes * 256);
+            let totals = counts.index(p * 256..(p + 1) * 256);
+            let mut counter = counters.index_mut(p..p + 1);
             // SAFETY: buffers[from] and buffers[to] hold n ≤ MAX_KEYS keys each
             // and are distinct allocations; the values likewise (or null: keys
             // only / indices); totals is this pass's 256 counts, written by

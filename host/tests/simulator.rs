@@ -65,7 +65,7 @@ fn on_device_launchers_run_on_simulated_buffers() -> Result<()> {
     c.copy_to(&mut out)?;
     assert_eq!(out, [2.0, 4.0, 6.0, 8.0, 10.0]);
     // Slices starting anywhere.
-    let mut tail = c.index(1..);
+    let mut tail = c.index_mut(1..);
     gpu.multiply_on_device(&a.index(1..), &b.index(..4), &mut tail)?;
     c.copy_to(&mut out)?;
     assert_eq!(out, [2.0, 4.0, 6.0, 8.0, 10.0]);

@@ -106,11 +106,10 @@
 //! unsafe { gpu.launch(k::FILL, LaunchConfig::linear(1, 256), gpu.stream(), (c, n)) }
 //! # }
 //! ```
-//! One route is still open: [`DeviceSlice::index`] takes `&self` and
-//! returns an owned [`DeviceSlice`], so `&mut buf.index(..)` passes for a
-//! `*mut T` while `buf` is borrowed shared. Closing it means a shared view
-//! from `index` and an exclusive one from an `index_mut(&mut self, ..)`,
-//! which changes every caller that writes through a sub-slice.
+//! Part of a buffer goes the same way: [`DeviceSlice::index`] gives a shared
+//! [`DeviceView`] (`&view` passes for a `*const T` only, and `&mut` of it
+//! is refused for a `*mut T`), [`DeviceSlice::index_mut`] an exclusive
+//! [`DeviceViewMut`]; both borrow their buffer, so neither outlives it.
 use std::ffi::c_void;
 
 use cust::memory::{DeviceCopy, DevicePointer, UnifiedPointer};
@@ -121,11 +120,12 @@ pub use cuda_kernels_device::kernel::Kernel;
 use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::launch::{LaunchConfig, check_launch_shape};
-use crate::memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
+use crate::memory::{DeviceBuffer, DeviceId, DeviceSlice, DeviceView, DeviceViewMut, Stream};
 use crate::simulator;
 
 /// A value that can be passed for a kernel parameter of type `P`: a
-/// [`DeviceSlice`] or [`DeviceBuffer`] by reference (its device is checked
+/// [`DeviceSlice`], [`DeviceBuffer`] or view ([`DeviceView`],
+/// [`DeviceViewMut`]) by reference (its device is checked
 /// against the launching [`Gpu`]'s; `&` for a `*const T`, `&mut` for a
 /// `*mut T` or a `*const T`), a [`DevicePointer<T>`] or
 /// [`UnifiedPointer<T>`] (not checked: a raw device address enters as
@@ -168,6 +168,9 @@ slice_params! {
     &mut DeviceSlice<T> => *const T, *mut T;
     &DeviceBuffer<T> => *const T;
     &mut DeviceBuffer<T> => *const T, *mut T;
+    &DeviceView<'_, T> => *const T;
+    &DeviceViewMut<'_, T> => *const T;
+    &mut DeviceViewMut<'_, T> => *const T, *mut T;
 }
 
 impl<T: DeviceCopy> sealed::Param<*const T> for DevicePointer<T> {}

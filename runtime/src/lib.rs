@@ -92,7 +92,7 @@ pub use host_launch::{In, InOut};
 pub use image::{Cubin, Images, KernelResources, LoadedImage};
 pub use kernel::{Kernel, KernelArgs, KernelParam};
 pub use launch::LaunchConfig;
-pub use memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
+pub use memory::{DeviceBuffer, DeviceId, DeviceSlice, DeviceView, DeviceViewMut, Stream};
 
 /// Re-export of `cust`, for users who go beyond the launchers.
 pub use cust;

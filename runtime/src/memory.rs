@@ -17,7 +17,7 @@
 //! # fn main() -> cuda_kernels_runtime::Result<()> {
 //! let gpu = cuda_kernels_runtime::Gpu::simulated_device_of_crate(0, "kernels");
 //! let mut buf = gpu.to_device(&[1.0f32, 2.0, 3.0])?;
-//! buf.index(1..).copy_from(&[5.0, 6.0])?;
+//! buf.index_mut(1..).copy_from(&[5.0, 6.0])?;
 //! let mut back = [0.0f32; 3];
 //! buf.copy_to(&mut back)?;
 //! assert_eq!(back, [1.0, 5.0, 6.0]);
@@ -33,9 +33,23 @@
 //! into the padding of the last vector, for a buffer that is not a whole
 //! number of vectors, is not).
 //!
-//! As with `cust`'s, a slice from [`DeviceSlice::index`] does not borrow its
-//! buffer: use it only while the buffer lives.
+//! A part of a buffer is a view that borrows it, as a Rust sub-slice does:
+//! [`DeviceSlice::index`] gives a [`DeviceView`] (shared: kernels may read
+//! it), [`DeviceSlice::index_mut`] a [`DeviceViewMut`] (exclusive: kernels
+//! may write it). A view cannot outlive its buffer, and the buffer cannot be
+//! written through while a shared view of it lives.
+//!
+//! ```compile_fail,E0505
+//! # fn main() -> cuda_kernels_runtime::Result<()> {
+//! let gpu = cuda_kernels_runtime::Gpu::simulated_device_of_crate(0, "kernels");
+//! let buf = gpu.to_device(&[1.0f32, 2.0, 3.0])?;
+//! let tail = buf.index(1..);
+//! drop(buf); // refused: `tail` still borrows it
+//! let _ = tail.to_vec()?;
+//! # Ok(()) }
+//! ```
 use std::fmt;
+use std::marker::PhantomData;
 use std::ops::{Bound, Deref, DerefMut, RangeBounds};
 
 use cust::memory::bytemuck::{Pod, Zeroable};
@@ -116,46 +130,136 @@ impl fmt::Debug for Stream {
 }
 
 /// Elements of device memory: a pointer, a length and the device they
-/// belong to. Borrowed from a [`DeviceBuffer`] (`&buf`, `&mut buf`) or
-/// taken from one with [`DeviceSlice::index`].
-#[derive(Debug)]
+/// belong to. Borrowed from a [`DeviceBuffer`] (`&buf`, `&mut buf`) or from
+/// a view of part of one ([`DeviceSlice::index`], [`DeviceSlice::index_mut`]);
+/// never owned, so it never outlives the memory it names.
+///
+/// It is unsized, as `[T]` is: only ever behind a reference, so safe code
+/// cannot swap two of them (a swap of `&mut *a` and `&mut *b` would leave
+/// each buffer naming memory the other frees):
+///
+/// ```compile_fail,E0277
+/// # fn main() -> cuda_kernels_runtime::Result<()> {
+/// let gpu = cuda_kernels_runtime::Gpu::simulated_device_of_crate(0, "kernels");
+/// let (mut a, mut b) = (gpu.zeroed::<f32>(4)?, gpu.zeroed::<f32>(8)?);
+/// std::mem::swap(&mut *a, &mut *b);
+/// # Ok(()) }
+/// ```
+#[repr(C)]
 pub struct DeviceSlice<T: DeviceCopy> {
+    place: Place<T>,
+    /// Zero elements of a zero-sized type: what makes the type unsized
+    /// (a reference to it is a pointer to its `place` and a length of 0).
+    unsized_tail: [()],
+}
+
+/// Where a slice's elements are: the address of the first, their number and
+/// their device. Owned by a [`DeviceBuffer`] or a view, which lend it out as
+/// a [`DeviceSlice`].
+struct Place<T: DeviceCopy> {
     ptr: DevicePointer<T>,
     len: usize,
     device: DeviceId,
 }
 
+impl<T: DeviceCopy> Place<T> {
+    /// This place as a slice.
+    fn slice(&self) -> &DeviceSlice<T> {
+        let raw = std::ptr::slice_from_raw_parts(std::ptr::from_ref(self).cast::<()>(), 0)
+            as *const DeviceSlice<T>;
+        // SAFETY: DeviceSlice is repr(C) with a Place first and a tail of 0
+        // zero-sized elements, so its size and alignment are the Place's and
+        // `raw` (this Place's address, tail length 0) points to a valid one
+        // for as long as `self` is borrowed.
+        unsafe { &*raw }
+    }
+
+    /// This place as a mutable slice.
+    fn slice_mut(&mut self) -> &mut DeviceSlice<T> {
+        let raw = std::ptr::slice_from_raw_parts_mut(std::ptr::from_mut(self).cast::<()>(), 0)
+            as *mut DeviceSlice<T>;
+        // SAFETY: as in `slice`, borrowed exclusively.
+        unsafe { &mut *raw }
+    }
+}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceSlice<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "DeviceSlice({} × {} at {:#x} on {})",
+            self.place.len,
+            std::any::type_name::<T>(),
+            self.place.ptr.as_raw(),
+            self.place.device
+        )
+    }
+}
+
 // SAFETY: a DeviceSlice is an address and a length in device memory (or the
 // simulator's), like cust's DeviceSlice, which is Send and Sync on the same
 // bounds; it owns nothing and holds no thread-bound state.
-unsafe impl<T: DeviceCopy + Send> Send for DeviceSlice<T> {}
+unsafe impl<T: DeviceCopy + Send> Send for Place<T> {}
 // SAFETY: as above; shared access only reads the address and length.
-unsafe impl<T: DeviceCopy + Sync> Sync for DeviceSlice<T> {}
+unsafe impl<T: DeviceCopy + Sync> Sync for Place<T> {}
 
 impl<T: DeviceCopy> DeviceSlice<T> {
     /// The number of elements.
     pub fn len(&self) -> usize {
-        self.len
+        self.place.len
     }
 
     /// Whether the slice holds no element.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.place.len == 0
     }
 
     /// The address of the first element, as kernels take it.
     pub fn as_device_ptr(&self) -> DevicePointer<T> {
-        self.ptr
+        self.place.ptr
     }
 
     /// The device the memory belongs to.
     pub fn device(&self) -> DeviceId {
-        self.device
+        self.place.device
     }
 
-    /// The elements in `range`, as a slice of the same device. Panics when
-    /// the range is out of bounds (as slice indexing does).
-    pub fn index(&self, range: impl RangeBounds<usize>) -> DeviceSlice<T> {
+    /// The elements in `range`, as a shared view that borrows this slice
+    /// (it passes for a kernel's `*const T` parameter). Panics when the range
+    /// is out of bounds (as slice indexing does).
+    pub fn index(&self, range: impl RangeBounds<usize>) -> DeviceView<'_, T> {
+        DeviceView {
+            place: self.sub(range),
+            borrow: PhantomData,
+        }
+    }
+
+    /// The elements in `range`, as an exclusive view that borrows this slice
+    /// mutably (it passes for a kernel's `*mut T` parameter, and copies and
+    /// memsets write through it). Panics when the range is out of bounds.
+    pub fn index_mut(&mut self, range: impl RangeBounds<usize>) -> DeviceViewMut<'_, T> {
+        DeviceViewMut {
+            place: self.sub(range),
+            borrow: PhantomData,
+        }
+    }
+
+    /// The slice split at `mid` into two exclusive views, `..mid` and
+    /// `mid..`, both borrowing this slice mutably (as
+    /// [`slice::split_at_mut`]): a kernel may write one while another reads
+    /// the other. Panics when `mid` is past the end.
+    pub fn split_at_mut(&mut self, mid: usize) -> (DeviceViewMut<'_, T>, DeviceViewMut<'_, T>) {
+        let (head, tail) = (self.sub(..mid), self.sub(mid..));
+        let view = |place| DeviceViewMut {
+            place,
+            borrow: PhantomData,
+        };
+        (view(head), view(tail))
+    }
+
+    /// The elements in `range` (checked), as a slice description of its own:
+    /// only ever handed out inside a view that borrows `self`.
+    fn sub(&self, range: impl RangeBounds<usize>) -> Place<T> {
         let start = match range.start_bound() {
             Bound::Included(&s) => Some(s),
             Bound::Excluded(&s) => s.checked_add(1),
@@ -164,22 +268,22 @@ impl<T: DeviceCopy> DeviceSlice<T> {
         let end = match range.end_bound() {
             Bound::Included(&e) => e.checked_add(1),
             Bound::Excluded(&e) => Some(e),
-            Bound::Unbounded => Some(self.len),
+            Bound::Unbounded => Some(self.place.len),
         };
         let (start, end) = match (start, end) {
-            (Some(s), Some(e)) if s <= e && e <= self.len => (s, e),
+            (Some(s), Some(e)) if s <= e && e <= self.place.len => (s, e),
             _ => panic!(
                 "device slice range {:?}..{:?} out of bounds for length {}",
                 range.start_bound(),
                 range.end_bound(),
-                self.len
+                self.place.len
             ),
         };
         let bytes = (start * size_of::<T>()) as u64;
-        DeviceSlice {
-            ptr: DevicePointer::from_raw(self.ptr.as_raw() + bytes),
+        Place {
+            ptr: DevicePointer::from_raw(self.place.ptr.as_raw() + bytes),
             len: end - start,
-            device: self.device,
+            device: self.place.device,
         }
     }
 
@@ -187,24 +291,24 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// CUDA devices only), with its device's context made current on the
     /// calling thread for them.
     fn as_cust(&self) -> Result<cust::memory::DeviceSlice<T>> {
-        self.device.make_current()?;
+        self.place.device.make_current()?;
         // SAFETY: the address and length describe device memory of this
         // slice's buffer (or nothing, for a length of 0); cust's slice, like
         // ours, is a pointer and a length, and is only used for the copy or
         // memset at hand.
-        Ok(unsafe { cust::memory::DeviceSlice::from_raw_parts(self.ptr, self.len) })
+        Ok(unsafe { cust::memory::DeviceSlice::from_raw_parts(self.place.ptr, self.place.len) })
     }
 
     /// Refuses a host slice of another length.
     fn same_len(&self, operation: &str, other: usize) -> Result<()> {
-        if other == self.len {
+        if other == self.place.len {
             Ok(())
         } else {
             Err(Error::invalid(
                 MEMORY,
                 format!(
                     "{operation}: the device slice holds {} elements, the other side {other}",
-                    self.len
+                    self.place.len
                 ),
             ))
         }
@@ -212,20 +316,20 @@ impl<T: DeviceCopy> DeviceSlice<T> {
 
     /// The simulator's memory of this slice, as a host pointer.
     fn sim_ptr(&self) -> *mut T {
-        self.ptr.as_raw() as usize as *mut T
+        self.place.ptr.as_raw() as usize as *mut T
     }
 
     /// Copies the slice into `host` (of the same length), waiting for the
     /// copy.
     pub fn copy_to(&self, host: &mut [T]) -> Result<()> {
         self.same_len("copy to the host", host.len())?;
-        if self.device.is_simulated() {
+        if self.place.device.is_simulated() {
             let src = self.sim_ptr();
             // SAFETY: `src` is the start of len elements of a live simulator
             // allocation (the slice's invariant: its buffer is alive), `host` holds len elements, and the two
             // do not overlap (`host` is a Rust slice borrowed mutably, the
             // allocation is the simulator's own memory).
-            unsafe { std::ptr::copy_nonoverlapping(src, host.as_mut_ptr(), self.len) };
+            unsafe { std::ptr::copy_nonoverlapping(src, host.as_mut_ptr(), self.place.len) };
             return Ok(());
         }
         self.as_cust()?
@@ -237,10 +341,10 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// copy.
     pub fn copy_from(&mut self, host: &[T]) -> Result<()> {
         self.same_len("copy to the device", host.len())?;
-        if self.device.is_simulated() {
+        if self.place.device.is_simulated() {
             let dst = self.sim_ptr();
             // SAFETY: as in copy_to, the other way.
-            unsafe { std::ptr::copy_nonoverlapping(host.as_ptr(), dst, self.len) };
+            unsafe { std::ptr::copy_nonoverlapping(host.as_ptr(), dst, self.place.len) };
             return Ok(());
         }
         self.as_cust()?
@@ -251,13 +355,13 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// Copies `src` (of the same length and device) into the slice, on the
     /// device, waiting for the copy.
     pub fn copy_from_device(&mut self, src: &DeviceSlice<T>) -> Result<()> {
-        self.same_len("device-to-device copy", src.len)?;
+        self.same_len("device-to-device copy", src.place.len)?;
         self.same_device("device-to-device copy", src)?;
-        if self.device.is_simulated() {
+        if self.place.device.is_simulated() {
             let (from, to) = (src.sim_ptr(), self.sim_ptr());
             // SAFETY: both are the starts of len elements of live simulator
             // allocations (the slices' invariant); `copy` allows overlap.
-            unsafe { std::ptr::copy(from, to, self.len) };
+            unsafe { std::ptr::copy(from, to, self.place.len) };
             return Ok(());
         }
         self.as_cust()?
@@ -267,25 +371,25 @@ impl<T: DeviceCopy> DeviceSlice<T> {
 
     /// Refuses memory of another device.
     fn same_device(&self, operation: &'static str, other: &DeviceSlice<T>) -> Result<()> {
-        if other.device == self.device {
+        if other.place.device == self.place.device {
             Ok(())
         } else {
             Err(Error::WrongDevice {
                 kernel: operation,
-                expected: self.device,
-                found: other.device,
+                expected: self.place.device,
+                found: other.place.device,
             })
         }
     }
 
     /// Refuses a stream of another device.
     fn same_stream(&self, operation: &'static str, stream: &Stream) -> Result<()> {
-        if stream.device == self.device {
+        if stream.device == self.place.device {
             Ok(())
         } else {
             Err(Error::WrongDevice {
                 kernel: operation,
-                expected: self.device,
+                expected: self.place.device,
                 found: stream.device,
             })
         }
@@ -344,7 +448,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
         match &stream.cuda {
             None => self.copy_from_device(src),
             Some(s) => {
-                self.same_len("asynchronous device-to-device copy", src.len)?;
+                self.same_len("asynchronous device-to-device copy", src.place.len)?;
                 self.same_device("asynchronous device-to-device copy", src)?;
                 // SAFETY: the caller's contract; lengths are equal.
                 unsafe { self.as_cust()?.async_copy_from(&src.as_cust()?, s) }
@@ -360,17 +464,17 @@ impl<T: DeviceCopy + Pod> DeviceSlice<T> {
     /// number of 4-byte words starting on a 4-byte boundary (an error
     /// otherwise).
     pub fn set_32(&mut self, value: u32) -> Result<()> {
-        let bytes = self.len * size_of::<T>();
-        if !bytes.is_multiple_of(4) || !self.ptr.as_raw().is_multiple_of(4) {
+        let bytes = self.place.len * size_of::<T>();
+        if !bytes.is_multiple_of(4) || !self.place.ptr.as_raw().is_multiple_of(4) {
             return Err(Error::invalid(
                 MEMORY,
                 format!(
                     "set_32: {bytes} bytes at {:#x} are not whole aligned 4-byte words",
-                    self.ptr.as_raw()
+                    self.place.ptr.as_raw()
                 ),
             ));
         }
-        if self.device.is_simulated() {
+        if self.place.device.is_simulated() {
             let words = self.sim_ptr().cast::<u32>();
             for i in 0..bytes / 4 {
                 // SAFETY: `words` is the 4-aligned start (checked) of `bytes`
@@ -388,18 +492,18 @@ impl<T: DeviceCopy + Zeroable> DeviceSlice<T> {
     /// The slice's elements copied to a new `Vec` (a kernel's output in one
     /// call), waiting for the copy.
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        let mut host = vec![T::zeroed(); self.len];
+        let mut host = vec![T::zeroed(); self.place.len];
         self.copy_to(&mut host)?;
         Ok(host)
     }
 
     /// Sets every byte of the slice to 0, waiting for it.
     pub fn set_zero(&mut self) -> Result<()> {
-        if self.device.is_simulated() {
+        if self.place.device.is_simulated() {
             let dst = self.sim_ptr();
             // SAFETY: `dst` is the start of len elements of a live simulator
             // allocation (the slice's invariant); all-zero bytes are a valid T (Zeroable).
-            unsafe { std::ptr::write_bytes(dst, 0, self.len) };
+            unsafe { std::ptr::write_bytes(dst, 0, self.place.len) };
             return Ok(());
         }
         self.as_cust()?.set_zero().during(MEMORY, "cuMemsetD8")
@@ -422,6 +526,78 @@ impl<T: DeviceCopy + Zeroable> DeviceSlice<T> {
     }
 }
 
+/// Part of a [`DeviceSlice`] or [`DeviceBuffer`], borrowed shared: from
+/// [`DeviceSlice::index`]. Dereferences to a [`DeviceSlice`] for reading;
+/// `&view` passes for a kernel's `*const T` parameter, never for a `*mut T`.
+///
+/// ```compile_fail,E0277
+/// # mod k { cuda_kernels_device::kernels! {
+/// #     /// # Safety
+/// #     /// `c` holds `n` f32.
+/// #     pub fn fill(c: *mut f32, n: usize) as FILL { let _ = (c, n); }
+/// # } }
+/// # use cuda_kernels_runtime::{DeviceBuffer, Gpu, LaunchConfig, Result};
+/// # fn run(gpu: &Gpu, c: &DeviceBuffer<f32>, n: usize) -> Result<()> {
+/// // SAFETY: c holds n f32.
+/// unsafe { gpu.launch(k::FILL, LaunchConfig::linear(1, 256), gpu.stream(), (&mut c.index(1..), n)) }
+/// # }
+/// ```
+pub struct DeviceView<'a, T: DeviceCopy> {
+    place: Place<T>,
+    borrow: PhantomData<&'a DeviceSlice<T>>,
+}
+
+impl<T: DeviceCopy> Deref for DeviceView<'_, T> {
+    type Target = DeviceSlice<T>;
+
+    fn deref(&self) -> &DeviceSlice<T> {
+        self.place.slice()
+    }
+}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceView<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DeviceView of {:?}", self.place.slice())
+    }
+}
+
+/// Part of a [`DeviceSlice`] or [`DeviceBuffer`], borrowed exclusively: from
+/// [`DeviceSlice::index_mut`]. Dereferences to a [`DeviceSlice`] for reading
+/// and writing; `&mut view` passes for a kernel's `*mut T` parameter.
+///
+/// ```
+/// # fn main() -> cuda_kernels_runtime::Result<()> {
+/// let gpu = cuda_kernels_runtime::Gpu::simulated_device_of_crate(0, "kernels");
+/// let mut buf = gpu.zeroed::<u32>(4)?;
+/// buf.index_mut(2..).set_32(7)?;
+/// assert_eq!(buf.to_vec()?, [0, 0, 7, 7]);
+/// # Ok(()) }
+/// ```
+pub struct DeviceViewMut<'a, T: DeviceCopy> {
+    place: Place<T>,
+    borrow: PhantomData<&'a mut DeviceSlice<T>>,
+}
+
+impl<T: DeviceCopy> Deref for DeviceViewMut<'_, T> {
+    type Target = DeviceSlice<T>;
+
+    fn deref(&self) -> &DeviceSlice<T> {
+        self.place.slice()
+    }
+}
+
+impl<T: DeviceCopy> DerefMut for DeviceViewMut<'_, T> {
+    fn deref_mut(&mut self) -> &mut DeviceSlice<T> {
+        self.place.slice_mut()
+    }
+}
+
+impl<T: DeviceCopy> fmt::Debug for DeviceViewMut<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DeviceViewMut of {:?}", self.place.slice())
+    }
+}
+
 /// Where a buffer's memory comes from.
 enum Storage<T: DeviceCopy> {
     /// A `cust` buffer in a CUDA context.
@@ -434,7 +610,7 @@ enum Storage<T: DeviceCopy> {
 /// on a [`Gpu`](crate::Gpu) ([`Gpu::to_device`](crate::Gpu::to_device), [`Gpu::zeroed`](crate::Gpu::zeroed), [`Gpu::uninitialized`](crate::Gpu::uninitialized));
 /// dereferences to its [`DeviceSlice`].
 pub struct DeviceBuffer<T: DeviceCopy> {
-    slice: DeviceSlice<T>,
+    place: Place<T>,
     storage: Storage<T>,
 }
 
@@ -444,7 +620,7 @@ pub struct DeviceBuffer<T: DeviceCopy> {
 impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
         // A failure leaves the free to the context the thread has, as before.
-        let _ = self.slice.device.make_current();
+        let _ = self.place.device.make_current();
     }
 }
 
@@ -458,7 +634,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
             Storage::Sim(None) => DevicePointer::from_raw(std::mem::align_of::<T>() as u64),
         };
         Self {
-            slice: DeviceSlice { ptr, len, device },
+            place: Place { ptr, len, device },
             storage,
         }
     }
@@ -476,13 +652,13 @@ impl<T: DeviceCopy> Deref for DeviceBuffer<T> {
     type Target = DeviceSlice<T>;
 
     fn deref(&self) -> &DeviceSlice<T> {
-        &self.slice
+        self.place.slice()
     }
 }
 
 impl<T: DeviceCopy> DerefMut for DeviceBuffer<T> {
     fn deref_mut(&mut self) -> &mut DeviceSlice<T> {
-        &mut self.slice
+        self.place.slice_mut()
     }
 }
 
@@ -491,9 +667,9 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<T> {
         write!(
             f,
             "DeviceBuffer({} × {} on {})",
-            self.slice.len,
+            self.place.len,
             std::any::type_name::<T>(),
-            self.slice.device
+            self.place.device
         )
     }
 }
@@ -548,11 +724,11 @@ mod tests {
     #[test]
     fn simulated_buffers_copy_index_and_zero() {
         let gpu = simulator().unwrap();
-        let buf = gpu.to_device(&[1i32, 2, 3, 4, 5]).unwrap();
+        let mut buf = gpu.to_device(&[1i32, 2, 3, 4, 5]).unwrap();
         assert_eq!((buf.len(), buf.is_empty()), (5, false));
         assert_eq!(buf.device(), DeviceId::Simulator { ordinal: 0 });
         assert_eq!(buf.as_device_ptr().as_raw() % 16, 0, "16-byte aligned");
-        buf.index(1..3).copy_from(&[20, 30]).unwrap();
+        buf.index_mut(1..3).copy_from(&[20, 30]).unwrap();
         let mut out = [0i32; 5];
         buf.copy_to(&mut out).unwrap();
         assert_eq!(out, [1, 20, 30, 4, 5]);
@@ -569,11 +745,16 @@ mod tests {
         z.set_32(7).unwrap();
         z.copy_to(&mut out).unwrap();
         assert_eq!(out, [7; 5]);
-        assert!(z.index(..1).set_32(1).is_ok());
+        assert!(z.index_mut(..1).set_32(1).is_ok());
         assert!(gpu.zeroed::<u8>(3).unwrap().set_32(1).is_err());
         z.set_zero().unwrap();
         z.index(..1).copy_to(&mut out[..1]).unwrap();
         assert_eq!(out[0], 0);
+        let (mut head, mut tail) = z.split_at_mut(2);
+        head.copy_from(&[8, 9]).unwrap();
+        tail.copy_from_device(&buf.index(2..)).unwrap();
+        assert_eq!((head.len(), tail.len()), (2, 3));
+        assert_eq!(z.to_vec().unwrap(), [8, 9, 30, 4, 5]);
         let empty = gpu.to_device::<f32>(&[]).unwrap();
         assert!(empty.is_empty());
         empty.copy_to(&mut []).unwrap();
@@ -584,11 +765,13 @@ mod tests {
 
     #[test]
     fn handles_are_send_and_sync() {
-        fn send_sync<T: Send + Sync>() {}
+        fn send_sync<T: Send + Sync + ?Sized>() {}
         send_sync::<Gpu>();
         send_sync::<Stream>();
         send_sync::<DeviceBuffer<f32>>();
         send_sync::<DeviceSlice<f64>>();
+        send_sync::<DeviceView<'static, f64>>();
+        send_sync::<DeviceViewMut<'static, f64>>();
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! 2^27 elements.
 use std::fmt::Debug;
 
-use crate::{DeviceBuffer, DeviceSlice};
+use crate::{DeviceBuffer, DeviceSlice, DeviceView, DeviceViewMut};
 use ndarray::{Array1, ArrayView1, ArrayView2, ArrayViewMut1};
 
 use super::foundation::size_label;
@@ -266,8 +266,12 @@ fn two_inputs<T: DeviceCopy + Default + PartialEq + Debug + Send>(
         upload(gpu, &a.to_vec(), offset)?,
         upload(gpu, &b.to_vec(), offset)?,
     );
-    let dc = upload(gpu, &vec![T::default(); n], offset)?;
-    let (sa, sb, mut sc) = (da.index(offset..), db.index(offset..), dc.index(offset..));
+    let mut dc = upload(gpu, &vec![T::default(); n], offset)?;
+    let (sa, sb, mut sc) = (
+        da.index(offset..),
+        db.index(offset..),
+        dc.index_mut(offset..),
+    );
     let kind = format!("{size} {}", type_label::<T>());
     let timed = time_row(gpu, kernel, kind, 12 * n, || launch(&sa, &sb, &mut sc))?;
     gpu.synchronize(K)?;
@@ -300,21 +304,23 @@ where
         .map(|h| upload(gpu, h, offset))
         .collect::<Result<Vec<_>>>()?;
     let bytes = (ni + no + 2 * nio) * n * std::mem::size_of::<T>();
-    let run = |bufs: &[DeviceBuffer<T>]| {
-        let ins: Vec<DeviceSlice<T>> = bufs[..ni].iter().map(|b| b.index(offset..)).collect();
-        let mut outs: Vec<DeviceSlice<T>> = bufs[ni..].iter().map(|b| b.index(offset..)).collect();
-        let in_refs: Vec<&DeviceSlice<T>> = ins.iter().collect();
-        let mut out_refs: Vec<&mut DeviceSlice<T>> = outs.iter_mut().collect();
+    let run = |bufs: &mut [DeviceBuffer<T>]| {
+        let (ins, outs) = bufs.split_at_mut(ni);
+        let ins: Vec<DeviceView<T>> = ins.iter().map(|b| b.index(offset..)).collect();
+        let mut outs: Vec<DeviceViewMut<T>> =
+            outs.iter_mut().map(|b| b.index_mut(offset..)).collect();
+        let in_refs: Vec<&DeviceSlice<T>> = ins.iter().map(|v| &**v).collect();
+        let mut out_refs: Vec<&mut DeviceSlice<T>> = outs.iter_mut().map(|v| &mut **v).collect();
         gpu.elementwise_on_device::<Op, T>(&in_refs, &mut out_refs, scalars)
     };
     let kind = format!("{size} {}", type_label::<T>());
-    let timed = time_row(gpu, Op::ENTRY, kind, bytes, || run(&bufs))?;
+    let timed = time_row(gpu, Op::ENTRY, kind, bytes, || run(&mut bufs))?;
     // The check: fresh in-out arrays, one launch, against the CPU.
     gpu.synchronize(K)?;
     for (buf, h) in bufs[ni..].iter_mut().zip(&host[ni..]) {
         *buf = upload(gpu, h, offset)?;
     }
-    run(&bufs)?;
+    run(&mut bufs)?;
     gpu.synchronize(K)?;
     let mut expected: Vec<Vec<T>> = host[ni..].to_vec();
     elementwise_cpu_parallel::<Op, T>(&host[..ni], &mut expected, scalars)?;
@@ -342,13 +348,13 @@ fn doubles(
     let size = format!("{rows}×{cols} f32{}", from_element(offset));
     let host = fill(n, 5, |r: u64| (r >> 40) as f32 / (1u64 << 23) as f32 - 1.0);
     let mut dm = upload(gpu, &host, offset)?;
-    let mut sm = dm.index(offset..);
+    let mut sm = dm.index_mut(offset..);
     let timed = time_row(gpu, "doubles_matrix", size, 8 * n, || {
         gpu.doubles_matrix_on_device(&mut sm, rows, cols)
     })?;
     gpu.synchronize(K)?;
     dm = upload(gpu, &host, offset)?;
-    let mut sm = dm.index(offset..);
+    let mut sm = dm.index_mut(offset..);
     gpu.doubles_matrix_on_device(&mut sm, rows, cols)?;
     gpu.synchronize(K)?;
     let want = doubles_matrix_cpu(

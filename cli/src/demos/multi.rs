@@ -346,12 +346,12 @@ fn reduce(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Resul
         for (gpu, share) in gpus[..count].iter().zip(&shares) {
             let source = gpu.to_device(&pattern)?;
             // SAFETY: every element is written by the copies below before any read.
-            let buffer = unsafe { gpu.uninitialized::<f32>(share.len()) }?;
+            let mut buffer = unsafe { gpu.uninitialized::<f32>(share.len()) }?;
             let mut at = 0;
             while at < share.len() {
                 let len = pattern.len().min(share.len() - at);
                 buffer
-                    .index(at..at + len)
+                    .index_mut(at..at + len)
                     .copy_from_device(&source.index(..len))?;
                 at += len;
             }

@@ -663,7 +663,7 @@ impl GemmExtSteps for Gpu {
 fn f32_slice<T: DeviceCopy + 'static>(c: &mut DeviceSlice<T>) -> Option<&mut DeviceSlice<f32>> {
     if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
         // SAFETY: T is f32: the same type, so the same layout.
-        Some(unsafe { &mut *(c as *mut DeviceSlice<T>).cast::<DeviceSlice<f32>>() })
+        Some(unsafe { &mut *(c as *mut DeviceSlice<T> as *mut DeviceSlice<f32>) })
     } else {
         None
     }

@@ -88,7 +88,7 @@ use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
 use crate::life::{LifeKernel, check_lattice, fast_shape, life_launch};
-use crate::memory::{DeviceBuffer, DeviceSlice};
+use crate::memory::{DeviceBuffer, DeviceView};
 use crate::peer::{
     CopyPath, PinnedBytes, SyncEvent, best_path, queue_peer_copy, queue_to_device, queue_to_host,
     record, require_peer, stream_wait, sync_event,
@@ -266,12 +266,16 @@ impl<'g> LifeBands<'g> {
     /// Copies every band out and joins them into the lattice.
     pub fn download(&self) -> Result<Array2<i32>> {
         let (n, cur) = (self.n, self.steps % 2);
-        let bands: Vec<DeviceSlice<i32>> = self
+        let bands: Vec<DeviceView<'_, i32>> = self
             .bands
             .iter()
             .map(|b| b.lattice[cur].index(..b.rows.len() * n))
             .collect();
-        let cells = gather(K, &self.gpus, &bands.iter().collect::<Vec<_>>())?;
+        let cells = gather(
+            K,
+            &self.gpus,
+            &bands.iter().map(|b| &**b).collect::<Vec<_>>(),
+        )?;
         Array2::from_shape_vec((n, n), cells).map_err(|e| Error::invalid(K, e.to_string()))
     }
 }
@@ -382,12 +386,14 @@ fn run_band(
             crew.check(K)?;
             // SAFETY: both buffers hold n·n i32 and are distinct; the grid
             // covers the n rows and the kernel clips to the n×n lattice;
-            // rows >= 1 (life_launch); n is the checked lattice size.
+            // rows >= 1 (life_launch); n is the checked lattice size. The
+            // next lattice goes as its raw address: the bands are shared
+            // with the other devices' threads (they read our halo rows),
+            // and only this thread writes this band's lattices.
             unsafe {
-                // `index(..)`: a slice of the buffer that borrows neither.
                 let args = (
                     &me.lattice[cur],
-                    &mut me.lattice[next].index(..),
+                    me.lattice[next].as_device_ptr(),
                     n,
                     launch.rows,
                 );
@@ -411,11 +417,13 @@ fn run_band(
         }
         // SAFETY: both buffers hold n·n i32 and are distinct; rows ⊆ 0..h ⊆
         // 0..n (row0 <= row_end <= n) and the grid covers them; per_thread >= 1
-        // (1, or launch.rows from life_launch); n is the checked lattice size.
+        // (1, or launch.rows from life_launch); n is the checked lattice size;
+        // only this thread writes this band's lattices (the raw address, as
+        // above).
         unsafe {
             let args = (
                 &me.lattice[cur],
-                &mut me.lattice[1 - cur].index(..),
+                me.lattice[1 - cur].as_device_ptr(),
                 n,
                 per_thread,
                 rows.start,

@@ -129,10 +129,10 @@ where
     let [oa, ob, oc] = offsets;
     let da = gpu.to_device(&padded(host[0], oa)).map_err(fail)?;
     let db = gpu.to_device(&padded(host[1], ob)).map_err(fail)?;
-    let dc = gpu
+    let mut dc = gpu
         .to_device(&padded(&vec![T::default(); n], oc))
         .map_err(fail)?;
-    let mut sc = dc.index(oc..oc + n);
+    let mut sc = dc.index_mut(oc..oc + n);
     launch(&da.index(oa..oa + n), &db.index(ob..ob + n), &mut sc).map_err(fail)?;
     gpu.synchronize("test").map_err(fail)?;
     let mut got = vec![T::default(); dc.len()];

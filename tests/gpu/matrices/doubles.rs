@@ -62,8 +62,8 @@ pub(super) fn doubles_matrix_heads_and_tails_on_sub_slices(gpu: &Gpu) -> Result<
             let mut p = vec![-7.0f32; offset];
             p.extend(a.iter().copied());
             p.extend_from_slice(&[-9.0; 3]);
-            let d = gpu.to_device(&p).map_err(fail)?;
-            let mut s = d.index(offset..offset + n);
+            let mut d = gpu.to_device(&p).map_err(fail)?;
+            let mut s = d.index_mut(offset..offset + n);
             gpu.doubles_matrix_on_device(&mut s, rows, cols)
                 .map_err(fail)?;
             gpu.synchronize("test").map_err(fail)?;

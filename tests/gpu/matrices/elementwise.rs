@@ -84,7 +84,7 @@ where
         + PartialEq
         + std::fmt::Debug,
 {
-    use cuda_kernels::DeviceSlice;
+    use cuda_kernels::{DeviceSlice, DeviceView, DeviceViewMut};
     let ni = K::INPUTS.len();
     let arrays = ni + K::OUTPUTS.len() + K::INOUTS.len();
     let host: Vec<Vec<T>> = (0..arrays)
@@ -98,15 +98,20 @@ where
         p.extend_from_slice(&[fill; 3]);
         bufs.push(gpu.to_device(&p).map_err(fail)?);
     }
-    let slices: Vec<DeviceSlice<T>> = bufs
+    let range = |k: usize| offsets[k % 4]..offsets[k % 4] + n;
+    let (ins, outs) = bufs.split_at_mut(ni);
+    let ins: Vec<DeviceView<T>> = ins
         .iter()
         .enumerate()
-        .map(|(k, b)| b.index(offsets[k % 4]..offsets[k % 4] + n))
+        .map(|(k, b)| b.index(range(k)))
         .collect();
-    let (ins, outs) = slices.split_at(ni);
-    let in_refs: Vec<&DeviceSlice<T>> = ins.iter().collect();
-    let mut outs: Vec<DeviceSlice<T>> = outs.iter().map(|s| s.index(..)).collect();
-    let mut out_refs: Vec<&mut DeviceSlice<T>> = outs.iter_mut().collect();
+    let mut outs: Vec<DeviceViewMut<T>> = outs
+        .iter_mut()
+        .enumerate()
+        .map(|(j, b)| b.index_mut(range(ni + j)))
+        .collect();
+    let in_refs: Vec<&DeviceSlice<T>> = ins.iter().map(|v| &**v).collect();
+    let mut out_refs: Vec<&mut DeviceSlice<T>> = outs.iter_mut().map(|v| &mut **v).collect();
     gpu.elementwise_on_device::<K, T>(&in_refs, &mut out_refs, scalars)
         .map_err(fail)?;
     gpu.synchronize("test").map_err(fail)?;

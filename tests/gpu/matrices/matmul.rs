@@ -102,10 +102,14 @@ fn tiled_at_offset(
     };
     let da = gpu.to_device(&padded(a)).map_err(fail)?;
     let db = gpu.to_device(&padded(b)).map_err(fail)?;
-    let dc = gpu
+    let mut dc = gpu
         .to_device(&vec![f32::NAN; offset + m * n])
         .map_err(fail)?;
-    let (sa, sb, mut sc) = (da.index(offset..), db.index(offset..), dc.index(offset..));
+    let (sa, sb, mut sc) = (
+        da.index(offset..),
+        db.index(offset..),
+        dc.index_mut(offset..),
+    );
     let aligned = [sa.as_device_ptr().as_raw(), sb.as_device_ptr().as_raw()]
         .iter()
         .all(|p| p.is_multiple_of(16));

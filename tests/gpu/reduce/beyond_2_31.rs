@@ -8,7 +8,7 @@ pub(super) fn beyond_2_31(gpu: &Gpu, n: usize) -> Result<(), Failed> {
     // Distinct values past 2^31: a minimum, a maximum, and a tail.
     let specials: [(usize, i32); 4] = [(1 << 31, 99), ((1 << 31) + 2, -5), (n - 1, 7), (3, 2)];
     for &(i, v) in &specials {
-        let mut one = buf.index(i..i + 1);
+        let mut one = buf.index_mut(i..i + 1);
         one.copy_from(&[v][..]).map_err(fail)?;
     }
     let extra: i64 = specials.iter().map(|&(_, v)| v as i64 - 1).sum();
