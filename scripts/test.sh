@@ -79,6 +79,33 @@ if grep -q 'path = "\.\.' "$template/Cargo.toml"; then echo "template: a relativ
   if grep -q "built without optimisation" run.log; then exit 1; fi
 )
 rm -rf "$template"
+# The smallest project (examples/template: 29 configuration lines, the app at
+# its root and the kernel crate in kernels/), copied outside the clone as a
+# user's `cargo new` project with our crates by absolute path: its release
+# build is quiet, it runs (on the simulator here), and its dev build runs the
+# simulator without the "built without optimisation" warning.
+cargo fmt --manifest-path examples/template/Cargo.toml --all -- --check
+lines=$(cd examples/template && grep -hv '^\s*\(#\|//\)' Cargo.toml kernels/Cargo.toml build.rs \
+  rust-toolchain.toml | grep -cv '^\s*$')
+if [ "$lines" -gt 30 ]; then echo "template: $lines configuration lines, at most 30" >&2; exit 1; fi
+template="$(mktemp -d)"
+cp -r examples/template/. "$template"
+sed -i -E "s#path = \"(\.\./)+(runtime|device|builder)\"#path = \"$PWD/\2\"#" \
+  "$template/Cargo.toml" "$template/kernels/Cargo.toml"
+if grep -q 'path = "\.\.' "$template/Cargo.toml" "$template/kernels/Cargo.toml"; then
+  echo "template: a relative path left" >&2; exit 1
+fi
+(
+  cd "$template"
+  [ -d /usr/local/cuda/lib64 ] || export CUDA_LIBRARY_PATH=/usr
+  unset PTXAS CUDA_KERNELS_LIBDEVICE
+  cargo build --locked --release --target-dir "$OLDPWD/target/downstream" 2>&1 | tee build.log
+  if grep -q '^warning' build.log; then echo "template: its release build is not quiet" >&2; exit 1; fi
+  "$OLDPWD/target/downstream/release/app"
+  cargo run --locked --target-dir "$OLDPWD/target/downstream" 2>&1 | tee run.log
+  if grep -q "built without optimisation" run.log; then exit 1; fi
+)
+rm -rf "$template"
 ci_drop target/downstream target/nvptx-lint
 cargo test --workspace "$@"
 # The simulator's other schedules: the kernels' smoke tier under three fixed

@@ -417,6 +417,21 @@ impl Error {
     }
 }
 
+/// The whole `build.rs` of most projects: builds the kernel crate in
+/// `crate_dir` with the defaults of [`KernelBuild::new`] (PTX for `sm_70`,
+/// written as `$OUT_DIR/<lib name>.ptx`) and, on failure, ends the build
+/// script with the error ([`Error::fail`]).
+///
+/// ```no_run
+/// // build.rs, beside the kernel crate's folder `kernels/`
+/// cuda_kernels_builder::build("kernels");
+/// ```
+pub fn build(crate_dir: impl AsRef<Path>) -> Built {
+    KernelBuild::new(crate_dir)
+        .build()
+        .unwrap_or_else(|e| e.fail())
+}
+
 /// A cargo directive on stdout (`cargo::<directive>=<value>`).
 fn cargo(directive: &str, value: impl fmt::Display) {
     println!("cargo::{directive}={value}");

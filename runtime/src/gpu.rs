@@ -413,6 +413,31 @@ impl Gpu {
         Ok(Self::simulating(0, name))
     }
 
+    /// Device 0 with `images` loaded ([`Gpu::from_images`]), or the
+    /// simulator standing for it ([`Gpu::simulator_of`]) when
+    /// `CUDA_KERNELS_SIM=1` asks for it ([`SIM_ENV`]) or there is no GPU
+    /// (no NVIDIA driver or no device: [`Error::is_no_gpu`]; it then says
+    /// so on stderr, with the driver's reason). Any other failure, such as a
+    /// driver that is installed but broken, is the error, never the
+    /// simulator. [`Gpu::is_simulated`] says which it is.
+    ///
+    /// ```text
+    /// // in the app whose build.rs built the kernel crate `my-kernels`:
+    /// const IMAGES: Images<'static> = cuda_kernels_runtime::embedded_images!("my_kernels");
+    /// let gpu = Gpu::from_images_or_simulator(&IMAGES)?;
+    /// ```
+    pub fn from_images_or_simulator(images: &Images<'_>) -> Result<Self> {
+        if !sim_requested() {
+            match Self::from_images(images) {
+                Err(e) if e.is_no_gpu() => {
+                    eprintln!("cuda-kernels: {e}: running on the CPU simulator")
+                }
+                opened => return opened,
+            }
+        }
+        Self::simulator_of(images)
+    }
+
     /// The simulator (simulated device 0) running the kernels declared in
     /// the crate `name` (its library name, `env!("CARGO_CRATE_NAME")` there):
     /// for kernels that exist only on the host, such as a test's

@@ -34,11 +34,9 @@ const COLS: usize = 1000;
 /// This program's kernels on device 0, or on the simulator when
 /// `CUDA_KERNELS_SIM=1` asks for it or there is no GPU (saying so).
 fn open() -> Result<Gpu> {
-    if !cuda_kernels_runtime::sim_requested() {
-        match Gpu::from_images(&IMAGES) {
-            Err(e) if e.is_no_gpu() => println!("{e}: running on the CPU simulator."),
-            opened => return opened,
-        }
+    let gpu = Gpu::from_images_or_simulator(&IMAGES)?;
+    if !gpu.is_simulated() {
+        return Ok(gpu);
     }
     println!(
         "Built: {} bytes of PTX with the entry points {}, and {} cubin(s); \
@@ -47,9 +45,9 @@ fn open() -> Result<Gpu> {
         cuda_kernels_runtime::ptx_entry_points(IMAGES.ptx).join(", "),
         IMAGES.cubins.len()
     );
-    // The simulator standing for a GPU with these images: it runs this
+    // The simulator stands for a GPU with these images: it runs this
     // program's kernel crate, as the GPU would, and no other crate's.
-    Gpu::simulator_of(&IMAGES)
+    Ok(gpu)
 }
 
 fn main() -> ExitCode {
