@@ -69,27 +69,35 @@ pub fn rustflags(arch: &str, libdevice: Option<&Path>) -> String {
     flags
 }
 
-/// The inner build: `cargo build --release --target nvptx64-nvidia-cuda
-/// -Zbuild-std=core` of the crate in `crate_dir` into `target_dir`, with
-/// `RUSTC_BOOTSTRAP=1` for it alone, its own flags and profile, and the
-/// outer build's flags, target and wrappers stripped.
+/// The inner build: `cargo build --release --target nvptx64-nvidia-cuda` of
+/// the crate in `crate_dir` into `target_dir`, with `core` from `sysroot`
+/// (see the `sysroot` module) or, without one, built too
+/// (`-Zbuild-std=core`); with `RUSTC_BOOTSTRAP=1` for it alone, its own
+/// flags and profile, and the outer build's flags, target and wrappers
+/// stripped.
 pub fn command(
     cargo: &OsStr,
     crate_dir: &Path,
     target_dir: &Path,
     arch: &str,
     libdevice: Option<&Path>,
+    sysroot: Option<&Path>,
 ) -> Command {
+    let mut flags = rustflags(arch, libdevice);
+    if let Some(dir) = sysroot {
+        flags.push_str(&format!("\x1f--sysroot={}", dir.display()));
+    }
     let mut cmd = Command::new(cargo);
     cmd.current_dir(crate_dir)
-        .args(["build", "--release", "--target", TARGET, "-Zbuild-std=core"])
+        .args(["build", "--release", "--target", TARGET])
+        .args(sysroot.is_none().then_some("-Zbuild-std=core"))
         .arg("--message-format=json-render-diagnostics")
         .arg("--manifest-path")
         .arg(crate_dir.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(target_dir)
         .env("RUSTC_BOOTSTRAP", "1")
-        .env("CARGO_ENCODED_RUSTFLAGS", rustflags(arch, libdevice))
+        .env("CARGO_ENCODED_RUSTFLAGS", flags)
         .envs(PROFILE);
     for var in STRIPPED_VARS {
         cmd.env_remove(var);
@@ -517,6 +525,7 @@ mod tests {
             Path::new("/ws/target/nvptx-kernels"),
             "sm_80",
             Some(libdevice),
+            None,
         );
         let args: Vec<_> = cmd.get_args().map(|a| a.to_str().unwrap()).collect();
         assert_eq!(
@@ -561,6 +570,29 @@ mod tests {
         ] {
             assert_eq!(env(var), Some(None), "{var} is removed");
         }
+    }
+
+    #[test]
+    fn with_a_kept_sysroot_core_is_not_built_again() {
+        let cmd = command(
+            OsStr::new("cargo"),
+            Path::new("/ws/kernels"),
+            Path::new("/ws/target/nvptx-kernels"),
+            "sm_75",
+            None,
+            Some(Path::new("/cache/sysroot/sm_75-0123")),
+        );
+        assert!(!cmd.get_args().any(|a| a == "-Zbuild-std=core"));
+        let flags = cmd
+            .get_envs()
+            .find(|(k, _)| *k == "CARGO_ENCODED_RUSTFLAGS")
+            .and_then(|(_, v)| v);
+        assert_eq!(
+            flags,
+            Some(OsStr::new(
+                "-Ctarget-cpu=sm_75\x1f--sysroot=/cache/sysroot/sm_75-0123"
+            ))
+        );
     }
 
     #[test]

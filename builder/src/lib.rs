@@ -15,13 +15,21 @@
 //! `Images` (PTX and cubins) to load.
 //!
 //! What [`KernelBuild::build`] does:
-//! - runs `cargo build --release --target nvptx64-nvidia-cuda
-//!   -Zbuild-std=core` on the kernel crate (a `cdylib`, whose link step the
-//!   `llvm-bitcode-linker` turns into `<lib name>.ptx`), on the active
-//!   toolchain, with `RUSTC_BOOTSTRAP=1` set for that inner build only (the
-//!   unstable `-Zbuild-std` and the nvptx features `abi_ptx`,
-//!   `stdarch_nvptx`, `asm_experimental_arch` need it; the outer build never
-//!   sees it);
+//! - runs `cargo build --release --target nvptx64-nvidia-cuda` on the kernel
+//!   crate (a `cdylib`, whose link step the `llvm-bitcode-linker` turns into
+//!   `<lib name>.ptx`), on the active toolchain, with `RUSTC_BOOTSTRAP=1` set
+//!   for that inner build only (the unstable `-Zbuild-std` and the nvptx
+//!   features `abi_ptx`, `stdarch_nvptx`, `asm_experimental_arch` need it;
+//!   the outer build never sees it);
+//! - takes `core` and `compiler_builtins` from a sysroot kept in the user's
+//!   cache (`~/.cache/cuda-kernels/sysroot/<arch>-<key>`, about 42 MB each),
+//!   built there once per compiler, architecture and flags with
+//!   `-Zbuild-std=core` from an empty crate: no toolchain ships them for
+//!   nvptx64, and building them is 20 s of two cores that every project and
+//!   every `cargo clean` would pay again. Where the cache cannot be had, the
+//!   inner build builds `core` itself (`-Zbuild-std=core`), as the same
+//!   libraries with the same flags: the PTX is the same either way but for
+//!   the crates' hashes in mangled names;
 //! - in its own target directory (`<target>/nvptx-kernels/<crate>-<hash>`,
 //!   one per kernel crate: see [`KernelBuild::target_dir`]), so it never
 //!   waits on the outer build's lock; the outer `RUSTFLAGS`, target, target
@@ -73,6 +81,7 @@
 #![warn(missing_docs)]
 
 mod inner;
+mod sysroot;
 mod toolchain;
 mod tools;
 
@@ -705,12 +714,20 @@ fn compile(
     forward_warnings: bool,
 ) -> Result<(PathBuf, String), Error> {
     let cargo_bin = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = inner::command(&cargo_bin, crate_dir, target_dir, arch, libdevice)
-        .output()
-        .map_err(|e| Error::Spawn {
-            program: cargo_bin.to_string_lossy().into_owned(),
-            reason: e.to_string(),
-        })?;
+    let sysroot = sysroot::for_arch(&cargo_bin, arch);
+    let output = inner::command(
+        &cargo_bin,
+        crate_dir,
+        target_dir,
+        arch,
+        libdevice,
+        sysroot.as_deref(),
+    )
+    .output()
+    .map_err(|e| Error::Spawn {
+        program: cargo_bin.to_string_lossy().into_owned(),
+        reason: e.to_string(),
+    })?;
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     if !output.status.success() {
         return Err(failure(

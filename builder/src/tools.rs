@@ -34,11 +34,17 @@ const LIBDEVICE_IN_ROOT: &str = "nvvm/libdevice/libdevice.10.bc";
 /// The user's cache folder the project's set-up installs the wheel into:
 /// `$XDG_CACHE_HOME/cuda-kernels/ptxas`, else `$HOME/.cache/cuda-kernels/ptxas`.
 pub fn cache_dir() -> Option<PathBuf> {
+    Some(cache_root()?.join("ptxas"))
+}
+
+/// This project's folder in the user's cache: `$XDG_CACHE_HOME/cuda-kernels`,
+/// else `$HOME/.cache/cuda-kernels` (the wheel, the kept nvptx sysroots).
+pub(crate) fn cache_root() -> Option<PathBuf> {
     let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
     let cache = var("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| var("HOME").map(|h| Path::new(&h).join(".cache")))?;
-    Some(cache.join("cuda-kernels").join("ptxas"))
+    Some(cache.join("cuda-kernels"))
 }
 
 /// One place a tool is looked for: the file to try (`None` where there is
