@@ -27,7 +27,7 @@ const MIN_PTX_ISA: &str = "ptx62";
 /// The kernels' own release profile (the outer workspace's is the host's).
 pub const PROFILE: [(&str, &str); 7] = [
     ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "3"),
-    ("CARGO_PROFILE_RELEASE_LTO", "fat"),
+    ("CARGO_PROFILE_RELEASE_LTO", "off"),
     ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1"),
     ("CARGO_PROFILE_RELEASE_PANIC", "abort"),
     ("CARGO_PROFILE_RELEASE_DEBUG", "false"),
@@ -557,7 +557,7 @@ mod tests {
                     .into()
             ))
         );
-        assert_eq!(env("CARGO_PROFILE_RELEASE_LTO"), Some(Some("fat".into())));
+        assert_eq!(env("CARGO_PROFILE_RELEASE_LTO"), Some(Some("off".into())));
         assert_eq!(
             env("CARGO_PROFILE_RELEASE_PANIC"),
             Some(Some("abort".into()))
