@@ -82,12 +82,17 @@ pub fn command(
     arch: &str,
     libdevice: Option<&Path>,
     sysroot: Option<&Path>,
+    linker: Option<(&Path, &Path)>,
 ) -> Command {
     let mut flags = rustflags(arch, libdevice);
     if let Some(dir) = sysroot {
         flags.push_str(&format!("\x1f--sysroot={}", dir.display()));
     }
     let mut cmd = Command::new(cargo);
+    if let Some((exe, llvm_bin)) = linker {
+        flags.push_str(&format!("\x1f-Clinker={}", exe.display()));
+        cmd.env(crate::linker::LLVM_BIN_VAR, llvm_bin);
+    }
     cmd.current_dir(crate_dir)
         .args(["build", "--release", "--target", TARGET])
         .args(sysroot.is_none().then_some("-Zbuild-std=core"))
@@ -526,6 +531,7 @@ mod tests {
             "sm_80",
             Some(libdevice),
             None,
+            None,
         );
         let args: Vec<_> = cmd.get_args().map(|a| a.to_str().unwrap()).collect();
         assert_eq!(
@@ -581,6 +587,7 @@ mod tests {
             "sm_75",
             None,
             Some(Path::new("/cache/sysroot/sm_75-0123")),
+            None,
         );
         assert!(!cmd.get_args().any(|a| a == "-Zbuild-std=core"));
         let flags = cmd

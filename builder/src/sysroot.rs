@@ -36,18 +36,50 @@ const LIBRARIES: [&str; 2] = ["libcore-", "libcompiler_builtins-"];
 /// the folder is renamed into place).
 const COMPLETE: &str = "complete";
 
+/// The compiler the inner builds run (`$RUSTC`, as cargo gives it to build
+/// scripts, else `rustc`), as the caches key it.
+#[derive(Debug, Clone)]
+pub struct Compiler {
+    /// The program.
+    pub rustc: PathBuf,
+    /// Its `rustc -vV`.
+    pub version: String,
+    /// Its host triple.
+    pub host: String,
+    /// Its own sysroot (`rustc --print sysroot`).
+    pub host_sysroot: PathBuf,
+}
+
+impl Compiler {
+    /// The compiler, or `None` when it cannot be asked.
+    pub fn find() -> Option<Self> {
+        let rustc = PathBuf::from(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()));
+        let version = output(Command::new(&rustc).arg("-vV"))?;
+        let host = version
+            .lines()
+            .find_map(|l| l.strip_prefix("host: "))?
+            .trim()
+            .to_string();
+        let host_sysroot =
+            PathBuf::from(output(Command::new(&rustc).args(["--print", "sysroot"]))?.trim());
+        Some(Self {
+            rustc,
+            version,
+            host,
+            host_sysroot,
+        })
+    }
+}
+
 /// The sysroot with `core` built for `arch`, from the cache or built into it
 /// now; `None` when it cannot be had (the caller builds `core` itself).
-pub fn for_arch(cargo: &OsStr, arch: &str) -> Option<PathBuf> {
-    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
-    let version = output(Command::new(&rustc).arg("-vV"))?;
-    let host = version
-        .lines()
-        .find_map(|l| l.strip_prefix("host: "))?
-        .trim()
-        .to_string();
-    let host_sysroot =
-        PathBuf::from(output(Command::new(&rustc).args(["--print", "sysroot"]))?.trim());
+pub fn for_arch(cargo: &OsStr, compiler: &Compiler, arch: &str) -> Option<PathBuf> {
+    let Compiler {
+        version,
+        host,
+        host_sysroot,
+        ..
+    } = compiler;
     let flags = inner::rustflags(arch, None);
     let profile: String = inner::PROFILE
         .iter()
@@ -55,7 +87,7 @@ pub fn for_arch(cargo: &OsStr, arch: &str) -> Option<PathBuf> {
         .collect();
     let key = fnv1a(&[
         FORMAT,
-        &version,
+        version,
         &flags,
         &profile,
         &host_sysroot.to_string_lossy(),
@@ -70,7 +102,7 @@ pub fn for_arch(cargo: &OsStr, arch: &str) -> Option<PathBuf> {
     static CALLS: AtomicU64 = AtomicU64::new(0);
     let call = CALLS.fetch_add(1, Ordering::Relaxed);
     let scratch = root.join(format!(".{arch}-{key:016x}-{}-{call}", std::process::id()));
-    let built = build(cargo, &scratch, arch, &host, &host_sysroot);
+    let built = build(cargo, &scratch, arch, host, host_sysroot);
     if built.is_some() {
         // Another build may have put the same sysroot in place meanwhile:
         // then this rename fails and that one is used.
@@ -92,7 +124,7 @@ fn build(cargo: &OsStr, scratch: &Path, arch: &str, host: &str, host_sysroot: &P
     .ok()?;
     std::fs::write(probe.join("src/lib.rs"), "#![no_std]\n").ok()?;
     let target_dir = scratch.join("target");
-    let mut cmd = inner::command(cargo, &probe, &target_dir, arch, None, None);
+    let mut cmd = inner::command(cargo, &probe, &target_dir, arch, None, None, None);
     let status = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -145,7 +177,7 @@ fn output(cmd: &mut Command) -> Option<String> {
 
 /// FNV-1a over the parts, each followed by a 0 byte: a stable hash with no
 /// dependency.
-fn fnv1a(parts: &[&str]) -> u64 {
+pub(crate) fn fnv1a(parts: &[&str]) -> u64 {
     parts
         .iter()
         .flat_map(|p| p.bytes().chain([0]))
