@@ -186,3 +186,47 @@ pub unsafe fn store_release_u32(ptr: *mut u32, value: u32) {
              options(nostack, preserves_flags));
     }
 }
+
+/// `ld.relaxed.gpu.b64`: reads a `u64` atomically (all 64 bits from one
+/// store), ordering nothing else: a word that carries its own payload, as a
+/// look-back's flag and 32-bit value packed together.
+///
+/// # Safety
+/// `ptr` points to a live, 8-byte aligned `u64` in global memory that
+/// concurrent threads access only through atomics or these functions.
+#[inline(always)]
+pub unsafe fn load_relaxed_u64(ptr: *const u64) -> u64 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees a valid, aligned u64 accessed atomically.
+    return unsafe { std::sync::atomic::AtomicU64::from_ptr(ptr.cast_mut()) }
+        .load(std::sync::atomic::Ordering::Relaxed);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let v: u64;
+        // SAFETY: the caller guarantees a valid global address.
+        unsafe {
+            asm!("ld.relaxed.gpu.global.b64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) ptr,
+                 options(nostack, preserves_flags));
+        }
+        v
+    }
+}
+
+/// `st.relaxed.gpu.b64`: stores a `u64` atomically (see
+/// [`load_relaxed_u64`]), ordering nothing else.
+///
+/// # Safety
+/// As for [`load_relaxed_u64`].
+#[inline(always)]
+pub unsafe fn store_relaxed_u64(ptr: *mut u64, value: u64) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees a valid, aligned u64 accessed atomically.
+    unsafe { std::sync::atomic::AtomicU64::from_ptr(ptr) }
+        .store(value, std::sync::atomic::Ordering::Relaxed);
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller guarantees a valid global address.
+    unsafe {
+        asm!("st.relaxed.gpu.global.b64 [{p}], {v};", p = in(reg64) ptr, v = in(reg64) value,
+             options(nostack, preserves_flags));
+    }
+}

@@ -91,7 +91,7 @@ impl<A: DeviceCopy + Zeroable> TileScratch<A> {
     pub fn new(gpu: &Gpu, len: usize) -> Result<Self> {
         let tiles = len.div_ceil(TILE).max(1);
         Ok(Self {
-            state: gpu.zeroed(tiles + 1)?,
+            state: gpu.zeroed(state_words(tiles))?,
             aggregates: gpu.zeroed(tiles)?,
             inclusives: gpu.zeroed(tiles)?,
         })
@@ -119,11 +119,18 @@ impl<A: DeviceCopy + Zeroable> TileScratch<A> {
         // that follows on the same stream.
         unsafe {
             self.state
-                .index_mut(..tiles + 1)
+                .index_mut(..state_words(tiles))
                 .set_zero_async(gpu.stream())
         }?;
         Ok(tiles as u32)
     }
+}
+
+/// The `u32` words of a tiled launch's state for `tiles` tiles: the tile
+/// counter, a pad (the tiles' words are 8-byte aligned), and one 64-bit word
+/// per tile (`cuda_kernels_gpu::scan::TileState`).
+fn state_words(tiles: usize) -> usize {
+    2 + 2 * tiles
 }
 
 /// Refuses, for `kernel`, an input of more than [`MAX_LEN`] elements.

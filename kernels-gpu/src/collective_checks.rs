@@ -1,6 +1,7 @@
 //! Test kernels of the device crate's warp and block collectives
 //! (`device::collectives`), one per collective kind and element type, and a
-//! misuse that must fault: launched by `tests/gpu/collectives.rs`, which
+//! misuse that must fault, and the tiled kernels' look-back over a state
+//! filled in by hand: launched by `tests/gpu/collectives.rs`, which
 //! checks them against the collectives' definitions.
 use crate::device::collectives::block::{self, TempStorage};
 use crate::device::collectives::{Max, Min, ReduceOp, Sum, warp};
@@ -8,6 +9,7 @@ use crate::device::float16::{bf16, f16};
 use crate::device::shared::SharedScalar;
 use crate::device::thread::{block_dim_x, grid_dim_x, index_1d, thread_idx_x};
 use crate::device::warp::{Shuffle, lane_id};
+use crate::scan::{DeviceElement, TileState};
 
 /// Rows the warp check writes per thread: reduce, inclusive scan, exclusive
 /// scan, the exclusive scan's aggregate.
@@ -226,6 +228,75 @@ crate::device::kernels! {
         if thread_idx_x() == 0 {
             // SAFETY: one element.
             unsafe { *out = n };
+        }
+    }
+}
+
+crate::device::kernels! {
+    list LOOK_BACK_KERNELS;
+
+    /// Tile `tile`'s decoupled look-back ([`TileState::look_back`] with
+    /// [`Sum`] from 0) over a state the host filled in, run by one warp: the
+    /// exclusive prefix it returns goes to `out[0]`, and it publishes the
+    /// tile's inclusive prefix in the state. A 32-bit element, so the
+    /// packed words.
+    ///
+    /// # Safety
+    /// `state`, `aggregates` and `inclusives` are a tiled launch's state with
+    /// more than `tile` tiles, every tile before `tile` published (the
+    /// look-back waits for ever on an empty one); `out` holds one element;
+    /// one block of 32 threads.
+    pub fn look_back_check_f32(
+        state: *mut u32,
+        aggregates: *mut f32,
+        inclusives: *mut f32,
+        tile: usize,
+        aggregate: f32,
+        out: *mut f32,
+    ) as LOOK_BACK_CHECK_F32 {
+        // SAFETY: forwarded from this entry point's contract.
+        unsafe { look_back_check(state, aggregates, inclusives, tile, aggregate, out) }
+    }
+
+    /// [`look_back_check_f32`] for a 64-bit element: flags released after
+    /// values in arrays of their own.
+    ///
+    /// # Safety
+    /// As for [`look_back_check_f32`].
+    pub fn look_back_check_f64(
+        state: *mut u32,
+        aggregates: *mut f64,
+        inclusives: *mut f64,
+        tile: usize,
+        aggregate: f64,
+        out: *mut f64,
+    ) as LOOK_BACK_CHECK_F64 {
+        // SAFETY: forwarded from this entry point's contract.
+        unsafe { look_back_check(state, aggregates, inclusives, tile, aggregate, out) }
+    }
+}
+
+/// The body of the `look_back_check_*` kernels.
+///
+/// # Safety
+/// As for [`look_back_check_f32`].
+#[inline(always)]
+unsafe fn look_back_check<T: DeviceElement>(
+    state: *mut u32,
+    aggregates: *mut T,
+    inclusives: *mut T,
+    tile: usize,
+    aggregate: T,
+    out: *mut T,
+) where
+    Sum: ReduceOp<T>,
+{
+    // SAFETY: the state of the contract; one warp calls the look-back once.
+    unsafe {
+        let tiles = TileState::new(state, aggregates, inclusives);
+        let prefix = tiles.look_back::<Sum>(tile, aggregate, <Sum as ReduceOp<T>>::identity());
+        if lane_id() == 0 {
+            *out = prefix;
         }
     }
 }

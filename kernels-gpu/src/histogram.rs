@@ -234,31 +234,30 @@ pub unsafe fn histogram_even<T: HistogramSample>(
     let body = unsafe { samples.add(head) }.cast::<[u32; 4]>();
     let lane = warp::lane_id() as usize;
     let stride = thread::grid_size_1d();
+    let load = |j: usize| {
+        // SAFETY: j < vectors: a whole vector of `samples`.
+        (j < vectors).then(|| unsafe { load_nc_v4(body.add(j)) })
+    };
+    let count = |v: Option<[u32; 4]>| {
+        let bin = |w: u32| v.and_then(|_| mapping.bin(T::from_word(w)));
+        let v = v.unwrap_or([0; 4]);
+        // SAFETY: the block's bins; bin < bins; all 32 lanes call it.
+        // Written out: a loop over `v` would keep it in local memory.
+        unsafe {
+            h.add_warp(bin(v[0]));
+            h.add_warp(bin(v[1]));
+            h.add_warp(bin(v[2]));
+            h.add_warp(bin(v[3]));
+        }
+    };
+    // Two vectors per thread in flight: both loads are issued before either
+    // is counted.
     let mut base = g - lane;
     while base < vectors {
-        let j = base + lane;
-        let valid = j < vectors;
-        // SAFETY: j < vectors: a whole vector of `samples`.
-        let v = if valid {
-            unsafe { load_nc_v4(body.add(j)) }
-        } else {
-            [0; 4]
-        };
-        let count = |w: u32| {
-            let bin = if valid {
-                mapping.bin(T::from_word(w))
-            } else {
-                None
-            };
-            // SAFETY: the block's bins; bin < bins; all 32 lanes call it.
-            unsafe { h.add_warp(bin) };
-        };
-        // Written out: a loop over `v` would keep it in local memory.
-        count(v[0]);
-        count(v[1]);
-        count(v[2]);
-        count(v[3]);
-        base += stride;
+        let (first, second) = (load(base + lane), load(base + stride + lane));
+        count(first);
+        count(second);
+        base += 2 * stride;
     }
     // SAFETY: counts holds `bins` u32, touched only by atomics.
     unsafe { h.flush(counts) };

@@ -128,6 +128,7 @@ kernel_lists!(
     scan::built_in::SCAN_KERNELS,
     collective_checks::KERNELS,
     collective_checks::LOAD_STORE_KERNELS,
+    collective_checks::LOOK_BACK_KERNELS,
     select::built_in::SELECT_KERNELS,
     mandelbrot::KERNELS,
     streams::KERNELS,

@@ -26,9 +26,11 @@
 //!    warp 0: it publishes the tile's aggregate (flag `AGGREGATE`; tile 0
 //!    publishes its inclusive prefix at once, see below), finds the
 //!    nearest earlier tile whose inclusive prefix is published (flag
-//!    `INCLUSIVE`; 32 tiles' flags per step, waiting while any of them is
-//!    still empty), combines that prefix with the aggregates of the tiles
-//!    between *left to right*, and publishes the tile's own inclusive prefix.
+//!    `INCLUSIVE`; 32 tiles per step, waiting while any of them is still
+//!    empty; a 32-bit element comes with its flag in one 64-bit word, so a
+//!    step is one load per lane), combines that prefix with the aggregates
+//!    of the tiles between *left to right*, and publishes the tile's own
+//!    inclusive prefix.
 //! 4. Each thread combines the tile's prefix with its items and stores them.
 //!
 //! # Forward progress (why the look-back cannot deadlock)
@@ -113,8 +115,9 @@ pub unsafe trait ScanKernel<T>: ReduceOp<T> {
 /// - `input` has `n` readable elements, `output` `n` writable ones, not
 ///   overlapping (or the same: a scan in place is allowed);
 /// - the grid is `n.div_ceil(TILE)` blocks of [`THREADS`] threads (1-D);
-/// - `state` has `1 + tiles` words, all 0 at launch (the tile counter and
-///   the tiles' flags); `aggregates` and `inclusives` have `tiles` elements;
+/// - `state` is 8-byte aligned and has `2 + 2·tiles` words, all 0 at launch
+///   (the tile counter, a pad, and one 64-bit word per tile, see
+///   [`TileState`]); `aggregates` and `inclusives` have `tiles` elements;
 ///   none of them is used by a concurrent launch;
 /// - `exclusive` is 0 (inclusive scan) or 1 (exclusive scan).
 #[macro_export]
@@ -176,43 +179,97 @@ pub mod built_in {
 }
 
 /// Where the look-back of a tiled single-pass kernel keeps the tiles'
-/// published values: `flags[t]` (`EMPTY`, `AGGREGATE`, `INCLUSIVE`),
-/// `aggregates[t]` and `inclusives[t]`.
+/// published values: one 64-bit word per tile, `EMPTY` (0) at launch.
+///
+/// - A 32-bit element ([`DeviceElement::PACKED`]) is published with its
+///   flag in one atomic store: the flag in the word's high half, the value's
+///   bits in the low half. One relaxed 64-bit load reads both.
+/// - A 64-bit element goes to `aggregates[t]` or `inclusives[t]`, then the
+///   flag to the word's low half with a release store; a reader acquires
+///   the flag, then reads the value.
 #[derive(Clone, Copy)]
 pub struct TileState<T> {
-    /// One flag per tile, 0 at launch.
-    pub flags: *mut u32,
-    /// Each tile's aggregate, valid once its flag is at least `AGGREGATE`.
+    /// One word per tile, 8-byte aligned, 0 at launch.
+    pub words: *mut u64,
+    /// Each tile's aggregate (64-bit elements), valid once its flag is
+    /// `AGGREGATE`.
     pub aggregates: *mut T,
-    /// Each tile's inclusive prefix, valid once its flag is `INCLUSIVE`.
+    /// Each tile's inclusive prefix (64-bit elements), valid once its flag
+    /// is `INCLUSIVE`.
     pub inclusives: *mut T,
 }
 
 impl<T: DeviceElement> TileState<T> {
-    /// Reads `values[tile]` once `flags[tile]` is published (acquire, then
-    /// an L2 load).
+    /// The state of the `state` parameter of a tiled kernel: word 0 is the
+    /// tile counter ([`draw_tile`]), word 1 pads, and the tiles' 64-bit words
+    /// follow.
     ///
     /// # Safety
-    /// `tile`'s flag says `values[tile]` was published.
+    /// `state` is 8-byte aligned and has `2 + 2·tiles` words.
     #[inline(always)]
-    unsafe fn read(&self, values: *mut T, tile: usize) -> T {
-        // SAFETY: a published flag and value of this launch's state.
-        unsafe {
-            atomic::load_acquire_u32(self.flags.add(tile));
-            T::load_l2(values.add(tile))
+    pub unsafe fn new(state: *mut u32, aggregates: *mut T, inclusives: *mut T) -> Self {
+        Self {
+            // SAFETY: within the state, 8-byte aligned (the caller's contract).
+            words: unsafe { state.add(2) }.cast::<u64>(),
+            aggregates,
+            inclusives,
         }
     }
 
-    /// Stores `values[tile] = value`, then releases `flags[tile] = flag`.
+    /// Tile `tile`'s flag and value: its inclusive prefix when the flag is
+    /// `INCLUSIVE`, its aggregate when `AGGREGATE`, `Op::identity()` when
+    /// `EMPTY`.
     ///
     /// # Safety
-    /// Called by one thread per tile and flag.
+    /// `tile` is within the state.
     #[inline(always)]
-    unsafe fn publish(&self, values: *mut T, tile: usize, value: T, flag: u32) {
-        // SAFETY: `tile` is this block's own tile.
+    unsafe fn load<Op: ReduceOp<T>>(&self, tile: usize) -> (u32, T) {
+        if T::PACKED {
+            // SAFETY: the tile's word, written only by atomic stores.
+            let word = unsafe { atomic::load_relaxed_u64(self.words.add(tile)) };
+            let flag = (word >> 32) as u32;
+            let value = if flag == EMPTY {
+                Op::identity()
+            } else {
+                T::from_word(word as u32)
+            };
+            (flag, value)
+        } else {
+            // SAFETY: the flag half of the tile's word; the value it guards
+            // was written before its release.
+            unsafe {
+                let flag = atomic::load_acquire_u32(self.words.add(tile).cast::<u32>());
+                let value = match flag {
+                    INCLUSIVE => T::load_l2(self.inclusives.add(tile)),
+                    AGGREGATE => T::load_l2(self.aggregates.add(tile)),
+                    _ => Op::identity(),
+                };
+                (flag, value)
+            }
+        }
+    }
+
+    /// Publishes `value` as tile `tile`'s `flag` (`AGGREGATE` or
+    /// `INCLUSIVE`).
+    ///
+    /// # Safety
+    /// `tile` is this block's own tile; one thread calls it, once per flag.
+    #[inline(always)]
+    unsafe fn publish(&self, tile: usize, value: T, flag: u32) {
+        // SAFETY: this block's word and values.
         unsafe {
-            *values.add(tile) = value;
-            atomic::store_release_u32(self.flags.add(tile), flag);
+            if T::PACKED {
+                let word = (flag as u64) << 32 | value.to_word() as u64;
+                atomic::store_relaxed_u64(self.words.add(tile), word);
+            } else {
+                let values = if flag == INCLUSIVE {
+                    self.inclusives
+                } else {
+                    self.aggregates
+                };
+                *values.add(tile) = value;
+                atomic::store_release_u32(self.words.add(tile).cast::<u32>(), flag);
+            }
         }
     }
 
@@ -228,6 +285,7 @@ impl<T: DeviceElement> TileState<T> {
     /// rule of the module docs); each tile calls it once.
     #[inline(always)]
     pub unsafe fn look_back<Op: ReduceOp<T>>(&self, tile: usize, aggregate: T, init: T) -> T {
+        const WARP: usize = warp::WARP_SIZE as usize;
         let lane = lane_id() as usize;
         if tile == 0 {
             // Tile 0's flag goes from EMPTY straight to INCLUSIVE: a window
@@ -238,68 +296,88 @@ impl<T: DeviceElement> TileState<T> {
             // state for ever).
             if lane == 0 {
                 // SAFETY: tile 0 is this block's; one writer.
-                unsafe {
-                    self.publish(self.inclusives, 0, Op::combine(init, aggregate), INCLUSIVE)
-                };
+                unsafe { self.publish(0, Op::combine(init, aggregate), INCLUSIVE) };
             }
             return init;
         }
         if lane == 0 {
             // SAFETY: as above.
-            unsafe { self.publish(self.aggregates, tile, aggregate, AGGREGATE) };
+            unsafe { self.publish(tile, aggregate, AGGREGATE) };
         }
-        // The nearest earlier tile with a published inclusive prefix: lane l
-        // watches tile `end − 1 − l`; a window moves back by 32 when all of
-        // its tiles published aggregates only. It never moves past tile 0,
-        // whose flag is EMPTY or INCLUSIVE, never AGGREGATE.
+        // Back, one window of 32 tiles per step (lane l reads tile
+        // `end − 32 + l`, flag and value in one go), to the first window
+        // with no empty tile and an inclusive prefix. It never moves past
+        // tile 0, whose flag is EMPTY or INCLUSIVE, never AGGREGATE; lanes
+        // before tile 0 count as aggregates.
         let mut end = tile;
-        let nearest = loop {
-            let status = if lane < end {
-                // SAFETY: end − 1 − lane < tile, within the state.
-                unsafe { atomic::load_acquire_u32(self.flags.add(end - 1 - lane)) }
+        let (nearest, value) = loop {
+            let (status, value) = if lane + end >= WARP {
+                // SAFETY: end − 32 + lane < tile, within the state.
+                unsafe { self.load::<Op>(end + lane - WARP) }
             } else {
-                AGGREGATE
+                (AGGREGATE, Op::identity())
             };
             if warp::any(status == EMPTY) {
                 continue;
             }
             let inclusive = warp::ballot(status == INCLUSIVE);
             if inclusive != 0 {
-                break end - 1 - inclusive.trailing_zeros() as usize;
+                break (WARP - 1 - inclusive.leading_zeros() as usize, value);
             }
-            end -= warp::WARP_SIZE as usize;
+            end -= WARP;
         };
-        // Left to right from it: ((I_j ⊕ A_{j+1}) ⊕ …) ⊕ A_{tile−1}.
-        // SAFETY: `nearest`'s flag was seen INCLUSIVE.
-        let mut prefix = unsafe { self.read(self.inclusives, nearest) };
-        let mut next = nearest + 1;
-        while next < tile {
-            let mine = next + lane;
-            let value = if mine < tile {
-                // SAFETY: every tile between `nearest` and `tile` was seen
-                // with at least its aggregate published.
-                unsafe { self.read(self.aggregates, mine) }
+        // Then forward, left to right, from the nearest inclusive prefix:
+        // ((I_j ⊕ A_{j+1}) ⊕ …) ⊕ A_{tile−1}. The windows after the first
+        // are read again (the same lane reads the same tile, so it sees the
+        // same flag or a later one); a window that now holds an inclusive
+        // prefix starts again from its last one, which is the same value
+        // (the module docs' determinism).
+        let mut prefix = fold_lanes::<T, Op>(
+            warp::shuffle_idx(value, nearest as u32),
+            value,
+            nearest + 1,
+            WARP,
+        );
+        while end < tile {
+            // SAFETY: end + lane < tile (windows end at `tile`), and every
+            // tile of this window was seen published.
+            let (status, value) = unsafe { self.load::<Op>(end + lane) };
+            let inclusive = warp::ballot(status == INCLUSIVE);
+            let from = if inclusive != 0 {
+                let last = WARP - 1 - inclusive.leading_zeros() as usize;
+                prefix = warp::shuffle_idx(value, last as u32);
+                last + 1
             } else {
-                Op::identity()
+                0
             };
-            for k in 0..(tile - next).min(32) {
-                prefix = Op::combine(prefix, warp::shuffle_idx(value, k as u32));
-            }
-            next += 32;
+            prefix = fold_lanes::<T, Op>(prefix, value, from, WARP);
+            end += WARP;
         }
         if lane == 0 {
             // SAFETY: this block's tile; one writer.
-            unsafe {
-                self.publish(
-                    self.inclusives,
-                    tile,
-                    Op::combine(prefix, aggregate),
-                    INCLUSIVE,
-                )
-            };
+            unsafe { self.publish(tile, Op::combine(prefix, aggregate), INCLUSIVE) };
         }
         prefix
     }
+}
+
+/// `prefix ⊕ v_from ⊕ … ⊕ v_{to−1}`, left to right, where `v_k` is lane
+/// `k`'s `value`; the same in every lane. The 32 shuffles do not depend on
+/// each other, so only the combines form a chain.
+#[inline(always)]
+fn fold_lanes<T: DeviceElement, Op: ReduceOp<T>>(
+    mut prefix: T,
+    value: T,
+    from: usize,
+    to: usize,
+) -> T {
+    for k in 0..warp::WARP_SIZE {
+        let v = warp::shuffle_idx(value, k);
+        if from <= k as usize && (k as usize) < to {
+            prefix = Op::combine(prefix, v);
+        }
+    }
+    prefix
 }
 
 /// Draws this block's tile number from `counter` (thread 0, broadcast
@@ -359,12 +437,8 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>>(
     for i in 1..ITEMS_PER_THREAD {
         running[i] = Op::combine(running[i - 1], items[i]);
     }
-    let tiles = TileState {
-        // SAFETY: state has 1 + tiles words.
-        flags: unsafe { state.add(1) },
-        aggregates,
-        inclusives,
-    };
+    // SAFETY: state is 8-byte aligned with 2 + 2·tiles words.
+    let tiles = unsafe { TileState::new(state, aggregates, inclusives) };
     // SAFETY: every thread gets here; the state is this launch's and tiles
     // are drawn in start order.
     let (prefix, _) = unsafe {

@@ -95,7 +95,8 @@ pub unsafe trait SelectKernel<T>: SelectOp<T> {
 ///   [`ByFlags`] (it is not read otherwise); `count` one `u32`;
 ///   `n < 2^32`;
 /// - the grid is `n.div_ceil(TILE)` blocks of `scan::THREADS` threads;
-/// - `state` has `1 + tiles` words, all 0 at launch; `aggregates` and
+/// - `state` is 8-byte aligned and has `2 + 2·tiles` words, all 0 at
+///   launch (see `scan::TileState`); `aggregates` and
 ///   `inclusives` `tiles` words; none used by a concurrent launch.
 #[macro_export]
 macro_rules! select_kernels {
@@ -194,12 +195,8 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>>(
         }
     }
     let kept = keep.iter().map(|&k| k as u32).sum::<u32>();
-    let tiles = TileState {
-        // SAFETY: state has 1 + tiles words.
-        flags: unsafe { state.add(1) },
-        aggregates,
-        inclusives,
-    };
+    // SAFETY: state is 8-byte aligned with 2 + 2·tiles words.
+    let tiles = unsafe { TileState::new(state, aggregates, inclusives) };
     // SAFETY: every thread gets here; the state is this launch's and tiles
     // are drawn in start order.
     let (before, tile_count) = unsafe {

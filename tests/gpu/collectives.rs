@@ -10,14 +10,14 @@ use std::process::ExitCode;
 
 use cuda_kernels::kernels::collective_checks::{
     BLOCK_CHECK_THREADS, BLOCK_COLLECTIVE_MISUSE, BLOCK_LOAD_STORE_CHECK, BLOCK_ROWS,
-    CollectiveCheck, LOAD_ITEMS, WARP_ROWS,
+    CollectiveCheck, LOAD_ITEMS, LOOK_BACK_CHECK_F32, LOOK_BACK_CHECK_F64, WARP_ROWS,
 };
 use cuda_kernels::kernels::device::float16::{bf16, f16};
 use cuda_kernels::ndarray::Array1;
 use cuda_kernels::scan::{self, Max, Min, ReduceOp, ScanKernel, ScanKind, Sum, TILE};
 use cuda_kernels::select::{self, NonZero};
 use cuda_kernels::util::Rng;
-use cuda_kernels::{Error, Gpu, LaunchConfig};
+use cuda_kernels::{DeviceBuffer, Error, Gpu, LaunchConfig};
 use libtest_mimic::{Failed, Trial};
 
 use crate::common::{ensure, fail, simulated};
@@ -40,6 +40,7 @@ pub fn trials() -> Vec<Trial> {
         kernel!(scan_refuses_bad_input),
         kernel!(select_by_predicate_and_flags_matches_cpu),
         kernel!(select_refuses_bad_input),
+        kernel!(look_back_gives_the_left_fold_wherever_it_stops),
     ]
 }
 
@@ -712,4 +713,218 @@ fn select_refuses_bad_input(gpu: &Gpu) -> Result<(), Failed> {
         ),
         || format!("flags missing: {r:?}"),
     )
+}
+
+/// A tile's flags in the tiled kernels' state (`scan::TileState`).
+const AGGREGATE: u32 = 1;
+const INCLUSIVE: u32 = 2;
+
+/// An element of the look-back check: how a tile's flag and value sit in
+/// the state (`scan::TileState`'s layout, written out here from its docs).
+trait LookBackElement: Copy + Debug + PartialEq + std::ops::Add<Output = Self> {
+    fn from_f64(x: f64) -> Self;
+    fn bits(self) -> u64;
+    /// Writes tile `t`'s flag and value into the host copies of the state.
+    fn put(
+        state: &mut [u32],
+        aggregates: &mut [Self],
+        inclusives: &mut [Self],
+        t: usize,
+        flag: u32,
+        value: Self,
+    );
+    /// Tile `t`'s flag and value in the host copies of the state.
+    fn get(state: &[u32], aggregates: &[Self], inclusives: &[Self], t: usize) -> (u32, Self);
+}
+
+impl LookBackElement for f32 {
+    fn from_f64(x: f64) -> Self {
+        x as f32
+    }
+    fn bits(self) -> u64 {
+        self.to_bits().into()
+    }
+    /// Packed: the value's bits in the word's low half, the flag in the high.
+    fn put(state: &mut [u32], _: &mut [f32], _: &mut [f32], t: usize, flag: u32, value: f32) {
+        state[2 + 2 * t] = value.to_bits();
+        state[3 + 2 * t] = flag;
+    }
+    fn get(state: &[u32], _: &[f32], _: &[f32], t: usize) -> (u32, f32) {
+        (state[3 + 2 * t], f32::from_bits(state[2 + 2 * t]))
+    }
+}
+
+impl LookBackElement for f64 {
+    fn from_f64(x: f64) -> Self {
+        x
+    }
+    fn bits(self) -> u64 {
+        self.to_bits()
+    }
+    /// The flag in the word's low half, the value in an array of its own.
+    fn put(
+        state: &mut [u32],
+        aggregates: &mut [f64],
+        inclusives: &mut [f64],
+        t: usize,
+        flag: u32,
+        value: f64,
+    ) {
+        state[2 + 2 * t] = flag;
+        let values = if flag == INCLUSIVE {
+            inclusives
+        } else {
+            aggregates
+        };
+        values[t] = value;
+    }
+    fn get(state: &[u32], aggregates: &[f64], inclusives: &[f64], t: usize) -> (u32, f64) {
+        let flag = state[2 + 2 * t];
+        (
+            flag,
+            if flag == INCLUSIVE {
+                inclusives[t]
+            } else {
+                aggregates[t]
+            },
+        )
+    }
+}
+
+/// A launch of a `look_back_check_*` kernel: (state, aggregates,
+/// inclusives, tile, aggregate, out).
+type LookBackLaunch<'a, T> = &'a dyn Fn(
+    &mut DeviceBuffer<u32>,
+    &mut DeviceBuffer<T>,
+    &mut DeviceBuffer<T>,
+    usize,
+    T,
+    &mut DeviceBuffer<T>,
+) -> Result<(), Error>;
+
+/// The tiled kernels' look-back (`scan::TileState::look_back`, through the
+/// `look_back_check_*` kernels) on states filled in by hand, for a packed
+/// (f32) and an unpacked (f64) element: the nearest inclusive prefix in the
+/// first window, several windows back (so it walks back, then reads the
+/// windows after it again), or only tile 0's. Wherever it stops, the
+/// exclusive prefix is the left fold `((a_0 + a_1) + …) + a_{t−1}` of the
+/// aggregates, bit for bit (the values span twelve orders of magnitude, so
+/// another order of additions gives other bits), and the tile publishes
+/// `prefix + aggregate` as its inclusive prefix.
+fn look_back_gives_the_left_fold_wherever_it_stops(gpu: &Gpu) -> Result<(), Failed> {
+    look_back_cases::<f32>(gpu, &|s, a, i, tile, agg, out| {
+        // SAFETY: a state of `tile + 1` tiles, every tile before `tile`
+        // published; one element out; one warp.
+        unsafe {
+            gpu.launch(
+                LOOK_BACK_CHECK_F32,
+                LaunchConfig::linear(1, 32),
+                gpu.stream(),
+                (s, a, i, tile, agg, out),
+            )
+        }
+    })?;
+    look_back_cases::<f64>(gpu, &|s, a, i, tile, agg, out| {
+        // SAFETY: as above.
+        unsafe {
+            gpu.launch(
+                LOOK_BACK_CHECK_F64,
+                LaunchConfig::linear(1, 32),
+                gpu.stream(),
+                (s, a, i, tile, agg, out),
+            )
+        }
+    })
+}
+
+fn look_back_cases<T>(gpu: &Gpu, launch: LookBackLaunch<'_, T>) -> Result<(), Failed>
+where
+    T: LookBackElement
+        + cuda_kernels::cust::memory::DeviceCopy
+        + cuda_kernels::cust::memory::bytemuck::Zeroable,
+{
+    // (tile, the earlier tiles that published their inclusive prefix; tile
+    // 0 always has).
+    let cases: &[(usize, &[usize])] = &[
+        (1, &[]),
+        (2, &[]),
+        (31, &[]),
+        (32, &[]),
+        (33, &[]),
+        (64, &[]),
+        (100, &[]),
+        (100, &[50]),
+        (100, &[80]),
+        (100, &[68, 99]),
+        (100, &[67]),
+        (200, &[5, 70, 71]),
+        (1000, &[]),
+    ];
+    let mut rng = Rng::new(0x100c_bac4);
+    for &(tile, inclusive_at) in cases {
+        let what = format!(
+            "{} tile {tile}, inclusive prefixes at 0 and {inclusive_at:?}",
+            std::any::type_name::<T>()
+        );
+        let aggregates_in: Vec<T> = (0..=tile)
+            .map(|_| T::from_f64((rng.uniform() - 0.3) * 10f64.powi(rng.below(13) as i32 - 6)))
+            .collect();
+        let mut state = vec![0u32; 2 + 2 * (tile + 1)];
+        let zero = T::from_f64(0.0);
+        let (mut aggregates, mut inclusives) = (vec![zero; tile + 1], vec![zero; tile + 1]);
+        let mut fold = zero;
+        for (t, &a) in aggregates_in[..tile].iter().enumerate() {
+            fold = fold + a;
+            if t == 0 || inclusive_at.contains(&t) {
+                T::put(
+                    &mut state,
+                    &mut aggregates,
+                    &mut inclusives,
+                    t,
+                    INCLUSIVE,
+                    fold,
+                );
+            } else {
+                T::put(
+                    &mut state,
+                    &mut aggregates,
+                    &mut inclusives,
+                    t,
+                    AGGREGATE,
+                    a,
+                );
+            }
+        }
+        let (mut ds, mut da, mut di) = (
+            gpu.to_device(&state).map_err(fail)?,
+            gpu.to_device(&aggregates).map_err(fail)?,
+            gpu.to_device(&inclusives).map_err(fail)?,
+        );
+        let mut out = gpu.to_device(&[zero]).map_err(fail)?;
+        launch(
+            &mut ds,
+            &mut da,
+            &mut di,
+            tile,
+            aggregates_in[tile],
+            &mut out,
+        )
+        .map_err(fail)?;
+        gpu.synchronize("look_back_check").map_err(fail)?;
+        let got = out.to_vec().map_err(fail)?[0];
+        ensure(got.bits() == fold.bits(), || {
+            format!("{what}: prefix {got:?}, want {fold:?}")
+        })?;
+        let (state, aggregates, inclusives) = (
+            ds.to_vec().map_err(fail)?,
+            da.to_vec().map_err(fail)?,
+            di.to_vec().map_err(fail)?,
+        );
+        let (flag, published) = T::get(&state, &aggregates, &inclusives, tile);
+        let want = fold + aggregates_in[tile];
+        ensure(flag == INCLUSIVE && published.bits() == want.bits(), || {
+            format!("{what}: published flag {flag} value {published:?}, want {INCLUSIVE} {want:?}")
+        })?;
+    }
+    Ok(())
 }

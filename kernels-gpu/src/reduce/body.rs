@@ -28,6 +28,19 @@ pub trait DeviceElement: Copy + Shuffle + SharedScalar {
     /// As for [`load::load_cg_b32`]: a valid, aligned global address whose
     /// writes by other blocks were published before this thread's fence.
     unsafe fn load_l2(ptr: *const Self) -> Self;
+
+    /// Whether a tiled look-back (scan, selection) publishes the element in
+    /// the low half of its tile's 64-bit state word, beside the flag, with
+    /// one atomic store (32-bit elements). Wider elements are published in
+    /// arrays of their own, behind the flag.
+    const PACKED: bool;
+
+    /// The element's 32 bits (called only when [`PACKED`](Self::PACKED)).
+    fn to_word(self) -> u32;
+
+    /// The element from [`to_word`](Self::to_word)'s bits (called only when
+    /// [`PACKED`](Self::PACKED)).
+    fn from_word(word: u32) -> Self;
 }
 
 /// An element type the reduction kernel reads, combined as accumulator type
@@ -66,6 +79,15 @@ macro_rules! element32 {
                 let w = unsafe { load::load_cg_b32(ptr.cast()) };
                 <$t>::from_ne_bytes(w.to_ne_bytes())
             }
+            const PACKED: bool = true;
+            #[inline(always)]
+            fn to_word(self) -> u32 {
+                u32::from_ne_bytes(self.to_ne_bytes())
+            }
+            #[inline(always)]
+            fn from_word(word: u32) -> Self {
+                <$t>::from_ne_bytes(word.to_ne_bytes())
+            }
         }
     )*};
 }
@@ -90,6 +112,13 @@ macro_rules! element64 {
                 // SAFETY: forwarded from the caller.
                 let w = unsafe { load::load_cg_b64(ptr.cast()) };
                 <$t>::from_ne_bytes(w.to_ne_bytes())
+            }
+            const PACKED: bool = false;
+            fn to_word(self) -> u32 {
+                unreachable!("a 64-bit element is not packed in a look-back word")
+            }
+            fn from_word(_: u32) -> Self {
+                unreachable!("a 64-bit element is not packed in a look-back word")
             }
         }
     )*};

@@ -3,7 +3,7 @@
 
 /// The families whose kernels this tier leaves to a `[sim]` family of the
 /// GPU test binary (`tests/gpu/`, run in CI on the simulator), and where.
-pub(super) const LAUNCHED_ELSEWHERE: [(&[&str], &str); 10] = [
+pub(super) const LAUNCHED_ELSEWHERE: [(&[&str], &str); 11] = [
     (
         cuda_kernels_gpu::fidelity::FIDELITY_KERNELS,
         "tests/gpu/fidelity/, each correct case under seeds 1 to 20",
@@ -49,6 +49,10 @@ pub(super) const LAUNCHED_ELSEWHERE: [(&[&str], &str); 10] = [
     (
         cuda_kernels_gpu::collective_checks::LOAD_STORE_KERNELS,
         "tests/gpu/collectives.rs (block loads and stores, the misuse faults)",
+    ),
+    (
+        cuda_kernels_gpu::collective_checks::LOOK_BACK_KERNELS,
+        "tests/gpu/collectives.rs (the look-back over states filled in by hand)",
     ),
 ];
 
