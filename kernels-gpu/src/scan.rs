@@ -87,6 +87,9 @@ const AGGREGATE: u32 = 1;
 /// published.
 const INCLUSIVE: u32 = 2;
 
+/// Lanes of a warp, and tiles of a look-back window.
+const WARP: usize = warp::WARP_SIZE as usize;
+
 /// The parameters of every `scan_*` entry point: `(input, output, n, init,
 /// exclusive, state, aggregates, inclusives)`.
 pub type ScanParams<T> = (*const T, *mut T, usize, T, u32, *mut u32, *mut T, *mut T);
@@ -274,6 +277,23 @@ impl<T: DeviceElement> TileState<T> {
         }
     }
 
+    /// Lane `l`'s tile of the window ending at `end`, `end − 32 + l`: its
+    /// flag and value ([`load`](Self::load)); a lane before tile 0 reads an
+    /// aggregate of the identity.
+    ///
+    /// # Safety
+    /// `end` is at most the state's tiles.
+    #[inline(always)]
+    unsafe fn read_window<Op: ReduceOp<T>>(&self, end: usize) -> (u32, T) {
+        let lane = lane_id() as usize;
+        if lane + end >= WARP {
+            // SAFETY: end − 32 + lane < end, within the state.
+            unsafe { self.load::<Op>(end + lane - WARP) }
+        } else {
+            (AGGREGATE, Op::identity())
+        }
+    }
+
     /// The decoupled look-back of tile `tile` with aggregate `aggregate`,
     /// called by the 32 lanes of one warp: publishes the aggregate, waits
     /// for and combines the prefix of the tiles before (see the [module
@@ -286,7 +306,6 @@ impl<T: DeviceElement> TileState<T> {
     /// rule of the module docs); each tile calls it once.
     #[inline(always)]
     pub unsafe fn look_back<Op: ReduceOp<T>>(&self, tile: usize, aggregate: T, init: T) -> T {
-        const WARP: usize = warp::WARP_SIZE as usize;
         let lane = lane_id() as usize;
         if tile == 0 {
             // Tile 0's flag goes from EMPTY straight to INCLUSIVE: a window
@@ -305,25 +324,18 @@ impl<T: DeviceElement> TileState<T> {
             // SAFETY: as above.
             unsafe { self.publish(tile, aggregate, AGGREGATE) };
         }
-        // Back, one window of 32 tiles per step (lane l reads tile
-        // `end − 32 + l`, flag and value in one go), to the first window
-        // with no empty tile and an inclusive prefix. It never moves past
-        // tile 0, whose flag is EMPTY or INCLUSIVE, never AGGREGATE; lanes
-        // before tile 0 count as aggregates.
+        // Back, one window of 32 tiles per step, to the first window with no
+        // empty tile and an inclusive prefix. It never moves past tile 0,
+        // whose flag is EMPTY or INCLUSIVE, never AGGREGATE.
         let mut end = tile;
-        let (nearest, value) = loop {
-            let (status, value) = if lane + end >= WARP {
-                // SAFETY: end − 32 + lane < tile, within the state.
-                unsafe { self.load::<Op>(end + lane - WARP) }
-            } else {
-                (AGGREGATE, Op::identity())
-            };
+        let mut window = loop {
+            // SAFETY: the window ends at `tile` or before.
+            let (status, value) = unsafe { self.read_window::<Op>(end) };
             if warp::any(status == EMPTY) {
                 continue;
             }
-            let inclusive = warp::ballot(status == INCLUSIVE);
-            if inclusive != 0 {
-                break (WARP - 1 - inclusive.leading_zeros() as usize, value);
+            if warp::any(status == INCLUSIVE) {
+                break (status, value);
             }
             end -= WARP;
         };
@@ -332,27 +344,17 @@ impl<T: DeviceElement> TileState<T> {
         // are read again (the same lane reads the same tile, so it sees the
         // same flag or a later one); a window that now holds an inclusive
         // prefix starts again from its last one, which is the same value
-        // (the module docs' determinism).
-        let mut prefix = fold_lanes::<T, Op>(
-            warp::shuffle_idx(value, nearest as u32),
-            value,
-            nearest + 1,
-            WARP,
-        );
-        while end < tile {
-            // SAFETY: end + lane < tile (windows end at `tile`), and every
-            // tile of this window was seen published.
-            let (status, value) = unsafe { self.load::<Op>(end + lane) };
-            let inclusive = warp::ballot(status == INCLUSIVE);
-            let from = if inclusive != 0 {
-                let last = WARP - 1 - inclusive.leading_zeros() as usize;
-                prefix = warp::shuffle_idx(value, last as u32);
-                last + 1
-            } else {
-                0
-            };
-            prefix = fold_lanes::<T, Op>(prefix, value, from, WARP);
+        // (the module docs' determinism). The first window holds one, so
+        // the prefix it starts from is never used.
+        let mut prefix = Op::identity();
+        loop {
+            prefix = fold_window::<T, Op>(prefix, window);
+            if end == tile {
+                break;
+            }
             end += WARP;
+            // SAFETY: as above; every tile of this window was seen published.
+            window = unsafe { self.read_window::<Op>(end) };
         }
         if lane == 0 {
             // SAFETY: this block's tile; one writer.
@@ -362,31 +364,38 @@ impl<T: DeviceElement> TileState<T> {
     }
 }
 
-/// `prefix ⊕ v_from ⊕ … ⊕ v_{to−1}`, left to right, where `v_k` is lane
-/// `k`'s `value`; the same in every lane. Eight shuffles at a time, which do
-/// not depend on each other, then their combines: only the combines form a
+/// Folds a window read ([`TileState::read_window`]: lane `l`'s flag and
+/// value) into `prefix`, left to right: from its first tile, or, when it
+/// holds inclusive prefixes, from its last one (whose value replaces
+/// `prefix`) on. The same in every lane.
+#[inline(always)]
+fn fold_window<T: DeviceElement, Op: ReduceOp<T>>(prefix: T, (status, value): (u32, T)) -> T {
+    let inclusive = warp::ballot(status == INCLUSIVE);
+    if inclusive == 0 {
+        return fold_lanes::<T, Op>(prefix, value, 0);
+    }
+    let last = WARP - 1 - inclusive.leading_zeros() as usize;
+    fold_lanes::<T, Op>(warp::shuffle_idx(value, last as u32), value, last + 1)
+}
+
+/// `prefix ⊕ v_from ⊕ … ⊕ v_31`, left to right, where `v_k` is lane `k`'s
+/// `value`; the same in every lane. Eight shuffles at a time, which do not
+/// depend on each other, then their combines: only the combines form a
 /// chain, and all 32 shuffles at once would hold 24 registers more in every
 /// thread of the kernel.
 #[inline(always)]
-fn fold_lanes<T: DeviceElement, Op: ReduceOp<T>>(
-    mut prefix: T,
-    value: T,
-    from: usize,
-    to: usize,
-) -> T {
+fn fold_lanes<T: DeviceElement, Op: ReduceOp<T>>(mut prefix: T, value: T, from: usize) -> T {
     const BATCH: usize = 8;
-    let mut first = 0;
-    while first < to {
+    for first in (0..WARP).step_by(BATCH) {
         if from < first + BATCH {
             let v: [T; BATCH] =
                 core::array::from_fn(|i| warp::shuffle_idx(value, (first + i) as u32));
             for (i, &v) in v.iter().enumerate() {
-                if from <= first + i && first + i < to {
+                if from <= first + i {
                     prefix = Op::combine(prefix, v);
                 }
             }
         }
-        first += BATCH;
     }
     prefix
 }
@@ -478,9 +487,9 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>>(
             .exclusive_scan_with_prefix::<Op>(running, |a| tiles.look_back::<Op>(tile, a, init))
     };
     let mut out = [prefix; ITEMS_PER_THREAD];
+    // SAFETY: written by this thread above.
+    let running = |i: usize| unsafe { parked.load(i * THREADS as usize + t) };
     for (i, o) in out.iter_mut().enumerate() {
-        // SAFETY: written by this thread above.
-        let running = |i: usize| unsafe { parked.load(i * THREADS as usize + t) };
         if exclusive == 0 {
             *o = Op::combine(prefix, running(i));
         } else if i > 0 {
