@@ -2,7 +2,7 @@
 # K20: builds the image of ./Dockerfile and checks it: the image's own command
 # (the demos) runs on the CPU simulator and must write out/container/mandelbrot.png
 # and out/container/life.gif, exit 0, and show every row of its table "ok" or
-# "hardware-only". Run by hand: .ci/run does not run it yet (issue 26).
+# "hardware-only". .ci/run runs it after scripts/test.sh.
 #
 #   bash scripts/container.sh               # the full build: the test suite runs inside it
 #   bash scripts/container.sh --skip-tests  # the set-up and the release build only
