@@ -327,6 +327,12 @@ impl<T: DeviceElement> TileState<T> {
         // Back, one window of 32 tiles per step, to the first window with no
         // empty tile and an inclusive prefix. It never moves past tile 0,
         // whose flag is EMPTY or INCLUSIVE, never AGGREGATE.
+        // The windows of aggregates passed on the way are kept (the first
+        // `KEPT_WINDOWS` of them, each lane its own tile's value in shared
+        // memory), so the way forward reads them from there, not again
+        // from global memory.
+        let kept = kept_windows::<T>();
+        let mut depth = 0;
         let mut end = tile;
         let mut window = loop {
             // SAFETY: the window ends at `tile` or before.
@@ -337,6 +343,11 @@ impl<T: DeviceElement> TileState<T> {
             if warp::any(status == INCLUSIVE) {
                 break (status, value);
             }
+            if depth < KEPT_WINDOWS {
+                // SAFETY: within the array; this lane's own slot.
+                unsafe { kept.store(depth * WARP + lane, value) };
+            }
+            depth += 1;
             end -= WARP;
         };
         // Then forward, left to right, from the nearest inclusive prefix:
@@ -353,8 +364,14 @@ impl<T: DeviceElement> TileState<T> {
                 break;
             }
             end += WARP;
-            // SAFETY: as above; every tile of this window was seen published.
-            window = unsafe { self.read_window::<Op>(end) };
+            depth -= 1;
+            window = if depth < KEPT_WINDOWS {
+                // SAFETY: written by this lane on the way back, at this depth.
+                (AGGREGATE, unsafe { kept.load(depth * WARP + lane) })
+            } else {
+                // SAFETY: as above; every tile of this window was seen published.
+                unsafe { self.read_window::<Op>(end) }
+            };
         }
         if lane == 0 {
             // SAFETY: this block's tile; one writer.
@@ -419,14 +436,26 @@ pub unsafe fn draw_tile(counter: *mut u32) -> usize {
     unsafe { slot.load(0) as usize }
 }
 
-/// The scan's parking place for its running prefixes: one tile of elements
-/// of up to 8 bytes.
+/// The scan's parking place for its running prefixes (and select's staging
+/// of the elements it keeps): one tile of elements of up to 8 bytes.
 #[inline(always)]
-fn parking<T: DeviceElement>() -> SharedArray<T, TILE> {
+pub(crate) fn parking<T: DeviceElement>() -> SharedArray<T, TILE> {
     const { assert!(core::mem::size_of::<T>() <= 8 && core::mem::align_of::<T>() <= 8) };
     let words = crate::shared_array!(scan_parked: [u64; TILE]);
     // SAFETY: TILE elements of at most 8 bytes fit the TILE words, aligned
     // (asserted above); shared for the whole kernel.
+    unsafe { SharedArray::from_shared_address(words.address()) }
+}
+
+/// How many windows of aggregates the look-back keeps on its way back.
+const KEPT_WINDOWS: usize = 16;
+
+/// Where the look-back keeps them: one value per tile, of up to 8 bytes.
+#[inline(always)]
+fn kept_windows<T: DeviceElement>() -> SharedArray<T, { KEPT_WINDOWS * WARP }> {
+    const { assert!(core::mem::size_of::<T>() <= 8 && core::mem::align_of::<T>() <= 8) };
+    let words = crate::shared_array!(scan_kept_windows: [u64; KEPT_WINDOWS * WARP]);
+    // SAFETY: as for `parking`.
     unsafe { SharedArray::from_shared_address(words.address()) }
 }
 

@@ -18,7 +18,12 @@
 use crate::device::collectives::Sum;
 use crate::device::collectives::block;
 
-use crate::scan::{DeviceElement, ITEMS_PER_THREAD, TILE, TileState, draw_tile, tile_storage};
+use crate::device::sync::sync_threads;
+use crate::device::thread::thread_idx_x;
+use crate::device::warp::lane_id;
+use crate::scan::{
+    DeviceElement, ITEMS_PER_THREAD, THREADS, TILE, TileState, draw_tile, parking, tile_storage,
+};
 
 /// Which elements a selection keeps.
 pub trait SelectOp<T> {
@@ -180,7 +185,7 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>>(
     // SAFETY: tile < tiles, so `valid` elements follow `start`.
     let items: [T; ITEMS_PER_THREAD] =
         unsafe { block::load_blocked(input.add(start), valid, input.read()) };
-    let first = crate::device::thread::thread_idx_x() as usize * ITEMS_PER_THREAD;
+    let first = thread_idx_x() as usize * ITEMS_PER_THREAD;
     let mut keep = [false; ITEMS_PER_THREAD];
     if Op::BY_FLAGS {
         // SAFETY: with ByFlags, `flags` has n bytes.
@@ -197,22 +202,48 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>>(
     let kept = keep.iter().map(|&k| k as u32).sum::<u32>();
     // SAFETY: state is 8-byte aligned with 2 + 2·tiles words.
     let tiles = unsafe { TileState::new(state, aggregates, inclusives) };
+    // The tile's prefix (the count kept before it), for every thread: lane
+    // 0 of the look-back's warp leaves it here, and the block scan's
+    // barrier after the look-back makes it visible.
+    let tile_prefix = crate::shared_array!(select_tile_prefix: [u32; 1]);
     // SAFETY: every thread gets here; the state is this launch's and tiles
     // are drawn in start order.
     let (before, tile_count) = unsafe {
-        tile_storage::<u32>()
-            .exclusive_scan_with_prefix::<Sum>(kept, |a| tiles.look_back::<Sum>(tile, a, 0))
+        tile_storage::<u32>().exclusive_scan_with_prefix::<Sum>(kept, |a| {
+            let p = tiles.look_back::<Sum>(tile, a, 0);
+            if lane_id() == 0 {
+                tile_prefix.store(0, p);
+            }
+            p
+        })
     };
-    let mut at = before as usize;
+    // SAFETY: written before the block scan's last barrier.
+    let prefix = unsafe { tile_prefix.load(0) };
+    // The kept elements are gathered in shared memory in their order, then
+    // written out by consecutive threads to consecutive addresses: each
+    // thread writing its own kept elements where they go scattered the
+    // warp's stores over up to 32 lines each (0.30 of a copy on the H100).
+    let staged = parking::<T>();
+    let mut at = (before - prefix) as usize;
     for (&k, &x) in keep.iter().zip(&items) {
         if k {
-            // SAFETY: `at` < the number kept so far ≤ n; each position is
-            // written by one thread.
-            unsafe { *output.add(at) = x };
+            // SAFETY: `at` < the tile's count ≤ TILE; each slot is written
+            // by one thread.
+            unsafe { staged.store(at, x) };
             at += 1;
         }
     }
-    if start + valid == n && crate::device::thread::thread_idx_x() == 0 {
+    sync_threads();
+    let t = thread_idx_x() as usize;
+    for i in 0..ITEMS_PER_THREAD {
+        let slot = i * THREADS as usize + t;
+        if slot < tile_count as usize {
+            // SAFETY: `slot` was written before the barrier; `prefix + slot`
+            // < the number kept ≤ n, written by this thread alone.
+            unsafe { *output.add(prefix as usize + slot) = staged.load(slot) };
+        }
+    }
+    if start + valid == n && t == 0 {
         // SAFETY: the last tile's thread 0 alone writes the total:
         // its prefix (thread 0's `before`) plus the tile's count.
         unsafe { *count = before + tile_count };

@@ -276,6 +276,9 @@ impl<T: SharedScalar + Shuffle, const THREADS: usize> TempStorage<T, THREADS> {
     /// (so it may use warp collectives, as a device-wide scan's look-back
     /// does); lane 0's return value `p` is combined before every thread's
     /// prefix. Returns `(p ⊕ exclusive, aggregate)`: thread 0 gets `p`.
+    /// Every thread passes a block barrier after `prefix` has returned and
+    /// before this returns, so what `prefix` wrote to shared memory is
+    /// visible to every thread then.
     ///
     /// # Safety
     /// As for [`reduce`](Self::reduce).
