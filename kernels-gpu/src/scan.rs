@@ -31,7 +31,8 @@
 //!    step is one load per lane), combines that prefix with the aggregates
 //!    of the tiles between *left to right*, and publishes the tile's own
 //!    inclusive prefix.
-//! 4. Each thread combines the tile's prefix with its items and stores them.
+//! 4. Each thread combines the tile's prefix with its items, in shared
+//!    memory, and each warp writes its threads' elements out coalesced.
 //!
 //! # Forward progress (why the look-back cannot deadlock)
 //! A tile waits only for tiles with smaller numbers. Numbers are drawn by
@@ -436,28 +437,55 @@ pub unsafe fn draw_tile(counter: *mut u32) -> usize {
     unsafe { slot.load(0) as usize }
 }
 
-/// The scan's parking place for its running prefixes (and select's staging
-/// of the elements it keeps): one tile of elements of up to 8 bytes.
+/// Slots per thread in [`parking`]: its items and one of padding.
+pub(crate) const PARKED_STRIDE: usize = ITEMS_PER_THREAD + 1;
+
+/// The scan's parking place for its running prefixes, then its outputs (and
+/// select's staging of the elements it keeps): thread `t`'s item `i` at
+/// `t·PARKED_STRIDE + i`, elements of up to 8 bytes. With the padding slot,
+/// the 32 lanes of a warp writing their item `i` hit 32 different banks, and
+/// so do lanes reading 32 consecutive elements of the tile.
 #[inline(always)]
-pub(crate) fn parking<T: DeviceElement>() -> SharedArray<T, TILE> {
+pub(crate) fn parking<T: DeviceElement>() -> SharedArray<T, PARKED> {
+    let address = if small::<T>() {
+        crate::shared_array!(scan_parked_4: [u32; PARKED]).address()
+    } else {
+        crate::shared_array!(scan_parked_8: [u64; PARKED]).address()
+    };
+    // SAFETY: PARKED elements of T fit the array chosen by `small`, aligned;
+    // shared for the whole kernel.
+    unsafe { SharedArray::from_shared_address(address) }
+}
+
+/// Slots in [`parking`].
+const PARKED: usize = THREADS as usize * PARKED_STRIDE;
+
+/// Whether `T` fits a 32-bit shared word (else a 64-bit one). Known at
+/// compile time, so a kernel holds only the array its type needs: the
+/// 32-bit scans need half the shared memory of the 64-bit ones.
+#[inline(always)]
+const fn small<T>() -> bool {
     const { assert!(core::mem::size_of::<T>() <= 8 && core::mem::align_of::<T>() <= 8) };
-    let words = crate::shared_array!(scan_parked: [u64; TILE]);
-    // SAFETY: TILE elements of at most 8 bytes fit the TILE words, aligned
-    // (asserted above); shared for the whole kernel.
-    unsafe { SharedArray::from_shared_address(words.address()) }
+    core::mem::size_of::<T>() <= 4 && core::mem::align_of::<T>() <= 4
 }
 
 /// How many windows of aggregates the look-back keeps on its way back.
-const KEPT_WINDOWS: usize = 16;
+const KEPT_WINDOWS: usize = 8;
 
 /// Where the look-back keeps them: one value per tile, of up to 8 bytes.
 #[inline(always)]
-fn kept_windows<T: DeviceElement>() -> SharedArray<T, { KEPT_WINDOWS * WARP }> {
-    const { assert!(core::mem::size_of::<T>() <= 8 && core::mem::align_of::<T>() <= 8) };
-    let words = crate::shared_array!(scan_kept_windows: [u64; KEPT_WINDOWS * WARP]);
+fn kept_windows<T: DeviceElement>() -> SharedArray<T, KEPT> {
+    let address = if small::<T>() {
+        crate::shared_array!(scan_kept_windows_4: [u32; KEPT]).address()
+    } else {
+        crate::shared_array!(scan_kept_windows_8: [u64; KEPT]).address()
+    };
     // SAFETY: as for `parking`.
-    unsafe { SharedArray::from_shared_address(words.address()) }
+    unsafe { SharedArray::from_shared_address(address) }
 }
+
+/// Slots in [`kept_windows`].
+const KEPT: usize = KEPT_WINDOWS * WARP;
 
 /// The block collective's storage of the tiled kernels (scan and select).
 #[inline(always)]
@@ -497,15 +525,15 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>>(
     // block scans and warp 0 looks back: no register holds them then. The
     // i32 scan went from 47 registers to 34 (six blocks a multiprocessor
     // instead of five), f32 from 49 to 39 (six instead of four), and on the
-    // H100 f32 from 0.44 to 0.53 of a copy. Element i of thread t is at
-    // i·THREADS + t, so a warp's accesses are 32 consecutive words.
+    // H100 f32 from 0.44 to 0.53 of a copy.
     let parked = parking::<T>();
     let t = thread_idx_x() as usize;
+    let mine = t * PARKED_STRIDE;
     let mut running = Op::identity();
     for (i, &x) in items.iter().enumerate() {
         running = Op::combine(running, x);
-        // SAFETY: i·THREADS + t < TILE; this thread's own element.
-        unsafe { parked.store(i * THREADS as usize + t, running) };
+        // SAFETY: mine + i is this thread's own slot.
+        unsafe { parked.store(mine + i, running) };
     }
     // SAFETY: state is 8-byte aligned with 2 + 2·tiles words.
     let tiles = unsafe { TileState::new(state, aggregates, inclusives) };
@@ -515,17 +543,32 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>>(
         tile_storage::<T>()
             .exclusive_scan_with_prefix::<Op>(running, |a| tiles.look_back::<Op>(tile, a, init))
     };
-    let mut out = [prefix; ITEMS_PER_THREAD];
-    // SAFETY: written by this thread above.
-    let running = |i: usize| unsafe { parked.load(i * THREADS as usize + t) };
-    for (i, o) in out.iter_mut().enumerate() {
-        if exclusive == 0 {
-            *o = Op::combine(prefix, running(i));
-        } else if i > 0 {
-            *o = Op::combine(prefix, running(i - 1));
+    // The outputs replace the running prefixes in the same slots, ...
+    let mut before = prefix;
+    for i in 0..ITEMS_PER_THREAD {
+        // SAFETY: this thread's own slots, written above.
+        unsafe {
+            let inclusive = Op::combine(prefix, parked.load(mine + i));
+            parked.store(mine + i, if exclusive == 0 { inclusive } else { before });
+            before = inclusive;
         }
     }
-    // SAFETY: `valid` writable elements at `output`, each written by its own
-    // thread only.
-    unsafe { block::store_blocked(output, valid, out) };
+    // ... and the warp writes its threads' elements, which are consecutive
+    // in the tile, from there: lane l element 32·m + l of the warp's part,
+    // 128 bytes a store instruction (i32). Each thread storing its own 16
+    // consecutive elements wrote half sectors, twice the L2 write requests
+    // (ncu, H100).
+    warp::syncwarp(warp::FULL_MASK);
+    let part = (t / WARP) * WARP * ITEMS_PER_THREAD;
+    let lane = t % WARP;
+    for m in 0..ITEMS_PER_THREAD {
+        let e = part + m * WARP + lane;
+        if e < valid {
+            let slot = e / ITEMS_PER_THREAD * PARKED_STRIDE + e % ITEMS_PER_THREAD;
+            // SAFETY: element e < valid of the tile, owned by a thread of
+            // this warp, which wrote its slot before the warp's barrier; each
+            // output element is written by one lane.
+            unsafe { *output.add(e) = parked.load(slot) };
+        }
+    }
 }
