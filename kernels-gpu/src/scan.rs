@@ -437,28 +437,33 @@ pub unsafe fn draw_tile(counter: *mut u32) -> usize {
     unsafe { slot.load(0) as usize }
 }
 
-/// Slots per thread in [`parking`]: its items and one of padding.
-pub(crate) const PARKED_STRIDE: usize = ITEMS_PER_THREAD + 1;
-
 /// The scan's parking place for its running prefixes, then its outputs (and
-/// select's staging of the elements it keeps): thread `t`'s item `i` at
-/// `t·PARKED_STRIDE + i`, elements of up to 8 bytes. With the padding slot,
-/// the 32 lanes of a warp writing their item `i` hit 32 different banks, and
-/// so do lanes reading 32 consecutive elements of the tile.
+/// select's staging of the elements it keeps): one tile of elements of up
+/// to 8 bytes, thread `t`'s item `i` at [`parked_slot`]`(t, i)`.
 #[inline(always)]
-pub(crate) fn parking<T: DeviceElement>() -> SharedArray<T, PARKED> {
+pub(crate) fn parking<T: DeviceElement>() -> SharedArray<T, TILE> {
     let address = if small::<T>() {
-        crate::shared_array!(scan_parked_4: [u32; PARKED]).address()
+        crate::shared_array!(scan_parked_4: [u32; TILE]).address()
     } else {
-        crate::shared_array!(scan_parked_8: [u64; PARKED]).address()
+        crate::shared_array!(scan_parked_8: [u64; TILE]).address()
     };
-    // SAFETY: PARKED elements of T fit the array chosen by `small`, aligned;
+    // SAFETY: TILE elements of T fit the array chosen by `small`, aligned;
     // shared for the whole kernel.
     unsafe { SharedArray::from_shared_address(address) }
 }
 
-/// Slots in [`parking`].
-const PARKED: usize = THREADS as usize * PARKED_STRIDE;
+/// Where thread `t` parks its item `i`: in its own row of
+/// [`ITEMS_PER_THREAD`] slots, the items permuted by an XOR with the
+/// thread's number (halved for 32-bit elements), so that the 32 lanes of a
+/// warp writing their item `i` hit 32 different banks (no conflict), and a
+/// warp reading 32 consecutive elements of the tile (one row for 64-bit
+/// elements per half-warp, two rows for 32-bit ones) does too.
+#[inline(always)]
+fn parked_slot<T>(t: usize, i: usize) -> usize {
+    const { assert!(ITEMS_PER_THREAD == 16, "the swizzle is for rows of 16") };
+    let swizzle = if small::<T>() { t >> 1 } else { t } % ITEMS_PER_THREAD;
+    t * ITEMS_PER_THREAD + (i ^ swizzle)
+}
 
 /// Whether `T` fits a 32-bit shared word (else a 64-bit one). Known at
 /// compile time, so a kernel holds only the array its type needs: the
@@ -528,12 +533,11 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>>(
     // H100 f32 from 0.44 to 0.53 of a copy.
     let parked = parking::<T>();
     let t = thread_idx_x() as usize;
-    let mine = t * PARKED_STRIDE;
     let mut running = Op::identity();
     for (i, &x) in items.iter().enumerate() {
         running = Op::combine(running, x);
-        // SAFETY: mine + i is this thread's own slot.
-        unsafe { parked.store(mine + i, running) };
+        // SAFETY: this thread's own slot.
+        unsafe { parked.store(parked_slot::<T>(t, i), running) };
     }
     // SAFETY: state is 8-byte aligned with 2 + 2·tiles words.
     let tiles = unsafe { TileState::new(state, aggregates, inclusives) };
@@ -548,8 +552,9 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>>(
     for i in 0..ITEMS_PER_THREAD {
         // SAFETY: this thread's own slots, written above.
         unsafe {
-            let inclusive = Op::combine(prefix, parked.load(mine + i));
-            parked.store(mine + i, if exclusive == 0 { inclusive } else { before });
+            let slot = parked_slot::<T>(t, i);
+            let inclusive = Op::combine(prefix, parked.load(slot));
+            parked.store(slot, if exclusive == 0 { inclusive } else { before });
             before = inclusive;
         }
     }
@@ -564,7 +569,7 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>>(
     for m in 0..ITEMS_PER_THREAD {
         let e = part + m * WARP + lane;
         if e < valid {
-            let slot = e / ITEMS_PER_THREAD * PARKED_STRIDE + e % ITEMS_PER_THREAD;
+            let slot = parked_slot::<T>(e / ITEMS_PER_THREAD, e % ITEMS_PER_THREAD);
             // SAFETY: element e < valid of the tile, owned by a thread of
             // this warp, which wrote its slot before the warp's barrier; each
             // output element is written by one lane.
