@@ -459,7 +459,7 @@ pub(crate) fn parking<T: DeviceElement>() -> SharedArray<T, TILE> {
 /// warp reading 32 consecutive elements of the tile (one row for 64-bit
 /// elements per half-warp, two rows for 32-bit ones) does too.
 #[inline(always)]
-fn parked_slot<T>(t: usize, i: usize) -> usize {
+pub(crate) fn parked_slot<T>(t: usize, i: usize) -> usize {
     const { assert!(ITEMS_PER_THREAD == 16, "the swizzle is for rows of 16") };
     let swizzle = if small::<T>() { t >> 1 } else { t } % ITEMS_PER_THREAD;
     t * ITEMS_PER_THREAD + (i ^ swizzle)

@@ -22,7 +22,8 @@ use crate::device::sync::sync_threads;
 use crate::device::thread::thread_idx_x;
 use crate::device::warp::lane_id;
 use crate::scan::{
-    DeviceElement, ITEMS_PER_THREAD, THREADS, TILE, TileState, draw_tile, parking, tile_storage,
+    DeviceElement, ITEMS_PER_THREAD, THREADS, TILE, TileState, draw_tile, parked_slot, parking,
+    tile_storage,
 };
 
 /// Which elements a selection keeps.
@@ -186,20 +187,31 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>>(
     let items: [T; ITEMS_PER_THREAD] =
         unsafe { block::load_blocked(input.add(start), valid, input.read()) };
     let first = thread_idx_x() as usize * ITEMS_PER_THREAD;
-    let mut keep = [false; ITEMS_PER_THREAD];
+    // Bit i: whether item i is kept.
+    let mut keep = 0u32;
     if Op::BY_FLAGS {
         // SAFETY: with ByFlags, `flags` has n bytes.
         let bytes: [u8; ITEMS_PER_THREAD] =
             unsafe { block::load_blocked(flags.add(start), valid, 0) };
-        for (i, (k, b)) in keep.iter_mut().zip(bytes).enumerate() {
-            *k = b != 0 && first + i < valid;
+        for (i, b) in bytes.into_iter().enumerate() {
+            keep |= u32::from(b != 0 && first + i < valid) << i;
         }
     } else {
-        for (i, (k, &x)) in keep.iter_mut().zip(&items).enumerate() {
-            *k = Op::keep(x) && first + i < valid;
+        for (i, &x) in items.iter().enumerate() {
+            keep |= u32::from(Op::keep(x) && first + i < valid) << i;
         }
     }
-    let kept = keep.iter().map(|&k| k as u32).sum::<u32>();
+    let kept = keep.count_ones();
+    // The items wait in shared memory, each in its thread's own slot, while
+    // the block scans the counts and warp 0 looks back: no register holds
+    // them then (53 registers and four blocks a multiprocessor when they
+    // did).
+    let parked = parking::<T>();
+    let t = thread_idx_x() as usize;
+    for (i, &x) in items.iter().enumerate() {
+        // SAFETY: this thread's own slot.
+        unsafe { parked.store(parked_slot::<T>(t, i), x) };
+    }
     // SAFETY: state is 8-byte aligned with 2 + 2·tiles words.
     let tiles = unsafe { TileState::new(state, aggregates, inclusives) };
     // The tile's prefix (the count kept before it), for every thread: lane
@@ -223,10 +235,15 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>>(
     // written out by consecutive threads to consecutive addresses: each
     // thread writing its own kept elements where they go scattered the
     // warp's stores over up to 32 lines each (0.30 of a copy on the H100).
-    let staged = parking::<T>();
+    // SAFETY: this thread's own slots, written above.
+    let items: [T; ITEMS_PER_THREAD] =
+        core::array::from_fn(|i| unsafe { parked.load(parked_slot::<T>(t, i)) });
+    // Every thread has its items back before any slot is overwritten.
+    sync_threads();
+    let staged = parked;
     let mut at = (before - prefix) as usize;
-    for (&k, &x) in keep.iter().zip(&items) {
-        if k {
+    for (i, &x) in items.iter().enumerate() {
+        if keep & 1 << i != 0 {
             // SAFETY: `at` < the tile's count ≤ TILE; each slot is written
             // by one thread.
             unsafe { staged.store(at, x) };
@@ -234,7 +251,6 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>>(
         }
     }
     sync_threads();
-    let t = thread_idx_x() as usize;
     for i in 0..ITEMS_PER_THREAD {
         let slot = i * THREADS as usize + t;
         if slot < tile_count as usize {
