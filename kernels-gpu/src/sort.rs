@@ -207,24 +207,24 @@ pub unsafe fn onesweep<K: RadixKey>(
     // SAFETY: base < n (one block per tile), so keys_in[base] exists.
     let stand_in = unsafe { *keys_in.add(base) };
     let mut keys = [stand_in; ITEMS];
-    let mut values = [0u32; ITEMS];
-    let mut digits = [(RADIX_DIGITS - 1) as u32; ITEMS];
     each_item!(i => {
         let at = striped(i);
         if at < valid {
             // SAFETY: base + at < n.
             keys[i] = unsafe { *keys_in.add(base + at) };
-            digits[i] = keys[i].digit(shift, descending);
-            if with_values {
-                values[i] = if values_in.is_null() {
-                    (base + at) as u32
-                } else {
-                    // SAFETY: values_in holds n u32.
-                    unsafe { *values_in.add(base + at) }
-                };
-            }
         }
     });
+    // Item i's digit, recomputed where needed rather than held in
+    // registers (and its value, read only when the values are exchanged):
+    // registers, not arithmetic, limit how many blocks a multiprocessor
+    // runs.
+    let digit_of = |i: usize, key: K| {
+        if striped(i) < valid {
+            key.digit(shift, descending)
+        } else {
+            (RADIX_DIGITS - 1) as u32
+        }
+    };
     // Items past n have digit 255 and come last in the tile: after the
     // rank they are the positions `valid..TILE`.
     // SAFETY: the block's own shared arrays; blocks of BLOCK threads.
@@ -232,13 +232,13 @@ pub unsafe fn onesweep<K: RadixKey>(
     let mut ranks = [0u32; ITEMS];
     each_item!(i => {
         // SAFETY: after begin; digits < 256.
-        ranks[i] = unsafe { rank.warp_rank(digits[i]) };
+        ranks[i] = unsafe { rank.warp_rank(digit_of(i, keys[i])) };
     });
     // SAFETY: every item ranked.
     unsafe { rank.finish() };
     each_item!(i => {
         // SAFETY: after finish.
-        ranks[i] = unsafe { rank.position(digits[i], ranks[i]) };
+        ranks[i] = unsafe { rank.position(digit_of(i, keys[i]), ranks[i]) };
     });
     // SAFETY: the exclusive scan of the pass's totals (written before the
     // barriers above), by the whole block.
@@ -278,8 +278,17 @@ pub unsafe fn onesweep<K: RadixKey>(
     if with_values {
         sync::sync_threads();
         each_item!(i => {
+            let at = striped(i);
+            let value = if at >= valid {
+                0
+            } else if values_in.is_null() {
+                (base + at) as u32
+            } else {
+                // SAFETY: values_in holds n u32; base + at < n.
+                unsafe { *values_in.add(base + at) }
+            };
             // SAFETY: as for the keys.
-            unsafe { value_exchange.store(ranks[i] as usize, values[i]) };
+            unsafe { value_exchange.store(ranks[i] as usize, value) };
         });
         sync::sync_threads();
         each_item!(k => {
