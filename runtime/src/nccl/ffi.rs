@@ -203,15 +203,14 @@ pub(crate) struct Nccl {
     _lib: DynLib,
 }
 
-/// Where libnccl is looked for, in order: `$CUDA_KERNELS_NCCL` (a file),
-/// then `libnccl.so.2` and `libnccl.so` through the dynamic loader's search.
+/// Where libnccl is looked for: the file `$CUDA_KERNELS_NCCL` alone when
+/// it is set (an explicit choice is not replaced by another library),
+/// else `libnccl.so.2` and `libnccl.so` through the dynamic loader's search.
 pub fn candidates() -> Vec<PathBuf> {
-    let mut c: Vec<PathBuf> = std::env::var_os(LIBRARY_ENV)
-        .map(PathBuf::from)
-        .into_iter()
-        .collect();
-    c.extend([LIBRARY, "libnccl.so"].map(PathBuf::from));
-    c
+    match std::env::var_os(LIBRARY_ENV) {
+        Some(file) => vec![PathBuf::from(file)],
+        None => [LIBRARY, "libnccl.so"].map(PathBuf::from).to_vec(),
+    }
 }
 
 static LOADED: OnceLock<std::result::Result<Arc<Nccl>, String>> = OnceLock::new();
@@ -224,10 +223,7 @@ impl Nccl {
         LOADED
             .get_or_init(|| Self::load(&candidates()).map(Arc::new))
             .clone()
-            .map_err(|tried| Error::LibraryMissing {
-                library: LIBRARY,
-                tried,
-            })
+            .map_err(missing)
     }
 
     /// Loads the first of `candidates` that opens and has every function;
@@ -333,6 +329,14 @@ impl Nccl {
     }
 }
 
+/// The [`Error::LibraryMissing`] for what each candidate said.
+fn missing(tried: String) -> Error {
+    Error::LibraryMissing {
+        library: LIBRARY,
+        tried,
+    }
+}
+
 /// A C string the library returned, copied (empty for null).
 ///
 /// # Safety
@@ -393,5 +397,10 @@ mod tests {
             .err()
             .unwrap_or_default();
         assert!(e.contains("ncclGetVersion"), "{e}");
+        let e = missing(e).to_string();
+        assert!(
+            e.starts_with("libnccl.so.2 could not be loaded (it is opened at run time): "),
+            "{e}"
+        );
     }
 }
