@@ -73,6 +73,22 @@ enum Command {
         #[arg(long, value_delimiter = ',', requires = "multi")]
         devices: Option<Vec<u32>>,
     },
+    /// The multi-device launchers on both backends (peer copies, NCCL) in
+    /// one process, every result checked; with `--ranks N`, N processes on
+    /// this machine, one GPU each, joined by NCCL (on the simulator: one
+    /// rank; the simulated communicator does not cross processes).
+    Multi {
+        /// One backend only: `peer` or `nccl`.
+        #[arg(long)]
+        backend: Option<cuda_kernels::multi_gpu::Backend>,
+        /// Start this many rank processes (one GPU each).
+        #[arg(long)]
+        ranks: Option<usize>,
+        /// How the launcher passes the unique id: `tcp` (loopback), `env`
+        /// or `file:PATH`.
+        #[arg(long, default_value = "tcp")]
+        id: cuda_kernels::multi_gpu::ranks::IdTransport,
+    },
     /// Renders the README's performance table (Markdown) from a bench JSON.
     BenchTable {
         /// The JSON written by `bench --json`.
@@ -256,6 +272,9 @@ fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Err
                 print!("{}", cuda_kernels::PTX);
             }
             return Ok(ExitCode::SUCCESS);
+        }
+        Command::Multi { backend, ranks, id } => {
+            return demos::ranks::run(sim, backend, ranks, id);
         }
         Command::Bench { .. } if sim => {
             eprintln!("bench needs a GPU: no timings on the simulator (nothing measured)");

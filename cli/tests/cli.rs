@@ -27,6 +27,10 @@ fn main() -> ExitCode {
         with_binary("demo_sim_checks_every_result", demo_sim_checks_every_result),
         with_binary("bench_sim_measures_nothing", bench_sim_measures_nothing),
         with_binary(
+            "multi_sim_both_backends_and_one_rank_process",
+            multi_sim_both_backends_and_one_rank_process,
+        ),
+        with_binary(
             "ptx_command_prints_entry_points",
             ptx_command_prints_entry_points,
         ),
@@ -162,6 +166,48 @@ fn bench_sim_measures_nothing() -> Result<(), Failed> {
     })?;
     ensure(
         stderr.contains("bench needs a GPU: no timings on the simulator"),
+        || stderr.to_string(),
+    )
+}
+
+/// `multi --sim`: both backends on three simulated devices, every check
+/// passed; `--ranks 1` (the launcher, a rank process, the id by each
+/// transport) passes; `--ranks 2` is refused: the simulated communicator
+/// does not cross processes.
+fn multi_sim_both_backends_and_one_rank_process() -> Result<(), Failed> {
+    let out = cli().args(["multi", "--sim"]).output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    ensure(out.status.success(), || {
+        format!("exit {:?}: {stdout}", out.status)
+    })?;
+    for backend in ["peer", "nccl"] {
+        ensure(
+            stdout.contains(&format!("{backend}: Life 67² × 9 equals the CPU's")),
+            || stdout.to_string(),
+        )?;
+    }
+    let file = std::env::temp_dir().join(format!("ck-multi-id-{}", std::process::id()));
+    for id in [
+        "tcp".to_string(),
+        "env".into(),
+        format!("file:{}", file.display()),
+    ] {
+        let out = cli()
+            .args(["multi", "--sim", "--ranks", "1", "--id", &id])
+            .output()?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        ensure(out.status.success(), || format!("{id}: {stdout}"))?;
+        ensure(
+            stdout.contains("rank 0: SGEMM: the whole equals one GPU's, bit for bit")
+                && stdout.contains("every rank passed"),
+            || format!("{id}: {stdout}"),
+        )?;
+    }
+    let _ = std::fs::remove_file(&file);
+    let out = cli().args(["multi", "--sim", "--ranks", "2"]).output()?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    ensure(
+        !out.status.success() && stderr.contains("not processes"),
         || stderr.to_string(),
     )
 }

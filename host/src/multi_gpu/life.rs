@@ -166,7 +166,6 @@ pub fn life_with(
     })?;
     joined
         .into_iter()
-        .flatten()
         .next()
         .ok_or_else(|| Error::invalid(K, "rank 0 returned no lattice"))
 }
@@ -174,7 +173,7 @@ pub fn life_with(
 /// One rank's part of [`life_with`] on NCCL, in a process of its own or on
 /// a thread: band `rank` of the lattice's rows stepped `steps` times on
 /// `gpu`, halos exchanged with the neighbouring ranks every step, then the
-/// bands all-gathered: the whole lattice on rank 0, `None` on the others.
+/// bands all-gathered: the whole lattice on every rank.
 /// `crew` (threads of one process) stops the steps when another thread
 /// failed. A communicator of one rank has no neighbours: `conway_fast` on
 /// the whole torus.
@@ -184,7 +183,7 @@ pub fn life_rank(
     lattice: ArrayView2<i32>,
     steps: usize,
     crew: Option<&Crew>,
-) -> Result<Option<Array2<i32>>> {
+) -> Result<Array2<i32>> {
     let n = check_lattice(lattice)?;
     let rows = super::split_rows(K, n, comm.ranks())?;
     let p = rows.len();
@@ -204,7 +203,7 @@ pub fn life_rank(
         .as_slice()
         .ok_or_else(|| Error::invalid(K, "lattice not contiguous"))?;
     if p == 1 {
-        return life(&[gpu], lattice, steps).map(Some);
+        return life(&[gpu], lattice, steps);
     }
     let band = rows[comm.rank()].clone();
     let h = band.len();
@@ -219,9 +218,9 @@ pub fn life_rank(
         .index_mut(..h * n)
         .copy_from_device(&buffers[steps % 2].index(..h * n))?;
     let heights: Vec<usize> = rows.iter().map(|r| r.len()).collect();
-    super::all_gather_bands(comm, gpu, &padded, &heights, n)?
-        .map(|c| Array2::from_shape_vec((n, n), c).map_err(|e| Error::invalid(K, e.to_string())))
-        .transpose()
+    super::all_gather_bands(comm, gpu, &padded, &heights, n).and_then(|c| {
+        Array2::from_shape_vec((n, n), c).map_err(|e| Error::invalid(K, e.to_string()))
+    })
 }
 
 /// One band's `steps` steps on NCCL (see [`life_with`]): `lattice` holds

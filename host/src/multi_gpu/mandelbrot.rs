@@ -135,21 +135,20 @@ pub fn mandelbrot_with(
     })?;
     joined
         .into_iter()
-        .flatten()
         .next()
         .ok_or_else(|| Error::invalid(K, "rank 0 returned no graph"))
 }
 
 /// One rank's part of [`mandelbrot_with`] on NCCL, in a process of its own
 /// or on a thread: band `rank` of the graph's rows computed on `gpu`, then
-/// all-gathered: the whole graph on rank 0, `None` on the others.
+/// all-gathered: the whole graph on every rank.
 pub fn mandelbrot_rank(
     comm: &Communicator,
     gpu: &Gpu,
     lattice: ArrayView1<f32>,
     max_iters: i32,
     upper_bound: f32,
-) -> Result<Option<Array2<f32>>> {
+) -> Result<Array2<f32>> {
     let n = lattice.len();
     check_launch(K, n, max_iters, upper_bound, BLOCK)?;
     let rows = super::split_rows(K, n, comm.ranks())?;
@@ -167,9 +166,9 @@ pub fn mandelbrot_rank(
         upper_bound,
         BLOCK,
     )?;
-    all_gather_bands(comm, gpu, &graph, &heights, n)?
-        .map(|g| Array2::from_shape_vec((n, n), g).map_err(|e| Error::invalid(K, e.to_string())))
-        .transpose()
+    all_gather_bands(comm, gpu, &graph, &heights, n).and_then(|g| {
+        Array2::from_shape_vec((n, n), g).map_err(|e| Error::invalid(K, e.to_string()))
+    })
 }
 
 /// A graph whose lattice and bands stay on the devices, for repeated runs

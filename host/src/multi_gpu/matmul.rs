@@ -67,7 +67,6 @@ pub fn matmul_with(
     })?;
     joined
         .into_iter()
-        .flatten()
         .next()
         .ok_or_else(|| Error::invalid(K, "rank 0 returned no product"))
 }
@@ -75,14 +74,14 @@ pub fn matmul_with(
 /// One rank's part of [`matmul_with`] on NCCL, in a process of its own or
 /// on a thread: band `rank` of C's rows (as [`split_rows`](super::split_rows)
 /// splits them over the communicator's ranks) computed on `gpu`, then
-/// all-gathered: all of C on rank 0, `None` on the others. Every rank
+/// all-gathered: all of C on every rank. Every rank
 /// passes the whole of A and B.
 pub fn matmul_rank(
     comm: &Communicator,
     gpu: &Gpu,
     a: ArrayView2<f32>,
     b: ArrayView2<f32>,
-) -> Result<Option<Array2<f32>>> {
+) -> Result<Array2<f32>> {
     let (m, k, n) = check_shapes(a, b)?;
     let rows = super::split_rows(K, m, comm.ranks())?;
     let heights: Vec<usize> = rows.iter().map(|r| r.len()).collect();
@@ -106,9 +105,9 @@ pub fn matmul_rank(
         k,
         n,
     )?;
-    all_gather_bands(comm, gpu, &c_band, &heights, n)?
-        .map(|c| Array2::from_shape_vec((m, n), c).map_err(|e| Error::invalid(K, e.to_string())))
-        .transpose()
+    all_gather_bands(comm, gpu, &c_band, &heights, n).and_then(|c| {
+        Array2::from_shape_vec((m, n), c).map_err(|e| Error::invalid(K, e.to_string()))
+    })
 }
 
 /// One device's share of a resident product: its rows of A, all of B, its

@@ -39,6 +39,7 @@ use crate::nccl::{Communicator, NcclElement};
 pub mod life;
 pub mod mandelbrot;
 pub mod matmul;
+pub mod ranks;
 pub mod reduce;
 
 /// How the devices of a multi-GPU job exchange data; the kernels are the
@@ -84,31 +85,26 @@ pub(crate) fn communicators(gpus: &[&Gpu]) -> Result<Vec<Communicator>> {
     Communicator::all_devices(gpus)
 }
 
-/// Every rank's band of `width`-element rows joined in rank order, on rank
-/// 0 (`None` on the others): `band` holds this rank's `heights[rank]` rows
-/// padded to the tallest band's (all-gather takes equal parts), gathered
-/// into every rank by one all-gather on `gpu`'s stream.
+/// Every rank's band of `width`-element rows joined in rank order, on
+/// every rank: `band` holds this rank's `heights[rank]` rows padded to the
+/// tallest band's (all-gather takes equal parts), gathered into every rank
+/// by one all-gather on `gpu`'s stream.
 pub(crate) fn all_gather_bands<T: NcclElement>(
     comm: &Communicator,
     gpu: &Gpu,
     band: &DeviceSlice<T>,
     heights: &[usize],
     width: usize,
-) -> Result<Option<Vec<T>>> {
+) -> Result<Vec<T>> {
     let mut all = gpu.zeroed::<T>(band.len() * comm.ranks())?;
     comm.all_gather(band, &mut all, gpu.stream())?;
     comm.synchronize(gpu.stream())?;
-    if comm.rank() != 0 {
-        return Ok(None);
-    }
     let all = all.to_vec()?;
-    Ok(Some(
-        heights
-            .iter()
-            .enumerate()
-            .flat_map(|(r, &h)| all[r * band.len()..][..h * width].iter().copied())
-            .collect(),
-    ))
+    Ok(heights
+        .iter()
+        .enumerate()
+        .flat_map(|(r, &h)| all[r * band.len()..][..h * width].iter().copied())
+        .collect())
 }
 
 /// The tallest of `bands`.

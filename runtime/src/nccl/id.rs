@@ -48,8 +48,16 @@ impl UniqueId {
     /// clique's on the simulator.
     pub fn new(gpu: &Gpu) -> Result<Self> {
         if gpu.is_simulated() {
-            return Ok(Self::simulated());
+            Ok(Self::simulated())
+        } else {
+            Self::nccl()
         }
+    }
+
+    /// A new id from NCCL's `ncclGetUniqueId`, made without a device (a
+    /// launcher's, which then must live until every rank has joined: the
+    /// id's bootstrap listener runs in the process that made it).
+    pub fn nccl() -> Result<Self> {
         let lib = Nccl::get()?;
         let mut raw = RawUniqueId {
             internal: [0; UNIQUE_ID_BYTES],

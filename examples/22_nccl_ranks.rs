@@ -1,0 +1,87 @@
+//! N processes on one machine, one GPU each, joined by NCCL (issue 24): the
+//! code path that would run with one process per node. Run without a rank
+//! in the environment it is the launcher: it makes the communicator's
+//! unique id, starts N copies of itself (`CUDA_KERNELS_RANK`,
+//! `CUDA_KERNELS_RANKS`) and serves them the id over loopback TCP; each
+//! copy joins as its rank, runs reduce, SGEMM, Mandelbrot and Life through
+//! the multi-device launchers' rank functions, checks its part against the
+//! CPU, and rank 0 the whole against one GPU's run.
+//!
+//! `cargo run --release --example 22_nccl_ranks -- [N] [tcp|env|file:PATH]`
+//! (N: every GPU by default). Without a GPU (or with `CUDA_KERNELS_SIM=1`)
+//! one rank runs on the simulator: the simulated communicator joins threads,
+//! not processes, so more ranks are refused there.
+use std::process::{Command, ExitCode};
+
+use cuda_kernels::multi_gpu::ranks::{IdTransport, RankEnv, launch_job, run_rank};
+use cuda_kernels::nccl::default_timeout;
+use cuda_kernels::{BuiltinSimulator, Gpu, Result};
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<bool> {
+    let simulated = cuda_kernels::sim_requested() || cuda_kernels::devices::device_count() == 0;
+    let timeout = default_timeout();
+    if let Some(env) = RankEnv::from_env(timeout)? {
+        // A rank: device `rank` (or simulated device `rank`).
+        let open = |rank: usize| {
+            if simulated {
+                Gpu::simulated_device(rank as u32)
+            } else {
+                cuda_kernels::gpu_on(rank as u32)
+            }
+        };
+        for line in run_rank(&env, timeout, open)? {
+            println!("rank {}: {line}", env.rank);
+        }
+        return Ok(true);
+    }
+    let mut args = std::env::args().skip(1);
+    let ranks = match args.next() {
+        Some(n) => n
+            .parse()
+            .map_err(|e| cuda_kernels::Error::invalid("22_nccl_ranks", format!("N {n:?}: {e}")))?,
+        None if simulated => 1,
+        None => cuda_kernels::devices::device_count() as usize,
+    };
+    let transport: IdTransport = args.next().as_deref().unwrap_or("tcp").parse()?;
+    let exe = std::env::current_exe().map_err(|source| cuda_kernels::Error::Io {
+        what: "this program's path".into(),
+        source,
+    })?;
+    println!(
+        "{ranks} rank processes ({}), the id by {transport:?}",
+        if simulated {
+            "simulator"
+        } else {
+            "one GPU each"
+        }
+    );
+    let outcomes = launch_job(ranks, simulated, &transport, timeout, |_| {
+        Command::new(&exe)
+    })?;
+    let mut all_passed = true;
+    for o in &outcomes {
+        print!("{}", o.output);
+        println!("rank {}: {}", o.rank, o.ended);
+        all_passed &= o.succeeded;
+    }
+    println!(
+        "{}",
+        if all_passed {
+            "every rank passed"
+        } else {
+            "a rank failed"
+        }
+    );
+    Ok(all_passed)
+}
