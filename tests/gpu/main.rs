@@ -115,6 +115,9 @@ fn main() -> ExitCode {
     if let Some(code) = fidelity::child_process() {
         return code;
     }
+    if let Some(code) = nccl::child_process() {
+        return code;
+    }
     let trials = [
         foundation::trials(),
         handles::trials(),

@@ -40,7 +40,55 @@ pub fn trials() -> Vec<Trial> {
         hardware!("NCCL", the_library_loads),
         hardware!("NCCL", a_rank_whose_peers_never_come_times_out),
         hardware!("NCCL", an_aborted_communicator_refuses_use),
+        hardware!("NCCL", a_missing_library_is_a_typed_error),
     ]
+}
+
+/// The variable that makes this binary the child of
+/// [`a_missing_library_is_a_typed_error`].
+const MISSING_CHILD: &str = "CUDA_KERNELS_TEST_NCCL_MISSING_CHILD";
+
+/// The child processes of this family (this binary again, with a variable
+/// set): `Some(exit code)` in a child, `None` otherwise. The missing-library
+/// child points [`LIBRARY_ENV`](cuda_kernels::nccl::LIBRARY_ENV) at a file
+/// that does not exist, so no libnccl loads: NCCL is a typed error naming
+/// the library, and the peer backend still works.
+pub fn child_process() -> Option<std::process::ExitCode> {
+    std::env::var_os(MISSING_CHILD)?;
+    // SAFETY: called from main before any trial (or other thread) starts:
+    // nothing reads the environment concurrently.
+    unsafe { std::env::set_var(cuda_kernels::nccl::LIBRARY_ENV, "/nonexistent/libnccl.so.2") };
+    let run = || -> Result<String, String> {
+        let gpu = cuda_kernels::gpu().map_err(|e| e.to_string())?;
+        let missing = match Communicator::all_devices(&[&gpu]) {
+            Err(
+                e @ Error::LibraryMissing {
+                    library: "libnccl.so.2",
+                    ..
+                },
+            ) => e.to_string(),
+            other => return Err(format!("wanted LibraryMissing, got {other:?}")),
+        };
+        let a = Array2::from_shape_fn((33, 17), |(i, j)| (i * 17 + j) as f32 / 100.0);
+        let b = Array2::from_shape_fn((17, 9), |(i, j)| (i + 2 * j) as f32 / 50.0);
+        let c = matmul_with(Backend::PeerCopies, &[&gpu], a.view(), b.view())
+            .map_err(|e| e.to_string())?;
+        let check = check_matmul(c.view(), a.view(), b.view()).map_err(|e| e.to_string())?;
+        if !check.passed() {
+            return Err(format!("the peer backend's SGEMM: {check:?}"));
+        }
+        Ok(format!("MISSING: {missing}\npeer backend works"))
+    };
+    Some(match run() {
+        Ok(text) => {
+            println!("{text}");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("{e}");
+            std::process::ExitCode::FAILURE
+        }
+    })
 }
 
 /// The distinct devices of the run, `gpu` first: every other usable CUDA
@@ -406,6 +454,18 @@ fn a_rank_whose_peers_never_come_times_out(gpu: &Gpu) -> Result<(), Failed> {
     ensure(took < deadline + Duration::from_secs(10), || {
         format!("the corrupt id took {took:?}")
     })
+}
+
+fn a_missing_library_is_a_typed_error(gpu: &Gpu) -> Result<(), Failed> {
+    crate::support::rerun_self_printing(
+        gpu,
+        MISSING_CHILD,
+        &[
+            "MISSING: libnccl.so.2 could not be loaded",
+            "/nonexistent/libnccl.so.2",
+            "peer backend works",
+        ],
+    )
 }
 
 fn an_aborted_communicator_refuses_use(gpu: &Gpu) -> Result<(), Failed> {

@@ -662,6 +662,7 @@ impl Communicator {
             return Ok(());
         };
         let s = stream.as_cust()?.as_inner();
+        self.device.make_current()?;
         let since = Instant::now();
         loop {
             // SAFETY: a live stream of this device (checked above).
@@ -1153,6 +1154,7 @@ impl<'a> Group<'a> {
         match &first.backend {
             Backend::Sim(_) => sim::run_group(&self.calls),
             Backend::Nccl { lib, .. } => {
+                first.device.make_current()?;
                 let since = Instant::now();
                 // SAFETY: no arguments; paired with group_end below.
                 let r = unsafe { (lib.group_start)() };
