@@ -13,8 +13,7 @@
 //! not processes, so more ranks are refused there.
 use std::process::{Command, ExitCode};
 
-use cuda_kernels::multi_gpu::ranks::{IdTransport, RankEnv, launch_job, run_rank};
-use cuda_kernels::nccl::default_timeout;
+use cuda_kernels::multi_gpu::ranks::{IdTransport, launcher_or_rank};
 use cuda_kernels::{BuiltinSimulator, Gpu, Result};
 
 fn main() -> ExitCode {
@@ -30,21 +29,6 @@ fn main() -> ExitCode {
 
 fn run() -> Result<bool> {
     let simulated = cuda_kernels::sim_requested() || cuda_kernels::devices::device_count() == 0;
-    let timeout = default_timeout();
-    if let Some(env) = RankEnv::from_env(timeout)? {
-        // A rank: device `rank` (or simulated device `rank`).
-        let open = |rank: usize| {
-            if simulated {
-                Gpu::simulated_device(rank as u32)
-            } else {
-                cuda_kernels::gpu_on(rank as u32)
-            }
-        };
-        for line in run_rank(&env, timeout, open)? {
-            println!("rank {}: {line}", env.rank);
-        }
-        return Ok(true);
-    }
     let mut args = std::env::args().skip(1);
     let ranks = match args.next() {
         Some(n) => n
@@ -58,30 +42,18 @@ fn run() -> Result<bool> {
         what: "this program's path".into(),
         source,
     })?;
-    println!(
-        "{ranks} rank processes ({}), the id by {transport:?}",
+    // A rank runs on device `rank` (or simulated device `rank`).
+    let open = |rank: usize| {
         if simulated {
-            "simulator"
+            Gpu::simulated_device(rank as u32)
         } else {
-            "one GPU each"
+            cuda_kernels::gpu_on(rank as u32)
         }
-    );
-    let outcomes = launch_job(ranks, simulated, &transport, timeout, |_| {
+    };
+    // The rank processes are this program again, with the rank in their
+    // environment (the arguments do not matter to a rank).
+    let passed = launcher_or_rank(Some(ranks), simulated, &transport, open, |_| {
         Command::new(&exe)
     })?;
-    let mut all_passed = true;
-    for o in &outcomes {
-        print!("{}", o.output);
-        println!("rank {}: {}", o.rank, o.ended);
-        all_passed &= o.succeeded;
-    }
-    println!(
-        "{}",
-        if all_passed {
-            "every rank passed"
-        } else {
-            "a rank failed"
-        }
-    );
-    Ok(all_passed)
+    Ok(passed == Some(true))
 }

@@ -12,9 +12,8 @@ use crate::multi_gpu::Backend;
 use crate::multi_gpu::life::life_with;
 use crate::multi_gpu::mandelbrot::mandelbrot_with;
 use crate::multi_gpu::matmul::matmul_with;
-use crate::multi_gpu::ranks::{IdTransport, JobSizes, RankEnv, launch_job, run_rank};
+use crate::multi_gpu::ranks::{IdTransport, JobSizes, launcher_or_rank};
 use crate::multi_gpu::reduce::reduce_with;
-use crate::nccl::default_timeout;
 use crate::reduce::{Sum, reduce_cpu};
 use crate::util::Rng;
 use crate::{BuiltinSimulator, Error, Gpu, Result};
@@ -22,8 +21,8 @@ use crate::{BuiltinSimulator, Error, Gpu, Result};
 const K: &str = "cuda-kernels multi";
 
 /// Runs `multi`: a rank of a job when the launcher's environment says so,
-/// else the launcher of `ranks` processes, else both backends (or
-/// `backend`) in this process. `Ok(FAILURE)` when a check or a rank failed.
+/// else the launcher of `ranks` processes ([`launcher_or_rank`]), else
+/// both backends (or `backend`) in this process. `Ok(FAILURE)` when a check or a rank failed.
 pub fn run(
     sim: bool,
     backend: Option<Backend>,
@@ -31,60 +30,29 @@ pub fn run(
     transport: IdTransport,
 ) -> Result<ExitCode> {
     let simulated = sim || crate::devices::device_count() == 0;
-    let timeout = default_timeout();
-    if let Some(env) = RankEnv::from_env(timeout)? {
-        let open = |rank: usize| {
-            if simulated {
-                Gpu::simulated_device(rank as u32)
-            } else {
-                crate::gpu_on(rank as u32)
-            }
-        };
-        for line in run_rank(&env, timeout, open)? {
-            println!("rank {}: {line}", env.rank);
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    if let Some(ranks) = ranks {
-        let exe = std::env::current_exe().map_err(|source| Error::Io {
-            what: "this program's path".into(),
-            source,
-        })?;
-        println!(
-            "{ranks} rank processes ({}), the id by {transport:?}",
-            if simulated {
-                "simulator"
-            } else {
-                "one GPU each"
-            }
-        );
-        let outcomes = launch_job(ranks, simulated, &transport, timeout, |_| {
-            let mut c = Command::new(&exe);
-            c.arg("multi");
-            if sim {
-                c.arg("--sim");
-            }
-            c
-        })?;
-        let mut passed = true;
-        for o in &outcomes {
-            print!("{}", o.output);
-            println!("rank {}: {}", o.rank, o.ended);
-            passed &= o.succeeded;
-        }
-        println!(
-            "{}",
-            if passed {
-                "every rank passed"
-            } else {
-                "a rank failed"
-            }
-        );
-        return Ok(if passed {
-            ExitCode::SUCCESS
+    let exe = std::env::current_exe().map_err(|source| Error::Io {
+        what: "this program's path".into(),
+        source,
+    })?;
+    let open = |rank: usize| {
+        if simulated {
+            Gpu::simulated_device(rank as u32)
         } else {
-            ExitCode::FAILURE
-        });
+            crate::gpu_on(rank as u32)
+        }
+    };
+    let command = |_| {
+        let mut c = Command::new(&exe);
+        c.arg("multi");
+        if sim {
+            c.arg("--sim");
+        }
+        c
+    };
+    match launcher_or_rank(ranks, simulated, &transport, open, command)? {
+        Some(true) => return Ok(ExitCode::SUCCESS),
+        Some(false) => return Ok(ExitCode::FAILURE),
+        None => {}
     }
     let gpus: Vec<Gpu> = if simulated {
         (0..3).map(Gpu::simulated_device).collect::<Result<_>>()?
@@ -92,13 +60,7 @@ pub fn run(
         crate::all_gpus()?
     };
     let list: Vec<&Gpu> = gpus.iter().collect();
-    println!(
-        "devices: {}",
-        list.iter()
-            .map(|g| g.label())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
+    println!("devices: {}", crate::multi_gpu::labels(&list).join(", "));
     let sizes = if simulated {
         JobSizes::SIMULATOR
     } else {

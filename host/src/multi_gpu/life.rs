@@ -83,7 +83,7 @@ use ndarray::{Array2, ArrayView2};
 
 use cuda_kernels_gpu::life::{CONWAY_FAST, CONWAY_FAST_ROWS};
 
-use super::{Backend, Crew, bands, communicators, gather, labels, run_each};
+use super::{Backend, Crew, bands, gather, labels, rank_zero, run_each};
 use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
@@ -159,15 +159,9 @@ pub fn life_with(
     if backend == Backend::PeerCopies {
         return life(gpus, lattice, steps);
     }
-    let comms = communicators(gpus)?;
-    let items: Vec<_> = gpus.iter().zip(comms).collect();
-    let joined = run_each(K, &labels(gpus), items, |_, (gpu, comm), crew| {
-        life_rank(&comm, gpu, lattice, steps, Some(crew))
-    })?;
-    joined
-        .into_iter()
-        .next()
-        .ok_or_else(|| Error::invalid(K, "rank 0 returned no lattice"))
+    rank_zero(K, gpus, |comm, gpu, crew| {
+        life_rank(comm, gpu, lattice, steps, Some(crew))
+    })
 }
 
 /// One rank's part of [`life_with`] on NCCL, in a process of its own or on
@@ -187,17 +181,7 @@ pub fn life_rank(
     let n = check_lattice(lattice)?;
     let rows = super::split_rows(K, n, comm.ranks())?;
     let p = rows.len();
-    let tallest = super::tallest(&rows);
-    if p > 1 && tallest + 3 > n {
-        return Err(Error::invalid(
-            K,
-            format!(
-                "a {n}×{n} lattice is too small for {p} bands: a band of {tallest} rows and its \
-                 two halo rows need a lattice of at least {} rows",
-                tallest + 3
-            ),
-        ));
-    }
+    let tallest = check_band_room(n, &rows)?;
     let cells = lattice.as_standard_layout();
     let flat = cells
         .as_slice()
@@ -364,17 +348,7 @@ impl<'g> LifeBands<'g> {
                 ),
             ));
         }
-        let tallest = rows.iter().map(|r| r.len()).max().unwrap_or(0);
-        if p > 1 && tallest + 3 > n {
-            return Err(Error::invalid(
-                K,
-                format!(
-                    "a {n}×{n} lattice is too small for {p} bands: a band of {tallest} rows and its \
-                     two halo rows need a lattice of at least {} rows",
-                    tallest + 3
-                ),
-            ));
-        }
+        check_band_room(n, &rows)?;
         let path = if p > 1 {
             Some(match path {
                 Some(path) => path,
@@ -468,6 +442,24 @@ impl<'g> LifeBands<'g> {
         )?;
         Array2::from_shape_vec((n, n), cells).map_err(|e| Error::invalid(K, e.to_string()))
     }
+}
+
+/// The tallest of `rows` (the bands of an `n`-row lattice), refused when
+/// there is more than one band and a band and its two halo rows do not fit
+/// in the lattice's rows.
+fn check_band_room(n: usize, rows: &[Range<usize>]) -> Result<usize> {
+    let (p, tallest) = (rows.len(), super::tallest(rows));
+    if p > 1 && tallest + 3 > n {
+        return Err(Error::invalid(
+            K,
+            format!(
+                "a {n}×{n} lattice is too small for {p} bands: a band of {tallest} rows and its \
+                 two halo rows need a lattice of at least {} rows",
+                tallest + 3
+            ),
+        ));
+    }
+    Ok(tallest)
 }
 
 /// Device `i`'s buffer at the start, for a lattice split in `p` bands:

@@ -9,7 +9,7 @@ use ndarray::{Array2, ArrayView1};
 
 use cuda_kernels_gpu::mandelbrot::MANDELBROT_ROWS;
 
-use super::{Backend, all_gather_bands, bands, communicators, gather, labels, run_each, tallest};
+use super::{Backend, all_gather_bands, bands, gather, labels, rank_zero, run_each, tallest};
 use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
@@ -128,15 +128,9 @@ pub fn mandelbrot_with(
     if backend == Backend::PeerCopies {
         return mandelbrot(gpus, lattice, max_iters, upper_bound);
     }
-    let comms = communicators(gpus)?;
-    let items: Vec<_> = gpus.iter().zip(comms).collect();
-    let joined = run_each(K, &labels(gpus), items, |_, (gpu, comm), _| {
-        mandelbrot_rank(&comm, gpu, lattice, max_iters, upper_bound)
-    })?;
-    joined
-        .into_iter()
-        .next()
-        .ok_or_else(|| Error::invalid(K, "rank 0 returned no graph"))
+    rank_zero(K, gpus, |comm, gpu, _| {
+        mandelbrot_rank(comm, gpu, lattice, max_iters, upper_bound)
+    })
 }
 
 /// One rank's part of [`mandelbrot_with`] on NCCL, in a process of its own

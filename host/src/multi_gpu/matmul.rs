@@ -7,7 +7,7 @@ use std::ops::Range;
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use ndarray::{Array2, ArrayView2, Axis, s};
 
-use super::{Backend, all_gather_bands, bands, communicators, gather, labels, run_each, tallest};
+use super::{Backend, all_gather_bands, bands, gather, labels, rank_zero, run_each, tallest};
 use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::matrices::MatmulKernel;
@@ -60,15 +60,7 @@ pub fn matmul_with(
     if backend == Backend::PeerCopies {
         return matmul(gpus, a, b);
     }
-    let comms = communicators(gpus)?;
-    let items: Vec<_> = gpus.iter().zip(comms).collect();
-    let joined = run_each(K, &labels(gpus), items, |_, (gpu, comm), _| {
-        matmul_rank(&comm, gpu, a, b)
-    })?;
-    joined
-        .into_iter()
-        .next()
-        .ok_or_else(|| Error::invalid(K, "rank 0 returned no product"))
+    rank_zero(K, gpus, |comm, gpu, _| matmul_rank(comm, gpu, a, b))
 }
 
 /// One rank's part of [`matmul_with`] on NCCL, in a process of its own or

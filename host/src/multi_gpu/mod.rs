@@ -79,10 +79,31 @@ impl std::str::FromStr for Backend {
     }
 }
 
-/// One communicator per device of `gpus`, in order, for a job on
-/// [`Backend::Nccl`].
-pub(crate) fn communicators(gpus: &[&Gpu]) -> Result<Vec<Communicator>> {
-    Communicator::all_devices(gpus)
+/// Runs `work(comm, gpu, crew)` for every device of `gpus` on its own host
+/// thread (as [`run_each`]), each with its communicator of one NCCL job
+/// over `gpus` ([`Communicator::all_devices`]); the results in rank order.
+pub(crate) fn on_ranks<R: Send>(
+    job: &'static str,
+    gpus: &[&Gpu],
+    work: impl Fn(&Communicator, &Gpu, &Crew) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let comms = Communicator::all_devices(gpus)?;
+    let items: Vec<_> = gpus.iter().zip(comms).collect();
+    run_each(job, &labels(gpus), items, |_, (gpu, comm), crew| {
+        work(&comm, gpu, crew)
+    })
+}
+
+/// [`on_ranks`], returning rank 0's result.
+pub(crate) fn rank_zero<R: Send>(
+    job: &'static str,
+    gpus: &[&Gpu],
+    work: impl Fn(&Communicator, &Gpu, &Crew) -> Result<R> + Sync,
+) -> Result<R> {
+    on_ranks(job, gpus, work)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::invalid(job, "no rank returned a result"))
 }
 
 /// Every rank's band of `width`-element rows joined in rank order, on

@@ -281,6 +281,61 @@ pub fn run_rank(
     rank_job(&comm, &gpu, &sizes)
 }
 
+/// A program that is both a job's launcher and its ranks (the example,
+/// `cuda-kernels multi`): as a rank (the launcher's environment set), joins
+/// and runs [`run_rank`] on `open(rank)`, printing its lines; else with
+/// `ranks`, launches that many copies of `command(rank)` ([`launch_job`])
+/// and prints their outcomes ([`print_outcomes`]). Whether every check
+/// passed; `None` when neither (no rank, no `ranks`).
+pub fn launcher_or_rank(
+    ranks: Option<usize>,
+    simulated: bool,
+    transport: &IdTransport,
+    open: impl Fn(usize) -> Result<Gpu>,
+    command: impl Fn(usize) -> Command,
+) -> Result<Option<bool>> {
+    let timeout = crate::nccl::default_timeout();
+    if let Some(env) = RankEnv::from_env(timeout)? {
+        for line in run_rank(&env, timeout, open)? {
+            println!("rank {}: {line}", env.rank);
+        }
+        return Ok(Some(true));
+    }
+    let Some(ranks) = ranks else {
+        return Ok(None);
+    };
+    println!(
+        "{ranks} rank processes ({}), the id by {transport:?}",
+        if simulated {
+            "simulator"
+        } else {
+            "one GPU each"
+        }
+    );
+    let outcomes = launch_job(ranks, simulated, transport, timeout, command)?;
+    Ok(Some(print_outcomes(&outcomes)))
+}
+
+/// Prints every rank's output and how it ended, then whether every rank
+/// passed; returns that.
+pub fn print_outcomes(outcomes: &[RankOutcome]) -> bool {
+    let mut passed = true;
+    for o in outcomes {
+        print!("{}", o.output);
+        println!("rank {}: {}", o.rank, o.ended);
+        passed &= o.succeeded;
+    }
+    println!(
+        "{}",
+        if passed {
+            "every rank passed"
+        } else {
+            "a rank failed"
+        }
+    );
+    passed
+}
+
 /// A rank process's place in its job, from the launcher's environment.
 #[derive(Debug, Clone)]
 pub struct RankEnv {

@@ -7,7 +7,7 @@
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use ndarray::ArrayView1;
 
-use super::{Backend, communicators, labels, run_each, split_rows};
+use super::{Backend, labels, on_ranks, run_each, split_rows};
 use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::nccl::{self, Communicator, NcclElement};
@@ -95,10 +95,8 @@ pub fn reduce_with<Op: NcclReduceKernel<T>, T: Element + NcclElement>(
     let init = start_value::<Op, T>(input.len(), init)?;
     let host = contiguous(&input);
     let shares = split_rows(K, host.len(), gpus.len())?;
-    let comms = communicators(gpus)?;
-    let items: Vec<_> = gpus.iter().zip(shares).zip(comms).collect();
-    let totals = run_each(K, &labels(gpus), items, |_, ((gpu, share), comm), _| {
-        reduce_rank::<Op, T>(&comm, gpu, &host[share])
+    let totals = on_ranks(K, gpus, |comm, gpu, _| {
+        reduce_rank::<Op, T>(comm, gpu, &host[shares[comm.rank()].clone()])
     })?;
     // Every device holds the same total (NaN aside); any other would be a
     // failed all-reduce.

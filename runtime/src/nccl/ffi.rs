@@ -118,16 +118,9 @@ type GetLastError = unsafe extern "C" fn(RawComm) -> *const c_char;
 type CommGetAsyncError = unsafe extern "C" fn(RawComm, *mut NcclResult) -> NcclResult;
 type CommQuery = unsafe extern "C" fn(RawComm, *mut c_int) -> NcclResult;
 type GroupCall = unsafe extern "C" fn() -> NcclResult;
-type AllReduce = unsafe extern "C" fn(
-    *const c_void,
-    *mut c_void,
-    usize,
-    c_int,
-    c_int,
-    RawComm,
-    RawStream,
-) -> NcclResult;
-type Broadcast = unsafe extern "C" fn(
+/// `ncclAllReduce`, `ncclReduceScatter` (the operation) and `ncclBroadcast`
+/// (the root): `(send, recv, count, datatype, op or root, comm, stream)`.
+type BufferPairCall = unsafe extern "C" fn(
     *const c_void,
     *mut c_void,
     usize,
@@ -150,15 +143,6 @@ type AllGather = unsafe extern "C" fn(
     *const c_void,
     *mut c_void,
     usize,
-    c_int,
-    RawComm,
-    RawStream,
-) -> NcclResult;
-type ReduceScatter = unsafe extern "C" fn(
-    *const c_void,
-    *mut c_void,
-    usize,
-    c_int,
     c_int,
     RawComm,
     RawStream,
@@ -192,11 +176,11 @@ pub(crate) struct Nccl {
     pub comm_user_rank: CommQuery,
     pub group_start: GroupCall,
     pub group_end: GroupCall,
-    pub all_reduce: AllReduce,
-    pub broadcast: Broadcast,
+    pub all_reduce: BufferPairCall,
+    pub broadcast: BufferPairCall,
     pub reduce: Reduce,
     pub all_gather: AllGather,
-    pub reduce_scatter: ReduceScatter,
+    pub reduce_scatter: BufferPairCall,
     pub send: Send,
     pub recv: Recv,
     pub path: PathBuf,
@@ -280,11 +264,11 @@ impl Nccl {
             comm_user_rank: f!("ncclCommUserRank" as CommQuery),
             group_start: f!("ncclGroupStart" as GroupCall),
             group_end: f!("ncclGroupEnd" as GroupCall),
-            all_reduce: f!("ncclAllReduce" as AllReduce),
-            broadcast: f!("ncclBroadcast" as Broadcast),
+            all_reduce: f!("ncclAllReduce" as BufferPairCall),
+            broadcast: f!("ncclBroadcast" as BufferPairCall),
             reduce: f!("ncclReduce" as Reduce),
             all_gather: f!("ncclAllGather" as AllGather),
-            reduce_scatter: f!("ncclReduceScatter" as ReduceScatter),
+            reduce_scatter: f!("ncclReduceScatter" as BufferPairCall),
             send: f!("ncclSend" as Send),
             recv: f!("ncclRecv" as Recv),
             path: lib.path().to_path_buf(),

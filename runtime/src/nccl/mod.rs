@@ -799,9 +799,7 @@ impl Communicator {
         op: ReduceOp,
         stream: &Stream,
     ) -> Result<()> {
-        let mut g = Group::new();
-        g.all_reduce(self, send, recv, op, stream)?;
-        g.end()
+        self.alone(|g| g.all_reduce(self, send, recv, op, stream))
     }
 
     /// [`Communicator::all_reduce`] in place: `buf` is sent and receives.
@@ -811,9 +809,7 @@ impl Communicator {
         op: ReduceOp,
         stream: &Stream,
     ) -> Result<()> {
-        let mut g = Group::new();
-        g.all_reduce_in_place(self, buf, op, stream)?;
-        g.end()
+        self.alone(|g| g.all_reduce_in_place(self, buf, op, stream))
     }
 
     /// Queues the copy of rank `root`'s `buf` into every other rank's
@@ -824,9 +820,7 @@ impl Communicator {
         root: usize,
         stream: &Stream,
     ) -> Result<()> {
-        let mut g = Group::new();
-        g.broadcast(self, buf, root, stream)?;
-        g.end()
+        self.alone(|g| g.broadcast(self, buf, root, stream))
     }
 
     /// Queues `recv = send[rank 0] op send[rank 1] op …` on rank `root`
@@ -839,9 +833,7 @@ impl Communicator {
         root: usize,
         stream: &Stream,
     ) -> Result<()> {
-        let mut g = Group::new();
-        g.reduce(self, send, recv, op, root, stream)?;
-        g.end()
+        self.alone(|g| g.reduce(self, send, recv, op, root, stream))
     }
 
     /// Queues the gathering of every rank's `send` into every rank's
@@ -853,9 +845,7 @@ impl Communicator {
         recv: &mut DeviceSlice<T>,
         stream: &Stream,
     ) -> Result<()> {
-        let mut g = Group::new();
-        g.all_gather(self, send, recv, stream)?;
-        g.end()
+        self.alone(|g| g.all_gather(self, send, recv, stream))
     }
 
     /// Queues the reduction of every rank's `send` (`ranks × recv.len()`
@@ -868,9 +858,7 @@ impl Communicator {
         op: ReduceOp,
         stream: &Stream,
     ) -> Result<()> {
-        let mut g = Group::new();
-        g.reduce_scatter(self, send, recv, op, stream)?;
-        g.end()
+        self.alone(|g| g.reduce_scatter(self, send, recv, op, stream))
     }
 
     /// Queues the sending of `buf` to rank `peer` (`ncclSend`), which
@@ -882,9 +870,7 @@ impl Communicator {
         peer: usize,
         stream: &Stream,
     ) -> Result<()> {
-        let mut g = Group::new();
-        g.send(self, buf, peer, stream)?;
-        g.end()
+        self.alone(|g| g.send(self, buf, peer, stream))
     }
 
     /// Queues the receiving of `buf` from rank `peer` (`ncclRecv`).
@@ -894,8 +880,13 @@ impl Communicator {
         peer: usize,
         stream: &Stream,
     ) -> Result<()> {
+        self.alone(|g| g.recv(self, buf, peer, stream))
+    }
+
+    /// One operation on its own: a group of one, added by `add`.
+    fn alone<'a>(&'a self, add: impl FnOnce(&mut Group<'a>) -> Result<()>) -> Result<()> {
         let mut g = Group::new();
-        g.recv(self, buf, peer, stream)?;
+        add(&mut g)?;
         g.end()
     }
 
