@@ -387,3 +387,25 @@ fn ranks_join_by_unique_id_and_bad_input_is_refused() {
     assert!(e.to_string().contains("listed as rank 0 and rank 2"), "{e}");
     assert!(Communicator::all_devices(&[]).is_err());
 }
+
+#[test]
+fn one_thread_drives_every_rank_in_one_group() {
+    // As with NCCL, where one thread issuing the collectives of several
+    // communicators must group them: every part is posted before any waits.
+    let gpus = devices(3);
+    let comms = Communicator::all_devices(&gpus.iter().collect::<Vec<_>>()).unwrap();
+    let mut bufs: Vec<_> = gpus
+        .iter()
+        .enumerate()
+        .map(|(r, g)| g.to_device(&[r as u64 + 1, 10 * (r as u64 + 1)]).unwrap())
+        .collect();
+    let mut g = Group::new();
+    for ((comm, gpu), buf) in comms.iter().zip(&gpus).zip(bufs.iter_mut()) {
+        g.all_reduce_in_place(comm, buf, ReduceOp::Prod, gpu.stream())
+            .unwrap();
+    }
+    g.end().unwrap();
+    for b in &bufs {
+        assert_eq!(b.to_vec().unwrap(), [6, 6000]);
+    }
+}
