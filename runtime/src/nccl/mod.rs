@@ -286,8 +286,11 @@ pub struct Communicator {
     /// Why the communicator was aborted (`None`: usable).
     aborted: Mutex<Option<String>>,
     backend: Backend,
-    /// Not `Sync`: one thread at a time.
-    _not_sync: PhantomData<std::cell::Cell<()>>,
+    /// Whether NCCL work was queued since the last successful
+    /// [`Communicator::synchronize`]: dropped then, the communicator is
+    /// aborted (finalizing it would wait for that work, which may wait for
+    /// a peer that is gone). Also what makes the type not `Sync`.
+    unsettled: std::cell::Cell<bool>,
 }
 
 // SAFETY: the raw communicator is only used by the thread that holds the
@@ -504,7 +507,7 @@ impl Communicator {
             timeout,
             aborted: Mutex::new(None),
             backend,
-            _not_sync: PhantomData,
+            unsettled: std::cell::Cell::new(false),
         }
     }
 
@@ -613,6 +616,7 @@ impl Communicator {
         let Backend::Nccl { lib, raw } = &self.backend else {
             return Ok(());
         };
+        self.check_usable(call)?;
         loop {
             let mut state = SUCCESS;
             // SAFETY: a live communicator and a place for its state.
@@ -650,7 +654,8 @@ impl Communicator {
     }
 
     /// Waits until the collectives queued on `stream` have finished (the
-    /// stream is idle), polling `ncclCommGetAsyncError` as it waits; past
+    /// stream is idle; give the stream of every queued collective before
+    /// dropping the communicator, or the drop aborts it), polling `ncclCommGetAsyncError` as it waits; past
     /// the deadline the communicator is aborted and the wait is
     /// [`Error::CollectiveTimeout`]. On the simulator the collectives
     /// finished when they were called: nothing to wait for.
@@ -668,6 +673,7 @@ impl Communicator {
             // SAFETY: a live stream of this device (checked above).
             let q = unsafe { cust::sys::cuStreamQuery(s) };
             if q == cust::sys::CUresult::CUDA_SUCCESS {
+                self.unsettled.set(false);
                 return Ok(());
             }
             if q != cust::sys::CUresult::CUDA_ERROR_NOT_READY {
@@ -949,6 +955,7 @@ impl Communicator {
             self.abort(&e.to_string());
             return Err(e);
         }
+        self.unsettled.set(true);
         Ok(())
     }
 }
@@ -959,6 +966,10 @@ impl Drop for Communicator {
             Backend::Nccl { lib, raw } => {
                 if self.aborted().is_some() {
                     return; // ncclCommAbort freed it.
+                }
+                if self.unsettled.get() {
+                    self.abort("dropped with work queued and not waited for");
+                    return;
                 }
                 // SAFETY: a live communicator, finalized and destroyed once;
                 // a failure of either leaves an abort (which cannot hang).
