@@ -390,6 +390,12 @@ impl Communicator {
         // holds `ranks` distinct, existing device ordinals (checked above).
         let r = unsafe { (lib.comm_init_all)(raw.as_mut_ptr(), ranks as i32, ordinals.as_ptr()) };
         lib.check("ncclCommInitAll", r, std::ptr::null_mut())?;
+        if raw.iter().any(|c| c.is_null()) {
+            return Err(Error::invalid(
+                K,
+                "ncclCommInitAll succeeded but gave no communicator for a device",
+            ));
+        }
         let comms: Vec<Communicator> = raw
             .into_iter()
             .zip(gpus)
@@ -480,6 +486,12 @@ impl Communicator {
                 unsafe { (lib.comm_abort)(raw) };
             }
             return Err(e);
+        }
+        if raw.is_null() {
+            return Err(Error::invalid(
+                K,
+                "ncclCommInitRankConfig succeeded but gave no communicator",
+            ));
         }
         let comm = Self::new(
             rank,
