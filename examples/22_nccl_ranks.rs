@@ -9,11 +9,11 @@
 //!
 //! `cargo run --release --example 22_nccl_ranks -- [N] [tcp|env|file:PATH]`
 //! (N: every GPU by default). Without a GPU (or with `CUDA_KERNELS_SIM=1`)
-//! one rank runs on the simulator: the simulated communicator joins threads,
-//! not processes, so more ranks are refused there.
+//! the ranks run on simulated devices, joined through a simulated clique's
+//! hub that the launcher serves on loopback (N: 3 by default).
 use std::process::{Command, ExitCode};
 
-use cuda_kernels::multi_gpu::ranks::{IdTransport, launcher_or_rank};
+use cuda_kernels::multi_gpu::ranks::{IdTransport, Launch, launcher_or_rank};
 use cuda_kernels::{BuiltinSimulator, Gpu, Result};
 
 fn main() -> ExitCode {
@@ -34,7 +34,7 @@ fn run() -> Result<bool> {
         Some(n) => n
             .parse()
             .map_err(|e| cuda_kernels::Error::invalid("22_nccl_ranks", format!("N {n:?}: {e}")))?,
-        None if simulated => 1,
+        None if simulated => 3,
         None => cuda_kernels::devices::device_count() as usize,
     };
     let transport: IdTransport = args.next().as_deref().unwrap_or("tcp").parse()?;
@@ -52,8 +52,10 @@ fn run() -> Result<bool> {
     };
     // The rank processes are this program again, with the rank in their
     // environment (the arguments do not matter to a rank).
-    let passed = launcher_or_rank(Some(ranks), simulated, &transport, open, |_| {
-        Command::new(&exe)
-    })?;
+    let job = Launch {
+        transport,
+        ..Launch::new(ranks)
+    };
+    let passed = launcher_or_rank(Some(&job), simulated, open, |_| Command::new(&exe))?;
     Ok(passed == Some(true))
 }

@@ -233,7 +233,14 @@ fn ranks_join_by_a_unique_id_over_tcp(gpu: &Gpu) -> Result<(), Failed> {
     let addr = listener.local_addr().map_err(fail)?;
     let timeout = Duration::from_secs(60);
     let got = std::thread::scope(|s| {
-        let server = s.spawn(|| id.serve_tcp(&listener, p, timeout));
+        let server = s.spawn(|| {
+            id.serve_tcp(
+                &listener,
+                p,
+                timeout,
+                &std::sync::atomic::AtomicBool::new(false),
+            )
+        });
         let ranks: Vec<_> = gpus
             .iter()
             .enumerate()

@@ -1,9 +1,11 @@
 //! `cuda-kernels multi`: the multi-device launchers on both backends (peer
 //! copies, NCCL) in one process, a host thread per device, each result
 //! checked against the CPU; or, with `--ranks N`, N processes on one
-//! machine, one GPU each, joined by NCCL (`multi_gpu::ranks`), each rank
-//! checking its part and rank 0 the whole against one GPU's run.
+//! machine, one GPU each, joined by NCCL (`multi_gpu::ranks`; on the
+//! simulator, simulated devices joined through a hub), each rank checking
+//! its part and rank 0 the whole against one GPU's run.
 use std::process::{Command, ExitCode};
+use std::time::Duration;
 
 use crate::life::{life_cpu, random_lattice};
 use crate::mandelbrot::{MandelbrotParams, first_difference, mandelbrot_cpu};
@@ -12,7 +14,7 @@ use crate::multi_gpu::Backend;
 use crate::multi_gpu::life::life_with;
 use crate::multi_gpu::mandelbrot::mandelbrot_with;
 use crate::multi_gpu::matmul::matmul_with;
-use crate::multi_gpu::ranks::{IdTransport, JobSizes, launcher_or_rank};
+use crate::multi_gpu::ranks::{IdTransport, JobSizes, Launch, launcher_or_rank};
 use crate::multi_gpu::reduce::reduce_with;
 use crate::reduce::{Sum, reduce_cpu};
 use crate::util::Rng;
@@ -28,6 +30,7 @@ pub fn run(
     backend: Option<Backend>,
     ranks: Option<usize>,
     transport: IdTransport,
+    kill: Option<(usize, Duration)>,
 ) -> Result<ExitCode> {
     let simulated = sim || crate::devices::device_count() == 0;
     let exe = std::env::current_exe().map_err(|source| Error::Io {
@@ -49,7 +52,12 @@ pub fn run(
         }
         c
     };
-    match launcher_or_rank(ranks, simulated, &transport, open, command)? {
+    let job = ranks.map(|ranks| Launch {
+        transport,
+        kill,
+        ..Launch::new(ranks)
+    });
+    match launcher_or_rank(job.as_ref(), simulated, open, command)? {
         Some(true) => return Ok(ExitCode::SUCCESS),
         Some(false) => return Ok(ExitCode::FAILURE),
         None => {}

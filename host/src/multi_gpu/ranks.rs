@@ -8,13 +8,17 @@
 //! launchers' rank functions on its share, each rank checking its part
 //! against the CPU and rank 0 the whole against one GPU's run.
 //!
-//! The simulated communicator does not cross processes: on the simulator a
-//! job of one rank runs (the same path, a clique of one), and more ranks
-//! are refused before any process starts.
+//! On the simulator the launcher serves a simulated clique's hub
+//! ([`SimHub`]) and the rank processes join it over loopback: the same
+//! path, with simulated devices. A rank process killed in the middle
+//! ([`Launch::kill`]) makes the others fail at once (the hub sees its
+//! connection close) or by their deadline, never hang.
 use std::io::Read;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ndarray::{Array1, Array2, s};
@@ -30,7 +34,7 @@ use crate::life::{life_cpu, random_lattice};
 use crate::mandelbrot::{MandelbrotExt, MandelbrotParams, first_difference, mandelbrot_cpu};
 use crate::matrices::check_matmul;
 use crate::matrices::matmul::MatmulExt;
-use crate::nccl::{Communicator, UniqueId};
+use crate::nccl::{Communicator, SimHub, UniqueId};
 use crate::reduce::{ReduceExt, Sum, reduce_cpu};
 use crate::util::Rng;
 
@@ -90,32 +94,69 @@ pub struct RankOutcome {
     pub output: String,
 }
 
-/// Starts `ranks` processes, `command(rank)` each (the launcher sets the
-/// rank, the rank count and the id's transport in their environment),
-/// passes them `id` by `transport`, and waits for all of them up to
-/// `timeout` (then kills the rest). Returns every rank's outcome, in rank
-/// order; an error only when the job could not be started.
+/// How a job's rank processes are started.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    /// The number of rank processes.
+    pub ranks: usize,
+    /// How the unique id reaches them.
+    pub transport: IdTransport,
+    /// How long the launcher waits for them before it kills the rest: give
+    /// them longer than their own deadline
+    /// ([`TIMEOUT_ENV`](crate::nccl::TIMEOUT_ENV)), so that a rank that
+    /// waits for a dead peer reports its typed error first.
+    pub timeout: Duration,
+    /// Fault injection: kill rank `.0`'s process `.1` after the start (as a
+    /// crash would end it), to see the others end by their deadline.
+    pub kill: Option<(usize, Duration)>,
+}
+
+impl Launch {
+    /// `ranks` processes, the id by loopback TCP, twice the ranks' deadline
+    /// and half a minute for the launcher's, nothing killed.
+    pub fn new(ranks: usize) -> Self {
+        Launch {
+            ranks,
+            transport: IdTransport::Tcp,
+            timeout: crate::nccl::default_timeout() * 2 + Duration::from_secs(30),
+            kill: None,
+        }
+    }
+}
+
+/// Starts `job.ranks` processes, `command(rank)` each (the launcher sets
+/// the rank, the rank count and the id's transport in their environment),
+/// passes them `id` by `job.transport`, and waits for all of them up to
+/// `job.timeout` (then kills the rest). Returns every rank's outcome, in
+/// rank order; an error only when the job could not be started.
 ///
-/// With a simulated id only one rank is possible (the simulated
-/// communicator does not cross processes): more is [`Error::InvalidInput`].
+/// A simulated id without a hub ([`UniqueId::simulated`]) joins threads of
+/// one process only: more than one rank process is [`Error::InvalidInput`]
+/// (a hub's id, [`SimHub`], joins processes).
 pub fn launch(
-    ranks: usize,
+    job: &Launch,
     id: &UniqueId,
-    transport: &IdTransport,
-    timeout: Duration,
     command: impl Fn(usize) -> Command,
 ) -> Result<Vec<RankOutcome>> {
+    let (ranks, transport, timeout) = (job.ranks, &job.transport, job.timeout);
     if ranks == 0 {
         return Err(Error::invalid(K, "0 ranks: a job needs at least one"));
     }
-    if id.is_simulated() && ranks > 1 {
+    if id.is_simulated() && id.hub_port().is_none() && ranks > 1 {
         return Err(Error::invalid(
             K,
             format!(
-                "{ranks} rank processes on the simulator: the simulated communicator joins \
-                 threads of one process, not processes (run one rank, or the ranks as threads: \
-                 `multi --backend nccl`)"
+                "{ranks} rank processes with a simulated id without a hub: such a clique \
+                 joins threads of one process (start a SimHub for processes)"
             ),
+        ));
+    }
+    if let Some((rank, _)) = job.kill
+        && rank >= ranks
+    {
+        return Err(Error::invalid(
+            K,
+            format!("kill rank {rank}: not a rank of 0..{ranks}"),
         ));
     }
     let listener = match transport {
@@ -175,9 +216,10 @@ pub fn launch(
         }
     }
     let since = Instant::now();
+    let stop_serving = Arc::new(AtomicBool::new(false));
     let served = listener.map(|l| {
-        let id = id.clone();
-        std::thread::spawn(move || id.serve_tcp(&l, ranks, timeout))
+        let (id, stop) = (id.clone(), stop_serving.clone());
+        std::thread::spawn(move || id.serve_tcp(&l, ranks, timeout, &stop))
     });
     // Read each child's output on a thread of its own (a full pipe would
     // stop it), and wait for every child until the deadline.
@@ -198,13 +240,26 @@ pub fn launch(
         })
         .collect();
     let mut ended: Vec<Option<(bool, String)>> = vec![None; ranks];
+    let mut killed = vec![false; ranks];
     while ended.iter().any(Option::is_none) {
         for (rank, child) in children.iter_mut().enumerate() {
             if ended[rank].is_some() {
                 continue;
             }
             match child.try_wait() {
+                Ok(Some(status)) if killed[rank] => {
+                    ended[rank] = Some((false, format!("killed as asked ({status})")));
+                }
                 Ok(Some(status)) => ended[rank] = Some((status.success(), status.to_string())),
+                Ok(None)
+                    if job
+                        .kill
+                        .is_some_and(|(r, after)| r == rank && since.elapsed() >= after)
+                        && !killed[rank] =>
+                {
+                    let _ = child.kill();
+                    killed[rank] = true;
+                }
                 Ok(None) if since.elapsed() > timeout => {
                     let _ = child.kill();
                     let _ = child.wait();
@@ -217,8 +272,9 @@ pub fn launch(
         std::thread::sleep(Duration::from_millis(10));
     }
     if let Some(server) = served {
-        // The ranks that failed before connecting leave it waiting until its
-        // deadline: its error is theirs, reported below.
+        // Every rank has ended: one that never fetched the id has its own
+        // error, reported below.
+        stop_serving.store(true, Ordering::Relaxed);
         let _ = server.join();
     }
     Ok(readers
@@ -237,30 +293,30 @@ pub fn launch(
         .collect())
 }
 
-/// The launcher's side of a job of `ranks` processes ([`launch`]), one
-/// device each: refuses more ranks than devices (on the simulator, more
-/// than one), makes the id (NCCL's, or a simulated clique's when
-/// `simulated`) and starts the ranks.
+/// The launcher's side of a job ([`launch`]), one device each: refuses
+/// more ranks than devices, makes the id (NCCL's; on the simulator, a
+/// [`SimHub`]'s, which this process serves until the job ends) and starts
+/// the ranks.
 pub fn launch_job(
-    ranks: usize,
+    job: &Launch,
     simulated: bool,
-    transport: &IdTransport,
-    timeout: Duration,
     command: impl Fn(usize) -> Command,
 ) -> Result<Vec<RankOutcome>> {
-    let id = if simulated {
-        UniqueId::simulated()
-    } else {
-        let count = crate::devices::device_count() as usize;
-        if ranks > count {
-            return Err(Error::invalid(
-                K,
-                format!("{ranks} ranks, one GPU each, but the machine has {count} GPUs"),
-            ));
-        }
-        UniqueId::nccl()?
-    };
-    launch(ranks, &id, transport, timeout, command)
+    if simulated {
+        let hub = SimHub::start(job.ranks)?;
+        return launch(job, hub.id(), command);
+    }
+    let count = crate::devices::device_count() as usize;
+    if job.ranks > count {
+        return Err(Error::invalid(
+            K,
+            format!(
+                "{} ranks, one GPU each, but the machine has {count} GPUs",
+                job.ranks
+            ),
+        ));
+    }
+    launch(job, &UniqueId::nccl()?, command)
 }
 
 /// A rank process's side of a job: joins the job `env` describes on the
@@ -283,14 +339,13 @@ pub fn run_rank(
 
 /// A program that is both a job's launcher and its ranks (the example,
 /// `cuda-kernels multi`): as a rank (the launcher's environment set), joins
-/// and runs [`run_rank`] on `open(rank)`, printing its lines; else with
-/// `ranks`, launches that many copies of `command(rank)` ([`launch_job`])
-/// and prints their outcomes ([`print_outcomes`]). Whether every check
-/// passed; `None` when neither (no rank, no `ranks`).
+/// and runs [`run_rank`] on `open(rank)`, printing its lines; else with a
+/// `job`, launches its copies of `command(rank)` ([`launch_job`]) and prints
+/// their outcomes ([`print_outcomes`]). Whether every check passed; `None`
+/// when neither (no rank, no job).
 pub fn launcher_or_rank(
-    ranks: Option<usize>,
+    job: Option<&Launch>,
     simulated: bool,
-    transport: &IdTransport,
     open: impl Fn(usize) -> Result<Gpu>,
     command: impl Fn(usize) -> Command,
 ) -> Result<Option<bool>> {
@@ -301,18 +356,20 @@ pub fn launcher_or_rank(
         }
         return Ok(Some(true));
     }
-    let Some(ranks) = ranks else {
+    let Some(job) = job else {
         return Ok(None);
     };
     println!(
-        "{ranks} rank processes ({}), the id by {transport:?}",
+        "{} rank processes ({}), the id by {:?}",
+        job.ranks,
         if simulated {
-            "simulator"
+            "simulated devices, joined through a hub"
         } else {
             "one GPU each"
-        }
+        },
+        job.transport
     );
-    let outcomes = launch_job(ranks, simulated, transport, timeout, command)?;
+    let outcomes = launch_job(job, simulated, command)?;
     Ok(Some(print_outcomes(&outcomes)))
 }
 
@@ -568,16 +625,17 @@ mod tests {
     }
 
     #[test]
-    fn processes_on_the_simulator_are_one_rank_only() {
-        let e = launch(
-            2,
-            &UniqueId::simulated(),
-            &IdTransport::Env,
-            Duration::from_secs(1),
-            |_| Command::new("true"),
-        )
+    fn a_local_simulated_id_cannot_join_processes() {
+        let e = launch(&Launch::new(2), &UniqueId::simulated(), |_| {
+            Command::new("true")
+        })
         .unwrap_err();
-        assert!(e.to_string().contains("not processes"), "{e}");
+        assert!(e.to_string().contains("without a hub"), "{e}");
+        let mut job = Launch::new(2);
+        job.kill = Some((2, Duration::ZERO));
+        let hub = SimHub::start(2).unwrap();
+        let e = launch(&job, hub.id(), |_| Command::new("true")).unwrap_err();
+        assert!(e.to_string().contains("kill rank 2"), "{e}");
         assert!("file:/tmp/x".parse::<IdTransport>().is_ok());
         assert!("udp".parse::<IdTransport>().is_err());
     }

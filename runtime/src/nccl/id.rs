@@ -8,6 +8,7 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::K;
@@ -18,6 +19,9 @@ use crate::error::{Error, Result};
 /// How a simulated clique's id starts (NCCL's ids never do: they start
 /// with a socket address family and a port).
 const SIM_MARK: &[u8; 32] = b"cuda-kernels simulated clique v1";
+
+/// The byte after a simulated id's random part that says a hub serves it.
+const HUB_MARK: u8 = b'H';
 
 /// What the loopback server sends before the id (a client that reads
 /// anything else refuses it).
@@ -91,6 +95,22 @@ impl UniqueId {
             bytes[at..at + 8].copy_from_slice(&h.finish().to_le_bytes());
         }
         Self { bytes }
+    }
+
+    /// The id of a simulated clique whose hub ([`super::SimHub`]) listens
+    /// on loopback port `port`: its ranks may be other processes.
+    pub(crate) fn simulated_hub(port: u16) -> Self {
+        let mut id = Self::simulated();
+        id.bytes[SIM_MARK.len() + 16] = HUB_MARK;
+        id.bytes[SIM_MARK.len() + 17..SIM_MARK.len() + 19].copy_from_slice(&port.to_le_bytes());
+        id
+    }
+
+    /// The loopback port of a simulated clique's hub, for the id of one.
+    pub fn hub_port(&self) -> Option<u16> {
+        let at = SIM_MARK.len() + 16;
+        (self.is_simulated() && self.bytes[at] == HUB_MARK)
+            .then(|| u16::from_le_bytes([self.bytes[at + 1], self.bytes[at + 2]]))
     }
 
     /// Whether this is a simulated clique's id.
@@ -188,12 +208,15 @@ impl UniqueId {
 
     /// Sends the id to `clients` connections on `listener` (each gets the
     /// magic and the 128 bytes), each accepted within `timeout` of the
-    /// start; then returns. Run it on a thread of the launcher.
+    /// start, or until `stop` is set (the launcher's ranks have ended: no
+    /// one is left to serve); then returns. Run it on a thread of the
+    /// launcher.
     pub fn serve_tcp(
         &self,
         listener: &TcpListener,
         clients: usize,
         timeout: Duration,
+        stop: &AtomicBool,
     ) -> Result<()> {
         let io = |what: &str, source| Error::Io {
             what: format!("serving the unique id: {what}"),
@@ -220,7 +243,7 @@ impl UniqueId {
                     served += 1;
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    if since.elapsed() > timeout {
+                    if since.elapsed() > timeout || stop.load(Ordering::Relaxed) {
                         return Err(Error::invalid(
                             K,
                             format!(
@@ -324,7 +347,14 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let got = std::thread::scope(|s| {
-            let server = s.spawn(|| id.serve_tcp(&listener, 2, Duration::from_secs(20)));
+            let server = s.spawn(|| {
+                id.serve_tcp(
+                    &listener,
+                    2,
+                    Duration::from_secs(20),
+                    &AtomicBool::new(false),
+                )
+            });
             let a = UniqueId::fetch_tcp(addr, Duration::from_secs(20));
             let b = UniqueId::fetch_tcp(addr, Duration::from_secs(20));
             server.join().unwrap().unwrap();
@@ -333,7 +363,12 @@ mod tests {
         assert_eq!(got, (id.clone(), id));
         // Nobody connects: the server gives up by its deadline.
         let e = UniqueId::simulated()
-            .serve_tcp(&listener, 1, Duration::from_millis(50))
+            .serve_tcp(
+                &listener,
+                1,
+                Duration::from_millis(50),
+                &AtomicBool::new(false),
+            )
             .unwrap_err();
         assert!(e.to_string().contains("0 of 1 ranks"), "{e}");
     }

@@ -27,12 +27,14 @@
 //! On the simulator a collective runs when it is called (as every simulated
 //! launch does): each rank posts its part, waits (up to the deadline) for
 //! the others' and computes its own result from all of them, folding in
-//! rank order. Ranks are threads of one process: the simulated communicator
-//! does not cross processes. Calls that do not match across ranks (another
-//! collective, element type, length, root or operation) are an
-//! [`Error::InvalidInput`] on every rank there (NCCL itself cannot see them:
-//! it hangs until the deadline), and a rank that aborts or drops its
-//! communicator makes the ranks waiting for it fail at once.
+//! rank order. Ranks are threads of one process (a clique joined by
+//! [`UniqueId::simulated`], or [`Communicator::all_devices`]), or processes
+//! joined through a [`SimHub`] the launcher serves on loopback. Calls that
+//! do not match across ranks (another collective, element type, length,
+//! root or operation) are an [`Error::InvalidInput`] on every rank there
+//! (NCCL itself cannot see them: it hangs until the deadline), and a rank
+//! that aborts, drops its communicator or whose process ends makes the ranks
+//! waiting for it fail at once.
 //!
 //! ```
 //! # fn main() -> cuda_kernels_runtime::Result<()> {
@@ -66,10 +68,12 @@ use crate::error::{Error, Result};
 use crate::memory::{DeviceId, DeviceSlice, Stream};
 
 mod ffi;
+mod hub;
 pub mod id;
 mod sim;
 
 pub use ffi::{LIBRARY, LIBRARY_ENV, UNIQUE_ID_BYTES, candidates, result_name};
+pub use hub::SimHub;
 pub use id::UniqueId;
 
 use ffi::{IN_PROGRESS, Nccl, RawComm, RawConfig, SUCCESS};
@@ -128,6 +132,55 @@ pub enum DataType {
     F64 = 8,
     /// `ncclBfloat16`.
     Bf16 = 9,
+}
+
+impl DataType {
+    /// Every type, in `ncclDataType_t` order.
+    const ALL: [DataType; 10] = [
+        DataType::I8,
+        DataType::U8,
+        DataType::I32,
+        DataType::U32,
+        DataType::I64,
+        DataType::U64,
+        DataType::F16,
+        DataType::F32,
+        DataType::F64,
+        DataType::Bf16,
+    ];
+
+    /// The type of an `ncclDataType_t` value.
+    pub fn from_raw(raw: i32) -> Option<DataType> {
+        Self::ALL.into_iter().find(|t| *t as i32 == raw)
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DataType::I8 | DataType::U8 => 1,
+            DataType::F16 | DataType::Bf16 => 2,
+            DataType::I32 | DataType::U32 | DataType::F32 => 4,
+            DataType::I64 | DataType::U64 | DataType::F64 => 8,
+        }
+    }
+
+    /// The simulator's fold of this type: `acc[i] = acc[i] op x[i]` over
+    /// the bytes of whole elements.
+    pub(crate) fn fold(self) -> fn(ReduceOp, &mut [u8], &[u8]) {
+        use cuda_kernels_device::float16::{bf16, f16};
+        match self {
+            DataType::I8 => fold_bytes::<i8>,
+            DataType::U8 => fold_bytes::<u8>,
+            DataType::I32 => fold_bytes::<i32>,
+            DataType::U32 => fold_bytes::<u32>,
+            DataType::I64 => fold_bytes::<i64>,
+            DataType::U64 => fold_bytes::<u64>,
+            DataType::F16 => fold_bytes::<f16>,
+            DataType::F32 => fold_bytes::<f32>,
+            DataType::F64 => fold_bytes::<f64>,
+            DataType::Bf16 => fold_bytes::<bf16>,
+        }
+    }
 }
 
 /// `ncclRedOp_t`: how a reduction combines the ranks' elements.
@@ -236,14 +289,11 @@ impl Kind {
 }
 
 /// One operation of a [`Group`], type-erased once checked: the buffers'
-/// addresses and lengths (elements), the element type and its fold.
+/// addresses and lengths (elements) and the element type.
 #[derive(Clone, Copy)]
 pub(crate) struct Call {
     pub kind: Kind,
     pub data_type: DataType,
-    pub elem_size: usize,
-    /// The simulator's fold of `x` into `acc` (bytes of whole elements).
-    pub fold: fn(ReduceOp, &mut [u8], &[u8]),
     pub send: u64,
     pub send_len: usize,
     pub recv: u64,
@@ -269,7 +319,7 @@ enum Backend {
     /// An NCCL communicator (`ncclComm_t`).
     Nccl { lib: Arc<Nccl>, raw: RawComm },
     /// A rank of a simulated clique.
-    Sim(sim::Rank),
+    Sim(sim::Member),
 }
 
 /// One rank of a group of devices that run collectives together: an NCCL
@@ -370,7 +420,7 @@ impl Communicator {
                         ranks,
                         gpu.device_id(),
                         timeout,
-                        Backend::Sim(clique.rank(rank)),
+                        Backend::Sim(sim::Member::Local(clique.rank(rank))),
                     )
                 })
                 .collect());
@@ -460,13 +510,21 @@ impl Communicator {
             ));
         }
         if gpu.is_simulated() {
-            let r = sim::Clique::join(id, rank, ranks, timeout)?;
+            let member = match id.hub_port() {
+                Some(port) => sim::Member::Remote(hub::Client::join(
+                    std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+                    rank,
+                    ranks,
+                    timeout,
+                )?),
+                None => sim::Member::Local(sim::Clique::join(id, rank, ranks, timeout)?),
+            };
             return Ok(Self::new(
                 rank,
                 ranks,
                 gpu.device_id(),
                 timeout,
-                Backend::Sim(r),
+                Backend::Sim(member),
             ));
         }
         let lib = Nccl::get()?;
@@ -797,8 +855,6 @@ impl Communicator {
         Ok(Call {
             kind,
             data_type: T::DATA_TYPE,
-            elem_size: size_of::<T>(),
-            fold: fold_bytes::<T>,
             send: send.map_or(0, |s| s.as_device_ptr().as_raw()),
             send_len,
             recv: recv.map_or(0, |s| s.as_device_ptr().as_raw()),

@@ -409,3 +409,98 @@ fn one_thread_drives_every_rank_in_one_group() {
         assert_eq!(b.to_vec().unwrap(), [6, 6000]);
     }
 }
+
+/// Every rank a connection to a hub (as rank processes are): the same
+/// collectives, the same results.
+#[test]
+fn ranks_joined_through_a_hub_match_the_formulas() {
+    let hub = SimHub::start(3).unwrap();
+    assert!(hub.id().hub_port().is_some() && hub.id().is_simulated());
+    let gpus = devices(3);
+    let got = std::thread::scope(|s| {
+        let handles: Vec<_> = gpus
+            .iter()
+            .enumerate()
+            .map(|(r, gpu)| {
+                let id = hub.id().clone();
+                s.spawn(move || -> Result<(Vec<i32>, Vec<i32>, Vec<i32>)> {
+                    let comm = Communicator::init_rank(gpu, &id, r, 3, LONG)?;
+                    let st = gpu.stream();
+                    let mine: Vec<i32> = (0..4).map(|i| x(r, i)).collect();
+                    let send = gpu.to_device(&mine)?;
+                    let mut sum = gpu.zeroed::<i32>(4)?;
+                    comm.all_reduce(&send, &mut sum, ReduceOp::Sum, st)?;
+                    let mut all = gpu.zeroed::<i32>(12)?;
+                    comm.all_gather(&send, &mut all, st)?;
+                    let mut left = gpu.zeroed::<i32>(4)?;
+                    let mut g = Group::new();
+                    g.recv(&comm, &mut left, (r + 2) % 3, st)?;
+                    g.send(&comm, &send, (r + 1) % 3, st)?;
+                    g.end()?;
+                    Ok((sum.to_vec()?, all.to_vec()?, left.to_vec()?))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    for (r, g) in got.into_iter().enumerate() {
+        let (sum, all, left) = g.unwrap();
+        assert_eq!(sum, (0..4).map(|i| 30 + 3 * (i + 1)).collect::<Vec<i32>>());
+        let want: Vec<i32> = (0..3).flat_map(|q| (0..4).map(move |i| x(q, i))).collect();
+        assert_eq!(all, want);
+        assert_eq!(left, (0..4).map(|i| x((r + 2) % 3, i)).collect::<Vec<_>>());
+    }
+}
+
+/// Through a hub: a rank that drops its communicator fails the rank
+/// waiting for it at once; mismatched calls are refused on both; a rank
+/// that never joins makes the others' set-up time out.
+#[test]
+fn hub_ranks_fail_as_local_ones_do() {
+    let hub = SimHub::start(2).unwrap();
+    let gpus = devices(2);
+    let got = std::thread::scope(|s| {
+        let handles: Vec<_> = gpus
+            .iter()
+            .enumerate()
+            .map(|(r, gpu)| {
+                let id = hub.id().clone();
+                s.spawn(move || -> Result<Duration> {
+                    let comm = Communicator::init_rank(gpu, &id, r, 2, LONG)?;
+                    let mut a = gpu.zeroed::<f32>(3 + r)?;
+                    let e = comm
+                        .all_reduce_in_place(&mut a, ReduceOp::Sum, gpu.stream())
+                        .unwrap_err();
+                    assert!(e.to_string().contains("does not match"), "{e}");
+                    if r == 1 {
+                        return Ok(Duration::ZERO); // drops its communicator
+                    }
+                    let since = Instant::now();
+                    let e = comm.broadcast(&mut a, 0, gpu.stream()).unwrap_err();
+                    assert!(
+                        e.to_string()
+                            .contains("rank 1, which it waits for, is gone"),
+                        "{e}"
+                    );
+                    Ok(since.elapsed())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    for g in got {
+        assert!(g.unwrap() < Duration::from_secs(10));
+    }
+    let lonely = SimHub::start(2).unwrap();
+    let e = Communicator::init_rank(&gpus[0], lonely.id(), 0, 2, Duration::from_millis(100))
+        .unwrap_err();
+    assert!(matches!(e, Error::CollectiveTimeout { .. }), "{e}");
+    let e = Communicator::init_rank(&gpus[0], lonely.id(), 0, 3, LONG).unwrap_err();
+    assert!(e.to_string().contains("has 2"), "{e}");
+}
