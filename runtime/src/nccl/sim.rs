@@ -131,6 +131,24 @@ impl Clique {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Waits for a change of the state, up to `deadline`: the state again,
+    /// or (`Err`) the state once the deadline has passed.
+    fn wait_before<'a>(
+        &'a self,
+        state: MutexGuard<'a, State>,
+        deadline: Instant,
+    ) -> std::result::Result<MutexGuard<'a, State>, MutexGuard<'a, State>> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(state);
+        }
+        Ok(self
+            .changed
+            .wait_timeout(state, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0)
+    }
+
     /// Rank `rank`'s handle.
     pub fn rank(self: &Arc<Self>, rank: usize) -> Rank {
         Rank {
@@ -199,19 +217,15 @@ impl Rank {
     pub fn wait_for_everyone(&self, deadline: Instant) -> std::result::Result<(), Wait> {
         let mut state = self.clique.lock();
         while !state.joined.iter().all(|&j| j) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                state.gone[self.rank] = Some("its set-up passed its deadline".into());
-                drop(state);
-                self.clique.changed.notify_all();
-                return Err(Wait::Timeout);
-            }
-            state = self
-                .clique
-                .changed
-                .wait_timeout(state, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            state = match self.clique.wait_before(state, deadline) {
+                Ok(state) => state,
+                Err(mut state) => {
+                    state.gone[self.rank] = Some("its set-up passed its deadline".into());
+                    drop(state);
+                    self.clique.changed.notify_all();
+                    return Err(Wait::Timeout);
+                }
+            };
         }
         Ok(())
     }
@@ -336,16 +350,10 @@ impl Rank {
             if let Some((peer, why)) = gone {
                 return Err(Wait::Gone { peer, why });
             }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(Wait::Timeout);
-            }
             state = self
                 .clique
-                .changed
-                .wait_timeout(state, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+                .wait_before(state, deadline)
+                .map_err(|_| Wait::Timeout)?;
         }
     }
 }
