@@ -14,6 +14,8 @@ pub mod guides {
     pub struct Simulator;
     #[doc = include_str!("../docs/multi-gpu.md")]
     pub struct MultiGpu;
+    #[doc = include_str!("../docs/nccl.md")]
+    pub struct Nccl;
 }
 
 /// The embedded kernels: [`PTX`] and [`CUBINS`], as `build.rs` built them

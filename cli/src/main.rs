@@ -73,6 +73,30 @@ enum Command {
         #[arg(long, value_delimiter = ',', requires = "multi")]
         devices: Option<Vec<u32>>,
     },
+    /// The multi-device launchers on both backends (peer copies, NCCL) in
+    /// one process, every result checked; with `--ranks N`, N processes on
+    /// this machine, one GPU each, joined by NCCL (on the simulator,
+    /// simulated devices joined through a hub on loopback).
+    Multi {
+        /// One backend only: `peer` or `nccl`.
+        #[arg(long)]
+        backend: Option<cuda_kernels::multi_gpu::Backend>,
+        /// Start this many rank processes (one GPU each).
+        #[arg(long)]
+        ranks: Option<usize>,
+        /// How the launcher passes the unique id: `tcp` (loopback), `env`
+        /// or `file:PATH`.
+        #[arg(long, default_value = "tcp")]
+        id: cuda_kernels::multi_gpu::ranks::IdTransport,
+        /// Fault injection: kill this rank's process (with --ranks) after
+        /// --kill-after-ms; the others must end with an error by their
+        /// deadline (`CUDA_KERNELS_NCCL_TIMEOUT_MS`), not hang.
+        #[arg(long, requires = "ranks")]
+        kill_rank: Option<usize>,
+        /// When --kill-rank kills, in milliseconds after the start.
+        #[arg(long, default_value_t = 0, requires = "kill_rank")]
+        kill_after_ms: u64,
+    },
     /// Renders the README's performance table (Markdown) from a bench JSON.
     BenchTable {
         /// The JSON written by `bench --json`.
@@ -256,6 +280,16 @@ fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Err
                 print!("{}", cuda_kernels::PTX);
             }
             return Ok(ExitCode::SUCCESS);
+        }
+        Command::Multi {
+            backend,
+            ranks,
+            id,
+            kill_rank,
+            kill_after_ms,
+        } => {
+            let kill = kill_rank.map(|r| (r, std::time::Duration::from_millis(kill_after_ms)));
+            return demos::ranks::run(sim, backend, ranks, id, kill);
         }
         Command::Bench { .. } if sim => {
             eprintln!("bench needs a GPU: no timings on the simulator (nothing measured)");

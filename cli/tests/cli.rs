@@ -27,6 +27,10 @@ fn main() -> ExitCode {
         with_binary("demo_sim_checks_every_result", demo_sim_checks_every_result),
         with_binary("bench_sim_measures_nothing", bench_sim_measures_nothing),
         with_binary(
+            "multi_sim_both_backends_and_rank_processes",
+            multi_sim_both_backends_and_rank_processes,
+        ),
+        with_binary(
             "ptx_command_prints_entry_points",
             ptx_command_prints_entry_points,
         ),
@@ -164,6 +168,76 @@ fn bench_sim_measures_nothing() -> Result<(), Failed> {
         stderr.contains("bench needs a GPU: no timings on the simulator"),
         || stderr.to_string(),
     )
+}
+
+/// `multi --sim`: both backends on three simulated devices, every check
+/// passed; `--ranks N` (the launcher, N rank processes joined through the
+/// simulated clique's hub, the id by each transport) passes; a rank killed
+/// at the start or in the middle makes the others fail with a typed error
+/// by their deadline, never hang.
+fn multi_sim_both_backends_and_rank_processes() -> Result<(), Failed> {
+    let out = cli().args(["multi", "--sim"]).output()?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    ensure(out.status.success(), || {
+        format!("exit {:?}: {stdout}", out.status)
+    })?;
+    for backend in ["peer", "nccl"] {
+        ensure(
+            stdout.contains(&format!("{backend}: Life 67² × 9 equals the CPU's")),
+            || stdout.to_string(),
+        )?;
+    }
+    let file = std::env::temp_dir().join(format!("ck-multi-id-{}", std::process::id()));
+    for (ranks, id) in [
+        ("3", "tcp".to_string()),
+        ("2", "env".into()),
+        ("1", format!("file:{}", file.display())),
+    ] {
+        let out = cli()
+            .args(["multi", "--sim", "--ranks", ranks, "--id", &id])
+            .output()?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        ensure(out.status.success(), || {
+            format!("{ranks} ranks, {id}: {stdout}")
+        })?;
+        ensure(
+            stdout.contains("rank 0: SGEMM: the whole equals one GPU's, bit for bit")
+                && stdout.contains("every rank passed"),
+            || format!("{ranks} ranks, {id}: {stdout}"),
+        )?;
+    }
+    let _ = std::fs::remove_file(&file);
+    for after in ["0", "60"] {
+        let since = std::time::Instant::now();
+        let out = cli()
+            .env("CUDA_KERNELS_NCCL_TIMEOUT_MS", "3000")
+            .args(["multi", "--sim", "--ranks", "3", "--kill-rank", "1"])
+            .args(["--kill-after-ms", after])
+            .output()?;
+        let took = since.elapsed();
+        let text = String::from_utf8_lossy(&out.stdout);
+        ensure(
+            !out.status.success() && text.contains("rank 1: killed as asked"),
+            || format!("kill after {after} ms: {text}"),
+        )?;
+        // Killed before it joined: the others' set-up passes its deadline;
+        // killed later: they fail at once, or finished before the kill.
+        for rank in [0, 2] {
+            let typed = [
+                format!("on rank {rank} of 3: not finished after"),
+                format!("on rank {rank}: rank 1, which it waits for, is gone"),
+            ];
+            let passed = format!("rank {rank}: exit status: 0");
+            ensure(
+                typed.iter().any(|t| text.contains(t)) || (after != "0" && text.contains(&passed)),
+                || format!("kill after {after} ms, rank {rank}: {text}"),
+            )?;
+        }
+        ensure(took < std::time::Duration::from_secs(60), || {
+            format!("kill after {after} ms took {took:?}")
+        })?;
+    }
+    Ok(())
 }
 
 fn ptx_command_prints_entry_points() -> Result<(), Failed> {

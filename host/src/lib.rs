@@ -43,7 +43,7 @@ pub mod vectorized;
 // The runtime's modules, under the paths they had when they lived here.
 pub use cuda_kernels_runtime::{
     async_mem, device_id, device_info, devices, dynlib, embedded_images, error, gpu, image, kernel,
-    launch, memory, peer, ptx_entry_points, simulator, timing,
+    launch, memory, nccl, peer, ptx_entry_points, simulator, timing,
 };
 
 pub use error::{CudaResultExt, Error, Result};

@@ -228,6 +228,58 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// A library loaded at run time (NCCL) could not be loaded: none of the
+    /// places it was looked for has it.
+    #[error("{library} could not be loaded (it is opened at run time): {tried}")]
+    LibraryMissing {
+        /// The library's name (`libnccl.so.2`).
+        library: &'static str,
+        /// What each place it was looked for said.
+        tried: String,
+    },
+    /// An NCCL call failed: its result, what `ncclGetErrorString` says of
+    /// it and what `ncclGetLastError` says happened.
+    #[error("NCCL: {call} returned {code} ({name}: {text}); last error: {last}")]
+    Nccl {
+        /// The NCCL function.
+        call: &'static str,
+        /// Its `ncclResult_t`.
+        code: i32,
+        /// The result's name (`ncclInvalidArgument`).
+        name: &'static str,
+        /// `ncclGetErrorString`.
+        text: String,
+        /// `ncclGetLastError` (empty when NCCL recorded none).
+        last: String,
+    },
+    /// A collective (or the set-up of a communicator) did not finish by its
+    /// deadline: a peer died or called another collective. The communicator
+    /// was aborted (`ncclCommAbort`) and is unusable from now on.
+    #[error(
+        "{operation} on rank {rank} of {ranks}: not finished after {waited:?} (the deadline); \
+         the communicator was aborted"
+    )]
+    CollectiveTimeout {
+        /// The collective or set-up step.
+        operation: &'static str,
+        /// This rank.
+        rank: usize,
+        /// The communicator's ranks.
+        ranks: usize,
+        /// How long it waited.
+        waited: std::time::Duration,
+    },
+    /// A communicator was used after it was aborted (by a deadline, an
+    /// error or the caller), or a peer it needed was aborted.
+    #[error("{operation} on rank {rank}: {reason}")]
+    CommunicatorAborted {
+        /// The collective that was refused.
+        operation: &'static str,
+        /// This rank.
+        rank: usize,
+        /// Which communicator was aborted, and why.
+        reason: String,
+    },
     /// The loaded module has no entry point of this name, or the kernel
     /// handle was declared in a crate other than the one the loaded image
     /// was built from (a kernel of the same name there is not this one).

@@ -18,7 +18,9 @@
 //! - [`error`]: the one error type, naming the kernel and the reason;
 //! - [`devices`], [`device_info`]: device listing and properties;
 //!   [`peer`]: copies between devices; [`timing`]: CUDA-event timers;
-//!   [`dynlib`]: `dlopen` for the driver-level paths.
+//!   [`dynlib`]: `dlopen` for the driver-level paths;
+//! - [`nccl`]: collectives between devices and processes (NCCL, loaded at
+//!   run time, or between simulated devices).
 //!
 //! From a `kernels!` declaration to a launch:
 //! ```no_run
@@ -82,6 +84,7 @@ pub mod image;
 pub mod kernel;
 pub mod launch;
 pub mod memory;
+pub mod nccl;
 pub mod peer;
 pub mod simulator;
 pub mod timing;

@@ -12,6 +12,7 @@
 //! | `streams`    | mult_ker, batches on streams, events, lanes, Life, contexts    |
 //! | `stress`     | many host threads × many launches, no leak                     |
 //! | `multi`      | every device, copies between devices, the multi-device launchers |
+//! | `nccl`       | communicators and collectives (NCCL, or simulated), the multi-device launchers on both backends |
 //! | `sort`       | radix_sort_histogram_*, radix_sort_onesweep_* (every key type, both orders, keys, pairs, indices) |
 //! | `histogram`  | histogram_even_* (u32, i32, f32; 1 to 4,096 bins)                |
 //! | `primitives` | shared-memory atomics (and a misaligned one), syncwarp, activemask, match_any/match_all |
@@ -96,6 +97,7 @@ mod histogram;
 mod mandelbrot;
 mod matrices;
 mod multi;
+mod nccl;
 mod primitives;
 mod reduce;
 mod sort;
@@ -113,6 +115,9 @@ fn main() -> ExitCode {
     if let Some(code) = fidelity::child_process() {
         return code;
     }
+    if let Some(code) = nccl::child_process() {
+        return code;
+    }
     let trials = [
         foundation::trials(),
         handles::trials(),
@@ -126,6 +131,7 @@ fn main() -> ExitCode {
         mandelbrot::trials(),
         streams::trials(),
         multi::trials(),
+        nccl::trials(),
         stress::trials(),
         agreement::trials(),
         fidelity::trials(),

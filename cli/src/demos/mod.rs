@@ -28,6 +28,7 @@ pub mod gemm;
 pub mod mandelbrot;
 pub mod matrices;
 pub mod multi;
+pub mod ranks;
 pub mod reduce;
 pub mod sort;
 pub mod streams;

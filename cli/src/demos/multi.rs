@@ -46,6 +46,8 @@ pub struct Sizes {
     pub reduce: usize,
     /// Bytes per copy between devices.
     pub copy_bytes: usize,
+    /// Bytes of f32 all-reduced through NCCL.
+    pub all_reduce_bytes: usize,
 }
 
 impl Sizes {
@@ -58,6 +60,7 @@ impl Sizes {
         life_steps: 100,
         reduce: 1 << 31,
         copy_bytes: 1 << 30,
+        all_reduce_bytes: 1 << 30,
     };
 }
 
@@ -115,12 +118,13 @@ pub fn bench(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Re
     if gpus.is_empty() {
         return Err(Error::invalid("bench --multi", "no devices"));
     }
-    let parts: [(&str, Part); 5] = [
+    let parts: [(&str, Part); 6] = [
         ("sgemm", sgemm),
         ("mandelbrot", mandelbrot),
         ("life", life),
         ("reduce", reduce),
         ("copy", copies),
+        ("nccl all-reduce", nccl_all_reduce),
     ];
     for (name, part) in parts {
         let (result, ms) = cpu_time(|| part(gpus, sizes, records));
@@ -478,4 +482,115 @@ fn copies(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Resul
         );
     }
     Ok(())
+}
+
+/// NCCL's all-reduce (sum of f32, out of place) on the distinct devices of
+/// `gpus` (a device listed twice is dropped: NCCL needs one per rank), one
+/// thread per rank: the time of one all-reduce (the slowest rank's median
+/// of back-to-back runs), its algorithm bandwidth (bytes / time) and bus
+/// bandwidth (× 2(n − 1)/n, as nccl-tests and `torch.distributed` report
+/// it). Rank `r` sends `r + 1` everywhere: every received element must be
+/// n(n + 1)/2, exactly, checked at both ends and the middle on every rank.
+fn nccl_all_reduce(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Result<()> {
+    use crate::nccl::{Communicator, ReduceOp};
+    const K: &str = "bench --multi nccl";
+    let mut distinct: Vec<&Gpu> = Vec::new();
+    for g in gpus {
+        if !distinct.iter().any(|d| d.same_device(g)) {
+            distinct.push(g);
+        }
+    }
+    let ranks = distinct.len();
+    let n = sizes.all_reduce_bytes / 4;
+    let reps = 20;
+    let comms = match Communicator::all_devices(&distinct) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("bench --multi: no NCCL rows: {e}");
+            return Ok(());
+        }
+    };
+    let items: Vec<_> = distinct.iter().zip(comms).collect();
+    let per_rank = crate::multi_gpu::run_each(
+        K,
+        &crate::multi_gpu::labels(&distinct),
+        items,
+        |_, (gpu, comm), _| {
+            let (r, stream) = (comm.rank(), gpu.stream());
+            let mut send = gpu.zeroed::<f32>(n)?;
+            send.set_32(((r + 1) as f32).to_bits())?;
+            let mut recv = gpu.zeroed::<f32>(n)?;
+            let mut times = Vec::new();
+            for _ in 0..4 {
+                let (done, ms) = cpu_time(|| -> Result<()> {
+                    for _ in 0..reps {
+                        comm.all_reduce(&send, &mut recv, ReduceOp::Sum, stream)?;
+                    }
+                    comm.synchronize(stream)
+                });
+                done?;
+                times.push((ms / f64::from(reps)) as f32);
+            }
+            times.remove(0); // the warm-up
+            let want = (ranks * (ranks + 1) / 2) as f32;
+            let mut probe = [0f32; 1];
+            let mut wrong = None;
+            for at in [0, n / 2, n - 1] {
+                recv.index(at..at + 1).copy_to(&mut probe)?;
+                if probe[0] != want {
+                    wrong = Some(format!(
+                        "rank {r}: element {at} is {}, want {want}",
+                        probe[0]
+                    ));
+                }
+            }
+            Ok((f64::from(median(&mut times)), wrong))
+        },
+    )?;
+    let ms = per_rank.iter().map(|p| p.0).fold(0.0, f64::max);
+    let alg = gb_per_s(sizes.all_reduce_bytes, ms as f32);
+    let bus = alg * 2.0 * (ranks as f64 - 1.0) / ranks as f64;
+    let check = match per_rank.iter().find_map(|p| p.1.clone()) {
+        Some(wrong) => Check::Fail(wrong),
+        None => Check::Pass(format!(
+            "every rank's sampled elements = n(n+1)/2 exactly; algorithm bandwidth {alg:.1} GB/s"
+        )),
+    };
+    records.push(BenchRecord::new(
+        format!(
+            "NCCL all_reduce sum f32 on {ranks} GPU{}",
+            if ranks == 1 { "" } else { "s" }
+        ),
+        format!("{} MiB", sizes.all_reduce_bytes >> 20),
+        ms,
+        "GB/s bus",
+        bus,
+        check,
+    ));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::BuiltinSimulator;
+
+    /// The NCCL all-reduce row on two simulated devices (and device 0
+    /// listed again, dropped): one record, its check passed, and a wrong
+    /// device count would give another sum.
+    #[test]
+    fn the_nccl_all_reduce_row_checks_its_sums() -> Result<()> {
+        let (a, b) = (Gpu::simulated_device(0)?, Gpu::simulated_device(1)?);
+        let sizes = Sizes {
+            all_reduce_bytes: 4096,
+            ..Sizes::FULL
+        };
+        let mut records = Vec::new();
+        nccl_all_reduce(&[&a, &b, &a], &sizes, &mut records)?;
+        assert_eq!(records.len(), 1);
+        let r = &records[0];
+        assert_eq!(r.kernel, "NCCL all_reduce sum f32 on 2 GPUs");
+        assert!(matches!(r.check, Check::Pass(_)), "{:?}", r.check);
+        Ok(())
+    }
 }

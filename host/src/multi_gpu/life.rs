@@ -83,12 +83,13 @@ use ndarray::{Array2, ArrayView2};
 
 use cuda_kernels_gpu::life::{CONWAY_FAST, CONWAY_FAST_ROWS};
 
-use super::{Crew, bands, gather, labels, run_each};
+use super::{Backend, Crew, bands, gather, labels, rank_zero, run_each};
 use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
 use crate::life::{LifeKernel, check_lattice, fast_shape, life_launch};
 use crate::memory::{DeviceBuffer, DeviceView};
+use crate::nccl::{Communicator, Group};
 use crate::peer::{
     CopyPath, PinnedBytes, SyncEvent, best_path, queue_peer_copy, queue_to_device, queue_to_host,
     record, require_peer, stream_wait, sync_event,
@@ -137,6 +138,179 @@ pub fn life(gpus: &[&Gpu], lattice: ArrayView2<i32>, steps: usize) -> Result<Arr
     bands.download()
 }
 
+/// [`life`] on `backend`. With [`Backend::Nccl`] (more than one device)
+/// every step of band `i` is, on its device: the edge strips (the rows the
+/// neighbours need) on the `Gpu`'s stream, then one group of sends and
+/// receives there (its first row to the band above, its last to the band
+/// below, their rows into its two halo rows), while the interior runs on a
+/// second stream beside the exchange; the next step's edges wait for this
+/// step's interior, its interior for this step's edges (one event each
+/// way). The buffers are laid out as [`life`]'s (see the module docs).
+/// Identical to one GPU's result. With one device there is nothing to
+/// exchange: one device's [`life`] runs.
+///
+/// Errors as [`life`]; also, for NCCL, a device listed twice.
+pub fn life_with(
+    backend: Backend,
+    gpus: &[&Gpu],
+    lattice: ArrayView2<i32>,
+    steps: usize,
+) -> Result<Array2<i32>> {
+    if backend == Backend::PeerCopies {
+        return life(gpus, lattice, steps);
+    }
+    rank_zero(K, gpus, |comm, gpu, crew| {
+        life_rank(comm, gpu, lattice, steps, Some(crew))
+    })
+}
+
+/// One rank's part of [`life_with`] on NCCL, in a process of its own or on
+/// a thread: band `rank` of the lattice's rows stepped `steps` times on
+/// `gpu`, halos exchanged with the neighbouring ranks every step, then the
+/// bands all-gathered: the whole lattice on every rank.
+/// `crew` (threads of one process) stops the steps when another thread
+/// failed. A communicator of one rank has no neighbours: `conway_fast` on
+/// the whole torus.
+pub fn life_rank(
+    comm: &Communicator,
+    gpu: &Gpu,
+    lattice: ArrayView2<i32>,
+    steps: usize,
+    crew: Option<&Crew>,
+) -> Result<Array2<i32>> {
+    let n = check_lattice(lattice)?;
+    let rows = super::split_rows(K, n, comm.ranks())?;
+    let p = rows.len();
+    let tallest = check_band_room(n, &rows)?;
+    let cells = lattice.as_standard_layout();
+    let flat = cells
+        .as_slice()
+        .ok_or_else(|| Error::invalid(K, "lattice not contiguous"))?;
+    if p == 1 {
+        return life(&[gpu], lattice, steps);
+    }
+    let band = rows[comm.rank()].clone();
+    let h = band.len();
+    let mut buffers = [
+        gpu.to_device(&band_buffer(flat, n, &band, p))?,
+        gpu.zeroed(n * n)?,
+    ];
+    run_band_nccl(gpu, comm, &mut buffers, h, n, steps, crew)?;
+    // Padded to the tallest band for the all-gather.
+    let mut padded = gpu.zeroed::<i32>(tallest * n)?;
+    padded
+        .index_mut(..h * n)
+        .copy_from_device(&buffers[steps % 2].index(..h * n))?;
+    let heights: Vec<usize> = rows.iter().map(|r| r.len()).collect();
+    super::all_gather_bands(comm, gpu, &padded, &heights, n).and_then(|c| {
+        Array2::from_shape_vec((n, n), c).map_err(|e| Error::invalid(K, e.to_string()))
+    })
+}
+
+/// One band's `steps` steps on NCCL (see [`life_with`]): `lattice` holds
+/// the band's `h` rows and its halo rows `h` and `n − 1`.
+fn run_band_nccl(
+    gpu: &Gpu,
+    comm: &Communicator,
+    lattice: &mut [DeviceBuffer<i32>; 2],
+    h: usize,
+    n: usize,
+    steps: usize,
+    crew: Option<&Crew>,
+) -> Result<()> {
+    let (rank, p) = (comm.rank(), comm.ranks());
+    let (up, down) = ((rank + p - 1) % p, (rank + 1) % p);
+    let launch = life_launch(LifeKernel::Fast, n, fast_shape())?;
+    let [first, last, interior] = strips(h, launch.rows * launch.block.1 as usize);
+    gpu.bind()?;
+    let stream = gpu.stream();
+    let inside = gpu.new_stream()?;
+    let (edges_done, interior_done) = (sync_event(gpu)?, sync_event(gpu)?);
+    for s in 0..steps {
+        if let Some(crew) = crew {
+            crew.check(K)?;
+        }
+        let (from, to) = if s % 2 == 0 {
+            let [a, b] = lattice;
+            (&*a, b)
+        } else {
+            let [b, a] = lattice;
+            (&*a, b)
+        };
+        if s >= 1 {
+            stream_wait(stream, &interior_done)?;
+        }
+        launch_rows(gpu, from, to, n, first.clone(), 1, stream)?;
+        launch_rows(gpu, from, to, n, last.clone(), 1, stream)?;
+        record(&edges_done, stream)?;
+        stream_wait(&inside, &edges_done)?;
+        launch_rows(gpu, from, to, n, interior.clone(), launch.rows, &inside)?;
+        record(&interior_done, &inside)?;
+        // The exchange, beside the interior: the rows it sends (0, h − 1)
+        // and receives (h, n − 1) are none of the interior's. Sends to one
+        // peer are matched in order by its receives from this rank: the
+        // last row goes down first, the first row up, and a rank receives
+        // from above (into row n − 1) before below (into row h), so that
+        // with two bands (above = below) the pairs still match.
+        let (band, mut rest) = to.split_at_mut(h * n);
+        let (mut below, mut tail) = rest.split_at_mut(n);
+        let above_at = tail.len() - n;
+        let mut above = tail.index_mut(above_at..);
+        let mut g = Group::new();
+        let (first_row, last_row) = (band.index(..n), band.index((h - 1) * n..));
+        g.send(comm, &last_row, down, stream)?;
+        g.send(comm, &first_row, up, stream)?;
+        g.recv(comm, &mut above, up, stream)?;
+        g.recv(comm, &mut below, down, stream)?;
+        g.end()?;
+    }
+    comm.synchronize(stream)?;
+    inside.synchronize()?;
+    gpu.synchronize(CONWAY_FAST_ROWS.name())
+}
+
+/// Queues rows `rows` of `to` (the next lattice) from `from` on `on`,
+/// `per_thread` rows each thread (`conway_fast_rows`).
+fn launch_rows(
+    gpu: &Gpu,
+    from: &DeviceBuffer<i32>,
+    to: &mut DeviceBuffer<i32>,
+    n: usize,
+    rows: Range<usize>,
+    per_thread: usize,
+    on: &crate::memory::Stream,
+) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let launch = life_launch(LifeKernel::Fast, n, fast_shape())?;
+    let cfg = LaunchConfig {
+        grid: (
+            launch.grid.0,
+            rows.len()
+                .div_ceil(per_thread)
+                .div_ceil(launch.block.1 as usize) as u32,
+            1,
+        ),
+        block: (launch.block.0, launch.block.1, 1),
+        shared_mem_bytes: 0,
+    };
+    // SAFETY: both buffers hold n·n i32 and are distinct (one borrowed
+    // shared, one mutably); rows ⊆ 0..n and the grid covers them;
+    // per_thread >= 1; n is the checked lattice size.
+    unsafe {
+        let args = (
+            from,
+            to.as_device_ptr(),
+            n,
+            per_thread,
+            rows.start,
+            rows.end,
+        );
+        gpu.launch(CONWAY_FAST_ROWS, cfg, on, args)
+    }
+}
+
 /// A lattice split over several GPUs, resident between runs (the bench's
 /// scaling rows time [`LifeBands::run`]).
 pub struct LifeBands<'g> {
@@ -174,17 +348,7 @@ impl<'g> LifeBands<'g> {
                 ),
             ));
         }
-        let tallest = rows.iter().map(|r| r.len()).max().unwrap_or(0);
-        if p > 1 && tallest + 3 > n {
-            return Err(Error::invalid(
-                K,
-                format!(
-                    "a {n}×{n} lattice is too small for {p} bands: a band of {tallest} rows and its \
-                     two halo rows need a lattice of at least {} rows",
-                    tallest + 3
-                ),
-            ));
-        }
+        check_band_room(n, &rows)?;
         let path = if p > 1 {
             Some(match path {
                 Some(path) => path,
@@ -278,6 +442,24 @@ impl<'g> LifeBands<'g> {
         )?;
         Array2::from_shape_vec((n, n), cells).map_err(|e| Error::invalid(K, e.to_string()))
     }
+}
+
+/// The tallest of `rows` (the bands of an `n`-row lattice), refused when
+/// there is more than one band and a band and its two halo rows do not fit
+/// in the lattice's rows.
+fn check_band_room(n: usize, rows: &[Range<usize>]) -> Result<usize> {
+    let (p, tallest) = (rows.len(), super::tallest(rows));
+    if p > 1 && tallest + 3 > n {
+        return Err(Error::invalid(
+            K,
+            format!(
+                "a {n}×{n} lattice is too small for {p} bands: a band of {tallest} rows and its \
+                 two halo rows need a lattice of at least {} rows",
+                tallest + 3
+            ),
+        ));
+    }
+    Ok(tallest)
 }
 
 /// Device `i`'s buffer at the start, for a lattice split in `p` bands:

@@ -9,11 +9,12 @@ use ndarray::{Array2, ArrayView1};
 
 use cuda_kernels_gpu::mandelbrot::MANDELBROT_ROWS;
 
-use super::{bands, gather, labels, run_each};
+use super::{Backend, all_gather_bands, bands, gather, labels, rank_zero, run_each, tallest};
 use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
 use crate::mandelbrot::{BLOCK, check_launch};
+use crate::nccl::Communicator;
 use crate::util::contiguous;
 
 const K: &str = MANDELBROT_ROWS.name();
@@ -111,6 +112,57 @@ pub fn mandelbrot(
     let mut bands = MandelbrotBands::upload(gpus, lattice, max_iters, upper_bound)?;
     bands.run(1)?;
     bands.download()
+}
+
+/// [`mandelbrot`] on `backend`: with [`Backend::Nccl`] each device
+/// computes its band of rows, then an all-gather joins the rows (rank 0's
+/// copy is returned). Identical to one GPU's graph. Errors as
+/// [`mandelbrot`]; also, for NCCL, a device listed twice.
+pub fn mandelbrot_with(
+    backend: Backend,
+    gpus: &[&Gpu],
+    lattice: ArrayView1<f32>,
+    max_iters: i32,
+    upper_bound: f32,
+) -> Result<Array2<f32>> {
+    if backend == Backend::PeerCopies {
+        return mandelbrot(gpus, lattice, max_iters, upper_bound);
+    }
+    rank_zero(K, gpus, |comm, gpu, _| {
+        mandelbrot_rank(comm, gpu, lattice, max_iters, upper_bound)
+    })
+}
+
+/// One rank's part of [`mandelbrot_with`] on NCCL, in a process of its own
+/// or on a thread: band `rank` of the graph's rows computed on `gpu`, then
+/// all-gathered: the whole graph on every rank.
+pub fn mandelbrot_rank(
+    comm: &Communicator,
+    gpu: &Gpu,
+    lattice: ArrayView1<f32>,
+    max_iters: i32,
+    upper_bound: f32,
+) -> Result<Array2<f32>> {
+    let n = lattice.len();
+    check_launch(K, n, max_iters, upper_bound, BLOCK)?;
+    let rows = super::split_rows(K, n, comm.ranks())?;
+    let heights: Vec<usize> = rows.iter().map(|r| r.len()).collect();
+    let tall = tallest(&rows);
+    let band = rows[comm.rank()].clone();
+    let h = band.len();
+    let lattice = gpu.to_device(&contiguous(&lattice))?;
+    let mut graph = gpu.zeroed::<f32>(tall * n)?;
+    gpu.mandelbrot_rows_on_device(
+        &lattice,
+        &mut graph.index_mut(..h * n),
+        band,
+        max_iters,
+        upper_bound,
+        BLOCK,
+    )?;
+    all_gather_bands(comm, gpu, &graph, &heights, n).and_then(|g| {
+        Array2::from_shape_vec((n, n), g).map_err(|e| Error::invalid(K, e.to_string()))
+    })
 }
 
 /// A graph whose lattice and bands stay on the devices, for repeated runs

@@ -7,11 +7,12 @@ use std::ops::Range;
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use ndarray::{Array2, ArrayView2, Axis, s};
 
-use super::{bands, gather, labels, run_each};
+use super::{Backend, all_gather_bands, bands, gather, labels, rank_zero, run_each, tallest};
 use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::matrices::MatmulKernel;
 use crate::matrices::matmul::MatmulExt;
+use crate::nccl::Communicator;
 
 const K: &str = "matmul (multi-GPU)";
 
@@ -43,6 +44,62 @@ pub fn matmul(gpus: &[&Gpu], a: ArrayView2<f32>, b: ArrayView2<f32>) -> Result<A
     })?;
     let views: Vec<_> = parts.iter().map(|p| p.view()).collect();
     ndarray::concatenate(Axis(0), &views).map_err(|e| Error::invalid(K, e.to_string()))
+}
+
+/// [`matmul`] on `backend`: with [`Backend::Nccl`] each device multiplies
+/// its band of rows of A by B on the device, then an all-gather gives every
+/// device all of C (rank 0's copy is returned). The same bands, the same
+/// kernel: the same C as [`matmul`], bit for bit. Errors as [`matmul`];
+/// also, for NCCL, a device listed twice.
+pub fn matmul_with(
+    backend: Backend,
+    gpus: &[&Gpu],
+    a: ArrayView2<f32>,
+    b: ArrayView2<f32>,
+) -> Result<Array2<f32>> {
+    if backend == Backend::PeerCopies {
+        return matmul(gpus, a, b);
+    }
+    rank_zero(K, gpus, |comm, gpu, _| matmul_rank(comm, gpu, a, b))
+}
+
+/// One rank's part of [`matmul_with`] on NCCL, in a process of its own or
+/// on a thread: band `rank` of C's rows (as [`split_rows`](super::split_rows)
+/// splits them over the communicator's ranks) computed on `gpu`, then
+/// all-gathered: all of C on every rank. Every rank
+/// passes the whole of A and B.
+pub fn matmul_rank(
+    comm: &Communicator,
+    gpu: &Gpu,
+    a: ArrayView2<f32>,
+    b: ArrayView2<f32>,
+) -> Result<Array2<f32>> {
+    let (m, k, n) = check_shapes(a, b)?;
+    let rows = super::split_rows(K, m, comm.ranks())?;
+    let heights: Vec<usize> = rows.iter().map(|r| r.len()).collect();
+    let tall = tallest(&rows);
+    let band = rows[comm.rank()].clone();
+    let h = band.len();
+    let a_band = a.slice(s![band, ..]).as_standard_layout().to_owned();
+    let b_host = b.as_standard_layout();
+    let (a_flat, b_flat) = a_band
+        .as_slice()
+        .zip(b_host.as_slice())
+        .ok_or_else(|| Error::invalid(K, "A or B not contiguous"))?;
+    let (a_dev, b_dev) = (gpu.to_device(a_flat)?, gpu.to_device(b_flat)?);
+    let mut c_band = gpu.zeroed::<f32>(tall * n)?;
+    gpu.matmul_on_device(
+        MatmulKernel::Tiled,
+        &a_dev,
+        &b_dev,
+        &mut c_band.index_mut(..h * n),
+        h,
+        k,
+        n,
+    )?;
+    all_gather_bands(comm, gpu, &c_band, &heights, n).and_then(|c| {
+        Array2::from_shape_vec((m, n), c).map_err(|e| Error::invalid(K, e.to_string()))
+    })
 }
 
 /// One device's share of a resident product: its rows of A, all of B, its

@@ -9,6 +9,14 @@
 //! - [`life`](mod@life): the lattice split in bands, halo rows exchanged
 //!   every step (peer copies, else staged through pinned host memory).
 //!
+//! Each also runs on NCCL ([`Backend::Nccl`], the `*_with` functions), the
+//! kernels unchanged: a reduction is each device's local reduction, then an
+//! all-reduce; SGEMM and Mandelbrot compute row bands, then all-gather them;
+//! Life exchanges its halo rows with grouped sends and receives every step.
+//! On simulated devices the same code runs on simulated collectives
+//! ([`crate::nccl`]), so both backends are tested without a GPU. NCCL needs
+//! one device per rank: a device listed twice is refused there.
+//!
 //! The same [`Gpu`] may be listed more than once (its threads share its
 //! stream): on a machine with one GPU that exercises the split.
 //!
@@ -26,11 +34,104 @@ use cust::memory::DeviceCopy;
 use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::memory::DeviceSlice;
+use crate::nccl::{Communicator, NcclElement};
 
 pub mod life;
 pub mod mandelbrot;
 pub mod matmul;
+pub mod ranks;
 pub mod reduce;
+
+/// How the devices of a multi-GPU job exchange data; the kernels are the
+/// same either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// Host threads: each device's band copied out by its own thread, Life's
+    /// halos by peer copies (or staged through pinned memory).
+    #[default]
+    PeerCopies,
+    /// NCCL collectives between the devices (simulated collectives between
+    /// simulated devices): all-reduce, all-gather, grouped send and receive.
+    Nccl,
+}
+
+impl Backend {
+    /// Both backends.
+    pub const ALL: [Backend; 2] = [Backend::PeerCopies, Backend::Nccl];
+
+    /// `peer` or `nccl`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::PeerCopies => "peer",
+            Backend::Nccl => "nccl",
+        }
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|b| b.name() == s)
+            .ok_or_else(|| Error::invalid("multi-GPU", format!("backend {s:?}: peer or nccl")))
+    }
+}
+
+/// Runs `work(comm, gpu, crew)` for every device of `gpus` on its own host
+/// thread (as [`run_each`]), each with its communicator of one NCCL job
+/// over `gpus` ([`Communicator::all_devices`]); the results in rank order.
+pub(crate) fn on_ranks<R: Send>(
+    job: &'static str,
+    gpus: &[&Gpu],
+    work: impl Fn(&Communicator, &Gpu, &Crew) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let comms = Communicator::all_devices(gpus)?;
+    let items: Vec<_> = gpus.iter().zip(comms).collect();
+    run_each(job, &labels(gpus), items, |_, (gpu, comm), crew| {
+        work(&comm, gpu, crew)
+    })
+}
+
+/// [`on_ranks`], returning rank 0's result.
+pub(crate) fn rank_zero<R: Send>(
+    job: &'static str,
+    gpus: &[&Gpu],
+    work: impl Fn(&Communicator, &Gpu, &Crew) -> Result<R> + Sync,
+) -> Result<R> {
+    on_ranks(job, gpus, work)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::invalid(job, "no rank returned a result"))
+}
+
+/// Every rank's band of `width`-element rows joined in rank order, on
+/// every rank: `band` holds this rank's `heights[rank]` rows padded to the
+/// tallest band's (all-gather takes equal parts), gathered into every rank
+/// by one all-gather on `gpu`'s stream.
+pub(crate) fn all_gather_bands<T: NcclElement>(
+    comm: &Communicator,
+    gpu: &Gpu,
+    band: &DeviceSlice<T>,
+    heights: &[usize],
+    width: usize,
+) -> Result<Vec<T>> {
+    let mut all = gpu.zeroed::<T>(band.len() * comm.ranks())?;
+    comm.all_gather(band, &mut all, gpu.stream())?;
+    comm.synchronize(gpu.stream())?;
+    let all = all.to_vec()?;
+    Ok(heights
+        .iter()
+        .enumerate()
+        .flat_map(|(r, &h)| all[r * band.len()..][..h * width].iter().copied())
+        .collect())
+}
+
+/// The tallest of `bands`.
+pub(crate) fn tallest(bands: &[Range<usize>]) -> usize {
+    bands.iter().map(|b| b.len()).max().unwrap_or(0)
+}
 
 /// Splits `rows` rows into `parts` contiguous bands, in order, the first
 /// `rows % parts` one row longer. Errors: no parts (an empty device list),

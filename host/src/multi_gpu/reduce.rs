@@ -7,12 +7,14 @@
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use ndarray::ArrayView1;
 
-use super::{labels, run_each, split_rows};
+use super::{Backend, labels, on_ranks, run_each, split_rows};
 use crate::Gpu;
 use crate::error::{Error, Result};
+use crate::nccl::{self, Communicator, NcclElement};
 use crate::reduce::ReduceExt;
 use crate::reduce::{
-    Element, ReduceKernel, ReduceOrder, ReduceScratch, reduce_in_gpu_order, start_value,
+    Element, Max, Min, Product, ReduceKernel, ReduceOrder, ReduceScratch, Sum, reduce_in_gpu_order,
+    start_value,
 };
 use crate::util::contiguous;
 
@@ -53,6 +55,76 @@ pub fn reduce<Op: ReduceKernel<T>, T: Element>(
         gpu.reduce_slice::<Op, T>(&host[share], None).map(Some)
     })?;
     Ok(combine::<Op, T>(init, parts))
+}
+
+/// A reduction NCCL has too: the operation its all-reduce combines the
+/// devices' results with (sealed to the reductions NCCL has: sum, product,
+/// min, max).
+pub trait NcclReduceKernel<T: Element>: ReduceKernel<T> {
+    /// NCCL's operation.
+    const NCCL: nccl::ReduceOp;
+}
+
+macro_rules! nccl_reduction {
+    ($($op:ident => $nccl:ident),*) => {$(
+        impl<T: Element> NcclReduceKernel<T> for $op
+        where
+            $op: ReduceKernel<T>,
+        {
+            const NCCL: nccl::ReduceOp = nccl::ReduceOp::$nccl;
+        }
+    )*};
+}
+nccl_reduction!(Sum => Sum, Product => Prod, Min => Min, Max => Max);
+
+/// [`reduce`] on `backend`: with [`Backend::Nccl`], each device reduces
+/// its share into a device element, an all-reduce combines the devices'
+/// elements on the devices, and the host folds `init` in. Integer results
+/// equal [`reduce`]'s; float sums differ only by NCCL's order of adding
+/// the devices' results (on the simulator: rank order, as [`reduce`]).
+/// Errors as [`reduce`]; also, for NCCL, a device listed twice.
+pub fn reduce_with<Op: NcclReduceKernel<T>, T: Element + NcclElement>(
+    backend: Backend,
+    gpus: &[&Gpu],
+    input: ArrayView1<T>,
+    init: Option<T>,
+) -> Result<T> {
+    if backend == Backend::PeerCopies {
+        return reduce::<Op, T>(gpus, input, init);
+    }
+    let init = start_value::<Op, T>(input.len(), init)?;
+    let host = contiguous(&input);
+    let shares = split_rows(K, host.len(), gpus.len())?;
+    let totals = on_ranks(K, gpus, |comm, gpu, _| {
+        reduce_rank::<Op, T>(comm, gpu, &host[shares[comm.rank()].clone()])
+    })?;
+    // Every device holds the same total (NaN aside); any other would be a
+    // failed all-reduce.
+    #[allow(clippy::eq_op)]
+    if totals.windows(2).any(|w| w[0] != w[1] && w[0] == w[0]) {
+        return Err(Error::invalid(
+            K,
+            format!("the devices' all-reduced totals differ: {totals:?}"),
+        ));
+    }
+    Ok(Op::combine(init, totals[0]))
+}
+
+/// One rank's part of [`reduce_with`] on NCCL, in a process of its own or
+/// on a thread: `share` (this rank's data, non-empty) reduced on `gpu`,
+/// then all-reduced with the other ranks' results on the device. Returns
+/// the total over every rank's share (the same on every rank).
+pub fn reduce_rank<Op: NcclReduceKernel<T>, T: Element + NcclElement>(
+    comm: &Communicator,
+    gpu: &Gpu,
+    share: &[T],
+) -> Result<T> {
+    let data = gpu.to_device(share)?;
+    let mut scratch = gpu.reduce_scratch::<T>()?;
+    gpu.reduce_on_device::<Op, T>(&data, None, &mut scratch)?;
+    comm.all_reduce_in_place(scratch.result_on_device(), Op::NCCL, gpu.stream())?;
+    comm.synchronize(gpu.stream())?;
+    scratch.result(gpu)
 }
 
 /// What [`reduce`] and [`reduce_resident`] return for `shares`, each the

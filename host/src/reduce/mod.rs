@@ -55,7 +55,7 @@ pub use cuda_kernels_gpu::reduce::{
 
 use crate::Gpu;
 use crate::error::Result;
-use crate::memory::DeviceBuffer;
+use crate::memory::{DeviceBuffer, DeviceSlice};
 
 mod cpu;
 mod launch;
@@ -205,6 +205,13 @@ impl<T: Element> ReduceScratch<T> {
     /// How many block partials fit: the largest grid a launch may use.
     pub fn capacity(&self) -> usize {
         self.partials.len()
+    }
+
+    /// The device element the reductions write their result to (for
+    /// work queued after them on the device, such as a collective that
+    /// combines several devices' results).
+    pub fn result_on_device(&mut self) -> &mut DeviceSlice<T> {
+        &mut self.result
     }
 
     /// Waits for the queued reduction and returns its result (from any
