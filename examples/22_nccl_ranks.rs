@@ -13,8 +13,8 @@
 //! hub that the launcher serves on loopback (N: 3 by default).
 use std::process::{Command, ExitCode};
 
+use cuda_kernels::Result;
 use cuda_kernels::multi_gpu::ranks::{IdTransport, Launch, launcher_or_rank};
-use cuda_kernels::{BuiltinSimulator, Gpu, Result};
 
 fn main() -> ExitCode {
     match run() {
@@ -42,20 +42,18 @@ fn run() -> Result<bool> {
         what: "this program's path".into(),
         source,
     })?;
-    // A rank runs on device `rank` (or simulated device `rank`).
-    let open = |rank: usize| {
-        if simulated {
-            Gpu::simulated_device(rank as u32)
-        } else {
-            cuda_kernels::gpu_on(rank as u32)
-        }
-    };
     // The rank processes are this program again, with the rank in their
     // environment (the arguments do not matter to a rank).
     let job = Launch {
         transport,
         ..Launch::new(ranks)
     };
-    let passed = launcher_or_rank(Some(&job), simulated, open, |_| Command::new(&exe))?;
+    let passed = launcher_or_rank(
+        Some(&job),
+        simulated,
+        // A rank runs on device `rank` (or simulated device `rank`).
+        |rank| cuda_kernels::rank_gpu(rank, simulated),
+        |_| Command::new(&exe),
+    )?;
     Ok(passed == Some(true))
 }

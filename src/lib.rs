@@ -69,6 +69,18 @@ pub fn gpu_on(ordinal: u32) -> Result<Gpu> {
     Gpu::on_device(ordinal, &IMAGES)
 }
 
+/// The device of rank `rank` in a job of one device per rank
+/// ([`multi_gpu::ranks`]): CUDA device `rank` ([`gpu_on`]), or simulated
+/// device `rank` ([`BuiltinSimulator::simulated_device`]) when `simulated`;
+/// the embedded kernels either way.
+pub fn rank_gpu(rank: usize, simulated: bool) -> Result<Gpu> {
+    if simulated {
+        Gpu::simulated_device(rank as u32)
+    } else {
+        gpu_on(rank as u32)
+    }
+}
+
 /// Every CUDA device of the machine with its properties: name, ordinal,
 /// memory, multiprocessors, compute capability, PCI bus id, and whether
 /// these kernels can run on it ([`devices::devices`]).

@@ -37,13 +37,6 @@ pub fn run(
         what: "this program's path".into(),
         source,
     })?;
-    let open = |rank: usize| {
-        if simulated {
-            Gpu::simulated_device(rank as u32)
-        } else {
-            crate::gpu_on(rank as u32)
-        }
-    };
     let command = |_| {
         let mut c = Command::new(&exe);
         c.arg("multi");
@@ -57,7 +50,12 @@ pub fn run(
         kill,
         ..Launch::new(ranks)
     });
-    match launcher_or_rank(job.as_ref(), simulated, open, command)? {
+    match launcher_or_rank(
+        job.as_ref(),
+        simulated,
+        |r| crate::rank_gpu(r, simulated),
+        command,
+    )? {
         Some(true) => return Ok(ExitCode::SUCCESS),
         Some(false) => return Ok(ExitCode::FAILURE),
         None => {}
