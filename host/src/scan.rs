@@ -25,7 +25,7 @@ use cust::memory::DeviceCopy;
 use cust::memory::bytemuck::Zeroable;
 use ndarray::{Array1, ArrayView1};
 
-pub use cuda_kernels_gpu::scan::{Max, Min, ReduceOp, ScanKernel, Sum, THREADS, TILE};
+pub use cuda_kernels_gpu::scan::{MIN_TILE, Max, Min, ReduceOp, ScanKernel, Sum, threads, tile};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
@@ -35,8 +35,8 @@ use crate::memory::{DeviceBuffer, DeviceSlice};
 use crate::util::contiguous;
 
 /// The longest input a scan or selection launch takes: one block per tile
-/// of [`TILE`] elements, at most `MAX_GRID_X` blocks.
-pub const MAX_LEN: usize = MAX_GRID_X as usize * TILE;
+/// of at least [`MIN_TILE`] elements, at most `MAX_GRID_X` blocks.
+pub const MAX_LEN: usize = MAX_GRID_X as usize * MIN_TILE;
 
 mod sealed {
     pub trait Sealed {}
@@ -87,9 +87,10 @@ pub struct TileScratch<A: DeviceCopy> {
 }
 
 impl<A: DeviceCopy + Zeroable> TileScratch<A> {
-    /// Room for inputs of up to `len` elements (at least one tile).
+    /// Room for inputs of up to `len` elements (at least one tile), of any
+    /// element type (tiles of [`MIN_TILE`] elements or more).
     pub fn new(gpu: &Gpu, len: usize) -> Result<Self> {
-        let tiles = len.div_ceil(TILE).max(1);
+        let tiles = len.div_ceil(MIN_TILE).max(1);
         Ok(Self {
             state: gpu.zeroed(state_words(tiles))?,
             aggregates: gpu.zeroed(tiles)?,
@@ -99,13 +100,20 @@ impl<A: DeviceCopy + Zeroable> TileScratch<A> {
 
     /// The longest input it serves.
     pub fn capacity(&self) -> usize {
-        self.aggregates.len() * TILE
+        self.aggregates.len() * MIN_TILE
     }
 
     /// Checks that an input of `n` elements fits and this GPU owns the
     /// memory, then queues the zeroing of the counter and flags; returns
-    /// the grid (one block per tile).
-    pub(crate) fn prepare(&mut self, gpu: &Gpu, kernel: &'static str, n: usize) -> Result<u32> {
+    /// the grid (one block per tile of `tile` elements, at least
+    /// [`MIN_TILE`]).
+    pub(crate) fn prepare(
+        &mut self,
+        gpu: &Gpu,
+        kernel: &'static str,
+        n: usize,
+        tile: usize,
+    ) -> Result<u32> {
         check_len(kernel, n)?;
         if n > self.capacity() {
             return Err(Error::invalid(
@@ -114,7 +122,8 @@ impl<A: DeviceCopy + Zeroable> TileScratch<A> {
             ));
         }
         gpu.check_device(kernel, &self.state)?;
-        let tiles = n.div_ceil(TILE);
+        debug_assert!(tile >= MIN_TILE, "{kernel}: a tile of {tile} elements");
+        let tiles = n.div_ceil(tile);
         // SAFETY: the state lives in `self`, borrowed mutably for the launch
         // that follows on the same stream.
         unsafe {
@@ -209,12 +218,12 @@ pub fn scan_on_device<Op: ScanKernel<T>, T: Element>(
         return Ok(());
     }
     gpu.bind()?;
-    let grid = scratch.prepare(gpu, k, n)?;
-    let cfg = LaunchConfig::linear(grid, THREADS);
+    let grid = scratch.prepare(gpu, k, n, tile::<T>())?;
+    let cfg = LaunchConfig::linear(grid, threads::<T>());
     let init = init.unwrap_or_else(Op::identity);
     let exclusive = (kind == ScanKind::Exclusive) as u32;
     // SAFETY: input and output hold n elements (output borrowed mutably, so
-    // distinct from input); the grid is one block of THREADS per tile; the
+    // distinct from input); the grid is one block of threads::<T>() per tile; the
     // state's counter and flags were zeroed on this stream just before, and
     // the scratch (borrowed mutably) has room for `grid` tiles.
     unsafe {

@@ -22,8 +22,7 @@ use crate::device::sync::sync_threads;
 use crate::device::thread::thread_idx_x;
 use crate::device::warp::lane_id;
 use crate::scan::{
-    DeviceElement, ITEMS_PER_THREAD, THREADS, TILE, TileState, draw_tile, parked_slot, parking,
-    tile_storage,
+    DeviceElement, ITEMS_PER_THREAD, TileState, draw_tile, parked_slot, parking, tile_storage,
 };
 
 /// Which elements a selection keeps.
@@ -100,7 +99,8 @@ pub unsafe trait SelectKernel<T>: SelectOp<T> {
 ///   overlapping; `flags` has `n` bytes when the predicate is
 ///   [`ByFlags`] (it is not read otherwise); `count` one `u32`;
 ///   `n < 2^32`;
-/// - the grid is `n.div_ceil(TILE)` blocks of `scan::THREADS` threads;
+/// - the grid is `n.div_ceil(scan::tile::<T>())` blocks of
+///   `scan::threads::<T>()` threads;
 /// - `state` is 8-byte aligned and has `2 + 2·tiles` words, all 0 at
 ///   launch (see `scan::TileState`); `aggregates` and
 ///   `inclusives` `tiles` words; none used by a concurrent launch.
@@ -134,7 +134,7 @@ macro_rules! select_kernels {
                 ) {
                     // SAFETY: forwarded from this entry point's contract.
                     unsafe {
-                        $crate::select::select::<$t, $op>(
+                        $crate::select::select::<$t, $op, { $crate::scan::tile::<$t>() }>(
                             input, flags, output, count, n, state, aggregates, inclusives,
                         )
                     }
@@ -169,7 +169,7 @@ pub mod built_in {
 /// The requirements of [`select_kernels!`](crate::select_kernels).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>>(
+pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>, const TILE: usize>(
     input: *const T,
     flags: *const u8,
     output: *mut T,
@@ -206,7 +206,7 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>>(
     // the block scans the counts and warp 0 looks back: no register holds
     // them then (53 registers and four blocks a multiprocessor when they
     // did).
-    let parked = parking::<T>();
+    let parked = parking::<T, TILE>();
     let t = thread_idx_x() as usize;
     for (i, &x) in items.iter().enumerate() {
         // SAFETY: this thread's own slot.
@@ -252,7 +252,7 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>>(
     }
     sync_threads();
     for i in 0..ITEMS_PER_THREAD {
-        let slot = i * THREADS as usize + t;
+        let slot = i * (TILE / ITEMS_PER_THREAD) + t;
         if slot < tile_count as usize {
             // SAFETY: `slot` was written before the barrier; `prefix + slot`
             // < the number kept ≤ n, written by this thread alone.

@@ -14,7 +14,7 @@ use cuda_kernels::kernels::collective_checks::{
 };
 use cuda_kernels::kernels::device::float16::{bf16, f16};
 use cuda_kernels::ndarray::Array1;
-use cuda_kernels::scan::{self, Max, Min, ReduceOp, ScanKernel, ScanKind, Sum, TILE};
+use cuda_kernels::scan::{self, Max, Min, ReduceOp, ScanKernel, ScanKind, Sum};
 use cuda_kernels::select::{self, NonZero};
 use cuda_kernels::util::Rng;
 use cuda_kernels::{DeviceBuffer, Error, Gpu, LaunchConfig};
@@ -409,10 +409,24 @@ fn block_loads_and_stores_arrangements(gpu: &Gpu) -> Result<(), Failed> {
     Ok(())
 }
 
-/// Input lengths of the device-wide tests: around the tile of 4096
-/// elements, odd ones, and on a GPU longer ones.
+/// Input lengths of the device-wide tests: around the tiles of 4096
+/// (64-bit elements) and 8192 elements (32-bit), odd ones, and on a GPU
+/// longer ones.
 fn lengths(gpu: &Gpu) -> Vec<usize> {
-    let mut v = vec![1, 2, 31, TILE - 1, TILE, TILE + 1, 3 * TILE + 17, 40_001];
+    const T: usize = scan::MIN_TILE;
+    let mut v = vec![
+        1,
+        2,
+        31,
+        T - 1,
+        T,
+        T + 1,
+        2 * T - 1,
+        2 * T,
+        2 * T + 1,
+        3 * T + 17,
+        40_001,
+    ];
     if !simulated(gpu) {
         v.extend([(1 << 20) + 3, 10_000_019]);
     }
@@ -502,7 +516,7 @@ fn scan_every_type_and_op_matches_cpu(gpu: &Gpu) -> Result<(), Failed> {
 fn scan_of_floats_is_deterministic(gpu: &Gpu) -> Result<(), Failed> {
     let mut rng = Rng::new(25);
     let n = if simulated(gpu) {
-        10 * TILE + 3
+        5 * scan::tile::<f32>() + 3
     } else {
         5_000_011
     };
@@ -575,8 +589,12 @@ fn scan_refuses_bad_input(gpu: &Gpu) -> Result<(), Failed> {
         ),
         || format!("short output: {r:?}"),
     )?;
-    let big = gpu.to_device(&vec![1i32; TILE + 1]).map_err(fail)?;
-    let mut out = gpu.to_device(&vec![0i32; TILE + 1]).map_err(fail)?;
+    let big = gpu
+        .to_device(&vec![1i32; scan::MIN_TILE + 1])
+        .map_err(fail)?;
+    let mut out = gpu
+        .to_device(&vec![0i32; scan::MIN_TILE + 1])
+        .map_err(fail)?;
     let r = scan::scan_on_device::<Sum, i32>(
         gpu,
         &big,
