@@ -221,15 +221,22 @@ fn multi_sim_both_backends_and_rank_processes() -> Result<(), Failed> {
             || format!("kill after {after} ms: {text}"),
         )?;
         // Killed before it joined: the others' set-up passes its deadline;
-        // killed later: they fail at once, or finished before the kill.
+        // killed later: they fail at once, or finished before the kill. A
+        // rank that started late (a loaded CI machine) may also find that
+        // the launcher stopped serving the unique id at that deadline: its
+        // connection is reset, and it fails with that I/O error.
         for rank in [0, 2] {
             let typed = [
                 format!("on rank {rank} of 3: not finished after"),
                 format!("on rank {rank}: rank 1, which it waits for, is gone"),
             ];
             let passed = format!("rank {rank}: exit status: 0");
+            let id_unserved = text.contains("error: fetching the unique id from")
+                && text.contains(&format!("rank {rank}: exit status: 1"));
             ensure(
-                typed.iter().any(|t| text.contains(t)) || (after != "0" && text.contains(&passed)),
+                typed.iter().any(|t| text.contains(t))
+                    || id_unserved
+                    || (after != "0" && text.contains(&passed)),
                 || format!("kill after {after} ms, rank {rank}: {text}"),
             )?;
         }
