@@ -170,10 +170,7 @@ pub fn check_lattice(lattice: ArrayView2<i32>) -> Result<usize> {
 /// 3 live neighbours lives, a dead one with exactly 3 is born (B3/S23),
 /// every other cell is dead.
 pub fn life_step_cpu(lattice: ArrayView2<i32>) -> Result<Array2<i32>> {
-    let n = check_lattice(lattice)?;
-    let cells = lattice.as_standard_layout();
-    let next = step_cells(cells.as_slice().unwrap_or_default(), n);
-    Array2::from_shape_vec((n, n), next).map_err(|e| Error::invalid(K, e.to_string()))
+    life_cpu(lattice, 1)
 }
 
 /// CPU reference: `steps` Life steps.
