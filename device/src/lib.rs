@@ -135,5 +135,6 @@ pub mod shared;
 pub mod sim;
 pub mod sync;
 pub mod thread;
+pub mod unroll;
 pub mod vector;
 pub mod warp;

@@ -265,7 +265,11 @@ impl<K: Key> RadixSort<K> {
             // histogram's zeroing, one counter per pass); one block per tile.
             unsafe {
                 gpu.launch(
-                    K::ONESWEEP,
+                    if user_values.is_some() {
+                        K::ONESWEEP_PAIRS
+                    } else {
+                        K::ONESWEEP
+                    },
                     LaunchConfig::linear(tiles as u32, BLOCK),
                     stream,
                     (

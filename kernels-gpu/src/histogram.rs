@@ -14,7 +14,7 @@
 //!
 //! One kernel per sample type, `histogram_even_<t>`: each block counts its
 //! grid-stride share of 16-byte vectors in a [`BlockHistogram`] in shared
-//! memory (warp-aggregated when a warp's samples share a bin), then adds its
+//! memory (warp-aggregated when a warp's 128 samples of a step share a bin), then adds its
 //! nonzero bins to the output with global atomics.
 use crate::device::collectives::histogram::BlockHistogram;
 use crate::device::load::load_nc_v4;
@@ -242,13 +242,7 @@ pub unsafe fn histogram_even<T: HistogramSample>(
         let bin = |w: u32| v.and_then(|_| mapping.bin(T::from_word(w)));
         let v = v.unwrap_or([0; 4]);
         // SAFETY: the block's bins; bin < bins; all 32 lanes call it.
-        // Written out: a loop over `v` would keep it in local memory.
-        unsafe {
-            h.add_warp(bin(v[0]));
-            h.add_warp(bin(v[1]));
-            h.add_warp(bin(v[2]));
-            h.add_warp(bin(v[3]));
-        }
+        unsafe { h.add_warp_4([bin(v[0]), bin(v[1]), bin(v[2]), bin(v[3])]) };
     };
     // Two vectors per thread in flight: both loads are issued before either
     // is counted.

@@ -10,10 +10,11 @@
 //!   atomics, warp-aggregated when a warp's digits agree, added to the
 //!   global `passes × 256` histogram);
 //! - `radix_sort_onesweep_<t>` (once per 8-bit pass): each block takes the
-//!   next tile of [`TILE`] keys by ticket (a global atomic counter), ranks
-//!   it by the pass's digit ([`RadixRank`], its per-item loops unrolled), finds each digit's
-//!   offset from the earlier tiles by decoupled look-back
-//!   ([`digit_lookback`]), and scatters its keys (and values) through
+//!   next tile of [`TILE`] keys by ticket (a global atomic counter),
+//!   counts its digits and publishes the counts ([`digit_publish`]), ranks
+//!   it by the pass's digit ([`RadixRank`], its per-item loops unrolled),
+//!   finds each digit's offset from the earlier tiles by decoupled
+//!   look-back ([`digit_lookback`]), and scatters its keys (and values) through
 //!   shared memory to their places: each key is read once and written once
 //!   per pass.
 //!
@@ -22,7 +23,7 @@
 //! on the first pass).
 use crate::device::collectives::radix::{
     RADIX_BITS, RADIX_DIGITS, RadixKey, RadixRank, RadixSortShared, digit_exclusive_scan,
-    digit_lookback,
+    digit_lookback, digit_publish,
 };
 use crate::device::shared::SharedArray;
 use crate::device::{atomic, sync, thread, warp};
@@ -36,21 +37,6 @@ pub const TILE: usize = BLOCK as usize * ITEMS;
 /// Warps per block.
 const WARPS: usize = BLOCK as usize / 32;
 
-/// `body` once for each item `$i` in `0..ITEMS`, unrolled (rustc does not
-/// always unroll a loop over the items, and then their arrays live in local
-/// memory instead of registers).
-macro_rules! each_item {
-    ($i:ident => $body:block) => {
-        each_item!(@ $i $body [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15])
-    };
-    (@ $i:ident $body:block [$($n:literal)*]) => {{
-        const _: () = assert!(ITEMS == 16, "each_item! unrolls 16 items");
-        $({
-            let $i: usize = $n;
-            $body
-        })*
-    }};
-}
 /// The largest key count the kernels take: look-back words hold counts
 /// below 2^30.
 pub const MAX_KEYS: usize = (1 << 30) - 1;
@@ -60,11 +46,25 @@ pub const MAX_KEYS: usize = (1 << 30) - 1;
 pub trait SortKey: RadixKey {
     /// `radix_sort_histogram_<t>`: `(keys, n, passes, descending, histogram)`.
     const HISTOGRAM: crate::device::kernel::Kernel<(*const Self, usize, u32, u32, *mut u32)>;
-    /// `radix_sort_onesweep_<t>`: `(keys_in, values_in, keys_out,
-    /// values_out, digit_totals, status, tile_counter, n, shift,
-    /// descending)`.
+    /// `radix_sort_onesweep_<t>`, keys alone, and `radix_sort_onesweep_pairs_<t>`,
+    /// keys with values: `(keys_in, values_in, keys_out, values_out,
+    /// digit_totals, status, tile_counter, n, shift, descending)`.
     #[allow(clippy::type_complexity)]
     const ONESWEEP: crate::device::kernel::Kernel<(
+        *const Self,
+        *const u32,
+        *mut Self,
+        *mut u32,
+        *const u32,
+        *mut u32,
+        *mut u32,
+        usize,
+        u32,
+        u32,
+    )>;
+    /// See [`ONESWEEP`](Self::ONESWEEP).
+    #[allow(clippy::type_complexity)]
+    const ONESWEEP_PAIRS: crate::device::kernel::Kernel<(
         *const Self,
         *const u32,
         *mut Self,
@@ -144,19 +144,22 @@ pub unsafe fn histogram<K: RadixKey>(
     }
 }
 
-/// The body of `radix_sort_onesweep_<t>`: one pass over digit
-/// `shift / 8`.
+/// The body of `radix_sort_onesweep_<t>` (keys alone: the value pointers
+/// are not read) and of `radix_sort_onesweep_pairs_<t>` (`VALUES`: keys
+/// with values, read with the keys so that their latency overlaps the
+/// rank; a separate kernel, so that a sort of keys alone does not hold
+/// their registers): one pass over digit `shift / 8`.
 ///
 /// # Safety
 /// `keys_in` and `keys_out` hold `n ≤ MAX_KEYS` keys and do not overlap;
-/// `values_out`, when not null, `n` u32 and `values_in`, when not null
-/// too, `n` u32 (not overlapping); `digit_totals` the pass's 256 counts over
+/// with `VALUES`, `values_out` holds `n` u32 and `values_in`, when not
+/// null, `n` u32 (not overlapping; null writes each key's input index); `digit_totals` the pass's 256 counts over
 /// all keys; `status` `⌈n / TILE⌉ · 256` u32 and `tile_counter` one u32,
 /// all zeroed before the launch; a grid of `⌈n / TILE⌉` blocks of
 /// [`BLOCK`] threads.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub unsafe fn onesweep<K: RadixKey>(
+pub unsafe fn onesweep<K: RadixKey, const VALUES: bool>(
     keys_in: *const K,
     values_in: *const u32,
     keys_out: *mut K,
@@ -203,17 +206,33 @@ pub unsafe fn onesweep<K: RadixKey>(
     let base = tile * TILE;
     let valid = TILE.min(n - base);
     let striped = |i: usize| w * 32 * ITEMS + i * 32 + lane;
-    let with_values = !values_out.is_null();
     // SAFETY: base < n (one block per tile), so keys_in[base] exists.
     let stand_in = unsafe { *keys_in.add(base) };
     let mut keys = [stand_in; ITEMS];
-    each_item!(i => {
+    crate::device::unroll!(i in ITEMS => {
         let at = striped(i);
         if at < valid {
             // SAFETY: base + at < n.
             keys[i] = unsafe { *keys_in.add(base + at) };
         }
     });
+    // The values are read with the keys, so that their latency overlaps
+    // the rank and look-back (each item's input index when values_in is
+    // null; nothing when the sort has no values).
+    let mut values = [0u32; ITEMS];
+    if VALUES {
+        crate::device::unroll!(i in ITEMS => {
+            let at = striped(i);
+            if at < valid {
+                values[i] = if values_in.is_null() {
+                    (base + at) as u32
+                } else {
+                    // SAFETY: values_in holds n u32; base + at < n.
+                    unsafe { *values_in.add(base + at) }
+                };
+            }
+        });
+    }
     // Item i's digit, recomputed where needed rather than held in
     // registers (and its value, read only when the values are exchanged):
     // registers, not arithmetic, limit how many blocks a multiprocessor
@@ -229,40 +248,43 @@ pub unsafe fn onesweep<K: RadixKey>(
     // rank they are the positions `valid..TILE`.
     // SAFETY: the block's own shared arrays; blocks of BLOCK threads.
     let rank = unsafe { RadixRank::begin(&shared) };
-    let mut ranks = [0u32; ITEMS];
-    each_item!(i => {
-        // SAFETY: after begin; digits < 256.
-        ranks[i] = unsafe { rank.warp_rank(digit_of(i, keys[i])) };
-    });
-    // SAFETY: every item ranked.
-    unsafe { rank.finish() };
-    each_item!(i => {
-        // SAFETY: after finish.
-        ranks[i] = unsafe { rank.position(digit_of(i, keys[i]), ranks[i]) };
-    });
+    // SAFETY: after begin; digits < 256.
+    let peers = unsafe { rank.count::<ITEMS>(|i| digit_of(i, keys[i])) };
+    // SAFETY: every item counted.
+    unsafe { rank.scan_counts() };
+    // The tile's digit counts are published before the ranking, so that
+    // later tiles' look-backs rarely wait for this one.
+    let mut count = 0;
+    if t < RADIX_DIGITS {
+        // SAFETY: after scan_counts: read-only.
+        count = unsafe { shared.digit_counts.load(t) };
+        if t == RADIX_DIGITS - 1 {
+            count -= (TILE - valid) as u32;
+        }
+        // SAFETY: the status words of this tile, zeroed before the launch;
+        // one thread per digit; n < 2^30.
+        unsafe { digit_publish(status, tile, t, count) };
+    }
+    // SAFETY: after scan_counts, with the digits counted.
+    let ranks = unsafe { rank.rank(|i| digit_of(i, keys[i]), peers) };
     // SAFETY: the exclusive scan of the pass's totals (written before the
     // barriers above), by the whole block.
     unsafe { digit_exclusive_scan(totals, global_starts) };
     if t < RADIX_DIGITS {
         // SAFETY: after the rank's barriers: read-only.
-        let (mut count, start) =
-            unsafe { (shared.digit_counts.load(t), shared.digit_starts.load(t)) };
-        if t == RADIX_DIGITS - 1 {
-            count -= (TILE - valid) as u32;
-        }
-        // SAFETY: the status words of this tile, zeroed before the launch;
-        // tickets are handed out in start order; n < 2^30.
+        let start = unsafe { shared.digit_starts.load(t) };
+        // SAFETY: published above; tickets are handed out in start order.
         let before = unsafe { digit_lookback(status, tile, t, count) };
         // SAFETY: t < 256; this thread's digit.
         unsafe { out_base.store(t, (global_starts.load(t) + before).wrapping_sub(start)) };
     }
-    each_item!(i => {
+    crate::device::unroll!(i in ITEMS => {
         // SAFETY: ranks are a permutation of 0..TILE: one writer per slot.
         unsafe { key_exchange.store(ranks[i] as usize, keys[i]) };
     });
     sync::sync_threads();
     let mut out_digits = [0u32; ITEMS];
-    each_item!(k => {
+    crate::device::unroll!(k in ITEMS => {
         let s = k * BLOCK as usize + t;
         if s < valid {
             // SAFETY: s < TILE, written before the barrier.
@@ -275,23 +297,14 @@ pub unsafe fn onesweep<K: RadixKey>(
             }
         }
     });
-    if with_values {
+    if VALUES {
         sync::sync_threads();
-        each_item!(i => {
-            let at = striped(i);
-            let value = if at >= valid {
-                0
-            } else if values_in.is_null() {
-                (base + at) as u32
-            } else {
-                // SAFETY: values_in holds n u32; base + at < n.
-                unsafe { *values_in.add(base + at) }
-            };
+        crate::device::unroll!(i in ITEMS => {
             // SAFETY: as for the keys.
-            unsafe { value_exchange.store(ranks[i] as usize, value) };
+            unsafe { value_exchange.store(ranks[i] as usize, values[i]) };
         });
         sync::sync_threads();
-        each_item!(k => {
+        crate::device::unroll!(k in ITEMS => {
             let s = k * BLOCK as usize + t;
             if s < valid {
                 // SAFETY: as for the keys.
@@ -305,7 +318,7 @@ pub unsafe fn onesweep<K: RadixKey>(
 }
 
 macro_rules! sort_family {
-    ($($t:ident: $hist:ident as $HIST:ident, $sweep:ident as $SWEEP:ident;)*) => {
+    ($($t:ident: $hist:ident as $HIST:ident, $sweep:ident as $SWEEP:ident, $pairs:ident as $PAIRS:ident;)*) => {
         crate::device::kernels! {
             list SORT_KERNELS;
             $(
@@ -324,7 +337,7 @@ macro_rules! sort_family {
                     unsafe { histogram::<$t>(keys, n, passes, descending, digit_histogram) }
                 }
 
-                #[doc = concat!("One onesweep pass of a sort of `", stringify!($t), "` keys.")]
+                #[doc = concat!("One onesweep pass of a sort of `", stringify!($t), "` keys alone (the value pointers are not read).")]
                 ///
                 /// # Safety
                 /// As for [`onesweep`](super::onesweep).
@@ -342,7 +355,32 @@ macro_rules! sort_family {
                 ) as $SWEEP {
                     // SAFETY: forwarded from this entry point's contract.
                     unsafe {
-                        onesweep::<$t>(
+                        onesweep::<$t, false>(
+                            keys_in, values_in, keys_out, values_out, digit_totals, status,
+                            tile_counter, n, shift, descending,
+                        )
+                    }
+                }
+
+                #[doc = concat!("One onesweep pass of a sort of `", stringify!($t), "` keys with u32 values.")]
+                ///
+                /// # Safety
+                /// As for [`onesweep`](super::onesweep), with `values_out` not null.
+                pub fn $pairs(
+                    keys_in: *const $t,
+                    values_in: *const u32,
+                    keys_out: *mut $t,
+                    values_out: *mut u32,
+                    digit_totals: *const u32,
+                    status: *mut u32,
+                    tile_counter: *mut u32,
+                    n: usize,
+                    shift: u32,
+                    descending: u32,
+                ) as $PAIRS {
+                    // SAFETY: forwarded from this entry point's contract.
+                    unsafe {
+                        onesweep::<$t, true>(
                             keys_in, values_in, keys_out, values_out, digit_totals, status,
                             tile_counter, n, shift, descending,
                         )
@@ -357,16 +395,26 @@ macro_rules! sort_family {
                     *const $t, *const u32, *mut $t, *mut u32, *const u32, *mut u32, *mut u32,
                     usize, u32, u32,
                 )> = $SWEEP;
+                const ONESWEEP_PAIRS: crate::device::kernel::Kernel<(
+                    *const $t, *const u32, *mut $t, *mut u32, *const u32, *mut u32, *mut u32,
+                    usize, u32, u32,
+                )> = $PAIRS;
             }
         )*
     };
 }
 
 sort_family! {
-    u32: radix_sort_histogram_u32 as RADIX_SORT_HISTOGRAM_U32, radix_sort_onesweep_u32 as RADIX_SORT_ONESWEEP_U32;
-    i32: radix_sort_histogram_i32 as RADIX_SORT_HISTOGRAM_I32, radix_sort_onesweep_i32 as RADIX_SORT_ONESWEEP_I32;
-    f32: radix_sort_histogram_f32 as RADIX_SORT_HISTOGRAM_F32, radix_sort_onesweep_f32 as RADIX_SORT_ONESWEEP_F32;
-    u64: radix_sort_histogram_u64 as RADIX_SORT_HISTOGRAM_U64, radix_sort_onesweep_u64 as RADIX_SORT_ONESWEEP_U64;
-    i64: radix_sort_histogram_i64 as RADIX_SORT_HISTOGRAM_I64, radix_sort_onesweep_i64 as RADIX_SORT_ONESWEEP_I64;
-    f64: radix_sort_histogram_f64 as RADIX_SORT_HISTOGRAM_F64, radix_sort_onesweep_f64 as RADIX_SORT_ONESWEEP_F64;
+    u32: radix_sort_histogram_u32 as RADIX_SORT_HISTOGRAM_U32, radix_sort_onesweep_u32 as RADIX_SORT_ONESWEEP_U32,
+        radix_sort_onesweep_pairs_u32 as RADIX_SORT_ONESWEEP_PAIRS_U32;
+    i32: radix_sort_histogram_i32 as RADIX_SORT_HISTOGRAM_I32, radix_sort_onesweep_i32 as RADIX_SORT_ONESWEEP_I32,
+        radix_sort_onesweep_pairs_i32 as RADIX_SORT_ONESWEEP_PAIRS_I32;
+    f32: radix_sort_histogram_f32 as RADIX_SORT_HISTOGRAM_F32, radix_sort_onesweep_f32 as RADIX_SORT_ONESWEEP_F32,
+        radix_sort_onesweep_pairs_f32 as RADIX_SORT_ONESWEEP_PAIRS_F32;
+    u64: radix_sort_histogram_u64 as RADIX_SORT_HISTOGRAM_U64, radix_sort_onesweep_u64 as RADIX_SORT_ONESWEEP_U64,
+        radix_sort_onesweep_pairs_u64 as RADIX_SORT_ONESWEEP_PAIRS_U64;
+    i64: radix_sort_histogram_i64 as RADIX_SORT_HISTOGRAM_I64, radix_sort_onesweep_i64 as RADIX_SORT_ONESWEEP_I64,
+        radix_sort_onesweep_pairs_i64 as RADIX_SORT_ONESWEEP_PAIRS_I64;
+    f64: radix_sort_histogram_f64 as RADIX_SORT_HISTOGRAM_F64, radix_sort_onesweep_f64 as RADIX_SORT_ONESWEEP_F64,
+        radix_sort_onesweep_pairs_f64 as RADIX_SORT_ONESWEEP_PAIRS_F64;
 }

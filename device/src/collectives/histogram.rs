@@ -92,6 +92,35 @@ impl<const N: usize> BlockHistogram<N> {
         }
     }
 
+    /// Counts four samples per lane (`None`: no sample), warp-aggregated
+    /// when all 128 of the warp are in one bin (one shuffle and one vote for
+    /// the four, where [`add_warp`](Self::add_warp) takes one each): then
+    /// lane 0 adds 128 in one atomic. A collective of the warp (all 32 lanes
+    /// call it); each `Some(b)` must be `< bins`.
+    ///
+    /// # Safety
+    /// After [`zero`](Self::zero); bins `< bins` (not checked here).
+    #[inline(always)]
+    pub unsafe fn add_warp_4(&self, bins: [Option<u32>; 4]) {
+        let [b0, b1, b2, b3] = bins.map(|b| b.unwrap_or(u32::MAX));
+        // Every lane shuffles, unconditionally (a warp collective).
+        let first = warp::shfl_idx_b32(b0, 0);
+        let alike = b0 != u32::MAX && b1 == b0 && b2 == b0 && b3 == b0;
+        if warp::all(alike & (b0 == first)) {
+            if warp::lane_id() == 0 {
+                // SAFETY: b0 < bins ≤ N by the caller.
+                unsafe { self.counts.fetch_add(b0 as usize, 128) };
+            }
+        } else {
+            for b in [b0, b1, b2, b3] {
+                if b != u32::MAX {
+                    // SAFETY: as above.
+                    unsafe { self.counts.fetch_add(b as usize, 1) };
+                }
+            }
+        }
+    }
+
     /// Counts one sample (no aggregation): for samples some lanes of a warp
     /// have and others do not.
     ///

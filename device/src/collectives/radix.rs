@@ -201,13 +201,14 @@ pub unsafe fn digit_exclusive_scan(
 /// tile's per-digit counts and starts in `shared` (valid until the next
 /// rank). A collective of the whole block: every thread calls it, with a
 /// block size that is a multiple of 32 (up to 1024) and `N ≥ warps · 256`
-/// (both asserted: a located fault otherwise).
+/// (both asserted: a located fault otherwise); `ITEMS ≤ 32` (a compile-time
+/// error otherwise: the items' loops are unrolled with [`unroll!`](crate::unroll)).
 ///
-/// It is [`RadixRank::begin`], [`RadixRank::warp_rank`] per item,
-/// [`RadixRank::finish`] and [`RadixRank::position`] per item; a kernel
-/// with a fixed item count calls those itself in an unrolled loop, so that
-/// its items stay in registers (rustc's loops over `ITEMS` are not always
-/// unrolled, and an array indexed in a loop lives in local memory).
+/// It is [`RadixRank::begin`], [`RadixRank::count`],
+/// [`RadixRank::scan_counts`] and [`RadixRank::rank`]; a kernel can call
+/// those itself, to use the tile's digit counts before the costlier ranking
+/// (onesweep publishes them there), or to recompute each item's digit from
+/// its key rather than hold the digits in registers.
 ///
 /// # Safety
 /// The shared arrays are the block's own, used by nothing else meanwhile.
@@ -219,21 +220,21 @@ pub unsafe fn block_radix_rank<const ITEMS: usize, const N: usize>(
     shared: &RadixSortShared<N>,
     ranks: &mut [u32; ITEMS],
 ) {
-    // SAFETY: forwarded from the caller.
-    let rank = unsafe { RadixRank::begin(shared) };
-    for (d, r) in digits.iter().zip(ranks.iter_mut()) {
-        // SAFETY: after begin, d < 256.
-        *r = unsafe { rank.warp_rank(*d) };
-    }
-    // SAFETY: every item was ranked.
-    unsafe { rank.finish() };
-    for (d, r) in digits.iter().zip(ranks.iter_mut()) {
-        // SAFETY: after finish.
-        *r = unsafe { rank.position(*d, *r) };
+    // SAFETY: forwarded from the caller; digits < 256.
+    unsafe {
+        let rank = RadixRank::begin(shared);
+        let peers = rank.count::<ITEMS>(|i| digits[i]);
+        rank.scan_counts();
+        *ranks = rank.rank(|i| digits[i], peers);
     }
 }
 
-/// The steps of [`block_radix_rank`], for kernels that unroll its loops.
+/// The steps of [`block_radix_rank`] (CUB's `BlockRadixRankMatchEarlyCounts`),
+/// for kernels that use the counts before the ranking: the digits are first
+/// counted per warp ([`count`](Self::count), one shared atomic per item),
+/// the counts scanned into each warp's starting place per digit
+/// ([`scan_counts`](Self::scan_counts)), then the items ranked
+/// ([`rank`](Self::rank)).
 #[derive(Clone, Copy)]
 pub struct RadixRank<'a, const N: usize> {
     shared: &'a RadixSortShared<N>,
@@ -278,40 +279,53 @@ impl<'a, const N: usize> RadixRank<'a, N> {
         }
     }
 
-    /// The item's rank among the warp's items of its digit so far (items
-    /// ranked in tile order: item by item, lanes in order). A collective of
-    /// the warp.
+    /// Counts the digits of a thread's `ITEMS` items (`digit(i)`, each
+    /// `< 256`) in its warp's counters. A collective of the warp: per item,
+    /// eight ballots find the lanes with its digit
+    /// ([`match_any_bits`](warp::match_any_bits)), and the lowest of them
+    /// adds their number with one shared atomic, so that lanes sharing a
+    /// digit (skewed or sorted keys) cost one atomic, not one each. Returns
+    /// the lanes found, for [`rank`](Self::rank).
     ///
     /// # Safety
-    /// After [`begin`](Self::begin); `digit < 256`.
+    /// After [`begin`](Self::begin), before [`scan_counts`](Self::scan_counts).
     #[inline(always)]
-    pub unsafe fn warp_rank(&self, digit: u32) -> u32 {
-        let peers = warp::match_any_sync(warp::FULL_MASK, digit);
-        let leader = peers.trailing_zeros();
-        let mut before = 0;
-        if warp::lane_id() == leader {
-            // SAFETY: warp · 256 + digit < N (asserted in begin, digit < 256).
-            before = unsafe {
-                shared_add(
-                    self.shared
-                        .warp_counts
-                        .element_address(self.warp * RADIX_DIGITS + digit as usize),
-                    peers.count_ones(),
-                )
-            };
-        }
-        warp::shfl_idx_b32(before, leader) + (peers & self.below).count_ones()
+    pub unsafe fn count<const ITEMS: usize>(
+        &self,
+        digit: impl Fn(usize) -> u32,
+    ) -> DigitPeers<ITEMS> {
+        let mut peers = [0u32; ITEMS];
+        crate::unroll!(i in ITEMS => {
+            let d = digit(i);
+            let p = warp::match_any_bits::<RADIX_BITS>(d);
+            if warp::lane_id() == p.trailing_zeros() {
+                // SAFETY: warp · 256 + (d mod 256) < N (asserted in begin).
+                unsafe { shared_add(self.counter(d), p.count_ones()) };
+            }
+            peers[i] = p;
+        });
+        DigitPeers(peers)
     }
 
-    /// After every item's [`warp_rank`](Self::warp_rank): per digit, the
-    /// warps' counts become their exclusive prefix (warp order is tile
-    /// order), the digit's total its count, and the totals are scanned into
-    /// the starts. A collective of the block.
+    /// The shared address of this warp's counter of `digit`.
+    #[inline(always)]
+    fn counter(&self, digit: u32) -> u32 {
+        self.shared
+            .warp_counts
+            .element_address(self.warp * RADIX_DIGITS + (digit as usize % RADIX_DIGITS))
+    }
+
+    /// After [`count`](Self::count): the tile's count of each
+    /// digit goes to `digit_counts`, their exclusive scan to `digit_starts`,
+    /// and each warp's counter of a digit becomes where the warp's first
+    /// item of that digit goes in the ranked tile (the digit's start plus the
+    /// earlier warps' counts: warp order is tile order). A collective of the
+    /// block; `digit_counts` and `digit_starts` may be read after it.
     ///
     /// # Safety
-    /// Every thread ranked all its items.
+    /// Every thread of the block counted its items.
     #[inline(always)]
-    pub unsafe fn finish(&self) {
+    pub unsafe fn scan_counts(&self) {
         let shared = self.shared;
         sync::sync_threads();
         let (t, threads) = (
@@ -322,12 +336,8 @@ impl<'a, const N: usize> RadixRank<'a, N> {
         while d < RADIX_DIGITS {
             let mut sum = 0;
             for w in 0..self.warps {
-                // SAFETY: w · 256 + d < N; this thread alone touches digit d here.
-                unsafe {
-                    let c = shared.warp_counts.load(w * RADIX_DIGITS + d);
-                    shared.warp_counts.store(w * RADIX_DIGITS + d, sum);
-                    sum += c;
-                }
+                // SAFETY: w · 256 + d < N; read-only until the next barrier.
+                sum += unsafe { shared.warp_counts.load(w * RADIX_DIGITS + d) };
             }
             // SAFETY: d < 256, this thread's digit.
             unsafe { shared.digit_counts.store(d, sum) };
@@ -336,24 +346,58 @@ impl<'a, const N: usize> RadixRank<'a, N> {
         sync::sync_threads();
         // SAFETY: digit_counts was written before the barrier above.
         unsafe { digit_exclusive_scan(shared.digit_counts, shared.digit_starts) };
+        let mut d = t;
+        while d < RADIX_DIGITS {
+            // SAFETY: written before digit_exclusive_scan's barrier.
+            let mut place = unsafe { shared.digit_starts.load(d) };
+            for w in 0..self.warps {
+                // SAFETY: w · 256 + d < N; this thread alone touches digit d here.
+                unsafe {
+                    let c = shared.warp_counts.load(w * RADIX_DIGITS + d);
+                    shared.warp_counts.store(w * RADIX_DIGITS + d, place);
+                    place += c;
+                }
+            }
+            d += threads;
+        }
+        sync::sync_threads();
     }
 
-    /// The item's position in the ranked tile, from its digit and its
-    /// [`warp_rank`](Self::warp_rank).
+    /// Each of a thread's `ITEMS` items' position in the tile stably sorted
+    /// by digit (items in tile order: item by item, lanes in order). A
+    /// collective of the warp: per item, the lowest of the lanes sharing its
+    /// digit (`peers`, from [`count`](Self::count)) takes their places from
+    /// the warp's running counter with one shared atomic.
     ///
     /// # Safety
-    /// After [`finish`](Self::finish); `digit < 256`.
+    /// After [`scan_counts`](Self::scan_counts), with the digits and the
+    /// lanes that [`count`](Self::count) was given and returned.
     #[inline(always)]
-    pub unsafe fn position(&self, digit: u32, warp_rank: u32) -> u32 {
-        let d = digit as usize;
-        // SAFETY: written before finish's barriers, read-only now.
-        warp_rank
-            + unsafe {
-                self.shared.digit_starts.load(d)
-                    + self.shared.warp_counts.load(self.warp * RADIX_DIGITS + d)
+    pub unsafe fn rank<const ITEMS: usize>(
+        &self,
+        digit: impl Fn(usize) -> u32,
+        peers: DigitPeers<ITEMS>,
+    ) -> [u32; ITEMS] {
+        let mut ranks = peers.0;
+        crate::unroll!(i in ITEMS => {
+            let p = ranks[i];
+            let leader = p.trailing_zeros();
+            let mut before = 0;
+            if warp::lane_id() == leader {
+                // SAFETY: as in count.
+                before = unsafe { shared_add(self.counter(digit(i)), p.count_ones()) };
             }
+            ranks[i] = warp::shfl_idx_b32(before, leader) + (p & self.below).count_ones();
+        });
+        ranks
     }
 }
+
+/// The lanes of the warp that share each of a thread's items' digit, as
+/// [`RadixRank::count`] found them for [`RadixRank::rank`] (only `count`
+/// makes one).
+#[derive(Clone, Copy)]
+pub struct DigitPeers<const ITEMS: usize>([u32; ITEMS]);
 
 /// `atom.shared.add.u32` at an address that is 4-byte aligned by
 /// construction (an element of a `SharedArray<u32, _>`), without the
@@ -499,13 +543,40 @@ unsafe fn load_relaxed_u32(ptr: *const u32) -> u32 {
     }
 }
 
-/// Decoupled look-back of one digit (Merrill and Garland's single-pass
-/// scan, as CUB's onesweep radix sort does it per digit): publishes `count`,
-/// this tile's number of items with the digit, as its aggregate in
-/// `status[tile · 256 + digit]`, walks back over the earlier tiles' words
-/// (waiting while one is [`LOOKBACK_EMPTY`]) adding aggregates until it meets
-/// an inclusive prefix, publishes its own inclusive prefix, and returns the
-/// exclusive one: how many items of earlier tiles have the digit.
+/// Tiles whose status words a [`digit_lookback`] step reads at once.
+pub const LOOKBACK_WINDOW: usize = 4;
+
+/// Publishes `count`, this tile's number of items with the digit, in
+/// `status[tile · 256 + digit]`: as the tile's aggregate, or for tile 0 as
+/// its inclusive prefix. The first half of the decoupled look-back
+/// (Merrill and Garland's single-pass scan, as CUB's onesweep radix sort
+/// does it per digit); onesweep calls it as soon as the tile's digits are
+/// counted, before ranking them, so that later tiles rarely wait for it.
+///
+/// # Safety
+/// `status` holds `(tile + 1) · 256` u32, those of this tile 0 at the
+/// launch's start and touched by nothing but this function and
+/// [`digit_lookback`]; one thread per (tile, digit) calls it, once;
+/// `count < 2^30`.
+#[inline(always)]
+pub unsafe fn digit_publish(status: *mut u32, tile: usize, digit: usize, count: u32) {
+    let flag = if tile == 0 {
+        LOOKBACK_PREFIX
+    } else {
+        LOOKBACK_AGGREGATE
+    };
+    // SAFETY: (tile, digit) is in `status`, written here and in
+    // digit_lookback only.
+    unsafe { crate::atomic::exchange_u32(status.add(tile * RADIX_DIGITS + digit), flag | count) };
+}
+
+/// The second half of the decoupled look-back of one digit, after
+/// [`digit_publish`] of the same `count`: walks back over the earlier
+/// tiles' words, [`LOOKBACK_WINDOW`] at a time (their loads in flight
+/// together), adding aggregates until it meets an inclusive prefix (and
+/// reading a window again from a word still [`LOOKBACK_EMPTY`]), publishes
+/// its own inclusive prefix, and returns the exclusive one: how many items
+/// of earlier tiles have the digit.
 ///
 /// Forward progress: a tile waits only on tiles with smaller indices, and
 /// tile indices must be handed out in the order blocks start (a ticket from
@@ -516,38 +587,62 @@ unsafe fn load_relaxed_u32(ptr: *const u32) -> u32 {
 /// block that took a ticket runs to its end.
 ///
 /// # Safety
-/// `status` holds `(tile + 1) · 256` u32, those of this tile and digit 0 at
-/// the launch's start and touched by nothing but this function; one thread
-/// per (tile, digit) calls it; counts and prefixes stay `< 2^30`.
+/// As for [`digit_publish`], which this thread called before for the same
+/// (tile, digit) and count; counts and prefixes stay `< 2^30`.
 #[inline(always)]
 pub unsafe fn digit_lookback(status: *mut u32, tile: usize, digit: usize, count: u32) -> u32 {
-    // SAFETY: (tile, digit) is in `status`, written here only.
-    let own = unsafe { status.add(tile * RADIX_DIGITS + digit) };
     if tile == 0 {
-        // SAFETY: as above.
-        unsafe { crate::atomic::exchange_u32(own, LOOKBACK_PREFIX | count) };
         return 0;
     }
-    // SAFETY: as above.
-    unsafe { crate::atomic::exchange_u32(own, LOOKBACK_AGGREGATE | count) };
     let mut exclusive = 0;
-    let mut j = tile;
+    // Tiles `next - 1`, `next - 2`, … down to the first prefix are still to add.
+    let mut next = tile;
     loop {
-        j -= 1;
-        // SAFETY: j < tile: an earlier tile's word of this digit.
-        let word = unsafe { status.add(j * RADIX_DIGITS + digit) };
-        let mut s = LOOKBACK_EMPTY;
-        while s == LOOKBACK_EMPTY {
-            // SAFETY: written by other blocks with atomics only.
-            s = unsafe { load_relaxed_u32(word) };
-        }
-        exclusive += s & LOOKBACK_VALUE;
-        if s & LOOKBACK_PREFIX != 0 || j == 0 {
+        let read = |i: usize| {
+            if i < next {
+                // SAFETY: next - 1 - i < tile: an earlier tile's word of this
+                // digit, written by other blocks with atomics only.
+                unsafe { load_relaxed_u32(status.add((next - 1 - i) * RADIX_DIGITS + digit)) }
+            } else {
+                LOOKBACK_EMPTY
+            }
+        };
+        // The window's loads are issued before any is used; written out (an
+        // array of the words would live in local memory).
+        const _: () = assert!(LOOKBACK_WINDOW == 4);
+        let words = (read(0), read(1), read(2), read(3));
+        // Words are added in order until a prefix (the walk's end) or an
+        // empty word (read again from there: tile 0 always has a prefix, so
+        // one is met before the words past tile 0).
+        let (mut added, mut stop, mut found) = (0, false, false);
+        let mut add = |s: u32| {
+            if !stop {
+                if s == LOOKBACK_EMPTY {
+                    stop = true;
+                } else {
+                    exclusive += s & LOOKBACK_VALUE;
+                    added += 1;
+                    found = s & LOOKBACK_PREFIX != 0;
+                    stop = found;
+                }
+            }
+        };
+        add(words.0);
+        add(words.1);
+        add(words.2);
+        add(words.3);
+        if found {
             break;
         }
+        next -= added;
     }
-    // SAFETY: as above.
-    unsafe { crate::atomic::exchange_u32(own, LOOKBACK_PREFIX | (exclusive + count)) };
+    // SAFETY: this tile's word (see digit_publish).
+    unsafe {
+        crate::atomic::exchange_u32(
+            status.add(tile * RADIX_DIGITS + digit),
+            LOOKBACK_PREFIX | (exclusive + count),
+        )
+    };
     exclusive
 }
 
