@@ -1,4 +1,4 @@
-//! [`unroll!`](crate::unroll): a block repeated with its index as a constant.
+//! [`unroll!`](crate::unroll!): a block repeated with its index as a constant.
 
 /// Repeats `$body` for `$i` = 0, 1, … `$n − 1`, each copy with `$i` a
 /// constant `usize`. `$n` is a constant expression of at most 32 (a literal

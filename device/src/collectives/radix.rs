@@ -202,7 +202,7 @@ pub unsafe fn digit_exclusive_scan(
 /// rank). A collective of the whole block: every thread calls it, with a
 /// block size that is a multiple of 32 (up to 1024) and `N ≥ warps · 256`
 /// (both asserted: a located fault otherwise); `ITEMS ≤ 32` (a compile-time
-/// error otherwise: the items' loops are unrolled with [`unroll!`](crate::unroll)).
+/// error otherwise: the items' loops are unrolled with [`unroll!`](crate::unroll!)).
 ///
 /// It is [`RadixRank::begin`], [`RadixRank::count`],
 /// [`RadixRank::scan_counts`] and [`RadixRank::rank`]; a kernel can call
