@@ -234,9 +234,8 @@ pub unsafe fn onesweep<K: RadixKey, const VALUES: bool>(
         });
     }
     // Item i's digit, recomputed where needed rather than held in
-    // registers (and its value, read only when the values are exchanged):
-    // registers, not arithmetic, limit how many blocks a multiprocessor
-    // runs.
+    // registers: registers, not arithmetic, limit how many blocks a
+    // multiprocessor runs.
     let digit_of = |i: usize, key: K| {
         if striped(i) < valid {
             key.digit(shift, descending)

@@ -231,7 +231,8 @@ pub unsafe fn block_radix_rank<const ITEMS: usize, const N: usize>(
 
 /// The steps of [`block_radix_rank`] (CUB's `BlockRadixRankMatchEarlyCounts`),
 /// for kernels that use the counts before the ranking: the digits are first
-/// counted per warp ([`count`](Self::count), one shared atomic per item),
+/// counted per warp ([`count`](Self::count), one shared atomic per group of
+/// lanes sharing a digit),
 /// the counts scanned into each warp's starting place per digit
 /// ([`scan_counts`](Self::scan_counts)), then the items ranked
 /// ([`rank`](Self::rank)).
