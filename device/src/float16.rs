@@ -4,7 +4,10 @@
 //!
 //! Both types are `#[repr(transparent)]` over their `u16` bits, the layout of
 //! the `half` crate's `half::f16` and `half::bf16` that the host uses (on the
-//! host, `From` converts between them, bit for bit). They are not `half`'s
+//! host, with this crate's feature `half` — or the runtime's, which turns it
+//! on — `From` converts between them, bit for bit; without it, `narrow` and
+//! `widen` go through f32, and `from_bits`/`to_bits` carry the bits). They
+//! are not `half`'s
 //! types themselves: `half` builds for nvptx64 without `std`, but cust's
 //! `DeviceCopy` (which a device buffer's element needs) is implemented only
 //! for `half` 1.x, and neither crate here may implement it for `half` 2's
@@ -99,14 +102,14 @@ macro_rules! float16 {
             }
         }
 
-        #[cfg(not(target_arch = "nvptx64"))]
+        #[cfg(all(not(target_arch = "nvptx64"), feature = "half"))]
         impl From<half::$half> for $name {
             fn from(x: half::$half) -> Self {
                 Self(x.to_bits())
             }
         }
 
-        #[cfg(not(target_arch = "nvptx64"))]
+        #[cfg(all(not(target_arch = "nvptx64"), feature = "half"))]
         impl From<$name> for half::$half {
             fn from(x: $name) -> Self {
                 half::$half::from_bits(x.0)

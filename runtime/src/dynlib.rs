@@ -15,10 +15,9 @@ unsafe extern "C" {
 const RTLD_NOW: c_int = 2;
 
 /// Why a library or one of its symbols could not be loaded.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 pub enum DlError {
     /// `dlopen` failed.
-    #[error("cannot load {path}: {reason}")]
     Load {
         /// The library.
         path: PathBuf,
@@ -26,7 +25,6 @@ pub enum DlError {
         reason: String,
     },
     /// A symbol is missing.
-    #[error("{path} has no symbol `{symbol}`: {reason}")]
     Symbol {
         /// The library.
         path: PathBuf,
@@ -36,6 +34,23 @@ pub enum DlError {
         reason: String,
     },
 }
+
+impl std::fmt::Display for DlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DlError::Load { path, reason } => {
+                write!(f, "cannot load {}: {reason}", path.display())
+            }
+            DlError::Symbol {
+                path,
+                symbol,
+                reason,
+            } => write!(f, "{} has no symbol `{symbol}`: {reason}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for DlError {}
 
 /// A `dlopen` handle, `dlclose`d on drop.
 #[derive(Debug)]

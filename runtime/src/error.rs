@@ -9,11 +9,10 @@ use cuda_kernels_device::sim::SimError;
 use crate::device_id::DeviceId;
 
 /// What went wrong, and where.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug)]
 pub enum Error {
     /// No NVIDIA kernel driver is loaded (the driver library, if any, could
     /// not open a GPU and there is none to open): "no GPU".
-    #[error("no CUDA driver: {reason}")]
     NoDriver {
         /// What `cuInit` said, and that no kernel driver is loaded.
         reason: String,
@@ -21,7 +20,6 @@ pub enum Error {
     /// The NVIDIA kernel driver is loaded but the CUDA driver failed to open
     /// a GPU (a driver too old or mismatched, a failing device count, …): a
     /// GPU that is there but unusable, never "no GPU".
-    #[error("a CUDA GPU is present but its driver failed: {said}")]
     DriverFailed {
         /// The driver call (`cuInit`, `cuDeviceGetCount`).
         call: &'static str,
@@ -31,14 +29,12 @@ pub enum Error {
         said: String,
     },
     /// The driver works but there is no CUDA device.
-    #[error("no CUDA device: {reason}")]
     NoDevice {
         /// What the driver said.
         reason: String,
     },
     /// The input was refused before any pointer reached a kernel: wrong or
     /// mismatched shapes, empty input, sizes that overflow, bad parameters.
-    #[error("{kernel}: {reason}")]
     InvalidInput {
         /// The kernel or host function that refused it.
         kernel: &'static str,
@@ -47,7 +43,6 @@ pub enum Error {
     },
     /// A function of a library loaded at run time (cuBLAS) returned an
     /// error status.
-    #[error("{library}: {function} returned status {status} ({name})")]
     Library {
         /// The library.
         library: &'static str,
@@ -59,14 +54,12 @@ pub enum Error {
         name: &'static str,
     },
     /// A CUDA driver call failed.
-    #[error("{kernel}: {operation} failed: {source}")]
     Cuda {
         /// The kernel or host function that made the call.
         kernel: &'static str,
         /// The operation (`launch`, `synchronize`, `copy to device`, …).
         operation: &'static str,
         /// The driver's error.
-        #[source]
         source: CudaError,
     },
     /// A kernel failed on the device (a panic or a failed `gpu_assert!`), and
@@ -74,11 +67,6 @@ pub enum Error {
     /// unusable: every later call fails; restart the process to use the GPU
     /// again (the driver's rule for sticky launch errors). On the simulator
     /// (`source` is `None`: no driver was involved) nothing needs a restart.
-    #[error(
-        "{kernel}: the kernel failed at {file}:{line}:{column} in block {block:?}, thread {thread:?}: \
-         {message}{}",
-        fault_consequence(source)
-    )]
     DeviceFault {
         /// The kernel (as named by the host call that synchronized).
         kernel: &'static str,
@@ -96,12 +84,10 @@ pub enum Error {
         message: String,
         /// What the driver reported (on a GPU: `LaunchFailed` for the trap
         /// that ends a faulting kernel); `None` on the simulator.
-        #[source]
         source: Option<CudaError>,
     },
     /// Memory or a stream of one device was passed to another device's
     /// launcher or copy.
-    #[error("{kernel}: given memory or a stream of {found}, but this is {expected}")]
     WrongDevice {
         /// The kernel or operation that refused it.
         kernel: &'static str,
@@ -111,17 +97,12 @@ pub enum Error {
         found: DeviceId,
     },
     /// A feature of the hardware itself was asked of the simulator.
-    #[error("{what} needs a CUDA GPU: the simulator does not have it")]
     NotOnSimulator {
         /// The feature (`CUDA-event timing`, `a CUDA context`, …).
         what: &'static str,
     },
     /// The simulator was asked to launch a kernel handle that carries no
     /// host entry (one made from a bare name with `Kernel::new`).
-    #[error(
-        "{kernel}: this kernel handle has no host entry (made from a bare name with \
-         Kernel::new?), so the simulator cannot run it; declare the kernel with kernels!"
-    )]
     NoSimEntry {
         /// The kernel's entry name.
         kernel: &'static str,
@@ -130,20 +111,17 @@ pub enum Error {
     /// device's limits (more than 1024 threads per block, a grid past its
     /// limits, more shared memory than a block may have), as a GPU refuses
     /// it: `source` is the driver error the GPU gives for it.
-    #[error("{kernel}: launch refused: {reason}")]
     LaunchRefused {
         /// The kernel.
         kernel: &'static str,
         /// Which limit the shape exceeds.
         reason: String,
         /// What a GPU's `cuLaunchKernel` returns for it (`InvalidValue`).
-        #[source]
         source: CudaError,
     },
     /// The simulator saw two threads of one block touch the same
     /// shared-memory word between two barriers, at least one of them writing
     /// (`detail` names the offset, both threads and the barrier interval).
-    #[error("{}", with_kernel(kernel, detail))]
     SharedRace {
         /// The kernel.
         kernel: &'static str,
@@ -152,7 +130,6 @@ pub enum Error {
     },
     /// The simulator saw threads of a block wait at a barrier (or a warp
     /// collective) that the others never reach: reported instead of a hang.
-    #[error("{}", with_kernel(kernel, detail))]
     BarrierDivergence {
         /// The kernel.
         kernel: &'static str,
@@ -161,7 +138,6 @@ pub enum Error {
     },
     /// The simulator saw a thread read or write past a simulated device
     /// buffer (the buffer, the element index and the thread are in `detail`).
-    #[error("{}", with_kernel(kernel, detail))]
     OutOfBounds {
         /// The kernel.
         kernel: &'static str,
@@ -170,7 +146,6 @@ pub enum Error {
     },
     /// Any other failure the simulator reported (a warp collective misused,
     /// its own memory failing).
-    #[error("{}", with_kernel(kernel, detail))]
     Simulator {
         /// The kernel or operation.
         kernel: &'static str,
@@ -178,36 +153,29 @@ pub enum Error {
         detail: SimError,
     },
     /// A PTX file could not be read.
-    #[error("PTX file {path}: {source}")]
     PtxFile {
         /// The file.
         path: PathBuf,
         /// The I/O error.
-        #[source]
         source: std::io::Error,
     },
     /// The driver refused the PTX module.
-    #[error("loading the PTX module failed ({details}): {source}")]
     ModuleLoad {
         /// The PTX's `.version` and `.target`, and the driver version.
         details: String,
         /// The driver's error.
-        #[source]
         source: CudaError,
     },
     /// A file the host reads or writes (an image, a report) failed.
-    #[error("{what}: {source}")]
     Io {
         /// What was being read or written.
         what: String,
         /// The I/O error.
-        #[source]
         source: std::io::Error,
     },
     /// A device ordinal that names no device, or a device that cannot be
     /// used (a compute capability below the PTX's target, a device in
     /// prohibited compute mode).
-    #[error("device {ordinal}: {reason}; the devices there are: {devices}")]
     NoSuchDevice {
         /// The ordinal asked for.
         ordinal: u32,
@@ -218,19 +186,16 @@ pub enum Error {
     },
     /// One device of a multi-device job failed; the job stopped on every
     /// device, joined all its threads and reports the first failure.
-    #[error("{job} on {device}: {source}")]
     OnDevice {
         /// The multi-device job.
         job: &'static str,
         /// The device that failed (`device 1 (NVIDIA H200)`).
         device: String,
         /// What went wrong there.
-        #[source]
         source: Box<Error>,
     },
     /// A library loaded at run time (NCCL) could not be loaded: none of the
     /// places it was looked for has it.
-    #[error("{library} could not be loaded (it is opened at run time): {tried}")]
     LibraryMissing {
         /// The library's name (`libnccl.so.2`).
         library: &'static str,
@@ -239,7 +204,6 @@ pub enum Error {
     },
     /// An NCCL call failed: its result, what `ncclGetErrorString` says of
     /// it and what `ncclGetLastError` says happened.
-    #[error("NCCL: {call} returned {code} ({name}: {text}); last error: {last}")]
     Nccl {
         /// The NCCL function.
         call: &'static str,
@@ -255,10 +219,6 @@ pub enum Error {
     /// A collective (or the set-up of a communicator) did not finish by its
     /// deadline: a peer died or called another collective. The communicator
     /// was aborted (`ncclCommAbort`) and is unusable from now on.
-    #[error(
-        "{operation} on rank {rank} of {ranks}: not finished after {waited:?} (the deadline); \
-         the communicator was aborted"
-    )]
     CollectiveTimeout {
         /// The collective or set-up step.
         operation: &'static str,
@@ -271,7 +231,6 @@ pub enum Error {
     },
     /// A communicator was used after it was aborted (by a deadline, an
     /// error or the caller), or a peer it needed was aborted.
-    #[error("{operation} on rank {rank}: {reason}")]
     CommunicatorAborted {
         /// The collective that was refused.
         operation: &'static str,
@@ -283,7 +242,6 @@ pub enum Error {
     /// The loaded module has no entry point of this name, or the kernel
     /// handle was declared in a crate other than the one the loaded image
     /// was built from (a kernel of the same name there is not this one).
-    #[error("kernel `{name}` is not in the loaded module: {reason}")]
     KernelNotFound {
         /// The entry point asked for.
         name: String,
@@ -291,6 +249,137 @@ pub enum Error {
         /// image's.
         reason: String,
     },
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::NoDriver { reason } => write!(f, "no CUDA driver: {reason}"),
+            Error::DriverFailed { said, .. } => {
+                write!(f, "a CUDA GPU is present but its driver failed: {said}")
+            }
+            Error::NoDevice { reason } => write!(f, "no CUDA device: {reason}"),
+            Error::InvalidInput { kernel, reason } => write!(f, "{kernel}: {reason}"),
+            Error::Library {
+                library,
+                function,
+                status,
+                name,
+            } => write!(f, "{library}: {function} returned status {status} ({name})"),
+            Error::Cuda {
+                kernel,
+                operation,
+                source,
+            } => write!(f, "{kernel}: {operation} failed: {source}"),
+            Error::DeviceFault {
+                kernel,
+                file,
+                line,
+                column,
+                block,
+                thread,
+                message,
+                source,
+            } => write!(
+                f,
+                "{kernel}: the kernel failed at {file}:{line}:{column} in block {block:?}, \
+                 thread {thread:?}: {message}{}",
+                fault_consequence(source)
+            ),
+            Error::WrongDevice {
+                kernel,
+                expected,
+                found,
+            } => write!(
+                f,
+                "{kernel}: given memory or a stream of {found}, but this is {expected}"
+            ),
+            Error::NotOnSimulator { what } => {
+                write!(f, "{what} needs a CUDA GPU: the simulator does not have it")
+            }
+            Error::NoSimEntry { kernel } => write!(
+                f,
+                "{kernel}: this kernel handle has no host entry (made from a bare name with \
+                 Kernel::new?), so the simulator cannot run it; declare the kernel with kernels!"
+            ),
+            Error::LaunchRefused { kernel, reason, .. } => {
+                write!(f, "{kernel}: launch refused: {reason}")
+            }
+            Error::SharedRace { kernel, detail }
+            | Error::BarrierDivergence { kernel, detail }
+            | Error::OutOfBounds { kernel, detail }
+            | Error::Simulator { kernel, detail } => f.write_str(&with_kernel(kernel, detail)),
+            Error::PtxFile { path, source } => {
+                write!(f, "PTX file {}: {source}", path.display())
+            }
+            Error::ModuleLoad { details, source } => {
+                write!(f, "loading the PTX module failed ({details}): {source}")
+            }
+            Error::Io { what, source } => write!(f, "{what}: {source}"),
+            Error::NoSuchDevice {
+                ordinal,
+                reason,
+                devices,
+            } => write!(
+                f,
+                "device {ordinal}: {reason}; the devices there are: {devices}"
+            ),
+            Error::OnDevice {
+                job,
+                device,
+                source,
+            } => write!(f, "{job} on {device}: {source}"),
+            Error::LibraryMissing { library, tried } => write!(
+                f,
+                "{library} could not be loaded (it is opened at run time): {tried}"
+            ),
+            Error::Nccl {
+                call,
+                code,
+                name,
+                text,
+                last,
+            } => write!(
+                f,
+                "NCCL: {call} returned {code} ({name}: {text}); last error: {last}"
+            ),
+            Error::CollectiveTimeout {
+                operation,
+                rank,
+                ranks,
+                waited,
+            } => write!(
+                f,
+                "{operation} on rank {rank} of {ranks}: not finished after {waited:?} (the \
+                 deadline); the communicator was aborted"
+            ),
+            Error::CommunicatorAborted {
+                operation,
+                rank,
+                reason,
+            } => write!(f, "{operation} on rank {rank}: {reason}"),
+            Error::KernelNotFound { name, reason } => {
+                write!(f, "kernel `{name}` is not in the loaded module: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Cuda { source, .. }
+            | Error::LaunchRefused { source, .. }
+            | Error::ModuleLoad { source, .. }
+            | Error::DeviceFault {
+                source: Some(source),
+                ..
+            } => Some(source),
+            Error::PtxFile { source, .. } | Error::Io { source, .. } => Some(source),
+            Error::OnDevice { source, .. } => Some(source.as_ref()),
+            _ => None,
+        }
+    }
 }
 
 /// The simulator's report, which names the kernel itself (but for its own

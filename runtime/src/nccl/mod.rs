@@ -254,8 +254,7 @@ macro_rules! half_element {
         impl NcclElement for cuda_kernels_device::float16::$t {
             const DATA_TYPE: DataType = DataType::$d;
             fn combine(op: ReduceOp, a: Self, b: Self) -> Self {
-                let (x, y) = (half::$t::from(a).to_f32(), half::$t::from(b).to_f32());
-                half::$t::from_f32(f32::combine(op, x, y)).into()
+                Self::narrow(f32::combine(op, a.widen(), b.widen()))
             }
         }
     )*};

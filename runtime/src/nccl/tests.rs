@@ -86,9 +86,9 @@ fn every_element_type_reduces() {
         comm.all_reduce_in_place(&mut b, ReduceOp::Sum, s)?; // 406 wraps to 150
         let mut c = gpu.to_device(&[u64::MAX - r as u64])?;
         comm.all_reduce_in_place(&mut c, ReduceOp::Min, s)?;
-        let mut d = gpu.to_device(&[f16::from(half::f16::from_f32(r as f32 + 1.0))])?;
+        let mut d = gpu.to_device(&[f16::narrow(r as f32 + 1.0)])?;
         comm.all_reduce_in_place(&mut d, ReduceOp::Prod, s)?; // 4! = 24
-        let mut e = gpu.to_device(&[bf16::from(half::bf16::from_f32(-(r as f32)))])?;
+        let mut e = gpu.to_device(&[bf16::narrow(-(r as f32))])?;
         comm.all_reduce_in_place(&mut e, ReduceOp::Max, s)?;
         let mut f = gpu.to_device(&[-3i8 * r as i8, 7])?;
         comm.all_reduce_in_place(&mut f, ReduceOp::Sum, s)?;
@@ -102,8 +102,8 @@ fn every_element_type_reduces() {
             a.to_vec()?,
             b.to_vec()?[0],
             c.to_vec()?[0],
-            half::f16::from(d.to_vec()?[0]).to_f32(),
-            half::bf16::from(e.to_vec()?[0]).to_f32(),
+            d.to_vec()?[0].widen(),
+            e.to_vec()?[0].widen(),
             f.to_vec()?,
             (g.to_vec()?[0], h.to_vec()?, k.to_vec()?[0]),
         ))
