@@ -284,8 +284,9 @@ pub(crate) fn report(
 /// `core::ptr::read` or a device-layer load names the kernel's line that
 /// made it. In optimised code it is the line the compiler gave the faulting
 /// instruction: the access's, or that of the loop around it. `None` without
-/// line tables (a build with `debug = false`, as the release profile's
-/// default). The file is named as rustc names it in `file!()` where the
+/// line tables for the kernel (a build with `debug = false`, as the release
+/// profile's default; `debug = "line-tables-only"` gives them), and never a
+/// frame of C code or a crate below the kernel. The file is named as rustc names it in `file!()` where the
 /// build makes that possible (relative to the workspace), else relative to
 /// the current directory, else as the debug information has it.
 fn access_site(trace: &std::backtrace::Backtrace) -> Option<Box<str>> {
@@ -296,7 +297,13 @@ fn access_site(trace: &std::backtrace::Backtrace) -> Option<Box<str>> {
         .lines()
         .filter_map(|l| l.trim_start().strip_prefix("at "))
         .find(|at| {
-            !at.starts_with("/rustc/")
+            // A Rust source file: the path before `:line:column`. Not C code
+            // under the thread (with the system's debug information, a build
+            // without line tables of its own found glibc's
+            // `./nptl/pthread_create.c` here).
+            let file = at.rsplitn(3, ':').nth(2).unwrap_or(at);
+            file.ends_with(".rs")
+                && !at.starts_with("/rustc/")
                 && !at.contains("/lib/rustlib/src/rust/library/")
                 && !at.starts_with(own_src)
         })?;
