@@ -704,8 +704,8 @@ fn exited_threads_arrive_and_two_barriers_are_reported() {
 
 /// Asserts that `site` (`file:line:column`) is a line of this file in the
 /// kernel declared by `signature` (the access's line, or in optimised code
-/// the loop's around it).
-/// Without line tables (`cargo test --release`) there is no site to name.
+/// the loop's around it). Without line tables (`cargo test --release`)
+/// there is no site to name, and `site` must be `None`.
 fn assert_in_kernel(site: &Option<Box<str>>, signature: &str, e: &SimError) {
     if !line_tables::line_tables() {
         assert!(site.is_none(), "a site without line tables: {e}");

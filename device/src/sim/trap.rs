@@ -283,12 +283,13 @@ pub(crate) fn report(
 /// device layer's loads, the grid-stride loop), so an access through
 /// `core::ptr::read` or a device-layer load names the kernel's line that
 /// made it. In optimised code it is the line the compiler gave the faulting
-/// instruction: the access's, or that of the loop around it. `None` without
-/// line tables for the kernel (a build with `debug = false`, as the release
-/// profile's default; `debug = "line-tables-only"` gives them), and never a
-/// frame of C code or a crate below the kernel. The file is named as rustc names it in `file!()` where the
-/// build makes that possible (relative to the workspace), else relative to
-/// the current directory, else as the debug information has it.
+/// instruction: the access's, or that of the loop around it. Only a Rust
+/// source file counts, never a frame of C code. `None` without line tables
+/// for the kernel (a build with `debug = false`, as the release profile's
+/// default; `debug = "line-tables-only"` gives them). The file is named as
+/// rustc names it in `file!()` where the build makes that possible
+/// (relative to the workspace), else relative to the current directory,
+/// else as the debug information has it.
 fn access_site(trace: &std::backtrace::Backtrace) -> Option<Box<str>> {
     let own_src = concat!(env!("CARGO_MANIFEST_DIR"), "/src/");
     // `{:#}`: every frame, each file as the debug information names it.
