@@ -581,10 +581,33 @@ impl Gpu {
     /// A new stream of this device: on a GPU created with default flags
     /// (blocking, like [`Gpu::stream`]); on the simulator, an empty one.
     pub fn new_stream(&self) -> Result<Stream> {
+        self.stream_with_priority(false)
+    }
+
+    /// A new stream of this device whose kernels the device schedules ahead
+    /// of other streams' pending blocks (the context's greatest priority,
+    /// `cuStreamCreateWithPriority`), otherwise as [`Gpu::new_stream`]: for
+    /// short work on the critical path beside a long kernel, such as Life's
+    /// edge rows and their NCCL exchange beside the interior. On the
+    /// simulator, an empty stream.
+    pub fn new_priority_stream(&self) -> Result<Stream> {
+        self.stream_with_priority(true)
+    }
+
+    fn stream_with_priority(&self, greatest: bool) -> Result<Stream> {
         match &self.backend {
             Backend::Cuda(_) => {
                 self.bind()?;
-                let s = cust::stream::Stream::new(StreamFlags::DEFAULT, None)
+                let priority = if greatest {
+                    Some(
+                        CurrentContext::get_stream_priority_range()
+                            .during("context", "cuCtxGetStreamPriorityRange")?
+                            .greatest,
+                    )
+                } else {
+                    None
+                };
+                let s = cust::stream::Stream::new(StreamFlags::DEFAULT, priority)
                     .during("context", "cuStreamCreate")?;
                 Ok(Stream::new(self.id, Some(s)))
             }

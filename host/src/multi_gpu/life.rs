@@ -140,12 +140,14 @@ pub fn life(gpus: &[&Gpu], lattice: ArrayView2<i32>, steps: usize) -> Result<Arr
 
 /// [`life`] on `backend`. With [`Backend::Nccl`] (more than one device)
 /// every step of band `i` is, on its device: the edge strips (the rows the
-/// neighbours need) on the `Gpu`'s stream, then one group of sends and
-/// receives there (its first row to the band above, its last to the band
+/// neighbours need) on a stream of the greatest priority (their blocks go
+/// ahead of the interior's), then one group of sends and receives there
+/// (its first row to the band above, its last to the band
 /// below, their rows into its two halo rows), while the interior runs on a
-/// second stream beside the exchange; the next step's edges wait for this
-/// step's interior, its interior for this step's edges (one event each
-/// way). The buffers are laid out as [`life`]'s (see the module docs).
+/// second stream beside the edges and the exchange; the next step's edges
+/// wait for this step's interior, and its interior for this step's edges
+/// (one event each way), so that the interiors run back to back. The
+/// buffers are laid out as [`life`]'s (see the module docs).
 /// Identical to one GPU's result. With one device there is nothing to
 /// exchange: one device's [`life`] runs.
 ///
@@ -178,43 +180,117 @@ pub fn life_rank(
     steps: usize,
     crew: Option<&Crew>,
 ) -> Result<Array2<i32>> {
-    let n = check_lattice(lattice)?;
-    let rows = super::split_rows(K, n, comm.ranks())?;
-    let p = rows.len();
-    let tallest = check_band_room(n, &rows)?;
-    let cells = lattice.as_standard_layout();
-    let flat = cells
-        .as_slice()
-        .ok_or_else(|| Error::invalid(K, "lattice not contiguous"))?;
-    if p == 1 {
+    if comm.ranks() == 1 {
+        check_lattice(lattice)?;
         return life(&[gpu], lattice, steps);
     }
-    let band = rows[comm.rank()].clone();
-    let h = band.len();
-    let mut buffers = [
-        gpu.to_device(&band_buffer(flat, n, &band, p))?,
-        gpu.zeroed(n * n)?,
-    ];
-    run_band_nccl(gpu, comm, &mut buffers, h, n, steps, crew)?;
-    // Padded to the tallest band for the all-gather.
-    let mut padded = gpu.zeroed::<i32>(tallest * n)?;
-    padded
-        .index_mut(..h * n)
-        .copy_from_device(&buffers[steps % 2].index(..h * n))?;
-    let heights: Vec<usize> = rows.iter().map(|r| r.len()).collect();
-    super::all_gather_bands(comm, gpu, &padded, &heights, n).and_then(|c| {
-        Array2::from_shape_vec((n, n), c).map_err(|e| Error::invalid(K, e.to_string()))
-    })
+    let mut rank = LifeRank::upload(comm, gpu, lattice)?;
+    rank.run(comm, gpu, steps, crew)?;
+    rank.download(comm, gpu)
 }
 
-/// One band's `steps` steps on NCCL (see [`life_with`]): `lattice` holds
-/// the band's `h` rows and its halo rows `h` and `n − 1`.
+/// One rank's band of a lattice on NCCL, resident between runs (what
+/// [`life_rank`] runs once, and the bench's NCCL rows time): the band's
+/// two buffers, laid out as [`life`]'s (see the module docs), on its
+/// device.
+pub struct LifeRank {
+    /// The rows of every rank's band, in rank order.
+    heights: Vec<usize>,
+    /// The tallest band's rows (the all-gather's part).
+    tallest: usize,
+    n: usize,
+    lattice: [DeviceBuffer<i32>; 2],
+    /// Steps run so far: the current band is in buffer `steps % 2`.
+    steps: usize,
+}
+
+impl LifeRank {
+    /// Copies band `comm.rank()` of `lattice`'s rows (as
+    /// [`split_rows`](super::split_rows) splits them over the
+    /// communicator's ranks) and its halo rows to `gpu`. Every rank passes
+    /// the whole lattice. Errors as [`life`]; also a communicator of one
+    /// rank (no neighbours: [`life`] runs that).
+    pub fn upload(comm: &Communicator, gpu: &Gpu, lattice: ArrayView2<i32>) -> Result<Self> {
+        let n = check_lattice(lattice)?;
+        let rows = super::split_rows(K, n, comm.ranks())?;
+        let p = rows.len();
+        if p == 1 {
+            return Err(Error::invalid(
+                K,
+                "a band exchanges halos with its neighbours: one rank has none (run `life`)",
+            ));
+        }
+        let tallest = check_band_room(n, &rows)?;
+        let cells = lattice.as_standard_layout();
+        let flat = cells
+            .as_slice()
+            .ok_or_else(|| Error::invalid(K, "lattice not contiguous"))?;
+        let band = &rows[comm.rank()];
+        Ok(Self {
+            heights: rows.iter().map(|r| r.len()).collect(),
+            tallest,
+            n,
+            lattice: [
+                gpu.to_device(&band_buffer(flat, n, band, p))?,
+                gpu.zeroed(n * n)?,
+            ],
+            steps: 0,
+        })
+    }
+
+    /// Steps the band `steps` times, halos exchanged with the neighbouring
+    /// ranks every step (see [`life_with`]), and waits (up to the
+    /// communicator's deadline). Every rank calls it with the same `steps`.
+    /// `crew` (threads of one process) stops the steps when another thread
+    /// failed.
+    pub fn run(
+        &mut self,
+        comm: &Communicator,
+        gpu: &Gpu,
+        steps: usize,
+        crew: Option<&Crew>,
+    ) -> Result<()> {
+        let h = self.heights[comm.rank()];
+        run_band_nccl(
+            gpu,
+            comm,
+            &mut self.lattice,
+            h,
+            self.n,
+            self.steps,
+            steps,
+            crew,
+        )?;
+        self.steps += steps;
+        Ok(())
+    }
+
+    /// The whole lattice after the steps run so far: every rank's band,
+    /// all-gathered (every rank calls it).
+    pub fn download(&self, comm: &Communicator, gpu: &Gpu) -> Result<Array2<i32>> {
+        let (n, h) = (self.n, self.heights[comm.rank()]);
+        // Padded to the tallest band for the all-gather.
+        let mut padded = gpu.zeroed::<i32>(self.tallest * n)?;
+        padded
+            .index_mut(..h * n)
+            .copy_from_device(&self.lattice[self.steps % 2].index(..h * n))?;
+        super::all_gather_bands(comm, gpu, &padded, &self.heights, n).and_then(|c| {
+            Array2::from_shape_vec((n, n), c).map_err(|e| Error::invalid(K, e.to_string()))
+        })
+    }
+}
+
+/// One band's steps `base..base + steps` on NCCL (see [`life_with`]):
+/// `lattice` holds the band's `h` rows and its halo rows `h` and `n − 1`,
+/// step `base`'s in buffer `base % 2`.
+#[allow(clippy::too_many_arguments)]
 fn run_band_nccl(
     gpu: &Gpu,
     comm: &Communicator,
     lattice: &mut [DeviceBuffer<i32>; 2],
     h: usize,
     n: usize,
+    base: usize,
     steps: usize,
     crew: Option<&Crew>,
 ) -> Result<()> {
@@ -223,14 +299,21 @@ fn run_band_nccl(
     let launch = life_launch(LifeKernel::Fast, n, fast_shape())?;
     let [first, last, interior] = strips(h, launch.rows * launch.block.1 as usize);
     gpu.bind()?;
-    let stream = gpu.stream();
+    // The edges and the exchange on a stream of the greatest priority, so
+    // that their few blocks are scheduled ahead of the interior's pending
+    // ones (the next step's interior waits for them), both after the work
+    // queued on the Gpu's stream.
+    let stream = &gpu.new_priority_stream()?;
     let inside = gpu.new_stream()?;
     let (edges_done, interior_done) = (sync_event(gpu)?, sync_event(gpu)?);
+    record(&edges_done, gpu.stream())?;
+    stream_wait(stream, &edges_done)?;
+    stream_wait(&inside, &edges_done)?;
     for s in 0..steps {
         if let Some(crew) = crew {
             crew.check(K)?;
         }
-        let (from, to) = if s % 2 == 0 {
+        let (from, to) = if (base + s).is_multiple_of(2) {
             let [a, b] = lattice;
             (&*a, b)
         } else {
@@ -238,12 +321,17 @@ fn run_band_nccl(
             (&*a, b)
         };
         if s >= 1 {
+            // This step's edges overwrite rows next to the ones the last
+            // step's interior read, and read rows it wrote.
             stream_wait(stream, &interior_done)?;
+            // This step's interior reads rows the last step's edges wrote,
+            // and overwrites rows next to the ones they read; it does not
+            // wait for this step's edges, which write rows it never reads.
+            stream_wait(&inside, &edges_done)?;
         }
         launch_rows(gpu, from, to, n, first.clone(), 1, stream)?;
         launch_rows(gpu, from, to, n, last.clone(), 1, stream)?;
         record(&edges_done, stream)?;
-        stream_wait(&inside, &edges_done)?;
         launch_rows(gpu, from, to, n, interior.clone(), launch.rows, &inside)?;
         record(&interior_done, &inside)?;
         // The exchange, beside the interior: the rows it sends (0, h − 1)

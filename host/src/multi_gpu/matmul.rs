@@ -7,7 +7,7 @@ use std::ops::Range;
 use crate::memory::{DeviceBuffer, DeviceSlice};
 use ndarray::{Array2, ArrayView2, Axis, s};
 
-use super::{Backend, all_gather_bands, bands, gather, labels, rank_zero, run_each, tallest};
+use super::{Backend, bands, gather, labels, rank_zero, run_each, tallest};
 use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::matrices::MatmulKernel;
@@ -74,32 +74,96 @@ pub fn matmul_rank(
     a: ArrayView2<f32>,
     b: ArrayView2<f32>,
 ) -> Result<Array2<f32>> {
-    let (m, k, n) = check_shapes(a, b)?;
-    let rows = super::split_rows(K, m, comm.ranks())?;
-    let heights: Vec<usize> = rows.iter().map(|r| r.len()).collect();
-    let tall = tallest(&rows);
-    let band = rows[comm.rank()].clone();
-    let h = band.len();
-    let a_band = a.slice(s![band, ..]).as_standard_layout().to_owned();
-    let b_host = b.as_standard_layout();
-    let (a_flat, b_flat) = a_band
-        .as_slice()
-        .zip(b_host.as_slice())
-        .ok_or_else(|| Error::invalid(K, "A or B not contiguous"))?;
-    let (a_dev, b_dev) = (gpu.to_device(a_flat)?, gpu.to_device(b_flat)?);
-    let mut c_band = gpu.zeroed::<f32>(tall * n)?;
-    gpu.matmul_on_device(
-        MatmulKernel::Tiled,
-        &a_dev,
-        &b_dev,
-        &mut c_band.index_mut(..h * n),
-        h,
-        k,
-        n,
-    )?;
-    all_gather_bands(comm, gpu, &c_band, &heights, n).and_then(|c| {
-        Array2::from_shape_vec((m, n), c).map_err(|e| Error::invalid(K, e.to_string()))
-    })
+    let mut rank = MatmulRank::upload(comm, gpu, a, b)?;
+    rank.run(comm, gpu, 1)?;
+    rank.download()
+}
+
+/// One rank's share of a product on NCCL, resident between runs (what
+/// [`matmul_rank`] runs once, and the bench's NCCL rows time): its band of
+/// rows of A and all of B on its device, its band of C padded to the
+/// tallest band's rows, and all of C as the all-gather leaves it.
+pub struct MatmulRank {
+    /// The rows of every rank's band, in rank order.
+    heights: Vec<usize>,
+    /// This rank's band of rows.
+    rows: Range<usize>,
+    a: DeviceBuffer<f32>,
+    b: DeviceBuffer<f32>,
+    c_band: DeviceBuffer<f32>,
+    c_all: DeviceBuffer<f32>,
+    k: usize,
+    n: usize,
+}
+
+impl MatmulRank {
+    /// Copies band `comm.rank()` of A's rows (as [`split_rows`](super::split_rows)
+    /// splits them over the communicator's ranks) and all of B to `gpu`.
+    /// Every rank passes the whole of A and B. Errors as [`matmul`].
+    pub fn upload(
+        comm: &Communicator,
+        gpu: &Gpu,
+        a: ArrayView2<f32>,
+        b: ArrayView2<f32>,
+    ) -> Result<Self> {
+        let (m, k, n) = check_shapes(a, b)?;
+        let bands = super::split_rows(K, m, comm.ranks())?;
+        let heights: Vec<usize> = bands.iter().map(|r| r.len()).collect();
+        let tall = tallest(&bands);
+        let rows = bands[comm.rank()].clone();
+        let a_band = a
+            .slice(s![rows.clone(), ..])
+            .as_standard_layout()
+            .to_owned();
+        let b_host = b.as_standard_layout();
+        let (a_flat, b_flat) = a_band
+            .as_slice()
+            .zip(b_host.as_slice())
+            .ok_or_else(|| Error::invalid(K, "A or B not contiguous"))?;
+        Ok(Self {
+            heights,
+            rows,
+            a: gpu.to_device(a_flat)?,
+            b: gpu.to_device(b_flat)?,
+            c_band: gpu.zeroed::<f32>(tall * n)?,
+            c_all: gpu.zeroed::<f32>(tall * n * comm.ranks())?,
+            k,
+            n,
+        })
+    }
+
+    /// Queues `reps` times this rank's product and the all-gather of every
+    /// rank's band of C on `gpu`'s stream, and waits for them (up to the
+    /// communicator's deadline). Every rank calls it with the same `reps`.
+    pub fn run(&mut self, comm: &Communicator, gpu: &Gpu, reps: usize) -> Result<()> {
+        let (h, k, n) = (self.rows.len(), self.k, self.n);
+        for _ in 0..reps {
+            gpu.matmul_on_device(
+                MatmulKernel::Tiled,
+                &self.a,
+                &self.b,
+                &mut self.c_band.index_mut(..h * n),
+                h,
+                k,
+                n,
+            )?;
+            comm.all_gather(&self.c_band, &mut self.c_all, gpu.stream())?;
+        }
+        comm.synchronize(gpu.stream())
+    }
+
+    /// All of C, as the last [`run`](Self::run)'s all-gather left it on
+    /// this rank's device.
+    pub fn download(&self) -> Result<Array2<f32>> {
+        let c = super::band_rows(
+            &self.c_all.to_vec()?,
+            self.c_band.len(),
+            &self.heights,
+            self.n,
+        );
+        let m = self.heights.iter().sum();
+        Array2::from_shape_vec((m, self.n), c).map_err(|e| Error::invalid(K, e.to_string()))
+    }
 }
 
 /// One device's share of a resident product: its rows of A, all of B, its

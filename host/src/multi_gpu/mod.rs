@@ -120,12 +120,23 @@ pub(crate) fn all_gather_bands<T: NcclElement>(
     let mut all = gpu.zeroed::<T>(band.len() * comm.ranks())?;
     comm.all_gather(band, &mut all, gpu.stream())?;
     comm.synchronize(gpu.stream())?;
-    let all = all.to_vec()?;
-    Ok(heights
+    Ok(band_rows(&all.to_vec()?, band.len(), heights, width))
+}
+
+/// The rows of an all-gather's result `all` (every rank's band of
+/// `width`-element rows padded to `padded` elements, in rank order) without
+/// the padding: `heights[r]` rows of rank `r`'s part each.
+pub(crate) fn band_rows<T: Copy>(
+    all: &[T],
+    padded: usize,
+    heights: &[usize],
+    width: usize,
+) -> Vec<T> {
+    heights
         .iter()
         .enumerate()
-        .flat_map(|(r, &h)| all[r * band.len()..][..h * width].iter().copied())
-        .collect())
+        .flat_map(|(r, &h)| all[r * padded..][..h * width].iter().copied())
+        .collect()
 }
 
 /// The tallest of `bands`.

@@ -121,8 +121,27 @@ pub fn reduce_rank<Op: NcclReduceKernel<T>, T: Element + NcclElement>(
 ) -> Result<T> {
     let data = gpu.to_device(share)?;
     let mut scratch = gpu.reduce_scratch::<T>()?;
-    gpu.reduce_on_device::<Op, T>(&data, None, &mut scratch)?;
-    comm.all_reduce_in_place(scratch.result_on_device(), Op::NCCL, gpu.stream())?;
+    reduce_resident_rank::<Op, T>(comm, gpu, &data, &mut scratch, 1)
+}
+
+/// One rank's part of a reduction on NCCL over data resident on its
+/// device (what [`reduce_rank`] runs once, and the bench's NCCL rows
+/// time): `reps` times, `data` (non-empty, on `gpu`) reduced into
+/// `scratch`'s device element and that element all-reduced with the other
+/// ranks', all queued on `gpu`'s stream; then waits (up to the
+/// communicator's deadline) and returns the last total over every rank's
+/// data (the same on every rank). Every rank calls it with the same `reps`.
+pub fn reduce_resident_rank<Op: NcclReduceKernel<T>, T: Element + NcclElement>(
+    comm: &Communicator,
+    gpu: &Gpu,
+    data: &DeviceSlice<T>,
+    scratch: &mut ReduceScratch<T>,
+    reps: usize,
+) -> Result<T> {
+    for _ in 0..reps.max(1) {
+        gpu.reduce_on_device::<Op, T>(data, None, scratch)?;
+        comm.all_reduce_in_place(scratch.result_on_device(), Op::NCCL, gpu.stream())?;
+    }
     comm.synchronize(gpu.stream())?;
     scratch.result(gpu)
 }
