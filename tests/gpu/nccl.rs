@@ -37,6 +37,7 @@ pub fn trials() -> Vec<Trial> {
         kernel!(ranks_join_by_a_unique_id_over_tcp),
         kernel!(both_backends_give_the_same_results),
         kernel!(refusals),
+        kernel!(lengths_that_differ_across_ranks_end_by_the_deadline),
         hardware!("NCCL", the_library_loads),
         hardware!("NCCL", a_rank_whose_peers_never_come_times_out),
         hardware!("NCCL", an_aborted_communicator_refuses_use),
@@ -450,6 +451,79 @@ fn a_rank_whose_peers_never_come_times_out(gpu: &Gpu) -> Result<(), Failed> {
     ensure(took < deadline + Duration::from_secs(10), || {
         format!("the corrupt id took {took:?}")
     })
+}
+
+/// Two ranks all-reduce different lengths, which only the ranks know: NCCL
+/// cannot see it and waits, and the deadline ends the wait
+/// (`CollectiveTimeout`, the communicator aborted); the simulator sees it
+/// and fails every rank at once (`InvalidInput`). Either way no rank hangs
+/// and at least one fails. On a machine with one GPU the two ranks are
+/// simulated devices (NCCL refuses two ranks on one GPU).
+fn lengths_that_differ_across_ranks_end_by_the_deadline(gpu: &Gpu) -> Result<(), Failed> {
+    let others = distinct(gpu)?;
+    let simulated_pair;
+    let pair: Vec<&Gpu> = match others.first() {
+        Some(other) => vec![gpu, other],
+        None => {
+            println!("one GPU: the two ranks are simulated devices");
+            simulated_pair = [0, 1].map(Gpu::simulated_device);
+            simulated_pair
+                .iter()
+                .map(|g| g.as_ref().map_err(|e| fail(e.to_string())))
+                .collect::<Result<_, _>>()?
+        }
+    };
+    let deadline = Duration::from_secs(3);
+    let mut comms = Communicator::all_devices(&pair).map_err(fail)?;
+    for comm in &mut comms {
+        comm.set_timeout(deadline);
+    }
+    let since = Instant::now();
+    let results: Vec<cuda_kernels::Result<()>> = std::thread::scope(|s| {
+        let handles: Vec<_> = comms
+            .iter_mut()
+            .zip(&pair)
+            .map(|(comm, gpu)| {
+                s.spawn(move || {
+                    // Rank r: 1000 (r + 1) elements.
+                    let mut x = gpu.zeroed::<f32>(1000 * (comm.rank() + 1))?;
+                    comm.all_reduce_in_place(&mut x, ReduceOp::Sum, gpu.stream())?;
+                    comm.synchronize(gpu.stream())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::invalid("test", "a rank panicked")))
+            })
+            .collect()
+    });
+    let took = since.elapsed();
+    // No later finalize waits on a peer that gave up.
+    for comm in &comms {
+        comm.abort("the test is over");
+    }
+    println!("after {took:?}: {results:?}");
+    ensure(took < deadline + Duration::from_secs(10), || {
+        format!("the ranks took {took:?}")
+    })?;
+    ensure(results.iter().any(|r| r.is_err()), || {
+        "every rank succeeded with lengths that differ".into()
+    })?;
+    for r in &results {
+        if let Err(e) = r {
+            ensure(
+                matches!(
+                    e,
+                    Error::CollectiveTimeout { .. } | Error::InvalidInput { .. }
+                ),
+                || format!("wanted CollectiveTimeout or InvalidInput, got {e:?}"),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn a_missing_library_is_a_typed_error(gpu: &Gpu) -> Result<(), Failed> {
