@@ -300,6 +300,14 @@ fn run(command: Command, sim: bool, device: Option<u32>) -> Result<ExitCode, Err
             multi,
             devices,
         } => {
+            // A rank process of `bench --multi`'s job of rank processes
+            // (the launcher set its place in the environment).
+            if multi {
+                let timeout = cuda_kernels::nccl::default_timeout();
+                if let Some(env) = cuda_kernels::multi_gpu::ranks::RankEnv::from_env(timeout)? {
+                    return demos::multi::rank_process(&env);
+                }
+            }
             let mut records = Vec::new();
             let device = if multi {
                 let gpus = match devices {
