@@ -32,7 +32,7 @@ use cust::memory::bytemuck::Zeroable;
 use cust::memory::{DeviceCopy, DevicePointer};
 use ndarray::{Array1, ArrayView1};
 
-pub use cuda_kernels_gpu::sort::{BLOCK, MAX_KEYS, SortKey, TILE};
+pub use cuda_kernels_gpu::sort::{BLOCK, MAX_KEYS, SortKey, TILE, tile};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
@@ -132,7 +132,8 @@ impl<K: Key> RadixSort<K> {
             ));
         }
         gpu.bind()?;
-        let tiles = capacity.div_ceil(TILE);
+        // Tiles of keys with values are never larger than those of keys alone.
+        let tiles = capacity.div_ceil(tile(size_of::<K>(), with_values));
         // SAFETY: each pass writes these in full before the next reads them
         // (the histogram and status words are zeroed before use).
         unsafe {
@@ -221,7 +222,7 @@ impl<K: Key> RadixSort<K> {
         let stream = gpu.stream();
         let passes = passes::<K>();
         let descending = (order == Order::Descending) as u32;
-        let tiles = n.div_ceil(TILE);
+        let tiles = n.div_ceil(tile(size_of::<K>(), user_values.is_some()));
         // SAFETY: the histogram stays allocated (self) until the stream
         // reaches the memset.
         unsafe { self.histogram.set_zero_async(stream) }?;
@@ -233,7 +234,7 @@ impl<K: Key> RadixSort<K> {
                 K::HISTOGRAM,
                 LaunchConfig::linear(grid, BLOCK),
                 stream,
-                (&*keys, n, passes as u32, descending, &mut self.histogram),
+                (&*keys, n, descending, &mut self.histogram),
             )
         }?;
         let null = DevicePointer::<u32>::null();

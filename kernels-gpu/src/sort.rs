@@ -23,17 +23,35 @@
 //! on the first pass).
 use crate::device::collectives::radix::{
     RADIX_BITS, RADIX_DIGITS, RadixKey, RadixRank, RadixSortShared, digit_exclusive_scan,
-    digit_lookback, digit_publish,
+    digit_lookback, digit_publish, recompute,
 };
 use crate::device::shared::SharedArray;
 use crate::device::{atomic, sync, thread, warp};
 
 /// Threads per block of both kernels.
 pub const BLOCK: u32 = 256;
-/// Keys per thread of a onesweep tile.
+/// Keys per thread of a onesweep tile of keys alone.
 pub const ITEMS: usize = 16;
-/// Keys per onesweep tile (per block).
+/// Keys per onesweep tile of keys alone (per block): the largest tile.
 pub const TILE: usize = BLOCK as usize * ITEMS;
+
+/// Keys per thread of a onesweep tile of keys with values, for keys of
+/// `key_bytes` bytes: the tile's keys and its u32 values take half of the
+/// exchange each (16 for 32-bit keys, 8 for 64-bit ones).
+pub const fn pairs_items(key_bytes: usize) -> usize {
+    TILE * 4 / BLOCK as usize / key_bytes
+}
+
+/// Keys per onesweep tile for keys of `key_bytes` bytes, with or without
+/// values: what the launcher divides the keys by for the grid.
+pub const fn tile(key_bytes: usize, values: bool) -> usize {
+    BLOCK as usize
+        * if values {
+            pairs_items(key_bytes)
+        } else {
+            ITEMS
+        }
+}
 /// Warps per block.
 const WARPS: usize = BLOCK as usize / 32;
 
@@ -44,8 +62,8 @@ pub const MAX_KEYS: usize = (1 << 30) - 1;
 /// A key type of the sort: its two kernels. Implemented for `u32`, `i32`,
 /// `f32`, `u64`, `i64`, `f64` by this module alone.
 pub trait SortKey: RadixKey {
-    /// `radix_sort_histogram_<t>`: `(keys, n, passes, descending, histogram)`.
-    const HISTOGRAM: crate::device::kernel::Kernel<(*const Self, usize, u32, u32, *mut u32)>;
+    /// `radix_sort_histogram_<t>`: `(keys, n, descending, histogram)`.
+    const HISTOGRAM: crate::device::kernel::Kernel<(*const Self, usize, u32, *mut u32)>;
     /// `radix_sort_onesweep_<t>`, keys alone, and `radix_sort_onesweep_pairs_<t>`,
     /// keys with values: `(keys_in, values_in, keys_out, values_out,
     /// digit_totals, status, tile_counter, n, shift, descending)`.
@@ -78,22 +96,34 @@ pub trait SortKey: RadixKey {
     )>;
 }
 
+/// Keys a thread of `radix_sort_histogram_<t>` reads at a time (their
+/// loads in flight together).
+pub const HISTOGRAM_ITEMS: usize = 16;
+
 /// The body of `radix_sort_histogram_<t>`.
 ///
+/// Blocks step through chunks of [`BLOCK`] × [`HISTOGRAM_ITEMS`] keys
+/// (striped: item `i` of thread `t` is key `i · BLOCK + t` of the chunk, so
+/// each load of a warp is one coalesced row), and count every pass's digit
+/// of each key with one shared atomic into block-private counters; a warp
+/// whose keys in a whole chunk are all equal adds its 512 at once per
+/// pass instead, so that all-equal input does not serialise. The launcher
+/// sizes the grid to the blocks the GPU holds at once.
+///
 /// # Safety
-/// `keys` holds `n` keys; `histogram` `passes · 256` u32 zeroed before the
-/// launch (only atomics touch it); `passes ≤ 8`, `passes · 8 ≤ K::BITS`;
-/// blocks of [`BLOCK`] threads.
+/// `keys` holds `n` keys; `histogram` `K::BITS / 8 · 256` u32 zeroed
+/// before the launch (only atomics touch it); blocks of [`BLOCK`] threads.
 #[inline(always)]
 pub unsafe fn histogram<K: RadixKey>(
     keys: *const K,
     n: usize,
-    passes: u32,
     descending: u32,
     histogram: *mut u32,
 ) {
+    const { assert!(K::BITS / RADIX_BITS <= 8) };
     let counts = crate::shared_array!(radix_sort_pass_counts: [u32; 8 * RADIX_DIGITS]);
-    let bins = passes as usize * RADIX_DIGITS;
+    let passes = (K::BITS / RADIX_BITS) as usize;
+    let bins = passes * RADIX_DIGITS;
     let (t, threads) = (thread::thread_idx_x() as usize, BLOCK as usize);
     let mut i = t;
     while i < bins {
@@ -103,31 +133,45 @@ pub unsafe fn histogram<K: RadixKey>(
     }
     sync::sync_threads();
     let descending = descending != 0;
-    let lane = warp::lane_id();
-    // Whole warps step through the keys together (the vote needs every lane).
-    let stride = thread::grid_size_1d();
-    let mut base = thread::block_idx_x() as usize * threads + t - lane as usize;
+    // Pass p's counter of a key's digit p.
+    let bin =
+        |key: K, p: usize| p * RADIX_DIGITS + key.digit(p as u32 * RADIX_BITS, descending) as usize;
+    const CHUNK: usize = BLOCK as usize * HISTOGRAM_ITEMS;
+    let stride = thread::grid_dim_x() as usize * CHUNK;
+    let mut base = thread::block_idx_x() as usize * CHUNK;
     while base < n {
-        let i = base + lane as usize;
-        let valid = i < n;
-        // SAFETY: i < n when valid; else key 0's stand-in is never counted.
-        let key = unsafe { *keys.add(if valid { i } else { base }) };
-        let bits = key.ordered_bits();
-        // Every lane shuffles (a warp collective), then votes.
-        let first = warp::shuffle_idx(bits, 0);
-        let uniform = warp::all(valid && first == bits);
-        for p in 0..passes {
-            let d = key.digit(p * RADIX_BITS, descending) as usize;
-            let bin = p as usize * RADIX_DIGITS + d;
-            if uniform {
-                if lane == 0 {
-                    // SAFETY: bin < passes · 256; the warp's 32 keys at once.
-                    unsafe { counts.fetch_add(bin, 32) };
-                }
-            } else if valid {
-                // SAFETY: bin < passes · 256.
-                unsafe { counts.fetch_add(bin, 1) };
+        let valid = CHUNK.min(n - base);
+        // SAFETY: base < n.
+        let mut items = [unsafe { *keys.add(base) }; HISTOGRAM_ITEMS];
+        crate::device::unroll!(i in HISTOGRAM_ITEMS => {
+            if i * threads + t < valid {
+                // SAFETY: base + i · BLOCK + t < n.
+                items[i] = unsafe { *keys.add(base + i * threads + t) };
             }
+        });
+        // Every lane shuffles and votes (warp collectives); the chunk's
+        // validity is the same for the whole block.
+        let first = warp::shuffle_idx(items[0].ordered_bits(), 0);
+        let mut same = valid == CHUNK;
+        crate::device::unroll!(i in HISTOGRAM_ITEMS => {
+            same &= items[i].ordered_bits() == first;
+        });
+        if warp::all(same) {
+            if warp::lane_id() == 0 {
+                for p in 0..passes {
+                    // SAFETY: bin < passes · 256; the warp's 32 · ITEMS keys at once.
+                    unsafe { counts.fetch_add(bin(items[0], p), (32 * HISTOGRAM_ITEMS) as u32) };
+                }
+            }
+        } else {
+            crate::device::unroll!(i in HISTOGRAM_ITEMS => {
+                if i * threads + t < valid {
+                    for p in 0..passes {
+                        // SAFETY: bin < passes · 256.
+                        unsafe { counts.fetch_add(bin(items[i], p), 1) };
+                    }
+                }
+            });
         }
         base += stride;
     }
@@ -148,18 +192,19 @@ pub unsafe fn histogram<K: RadixKey>(
 /// are not read) and of `radix_sort_onesweep_pairs_<t>` (`VALUES`: keys
 /// with values, read with the keys so that their latency overlaps the
 /// rank; a separate kernel, so that a sort of keys alone does not hold
-/// their registers): one pass over digit `shift / 8`.
+/// their registers): one pass over digit `shift / 8`, in tiles of
+/// `T = BLOCK · ITEMS` keys ([`tile`]).
 ///
 /// # Safety
 /// `keys_in` and `keys_out` hold `n ≤ MAX_KEYS` keys and do not overlap;
 /// with `VALUES`, `values_out` holds `n` u32 and `values_in`, when not
-/// null, `n` u32 (not overlapping; null writes each key's input index); `digit_totals` the pass's 256 counts over
-/// all keys; `status` `⌈n / TILE⌉ · 256` u32 and `tile_counter` one u32,
-/// all zeroed before the launch; a grid of `⌈n / TILE⌉` blocks of
-/// [`BLOCK`] threads.
+/// null, `n` u32 (not overlapping; null writes each key's input index);
+/// `digit_totals` the pass's 256 counts over all keys; `status`
+/// `⌈n / T⌉ · 256` u32 and `tile_counter` one u32, all zeroed before the
+/// launch; a grid of `⌈n / T⌉` blocks of [`BLOCK`] threads.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub unsafe fn onesweep<K: RadixKey, const VALUES: bool>(
+pub unsafe fn onesweep<K: RadixKey, const VALUES: bool, const ITEMS: usize>(
     keys_in: *const K,
     values_in: *const u32,
     keys_out: *mut K,
@@ -180,15 +225,23 @@ pub unsafe fn onesweep<K: RadixKey, const VALUES: bool>(
     let global_starts = crate::shared_array!(radix_sort_global_starts: [u32; RADIX_DIGITS]);
     let out_base = crate::shared_array!(radix_sort_out_base: [u32; RADIX_DIGITS]);
     let ticket = crate::shared_array!(radix_sort_ticket: [u32; 1]);
-    // One exchange area for the keys (up to 8 bytes), then the values.
+    // The exchange: each item is stored at its rank as soon as the rank is
+    // known, the keys from the start of the area, the values (pairs only)
+    // from its middle.
     let exchange_words = crate::shared_array!(radix_sort_exchange: [u64; TILE]);
-    // SAFETY: TILE keys of at most 8 bytes, or TILE u32, fit in the area.
+    const { assert!(BLOCK as usize * ITEMS <= TILE) };
+    const { assert!(!VALUES || BLOCK as usize * ITEMS * size_of::<K>() <= TILE * 4) };
+    // SAFETY: the tile's keys (at most TILE of at most 8 bytes) fit in the
+    // area, and with VALUES (asserted above) in its first half.
     let (key_exchange, value_exchange) = unsafe {
         (
             SharedArray::<K, TILE>::from_shared_address(exchange_words.address()),
-            SharedArray::<u32, TILE>::from_shared_address(exchange_words.address()),
+            SharedArray::<u32, TILE>::from_shared_address(
+                exchange_words.address() + (TILE * 4) as u32,
+            ),
         )
     };
+    let tile_keys = BLOCK as usize * ITEMS;
     let descending = descending != 0;
     let t = thread::thread_idx_x() as usize;
     let (w, lane) = (t / 32, t % 32);
@@ -203,8 +256,8 @@ pub unsafe fn onesweep<K: RadixKey, const VALUES: bool>(
     sync::sync_threads();
     // SAFETY: written before the barrier.
     let tile = unsafe { ticket.load(0) } as usize;
-    let base = tile * TILE;
-    let valid = TILE.min(n - base);
+    let base = tile * tile_keys;
+    let valid = tile_keys.min(n - base);
     let striped = |i: usize| w * 32 * ITEMS + i * 32 + lane;
     // SAFETY: base < n (one block per tile), so keys_in[base] exists.
     let stand_in = unsafe { *keys_in.add(base) };
@@ -236,19 +289,24 @@ pub unsafe fn onesweep<K: RadixKey, const VALUES: bool>(
     // Item i's digit, recomputed where needed rather than held in
     // registers: registers, not arithmetic, limit how many blocks a
     // multiprocessor runs.
-    let digit_of = |i: usize, key: K| {
-        if striped(i) < valid {
-            key.digit(shift, descending)
-        } else {
-            (RADIX_DIGITS - 1) as u32
+    // Bit i: item i is past n. Such items take digit 255 (a mask, not a
+    // branch: ptxas held one predicate per item across the rank and
+    // failed to allocate them for the signed and float keys).
+    let mut past_end = 0u32;
+    crate::device::unroll!(i in ITEMS => {
+        if striped(i) >= valid {
+            past_end |= 1 << i;
         }
+    });
+    let digit_of = |i: usize, key: K| {
+        key.digit(shift, descending) | (0u32.wrapping_sub((past_end >> i) & 1) & 0xff)
     };
     // Items past n have digit 255 and come last in the tile: after the
-    // rank they are the positions `valid..TILE`.
+    // rank they are the positions `valid..tile_keys`.
     // SAFETY: the block's own shared arrays; blocks of BLOCK threads.
     let rank = unsafe { RadixRank::begin(&shared) };
     // SAFETY: after begin; digits < 256.
-    let peers = unsafe { rank.count::<ITEMS>(|i| digit_of(i, keys[i])) };
+    unsafe { rank.count::<ITEMS>(|i| digit_of(i, keys[i])) };
     // SAFETY: every item counted.
     unsafe { rank.scan_counts() };
     // The tile's digit counts are published before the ranking, so that
@@ -258,14 +316,25 @@ pub unsafe fn onesweep<K: RadixKey, const VALUES: bool>(
         // SAFETY: after scan_counts: read-only.
         count = unsafe { shared.digit_counts.load(t) };
         if t == RADIX_DIGITS - 1 {
-            count -= (TILE - valid) as u32;
+            count -= (tile_keys - valid) as u32;
         }
         // SAFETY: the status words of this tile, zeroed before the launch;
         // one thread per digit; n < 2^30.
         unsafe { digit_publish(status, tile, t, count) };
     }
-    // SAFETY: after scan_counts, with the digits counted.
-    let ranks = unsafe { rank.rank(|i| digit_of(i, keys[i]), peers) };
+    // SAFETY: after scan_counts, with the digits counted; ranks are a
+    // permutation of 0..tile_keys: one writer per slot.
+    unsafe {
+        rank.rank::<ITEMS>(
+            |i| digit_of(i, recompute(keys[i])),
+            |i, r| {
+                key_exchange.store(r as usize, keys[i]);
+                if VALUES {
+                    value_exchange.store(r as usize, values[i]);
+                }
+            },
+        )
+    };
     // SAFETY: the exclusive scan of the pass's totals (written before the
     // barriers above), by the whole block.
     unsafe { digit_exclusive_scan(totals, global_starts) };
@@ -277,43 +346,23 @@ pub unsafe fn onesweep<K: RadixKey, const VALUES: bool>(
         // SAFETY: t < 256; this thread's digit.
         unsafe { out_base.store(t, (global_starts.load(t) + before).wrapping_sub(start)) };
     }
-    crate::device::unroll!(i in ITEMS => {
-        // SAFETY: ranks are a permutation of 0..TILE: one writer per slot.
-        unsafe { key_exchange.store(ranks[i] as usize, keys[i]) };
-    });
     sync::sync_threads();
-    let mut out_digits = [0u32; ITEMS];
     crate::device::unroll!(k in ITEMS => {
         let s = k * BLOCK as usize + t;
         if s < valid {
-            // SAFETY: s < TILE, written before the barrier.
+            // SAFETY: s < tile_keys, written before the barrier.
             let key = unsafe { key_exchange.load(s) };
-            out_digits[k] = key.digit(shift, descending);
-            // SAFETY: out_base + s is the key's place, < n.
+            // SAFETY: out_base + s is the key's place, < n; with VALUES,
+            // values_out holds n u32 and slot s was written before the barrier.
             unsafe {
-                let at = out_base.load(out_digits[k] as usize).wrapping_add(s as u32) as usize;
+                let at = out_base.load(key.digit(shift, descending) as usize).wrapping_add(s as u32) as usize;
                 *keys_out.add(at) = key;
-            }
-        }
-    });
-    if VALUES {
-        sync::sync_threads();
-        crate::device::unroll!(i in ITEMS => {
-            // SAFETY: as for the keys.
-            unsafe { value_exchange.store(ranks[i] as usize, values[i]) };
-        });
-        sync::sync_threads();
-        crate::device::unroll!(k in ITEMS => {
-            let s = k * BLOCK as usize + t;
-            if s < valid {
-                // SAFETY: as for the keys.
-                unsafe {
-                    let at = out_base.load(out_digits[k] as usize).wrapping_add(s as u32) as usize;
+                if VALUES {
                     *values_out.add(at) = value_exchange.load(s);
                 }
             }
-        });
-    }
+        }
+    });
 }
 
 macro_rules! sort_family {
@@ -328,12 +377,11 @@ macro_rules! sort_family {
                 pub fn $hist(
                     keys: *const $t,
                     n: usize,
-                    passes: u32,
                     descending: u32,
                     digit_histogram: *mut u32,
                 ) as $HIST {
                     // SAFETY: forwarded from this entry point's contract.
-                    unsafe { histogram::<$t>(keys, n, passes, descending, digit_histogram) }
+                    unsafe { histogram::<$t>(keys, n, descending, digit_histogram) }
                 }
 
                 #[doc = concat!("One onesweep pass of a sort of `", stringify!($t), "` keys alone (the value pointers are not read).")]
@@ -354,7 +402,7 @@ macro_rules! sort_family {
                 ) as $SWEEP {
                     // SAFETY: forwarded from this entry point's contract.
                     unsafe {
-                        onesweep::<$t, false>(
+                        onesweep::<$t, false, ITEMS>(
                             keys_in, values_in, keys_out, values_out, digit_totals, status,
                             tile_counter, n, shift, descending,
                         )
@@ -379,7 +427,7 @@ macro_rules! sort_family {
                 ) as $PAIRS {
                     // SAFETY: forwarded from this entry point's contract.
                     unsafe {
-                        onesweep::<$t, true>(
+                        onesweep::<$t, true, { pairs_items(size_of::<$t>()) }>(
                             keys_in, values_in, keys_out, values_out, digit_totals, status,
                             tile_counter, n, shift, descending,
                         )
@@ -389,7 +437,7 @@ macro_rules! sort_family {
         }
         $(
             impl SortKey for $t {
-                const HISTOGRAM: crate::device::kernel::Kernel<(*const $t, usize, u32, u32, *mut u32)> = $HIST;
+                const HISTOGRAM: crate::device::kernel::Kernel<(*const $t, usize, u32, *mut u32)> = $HIST;
                 const ONESWEEP: crate::device::kernel::Kernel<(
                     *const $t, *const u32, *mut $t, *mut u32, *const u32, *mut u32, *mut u32,
                     usize, u32, u32,

@@ -20,12 +20,15 @@
 //!
 //! # Rank
 //! [`block_radix_rank`] gives each item its position in the tile sorted by
-//! one digit: per item, the lanes of a warp holding the same digit find each
-//! other with `match.any.sync`; the lowest of them adds their number to the
-//! warp's counter of that digit (a shared-memory atomic, which returns the
-//! count before it); each lane's rank is that count plus the peers below it.
-//! Then, per digit, the warps' counts are scanned (warp order), and the
-//! digits' totals are scanned by one warp ([`digit_exclusive_scan`]). The
+//! one digit, in three steps (CUB's `BlockRadixRankMatchEarlyCounts`):
+//! each item adds one to its warp's counter of its digit (a shared-memory
+//! atomic); per digit, the warps' counts are scanned (warp order) and the
+//! digits' totals by one warp ([`digit_exclusive_scan`]), which turns each
+//! counter into where the warp's first item of that digit goes; then per
+//! item, the lanes of a warp holding the same digit find each other with
+//! eight ballots, the lowest of them takes their places from the warp's
+//! counter (an atomic that returns the count before it), and each lane's
+//! rank is that place plus the lanes below it with the digit. The
 //! per-warp counters are laid out digit-minor (`w·256 + d`), so that the
 //! scan's threads (one digit each) read 32 consecutive words per warp: no
 //! bank conflicts.
@@ -149,6 +152,42 @@ impl RadixKey for f64 {
     }
 }
 
+/// `key`, hidden from the optimiser: a digit computed from the result is
+/// computed again, not kept in a register since an earlier computation
+/// from the same key. [`RadixRank::count`] and [`RadixRank::rank`] both
+/// need each item's digit, and the compiler would otherwise hold all of
+/// them between the two (16 registers for 16 items), when registers are
+/// what limit a sort's blocks per multiprocessor. One `mov` on the GPU.
+#[inline(always)]
+pub fn recompute<K: RadixKey>(key: K) -> K {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        if size_of::<K>() == 4 {
+            // SAFETY: K is 4 bytes (checked above) and Copy.
+            let mut bits: u32 = unsafe { core::mem::transmute_copy(&key) };
+            // SAFETY: a register move, no memory.
+            unsafe {
+                core::arch::asm!("mov.b32 {b}, {b};", b = inout(reg32) bits,
+                                 options(pure, nomem, nostack, preserves_flags));
+            }
+            // SAFETY: the same 4 bytes back.
+            return unsafe { core::mem::transmute_copy(&bits) };
+        }
+        if size_of::<K>() == 8 {
+            // SAFETY: K is 8 bytes (checked above) and Copy.
+            let mut bits: u64 = unsafe { core::mem::transmute_copy(&key) };
+            // SAFETY: a register move, no memory.
+            unsafe {
+                core::arch::asm!("mov.b64 {b}, {b};", b = inout(reg64) bits,
+                                 options(pure, nomem, nostack, preserves_flags));
+            }
+            // SAFETY: the same 8 bytes back.
+            return unsafe { core::mem::transmute_copy(&bits) };
+        }
+    }
+    key
+}
+
 /// The shared memory of [`block_radix_rank`]: per-warp digit counters
 /// (`N ≥ warps · 256`, digit-minor) and the tile's per-digit counts and
 /// exclusive starts.
@@ -223,16 +262,15 @@ pub unsafe fn block_radix_rank<const ITEMS: usize, const N: usize>(
     // SAFETY: forwarded from the caller; digits < 256.
     unsafe {
         let rank = RadixRank::begin(shared);
-        let peers = rank.count::<ITEMS>(|i| digits[i]);
+        rank.count::<ITEMS>(|i| digits[i]);
         rank.scan_counts();
-        *ranks = rank.rank(|i| digits[i], peers);
+        rank.rank::<ITEMS>(|i| digits[i], |i, r| ranks[i] = r);
     }
 }
 
 /// The steps of [`block_radix_rank`] (CUB's `BlockRadixRankMatchEarlyCounts`),
 /// for kernels that use the counts before the ranking: the digits are first
-/// counted per warp ([`count`](Self::count), one shared atomic per group of
-/// lanes sharing a digit),
+/// counted per warp ([`count`](Self::count), one shared atomic per item),
 /// the counts scanned into each warp's starting place per digit
 /// ([`scan_counts`](Self::scan_counts)), then the items ranked
 /// ([`rank`](Self::rank)).
@@ -281,31 +319,21 @@ impl<'a, const N: usize> RadixRank<'a, N> {
     }
 
     /// Counts the digits of a thread's `ITEMS` items (`digit(i)`, each
-    /// `< 256`) in its warp's counters. A collective of the warp: per item,
-    /// eight ballots find the lanes with its digit
-    /// ([`match_any_bits`](warp::match_any_bits)), and the lowest of them
-    /// adds their number with one shared atomic, so that lanes sharing a
-    /// digit (skewed or sorted keys) cost one atomic, not one each. Returns
-    /// the lanes found, for [`rank`](Self::rank).
+    /// `< 256`) in its warp's counters: one shared atomic per item (CUB's
+    /// early counts). Lanes of a warp that add to one counter at once are
+    /// serialised by the hardware, which skewed keys pay for here; finding
+    /// them first (as [`rank`](Self::rank) does) would hold their masks in
+    /// registers until the rank, and registers are what limit a sort's
+    /// blocks per multiprocessor.
     ///
     /// # Safety
     /// After [`begin`](Self::begin), before [`scan_counts`](Self::scan_counts).
     #[inline(always)]
-    pub unsafe fn count<const ITEMS: usize>(
-        &self,
-        digit: impl Fn(usize) -> u32,
-    ) -> DigitPeers<ITEMS> {
-        let mut peers = [0u32; ITEMS];
+    pub unsafe fn count<const ITEMS: usize>(&self, digit: impl Fn(usize) -> u32) {
         crate::unroll!(i in ITEMS => {
-            let d = digit(i);
-            let p = warp::match_any_bits::<RADIX_BITS>(d);
-            if warp::lane_id() == p.trailing_zeros() {
-                // SAFETY: warp · 256 + (d mod 256) < N (asserted in begin).
-                unsafe { shared_add(self.counter(d), p.count_ones()) };
-            }
-            peers[i] = p;
+            // SAFETY: warp · 256 + (d mod 256) < N (asserted in begin).
+            unsafe { shared_add(self.counter(digit(i)), 1) };
         });
-        DigitPeers(peers)
     }
 
     /// The shared address of this warp's counter of `digit`.
@@ -365,40 +393,36 @@ impl<'a, const N: usize> RadixRank<'a, N> {
     }
 
     /// Each of a thread's `ITEMS` items' position in the tile stably sorted
-    /// by digit (items in tile order: item by item, lanes in order). A
-    /// collective of the warp: per item, the lowest of the lanes sharing its
-    /// digit (`peers`, from [`count`](Self::count)) takes their places from
-    /// the warp's running counter with one shared atomic.
+    /// by digit (items in tile order: item by item, lanes in order), handed
+    /// to `place(i, rank)` as soon as it is known, so that a kernel can
+    /// store the item there at once rather than hold every rank in a
+    /// register. A collective of the warp: per item, eight ballots find the
+    /// lanes that share its digit ([`match_any_bits`](warp::match_any_bits)),
+    /// and the lowest of them takes their places from the warp's running
+    /// counter with one shared atomic.
     ///
     /// # Safety
-    /// After [`scan_counts`](Self::scan_counts), with the digits and the
-    /// lanes that [`count`](Self::count) was given and returned.
+    /// After [`scan_counts`](Self::scan_counts), with the digits that
+    /// [`count`](Self::count) was given.
     #[inline(always)]
     pub unsafe fn rank<const ITEMS: usize>(
         &self,
         digit: impl Fn(usize) -> u32,
-        peers: DigitPeers<ITEMS>,
-    ) -> [u32; ITEMS] {
-        let mut ranks = peers.0;
+        mut place: impl FnMut(usize, u32),
+    ) {
         crate::unroll!(i in ITEMS => {
-            let p = ranks[i];
+            let d = digit(i);
+            let p = warp::match_any_bits::<RADIX_BITS>(d);
             let leader = p.trailing_zeros();
             let mut before = 0;
             if warp::lane_id() == leader {
                 // SAFETY: as in count.
-                before = unsafe { shared_add(self.counter(digit(i)), p.count_ones()) };
+                before = unsafe { shared_add(self.counter(d), p.count_ones()) };
             }
-            ranks[i] = warp::shfl_idx_b32(before, leader) + (p & self.below).count_ones();
+            place(i, warp::shfl_idx_b32(before, leader) + (p & self.below).count_ones());
         });
-        ranks
     }
 }
-
-/// The lanes of the warp that share each of a thread's items' digit, as
-/// [`RadixRank::count`] found them for [`RadixRank::rank`] (only `count`
-/// makes one).
-#[derive(Clone, Copy)]
-pub struct DigitPeers<const ITEMS: usize>([u32; ITEMS]);
 
 /// `atom.shared.add.u32` at an address that is 4-byte aligned by
 /// construction (an element of a `SharedArray<u32, _>`), without the
