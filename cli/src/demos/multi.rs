@@ -1064,6 +1064,18 @@ mod tests {
         Ok(())
     }
 
+    /// Every record's check passed.
+    fn assert_passed<'a>(records: impl IntoIterator<Item = &'a BenchRecord>) {
+        for r in records {
+            assert!(
+                matches!(r.check, Check::Pass(_)),
+                "{}: {:?}",
+                r.kernel,
+                r.check
+            );
+        }
+    }
+
     /// Small sizes for the simulator.
     const SMALL: Sizes = Sizes {
         sgemm: 37,
@@ -1090,13 +1102,8 @@ mod tests {
             assert!(kernels[0].ends_with(" on 1 GPU"), "{kernels:?}");
             assert!(kernels[1].ends_with(" on 2 GPUs"), "{kernels:?}");
             assert!(kernels[2].ends_with(" on 2 GPUs, NCCL"), "{kernels:?}");
+            assert_passed(&records);
             for r in &records {
-                assert!(
-                    matches!(r.check, Check::Pass(_)),
-                    "{}: {:?}",
-                    r.kernel,
-                    r.check
-                );
                 assert_eq!(
                     r.reference.as_deref(),
                     Some(format!("{} (speedup)", kernels[0]).as_str())
@@ -1159,14 +1166,7 @@ mod tests {
                 "NCCL all_reduce sum f32 on 2 GPUs in 2 rank processes, NCCL"
             ]
         );
-        for r in per_rank.iter().flatten() {
-            assert!(
-                matches!(r.check, Check::Pass(_)),
-                "{}: {:?}",
-                r.kernel,
-                r.check
-            );
-        }
+        assert_passed(per_rank.iter().flatten());
         assert_eq!(
             per_rank[0][0].reference.as_deref(),
             Some("multi SGEMM on 1 GPU (speedup)")
