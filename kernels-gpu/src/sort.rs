@@ -107,8 +107,8 @@ pub const HISTOGRAM_ITEMS: usize = 16;
 /// each load of a warp is one coalesced row), and count every pass's digit
 /// of each key with one shared atomic into block-private counters; a warp
 /// whose keys in a whole chunk are all equal adds its 512 at once per
-/// pass instead, so that all-equal input does not serialise. The launcher
-/// sizes the grid to the blocks the GPU holds at once.
+/// pass instead, so that all-equal input does not serialise. Any grid
+/// covers the keys; the launcher gives at most 1,024 blocks.
 ///
 /// # Safety
 /// `keys` holds `n` keys; `histogram` `K::BITS / 8 · 256` u32 zeroed

@@ -611,18 +611,23 @@ fn reduce(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Resul
             threads = threads.min(count * grid as usize * block as usize);
         }
         let tolerance = float_sum_tolerance(total, threads, sum_abs, f64::from(f32::EPSILON) / 2.0);
-        let err = (f64::from(got) - expected).abs();
-        let check = if got != in_order {
-            Check::Fail(format!("{got} is not {in_order}, the devices' order's sum"))
-        } else if err <= tolerance {
-            Check::Pass(format!(
-                "equal to the devices' order; error {err:.3e} within its bound {tolerance:.3e}"
-            ))
-        } else {
-            Check::Fail(format!(
-                "{got} is {err:.3e} from {expected}, bound {tolerance:.3e}"
-            ))
+        // A total `got`: equal to the devices' order's sum when `exact`,
+        // and within the bound of the accurate sum; `equal` says which.
+        let sum_check = |got: f32, exact: bool, equal: &str| {
+            let err = (f64::from(got) - expected).abs();
+            if exact && got != in_order {
+                Check::Fail(format!("{got} is not {in_order}, the devices' order's sum"))
+            } else if err <= tolerance {
+                Check::Pass(format!(
+                    "{equal}; error {err:.3e} within its bound {tolerance:.3e}"
+                ))
+            } else {
+                Check::Fail(format!(
+                    "{got} is {err:.3e} from {expected}, bound {tolerance:.3e}"
+                ))
+            }
         };
+        let check = sum_check(got, true, "equal to the devices' order");
         let one = *one_ms.get_or_insert(ms);
         records.push(scaling_record(
             "multi reduce_sum_f32",
@@ -657,25 +662,16 @@ fn reduce(gpus: &[&Gpu], sizes: &Sizes, records: &mut Vec<BenchRecord>) -> Resul
             drop(ranks);
             // Two ranks' sum is one addition, exactly the host's fold;
             // more ranks add in NCCL's order, within the bound.
-            let got = totals[0];
-            let err = (f64::from(got) - expected).abs();
-            let check = if totals.iter().any(|&t| t != got) {
+            let check = if totals.iter().any(|&t| t != totals[0]) {
                 Check::Fail(format!("the ranks' totals differ: {totals:?}"))
-            } else if count == 2 && got != in_order {
-                Check::Fail(format!("{got} is not {in_order}, the devices' order's sum"))
-            } else if err <= tolerance {
-                Check::Pass(format!(
-                    "every rank's total {}; error {err:.3e} within its bound {tolerance:.3e}",
-                    if count == 2 {
-                        "equal to the devices' order"
-                    } else {
-                        "equal"
-                    }
-                ))
+            } else if count == 2 {
+                sum_check(
+                    totals[0],
+                    true,
+                    "every rank's total equal to the devices' order",
+                )
             } else {
-                Check::Fail(format!(
-                    "{got} is {err:.3e} from {expected}, bound {tolerance:.3e}"
-                ))
+                sum_check(totals[0], false, "every rank's total equal")
             };
             records.push(scaling_record(
                 "multi reduce_sum_f32",

@@ -181,7 +181,6 @@ pub fn life_rank(
     crew: Option<&Crew>,
 ) -> Result<Array2<i32>> {
     if comm.ranks() == 1 {
-        check_lattice(lattice)?;
         return life(&[gpu], lattice, steps);
     }
     let mut rank = LifeRank::upload(comm, gpu, lattice)?;

@@ -86,8 +86,8 @@ pub fn matmul_rank(
 pub struct MatmulRank {
     /// The rows of every rank's band, in rank order.
     heights: Vec<usize>,
-    /// This rank's band of rows.
-    rows: Range<usize>,
+    /// This rank's band's rows.
+    h: usize,
     a: DeviceBuffer<f32>,
     b: DeviceBuffer<f32>,
     c_band: DeviceBuffer<f32>,
@@ -111,10 +111,8 @@ impl MatmulRank {
         let heights: Vec<usize> = bands.iter().map(|r| r.len()).collect();
         let tall = tallest(&bands);
         let rows = bands[comm.rank()].clone();
-        let a_band = a
-            .slice(s![rows.clone(), ..])
-            .as_standard_layout()
-            .to_owned();
+        let h = rows.len();
+        let a_band = a.slice(s![rows, ..]).as_standard_layout().to_owned();
         let b_host = b.as_standard_layout();
         let (a_flat, b_flat) = a_band
             .as_slice()
@@ -122,7 +120,7 @@ impl MatmulRank {
             .ok_or_else(|| Error::invalid(K, "A or B not contiguous"))?;
         Ok(Self {
             heights,
-            rows,
+            h,
             a: gpu.to_device(a_flat)?,
             b: gpu.to_device(b_flat)?,
             c_band: gpu.zeroed::<f32>(tall * n)?,
@@ -136,7 +134,7 @@ impl MatmulRank {
     /// rank's band of C on `gpu`'s stream, and waits for them (up to the
     /// communicator's deadline). Every rank calls it with the same `reps`.
     pub fn run(&mut self, comm: &Communicator, gpu: &Gpu, reps: usize) -> Result<()> {
-        let (h, k, n) = (self.rows.len(), self.k, self.n);
+        let (h, k, n) = (self.h, self.k, self.n);
         for _ in 0..reps {
             gpu.matmul_on_device(
                 MatmulKernel::Tiled,
