@@ -85,7 +85,14 @@ pub trait RadixKey: SharedScalar + Copy {
     /// descending order when `descending` (the complemented digit).
     #[inline(always)]
     fn digit(self, shift: u32, descending: bool) -> u32 {
-        let d = ((self.ordered_bits() >> shift) as u32) & (RADIX_DIGITS as u32 - 1);
+        // A 32-bit key's digits come from a 32-bit shift (one instruction;
+        // a 64-bit shift by a value the compiler cannot bound is several).
+        let bits = if Self::BITS == 32 {
+            (self.ordered_bits() as u32).wrapping_shr(shift)
+        } else {
+            self.ordered_bits().wrapping_shr(shift) as u32
+        };
+        let d = bits & (RADIX_DIGITS as u32 - 1);
         if descending {
             (RADIX_DIGITS as u32 - 1) - d
         } else {
@@ -127,14 +134,15 @@ impl RadixKey for f32 {
     #[inline(always)]
     fn ordered_bits(self) -> u64 {
         let b = self.to_bits();
-        let ordered = if self.is_nan() {
-            u32::MAX
-        } else if b >> 31 == 1 {
-            !b
-        } else {
-            b | 0x8000_0000
-        };
-        ordered as u64
+        // Without a branch: a negative key has every bit flipped, a positive
+        // one its sign bit set, and a NaN (the exponent all ones and the
+        // mantissa not zero, either sign) becomes all ones. Written as
+        // `if`s, this compiled to branches, which diverge in every warp
+        // holding keys of both signs: the f32 sort's passes took 17 % longer
+        // than the u32 sort's (ncu, H200).
+        let flipped = b ^ ((((b as i32) >> 31) as u32) | 0x8000_0000);
+        let nan = ((b << 1) > 0xFF00_0000) as u32;
+        (flipped | nan.wrapping_neg()) as u64
     }
 }
 impl RadixKey for f64 {
@@ -142,13 +150,10 @@ impl RadixKey for f64 {
     #[inline(always)]
     fn ordered_bits(self) -> u64 {
         let b = self.to_bits();
-        if self.is_nan() {
-            u64::MAX
-        } else if b >> 63 == 1 {
-            !b
-        } else {
-            b | (1 << 63)
-        }
+        // Without a branch, as for f32.
+        let flipped = b ^ ((((b as i64) >> 63) as u64) | (1 << 63));
+        let nan = ((b << 1) > 0xFFE0_0000_0000_0000) as u64;
+        flipped | nan.wrapping_neg()
     }
 }
 
@@ -702,5 +707,71 @@ mod tests {
         check_order(&[0u64, 1 << 40, u64::MAX]);
         assert_eq!(0x1234u32.digit(8, false), 0x12);
         assert_eq!(0x1234u32.digit(8, true), 0xff - 0x12);
+        assert_eq!(0x8765_4321u32.digit(24, false), 0x87);
+        assert_eq!(0x8765_4321_0000_0000u64.digit(56, false), 0x87);
+        assert_eq!((-1i32).digit(24, false), 0x7f);
+    }
+
+    /// The floats' bits against `total_cmp` with every NaN the greatest and
+    /// equal to each other, over the patterns at the edges of each class
+    /// (zeros, subnormals, infinities, NaNs of either sign and any payload)
+    /// and a spread of others, every pair compared.
+    #[test]
+    fn float_bits_order_every_pair_like_total_cmp_with_nan_last() {
+        use core::cmp::Ordering;
+        fn reference<F: Copy>(
+            a: F,
+            b: F,
+            nan: fn(F) -> bool,
+            cmp: fn(&F, &F) -> Ordering,
+        ) -> Ordering {
+            match (nan(a), nan(b)) {
+                (true, true) => Ordering::Equal,
+                (true, false) => Ordering::Greater,
+                (false, true) => Ordering::Less,
+                (false, false) => cmp(&a, &b),
+            }
+        }
+        let mut bits32: Vec<u32> = vec![
+            0,
+            1,
+            0x007f_ffff,
+            0x0080_0000,
+            0x3f80_0000,
+            0x7f7f_ffff,
+            0x7f80_0000,
+            0x7f80_0001,
+            0x7fc0_0000,
+            0x7fff_ffff,
+        ];
+        bits32.extend(bits32.clone().iter().map(|b| b | 0x8000_0000));
+        bits32.extend((0..200u32).map(|i| i.wrapping_mul(0x9E37_79B9)));
+        let f32s: Vec<f32> = bits32.iter().map(|&b| f32::from_bits(b)).collect();
+        for &a in &f32s {
+            for &b in &f32s {
+                let want = reference(a, b, f32::is_nan, f32::total_cmp);
+                assert_eq!(a.ordered_bits().cmp(&b.ordered_bits()), want, "{a:e} {b:e}");
+            }
+        }
+        let mut bits64: Vec<u64> = vec![
+            0,
+            1,
+            0x000f_ffff_ffff_ffff,
+            0x0010_0000_0000_0000,
+            0x7fef_ffff_ffff_ffff,
+            0x7ff0_0000_0000_0000,
+            0x7ff0_0000_0000_0001,
+            0x7ff8_0000_0000_0000,
+            0x7fff_ffff_ffff_ffff,
+        ];
+        bits64.extend(bits64.clone().iter().map(|b| b | (1 << 63)));
+        bits64.extend((0..200u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
+        let f64s: Vec<f64> = bits64.iter().map(|&b| f64::from_bits(b)).collect();
+        for &a in &f64s {
+            for &b in &f64s {
+                let want = reference(a, b, f64::is_nan, f64::total_cmp);
+                assert_eq!(a.ordered_bits().cmp(&b.ordered_bits()), want, "{a:e} {b:e}");
+            }
+        }
     }
 }
