@@ -98,7 +98,7 @@ pub const MIN_TILE: usize = 256 * ITEMS_PER_THREAD;
 
 /// The most threads a tiled kernel's block has (its block collective's
 /// storage is sized for it).
-const MAX_THREADS: usize = 512;
+pub const MAX_THREADS: usize = 512;
 
 /// The bytes a tile is parked in.
 const PARKED_BYTES: usize = 32 * 1024;
