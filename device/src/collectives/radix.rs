@@ -718,21 +718,7 @@ mod tests {
     /// and a spread of others, every pair compared.
     #[test]
     fn float_bits_order_every_pair_like_total_cmp_with_nan_last() {
-        use core::cmp::Ordering;
-        fn reference<F: Copy>(
-            a: F,
-            b: F,
-            nan: fn(F) -> bool,
-            cmp: fn(&F, &F) -> Ordering,
-        ) -> Ordering {
-            match (nan(a), nan(b)) {
-                (true, true) => Ordering::Equal,
-                (true, false) => Ordering::Greater,
-                (false, true) => Ordering::Less,
-                (false, false) => cmp(&a, &b),
-            }
-        }
-        let mut bits32: Vec<u32> = vec![
+        let bits32 = [
             0,
             1,
             0x007f_ffff,
@@ -744,16 +730,14 @@ mod tests {
             0x7fc0_0000,
             0x7fff_ffff,
         ];
-        bits32.extend(bits32.clone().iter().map(|b| b | 0x8000_0000));
-        bits32.extend((0..200u32).map(|i| i.wrapping_mul(0x9E37_79B9)));
-        let f32s: Vec<f32> = bits32.iter().map(|&b| f32::from_bits(b)).collect();
-        for &a in &f32s {
-            for &b in &f32s {
-                let want = reference(a, b, f32::is_nan, f32::total_cmp);
-                assert_eq!(a.ordered_bits().cmp(&b.ordered_bits()), want, "{a:e} {b:e}");
-            }
-        }
-        let mut bits64: Vec<u64> = vec![
+        let spread32 = (0..200u32).map(|i| i.wrapping_mul(0x9E37_79B9));
+        every_pair_like_total_cmp(
+            &with_signs(&bits32, 1 << 31, spread32),
+            f32::from_bits,
+            f32::is_nan,
+            f32::total_cmp,
+        );
+        let bits64 = [
             0,
             1,
             0x000f_ffff_ffff_ffff,
@@ -764,12 +748,46 @@ mod tests {
             0x7ff8_0000_0000_0000,
             0x7fff_ffff_ffff_ffff,
         ];
-        bits64.extend(bits64.clone().iter().map(|b| b | (1 << 63)));
-        bits64.extend((0..200u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15)));
-        let f64s: Vec<f64> = bits64.iter().map(|&b| f64::from_bits(b)).collect();
-        for &a in &f64s {
-            for &b in &f64s {
-                let want = reference(a, b, f64::is_nan, f64::total_cmp);
+        let spread64 = (0..200u64).map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        every_pair_like_total_cmp(
+            &with_signs(&bits64, 1 << 63, spread64),
+            f64::from_bits,
+            f64::is_nan,
+            f64::total_cmp,
+        );
+    }
+
+    /// `edges`, each also with its sign bit set, then `spread`.
+    fn with_signs<B: Copy + core::ops::BitOr<Output = B>>(
+        edges: &[B],
+        sign: B,
+        spread: impl Iterator<Item = B>,
+    ) -> Vec<B> {
+        let mut all: Vec<B> = edges.to_vec();
+        all.extend(edges.iter().map(|&b| b | sign));
+        all.extend(spread);
+        all
+    }
+
+    /// Every pair of the floats of `bits`: their ordered bits compare as
+    /// `total_cmp` does, except that every NaN is the greatest and equal to
+    /// every other NaN.
+    fn every_pair_like_total_cmp<B: Copy, F: RadixKey + core::fmt::LowerExp>(
+        bits: &[B],
+        from_bits: fn(B) -> F,
+        is_nan: fn(F) -> bool,
+        total_cmp: fn(&F, &F) -> core::cmp::Ordering,
+    ) {
+        use core::cmp::Ordering;
+        let floats: Vec<F> = bits.iter().map(|&b| from_bits(b)).collect();
+        for &a in &floats {
+            for &b in &floats {
+                let want = match (is_nan(a), is_nan(b)) {
+                    (true, true) => Ordering::Equal,
+                    (true, false) => Ordering::Greater,
+                    (false, true) => Ordering::Less,
+                    (false, false) => total_cmp(&a, &b),
+                };
                 assert_eq!(a.ordered_bits().cmp(&b.ordered_bits()), want, "{a:e} {b:e}");
             }
         }
