@@ -113,7 +113,7 @@ const AGGREGATE: u32 = 1;
 const INCLUSIVE: u32 = 2;
 
 /// Lanes of a warp, and tiles of a look-back window.
-const WARP: usize = warp::WARP_SIZE as usize;
+pub(crate) const WARP: usize = warp::WARP_SIZE as usize;
 
 /// The parameters of every `scan_*` entry point: `(input, output, n, init,
 /// exclusive, state, aggregates, inclusives)`.

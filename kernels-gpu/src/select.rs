@@ -20,14 +20,11 @@ use crate::device::collectives::Sum;
 use crate::device::collectives::block;
 
 use crate::device::thread::thread_idx_x;
-use crate::device::warp::{self, WARP_SIZE};
+use crate::device::warp;
 use crate::scan::{
-    DeviceElement, ITEMS_PER_THREAD, MAX_THREADS, TileState, draw_tile, parked_slot, parking,
+    DeviceElement, ITEMS_PER_THREAD, MAX_THREADS, TileState, WARP, draw_tile, parked_slot, parking,
     tile_storage,
 };
-
-/// Lanes of a warp.
-const WARP: usize = WARP_SIZE as usize;
 
 /// Which elements a selection keeps.
 pub trait SelectOp<T> {
