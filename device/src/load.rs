@@ -4,6 +4,8 @@
 //! - [`load_nc_v4`]: one 128-bit `ld.global.nc.v4.b32` through the read-only
 //!   (non-coherent) data cache, CUDA's `__ldg` on a `uint4`: the widest load
 //!   a thread can issue, so a warp moves 512 bytes per instruction;
+//! - [`store_v4`]: one 128-bit `st.global.v4.b32`, the store's counterpart
+//!   (a warp writes 512 bytes per instruction);
 //! - [`load_cg_b32`] / [`load_cg_b64`]: `ld.global.cg`, cached in L2 only,
 //!   bypassing the (incoherent) L1: for reading what *other blocks of the
 //!   same launch* wrote, after a fence (the reduction's last block reads
@@ -61,6 +63,37 @@ pub unsafe fn load_nc_v4(ptr: *const [u32; 4]) -> [u32; 4] {
             );
         }
         [a, b, c, d]
+    }
+}
+
+/// Stores 16 bytes as four 32-bit words with one `st.global.v4.b32` (the
+/// words of the element type, as for [`load_nc_v4`]). A 16-byte Rust value
+/// written through a pointer may be split into two 8-byte stores; this one
+/// is not.
+///
+/// # Safety
+/// `ptr` is 16-byte aligned and points to 16 writable bytes of global
+/// memory that no other thread reads or writes during the store.
+#[inline(always)]
+pub unsafe fn store_v4(ptr: *mut [u32; 4], value: [u32; 4]) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller's contract, as on the GPU (alignment aside).
+    return unsafe { ptr.write_unaligned(value) };
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let [a, b, c, d] = value;
+        // SAFETY: the caller guarantees alignment, extent and exclusivity.
+        unsafe {
+            asm!(
+                "st.global.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};",
+                p = in(reg64) ptr,
+                a = in(reg32) a,
+                b = in(reg32) b,
+                c = in(reg32) c,
+                d = in(reg32) d,
+                options(nostack, preserves_flags),
+            );
+        }
     }
 }
 

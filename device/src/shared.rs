@@ -146,6 +146,47 @@ macro_rules! shared_scalar16 {
 }
 shared_scalar16!(f16, bf16);
 
+/// Sixteen bytes as four 32-bit words (`ld.shared.v4.b32`/`st.shared.v4.b32`,
+/// CUDA's `uint4`): the widest access a thread makes, one instruction for
+/// what would be four. The address must be 16-byte aligned (a located fault
+/// otherwise, on the GPU and on the simulator). A warp's 16-byte accesses
+/// are served eight lanes at a time, so they are free of bank conflicts when
+/// each group of eight lanes touches eight distinct 16-byte columns of a
+/// 128-byte row.
+impl SharedScalar for [u32; 4] {
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
+    unsafe fn load_shared(addr: u32) -> Self {
+        #[cfg(not(target_arch = "nvptx64"))]
+        return crate::sim::shared_load(addr);
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let (a, b, c, d): (u32, u32, u32, u32);
+            // SAFETY: the caller guarantees addr is a valid, aligned shared slot.
+            unsafe {
+                asm!("ld.shared.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+                     a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d,
+                     p = in(reg32) addr, options(nostack, readonly, preserves_flags));
+            }
+            [a, b, c, d]
+        }
+    }
+    #[cfg_attr(target_arch = "nvptx64", inline(always))]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
+    unsafe fn store_shared(addr: u32, value: Self) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        crate::sim::shared_store(addr, value);
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller guarantees addr is a valid, aligned shared slot.
+        unsafe {
+            let [a, b, c, d] = value;
+            asm!("st.shared.v4.b32 [{p}], {{{a}, {b}, {c}, {d}}};",
+                 p = in(reg32) addr, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c,
+                 d = in(reg32) d, options(nostack, preserves_flags));
+        }
+    }
+}
+
 /// A [`SharedScalar`] with atomic addition on shared memory (CUDA's
 /// `atomicAdd` on a `__shared__` address): `u32`, `i32`, `u64`, `i64`, `f32`,
 /// `f64`, as `atom.shared.add.*`.
