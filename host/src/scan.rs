@@ -25,7 +25,9 @@ use cust::memory::DeviceCopy;
 use cust::memory::bytemuck::Zeroable;
 use ndarray::{Array1, ArrayView1};
 
-pub use cuda_kernels_gpu::scan::{MIN_TILE, Max, Min, ReduceOp, ScanKernel, Sum, threads, tile};
+pub use cuda_kernels_gpu::scan::{
+    MIN_TILE, Max, Min, ReduceOp, ScanKernel, Sum, THREADS, items_per_thread, tile,
+};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
@@ -219,11 +221,11 @@ pub fn scan_on_device<Op: ScanKernel<T>, T: Element>(
     }
     gpu.bind()?;
     let grid = scratch.prepare(gpu, k, n, tile::<T>())?;
-    let cfg = LaunchConfig::linear(grid, threads::<T>());
+    let cfg = LaunchConfig::linear(grid, THREADS);
     let init = init.unwrap_or_else(Op::identity);
     let exclusive = (kind == ScanKind::Exclusive) as u32;
     // SAFETY: input and output hold n elements (output borrowed mutably, so
-    // distinct from input); the grid is one block of threads::<T>() per tile; the
+    // distinct from input); the grid is one block of THREADS per tile; the
     // state's counter and flags were zeroed on this stream just before, and
     // the scratch (borrowed mutably) has room for `grid` tiles.
     unsafe {

@@ -25,7 +25,7 @@ use crate::Gpu;
 use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::{DeviceBuffer, DeviceSlice};
-use crate::scan::{Element, TileScratch, threads, tile};
+use crate::scan::{Element, THREADS, TileScratch, tile};
 use crate::util::contiguous;
 
 /// The longest input a selection takes: its count is a `u32`.
@@ -164,12 +164,12 @@ pub fn select_on_device<Op: SelectKernel<T>, T: Element>(
     }
     gpu.bind()?;
     let grid = scratch.tiles.prepare(gpu, k, n, tile::<T>())?;
-    let cfg = LaunchConfig::linear(grid, threads::<T>());
+    let cfg = LaunchConfig::linear(grid, THREADS);
     let flags_ptr = flags.map_or(cust::memory::DevicePointer::null(), |f| f.as_device_ptr());
     // SAFETY: input holds n elements, output at least n (borrowed mutably,
     // distinct); flags n bytes when the predicate reads them (checked
     // above), null otherwise and then never read; n < 2^32; one block of
-    // threads::<T>() per tile; the tile state was zeroed on this stream and is
+    // THREADS per tile; the tile state was zeroed on this stream and is
     // borrowed mutably with the count.
     unsafe {
         let args = (

@@ -19,8 +19,10 @@
 //! 1. Thread 0 draws the block's tile number from a global counter
 //!    (`atomicAdd`), so tiles are numbered in the order blocks *start*, not
 //!    by `blockIdx`.
-//! 2. Each thread loads its [`ITEMS_PER_THREAD`] consecutive elements
-//!    (blocked, 16-byte vectors) and scans them sequentially.
+//! 2. The block copies the tile into shared memory (`stage_tile`:
+//!    `cp.async`, 16-byte chunks, no register holds the data in flight), and
+//!    each thread scans its row of [`BYTES_PER_THREAD`] consecutive bytes
+//!    there, in place.
 //! 3. The block's exclusive scan of the threads' totals
 //!    (`TempStorage::exclusive_scan_with_prefix`) calls the look-back in
 //!    warp 0: it publishes the tile's aggregate (flag `AGGREGATE`; tile 0
@@ -31,8 +33,8 @@
 //!    step is one load per lane), combines that prefix with the aggregates
 //!    of the tiles between *left to right*, and publishes the tile's own
 //!    inclusive prefix.
-//! 4. Each thread combines the tile's prefix with its items, in shared
-//!    memory, and each warp writes its threads' elements out coalesced.
+//! 4. Each warp combines its threads' prefixes with their rows and writes
+//!    them out coalesced, 16 bytes a lane.
 //!
 //! # Forward progress (why the look-back cannot deadlock)
 //! A tile waits only for tiles with smaller numbers. Numbers are drawn by
@@ -64,7 +66,7 @@
 //! tile and a chain across tiles), but never from run to run.
 use crate::device::atomic;
 use crate::device::collectives::block::{self, TempStorage};
-use crate::device::shared::SharedArray;
+use crate::device::shared::{SharedArray, SharedScalar};
 use crate::device::sync::sync_threads;
 use crate::device::thread::thread_idx_x;
 use crate::device::warp::{self, lane_id};
@@ -72,36 +74,37 @@ use crate::device::warp::{self, lane_id};
 pub use crate::device::collectives::{Max, Min, ReduceOp, Sum};
 pub use crate::reduce::body::DeviceElement;
 
-/// Consecutive elements each thread loads, scans and stores.
-pub const ITEMS_PER_THREAD: usize = 16;
+/// Threads per block of the tiled kernels (scan and select), for every
+/// element type.
+pub const THREADS: u32 = 256;
 
-/// Threads per block of the tiled kernels (scan and select) over elements
-/// of type `T`: 512 for 32-bit elements, 256 for 64-bit ones. Each tile
-/// costs a look-back, so bigger tiles go faster: on the H100, 128, 256 and
-/// 512 threads scanned 2^28 i32 at 0.52, 0.77 and 0.80 of a device copy,
-/// and selected at 0.41, 0.59 and 0.65. A tile is parked in 32 KB of shared
-/// memory, which holds 8,192 32-bit or 4,096 64-bit elements
-/// (static shared memory stops at 48 KB).
-pub const fn threads<T>() -> u32 {
-    if small::<T>() { 512 } else { 256 }
-}
+/// The bytes of a tile each thread owns: one row of the staged tile, which
+/// the thread scans (or tests) sequentially. 32 elements of 32 bits, or 16
+/// of 64.
+pub const BYTES_PER_THREAD: usize = 128;
 
-/// Elements per tile (one block's share) of `T`: `threads::<T>() ·
-/// ITEMS_PER_THREAD`, 8,192 or 4,096.
+/// Elements per tile (one block's share) of `T`: [`THREADS`] rows of
+/// [`BYTES_PER_THREAD`], 32 KB, so 8,192 32-bit or 4,096 64-bit elements.
+/// Each tile costs a look-back, so bigger tiles go faster (on the H100, 128,
+/// 256 and 512 threads of 16 elements scanned 2^28 i32 at 0.52, 0.77 and
+/// 0.80 of a device copy); 32 KB a tile lets six blocks share a
+/// multiprocessor's shared memory.
 pub const fn tile<T>() -> usize {
-    threads::<T>() as usize * ITEMS_PER_THREAD
+    THREADS as usize * BYTES_PER_THREAD / core::mem::size_of::<T>()
 }
 
-/// The smallest tile of any element type: a tile state with room for `len`
-/// elements in tiles of this size has room for them in any element's tiles.
-pub const MIN_TILE: usize = 256 * ITEMS_PER_THREAD;
+/// Elements each thread owns in a tile of `T`: 32 or 16.
+pub const fn items_per_thread<T>() -> usize {
+    BYTES_PER_THREAD / core::mem::size_of::<T>()
+}
 
-/// The most threads a tiled kernel's block has (its block collective's
-/// storage is sized for it).
-pub const MAX_THREADS: usize = 512;
+/// The smallest tile of any element type (4,096, of 64-bit elements): a
+/// tile state with room for `len` elements in tiles of this size has room
+/// for them in any element's tiles.
+pub const MIN_TILE: usize = tile::<u64>();
 
-/// The bytes a tile is parked in.
-const PARKED_BYTES: usize = 32 * 1024;
+/// The bytes of a staged tile.
+const STAGED_BYTES: usize = THREADS as usize * BYTES_PER_THREAD;
 
 /// A tile's flag before it published anything.
 const EMPTY: u32 = 0;
@@ -143,8 +146,8 @@ pub unsafe trait ScanKernel<T>: ReduceOp<T> {
 /// requirements, guaranteed by the host launcher:
 /// - `input` has `n` readable elements, `output` `n` writable ones, not
 ///   overlapping (or the same: a scan in place is allowed);
-/// - the grid is `n.div_ceil(tile::<T>())` blocks of [`threads::<T>()`](threads)
-///   threads (1-D);
+/// - the grid is `n.div_ceil(tile::<T>())` blocks of [`THREADS`] threads
+///   (1-D);
 /// - `state` is 8-byte aligned and has `2 + 2·tiles` words, all 0 at launch
 ///   (the tile counter, a pad, and one 64-bit word per tile, see
 ///   [`TileState`]); `aggregates` and `inclusives` have `tiles` elements;
@@ -462,39 +465,23 @@ pub unsafe fn draw_tile(counter: *mut u32) -> usize {
     unsafe { slot.load(0) as usize }
 }
 
-/// The scan's parking place for its running prefixes, then its outputs (and
-/// select's staging of the elements it keeps): one tile of `TILE` (the
-/// [`tile`] of `T`) elements of up to 8 bytes, thread `t`'s item `i` at
-/// [`parked_slot`]`(t, i)`.
+/// Where a tiled kernel stages its tile ([`stage_tile`], [`staged_index`]):
+/// 32 KB of shared memory, as 32- or 64-bit words for `T`.
 #[inline(always)]
-pub(crate) fn parking<T: DeviceElement, const TILE: usize>() -> SharedArray<T, TILE> {
+pub(crate) fn staging<T: DeviceElement, const TILE: usize>() -> SharedArray<T, TILE> {
     const { assert!(TILE == tile::<T>(), "a tile of T") };
     let address = if small::<T>() {
-        crate::shared_array!(scan_parked_4: [u32; PARKED_BYTES / 4]).address()
+        crate::shared_array!(tile_staged_4: [u32; STAGED_BYTES / 4]).address()
     } else {
-        crate::shared_array!(scan_parked_8: [u64; PARKED_BYTES / 8]).address()
+        crate::shared_array!(tile_staged_8: [u64; STAGED_BYTES / 8]).address()
     };
-    // SAFETY: a tile of T fits the 32 KB array chosen by `small` (see
-    // `threads`), aligned; shared for the whole kernel.
+    // SAFETY: a tile of T is 32 KB, the array chosen by `small`, aligned to
+    // 16 bytes; shared for the whole kernel.
     unsafe { SharedArray::from_shared_address(address) }
 }
 
-/// Where thread `t` parks its item `i`: in its own row of
-/// [`ITEMS_PER_THREAD`] slots, the items permuted by an XOR with the
-/// thread's number (halved for 32-bit elements), so that the 32 lanes of a
-/// warp writing their item `i` hit 32 different banks (no conflict), and a
-/// warp reading 32 consecutive elements of the tile (one row for 64-bit
-/// elements per half-warp, two rows for 32-bit ones) does too.
-#[inline(always)]
-pub(crate) fn parked_slot<T>(t: usize, i: usize) -> usize {
-    const { assert!(ITEMS_PER_THREAD == 16, "the swizzle is for rows of 16") };
-    let swizzle = if small::<T>() { t >> 1 } else { t } % ITEMS_PER_THREAD;
-    t * ITEMS_PER_THREAD + (i ^ swizzle)
-}
-
 /// Whether `T` fits a 32-bit shared word (else a 64-bit one). Known at
-/// compile time, so a kernel holds only the array its type needs: the
-/// 32-bit scans need half the shared memory of the 64-bit ones.
+/// compile time, so a kernel declares only the array its type needs.
 #[inline(always)]
 const fn small<T>() -> bool {
     const { assert!(core::mem::size_of::<T>() <= 8 && core::mem::align_of::<T>() <= 8) };
@@ -512,7 +499,7 @@ fn kept_windows<T: DeviceElement>() -> SharedArray<T, KEPT> {
     } else {
         crate::shared_array!(scan_kept_windows_8: [u64; KEPT]).address()
     };
-    // SAFETY: as for `parking`.
+    // SAFETY: as for `staging`.
     unsafe { SharedArray::from_shared_address(address) }
 }
 
@@ -520,12 +507,113 @@ fn kept_windows<T: DeviceElement>() -> SharedArray<T, KEPT> {
 const KEPT: usize = KEPT_WINDOWS * WARP;
 
 /// The block collective's storage of the tiled kernels (scan and select),
-/// for blocks of up to 512 threads.
+/// for their blocks of [`THREADS`].
 #[inline(always)]
-pub fn tile_storage<T: DeviceElement>() -> TempStorage<T, MAX_THREADS> {
+pub fn tile_storage<T: DeviceElement>() -> TempStorage<T, { THREADS as usize }> {
     TempStorage::new(crate::shared_array!(
-        scan_block_slots: [block::Slot; block::storage_len(MAX_THREADS)]
+        tile_block_slots: [block::Slot; block::storage_len(THREADS as usize)]
     ))
+}
+
+/// The bytes of one staging copy (`cp.async`), and of one 16-byte column of
+/// the staged tile.
+pub(crate) const CHUNK: usize = 16;
+
+/// The chunks a scan thread owns: one 128-byte row of the staged tile.
+pub(crate) const CHUNKS_PER_THREAD: usize = BYTES_PER_THREAD / CHUNK;
+
+/// Where chunk `chunk` of a tile is staged: in its row (the thread that owns
+/// it), its column XOR the row's low three bits. The eight lanes that a
+/// 16-byte shared access serves at a time (consecutive threads, each its own
+/// chunk `v`) then hit eight distinct columns, and a warp reading 32
+/// consecutive 32-bit elements (one row) or 16 consecutive 64-bit ones
+/// hits 32 distinct banks: no bank conflicts either way.
+#[inline(always)]
+pub(crate) fn staged_chunk(chunk: usize) -> usize {
+    chunk ^ ((chunk / CHUNKS_PER_THREAD) % CHUNKS_PER_THREAD)
+}
+
+/// Where element `e` of a tile of `T` is staged ([`staged_chunk`]).
+#[inline(always)]
+pub(crate) fn staged_index<T>(e: usize) -> usize {
+    let per = CHUNK / core::mem::size_of::<T>();
+    staged_chunk(e / per) * per + e % per
+}
+
+/// Copies `input[..valid]`, one tile, into `staged` (see [`staged_chunk`]),
+/// then waits for the whole block's copies: `cp.async` (sm_80 and later)
+/// straight from global to shared memory, so the data in flight holds no
+/// registers, 16-byte chunks issued by consecutive threads (512 contiguous
+/// bytes a warp instruction), or one element per copy when `input` is not
+/// 16-byte aligned. On sm_70, plain loads and stores one element at a time.
+///
+/// # Safety
+/// `input` has `valid ≤ TILE` readable elements; every thread of a block of
+/// [`THREADS`] calls it; nothing else uses `staged` until it returns.
+#[inline(always)]
+pub(crate) unsafe fn stage_tile<T: DeviceElement, const TILE: usize>(
+    staged: SharedArray<T, TILE>,
+    input: *const T,
+    valid: usize,
+) {
+    let t = thread_idx_x() as usize;
+    let threads = THREADS as usize;
+    #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
+    {
+        let size = core::mem::size_of::<T>();
+        use crate::device::mma::{
+            cp_async_4, cp_async_8, cp_async_16, cp_async_commit, cp_async_wait,
+        };
+        if (input as usize).is_multiple_of(CHUNK) {
+            let bytes = valid * size;
+            for k in 0..TILE * size / CHUNK / threads {
+                let chunk = k * threads + t;
+                let offset = chunk * CHUNK;
+                if offset < bytes {
+                    let dst = staged.address() + (staged_chunk(chunk) * CHUNK) as u32;
+                    // SAFETY: both 16-byte aligned (the tile starts at a
+                    // multiple of 32 KB of an aligned input); the bytes read
+                    // are below `valid` elements; the chunk is this thread's
+                    // alone until the wait below.
+                    unsafe {
+                        cp_async_16(
+                            dst,
+                            input.cast::<u8>().add(offset),
+                            (bytes - offset).min(CHUNK) as u32,
+                        )
+                    };
+                }
+            }
+        } else {
+            for k in 0..TILE / threads {
+                let e = k * threads + t;
+                if e < valid {
+                    let dst = staged.element_address(staged_index::<T>(e));
+                    // SAFETY: element e < valid, aligned to its size on both
+                    // sides; its slot is this thread's alone until the wait.
+                    unsafe {
+                        let src = input.add(e).cast::<u8>();
+                        if size == 4 {
+                            cp_async_4(dst, src, 4)
+                        } else {
+                            cp_async_8(dst, src, 8)
+                        }
+                    }
+                }
+            }
+        }
+        cp_async_commit();
+        cp_async_wait::<0>();
+    }
+    #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_80")))]
+    for k in 0..TILE / threads {
+        let e = k * threads + t;
+        if e < valid {
+            // SAFETY: element e < valid; its slot is this thread's alone.
+            unsafe { staged.store(staged_index::<T>(e), *input.add(e)) };
+        }
+    }
+    sync_threads();
 }
 
 /// The scan of `input[..n]` into `output` (inclusive, or exclusive when
@@ -545,6 +633,7 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>, const TILE: usize>(
     aggregates: *mut T,
     inclusives: *mut T,
 ) {
+    const { assert!(TILE * core::mem::size_of::<T>() == THREADS as usize * BYTES_PER_THREAD) };
     // SAFETY: state[0] is the launch's tile counter.
     let tile = unsafe { draw_tile(state) };
     let start = tile * TILE;
@@ -552,56 +641,107 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>, const TILE: usize>(
     // SAFETY: tile < tiles = n.div_ceil(TILE), so start < n and `valid`
     // elements follow it in both buffers.
     let (input, output) = unsafe { (input.add(start), output.add(start)) };
-    // SAFETY: as above.
-    let items: [T; ITEMS_PER_THREAD] = unsafe { block::load_blocked(input, valid, Op::identity()) };
-    // The thread's running prefixes, parked in shared memory while the
-    // block scans and warp 0 looks back: no register holds them then. The
-    // i32 scan went from 47 registers to 34 (six blocks a multiprocessor
-    // instead of five), f32 from 49 to 39 (six instead of four), and on the
-    // H100 f32 from 0.44 to 0.53 of a copy.
-    let parked = parking::<T, TILE>();
+    let staged = staging::<T, TILE>();
+    // SAFETY: `valid` elements at `input`; the whole block calls it.
+    unsafe { stage_tile(staged, input, valid) };
     let t = thread_idx_x() as usize;
+    let per = CHUNK / core::mem::size_of::<T>();
+    let ipt = items_per_thread::<T>();
+    if valid < TILE {
+        // The items past `valid` in this thread's row become the identity
+        // (the row is this thread's alone from here on).
+        for i in 0..ipt {
+            if t * ipt + i >= valid {
+                // SAFETY: within the tile; this thread's own row.
+                unsafe { staged.store(staged_index::<T>(t * ipt + i), Op::identity()) };
+            }
+        }
+    }
+    // Each thread scans its row in place, 16 bytes at a time: slot i of the
+    // row becomes the combination of items 0..=i (inclusive scan) or 0..i
+    // (exclusive: the identity in slot 0).
     let mut running = Op::identity();
-    for (i, &x) in items.iter().enumerate() {
-        running = Op::combine(running, x);
-        // SAFETY: this thread's own slot.
-        unsafe { parked.store(parked_slot::<T>(t, i), running) };
+    for v in 0..CHUNKS_PER_THREAD {
+        let address = staged.address() + (staged_chunk(t * CHUNKS_PER_THREAD + v) * CHUNK) as u32;
+        // SAFETY: this thread's own chunk, 16-byte aligned, staged before
+        // the barrier in `stage_tile`.
+        let mut words = unsafe { <[u32; 4]>::load_shared(address) };
+        for j in 0..per {
+            let x = chunk_item::<T>(&words, j);
+            let before = running;
+            running = Op::combine(running, x);
+            set_chunk_item(&mut words, j, if exclusive == 0 { running } else { before });
+        }
+        // SAFETY: as above.
+        unsafe { <[u32; 4]>::store_shared(address, words) };
     }
     // SAFETY: state is 8-byte aligned with 2 + 2·tiles words.
     let tiles = unsafe { TileState::new(state, aggregates, inclusives) };
     // SAFETY: every thread gets here; the state is this launch's and tiles
-    // are drawn in start order.
+    // are drawn in start order. Its barriers also publish the rows above.
     let (prefix, _) = unsafe {
         tile_storage::<T>()
             .exclusive_scan_with_prefix::<Op>(running, |a| tiles.look_back::<Op>(tile, a, init))
     };
-    // The outputs replace the running prefixes in the same slots, ...
-    let mut before = prefix;
-    for i in 0..ITEMS_PER_THREAD {
-        // SAFETY: this thread's own slots, written above.
-        unsafe {
-            let slot = parked_slot::<T>(t, i);
-            let inclusive = Op::combine(prefix, parked.load(slot));
-            parked.store(slot, if exclusive == 0 { inclusive } else { before });
-            before = inclusive;
-        }
-    }
-    // ... and the warp writes its threads' elements, which are consecutive
-    // in the tile, from there: lane l element 32·m + l of the warp's part,
-    // 128 bytes a store instruction (i32). Each thread storing its own 16
-    // consecutive elements wrote half sectors, twice the L2 write requests
-    // (ncu, H100).
-    warp::syncwarp(warp::FULL_MASK);
-    let part = (t / WARP) * WARP * ITEMS_PER_THREAD;
+    // Each warp writes its threads' rows, which are consecutive in the
+    // tile, coalesced: lane l chunk 32·k + l of the warp's part, the owner's
+    // prefix combined with each slot, one 16-byte store (512 contiguous
+    // bytes a warp instruction). Each thread storing its own row wrote half
+    // sectors, twice the L2 write requests (ncu, H100).
     let lane = t % WARP;
-    for m in 0..ITEMS_PER_THREAD {
-        let e = part + m * WARP + lane;
-        if e < valid {
-            let slot = parked_slot::<T>(e / ITEMS_PER_THREAD, e % ITEMS_PER_THREAD);
-            // SAFETY: element e < valid of the tile, owned by a thread of
-            // this warp, which wrote its slot before the warp's barrier; each
-            // output element is written by one lane.
-            unsafe { *output.add(e) = parked.load(slot) };
+    let part = (t / WARP) * WARP * CHUNKS_PER_THREAD;
+    let aligned = (output as usize).is_multiple_of(CHUNK);
+    crate::device::unroll!(k in CHUNKS_PER_THREAD => {
+        let q = k * WARP + lane;
+        let owner_prefix = warp::shuffle_idx(prefix, (q / CHUNKS_PER_THREAD) as u32);
+        let chunk = part + q;
+        let first = chunk * per;
+        if first < valid {
+            let address = staged.address() + (staged_chunk(chunk) * CHUNK) as u32;
+            // SAFETY: a chunk of a row of this warp, scanned before the
+            // block scan's barriers; 16-byte aligned.
+            let mut words = unsafe { <[u32; 4]>::load_shared(address) };
+            for j in 0..per {
+                let starts_row = j == 0 && q.is_multiple_of(CHUNKS_PER_THREAD);
+                let slot = chunk_item::<T>(&words, j);
+                let out = if exclusive != 0 && starts_row {
+                    owner_prefix
+                } else {
+                    Op::combine(owner_prefix, slot)
+                };
+                set_chunk_item(&mut words, j, out);
+            }
+            if aligned && first + per <= valid {
+                // SAFETY: elements first..first + per < valid, 16-byte
+                // aligned (the tile starts at a multiple of 32 KB); written
+                // by this lane alone.
+                unsafe { crate::device::load::store_v4(output.add(first).cast(), words) };
+            } else {
+                for j in 0..per {
+                    if first + j < valid {
+                        // SAFETY: element first + j < valid, this lane's alone.
+                        unsafe { *output.add(first + j) = chunk_item::<T>(&words, j) };
+                    }
+                }
+            }
         }
-    }
+    });
+}
+
+/// Item `j` of the `T`s packed in 16 bytes (in memory order).
+#[inline(always)]
+pub(crate) fn chunk_item<T: DeviceElement>(words: &[u32; 4], j: usize) -> T {
+    const { assert!(16 % core::mem::size_of::<T>() == 0) };
+    debug_assert!(j < 16 / core::mem::size_of::<T>());
+    // SAFETY: j·size + size ≤ 16, within the words; T is any bit pattern of
+    // a DeviceElement (integers and floats).
+    unsafe { words.as_ptr().cast::<T>().add(j).read_unaligned() }
+}
+
+/// Replaces item `j` of the `T`s packed in 16 bytes.
+#[inline(always)]
+fn set_chunk_item<T: DeviceElement>(words: &mut [u32; 4], j: usize, value: T) {
+    debug_assert!(j < 16 / core::mem::size_of::<T>());
+    // SAFETY: as in `chunk_item`.
+    unsafe { words.as_mut_ptr().cast::<T>().add(j).write_unaligned(value) }
 }

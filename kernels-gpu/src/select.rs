@@ -12,18 +12,20 @@
 //! | [`NonZero`] | `x != 0` (floats: `x != 0.0`, so NaN is kept) | `select_nonzero_{i32,u32,i64,u64,f32,f64}` |
 //! | [`ByFlags`] | `flags[i] != 0` | `select_flagged_{i32,u32,i64,u64,f32,f64}` |
 //!
-//! Each thread loads [`ITEMS_PER_THREAD`] consecutive elements (and flags),
-//! counts what it keeps, the block scans the counts with the look-back's
-//! prefix, and each warp writes the elements its threads keep, row by row,
-//! to consecutive addresses.
+//! The block stages its tile in shared memory as the scan does
+//! (`scan::stage_tile`), each thread tests its row of
+//! [`items_per_thread`] consecutive elements
+//! (or their flags) and counts what it keeps, the block scans the counts
+//! with the look-back's prefix, and each warp writes the elements its
+//! threads keep, 32 consecutive elements at a time, to consecutive
+//! addresses.
 use crate::device::collectives::Sum;
-use crate::device::collectives::block;
-
+use crate::device::shared::SharedScalar;
 use crate::device::thread::thread_idx_x;
 use crate::device::warp;
 use crate::scan::{
-    DeviceElement, ITEMS_PER_THREAD, MAX_THREADS, TileState, WARP, draw_tile, parked_slot, parking,
-    tile_storage,
+    CHUNK, CHUNKS_PER_THREAD, DeviceElement, THREADS, TileState, WARP, chunk_item, draw_tile,
+    items_per_thread, stage_tile, staged_chunk, staged_index, staging, tile_storage,
 };
 
 /// Which elements a selection keeps.
@@ -101,7 +103,7 @@ pub unsafe trait SelectKernel<T>: SelectOp<T> {
 ///   [`ByFlags`] (it is not read otherwise); `count` one `u32`;
 ///   `n < 2^32`;
 /// - the grid is `n.div_ceil(scan::tile::<T>())` blocks of
-///   `scan::threads::<T>()` threads;
+///   [`scan::THREADS`](crate::scan::THREADS) threads;
 /// - `state` is 8-byte aligned and has `2 + 2·tiles` words, all 0 at
 ///   launch (see `scan::TileState`); `aggregates` and
 ///   `inclusives` `tiles` words; none used by a concurrent launch.
@@ -180,42 +182,47 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>, const TILE: usize>(
     aggregates: *mut u32,
     inclusives: *mut u32,
 ) {
+    const { assert!(TILE == crate::scan::tile::<T>()) };
     // SAFETY: state[0] is the launch's tile counter.
     let tile = unsafe { draw_tile(state) };
     let start = tile * TILE;
     let valid = (n - start).min(TILE);
-    // SAFETY: tile < tiles, so `valid` elements follow `start`.
-    let items: [T; ITEMS_PER_THREAD] =
-        unsafe { block::load_blocked(input.add(start), valid, input.read()) };
-    let first = thread_idx_x() as usize * ITEMS_PER_THREAD;
-    // Bit i: whether item i is kept.
+    let staged = staging::<T, TILE>();
+    // SAFETY: tile < tiles, so `valid` elements follow `start`; the whole
+    // block calls it.
+    unsafe { stage_tile(staged, input.add(start), valid) };
+    let t = thread_idx_x() as usize;
+    let ipt = items_per_thread::<T>();
+    let first = t * ipt;
+    // Bit i: whether item i of this thread's row is kept.
     let mut keep = 0u32;
     if Op::BY_FLAGS {
-        // SAFETY: with ByFlags, `flags` has n bytes.
-        let bytes: [u8; ITEMS_PER_THREAD] =
-            unsafe { block::load_blocked(flags.add(start), valid, 0) };
-        for (i, b) in bytes.into_iter().enumerate() {
-            keep |= u32::from(b != 0 && first + i < valid) << i;
+        for i in 0..ipt {
+            if first + i < valid {
+                // SAFETY: with ByFlags, `flags` has n bytes; start + first + i < n.
+                let flag = unsafe { *flags.add(start + first + i) };
+                keep |= u32::from(flag != 0) << i;
+            }
         }
     } else {
-        for (i, &x) in items.iter().enumerate() {
-            keep |= u32::from(Op::keep(x) && first + i < valid) << i;
+        let per = CHUNK / core::mem::size_of::<T>();
+        for v in 0..CHUNKS_PER_THREAD {
+            let address =
+                staged.address() + (staged_chunk(t * CHUNKS_PER_THREAD + v) * CHUNK) as u32;
+            // SAFETY: this thread's own chunk, 16-byte aligned, staged before
+            // the barrier in `stage_tile`.
+            let words = unsafe { <[u32; 4]>::load_shared(address) };
+            for j in 0..per {
+                let i = v * per + j;
+                let kept = Op::keep(chunk_item::<T>(&words, j)) && first + i < valid;
+                keep |= u32::from(kept) << i;
+            }
         }
     }
     let kept = keep.count_ones();
-    // The items wait in shared memory, each in its thread's own slot, while
-    // the block scans the counts and warp 0 looks back: no register holds
-    // them then (53 registers and four blocks a multiprocessor when they
-    // did).
-    let parked = parking::<T, TILE>();
-    let t = thread_idx_x() as usize;
-    for (i, &x) in items.iter().enumerate() {
-        // SAFETY: this thread's own slot.
-        unsafe { parked.store(parked_slot::<T>(t, i), x) };
-    }
-    // Each thread's keep bits (bit i: its item i), for its warp's writers.
-    let keep_bits = crate::shared_array!(select_keep_bits: [u32; MAX_THREADS]);
-    // SAFETY: this thread's own word (t < the block size ≤ MAX_THREADS).
+    // Each thread's keep bits, for its warp's writers.
+    let keep_bits = crate::shared_array!(select_keep_bits: [u32; THREADS as usize]);
+    // SAFETY: this thread's own word (t < THREADS).
     unsafe { keep_bits.store(t, keep) };
     // SAFETY: state is 8-byte aligned with 2 + 2·tiles words.
     let tiles = unsafe { TileState::new(state, aggregates, inclusives) };
@@ -228,9 +235,9 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>, const TILE: usize>(
             .exclusive_scan_with_prefix::<Sum>(kept, |a| tiles.look_back::<Sum>(tile, a, 0))
     };
     // Each warp writes the elements its threads keep, which go to
-    // consecutive places from its first thread's `before` on: row by row of
-    // 32 consecutive elements of the warp's part, each lane one element,
-    // the kept ones of a row to consecutive addresses (a ballot and a
+    // consecutive places from its first thread's `before` on: 32
+    // consecutive elements of the warp's part at a time, each lane one
+    // element, the kept ones to consecutive addresses (a ballot and a
     // population count place them). Each thread writing its own kept
     // elements scattered the warp's stores over up to 32 lines each (0.30
     // of a copy on the H100); gathering the tile's kept elements in shared
@@ -239,19 +246,20 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>, const TILE: usize>(
     let mut at = warp::shuffle_idx(before, 0) as usize;
     let warp_first = t - t % WARP;
     let lane = t % WARP;
-    for m in 0..ITEMS_PER_THREAD {
+    for m in 0..ipt {
         // Element 32·m + lane of the warp's part: item `i` of thread `owner`.
         let e = m * WARP + lane;
-        let (owner, i) = (warp_first + e / ITEMS_PER_THREAD, e % ITEMS_PER_THREAD);
+        let (owner, i) = (warp_first + e / ipt, e % ipt);
         // SAFETY: the owner is a thread of this warp, which wrote its word
         // before the block scan's barriers.
         let kept = unsafe { keep_bits.load(owner) } >> i & 1 != 0;
         let row = warp::ballot(kept);
         if kept {
             let place = at + (row & ((1u32 << lane) - 1)).count_ones() as usize;
-            // SAFETY: as for the word; `place` < the number kept ≤ n, one
-            // lane per place.
-            unsafe { *output.add(place) = parked.load(parked_slot::<T>(owner, i)) };
+            // SAFETY: as for the word (the staged tile was written before
+            // the same barriers); `place` < the number kept ≤ n, one lane
+            // per place.
+            unsafe { *output.add(place) = staged.load(staged_index::<T>(warp_first * ipt + e)) };
         }
         at += row.count_ones() as usize;
     }

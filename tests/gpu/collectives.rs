@@ -37,6 +37,7 @@ pub fn trials() -> Vec<Trial> {
         kernel!(scan_every_type_and_op_matches_cpu),
         kernel!(scan_of_floats_is_deterministic),
         kernel!(scan_exclusive_from_init),
+        kernel!(scan_on_device_of_views_at_every_alignment),
         kernel!(scan_refuses_bad_input),
         kernel!(select_by_predicate_and_flags_matches_cpu),
         kernel!(select_refuses_bad_input),
@@ -562,6 +563,57 @@ fn scan_exclusive_from_init(gpu: &Gpu) -> Result<(), Failed> {
     )
     .map_err(fail)?;
     ensure(got.to_vec() == [2, 3, 3, 4, 4], || format!("{got}"))
+}
+
+/// `scan_on_device` of views that start 0 to 3 elements into their buffers
+/// (the 16-byte copies of whole aligned tiles, the per-element copies of a
+/// misaligned input, the per-element stores to a misaligned output), over
+/// two whole tiles and a partial one.
+fn scan_views<T: Value + scan::Element>(gpu: &Gpu, rng: &mut Rng) -> Result<(), Failed>
+where
+    Sum: ScanKernel<T>,
+{
+    let n = 2 * scan::tile::<T>() + 37;
+    let host: Vec<T> = (0..n + 3)
+        .map(|_| T::from_small(rng.below(21) as i64 - 10))
+        .collect();
+    let input = gpu.to_device(&host).map_err(fail)?;
+    let mut scratch = scan::TileScratch::new(gpu, n).map_err(fail)?;
+    for (from, to) in [(0, 0), (1, 0), (0, 3), (2, 1), (3, 2)] {
+        let mut output = gpu
+            .to_device(&vec![T::from_small(0); n + 3])
+            .map_err(fail)?;
+        for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+            scan::scan_on_device::<Sum, T>(
+                gpu,
+                &input.index(from..from + n),
+                &mut output.index_mut(to..to + n),
+                kind,
+                None,
+                &mut scratch,
+            )
+            .map_err(fail)?;
+            let got = output.to_vec().map_err(fail)?;
+            let want = scan::scan_cpu::<Sum, T>(&host[from..from + n], kind, None);
+            if let Some(i) = (0..n).find(|&i| !got[to + i].same(want[i])) {
+                return Err(Failed::from(format!(
+                    "{} {kind:?} input at +{from}, output at +{to}: element {i} is {:?}, want {:?}",
+                    <Sum as ScanKernel<T>>::ENTRY,
+                    got[to + i],
+                    want[i]
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn scan_on_device_of_views_at_every_alignment(gpu: &Gpu) -> Result<(), Failed> {
+    let mut rng = Rng::new(27);
+    scan_views::<i32>(gpu, &mut rng)?;
+    scan_views::<f32>(gpu, &mut rng)?;
+    scan_views::<u64>(gpu, &mut rng)?;
+    scan_views::<f64>(gpu, &mut rng)
 }
 
 fn scan_refuses_bad_input(gpu: &Gpu) -> Result<(), Failed> {
