@@ -529,14 +529,29 @@ pub(crate) const CHUNKS_PER_THREAD: usize = BYTES_PER_THREAD / CHUNK;
 /// consecutive 32-bit elements (one row) or 16 consecutive 64-bit ones
 /// hits 32 distinct banks: no bank conflicts either way.
 #[inline(always)]
-pub(crate) fn staged_chunk(chunk: usize) -> usize {
+fn staged_chunk(chunk: usize) -> usize {
     chunk ^ ((chunk / CHUNKS_PER_THREAD) % CHUNKS_PER_THREAD)
+}
+
+/// The shared-window address of chunk `chunk` of the tile staged in
+/// `staged` ([`staged_chunk`]): 16-byte aligned.
+#[inline(always)]
+pub(crate) fn staged_chunk_address<T: DeviceElement, const TILE: usize>(
+    staged: SharedArray<T, TILE>,
+    chunk: usize,
+) -> u32 {
+    staged.address() + (staged_chunk(chunk) * CHUNK) as u32
+}
+
+/// Elements of `T` in one 16-byte chunk: 4 or 2.
+pub(crate) const fn items_per_chunk<T>() -> usize {
+    CHUNK / core::mem::size_of::<T>()
 }
 
 /// Where element `e` of a tile of `T` is staged ([`staged_chunk`]).
 #[inline(always)]
 pub(crate) fn staged_index<T>(e: usize) -> usize {
-    let per = CHUNK / core::mem::size_of::<T>();
+    let per = items_per_chunk::<T>();
     staged_chunk(e / per) * per + e % per
 }
 
@@ -558,6 +573,7 @@ pub(crate) unsafe fn stage_tile<T: DeviceElement, const TILE: usize>(
 ) {
     let t = thread_idx_x() as usize;
     let threads = THREADS as usize;
+    let ipt = items_per_thread::<T>();
     #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
     {
         let size = core::mem::size_of::<T>();
@@ -566,11 +582,11 @@ pub(crate) unsafe fn stage_tile<T: DeviceElement, const TILE: usize>(
         };
         if (input as usize).is_multiple_of(CHUNK) {
             let bytes = valid * size;
-            for k in 0..TILE * size / CHUNK / threads {
+            for k in 0..CHUNKS_PER_THREAD {
                 let chunk = k * threads + t;
                 let offset = chunk * CHUNK;
                 if offset < bytes {
-                    let dst = staged.address() + (staged_chunk(chunk) * CHUNK) as u32;
+                    let dst = staged_chunk_address(staged, chunk);
                     // SAFETY: both 16-byte aligned (the tile starts at a
                     // multiple of 32 KB of an aligned input); the bytes read
                     // are below `valid` elements; the chunk is this thread's
@@ -585,7 +601,7 @@ pub(crate) unsafe fn stage_tile<T: DeviceElement, const TILE: usize>(
                 }
             }
         } else {
-            for k in 0..TILE / threads {
+            for k in 0..ipt {
                 let e = k * threads + t;
                 if e < valid {
                     let dst = staged.element_address(staged_index::<T>(e));
@@ -606,7 +622,7 @@ pub(crate) unsafe fn stage_tile<T: DeviceElement, const TILE: usize>(
         cp_async_wait::<0>();
     }
     #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_80")))]
-    for k in 0..TILE / threads {
+    for k in 0..ipt {
         let e = k * threads + t;
         if e < valid {
             // SAFETY: element e < valid; its slot is this thread's alone.
@@ -633,7 +649,6 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>, const TILE: usize>(
     aggregates: *mut T,
     inclusives: *mut T,
 ) {
-    const { assert!(TILE * core::mem::size_of::<T>() == THREADS as usize * BYTES_PER_THREAD) };
     // SAFETY: state[0] is the launch's tile counter.
     let tile = unsafe { draw_tile(state) };
     let start = tile * TILE;
@@ -645,7 +660,7 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>, const TILE: usize>(
     // SAFETY: `valid` elements at `input`; the whole block calls it.
     unsafe { stage_tile(staged, input, valid) };
     let t = thread_idx_x() as usize;
-    let per = CHUNK / core::mem::size_of::<T>();
+    let per = items_per_chunk::<T>();
     let ipt = items_per_thread::<T>();
     if valid < TILE {
         // The items past `valid` in this thread's row become the identity
@@ -662,7 +677,7 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>, const TILE: usize>(
     // (exclusive: the identity in slot 0).
     let mut running = Op::identity();
     for v in 0..CHUNKS_PER_THREAD {
-        let address = staged.address() + (staged_chunk(t * CHUNKS_PER_THREAD + v) * CHUNK) as u32;
+        let address = staged_chunk_address(staged, t * CHUNKS_PER_THREAD + v);
         // SAFETY: this thread's own chunk, 16-byte aligned, staged before
         // the barrier in `stage_tile`.
         let mut words = unsafe { <[u32; 4]>::load_shared(address) };
@@ -697,7 +712,7 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>, const TILE: usize>(
         let chunk = part + q;
         let first = chunk * per;
         if first < valid {
-            let address = staged.address() + (staged_chunk(chunk) * CHUNK) as u32;
+            let address = staged_chunk_address(staged, chunk);
             // SAFETY: a chunk of a row of this warp, scanned before the
             // block scan's barriers; 16-byte aligned.
             let mut words = unsafe { <[u32; 4]>::load_shared(address) };
@@ -731,8 +746,8 @@ pub unsafe fn scan<T: DeviceElement, Op: ReduceOp<T>, const TILE: usize>(
 /// Item `j` of the `T`s packed in 16 bytes (in memory order).
 #[inline(always)]
 pub(crate) fn chunk_item<T: DeviceElement>(words: &[u32; 4], j: usize) -> T {
-    const { assert!(16 % core::mem::size_of::<T>() == 0) };
-    debug_assert!(j < 16 / core::mem::size_of::<T>());
+    const { assert!(CHUNK.is_multiple_of(core::mem::size_of::<T>())) };
+    debug_assert!(j < items_per_chunk::<T>());
     // SAFETY: j·size + size ≤ 16, within the words; T is any bit pattern of
     // a DeviceElement (integers and floats).
     unsafe { words.as_ptr().cast::<T>().add(j).read_unaligned() }
@@ -741,7 +756,7 @@ pub(crate) fn chunk_item<T: DeviceElement>(words: &[u32; 4], j: usize) -> T {
 /// Replaces item `j` of the `T`s packed in 16 bytes.
 #[inline(always)]
 fn set_chunk_item<T: DeviceElement>(words: &mut [u32; 4], j: usize, value: T) {
-    debug_assert!(j < 16 / core::mem::size_of::<T>());
+    debug_assert!(j < items_per_chunk::<T>());
     // SAFETY: as in `chunk_item`.
     unsafe { words.as_mut_ptr().cast::<T>().add(j).write_unaligned(value) }
 }

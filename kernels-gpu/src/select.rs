@@ -24,8 +24,9 @@ use crate::device::shared::SharedScalar;
 use crate::device::thread::thread_idx_x;
 use crate::device::warp;
 use crate::scan::{
-    CHUNK, CHUNKS_PER_THREAD, DeviceElement, THREADS, TileState, WARP, chunk_item, draw_tile,
-    items_per_thread, stage_tile, staged_chunk, staged_index, staging, tile_storage,
+    CHUNKS_PER_THREAD, DeviceElement, THREADS, TileState, WARP, chunk_item, draw_tile,
+    items_per_chunk, items_per_thread, stage_tile, staged_chunk_address, staged_index, staging,
+    tile_storage,
 };
 
 /// Which elements a selection keeps.
@@ -182,7 +183,6 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>, const TILE: usize>(
     aggregates: *mut u32,
     inclusives: *mut u32,
 ) {
-    const { assert!(TILE == crate::scan::tile::<T>()) };
     // SAFETY: state[0] is the launch's tile counter.
     let tile = unsafe { draw_tile(state) };
     let start = tile * TILE;
@@ -205,10 +205,9 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>, const TILE: usize>(
             }
         }
     } else {
-        let per = CHUNK / core::mem::size_of::<T>();
+        let per = items_per_chunk::<T>();
         for v in 0..CHUNKS_PER_THREAD {
-            let address =
-                staged.address() + (staged_chunk(t * CHUNKS_PER_THREAD + v) * CHUNK) as u32;
+            let address = staged_chunk_address(staged, t * CHUNKS_PER_THREAD + v);
             // SAFETY: this thread's own chunk, 16-byte aligned, staged before
             // the barrier in `stage_tile`.
             let words = unsafe { <[u32; 4]>::load_shared(address) };
