@@ -168,9 +168,10 @@ fn arch_ptx(arch: &str) -> Option<&'static str> {
 }
 
 /// The sm_90a build holds the wgmma GEMM's entry points (and the portable
-/// PTX none of them), they alone carry a `.maxnreg` (of
-/// `gemm_wgmma::MAX_REGISTERS`: the builder's per-entry limit, so that the
-/// image's other kernels keep their own register counts), and `ptxas`
+/// PTX none of them), they and the histogram's alone carry a `.maxnreg`
+/// (of `gemm_wgmma::MAX_REGISTERS` and `histogram::MAX_REGISTERS`: the
+/// builder's per-entry limit, so that the image's other kernels keep their
+/// own register counts), and `ptxas`
 /// assembles it as the build does without spills, with `setmaxnreg`
 /// honoured and no wgmma serialised (ptxas's C7508 and C7518 notes: a kernel whose
 /// warpgroup branch ptxas thinks divergent, or whose accumulators it sees
@@ -193,15 +194,22 @@ fn sm_90a_build_holds_the_wgmma_gemm_unserialised() -> Result<Completion, Failed
             return Err(format!("{kernel} is in the portable PTX").into());
         }
     }
-    let limited = entries_with_maxnreg(&ptx);
-    let want = cuda_kernels::kernels::gemm_wgmma::MAX_REGISTERS;
-    let expected: Vec<(&str, u32)> = cuda_kernels::kernels::gemm_wgmma::KERNELS
+    let mut limited = entries_with_maxnreg(&ptx);
+    limited.sort();
+    use cuda_kernels::kernels::{gemm_wgmma, histogram};
+    let mut expected: Vec<(&str, u32)> = gemm_wgmma::KERNELS
         .iter()
-        .map(|&k| (k, want))
+        .map(|&k| (k, gemm_wgmma::MAX_REGISTERS))
+        .chain(
+            histogram::HISTOGRAM_KERNELS
+                .iter()
+                .map(|&k| (k, histogram::MAX_REGISTERS)),
+        )
         .collect();
+    expected.sort();
     if limited != expected {
         return Err(format!(
-            "entries with a .maxnreg: {limited:?}, expected the wgmma GEMM's alone: {expected:?}"
+            "entries with a .maxnreg: {limited:?}, expected the wgmma GEMM's and the histogram's alone: {expected:?}"
         )
         .into());
     }

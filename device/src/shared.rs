@@ -491,6 +491,36 @@ impl<T: SharedAtomicAdd, const N: usize> SharedArray<T, N> {
     }
 }
 
+/// `atom.shared.add.u32` at an address that is 4-byte aligned by
+/// construction (an element of a `SharedArray<u32, _>`), without the
+/// alignment check of [`SharedArray::fetch_add`], whose fault path, once per
+/// atomic of an unrolled loop or a hot one, costs a branch each (and keeps
+/// `ptxas` from predicating the atomic). The simulator checks it still.
+///
+/// # Safety
+/// `addr` is a live, aligned u32 of shared memory.
+#[inline(always)]
+pub(crate) unsafe fn shared_add_aligned_u32(addr: u32, value: u32) -> u32 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller's contract.
+    return unsafe { <u32 as SharedAtomicAdd>::shared_fetch_add(addr, value) };
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let old: u32;
+        // SAFETY: the caller guarantees a live, aligned shared u32.
+        unsafe {
+            core::arch::asm!(
+                "atom.shared.add.u32 {o}, [{a}], {v};",
+                o = out(reg32) old,
+                a = in(reg32) addr,
+                v = in(reg32) value,
+                options(nostack, preserves_flags),
+            );
+        }
+        old
+    }
+}
+
 /// The [`SharedAtomic`] operations on an element of a [`SharedArray`].
 macro_rules! shared_array_atomics {
     ($($(#[$doc:meta])* $method:ident => $op:ident;)*) => {

@@ -21,7 +21,7 @@
 use cust::memory::DeviceCopy;
 use ndarray::{Array1, ArrayView1};
 
-pub use cuda_kernels_gpu::histogram::{BLOCK, HistogramSample, MAX_BINS};
+pub use cuda_kernels_gpu::histogram::{BLOCK, HistogramSample, MAX_BINS, SHARED_BYTES};
 use cuda_kernels_gpu::histogram::{HISTOGRAM_EVEN_F32, HISTOGRAM_EVEN_I32, HISTOGRAM_EVEN_U32};
 
 use crate::Gpu;
@@ -30,10 +30,6 @@ use crate::kernel::{Kernel, KernelParam};
 use crate::launch::LaunchConfig;
 use crate::memory::DeviceSlice;
 use crate::util::contiguous;
-
-/// Most blocks a histogram launches (a few per multiprocessor of an H100;
-/// each block's bins are added once to the output at its end).
-pub const MAX_BLOCKS: u32 = 1056;
 
 mod sealed {
     pub trait Sealed {}
@@ -133,7 +129,11 @@ pub fn histogram_even_on_device<T: Sample>(
     if n == 0 {
         return Ok(());
     }
-    let grid = n.div_ceil(4 * BLOCK as usize).min(MAX_BLOCKS as usize) as u32;
+    // One wave of resident blocks at most: each block's bins are added to
+    // the output once, at its end.
+    let name = T::KERNEL.name();
+    let wave = gpu.multiprocessors(name)? * gpu.resident_blocks(name, BLOCK, 0, SHARED_BYTES)?;
+    let grid = n.div_ceil(4 * BLOCK as usize).min(wave as usize) as u32;
     // SAFETY: samples holds n 4-byte samples (aligned: a slice of T);
     // counts `bins` u32 zeroed above, touched only by the kernel's atomics;
     // 1 ≤ bins ≤ MAX_BINS and lower < upper, neither NaN (checked above).

@@ -340,6 +340,32 @@ impl Gpu {
         Ok(self.launch_limits().multiprocessors)
     }
 
+    /// How many blocks of `kernel` (by name) with `block` threads stay
+    /// resident on one multiprocessor at once, from the occupancy API
+    /// (registers, `dynamic_shared` bytes of dynamic shared memory and the
+    /// kernel's own static shared memory), at least 1. The simulator has no
+    /// registers to count: its answer is [`simulator::resident_blocks`] of
+    /// `dynamic_shared + static_shared`, the static bytes the caller names.
+    /// A grid of [`multiprocessors`](Self::multiprocessors) times this is
+    /// one full wave.
+    pub fn resident_blocks(
+        &self,
+        kernel: &'static str,
+        block: u32,
+        dynamic_shared: u32,
+        static_shared: u32,
+    ) -> Result<u32> {
+        let resident = if self.is_simulated() {
+            simulator::resident_blocks(block, dynamic_shared.saturating_add(static_shared))
+        } else {
+            self.bind()?;
+            self.function(kernel)?
+                .max_active_blocks_per_multiprocessor(block.into(), dynamic_shared as usize)
+                .during(kernel, "cuOccupancyMaxActiveBlocksPerMultiprocessor")?
+        };
+        Ok(resident.clamp(1, self.launch_limits().blocks_per_multiprocessor))
+    }
+
     /// Opens device 0 and loads `ptx` (PTX source text).
     pub fn from_ptx(ptx: &str) -> Result<Self> {
         Self::from_images(&Images::from(ptx))

@@ -1,6 +1,7 @@
 //! The histogram family: u32, i32 and f32 samples in 1 to 4,096 even bins
 //! (ranges that are and are not multiples of the bin count, negative
-//! bounds), on random, sorted, all-equal, out-of-range and NaN-containing
+//! bounds; bin counts for which the block histogram keeps 32, 16, 8, 4 and
+//! 2 copies of its bins), on random, sorted, all-equal, out-of-range and NaN-containing
 //! inputs of odd lengths and from a misaligned device slice, against the
 //! CPU reference from the definition; the empty input's zero counts; the
 //! refusals (0 or 4,097 bins, lower ≥ upper, NaN bounds).
@@ -78,6 +79,8 @@ fn u32_counts_agree_with_the_definition(gpu: &Gpu) -> Result<(), Failed> {
                 (1, 0, 5000),
                 (256, 0, 4096),
                 (7, 100, 4000),
+                (600, 0, 5000),
+                (2000, 1, 4999),
                 (4096, 0, 5000),
                 (MAX_BINS, 0, u32::MAX),
             ],
@@ -97,6 +100,7 @@ fn i32_counts_agree_with_the_definition(gpu: &Gpu) -> Result<(), Failed> {
             &[
                 (256, -(1 << 19), 1 << 19),
                 (3, -1000, 999),
+                (300, -(1 << 18), 1 << 18),
                 (100, i32::MIN, i32::MAX),
             ],
         )?;

@@ -25,6 +25,7 @@ pub mod bench_table;
 pub mod collectives;
 pub mod foundation;
 pub mod gemm;
+pub mod histogram;
 pub mod mandelbrot;
 pub mod matrices;
 pub mod multi;
@@ -395,7 +396,7 @@ pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result
 /// no failed record keeps a ratio.
 pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     type Family = fn(&Gpu, &mut Vec<BenchRecord>) -> Result<()>;
-    let families: [(&str, Family); 9] = [
+    let families: [(&str, Family); 10] = [
         ("foundation", foundation::bench),
         ("gemm", gemm::bench),
         ("bandwidth", bandwidth::bench),
@@ -403,6 +404,7 @@ pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         ("reduce", reduce::bench),
         ("collectives", collectives::bench),
         ("sort", sort::bench),
+        ("histogram", histogram::bench),
         ("mandelbrot", mandelbrot::bench),
         ("streams", streams::bench),
     ];
@@ -422,7 +424,7 @@ pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
 
 /// The environment variable that limits `bench` to some parts, as a
 /// comma-separated list of `foundation`, `gemm`, `bandwidth`, `matrices`, `reduce`, `collectives`, `sort`,
-/// `mandelbrot`, `streams`, `life` (for tuning runs; unset: all).
+/// `histogram`, `mandelbrot`, `streams`, `life` (for tuning runs; unset: all).
 pub const BENCH_ONLY_ENV: &str = "CUDA_KERNELS_BENCH_ONLY";
 
 /// Whether [`BENCH_ONLY_ENV`] selects the bench part `name`.

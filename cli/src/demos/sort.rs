@@ -1,14 +1,11 @@
-//! The radix sort and histogram families' part of `cuda-kernels bench`, at
-//! 2^28 elements: sorts of u32 and f32 keys, i32 keys with indices and u64
-//! keys (Gkeys/s, each sorted result checked exactly in O(n): ordered,
-//! the same multiset as the input, and for indices a stable permutation
-//! that carries its keys), and 256-bin histograms of uniform and of
-//! all-equal u32 (GB/s read against a device copy, counts checked exactly).
+//! The radix sort family's part of `cuda-kernels bench`
+//! (`CUDA_KERNELS_BENCH_ONLY=sort`), at 2^28 elements: sorts of u32 and
+//! f32 keys, i32 keys with indices and u64 keys (Gkeys/s, each sorted
+//! result checked exactly in O(n): ordered, the same multiset as the
+//! input, and for indices a stable permutation that carries its keys).
 use std::fmt::Debug;
 
 use super::{BenchRecord, Check};
-use crate::bench::{device_copy_gbps, gb_per_s};
-use crate::histogram::{histogram_even_cpu, histogram_even_on_device};
 use crate::sort::{Key, Order, RadixSort};
 use crate::timing::{GpuTimer, median};
 use crate::util::Rng;
@@ -17,10 +14,9 @@ use crate::{Gpu, Result};
 const N: usize = 1 << 28;
 const REPS: usize = 5;
 
-/// Runs the sort and histogram benches.
+/// Runs the sort benches.
 pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     gpu.bind()?;
-    let copy = device_copy_gbps(gpu, N * 4, REPS)?;
     let mut rng = Rng::new(22);
     let u32_keys: Vec<u32> = (0..N).map(|_| rng.next_u64() as u32).collect();
     bench_sort(gpu, "u32 keys", &u32_keys, false, records)?;
@@ -33,13 +29,9 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     let i32_keys: Vec<i32> = u32_keys.iter().map(|&b| b as i32).collect();
     bench_sort(gpu, "i32 keys with indices", &i32_keys, true, records)?;
     drop(i32_keys);
+    drop(u32_keys);
     let u64_keys: Vec<u64> = (0..N).map(|_| rng.next_u64()).collect();
-    bench_sort(gpu, "u64 keys", &u64_keys, false, records)?;
-    drop(u64_keys);
-    let uniform: Vec<u32> = u32_keys.iter().map(|&b| b >> 24).collect();
-    bench_histogram(gpu, "256 bins, uniform u32", &uniform, copy, records)?;
-    let same = vec![77u32; N];
-    bench_histogram(gpu, "256 bins, all one value", &same, copy, records)
+    bench_sort(gpu, "u64 keys", &u64_keys, false, records)
 }
 
 /// Times `REPS` sorts of `keys` (each of a fresh copy of the input; the
@@ -158,48 +150,4 @@ fn check_stable_argsort<K: PartialOrd + Hashed + Debug>(
         }
     }
     Check::Pass("stable permutation carrying its keys, ordered".into())
-}
-
-/// Times `REPS` 256-bin histograms of `samples` over [0, 256) and checks
-/// the counts exactly.
-fn bench_histogram(
-    gpu: &Gpu,
-    what: &str,
-    samples: &[u32],
-    copy: f64,
-    records: &mut Vec<BenchRecord>,
-) -> Result<()> {
-    let input = gpu.to_device(samples)?;
-    let mut counts = gpu.zeroed::<u32>(256)?;
-    let stream = gpu.stream();
-    let mut times = Vec::new();
-    for rep in 0..=REPS {
-        let ((), ms) = GpuTimer::time(stream, || {
-            histogram_even_on_device(gpu, &input, &mut counts, 0u32, 256)
-        })?;
-        if rep > 0 {
-            times.push(ms);
-        }
-    }
-    let ms = median(&mut times);
-    let got = counts.to_vec()?;
-    let want = histogram_even_cpu(samples, 256, 0, 256);
-    let check = if got == want {
-        Check::Pass("exact counts".into())
-    } else {
-        Check::Fail("counts differ from the CPU's".into())
-    };
-    let bw = gb_per_s(samples.len() * 4, ms);
-    records.push(
-        BenchRecord::new(
-            "histogram_even_u32",
-            format!("2^28 u32, {what}"),
-            f64::from(ms),
-            "GB/s read",
-            bw,
-            check,
-        )
-        .against("device copy", bw / copy),
-    );
-    Ok(())
 }

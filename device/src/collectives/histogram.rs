@@ -2,12 +2,21 @@
 //! shared-atomic algorithm): the block's privatised bins, counted with
 //! `atom.shared.add`, then added to a global histogram.
 //!
-//! One shared-memory atomic per sample is fast while the samples of a warp
-//! fall in different bins, and serialises when they fall in one (32 lanes,
-//! one address). [`BlockHistogram::add_warp`] therefore first asks whether
-//! the whole warp's samples are in one bin (one shuffle and one vote): then
-//! lane 0 adds 32 in one atomic. All-equal or sorted inputs cost one atomic
-//! per warp, random ones one per sample.
+//! A warp's shared-memory atomic takes one pass per distinct bank its 32
+//! lanes address, and lanes that add to one address serialise too. With a
+//! single copy of the bins, random samples in 256 bins put about four lanes
+//! on the busiest of the 32 banks. So the histogram keeps as many copies of
+//! its bins as the shared array holds, up to 32 (a power of two): bin `b`'s
+//! copy `c` is word `b · copies + c`, and lane `l` counts in copy `l mod
+//! copies`. With 32 copies every lane has a bank of its own, whatever the
+//! bins; with fewer, lanes `copies` apart may meet. [`flush`](BlockHistogram::flush)
+//! sums the copies of each bin. Give it `bins · 32` words (32 KB for 256
+//! bins) when the shared memory can spare them.
+//!
+//! When all of a warp's samples fall in one bin,
+//! [`add_warp`](BlockHistogram::add_warp) finds it (one shuffle and one
+//! vote) and lane 0 adds 32 with one atomic: all-equal or sorted inputs
+//! cost one atomic per warp, random ones one per sample.
 //!
 //! ```
 //! use cuda_kernels_device::prelude::*;
@@ -31,25 +40,70 @@
 //! }
 //! # fn main() {}
 //! ```
-use crate::shared::SharedArray;
+use crate::shared::{SharedArray, shared_add_aligned_u32};
 use crate::{atomic, sync, thread, warp};
 
-/// A block's privatised histogram of `bins ≤ N` bins in shared memory.
+/// The most copies of each bin a [`BlockHistogram`] keeps: one per lane.
+pub const MAX_COPIES: usize = 32;
+
+/// A block's privatised histogram of `bins ≤ N` bins in shared memory, in
+/// [`copies`](Self::copies) copies (see the [module docs](self)).
 #[derive(Clone, Copy)]
 pub struct BlockHistogram<const N: usize> {
     counts: SharedArray<u32, N>,
     bins: usize,
+    copies: usize,
+    /// The shared address of this lane's copy (its lane mod `copies`) of
+    /// bin 0; bin `b`'s is `b · stride` bytes on.
+    lane_base: u32,
+    /// The bytes from one bin's copies to the next's: `4 · copies`.
+    stride: u32,
 }
+
+/// No bin, in the histogram's own lane-level calls.
+const NONE: u32 = u32::MAX;
 
 impl<const N: usize> BlockHistogram<N> {
     /// The histogram of `bins` bins in `counts` (asserted `bins ≤ N`: a
-    /// located fault otherwise).
+    /// located fault otherwise), in as many copies as `counts` holds, up to
+    /// [`MAX_COPIES`].
     #[cfg_attr(target_arch = "nvptx64", inline(always))]
     #[track_caller]
     #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn new(counts: SharedArray<u32, N>, bins: usize) -> Self {
         crate::gpu_assert!(bins <= N, "block histogram: more bins than shared memory");
-        Self { counts, bins }
+        let mut copies = MAX_COPIES;
+        while copies > 1 && bins * copies > N {
+            copies /= 2;
+        }
+        let copy = warp::lane_id() as usize & (copies - 1);
+        Self {
+            counts,
+            bins,
+            copies,
+            lane_base: counts.element_address(copy),
+            stride: (copies * 4) as u32,
+        }
+    }
+
+    /// How many copies of each bin it keeps: the largest power of two up to
+    /// [`MAX_COPIES`] with `bins · copies ≤ N`.
+    #[inline(always)]
+    pub fn copies(&self) -> usize {
+        self.copies
+    }
+
+    /// Adds `value` to this lane's copy of `bin`, unless `bin` is `NONE`.
+    ///
+    /// # Safety
+    /// After [`zero`](Self::zero); `bin < bins` or `NONE`.
+    #[inline(always)]
+    unsafe fn bump(&self, bin: u32, value: u32) {
+        if bin != NONE {
+            // SAFETY: bin < bins by the caller: below bins · copies ≤ N
+            // words, an aligned u32 of the block's array.
+            unsafe { shared_add_aligned_u32(self.lane_base + bin * self.stride, value) };
+        }
     }
 
     /// Sets every bin to 0, then a barrier. A collective of the block.
@@ -63,8 +117,8 @@ impl<const N: usize> BlockHistogram<N> {
             thread::block_dim_x() as usize,
         );
         let mut i = t;
-        while i < self.bins {
-            // SAFETY: i < bins ≤ N.
+        while i < self.bins * self.copies {
+            // SAFETY: i < bins · copies ≤ N.
             unsafe { self.counts.store(i, 0) };
             i += threads;
         }
@@ -79,16 +133,16 @@ impl<const N: usize> BlockHistogram<N> {
     /// After [`zero`](Self::zero); bins `< bins` (not checked here).
     #[inline(always)]
     pub unsafe fn add_warp(&self, bin: Option<u32>) {
-        let b = bin.unwrap_or(u32::MAX);
+        let b = bin.unwrap_or(NONE);
         let first = warp::shfl_idx_b32(b, 0);
-        if warp::all(b == first && b != u32::MAX) {
+        if warp::all(b == first && b != NONE) {
             if warp::lane_id() == 0 {
-                // SAFETY: b < bins ≤ N by the caller.
-                unsafe { self.counts.fetch_add(b as usize, 32) };
+                // SAFETY: b < bins by the caller.
+                unsafe { self.bump(b, 32) };
             }
-        } else if b != u32::MAX {
-            // SAFETY: as above.
-            unsafe { self.counts.fetch_add(b as usize, 1) };
+        } else {
+            // SAFETY: b < bins by the caller, or NONE.
+            unsafe { self.bump(b, 1) };
         }
     }
 
@@ -102,21 +156,19 @@ impl<const N: usize> BlockHistogram<N> {
     /// After [`zero`](Self::zero); bins `< bins` (not checked here).
     #[inline(always)]
     pub unsafe fn add_warp_4(&self, bins: [Option<u32>; 4]) {
-        let [b0, b1, b2, b3] = bins.map(|b| b.unwrap_or(u32::MAX));
+        let [b0, b1, b2, b3] = bins.map(|b| b.unwrap_or(NONE));
         // Every lane shuffles, unconditionally (a warp collective).
         let first = warp::shfl_idx_b32(b0, 0);
-        let alike = b0 != u32::MAX && b1 == b0 && b2 == b0 && b3 == b0;
+        let alike = b0 != NONE && b1 == b0 && b2 == b0 && b3 == b0;
         if warp::all(alike & (b0 == first)) {
             if warp::lane_id() == 0 {
-                // SAFETY: b0 < bins ≤ N by the caller.
-                unsafe { self.counts.fetch_add(b0 as usize, 128) };
+                // SAFETY: b0 < bins by the caller.
+                unsafe { self.bump(b0, 128) };
             }
         } else {
             for b in [b0, b1, b2, b3] {
-                if b != u32::MAX {
-                    // SAFETY: as above.
-                    unsafe { self.counts.fetch_add(b as usize, 1) };
-                }
+                // SAFETY: b < bins by the caller, or NONE.
+                unsafe { self.bump(b, 1) };
             }
         }
     }
@@ -128,12 +180,12 @@ impl<const N: usize> BlockHistogram<N> {
     /// After [`zero`](Self::zero); `bin < bins`.
     #[inline(always)]
     pub unsafe fn add(&self, bin: u32) {
-        // SAFETY: bin < bins ≤ N by the caller.
-        unsafe { self.counts.fetch_add(bin as usize, 1) };
+        // SAFETY: bin < bins by the caller.
+        unsafe { self.bump(bin, 1) };
     }
 
-    /// A barrier, then adds each nonzero bin to `global[bin]` with a global
-    /// atomic. A collective of the block.
+    /// A barrier, then adds each nonzero bin (the sum of its copies) to
+    /// `global[bin]` with a global atomic. A collective of the block.
     ///
     /// # Safety
     /// `global` points to `bins` u32 of global memory that only atomics
@@ -146,9 +198,16 @@ impl<const N: usize> BlockHistogram<N> {
             thread::block_dim_x() as usize,
         );
         let mut i = t;
+        let last = self.copies - 1;
         while i < self.bins {
-            // SAFETY: i < bins ≤ N; all atomics were before the barrier.
-            let c = unsafe { self.counts.load(i) };
+            let mut c = 0u32;
+            for k in 0..self.copies {
+                // Copy (k + i) mod copies: the lanes of a warp start on
+                // different banks.
+                // SAFETY: i · copies + (… ≤ last) < bins · copies ≤ N; all
+                // atomics were before the barrier.
+                c = c.wrapping_add(unsafe { self.counts.load(i * self.copies + ((k + i) & last)) });
+            }
             if c != 0 {
                 // SAFETY: i < bins, the length of `global`.
                 unsafe { atomic::fetch_add_u32(global.add(i), c) };

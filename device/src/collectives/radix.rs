@@ -64,7 +64,7 @@
 //! }
 //! # fn main() {}
 //! ```
-use crate::shared::{SharedArray, SharedScalar};
+use crate::shared::{SharedArray, SharedScalar, shared_add_aligned_u32 as shared_add};
 use crate::{sync, thread, warp};
 
 /// Bits of one digit.
@@ -426,35 +426,6 @@ impl<'a, const N: usize> RadixRank<'a, N> {
             }
             place(i, warp::shfl_idx_b32(before, leader) + (p & self.below).count_ones());
         });
-    }
-}
-
-/// `atom.shared.add.u32` at an address that is 4-byte aligned by
-/// construction (an element of a `SharedArray<u32, _>`), without the
-/// alignment check of [`SharedArray::fetch_add`], which in an unrolled
-/// loop would repeat its fault path once per item.
-///
-/// # Safety
-/// `addr` is a live, aligned u32 of shared memory.
-#[inline(always)]
-unsafe fn shared_add(addr: u32, value: u32) -> u32 {
-    #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller's contract.
-    return unsafe { <u32 as crate::shared::SharedAtomicAdd>::shared_fetch_add(addr, value) };
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let old: u32;
-        // SAFETY: the caller guarantees a live, aligned shared u32.
-        unsafe {
-            core::arch::asm!(
-                "atom.shared.add.u32 {o}, [{a}], {v};",
-                o = out(reg32) old,
-                a = in(reg32) addr,
-                v = in(reg32) value,
-                options(nostack, preserves_flags),
-            );
-        }
-        old
     }
 }
 

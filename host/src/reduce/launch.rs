@@ -6,10 +6,9 @@ use super::{
     start_value,
 };
 use crate::Gpu;
-use crate::error::{CudaResultExt, Error, Result};
+use crate::error::{Error, Result};
 use crate::launch::LaunchConfig;
 use crate::memory::DeviceSlice;
-use crate::simulator;
 use crate::util::contiguous;
 
 /// The reduction launchers on a [`Gpu`].
@@ -298,14 +297,7 @@ impl ReduceExt for Gpu {
     ) -> Result<(u32, u32)> {
         let k = Op::ENTRY;
         self.bind()?;
-        let resident = if self.is_simulated() {
-            simulator::resident_blocks(BLOCK, SHARED_BYTES)
-        } else {
-            self.function(k)?
-                .max_active_blocks_per_multiprocessor(BLOCK.into(), SHARED_BYTES as usize)
-                .during(k, "cuOccupancyMaxActiveBlocksPerMultiprocessor")?
-        }
-        .clamp(1, self.launch_limits().blocks_per_multiprocessor);
+        let resident = self.resident_blocks(k, BLOCK, SHARED_BYTES, 0)?;
         let full = self.multiprocessors(k)? * resident;
         let wanted = n.div_ceil(T::PER_VEC).div_ceil(BLOCK as usize).max(1);
         Ok((wanted.min(full as usize) as u32, BLOCK))
