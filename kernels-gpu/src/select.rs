@@ -242,26 +242,41 @@ pub unsafe fn select<T: DeviceElement, Op: SelectOp<T>, const TILE: usize>(
     // of a copy on the H100); gathering the tile's kept elements in shared
     // memory first cost two block barriers and every item back in a
     // register (0.52 of a copy on the H200).
-    let mut at = warp::shuffle_idx(before, 0) as usize;
-    let warp_first = t - t % WARP;
+    //
+    // Unrolled, in 32-bit places (n < 2^32), with every lane's staged load
+    // outside the branch so that only the store is conditional: the loop
+    // is the kernel's longest stretch of instructions, and a 64-bit counted
+    // loop with a branch around load and store made it issue-bound.
     let lane = t % WARP;
-    for m in 0..ipt {
+    let warp_first = t - lane;
+    let below = (1u32 << lane) - 1;
+    let mut at = warp::shuffle_idx(before, 0);
+    let mut write = |m: usize| {
         // Element 32·m + lane of the warp's part: item `i` of thread `owner`.
         let e = m * WARP + lane;
         let (owner, i) = (warp_first + e / ipt, e % ipt);
         // SAFETY: the owner is a thread of this warp, which wrote its word
         // before the block scan's barriers.
-        let kept = unsafe { keep_bits.load(owner) } >> i & 1 != 0;
-        let row = warp::ballot(kept);
+        let word = unsafe { keep_bits.load(owner) };
+        let kept = word >> i & 1 != 0;
+        // With rows of 32 items, step m's 32 lanes are thread m's row, whose
+        // keep word is the ballot.
+        let row = if ipt == WARP {
+            word
+        } else {
+            warp::ballot(kept)
+        };
+        // SAFETY: in the staged tile (element < TILE), written before the
+        // same barriers; past `valid` a value that is never kept.
+        let x = unsafe { staged.load(staged_index::<T>(warp_first * ipt + e)) };
         if kept {
-            let place = at + (row & ((1u32 << lane) - 1)).count_ones() as usize;
-            // SAFETY: as for the word (the staged tile was written before
-            // the same barriers); `place` < the number kept ≤ n, one lane
-            // per place.
-            unsafe { *output.add(place) = staged.load(staged_index::<T>(warp_first * ipt + e)) };
+            let place = at + (row & below).count_ones();
+            // SAFETY: `place` < the number kept ≤ n, one lane per place.
+            unsafe { *output.add(place as usize) = x };
         }
-        at += row.count_ones() as usize;
-    }
+        at += row.count_ones();
+    };
+    crate::device::unroll!(m in items_per_thread::<T>() => { write(m) });
     if start + valid == n && t == 0 {
         // SAFETY: the last tile's thread 0 alone writes the total: its
         // prefix (thread 0's `before`) plus the tile's count.
