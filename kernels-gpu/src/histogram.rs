@@ -47,8 +47,9 @@ pub trait HistogramSample: Copy {
     fn even_bins(lower: Self, upper: Self, bins: u32) -> Self::Bins;
 }
 
-/// What a bin function returns for a sample in no bin.
-pub const NO_BIN: u32 = u32::MAX;
+/// What a bin function returns for a sample in no bin (the block
+/// histogram's own "no bin").
+pub use crate::device::collectives::histogram::NO_BIN;
 
 /// Code generic over a bin function (a sample's bin, or [`NO_BIN`]), which
 /// [`EvenBins::with_bin`] runs with the function its mapping needs.

@@ -56,12 +56,16 @@ pub struct BlockHistogram<const N: usize> {
     /// The shared address of this lane's copy (its lane mod `copies`) of
     /// bin 0; bin `b`'s is `b · stride` bytes on.
     lane_base: u32,
-    /// The bytes from one bin's copies to the next's: `4 · copies`.
+    /// The bytes from one bin's copies to the next's: `4 · copies`, held
+    /// rather than derived in [`bump`](Self::bump), where under the
+    /// histogram kernel's register cap `ptxas` recomputed it per atomic.
     stride: u32,
 }
 
-/// No bin, in the histogram's own lane-level calls.
-const NONE: u32 = u32::MAX;
+/// No bin: a sample counted nowhere (what the `Option` bins of
+/// [`BlockHistogram::add_warp`] carry as `None`, and what a kernel's bin
+/// function may return for a sample outside its range).
+pub const NO_BIN: u32 = u32::MAX;
 
 impl<const N: usize> BlockHistogram<N> {
     /// The histogram of `bins` bins in `counts` (asserted `bins ≤ N`: a
@@ -82,7 +86,7 @@ impl<const N: usize> BlockHistogram<N> {
             bins,
             copies,
             lane_base: counts.element_address(copy),
-            stride: (copies * 4) as u32,
+            stride: (copies * size_of::<u32>()) as u32,
         }
     }
 
@@ -93,13 +97,14 @@ impl<const N: usize> BlockHistogram<N> {
         self.copies
     }
 
-    /// Adds `value` to this lane's copy of `bin`, unless `bin` is `NONE`.
+    /// Adds `value` to this lane's copy of `bin`, unless `bin` is
+    /// [`NO_BIN`].
     ///
     /// # Safety
-    /// After [`zero`](Self::zero); `bin < bins` or `NONE`.
+    /// After [`zero`](Self::zero); `bin < bins` or [`NO_BIN`].
     #[inline(always)]
     unsafe fn bump(&self, bin: u32, value: u32) {
-        if bin != NONE {
+        if bin != NO_BIN {
             // SAFETY: bin < bins by the caller: below bins · copies ≤ N
             // words, an aligned u32 of the block's array.
             unsafe { shared_add_aligned_u32(self.lane_base + bin * self.stride, value) };
@@ -133,15 +138,15 @@ impl<const N: usize> BlockHistogram<N> {
     /// After [`zero`](Self::zero); bins `< bins` (not checked here).
     #[inline(always)]
     pub unsafe fn add_warp(&self, bin: Option<u32>) {
-        let b = bin.unwrap_or(NONE);
+        let b = bin.unwrap_or(NO_BIN);
         let first = warp::shfl_idx_b32(b, 0);
-        if warp::all(b == first && b != NONE) {
+        if warp::all(b == first && b != NO_BIN) {
             if warp::lane_id() == 0 {
                 // SAFETY: b < bins by the caller.
                 unsafe { self.bump(b, 32) };
             }
         } else {
-            // SAFETY: b < bins by the caller, or NONE.
+            // SAFETY: b < bins by the caller, or NO_BIN.
             unsafe { self.bump(b, 1) };
         }
     }
@@ -156,10 +161,10 @@ impl<const N: usize> BlockHistogram<N> {
     /// After [`zero`](Self::zero); bins `< bins` (not checked here).
     #[inline(always)]
     pub unsafe fn add_warp_4(&self, bins: [Option<u32>; 4]) {
-        let [b0, b1, b2, b3] = bins.map(|b| b.unwrap_or(NONE));
+        let [b0, b1, b2, b3] = bins.map(|b| b.unwrap_or(NO_BIN));
         // Every lane shuffles, unconditionally (a warp collective).
         let first = warp::shfl_idx_b32(b0, 0);
-        let alike = b0 != NONE && b1 == b0 && b2 == b0 && b3 == b0;
+        let alike = b0 != NO_BIN && b1 == b0 && b2 == b0 && b3 == b0;
         if warp::all(alike & (b0 == first)) {
             if warp::lane_id() == 0 {
                 // SAFETY: b0 < bins by the caller.
@@ -167,7 +172,7 @@ impl<const N: usize> BlockHistogram<N> {
             }
         } else {
             for b in [b0, b1, b2, b3] {
-                // SAFETY: b < bins by the caller, or NONE.
+                // SAFETY: b < bins by the caller, or NO_BIN.
                 unsafe { self.bump(b, 1) };
             }
         }
