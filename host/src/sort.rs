@@ -32,7 +32,9 @@ use cust::memory::bytemuck::Zeroable;
 use cust::memory::{DeviceCopy, DevicePointer};
 use ndarray::{Array1, ArrayView1};
 
-pub use cuda_kernels_gpu::sort::{BLOCK, MAX_KEYS, SortKey, TILE, tile};
+pub use cuda_kernels_gpu::sort::{
+    BLOCK, MAX_KEYS, SortKey, TILE, onesweep_dynamic_shared, onesweep_shape, tile,
+};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
@@ -222,7 +224,17 @@ impl<K: Key> RadixSort<K> {
         let stream = gpu.stream();
         let passes = passes::<K>();
         let descending = (order == Order::Descending) as u32;
-        let tiles = n.div_ceil(tile(size_of::<K>(), user_values.is_some()));
+        let with_values = user_values.is_some();
+        let tiles = n.div_ceil(tile(size_of::<K>(), with_values));
+        let onesweep = if with_values {
+            K::ONESWEEP_PAIRS
+        } else {
+            K::ONESWEEP
+        };
+        let dynamic_shared = onesweep_dynamic_shared(size_of::<K>(), with_values);
+        gpu.allow_dynamic_shared(onesweep, dynamic_shared)?;
+        let (threads, _) = onesweep_shape(size_of::<K>(), with_values);
+        let onesweep_cfg = LaunchConfig::linear(tiles as u32, threads).with_shared(dynamic_shared);
         // SAFETY: the histogram stays allocated (self) until the stream
         // reaches the memset.
         unsafe { self.histogram.set_zero_async(stream) }?;
@@ -263,15 +275,12 @@ impl<K: Key> RadixSort<K> {
             // only / indices); totals is this pass's 256 counts, written by
             // the histogram kernel before on this stream; status holds
             // tiles · 256 zeroed words and the counter is zero (from the
-            // histogram's zeroing, one counter per pass); one block per tile.
+            // histogram's zeroing, one counter per pass); one block per tile,
+            // of the kernel's shape, with its dynamic shared memory.
             unsafe {
                 gpu.launch(
-                    if user_values.is_some() {
-                        K::ONESWEEP_PAIRS
-                    } else {
-                        K::ONESWEEP
-                    },
-                    LaunchConfig::linear(tiles as u32, BLOCK),
+                    onesweep,
+                    onesweep_cfg,
                     stream,
                     (
                         buffers[from],

@@ -28,44 +28,66 @@ use crate::device::collectives::radix::{
 use crate::device::shared::SharedArray;
 use crate::device::{atomic, sync, thread, warp};
 
-/// Threads per block of both kernels.
+/// Threads per block of `radix_sort_histogram_<t>` and of the onesweep
+/// passes of keys alone.
 pub const BLOCK: u32 = 256;
 
-/// Bytes of a onesweep block's exchange (static shared memory), where each
-/// key, and with values each value, is stored at its rank in the tile.
+/// Bytes of the exchange of a onesweep pass of keys alone (static shared
+/// memory), where each key is stored at its rank in the tile.
 pub const EXCHANGE_BYTES: usize = 32 * 1024;
 
-/// Keys per thread of a onesweep tile, for keys of `key_bytes` bytes (4 or
-/// 8) alone or with u32 values:
-/// - keys with values: the keys and the values take half of the exchange
-///   each (16 for 32-bit keys, 8 for 64-bit ones);
-/// - 64-bit keys alone fill the exchange (16);
-/// - 32-bit keys alone: 24, a tile of 6,144 keys in three quarters of the
-///   exchange. Measured on an H200 at 2^28 keys against 16 (alternating in
-///   one call): u32 6.31 → 5.98 ms, f32 6.90 → 6.63 ms. Fewer look-backs
-///   and barriers a key outweigh a block fewer a multiprocessor (80
-///   registers: three blocks instead of four).
-pub const fn items(key_bytes: usize, values: bool) -> usize {
-    if values {
-        EXCHANGE_BYTES / 2 / BLOCK as usize / key_bytes
-    } else if key_bytes == 4 {
-        24
-    } else {
-        EXCHANGE_BYTES / BLOCK as usize / key_bytes
+/// The shape of a onesweep pass's blocks, `(threads, keys a thread)`, for
+/// keys of `key_bytes` bytes (4 or 8) alone or with u32 values. Larger
+/// tiles mean fewer look-backs and barriers a key, and won over more
+/// blocks a multiprocessor wherever measured (H200, 2^28 keys, each
+/// alternated with the previous shape in one call):
+/// - 32-bit keys alone: 256 × 24, 6,144 keys in 24 KB of the exchange (72
+///   registers, three blocks a multiprocessor) instead of 256 × 16: u32
+///   6.31 → 5.98 ms, f32 6.90 → 6.63 ms;
+/// - 64-bit keys alone: 256 × 16, the exchange full (384 × 16 and 512 × 8
+///   were slower: 15.08 and 17.29 ms against 14.87 for u64);
+/// - 32-bit keys with values: 512 × 12, 6,144 keys, whose keys, values and
+///   warp counters take 64 KB of dynamic shared memory (past the 48 KB a
+///   block has without opting in: [`onesweep_dynamic_shared`]) instead of
+///   256 × 16 in the static exchange: i32 with indices 8.83 → 8.28 ms;
+/// - 64-bit keys with values: 256 × 8, 2,048 keys.
+pub const fn onesweep_shape(key_bytes: usize, values: bool) -> (u32, usize) {
+    match (key_bytes, values) {
+        (4, false) => (BLOCK, 24),
+        (_, false) => (BLOCK, EXCHANGE_BYTES / BLOCK as usize / key_bytes),
+        (4, true) => (512, 12),
+        (_, true) => (BLOCK, 8),
     }
 }
 
 /// Keys per onesweep tile for keys of `key_bytes` bytes, with or without
 /// values: what the launcher divides the keys by for the grid.
 pub const fn tile(key_bytes: usize, values: bool) -> usize {
-    BLOCK as usize * items(key_bytes, values)
+    let (threads, items) = onesweep_shape(key_bytes, values);
+    threads as usize * items
 }
 
-/// The largest onesweep tile (32-bit keys alone).
-pub const TILE: usize = tile(4, false);
+/// Bytes of dynamic shared memory a onesweep block takes: none for keys
+/// alone (their exchange and counters are static), and with values the
+/// tile's keys, then its values, then one counter per (warp, digit).
+pub const fn onesweep_dynamic_shared(key_bytes: usize, values: bool) -> u32 {
+    if !values {
+        return 0;
+    }
+    let (threads, _) = onesweep_shape(key_bytes, values);
+    let exchange = tile(key_bytes, values) * (key_bytes + 4);
+    (exchange + threads as usize / 32 * RADIX_DIGITS * 4) as u32
+}
 
-/// Warps per block.
-const WARPS: usize = BLOCK as usize / 32;
+/// The largest onesweep tile, of any key type, with or without values.
+pub const TILE: usize = max(
+    max(tile(4, false), tile(4, true)),
+    max(tile(8, false), tile(8, true)),
+);
+
+const fn max(a: usize, b: usize) -> usize {
+    if a > b { a } else { b }
+}
 
 /// The largest key count the kernels take: look-back words hold counts
 /// below 2^30.
@@ -205,7 +227,7 @@ pub unsafe fn histogram<K: RadixKey>(
 /// with values, read with the keys so that their latency overlaps the
 /// rank; a separate kernel, so that a sort of keys alone does not hold
 /// their registers): one pass over digit `shift / 8`, in tiles of
-/// `T = BLOCK · ITEMS` keys ([`tile`]).
+/// `T = THREADS · ITEMS` keys ([`tile`], [`onesweep_shape`]).
 ///
 /// # Safety
 /// `keys_in` and `keys_out` hold `n ≤ MAX_KEYS` keys and do not overlap;
@@ -213,10 +235,17 @@ pub unsafe fn histogram<K: RadixKey>(
 /// null, `n` u32 (not overlapping; null writes each key's input index);
 /// `digit_totals` the pass's 256 counts over all keys; `status`
 /// `⌈n / T⌉ · 256` u32 and `tile_counter` one u32, all zeroed before the
-/// launch; a grid of `⌈n / T⌉` blocks of [`BLOCK`] threads.
+/// launch; a grid of `⌈n / T⌉` blocks of `THREADS` threads, with
+/// [`onesweep_dynamic_shared`] bytes of dynamic shared memory.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub unsafe fn onesweep<K: RadixKey, const VALUES: bool, const ITEMS: usize>(
+pub unsafe fn onesweep<
+    K: RadixKey,
+    const VALUES: bool,
+    const THREADS: u32,
+    const ITEMS: usize,
+    const COUNTERS: usize,
+>(
     keys_in: *const K,
     values_in: *const u32,
     keys_out: *mut K,
@@ -228,8 +257,56 @@ pub unsafe fn onesweep<K: RadixKey, const VALUES: bool, const ITEMS: usize>(
     shift: u32,
     descending: u32,
 ) {
+    let tile_keys = THREADS as usize * ITEMS;
+    const { assert!(THREADS as usize >= RADIX_DIGITS && THREADS as usize <= 1024) };
+    const { assert!(COUNTERS == THREADS as usize / 32 * RADIX_DIGITS) };
+    const { assert!(THREADS as usize * ITEMS <= TILE) };
+    const {
+        assert!(
+            VALUES
+                || (THREADS == BLOCK && BLOCK as usize * ITEMS * size_of::<K>() <= EXCHANGE_BYTES)
+        )
+    };
+    // The exchange, where each item is stored at its rank as soon as the
+    // rank is known, and the warps' digit counters: for keys alone static
+    // arrays; with values dynamic shared memory (onesweep_dynamic_shared),
+    // the tile's keys, then its values, then the counters.
+    let (key_exchange, value_exchange, warp_counts) = if VALUES {
+        let base = crate::device::shared::dynamic_shared_address();
+        let values_at = base + (tile_keys * size_of::<K>()) as u32;
+        let counts_at = values_at + (tile_keys * 4) as u32;
+        // SAFETY: the launcher passes onesweep_dynamic_shared(size_of::<K>(),
+        // true) bytes: tile_keys keys, tile_keys u32 and THREADS / 32 · 256
+        // u32, each region aligned to its element (the base to 16 bytes);
+        // only the first tile_keys elements of the exchange views and the
+        // first THREADS / 32 · 256 counters are touched.
+        unsafe {
+            (
+                SharedArray::<K, TILE>::from_shared_address(base),
+                SharedArray::<u32, TILE>::from_shared_address(values_at),
+                SharedArray::<u32, COUNTERS>::from_shared_address(counts_at),
+            )
+        }
+    } else {
+        let exchange = crate::shared_array!(radix_sort_exchange: [u64; EXCHANGE_BYTES / 8]);
+        let counts =
+            crate::shared_array!(radix_sort_warp_counts: [u32; BLOCK as usize / 32 * RADIX_DIGITS]);
+        // SAFETY: the keys (tile_keys · size_of::<K>() ≤ EXCHANGE_BYTES,
+        // asserted above) fit in the exchange, and the block's BLOCK / 32
+        // warps' counters (COUNTERS) in `counts`; the values' view is not
+        // used.
+        unsafe {
+            (
+                SharedArray::<K, TILE>::from_shared_address(exchange.address()),
+                SharedArray::<u32, TILE>::from_shared_address(
+                    exchange.address() + (EXCHANGE_BYTES / 2) as u32,
+                ),
+                SharedArray::<u32, COUNTERS>::from_shared_address(counts.address()),
+            )
+        }
+    };
     let shared = RadixSortShared {
-        warp_counts: crate::shared_array!(radix_sort_warp_counts: [u32; WARPS * RADIX_DIGITS]),
+        warp_counts,
         digit_counts: crate::shared_array!(radix_sort_digit_counts: [u32; RADIX_DIGITS]),
         digit_starts: crate::shared_array!(radix_sort_digit_starts: [u32; RADIX_DIGITS]),
     };
@@ -237,32 +314,6 @@ pub unsafe fn onesweep<K: RadixKey, const VALUES: bool, const ITEMS: usize>(
     let global_starts = crate::shared_array!(radix_sort_global_starts: [u32; RADIX_DIGITS]);
     let out_base = crate::shared_array!(radix_sort_out_base: [u32; RADIX_DIGITS]);
     let ticket = crate::shared_array!(radix_sort_ticket: [u32; 1]);
-    // The exchange: each item is stored at its rank as soon as the rank is
-    // known, the keys from the start of the area, the values (pairs only)
-    // from its middle.
-    let exchange_words = crate::shared_array!(radix_sort_exchange: [u64; EXCHANGE_BYTES / 8]);
-    const { assert!(BLOCK as usize * ITEMS <= TILE) };
-    const { assert!(BLOCK as usize * ITEMS * size_of::<K>() <= EXCHANGE_BYTES) };
-    const {
-        assert!(
-            !VALUES
-                || (BLOCK as usize * ITEMS * size_of::<K>() <= EXCHANGE_BYTES / 2
-                    && BLOCK as usize * ITEMS * 4 <= EXCHANGE_BYTES / 2)
-        )
-    };
-    // SAFETY: the tile's keys (at most TILE) fit in the area (asserted
-    // above), and with VALUES the keys in its first half and the values in
-    // its second; only the first BLOCK · ITEMS elements of each view are
-    // touched.
-    let (key_exchange, value_exchange) = unsafe {
-        (
-            SharedArray::<K, TILE>::from_shared_address(exchange_words.address()),
-            SharedArray::<u32, TILE>::from_shared_address(
-                exchange_words.address() + (EXCHANGE_BYTES / 2) as u32,
-            ),
-        )
-    };
-    let tile_keys = BLOCK as usize * ITEMS;
     let descending = descending != 0;
     let t = thread::thread_idx_x() as usize;
     let (w, lane) = (t / 32, t % 32);
@@ -324,7 +375,7 @@ pub unsafe fn onesweep<K: RadixKey, const VALUES: bool, const ITEMS: usize>(
     };
     // Items past n have digit 255 and come last in the tile: after the
     // rank they are the positions `valid..tile_keys`.
-    // SAFETY: the block's own shared arrays; blocks of BLOCK threads.
+    // SAFETY: the block's own shared arrays; blocks of THREADS threads.
     let rank = unsafe { RadixRank::begin(&shared) };
     // SAFETY: after begin; digits < 256.
     unsafe { rank.count::<ITEMS>(|i| digit_of(i, keys[i])) };
@@ -369,7 +420,7 @@ pub unsafe fn onesweep<K: RadixKey, const VALUES: bool, const ITEMS: usize>(
     }
     sync::sync_threads();
     crate::device::unroll!(k in ITEMS => {
-        let s = k * BLOCK as usize + t;
+        let s = k * THREADS as usize + t;
         if s < valid {
             // SAFETY: s < tile_keys, written before the barrier.
             let key = unsafe { key_exchange.load(s) };
@@ -423,7 +474,13 @@ macro_rules! sort_family {
                 ) as $SWEEP {
                     // SAFETY: forwarded from this entry point's contract.
                     unsafe {
-                        onesweep::<$t, false, { items(size_of::<$t>(), false) }>(
+                        onesweep::<
+                            $t,
+                            false,
+                            { onesweep_shape(size_of::<$t>(), false).0 },
+                            { onesweep_shape(size_of::<$t>(), false).1 },
+                            { onesweep_shape(size_of::<$t>(), false).0 as usize / 32 * RADIX_DIGITS },
+                        >(
                             keys_in, values_in, keys_out, values_out, digit_totals, status,
                             tile_counter, n, shift, descending,
                         )
@@ -448,7 +505,13 @@ macro_rules! sort_family {
                 ) as $PAIRS {
                     // SAFETY: forwarded from this entry point's contract.
                     unsafe {
-                        onesweep::<$t, true, { items(size_of::<$t>(), true) }>(
+                        onesweep::<
+                            $t,
+                            true,
+                            { onesweep_shape(size_of::<$t>(), true).0 },
+                            { onesweep_shape(size_of::<$t>(), true).1 },
+                            { onesweep_shape(size_of::<$t>(), true).0 as usize / 32 * RADIX_DIGITS },
+                        >(
                             keys_in, values_in, keys_out, values_out, digit_totals, status,
                             tile_counter, n, shift, descending,
                         )

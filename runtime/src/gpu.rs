@@ -22,7 +22,7 @@ use cuda_kernels_device::sim::Limits;
 
 use crate::image::KernelResources;
 
-use crate::error::{CudaResultExt, Error, Result};
+use crate::error::{CudaResultExt, Error, Result, check_driver};
 use crate::image::{Images, LoadedImage};
 use cuda_kernels_device::kernel::Kernel;
 use cust::memory::DeviceCopy;
@@ -221,6 +221,10 @@ pub struct Gpu {
     /// The kernels' registers and local memory as `ptxas` reported them
     /// (the simulator checks a launch against them, as the driver does).
     kernel_resources: &'static [KernelResources],
+    /// The dynamic shared memory each kernel (by name) may launch with past
+    /// the 48 KB a block has without opting in
+    /// ([`allow_dynamic_shared`](Self::allow_dynamic_shared)).
+    shared_opt_in: Mutex<HashMap<&'static str, u32>>,
 }
 
 /// What a [`Gpu`] runs on.
@@ -366,6 +370,62 @@ impl Gpu {
         Ok(resident.clamp(1, self.launch_limits().blocks_per_multiprocessor))
     }
 
+    /// Lets `kernel` launch with up to `bytes` of dynamic shared memory,
+    /// past the 48 KB a block has without opting in (CUDA's
+    /// `cudaFuncSetAttribute(…, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    /// bytes)`, which the driver asks for before such a launch). Until it is
+    /// called, [`launch`](Self::launch) refuses more than 48 KB as the driver
+    /// does; after, up to the device's opt-in limit
+    /// ([`Limits::shared_per_block_opt_in`], 227 KB on an H100), on the
+    /// simulator too. A kernel's static shared memory counts against the
+    /// same limits.
+    ///
+    /// ```no_run
+    /// # use cuda_kernels_runtime::{Gpu, LaunchConfig, Kernel};
+    /// # fn f(gpu: &Gpu, kernel: Kernel<()>) -> cuda_kernels_runtime::Result<()> {
+    /// let bytes = 96 * 1024;
+    /// gpu.allow_dynamic_shared(kernel, bytes)?;
+    /// // SAFETY: the kernel takes no arguments and expects `bytes` of dynamic shared memory.
+    /// unsafe { gpu.launch(kernel, LaunchConfig::linear(1, 256).with_shared(bytes), gpu.stream(), ()) }?;
+    /// # Ok(()) }
+    /// ```
+    pub fn allow_dynamic_shared<P>(&self, kernel: Kernel<P>, bytes: u32) -> Result<()> {
+        let name = kernel.name();
+        self.check_image(&kernel)?;
+        if let Backend::Cuda(_) = self.backend {
+            self.bind()?;
+            let function = self.raw_function(name)?;
+            // SAFETY: a live function of this GPU's module, bound above; the
+            // attribute is a plain int, which the driver checks against the
+            // device's opt-in limit.
+            let r = unsafe {
+                cust::sys::cuFuncSetAttribute(
+                    function,
+                    cust::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes.min(i32::MAX as u32) as i32,
+                )
+            };
+            check_driver(r, name, "cuFuncSetAttribute (dynamic shared memory)")?;
+        }
+        self.shared_opt_in
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name, bytes);
+        Ok(())
+    }
+
+    /// Whether a launch of `kernel` with `bytes` of dynamic shared memory
+    /// was opted in by [`allow_dynamic_shared`](Self::allow_dynamic_shared).
+    pub(crate) fn shared_opted_in(&self, kernel: &'static str, bytes: u32) -> bool {
+        bytes > 0
+            && self
+                .shared_opt_in
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(kernel)
+                .is_some_and(|&allowed| bytes <= allowed)
+    }
+
     /// Opens device 0 and loads `ptx` (PTX source text).
     pub fn from_ptx(ptx: &str) -> Result<Self> {
         Self::from_images(&Images::from(ptx))
@@ -405,6 +465,7 @@ impl Gpu {
                 limits: launch_limits(device)?,
             })),
             kernel_resources: &[],
+            shared_opt_in: Mutex::default(),
         })
     }
 
@@ -481,6 +542,7 @@ impl Gpu {
             image_crate: Some(image.to_string()),
             backend: Backend::Simulator,
             kernel_resources: &[],
+            shared_opt_in: Mutex::default(),
         }
     }
 

@@ -316,7 +316,8 @@ impl Gpu {
                 found,
             });
         }
-        check_launch_shape(name, cfg, self.launch_limits())?;
+        let shared_opt_in = self.shared_opted_in(name, cfg.shared_mem_bytes);
+        check_launch_shape(name, cfg, self.launch_limits(), shared_opt_in)?;
         if self.is_simulated() {
             let entry = kernel
                 .sim_entry()
@@ -331,7 +332,7 @@ impl Gpu {
             let (DeviceId::Simulator { ordinal } | DeviceId::Cuda { ordinal, .. }) =
                 self.device_id();
             return args.with_params(|params| unsafe {
-                simulator::launch(name, ordinal, cfg, entry, params)
+                simulator::launch(name, ordinal, cfg, shared_opt_in, entry, params)
             });
         }
         let function = self.raw_function(name)?;

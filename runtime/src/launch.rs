@@ -50,9 +50,17 @@ impl LaunchConfig {
 
 /// Refuses `cfg` for `kernel` when it exceeds `limits` (a CUDA device's
 /// own, or the simulated H100's): [`Error::LaunchRefused`] naming the limit,
-/// the same error on both backends.
-pub fn check_launch_shape(kernel: &'static str, cfg: LaunchConfig, limits: &Limits) -> Result<()> {
-    sim::check_launch_shape(kernel, &cfg.shape(), limits, false)
+/// the same error on both backends. Dynamic shared memory is checked
+/// against the opt-in limit when `shared_opt_in` (the kernel was allowed
+/// it: [`Gpu::allow_dynamic_shared`](crate::Gpu::allow_dynamic_shared)),
+/// else against the 48 KB a block has without.
+pub fn check_launch_shape(
+    kernel: &'static str,
+    cfg: LaunchConfig,
+    limits: &Limits,
+    shared_opt_in: bool,
+) -> Result<()> {
+    sim::check_launch_shape(kernel, &cfg.shape(), limits, shared_opt_in)
         .map_err(|e| Error::from_sim(kernel, e))
 }
 

@@ -193,7 +193,9 @@ pub(crate) fn set_seed(ordinal: u32, seed: Option<u64>) {
 
 /// Runs `entry` on every thread of a launch of `cfg` on simulated device
 /// `ordinal` (with its settings), to completion, and turns what the
-/// simulator reports into this crate's errors ([`Error::from_sim`]).
+/// simulator reports into this crate's errors ([`Error::from_sim`]);
+/// `shared_opt_in`: the kernel was allowed its dynamic shared memory past
+/// 48 KB ([`Gpu::allow_dynamic_shared`](crate::Gpu::allow_dynamic_shared)).
 ///
 /// # Safety
 /// `params` holds a pointer to each of the kernel's parameter values, of
@@ -203,6 +205,7 @@ pub(crate) unsafe fn launch(
     kernel: &'static str,
     ordinal: u32,
     cfg: LaunchConfig,
+    shared_opt_in: bool,
     entry: Entry,
     params: &[*mut c_void],
 ) -> Result<()> {
@@ -211,6 +214,7 @@ pub(crate) unsafe fn launch(
     let options = SimOptions {
         printf_fifo_bytes: set.printf_fifo_bytes,
         seed: set.seed.or(env.seed),
+        shared_opt_in,
         ..env
     };
     // SAFETY: the caller's contract, forwarded.

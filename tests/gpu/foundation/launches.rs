@@ -246,6 +246,33 @@ pub(super) fn launch_shapes_past_the_limits_are_refused(gpu: &Gpu) -> Result<(),
     // SAFETY: as above.
     unsafe { gpu.launch(EMPTY_KERNEL, ok, gpu.stream(), ()) }.map_err(fail)?;
     gpu.synchronize(EMPTY_KERNEL.name()).map_err(fail)?;
+    // Past 48 KB once the kernel is allowed it (up to the opt-in limit, and
+    // not past what it was allowed), then refused again once the allowance
+    // is taken back (0).
+    let opt_in = gpu.launch_limits().shared_per_block_opt_in;
+    let allowed = 64 * 1024;
+    gpu.allow_dynamic_shared(EMPTY_KERNEL, allowed)
+        .map_err(fail)?;
+    let cfg = |bytes| cuda_kernels::LaunchConfig::linear(2, 256).with_shared(bytes);
+    // SAFETY: as above.
+    unsafe { gpu.launch(EMPTY_KERNEL, cfg(allowed), gpu.stream(), ()) }.map_err(fail)?;
+    gpu.synchronize(EMPTY_KERNEL.name()).map_err(fail)?;
+    for (what, bytes) in [
+        ("past the allowance", allowed + 16),
+        ("past the opt-in limit", opt_in + 16),
+    ] {
+        // SAFETY: as above.
+        let r = unsafe { gpu.launch(EMPTY_KERNEL, cfg(bytes), gpu.stream(), ()) };
+        ensure(matches!(r, Err(Error::LaunchRefused { .. })), || {
+            format!("{what} ({bytes} bytes): {r:?}, not LaunchRefused")
+        })?;
+    }
+    gpu.allow_dynamic_shared(EMPTY_KERNEL, 0).map_err(fail)?;
+    // SAFETY: as above.
+    let r = unsafe { gpu.launch(EMPTY_KERNEL, cfg(allowed), gpu.stream(), ()) };
+    ensure(matches!(r, Err(Error::LaunchRefused { .. })), || {
+        format!("after the allowance was taken back: {r:?}, not LaunchRefused")
+    })?;
     let c = gpu
         .multiply(
             Array1::from(vec![2.0f32; 3]).view(),
