@@ -392,6 +392,10 @@ impl Gpu {
     pub fn allow_dynamic_shared<P>(&self, kernel: Kernel<P>, bytes: u32) -> Result<()> {
         let name = kernel.name();
         self.check_image(&kernel)?;
+        let mut opt_in = self.shared_opt_in.lock().unwrap_or_else(|e| e.into_inner());
+        if opt_in.get(name) == Some(&bytes) {
+            return Ok(());
+        }
         if let Backend::Cuda(_) = self.backend {
             self.bind()?;
             let function = self.raw_function(name)?;
@@ -407,10 +411,7 @@ impl Gpu {
             };
             check_driver(r, name, "cuFuncSetAttribute (dynamic shared memory)")?;
         }
-        self.shared_opt_in
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(name, bytes);
+        opt_in.insert(name, bytes);
         Ok(())
     }
 

@@ -316,8 +316,11 @@ impl Gpu {
                 found,
             });
         }
-        let shared_opt_in = self.shared_opted_in(name, cfg.shared_mem_bytes);
-        check_launch_shape(name, cfg, self.launch_limits(), shared_opt_in)?;
+        let limits = self.launch_limits();
+        // The opt-in is looked up only past the 48 KB every kernel has.
+        let shared_opt_in = cfg.shared_mem_bytes > limits.shared_per_block
+            && self.shared_opted_in(name, cfg.shared_mem_bytes);
+        check_launch_shape(name, cfg, limits, shared_opt_in)?;
         if self.is_simulated() {
             let entry = kernel
                 .sim_entry()
