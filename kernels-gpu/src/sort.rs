@@ -10,7 +10,8 @@
 //!   atomics, warp-aggregated when a warp's digits agree, added to the
 //!   global `passes × 256` histogram);
 //! - `radix_sort_onesweep_<t>` (once per 8-bit pass): each block takes the
-//!   next tile of [`TILE`] keys by ticket (a global atomic counter),
+//!   next tile (of [`onesweep_shape`]'s threads × keys a thread) by ticket
+//!   (a global atomic counter),
 //!   counts its digits and publishes the counts ([`digit_publish`]), ranks
 //!   it by the pass's digit ([`RadixRank`], its per-item loops unrolled),
 //!   finds each digit's offset from the earlier tiles by decoupled
