@@ -1,97 +1,113 @@
-//! The Hopper wgmma GEMM (sm_90a): checked, then timed with CUDA events.
+//! The Hopper wgmma GEMM (sm_90a) in every layout: checked, then timed with
+//! CUDA events.
 //!
-//! Checks: bf16, f16 and tf32 inputs that are small multiples of 1/8 (exact
-//! in every input type, so every product and every f32 partial sum is exact
-//! for k < 2^17): the result must equal the f64 reference exactly, at shapes
-//! with edges in m, n and k, with alpha and beta, and strided batches.
-//! Timings: `cuda-kernels`' kernel at 2048³, 4096³, 8192³ (bf16, f16) and
-//! 4096³ (tf32), TFLOP/s of the median of 20 launches after 3 warm-ups.
+//! Checks: inputs that are small multiples of 1/8 (exact in bf16, f16 and
+//! tf32, so every product and every f32 partial sum is exact for k < 2^17):
+//! with f32 output the result must equal the f64 reference exactly, at
+//! shapes with edges in m, n and k, with alpha and beta, and strided
+//! batches, for NN, NT, TN and TT (tf32: NT, the one layout wgmma reads
+//! it in); with 16-bit output it must equal the reference rounded once.
+//! Timings: bf16 and f16 at 2048³, 4096³, 8192³ in each layout, and tf32 NT
+//! at 4096³, TFLOP/s of the median of 20 launches after 3 warm-ups.
 //!
 //! `cargo run --release --example wgmma_gemm [sizes…]` (`0`: checks only);
-//! `WGMMA_CASES=Bf16,Tf32` runs those input types only, `WGMMA_GROUP_M=8`
+//! `WGMMA_CASES=bf16,tf32` runs those input types only, `WGMMA_GROUP_M=8`
 //! sets the grouped tile order's rows.
-use cuda_kernels::gemm_wgmma::{WgmmaInput, WgmmaShape};
-use cuda_kernels::prelude::*;
+use cuda_kernels::gemm_wgmma::WgmmaGemmExt;
+use cuda_kernels::matrices::{GemmInput, GemmOutput, GemmShape, Op};
 use cuda_kernels::timing::{GpuTimer, median};
 use cuda_kernels::util::Rng;
+use half::{bf16, f16};
 
-/// The bits of `v` (a small multiple of 1/8, |v| ≤ 1: exact) as `input`'s
-/// 16-bit word; tf32 operands are f32 and not converted.
-fn bits16(input: WgmmaInput, v: f32) -> u16 {
-    let b = v.to_bits();
-    match input {
-        WgmmaInput::Bf16 => (b >> 16) as u16,
-        _ if v == 0.0 => 0,
-        _ => {
-            let sign = ((b >> 31) as u16) << 15;
-            let exp = ((b >> 23) & 0xFF) as i32 - 127 + 15;
-            sign | ((exp as u16) << 10) | ((b >> 13) & 0x3FF) as u16
-        }
-    }
+const LAYOUTS: [(Op, Op); 4] = [
+    (Op::N, Op::N),
+    (Op::N, Op::T),
+    (Op::T, Op::N),
+    (Op::T, Op::T),
+];
+
+/// Whether `WGMMA_CASES` asks for the input type `name`.
+fn wanted(name: &str) -> bool {
+    let cases = std::env::var("WGMMA_CASES").unwrap_or_default();
+    cases.is_empty() || cases.split(',').any(|c| c.eq_ignore_ascii_case(name))
 }
 
-struct Case {
-    input: WgmmaInput,
-    shape: WgmmaShape,
+/// Elements a buffer of `(rows, cols)` matrices with leading dimension `ld`
+/// and batch stride `stride` spans.
+fn span(shape: &GemmShape, (rows, cols): (usize, usize), ld: usize, stride: usize) -> usize {
+    (shape.batches - 1) * stride + (rows - 1) * ld + cols
+}
+
+/// Runs one case through the wgmma plan and compares it with the exact
+/// reference (rounded once to the output type); returns the number of
+/// elements that differ.
+fn check<I: GemmInput, O: GemmOutput<I>>(
+    gpu: &cuda_kernels::Gpu,
+    rng: &mut Rng,
+    shape: &GemmShape,
     alpha: f32,
     beta: f32,
-}
-
-/// Runs one case and compares it with the exact reference; returns the
-/// number of elements that differ.
-fn check(gpu: &cuda_kernels::Gpu, rng: &mut Rng, case: &Case) -> cuda_kernels::Result<usize> {
-    let s = case.shape;
-    let len = |rows: usize, ld: usize, stride: usize| (s.batches - 1) * stride + rows * ld;
+    from: impl Fn(f32) -> I,
+    out: impl Fn(f32) -> O,
+) -> cuda_kernels::Result<usize> {
+    let s = *shape;
     let mut value = || (rng.below(17) as f32 - 8.0) / 8.0;
-    let a: Vec<f32> = (0..len(s.m, s.lda, s.a_batch_stride))
+    let a: Vec<f32> = (0..span(&s, s.a_stored(), s.lda, s.stride_a))
         .map(|_| value())
         .collect();
-    let b: Vec<f32> = (0..len(s.n, s.ldb, s.b_batch_stride))
+    let b: Vec<f32> = (0..span(&s, s.b_stored(), s.ldb, s.stride_b))
         .map(|_| value())
         .collect();
-    let c0: Vec<f32> = (0..len(s.m, s.ldc, s.c_batch_stride))
+    let c0: Vec<f32> = (0..span(&s, (s.m, s.n), s.ldc, s.stride_c))
         .map(|_| value())
         .collect();
-    let mut c = gpu.to_device(&c0)?;
-    match case.input {
-        WgmmaInput::Tf32 => {
-            let (da, db) = (gpu.to_device(&a)?, gpu.to_device(&b)?);
-            gpu.gemm_wgmma(case.input, &da, &db, &mut c, &s, case.alpha, case.beta)?;
-        }
-        input => {
-            let to16 = |x: &[f32]| x.iter().map(|&v| bits16(input, v)).collect::<Vec<_>>();
-            let (da, db) = (gpu.to_device(&to16(&a))?, gpu.to_device(&to16(&b))?);
-            gpu.gemm_wgmma(case.input, &da, &db, &mut c, &s, case.alpha, case.beta)?;
-        }
-    }
-    let mut got = vec![0f32; c.len()];
-    c.copy_to(&mut got)?;
+    let da = gpu.to_device(&a.iter().map(|&v| from(v).to_dev()).collect::<Vec<_>>())?;
+    let db = gpu.to_device(&b.iter().map(|&v| from(v).to_dev()).collect::<Vec<_>>())?;
+    let c0o: Vec<O::Dev> = c0.iter().map(|&v| out(v).to_dev()).collect();
+    let mut c = gpu.to_device(&c0o)?;
+    gpu.gemm_wgmma_plan::<I, O>(&s, alpha, &da, &db, beta, &mut c)?
+        .launch()?;
+    gpu.synchronize("gemm_wgmma")?;
+    let got: Vec<f64> = c
+        .to_vec()?
+        .into_iter()
+        .map(|d| O::from_dev(d).to_f64())
+        .collect();
+    let at_a = |i: usize, p: usize| match s.op_a {
+        Op::N => i * s.lda + p,
+        Op::T => p * s.lda + i,
+    };
+    let at_b = |p: usize, j: usize| match s.op_b {
+        Op::N => p * s.ldb + j,
+        Op::T => j * s.ldb + p,
+    };
     let mut wrong = 0;
     for batch in 0..s.batches {
         for i in 0..s.m {
             for j in 0..s.n {
                 let mut dot = 0f64;
                 for p in 0..s.k {
-                    let bj = j * s.ldb + p;
-                    dot += f64::from(a[batch * s.a_batch_stride + i * s.lda + p])
-                        * f64::from(b[batch * s.b_batch_stride + bj]);
+                    dot += f64::from(a[batch * s.stride_a + at_a(i, p)])
+                        * f64::from(b[batch * s.stride_b + at_b(p, j)]);
                 }
-                let at = batch * s.c_batch_stride + i * s.ldc + j;
-                let want = f64::from(case.alpha) * dot + f64::from(case.beta) * f64::from(c0[at]);
-                if f64::from(got[at]) != want {
+                let at = batch * s.stride_c + i * s.ldc + j;
+                let exact = f64::from(alpha) * dot + f64::from(beta) * f64::from(c0[at]);
+                // Exact in f32 (small multiples of 1/8), then rounded once.
+                let want = out(exact as f32).to_f64();
+                if got[at] != want {
                     if wrong < 5 {
                         println!("  [{batch}][{i}][{j}] = {} want {want}", got[at]);
                     }
                     wrong += 1;
                 }
             }
-        }
-        // Outside the m × n block of each row, C is untouched.
-        for i in 0..s.m {
-            for j in s.n..s.ldc {
-                let at = batch * s.c_batch_stride + i * s.ldc + j;
-                if got[at] != c0[at] {
-                    wrong += 1;
+            // Outside the m × n block of each row, C is untouched.
+            if i + 1 < s.m || batch + 1 < s.batches {
+                for j in s.n..s.ldc {
+                    let at = batch * s.stride_c + i * s.ldc + j;
+                    if at < got.len() && got[at] != out(c0[at]).to_f64() {
+                        wrong += 1;
+                    }
                 }
             }
         }
@@ -99,90 +115,101 @@ fn check(gpu: &cuda_kernels::Gpu, rng: &mut Rng, case: &Case) -> cuda_kernels::R
     Ok(wrong)
 }
 
+/// The check's shapes for one layout: a single tile, edges in every
+/// dimension, a large square, and padded leading dimensions with 3 strided
+/// batches.
+fn shapes(op_a: Op, op_b: Op) -> Vec<(GemmShape, f32, f32)> {
+    let with = |m, n, k| GemmShape::with_ops(m, n, k, op_a, op_b);
+    let mut padded = with(130, 270, 96);
+    padded.lda += 8;
+    padded.ldb += 16;
+    padded.ldc = 280;
+    padded.batches = 3;
+    let (ar, ac) = padded.a_stored();
+    let (br, bc) = padded.b_stored();
+    let _ = (ac, bc);
+    padded.stride_a = ar * padded.lda + 8;
+    padded.stride_b = br * padded.ldb + 16;
+    padded.stride_c = 130 * 280 + 5;
+    vec![
+        (with(128, 256, 64), 1.0, 0.0),
+        (with(300, 520, 200), 1.5, 0.5),
+        (with(1000, 1000, 1000), 1.0, 0.0),
+        (padded, -0.5, 2.0),
+    ]
+}
+
+fn checks(gpu: &cuda_kernels::Gpu, rng: &mut Rng) -> cuda_kernels::Result<usize> {
+    let mut failed = 0;
+    let mut report = |what: String, wrong: usize| {
+        println!(
+            "check {what}: {}",
+            if wrong == 0 {
+                "exact".to_string()
+            } else {
+                format!("{wrong} WRONG")
+            }
+        );
+        failed += usize::from(wrong > 0);
+    };
+    for (op_a, op_b) in LAYOUTS {
+        for (s, alpha, beta) in shapes(op_a, op_b) {
+            let what = |t: &str| {
+                format!(
+                    "{t} {op_a:?}{op_b:?} m {} n {} k {} batches {} alpha {alpha} beta {beta}",
+                    s.m, s.n, s.k, s.batches
+                )
+            };
+            if wanted("bf16") {
+                let w = check(gpu, rng, &s, alpha, beta, bf16::from_f32, |x| x)?;
+                report(what("bf16 -> f32"), w);
+                let w = check(gpu, rng, &s, alpha, beta, bf16::from_f32, bf16::from_f32)?;
+                report(what("bf16 -> bf16"), w);
+            }
+            if wanted("f16") {
+                let w = check(gpu, rng, &s, alpha, beta, f16::from_f32, |x| x)?;
+                report(what("f16 -> f32"), w);
+                let w = check(gpu, rng, &s, alpha, beta, f16::from_f32, f16::from_f32)?;
+                report(what("f16 -> f16"), w);
+            }
+            if wanted("tf32") && (op_a, op_b) == (Op::N, Op::T) {
+                let w = check(gpu, rng, &s, alpha, beta, |x| x, |x| x)?;
+                report(what("tf32 -> f32"), w);
+            }
+        }
+    }
+    Ok(failed)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let gpu = cuda_kernels::gpu()?;
     println!("device: {}, image: {}", gpu.name()?, gpu.image());
     let mut rng = Rng::new(21);
-    let mut failed = 0;
-    for input in [WgmmaInput::Bf16, WgmmaInput::F16, WgmmaInput::Tf32] {
-        let cases = std::env::var("WGMMA_CASES").unwrap_or_default();
-        let name = format!("{input:?}");
-        if !cases.is_empty() && !cases.split(',').any(|c| name.starts_with(c)) {
-            continue;
-        }
-        let edge = WgmmaShape::dense(300, 520, 200);
-        let mut padded = WgmmaShape::dense(130, 270, 96);
-        padded.lda = 104;
-        padded.ldb = 112;
-        padded.ldc = 280;
-        padded.batches = 3;
-        padded.a_batch_stride = 130 * 104 + 8;
-        padded.b_batch_stride = 270 * 112 + 16;
-        padded.c_batch_stride = 130 * 280 + 5;
-        for (shape, alpha, beta) in [
-            (WgmmaShape::dense(128, 256, 64), 1.0, 0.0),
-            (edge, 1.5, 0.5),
-            (WgmmaShape::dense(1000, 1000, 1000), 1.0, 0.0),
-            (padded, -0.5, 2.0),
-        ] {
-            let case = Case {
-                input,
-                shape,
-                alpha,
-                beta,
-            };
-            let wrong = check(&gpu, &mut rng, &case)?;
-            println!(
-                "check {input:?} m {} n {} k {} batches {} alpha {alpha} beta {beta}: {}",
-                shape.m,
-                shape.n,
-                shape.k,
-                shape.batches,
-                if wrong == 0 {
-                    "exact".to_string()
-                } else {
-                    format!("{wrong} WRONG")
-                }
-            );
-            failed += usize::from(wrong > 0);
-        }
-    }
-
+    let failed = checks(&gpu, &mut rng)?;
     let sizes: Vec<usize> = std::env::args()
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect();
-    let no_timing = sizes == [0];
-    let sizes = if sizes.is_empty() {
-        vec![2048, 4096, 8192]
-    } else {
-        sizes
+    let sizes = match sizes.as_slice() {
+        [0] => vec![],
+        [] => vec![2048, 4096, 8192],
+        _ => sizes,
     };
-    for input in [WgmmaInput::Bf16, WgmmaInput::F16, WgmmaInput::Tf32] {
-        let cases = std::env::var("WGMMA_CASES").unwrap_or_default();
-        let name = format!("{input:?}");
-        if !cases.is_empty() && !cases.split(',').any(|c| name.starts_with(c)) {
-            continue;
-        }
-        for &n in &sizes {
-            if no_timing || input == WgmmaInput::Tf32 && n != 4096 {
-                continue;
+    for &n in &sizes {
+        for (op_a, op_b) in LAYOUTS {
+            let shape = GemmShape::with_ops(n, n, n, op_a, op_b);
+            if wanted("bf16") {
+                let ms = time::<bf16>(&gpu, &mut rng, &shape, bf16::from_f32)?;
+                print_time("bf16", &shape, ms);
             }
-            let shape = WgmmaShape::dense(n, n, n);
-            let mut c = gpu.zeroed::<f32>(n * n)?;
-            let ms = if input == WgmmaInput::Tf32 {
-                let a: Vec<f32> = (0..n * n).map(|_| rng.normal() as f32).collect();
-                let (da, db) = (gpu.to_device(&a)?, gpu.to_device(&a)?);
-                time(&gpu, input, &da, &db, &mut c, &shape)?
-            } else {
-                let a: Vec<u16> = (0..n * n)
-                    .map(|_| bits16(input, (rng.below(17) as f32 - 8.0) / 8.0))
-                    .collect();
-                let (da, db) = (gpu.to_device(&a)?, gpu.to_device(&a)?);
-                time(&gpu, input, &da, &db, &mut c, &shape)?
-            };
-            let tflops = 2.0 * (n as f64).powi(3) / (f64::from(ms) * 1e-3) / 1e12;
-            println!("time {input:?} {n}^3: {ms:.4} ms, {tflops:.1} TFLOP/s");
+            if wanted("f16") {
+                let ms = time::<f16>(&gpu, &mut rng, &shape, f16::from_f32)?;
+                print_time("f16", &shape, ms);
+            }
+            if wanted("tf32") && n == 4096 && (op_a, op_b) == (Op::N, Op::T) {
+                let ms = time::<f32>(&gpu, &mut rng, &shape, |x| x)?;
+                print_time("tf32", &shape, ms);
+            }
         }
     }
     if failed > 0 {
@@ -191,15 +218,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn time<T: cuda_kernels::cust::memory::DeviceCopy>(
+fn print_time(input: &str, s: &GemmShape, ms: f32) {
+    let flops = 2.0 * s.m as f64 * s.n as f64 * s.k as f64;
+    let tflops = flops / (f64::from(ms) * 1e-3) / 1e12;
+    println!(
+        "time {input} {:?}{:?} {}x{}x{}: {ms:.4} ms, {tflops:.1} TFLOP/s",
+        s.op_a, s.op_b, s.m, s.n, s.k
+    );
+}
+
+/// The median time of 20 launches of the plan (f32 output, normal inputs).
+fn time<I: GemmInput>(
     gpu: &cuda_kernels::Gpu,
-    input: WgmmaInput,
-    a: &cuda_kernels::memory::DeviceSlice<T>,
-    b: &cuda_kernels::memory::DeviceSlice<T>,
-    c: &mut cuda_kernels::memory::DeviceSlice<f32>,
-    shape: &WgmmaShape,
-) -> cuda_kernels::Result<f32> {
-    let mut gemm = gpu.gemm_wgmma_plan(input, a, b, c, shape, 1.0, 0.0)?;
+    rng: &mut Rng,
+    shape: &GemmShape,
+    from: impl Fn(f32) -> I,
+) -> cuda_kernels::Result<f32>
+where
+    f32: GemmOutput<I, Dev = f32>,
+{
+    let data = |len: usize, rng: &mut Rng| -> Vec<I::Dev> {
+        (0..len)
+            .map(|_| from(rng.normal() as f32).to_dev())
+            .collect()
+    };
+    let (ar, ac) = shape.a_stored();
+    let (br, bc) = shape.b_stored();
+    let a = gpu.to_device(&data(ar * ac, rng))?;
+    let b = gpu.to_device(&data(br * bc, rng))?;
+    let mut c = gpu.zeroed::<f32>(shape.m * shape.n)?;
+    let mut gemm = gpu.gemm_wgmma_plan::<I, f32>(shape, 1.0, &a, &b, 0.0, &mut c)?;
     if let Some(g) = std::env::var("WGMMA_GROUP_M")
         .ok()
         .and_then(|g| g.parse().ok())
@@ -207,14 +255,14 @@ fn time<T: cuda_kernels::cust::memory::DeviceCopy>(
         gemm.set_group_m(g);
     }
     for _ in 0..3 {
-        gemm.launch(gpu)?;
+        gemm.launch()?;
     }
     gpu.synchronize("gemm_wgmma")?;
     let timer = GpuTimer::on(gpu)?;
     let mut times = Vec::new();
     for _ in 0..20 {
         timer.start(gpu.stream())?;
-        gemm.launch(gpu)?;
+        gemm.launch()?;
         timer.stop(gpu.stream())?;
         times.push(timer.elapsed_ms()?);
     }

@@ -52,6 +52,24 @@ pub const fn sw128_descriptor(addr: u32) -> u64 {
     start | (leading << 16) | (stride << 32) | (1u64 << 62)
 }
 
+/// The shared-memory descriptor of an MN-major operand tile at shared
+/// address `addr` (1024-byte aligned at the tile's start; advanced by
+/// 2048-byte steps along K, 16 rows of 128 bytes), laid out by TMA loads
+/// with the 128-byte swizzle in boxes of 64 MN elements (one 128-byte row)
+/// by 64 K rows: inside a box, row `r` holds K index `r`, 8-row groups 1024
+/// bytes apart (the stride byte offset); the boxes, each the next 64
+/// elements of M or N, `box_bytes` apart (the leading byte offset); swizzle
+/// mode 1 (128 bytes). This is the PTX ISA's MN-major 128-byte swizzled
+/// canonical layout (CuTe writes it `Swizzle<3,4,3> o ((T,8,m),(8,k)) :
+/// ((1,T,LBO),(8T,SBO))`, `T` the elements of 16 bytes).
+#[inline(always)]
+pub const fn sw128_mn_descriptor(addr: u32, box_bytes: u32) -> u64 {
+    let start = ((addr as u64) & 0x3_FFFF) >> 4;
+    let leading = ((box_bytes as u64) & 0x3_FFFF) >> 4;
+    let stride = 1024u64 >> 4;
+    start | (leading << 16) | (stride << 32) | (1u64 << 62)
+}
+
 /// A transaction barrier (`mbarrier`, 8 bytes of shared memory, 8-byte
 /// aligned), by shared address. Its phase completes when the expected
 /// number of arrivals has come and every byte a TMA load announced
@@ -211,14 +229,24 @@ pub fn setmaxnreg_dec<const N: u32>() {
 pub trait WgmmaInput {
     /// Bytes of one element (2, or 4 for tf32).
     const BYTES: u32;
+    /// Whether wgmma reads this type from MN-major tiles (its transpose
+    /// flags): the 16-bit types; tf32 is K-major only.
+    const TRANSPOSABLE: bool;
     /// `acc += A · Bᵀ` for one m64n256 k step: `a` and `b` the descriptors
-    /// of K-major tiles (64 rows of A, 256 rows of B), [`sw128_descriptor`]s.
+    /// of the tiles (64 rows of A, 256 rows of B): K-major
+    /// ([`sw128_descriptor`]), or MN-major ([`sw128_mn_descriptor`]) where
+    /// `A_MN` or `B_MN` says so (wgmma's transpose flags; a compile-time
+    /// error for a type that is not [`TRANSPOSABLE`](Self::TRANSPOSABLE)).
     ///
     /// # Safety
     /// Issued by all 128 threads of a warpgroup together, after a
     /// [`wgmma_fence`]; the tiles are in shared memory and stay unchanged,
     /// and the accumulators unread, until a [`wgmma_wait_group`] covers it.
-    unsafe fn mma_m64n256(acc: &mut [f32; N256_ACCUMULATORS], a: u64, b: u64);
+    unsafe fn mma_m64n256<const A_MN: bool, const B_MN: bool>(
+        acc: &mut [f32; N256_ACCUMULATORS],
+        a: u64,
+        b: u64,
+    );
 }
 
 /// bf16 inputs, as raw bits (`half::bf16` on the host).
@@ -302,34 +330,80 @@ pub fn fence_accumulators(acc: &mut [f32; N256_ACCUMULATORS]) {
 
 #[cfg(target_arch = "nvptx64")]
 macro_rules! wgmma_input {
-    ($t:ty, $bytes:literal, $shape:literal, $types:literal, $tail:literal) => {
+    ($t:ty, $bytes:literal, $shape:literal, $types:literal, transposable) => {
         impl WgmmaInput for $t {
             const BYTES: u32 = $bytes;
+            const TRANSPOSABLE: bool = true;
             #[inline(always)]
-            unsafe fn mma_m64n256(acc: &mut [f32; N256_ACCUMULATORS], a: u64, b: u64) {
-                crate::with_n256_indices!(wgmma_m64n256!(acc, a, b, $shape, $types, $tail))
+            unsafe fn mma_m64n256<const A_MN: bool, const B_MN: bool>(
+                acc: &mut [f32; N256_ACCUMULATORS],
+                a: u64,
+                b: u64,
+            ) {
+                // The flags are immediates: one instruction per pair, the
+                // others removed at compile time.
+                match (A_MN, B_MN) {
+                    (false, false) => crate::with_n256_indices!(wgmma_m64n256!(
+                        acc, a, b, $shape, $types, ", 0, 0"
+                    )),
+                    (false, true) => crate::with_n256_indices!(wgmma_m64n256!(
+                        acc, a, b, $shape, $types, ", 0, 1"
+                    )),
+                    (true, false) => crate::with_n256_indices!(wgmma_m64n256!(
+                        acc, a, b, $shape, $types, ", 1, 0"
+                    )),
+                    (true, true) => crate::with_n256_indices!(wgmma_m64n256!(
+                        acc, a, b, $shape, $types, ", 1, 1"
+                    )),
+                }
+            }
+        }
+    };
+    ($t:ty, $bytes:literal, $shape:literal, $types:literal, k_major) => {
+        impl WgmmaInput for $t {
+            const BYTES: u32 = $bytes;
+            const TRANSPOSABLE: bool = false;
+            #[inline(always)]
+            unsafe fn mma_m64n256<const A_MN: bool, const B_MN: bool>(
+                acc: &mut [f32; N256_ACCUMULATORS],
+                a: u64,
+                b: u64,
+            ) {
+                const { assert!(!A_MN && !B_MN, "this wgmma type reads K-major tiles only") };
+                crate::with_n256_indices!(wgmma_m64n256!(acc, a, b, $shape, $types, ""))
             }
         }
     };
 }
 #[cfg(not(target_arch = "nvptx64"))]
 macro_rules! wgmma_input {
-    ($t:ty, $bytes:literal, $shape:literal, $types:literal, $tail:literal) => {
+    ($t:ty, $bytes:literal, $shape:literal, $types:literal, $major:ident) => {
         impl WgmmaInput for $t {
             const BYTES: u32 = $bytes;
+            const TRANSPOSABLE: bool = wgmma_input!(@transposable $major);
             #[track_caller]
             #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-            unsafe fn mma_m64n256(_: &mut [f32; N256_ACCUMULATORS], _: u64, _: u64) {
+            unsafe fn mma_m64n256<const A_MN: bool, const B_MN: bool>(
+                _: &mut [f32; N256_ACCUMULATORS],
+                _: u64,
+                _: u64,
+            ) {
                 imp::not_simulated("wgmma.mma_async")
             }
         }
     };
+    (@transposable transposable) => {
+        true
+    };
+    (@transposable k_major) => {
+        false
+    };
 }
-// The operands' transpose flags (0, 0: both K-major) exist for 16-bit types
-// alone; tf32 is K-major only.
-wgmma_input!(Bf16, 2, "m64n256k16", "bf16.bf16", ", 0, 0");
-wgmma_input!(F16, 2, "m64n256k16", "f16.f16", ", 0, 0");
-wgmma_input!(Tf32, 4, "m64n256k8", "tf32.tf32", "");
+// The operands' transpose flags (imm-trans-a, imm-trans-b: 1 reads an
+// MN-major tile) exist for 16-bit types alone; tf32 is K-major only.
+wgmma_input!(Bf16, 2, "m64n256k16", "bf16.bf16", transposable);
+wgmma_input!(F16, 2, "m64n256k16", "f16.f16", transposable);
+wgmma_input!(Tf32, 4, "m64n256k8", "tf32.tf32", k_major);
 
 #[cfg(target_arch = "nvptx64")]
 mod imp {
@@ -555,5 +629,16 @@ mod tests {
         assert_eq!(d >> 62, 1);
         // A k step is 32 bytes: two units of the start address.
         assert_eq!(sw128_descriptor(0x4400 + 32) - d, 2);
+    }
+
+    #[test]
+    fn the_mn_major_descriptor_packs_the_box_stride_as_leading_offset() {
+        let d = sw128_mn_descriptor(0x8000, 8192);
+        assert_eq!(d & 0x3FFF, 0x8000 >> 4);
+        assert_eq!((d >> 16) & 0x3FFF, 8192 >> 4);
+        assert_eq!((d >> 32) & 0x3FFF, 64);
+        assert_eq!(d >> 62, 1);
+        // A k16 step is 16 rows of 128 bytes: 128 units of the start.
+        assert_eq!(sw128_mn_descriptor(0x8000 + 2048, 8192) - d, 128);
     }
 }

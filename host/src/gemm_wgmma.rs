@@ -17,12 +17,13 @@
 //! table's lock keeps a copy and its launch together when several threads
 //! launch on one `Gpu`.
 //!
-//! `C = alpha · A · Bᵀ + beta · C` per batch, A `m × k` and B `n × k`
-//! row-major (both K-major), C `m × n` row-major f32; the operands bf16 or
-//! f16 (16-bit words, the `half` crate's bits) or f32 multiplied as tf32.
-//! TMA needs each operand's start and leading dimension 16-byte aligned:
-//! [`Gpu::gemm_wgmma`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma) refuses other operands ([`Error::InvalidInput`]), for
-//! the caller to take another path.
+//! `C = alpha · op(A) · op(B) + beta · C` per batch in the four layouts of
+//! the GEMM family ([`GemmShape`]: NN, NT, TN, TT; tf32 NT only, as wgmma
+//! reads tf32 K-major alone), C row-major in f32 or the 16-bit input type.
+//! TMA needs each operand's start, leading dimension and batch stride
+//! 16-byte aligned: the plan refuses other operands ([`Error::InvalidInput`]),
+//! and the dispatcher ([`Gpu::gemm_on_device`](crate::matrices::gemm::GemmExt::gemm_on_device))
+//! sends them to another path.
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
@@ -31,10 +32,10 @@ use std::sync::{Mutex, OnceLock};
 pub use cuda_kernels_gpu::device::hopper::TensorMap;
 use cuda_kernels_gpu::device::kernel::Kernel;
 use cuda_kernels_gpu::gemm_wgmma::{
-    BLOCK_M, BLOCK_N, GEMM_WGMMA_BF16, GEMM_WGMMA_F16, GEMM_WGMMA_TF32, KERNELS, ROW_BYTES,
-    SHARED_BYTES, TENSOR_MAP_SLOTS, TENSOR_MAPS_SYMBOL, THREADS,
+    BLOCK_M, BLOCK_N, KERNELS, MN_BOX, ROW_BYTES, SHARED_BYTES, TENSOR_MAP_SLOTS,
+    TENSOR_MAPS_SYMBOL, THREADS, WgmmaParams,
 };
-use cust::memory::{DeviceCopy, DevicePointer};
+use cust::memory::DevicePointer;
 use cust::sys as cu;
 
 use crate::dynlib::DynLib;
@@ -42,6 +43,7 @@ use crate::error::{Error, Result, check_driver};
 use crate::gpu::Gpu;
 use crate::kernel::launch_function;
 use crate::launch::LaunchConfig;
+use crate::matrices::gemm::{GemmInput, GemmOutput, GemmShape, Op};
 use crate::memory::DeviceSlice;
 
 /// The operands' element type.
@@ -55,41 +57,12 @@ pub enum WgmmaInput {
     Tf32,
 }
 
-/// The kernel's parameters: the two tensor maps' addresses, C, m, n, k,
-/// ldc, C's batch stride, alpha, beta.
-type GemmParams = (
-    *const u64,
-    *const u64,
-    *mut f32,
-    u32,
-    u32,
-    u32,
-    u32,
-    u64,
-    f32,
-    f32,
-    u32,
-);
-
 impl WgmmaInput {
     /// Bytes of one element.
     pub const fn bytes(self) -> usize {
         match self {
             Self::Bf16 | Self::F16 => 2,
             Self::Tf32 => 4,
-        }
-    }
-
-    /// The kernel's entry point (`gemm_wgmma_bf16`, …).
-    pub fn kernel_name(self) -> &'static str {
-        self.kernel().name()
-    }
-
-    fn kernel(self) -> Kernel<GemmParams> {
-        match self {
-            Self::Bf16 => GEMM_WGMMA_BF16,
-            Self::F16 => GEMM_WGMMA_F16,
-            Self::Tf32 => GEMM_WGMMA_TF32,
         }
     }
 
@@ -101,58 +74,55 @@ impl WgmmaInput {
             Self::Tf32 => 7,
         }
     }
+}
 
-    /// The operation named when the driver refuses a map: the call and the
-    /// box (k × rows × 1 elements).
-    const fn encode_operation(self, rows: u32) -> &'static str {
-        match (self, rows) {
-            (Self::Tf32, BLOCK_M) => "cuTensorMapEncodeTiled (A, box 32 × 128 × 1 f32)",
-            (Self::Tf32, _) => "cuTensorMapEncodeTiled (B, box 32 × 256 × 1 f32)",
-            (_, BLOCK_M) => "cuTensorMapEncodeTiled (A, box 64 × 128 × 1 16-bit)",
-            _ => "cuTensorMapEncodeTiled (B, box 64 × 256 × 1 16-bit)",
+/// The index of a layout in [`GemmOutput::WGMMA`]: NN, NT, TN, TT.
+pub const fn layout_index(op_a: Op, op_b: Op) -> usize {
+    (matches!(op_a, Op::T) as usize) * 2 + matches!(op_b, Op::T) as usize
+}
+
+/// Whether the operand stored with `op` is read MN-major by the kernel: A
+/// stored `k × m` (T), B stored `k × n` (N).
+const fn mn_major(operand: Operand, op: Op) -> bool {
+    matches!((operand, op), (Operand::A, Op::T) | (Operand::B, Op::N))
+}
+
+/// Which operand a tensor map describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operand {
+    A,
+    B,
+}
+
+impl Operand {
+    /// Rows (of C's m or n) a block's tile of this operand spans.
+    const fn tile_rows(self) -> u32 {
+        match self {
+            Self::A => BLOCK_M,
+            Self::B => BLOCK_N,
         }
     }
-}
 
-/// The shape of a strided-batched GEMM, in elements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct WgmmaShape {
-    /// Rows of A and C.
-    pub m: usize,
-    /// Rows of B, columns of C.
-    pub n: usize,
-    /// Columns of A and B.
-    pub k: usize,
-    /// Batches (1 for one product).
-    pub batches: usize,
-    /// A's leading dimension (≥ k).
-    pub lda: usize,
-    /// B's leading dimension (≥ k).
-    pub ldb: usize,
-    /// C's leading dimension (≥ n).
-    pub ldc: usize,
-    /// Elements from one batch of A to the next.
-    pub a_batch_stride: usize,
-    /// Elements from one batch of B to the next.
-    pub b_batch_stride: usize,
-    /// Elements from one batch of C to the next.
-    pub c_batch_stride: usize,
-}
-
-impl WgmmaShape {
-    /// One dense product: `lda = ldb = k`, `ldc = n`, one batch.
-    pub fn dense(m: usize, n: usize, k: usize) -> Self {
-        Self {
-            m,
-            n,
-            k,
-            batches: 1,
-            lda: k,
-            ldb: k,
-            ldc: n,
-            a_batch_stride: m * k,
-            b_batch_stride: n * k,
-            c_batch_stride: m * n,
+    /// The operation named when the driver refuses a map: the call, the
+    /// operand, its orientation and box.
+    const fn encode_operation(self, mn: bool, input: WgmmaInput) -> &'static str {
+        match (self, mn, input) {
+            (_, true, _) => match self {
+                Self::A => "cuTensorMapEncodeTiled (A stored k × m, box 64 × 64 × 1 16-bit)",
+                Self::B => "cuTensorMapEncodeTiled (B stored k × n, box 64 × 64 × 1 16-bit)",
+            },
+            (Self::A, false, WgmmaInput::Tf32) => {
+                "cuTensorMapEncodeTiled (A stored m × k, box 32 × 128 × 1 f32)"
+            }
+            (Self::B, false, WgmmaInput::Tf32) => {
+                "cuTensorMapEncodeTiled (B stored n × k, box 32 × 256 × 1 f32)"
+            }
+            (Self::A, false, _) => {
+                "cuTensorMapEncodeTiled (A stored m × k, box 64 × 128 × 1 16-bit)"
+            }
+            (Self::B, false, _) => {
+                "cuTensorMapEncodeTiled (B stored n × k, box 64 × 256 × 1 16-bit)"
+            }
         }
     }
 }
@@ -195,29 +165,37 @@ fn encode_tiled() -> std::result::Result<EncodeTiled, String> {
     }
 }
 
-/// The tensor map of one operand: `rows × k` per batch, `ld` and
-/// `batch_stride` in elements, box `ROW_BYTES / bytes × box_rows × 1`,
-/// 128-byte swizzle, zeros out of bounds.
+/// The tensor map of one operand as stored: `outer × inner` per batch
+/// (`inner` contiguous), `ld` and `batch_stride` in elements; box
+/// `ROW_BYTES / bytes × tile rows × 1` for a K-major operand (inner = k), or
+/// `64 × 64 × 1` for an MN-major one (inner = m or n, outer = k); 128-byte
+/// swizzle, zeros out of bounds.
+#[allow(clippy::too_many_arguments)]
 fn tensor_map(
     kernel: &'static str,
     input: WgmmaInput,
+    operand: Operand,
+    mn: bool,
     base: u64,
-    (rows, k, batches): (usize, usize, usize),
+    (outer, inner, batches): (usize, usize, usize),
     (ld, batch_stride): (usize, usize),
-    box_rows: u32,
 ) -> Result<TensorMap> {
     let encode = encode_tiled().map_err(|e| Error::invalid(kernel, e))?;
     let bytes = input.bytes() as u64;
-    let dims = [k as u64, rows as u64, batches as u64];
+    let dims = [inner as u64, outer as u64, batches as u64];
     // One batch: its stride is never stepped (and may be anything, 0
     // included, which the driver refuses); the batch's own size stands in.
     let batch_stride = if batches == 1 {
-        rows * ld
+        outer as u64 * ld as u64
     } else {
-        batch_stride
+        batch_stride as u64
     };
-    let strides = [ld as u64 * bytes, batch_stride as u64 * bytes];
-    let boxes = [ROW_BYTES / bytes as u32, box_rows, 1];
+    let strides = [ld as u64 * bytes, batch_stride * bytes];
+    let boxes = if mn {
+        [MN_BOX, ROW_BYTES / bytes as u32, 1]
+    } else {
+        [ROW_BYTES / bytes as u32, operand.tile_rows(), 1]
+    };
     let element_strides = [1u32; 3];
     let mut map = TensorMap([0; 16]);
     // SAFETY: every array has the rank's length (3, strides 2); `map` is a
@@ -239,7 +217,7 @@ fn tensor_map(
             0,
         )
     };
-    check_driver(r, kernel, input.encode_operation(box_rows))?;
+    check_driver(r, kernel, operand.encode_operation(mn, input))?;
     Ok(map)
 }
 
@@ -251,20 +229,20 @@ struct MapsKey {
     /// A's and B's device addresses.
     a: u64,
     b: u64,
-    /// The shape, its C fields (`ldc`, `c_batch_stride`) zeroed: the maps
+    /// The shape, its C fields (`ldc`, `stride_c`) zeroed: the maps
     /// describe A and B alone.
-    shape: WgmmaShape,
+    shape: GemmShape,
 }
 
 impl MapsKey {
-    fn new(input: WgmmaInput, a: u64, b: u64, shape: &WgmmaShape) -> Self {
+    fn new(input: WgmmaInput, a: u64, b: u64, shape: &GemmShape) -> Self {
         Self {
             input,
             a,
             b,
-            shape: WgmmaShape {
+            shape: GemmShape {
                 ldc: 0,
-                c_batch_stride: 0,
+                stride_c: 0,
                 ..*shape
             },
         }
@@ -273,22 +251,26 @@ impl MapsKey {
     /// A's then B's tensor map; `kernel` is named in the driver's refusal.
     fn encode(&self, kernel: &'static str) -> Result<[TensorMap; 2]> {
         let s = &self.shape;
+        let (a_rows, a_cols) = s.a_stored();
+        let (b_rows, b_cols) = s.b_stored();
         Ok([
             tensor_map(
                 kernel,
                 self.input,
+                Operand::A,
+                mn_major(Operand::A, s.op_a),
                 self.a,
-                (s.m, s.k, s.batches),
-                (s.lda, s.a_batch_stride),
-                BLOCK_M,
+                (a_rows, a_cols, s.batches),
+                (s.lda, s.stride_a),
             )?,
             tensor_map(
                 kernel,
                 self.input,
+                Operand::B,
+                mn_major(Operand::B, s.op_b),
                 self.b,
-                (s.n, s.k, s.batches),
-                (s.ldb, s.b_batch_stride),
-                BLOCK_N,
+                (b_rows, b_cols, s.batches),
+                (s.ldb, s.stride_b),
             )?,
         ])
     }
@@ -388,138 +370,130 @@ impl TensorMapSlots {
     }
 }
 
-/// A GEMM ready to launch: its operands checked and their tensor maps made
+/// A GEMM ready to launch on the wgmma kernel: its problem checked, its
+/// kernel chosen and its tensor maps made
 /// ([`Gpu::gemm_wgmma_plan`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma_plan));
-/// [`launch`](Self::launch) queues it, as often as wanted, while the borrowed
-/// operands live.
-pub struct WgmmaGemm<'a> {
-    kernel: Kernel<GemmParams>,
+/// [`launch`](Self::launch) queues it on the `Gpu` it was planned on, as
+/// often as wanted, while the borrowed `Gpu` and operands live.
+pub struct WgmmaGemm<'a, O: cust::memory::DeviceCopy> {
+    gpu: &'a Gpu,
+    kernel: Kernel<WgmmaParams<O>>,
     /// What the tensor maps are made from.
     key: MapsKey,
     /// A's then B's map, when the plan made them (the `Gpu` held none of
     /// these operands then).
     maps: Option<[TensorMap; 2]>,
-    c: DevicePointer<f32>,
-    shape: WgmmaShape,
+    c: DevicePointer<O>,
+    shape: GemmShape,
+    /// The grid's blocks along x: the tiles of one batch's C.
+    tiles: u32,
     alpha: f32,
     beta: f32,
     group_m: u32,
-    _operands: PhantomData<&'a mut DeviceSlice<f32>>,
+    _operands: PhantomData<&'a mut DeviceSlice<O>>,
 }
 
-/// The Hopper wgmma GEMM launchers on a [`Gpu`].
-pub trait WgmmaGemmExt {
-    /// Checks a GEMM `C = alpha · A · Bᵀ + beta · C` for the wgmma kernel
-    /// (sm_90a; GPU only, [`Error::NotOnSimulator`] on the simulator) and
-    /// makes its tensor maps: A `m × k`, B `n × k`, C `m × n`, as `shape`
-    /// lays them out (`T` is `u16` for bf16 and f16, `f32` for tf32).
-    /// Refuses ([`Error::InvalidInput`]) a zero or 32-bit-overflowing
-    /// dimension, a leading dimension shorter than its row, buffers too
-    /// short for the shape, and operands TMA cannot read: a start, leading
-    /// dimension or batch stride not 16-byte aligned. A map the driver
-    /// refuses is [`Error::Cuda`] naming `cuTensorMapEncodeTiled` and the box.
-    #[allow(clippy::too_many_arguments)]
-    fn gemm_wgmma_plan<'a, T: DeviceCopy>(
-        &self,
-        input: WgmmaInput,
-        a: &'a DeviceSlice<T>,
-        b: &'a DeviceSlice<T>,
-        c: &'a mut DeviceSlice<f32>,
-        shape: &WgmmaShape,
-        alpha: f32,
-        beta: f32,
-    ) -> Result<WgmmaGemm<'a>>;
+impl<O: cust::memory::DeviceCopy> std::fmt::Debug for WgmmaGemm<'_, O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WgmmaGemm")
+            .field("kernel", &self.kernel.name())
+            .field("shape", &self.shape)
+            .field("tiles", &self.tiles)
+            .field("group_m", &self.group_m)
+            .finish()
+    }
+}
 
-    /// [`Gpu::gemm_wgmma_plan`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma_plan) and one [`WgmmaGemm::launch`], waiting for it.
+/// The Hopper wgmma GEMM's planner on a [`Gpu`].
+pub trait WgmmaGemmExt {
+    /// Checks `C = alpha · op(A) · op(B) + beta · C` of `shape` for the
+    /// wgmma kernel and makes its tensor maps. Refuses, before anything is
+    /// queued: the simulator ([`Error::NotOnSimulator`]); an image without
+    /// the kernel, or a layout it does not read (tf32 is NT only)
+    /// ([`Error::InvalidInput`]); buffers of another device
+    /// ([`Error::WrongDevice`]); every refusal of [`GemmShape::check`]
+    /// (zero or 32-bit-overflowing dimensions, short leading dimensions,
+    /// short buffers, overflowing extents, more batches than the grid
+    /// holds); operands TMA cannot read (a start, leading dimension or
+    /// batch stride not 16-byte aligned). A map the driver refuses is
+    /// [`Error::Cuda`] naming `cuTensorMapEncodeTiled`, the operand and the box.
     #[allow(clippy::too_many_arguments)]
-    fn gemm_wgmma<T: DeviceCopy>(
-        &self,
-        input: WgmmaInput,
-        a: &DeviceSlice<T>,
-        b: &DeviceSlice<T>,
-        c: &mut DeviceSlice<f32>,
-        shape: &WgmmaShape,
+    fn gemm_wgmma_plan<'a, I: GemmInput, O: GemmOutput<I>>(
+        &'a self,
+        shape: &GemmShape,
         alpha: f32,
+        a: &'a DeviceSlice<I::Dev>,
+        b: &'a DeviceSlice<I::Dev>,
         beta: f32,
-    ) -> Result<()>;
+        c: &'a mut DeviceSlice<O::Dev>,
+    ) -> Result<WgmmaGemm<'a, O::Dev>>;
+}
+
+/// The wgmma entry point for `I` inputs, `O` output and `shape`'s layout,
+/// or why there is none (tf32 reads K-major operands only: NT).
+pub fn wgmma_kernel<I: GemmInput, O: GemmOutput<I>>(
+    shape: &GemmShape,
+) -> std::result::Result<Kernel<WgmmaParams<O::Dev>>, String> {
+    O::WGMMA[layout_index(shape.op_a, shape.op_b)].ok_or_else(|| {
+        format!(
+            "wgmma reads {} operands K-major only (NT), not {:?}{:?}",
+            I::NAME,
+            shape.op_a,
+            shape.op_b
+        )
+    })
 }
 
 impl WgmmaGemmExt for Gpu {
     #[allow(clippy::too_many_arguments)]
-    fn gemm_wgmma_plan<'a, T: DeviceCopy>(
-        &self,
-        input: WgmmaInput,
-        a: &'a DeviceSlice<T>,
-        b: &'a DeviceSlice<T>,
-        c: &'a mut DeviceSlice<f32>,
-        shape: &WgmmaShape,
+    fn gemm_wgmma_plan<'a, I: GemmInput, O: GemmOutput<I>>(
+        &'a self,
+        shape: &GemmShape,
         alpha: f32,
+        a: &'a DeviceSlice<I::Dev>,
+        b: &'a DeviceSlice<I::Dev>,
         beta: f32,
-    ) -> Result<WgmmaGemm<'a>> {
-        let kernel = input.kernel();
+        c: &'a mut DeviceSlice<O::Dev>,
+    ) -> Result<WgmmaGemm<'a, O::Dev>> {
+        let kernel =
+            wgmma_kernel::<I, O>(shape).map_err(|why| Error::invalid(O::MMA.name(), why))?;
         let name = kernel.name();
-        let invalid = |reason: String| Err(Error::invalid(name, reason));
-        if std::mem::size_of::<T>() != input.bytes() {
-            return invalid(format!(
-                "{input:?} operands are {} bytes an element, not {}",
-                input.bytes(),
-                std::mem::size_of::<T>()
-            ));
-        }
         self.require_cuda(name)?;
-        for s in [a.device(), b.device(), c.device()] {
-            self.check_device_id(name, s)?;
-        }
-        let WgmmaShape {
-            m,
-            n,
-            k,
-            batches,
-            lda,
-            ldb,
-            ldc,
-            a_batch_stride,
-            b_batch_stride,
-            c_batch_stride,
-        } = *shape;
-        let limit = i32::MAX as usize;
-        let tiles = m.div_ceil(BLOCK_M as usize) * n.div_ceil(BLOCK_N as usize);
-        if [m, n, k, batches].iter().any(|&d| d == 0 || d > limit) || tiles > limit {
-            return invalid(format!(
-                "m, n, k, batches = {m}, {n}, {k}, {batches}: each must be in 1..=2^31-1"
-            ));
-        }
-        if lda < k || ldb < k || ldc < n {
-            return invalid(format!(
-                "leading dimensions lda {lda}, ldb {ldb} (≥ k = {k}), ldc {ldc} (≥ n = {n})"
-            ));
-        }
-        let need = |rows: usize, ld: usize, cols: usize, stride: usize| {
-            (batches - 1) * stride + (rows - 1) * ld + cols
-        };
-        for (what, len, need) in [
-            ("A", a.len(), need(m, lda, k, a_batch_stride)),
-            ("B", b.len(), need(n, ldb, k, b_batch_stride)),
-            ("C", c.len(), need(m, ldc, n, c_batch_stride)),
-        ] {
-            if len < need {
-                return invalid(format!(
-                    "{what} holds {len} elements, the shape needs {need}"
-                ));
-            }
-        }
+        shape.check(name, (a.len(), b.len(), c.len()))?;
+        self.check_device(name, a)?;
+        self.check_device(name, b)?;
+        self.check_device(name, c)?;
+        let tiles = shape
+            .m
+            .div_ceil(BLOCK_M as usize)
+            .checked_mul(shape.n.div_ceil(BLOCK_N as usize))
+            .filter(|&t| t <= i32::MAX as usize)
+            .ok_or_else(|| {
+                Error::invalid(
+                    name,
+                    format!(
+                        "m = {}, n = {}: more tiles of {BLOCK_M} × {BLOCK_N} than the grid's 2^31 - 1",
+                        shape.m, shape.n
+                    ),
+                )
+            })? as u32;
+        let input = I::WGMMA;
         let bytes = input.bytes();
         let (a_ptr, b_ptr) = (a.as_device_ptr().as_raw(), b.as_device_ptr().as_raw());
-        let aligned16 = |v: usize| (v * bytes).is_multiple_of(16);
+        let aligned16 = |v: usize| v.checked_mul(bytes).is_some_and(|v| v.is_multiple_of(16));
         let aligned = a_ptr.is_multiple_of(16)
             && b_ptr.is_multiple_of(16)
-            && aligned16(lda)
-            && aligned16(ldb)
-            && (batches == 1 || aligned16(a_batch_stride) && aligned16(b_batch_stride));
+            && aligned16(shape.lda)
+            && aligned16(shape.ldb)
+            && (shape.batches == 1 || aligned16(shape.stride_a) && aligned16(shape.stride_b));
         if !aligned {
-            return invalid(format!(
-                "TMA needs 16-byte aligned operands: A at {a_ptr:#x} (lda {lda}), B at \
-                 {b_ptr:#x} (ldb {ldb}), {bytes}-byte elements"
+            return Err(Error::invalid(
+                name,
+                format!(
+                    "TMA needs 16-byte aligned operands: A at {a_ptr:#x} (lda {}), B at \
+                     {b_ptr:#x} (ldb {}), {bytes}-byte elements",
+                    shape.lda, shape.ldb
+                ),
             ));
         }
         let key = MapsKey::new(input, a_ptr, b_ptr, shape);
@@ -534,32 +508,18 @@ impl WgmmaGemmExt for Gpu {
         // is the plan's error.
         let maps = if held { None } else { Some(key.encode(name)?) };
         Ok(WgmmaGemm {
+            gpu: self,
             kernel,
             key,
             maps,
             c: c.as_device_ptr(),
             shape: *shape,
+            tiles,
             alpha,
             beta,
             group_m: DEFAULT_GROUP_M,
             _operands: PhantomData,
         })
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn gemm_wgmma<T: DeviceCopy>(
-        &self,
-        input: WgmmaInput,
-        a: &DeviceSlice<T>,
-        b: &DeviceSlice<T>,
-        c: &mut DeviceSlice<f32>,
-        shape: &WgmmaShape,
-        alpha: f32,
-        beta: f32,
-    ) -> Result<()> {
-        let gemm = self.gemm_wgmma_plan(input, a, b, c, shape, alpha, beta)?;
-        gemm.launch(self)?;
-        self.synchronize(gemm.kernel.name())
     }
 }
 
@@ -595,31 +555,28 @@ fn tensor_maps_global(name: &'static str, function: cu::CUfunction) -> Result<u6
 /// `kernels::gemm_wgmma`).
 pub const DEFAULT_GROUP_M: u32 = 16;
 
-impl WgmmaGemm<'_> {
+impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
     /// Sets the tile rows a group of the grouped tile order spans (1: row
     /// by row), for tuning.
     pub fn set_group_m(&mut self, group_m: u32) {
         self.group_m = group_m.max(1);
     }
 
-    /// Queues the GEMM on `gpu`'s stream (the GPU it was planned on): the
-    /// kernel, reading its tensor maps from their slot, after the copy that
-    /// writes them there if `gpu` holds none of these operands (see the
-    /// module docs); nothing is allocated and nothing waited for.
-    pub fn launch(&self, gpu: &Gpu) -> Result<()> {
+    /// The kernel's entry point.
+    pub fn kernel_name(&self) -> &'static str {
+        self.kernel.name()
+    }
+
+    /// Queues the GEMM on its `Gpu`'s stream: the kernel, reading its
+    /// tensor maps from their slot, after the copy that writes them there if
+    /// the `Gpu` holds none of these operands (see the module docs); nothing
+    /// is allocated and nothing waited for.
+    pub fn launch(&self) -> Result<()> {
+        let gpu = self.gpu;
         let name = self.kernel.name();
-        let WgmmaShape {
-            m,
-            n,
-            k,
-            batches,
-            ldc,
-            c_batch_stride,
-            ..
-        } = self.shape;
-        let tiles = m.div_ceil(BLOCK_M as usize) * n.div_ceil(BLOCK_N as usize);
+        let s = &self.shape;
         let cfg = LaunchConfig {
-            grid: (tiles as u32, 1, batches as u32),
+            grid: (self.tiles, 1, s.batches as u32),
             block: (THREADS, 1, 1),
             shared_mem_bytes: SHARED_BYTES,
         };
@@ -632,15 +589,18 @@ impl WgmmaGemm<'_> {
         let mut table = slots.table.lock().unwrap_or_else(|e| e.into_inner());
         let a_map = slots.slot(&mut table, &self.key, self.maps.as_ref(), name, stream)?;
         let b_map = a_map + size_of::<TensorMap>() as u64;
+        // The plan checked every dimension and leading dimension below 2^31
+        // and the batches within the grid (GemmShape::check): the casts keep
+        // their values.
         let args = (
             DevicePointer::<u64>::from_raw(a_map),
             DevicePointer::<u64>::from_raw(b_map),
             self.c,
-            m as u32,
-            n as u32,
-            k as u32,
-            ldc as u32,
-            c_batch_stride as u64,
+            s.m as u32,
+            s.n as u32,
+            s.k as u32,
+            s.ldc as u32,
+            s.stride_c as u64,
             self.alpha,
             self.beta,
             self.group_m,
@@ -650,7 +610,7 @@ impl WgmmaGemm<'_> {
         // maps of this plan's key (written, if it was not, by a copy queued
         // just before on this stream), which describe A and B inside their
         // buffers, and C holds the shape (checked by the plan, whose borrows
-        // keep them alive).
+        // keep the buffers and the `Gpu` alive).
         unsafe { launch_function(function, self.kernel, cfg, stream, args) }
     }
 }

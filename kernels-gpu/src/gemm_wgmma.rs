@@ -1,6 +1,15 @@
-//! The Hopper GEMM (sm_90a): `C = alpha · A · Bᵀ + beta · C` per batch, A
-//! `m × k` and B `n × k` both K-major (rows along k) in 16-bit floats (bf16,
-//! f16) or f32 read as tf32, f32 accumulation, C `m × n` f32 row-major.
+//! The Hopper GEMM (sm_90a): `C = alpha · op(A) · op(B) + beta · C` per
+//! batch in the GEMM family's four layouts (NN, NT, TN, TT: each operand
+//! stored as the product reads it or transposed), 16-bit floats (bf16, f16)
+//! or f32 read as tf32 (NT only: wgmma reads tf32 K-major alone), f32
+//! accumulation, C `m × n` row-major in f32 or the 16-bit input type.
+//!
+//! An operand read along k (A stored `m × k`, B stored `n × k`: K-major) is
+//! loaded by one TMA box of 64 k-elements (128 bytes) by its tile's rows; an
+//! operand stored the other way (A `k × m`, B `k × n`: MN-major) by boxes of
+//! 64 rows-or-columns (128 bytes) by 64 k, two for A's 128 rows and four for
+//! B's 256 columns, which wgmma reads with its transpose flag through
+//! [`sw128_mn_descriptor`]s. The bytes a stage holds are the same either way.
 //!
 //! One block computes a 128 × 256 tile of C with three warpgroups:
 //! - warpgroup 0, the producer: one thread issues TMA loads of A's 128 × 64
@@ -27,10 +36,13 @@
 //! on `target_feature = "sm_90a"` for nvptx64); on the host the bodies are
 //! compiled for the simulator, which does not model wgmma or TMA (the host
 //! launcher refuses them there).
+use crate::device::float16::{bf16, f16};
 use crate::device::hopper::{
     self, Bf16, F16, MBarrier, N256_ACCUMULATORS, Tf32, WgmmaInput, sw128_descriptor,
+    sw128_mn_descriptor,
 };
 use crate::device::{kernel, shared, sync, thread, warp};
+use crate::gemm::{GemmOutput, store_c};
 
 /// Rows of C a block computes.
 pub const BLOCK_M: u32 = 128;
@@ -51,8 +63,14 @@ const STAGE_BYTES: u32 = A_STAGE_BYTES + BLOCK_N * ROW_BYTES;
 /// swizzle: up to 1024 bytes are skipped to align it) and the 2 barriers of
 /// each stage.
 pub const SHARED_BYTES: u32 = 1024 + STAGES * STAGE_BYTES + 2 * STAGES * 8;
-/// The k steps of one stage (each reads 32 bytes of every row).
+/// The k steps of one stage (each reads 32 bytes of every K-major row, or
+/// 16 rows of an MN-major box).
 const K_STEPS: u32 = ROW_BYTES / 32;
+/// Rows (or columns) of an MN-major operand one TMA box holds: one
+/// 128-byte swizzle row of 16-bit elements.
+pub const MN_BOX: u32 = 64;
+/// Bytes of one MN-major box: [`MN_BOX`] elements by the 64 k of a stage.
+const MN_BOX_BYTES: u32 = MN_BOX * ROW_BYTES;
 /// Registers a thread at launch (`.maxnreg`): the most that lets
 /// [`THREADS`] threads share an SM's 65,536 (a multiple of 8); `setmaxnreg`
 /// then moves them from the producer to the consumers.
@@ -75,23 +93,25 @@ pub const TENSOR_MAP_SLOTS: usize = 64;
 pub static mut GEMM_WGMMA_TENSOR_MAPS: [[hopper::TensorMap; 2]; TENSOR_MAP_SLOTS] =
     [[hopper::TensorMap([0; 16]); 2]; TENSOR_MAP_SLOTS];
 
-/// The block's tile of `C = alpha · A · Bᵀ + beta · C`.
+/// The block's tile of `C = alpha · op(A) · op(B) + beta · C`, A MN-major
+/// (stored `k × m`) when `A_MN`, B MN-major (stored `k × n`) when `B_MN`.
 ///
 /// # Safety
 /// Launched with [`THREADS`] threads a block, [`SHARED_BYTES`] of dynamic
 /// shared memory, a grid of `(ceil(m / 128) · ceil(n / 256), 1, batches)`,
 /// `group_m ≥ 1`;
 /// `a_map` and `b_map` point to tensor maps (`CUtensorMap`, 16 words, 64-byte
-/// aligned, in global memory) of A (`k × m × batches`, box
-/// `ROW_BYTES / T::BYTES × 128 × 1`) and B (`k × n × batches`, box
-/// `… × 256 × 1`), 128-byte swizzle, zero fill; `c` holds `batches` blocks of
-/// `c_batch_stride` f32, each `m` rows of `ldc ≥ n`.
+/// aligned, in global memory), 128-byte swizzle, zero fill, of A and B:
+/// K-major `k × rows × batches` with box `ROW_BYTES / T::BYTES × rows × 1`
+/// (rows 128 for A, 256 for B), or MN-major `rows × k × batches` with box
+/// `64 × 64 × 1`; `c` holds `batches` blocks of `c_batch_stride` elements,
+/// each `m` rows of `ldc ≥ n`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn gemm<T: WgmmaInput>(
+unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>(
     a_map: *const u64,
     b_map: *const u64,
-    c: *mut f32,
+    c: *mut O,
     m: u32,
     n: u32,
     k: u32,
@@ -165,8 +185,26 @@ unsafe fn gemm<T: WgmmaInput>(
                 // SAFETY: tensor maps (the launch's contract); the stage is
                 // free (its empty phase completed), 1024-byte aligned.
                 unsafe {
-                    hopper::tma_load_3d(a_tile(s), a_map, &full(s), kc, row0 as i32, batch as i32);
-                    hopper::tma_load_3d(b_tile(s), b_map, &full(s), kc, col0 as i32, batch as i32);
+                    if A_MN {
+                        for j in 0..BLOCK_M / MN_BOX {
+                            let r = (row0 + j * MN_BOX) as i32;
+                            let dst = a_tile(s) + j * MN_BOX_BYTES;
+                            hopper::tma_load_3d(dst, a_map, &full(s), r, kc, batch as i32);
+                        }
+                    } else {
+                        let r = row0 as i32;
+                        hopper::tma_load_3d(a_tile(s), a_map, &full(s), kc, r, batch as i32);
+                    }
+                    if B_MN {
+                        for j in 0..BLOCK_N / MN_BOX {
+                            let col = (col0 + j * MN_BOX) as i32;
+                            let dst = b_tile(s) + j * MN_BOX_BYTES;
+                            hopper::tma_load_3d(dst, b_map, &full(s), col, kc, batch as i32);
+                        }
+                    } else {
+                        let col = col0 as i32;
+                        hopper::tma_load_3d(b_tile(s), b_map, &full(s), kc, col, batch as i32);
+                    }
                 }
             }
         }
@@ -181,18 +219,24 @@ unsafe fn gemm<T: WgmmaInput>(
         full(s).wait((kt / STAGES) & 1);
         hopper::fence_accumulators(&mut acc);
         hopper::wgmma_fence();
+        // The consumer's 64 rows of A: 64 K-major rows of 128 bytes, or
+        // the consumer's MN-major box; either way 8 KiB into the tile.
         let a = a_tile(s) + consumer * 64 * ROW_BYTES;
         for step in 0..K_STEPS {
+            let da = if A_MN {
+                sw128_mn_descriptor(a + 16 * ROW_BYTES * step, MN_BOX_BYTES)
+            } else {
+                sw128_descriptor(a + 32 * step)
+            };
+            let db = if B_MN {
+                sw128_mn_descriptor(b_tile(s) + 16 * ROW_BYTES * step, MN_BOX_BYTES)
+            } else {
+                sw128_descriptor(b_tile(s) + 32 * step)
+            };
             // SAFETY: the whole warpgroup issues it after the fence; the
             // stage's tiles landed (full phase) and stay until it is freed,
             // after the wait below.
-            unsafe {
-                T::mma_m64n256(
-                    &mut acc,
-                    sw128_descriptor(a + 32 * step),
-                    sw128_descriptor(b_tile(s) + 32 * step),
-                )
-            };
+            unsafe { T::mma_m64n256::<A_MN, B_MN>(&mut acc, da, db) };
         }
         hopper::wgmma_commit_group();
         // One group stays in flight: the previous stage's is done, so that
@@ -221,15 +265,16 @@ unsafe fn gemm<T: WgmmaInput>(
         let r = row + 8 * ((i / 2) % 2);
         let cc = col + 8 * (i / 4) + i % 2;
         if r < m && cc < n {
-            // SAFETY: r < m, cc < n ≤ ldc: inside the batch's C.
+            // SAFETY: r < m, cc < n ≤ ldc: inside the batch's C, which only
+            // this thread writes.
             unsafe {
-                let p = c.add(r as usize * ldc as usize + cc as usize);
-                *p = if beta == 0.0 {
-                    alpha * v
-                } else {
-                    alpha * v + beta * *p
-                };
-            }
+                store_c(
+                    c.add(r as usize * ldc as usize + cc as usize),
+                    v,
+                    alpha,
+                    beta,
+                )
+            };
         }
     };
     macro_rules! store_all {
@@ -238,21 +283,27 @@ unsafe fn gemm<T: WgmmaInput>(
     crate::device::with_n256_indices!(store_all!());
 }
 
-/// The entry points, one per input type, each `gemm::<T>` (see the
-/// module): declared once here, with the parameters they share.
+/// The entry points, one per input type, output type and layout, each
+/// `gemm::<T, O, A_MN, B_MN>` (see the module): declared once here, with
+/// the parameters they share. Layouts are named as the GEMM family names
+/// them: NT is A stored `m × k` and B stored `n × k` (both K-major), NN has
+/// B stored `k × n`, TN and TT have A stored `k × m`.
 macro_rules! gemm_wgmma_entries {
-    ($($(#[doc = $doc:literal])* $name:ident as $handle:ident: $t:ty;)*) => {
+    ($($name:ident as $handle:ident: $t:ty => $o:ty, $a_mn:literal, $b_mn:literal;)*) => {
         crate::device::kernels! {
             list KERNELS;
             $(
-                $(#[doc = $doc])*
+                #[doc = concat!("`C = alpha · op(A) · op(B) + beta · C`, ", stringify!($t),
+                    " inputs through their tensor maps, f32 accumulation, ", stringify!($o),
+                    " C; A MN-major: ", stringify!($a_mn), ", B MN-major: ", stringify!($b_mn),
+                    " (see the module).")]
                 ///
                 /// # Safety
                 /// As the module's `gemm`: the launch shape, tensor maps and C.
                 pub fn $name(
                     a_map: *const u64,
                     b_map: *const u64,
-                    c: *mut f32,
+                    c: *mut $o,
                     m: u32,
                     n: u32,
                     k: u32,
@@ -264,7 +315,9 @@ macro_rules! gemm_wgmma_entries {
                 ) as $handle {
                     // SAFETY: the entry's contract.
                     unsafe {
-                        gemm::<$t>(a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m)
+                        gemm::<$t, $o, $a_mn, $b_mn>(
+                            a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m,
+                        )
                     }
                 }
             )*
@@ -273,12 +326,38 @@ macro_rules! gemm_wgmma_entries {
 }
 
 gemm_wgmma_entries! {
-    /// `C = alpha · A · Bᵀ + beta · C` for bf16 A (`m × k`) and B (`n × k`)
-    /// through their tensor maps, f32 accumulation and C (see the module).
-    gemm_wgmma_bf16 as GEMM_WGMMA_BF16: Bf16;
-    /// As `gemm_wgmma_bf16`, for f16 A and B.
-    gemm_wgmma_f16 as GEMM_WGMMA_F16: F16;
-    /// As `gemm_wgmma_bf16`, for f32 A and B multiplied as tf32 (32
-    /// elements of k a stage).
-    gemm_wgmma_tf32 as GEMM_WGMMA_TF32: Tf32;
+    gemm_wgmma_bf16_f32_nn as GEMM_WGMMA_BF16_F32_NN: Bf16 => f32, false, true;
+    gemm_wgmma_bf16_f32_nt as GEMM_WGMMA_BF16_F32_NT: Bf16 => f32, false, false;
+    gemm_wgmma_bf16_f32_tn as GEMM_WGMMA_BF16_F32_TN: Bf16 => f32, true, true;
+    gemm_wgmma_bf16_f32_tt as GEMM_WGMMA_BF16_F32_TT: Bf16 => f32, true, false;
+    gemm_wgmma_bf16_bf16_nn as GEMM_WGMMA_BF16_BF16_NN: Bf16 => bf16, false, true;
+    gemm_wgmma_bf16_bf16_nt as GEMM_WGMMA_BF16_BF16_NT: Bf16 => bf16, false, false;
+    gemm_wgmma_bf16_bf16_tn as GEMM_WGMMA_BF16_BF16_TN: Bf16 => bf16, true, true;
+    gemm_wgmma_bf16_bf16_tt as GEMM_WGMMA_BF16_BF16_TT: Bf16 => bf16, true, false;
+    gemm_wgmma_f16_f32_nn as GEMM_WGMMA_F16_F32_NN: F16 => f32, false, true;
+    gemm_wgmma_f16_f32_nt as GEMM_WGMMA_F16_F32_NT: F16 => f32, false, false;
+    gemm_wgmma_f16_f32_tn as GEMM_WGMMA_F16_F32_TN: F16 => f32, true, true;
+    gemm_wgmma_f16_f32_tt as GEMM_WGMMA_F16_F32_TT: F16 => f32, true, false;
+    gemm_wgmma_f16_f16_nn as GEMM_WGMMA_F16_F16_NN: F16 => f16, false, true;
+    gemm_wgmma_f16_f16_nt as GEMM_WGMMA_F16_F16_NT: F16 => f16, false, false;
+    gemm_wgmma_f16_f16_tn as GEMM_WGMMA_F16_F16_TN: F16 => f16, true, true;
+    gemm_wgmma_f16_f16_tt as GEMM_WGMMA_F16_F16_TT: F16 => f16, true, false;
+    gemm_wgmma_tf32_f32_nt as GEMM_WGMMA_TF32_F32_NT: Tf32 => f32, false, false;
 }
+
+/// The parameters every entry takes, `O` its output element: the two tensor
+/// maps' addresses, C, m, n, k, ldc, C's batch stride, alpha, beta and the
+/// tile rows of a group of the grouped tile order.
+pub type WgmmaParams<O> = (
+    *const u64,
+    *const u64,
+    *mut O,
+    u32,
+    u32,
+    u32,
+    u32,
+    u64,
+    f32,
+    f32,
+    u32,
+);

@@ -22,11 +22,17 @@ use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::gemm_wgmma::WgmmaGemmExt;
-use crate::gemm_wgmma::{WgmmaInput, WgmmaShape};
+use crate::gemm_wgmma::{WgmmaGemmExt, WgmmaInput, wgmma_kernel};
 use crate::kernel::Kernel;
 use crate::launch::{LaunchConfig, MAX_GRID_YZ};
 use crate::memory::DeviceSlice;
+use cuda_kernels_gpu::gemm_wgmma::{
+    GEMM_WGMMA_BF16_BF16_NN, GEMM_WGMMA_BF16_BF16_NT, GEMM_WGMMA_BF16_BF16_TN,
+    GEMM_WGMMA_BF16_BF16_TT, GEMM_WGMMA_BF16_F32_NN, GEMM_WGMMA_BF16_F32_NT,
+    GEMM_WGMMA_BF16_F32_TN, GEMM_WGMMA_BF16_F32_TT, GEMM_WGMMA_F16_F16_NN, GEMM_WGMMA_F16_F16_NT,
+    GEMM_WGMMA_F16_F16_TN, GEMM_WGMMA_F16_F16_TT, GEMM_WGMMA_F16_F32_NN, GEMM_WGMMA_F16_F32_NT,
+    GEMM_WGMMA_F16_F32_TN, GEMM_WGMMA_F16_F32_TT, GEMM_WGMMA_TF32_F32_NT, WgmmaParams,
+};
 
 /// The environment variable that forces a [`GemmPath`]: `wgmma`,
 /// `mma_sync` or `cuda_core`.
@@ -89,7 +95,7 @@ pub enum Op {
 /// The shape of a (batched) GEMM over device buffers: `op(A)` is `m × k`,
 /// `op(B)` is `k × n`, C is `m × n` with leading dimension `ldc`; batch `i`
 /// starts `i · stride_*` elements into each buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct GemmShape {
     /// Rows of C.
     pub m: usize,
@@ -265,6 +271,10 @@ pub trait GemmOutput<I: GemmInput>: Copy + 'static {
     const SIMT: Kernel<GemmParams<I::Dev, Self::Dev>>;
     /// The mma.sync kernel.
     const MMA: Kernel<GemmParams<I::Dev, Self::Dev>>;
+    /// The wgmma kernels (sm_90a) by layout, NN, NT, TN, TT
+    /// ([`layout_index`](crate::gemm_wgmma::layout_index)); `None` where
+    /// wgmma cannot read the layout (tf32 is K-major only: NT).
+    const WGMMA: [Option<Kernel<WgmmaParams<Self::Dev>>>; 4];
     /// The device twin.
     fn to_dev(self) -> Self::Dev;
     /// From the device twin.
@@ -296,13 +306,14 @@ gemm_types! {
 }
 
 macro_rules! gemm_outputs {
-    ($($in:ty => $out:ty, $dev:ty, $name:literal, $p:literal, $simt:ident, $mma:ident, $from:expr;)*) => {$(
+    ($($in:ty => $out:ty, $dev:ty, $name:literal, $p:literal, $simt:ident, $mma:ident, $wgmma:expr, $from:expr;)*) => {$(
         impl GemmOutput<$in> for $out {
             type Dev = $dev;
             const NAME: &'static str = $name;
             const PRECISION: i32 = $p;
             const SIMT: Kernel<GemmParams<<$in as GemmInput>::Dev, $dev>> = $simt;
             const MMA: Kernel<GemmParams<<$in as GemmInput>::Dev, $dev>> = $mma;
+            const WGMMA: [Option<Kernel<WgmmaParams<$dev>>>; 4] = $wgmma;
             fn to_dev(self) -> $dev {
                 <$dev>::from(self)
             }
@@ -316,11 +327,21 @@ macro_rules! gemm_outputs {
     )*};
 }
 gemm_outputs! {
-    half::bf16 => f32, f32, "f32", 24, GEMM_SIMT_BF16_F32, GEMM_MMA_BF16_F32, |d| d;
-    half::bf16 => half::bf16, dev::bf16, "bf16", 8, GEMM_SIMT_BF16_BF16, GEMM_MMA_BF16_BF16, half::bf16::from;
-    half::f16 => f32, f32, "f32", 24, GEMM_SIMT_F16_F32, GEMM_MMA_F16_F32, |d| d;
-    half::f16 => half::f16, dev::f16, "f16", 11, GEMM_SIMT_F16_F16, GEMM_MMA_F16_F16, half::f16::from;
-    f32 => f32, f32, "f32", 24, GEMM_SIMT_F32_F32, GEMM_MMA_TF32_F32, |d| d;
+    half::bf16 => f32, f32, "f32", 24, GEMM_SIMT_BF16_F32, GEMM_MMA_BF16_F32,
+        [Some(GEMM_WGMMA_BF16_F32_NN), Some(GEMM_WGMMA_BF16_F32_NT), Some(GEMM_WGMMA_BF16_F32_TN), Some(GEMM_WGMMA_BF16_F32_TT)],
+        |d| d;
+    half::bf16 => half::bf16, dev::bf16, "bf16", 8, GEMM_SIMT_BF16_BF16, GEMM_MMA_BF16_BF16,
+        [Some(GEMM_WGMMA_BF16_BF16_NN), Some(GEMM_WGMMA_BF16_BF16_NT), Some(GEMM_WGMMA_BF16_BF16_TN), Some(GEMM_WGMMA_BF16_BF16_TT)],
+        half::bf16::from;
+    half::f16 => f32, f32, "f32", 24, GEMM_SIMT_F16_F32, GEMM_MMA_F16_F32,
+        [Some(GEMM_WGMMA_F16_F32_NN), Some(GEMM_WGMMA_F16_F32_NT), Some(GEMM_WGMMA_F16_F32_TN), Some(GEMM_WGMMA_F16_F32_TT)],
+        |d| d;
+    half::f16 => half::f16, dev::f16, "f16", 11, GEMM_SIMT_F16_F16, GEMM_MMA_F16_F16,
+        [Some(GEMM_WGMMA_F16_F16_NN), Some(GEMM_WGMMA_F16_F16_NT), Some(GEMM_WGMMA_F16_F16_TN), Some(GEMM_WGMMA_F16_F16_TT)],
+        half::f16::from;
+    f32 => f32, f32, "f32", 24, GEMM_SIMT_F32_F32, GEMM_MMA_TF32_F32,
+        [None, Some(GEMM_WGMMA_TF32_F32_NT), None, None],
+        |d| d;
 }
 
 /// A host operand as the kernels read it: its elements as stored, and how.
@@ -363,12 +384,12 @@ pub trait GemmExt {
         aligned: bool,
     ) -> Result<GemmPath>;
 
-    /// Whether the wgmma kernel (`gemm_wgmma`, sm_90a) computes a GEMM of
+    /// Whether the wgmma kernel (`gemm_wgmma_*`, sm_90a) computes a GEMM of
     /// `shape`, or why not: a GPU (not the simulator, which does not model
-    /// wgmma and TMA) whose loaded image has it (the sm_90a cubin), f32
-    /// output, A stored `m × k` and B stored `n × k` (N and T: both read
-    /// along k, as wgmma reads tf32, and as its 16-bit kernels are written),
-    /// operands 16-byte aligned (TMA's rule).
+    /// wgmma and TMA) whose loaded image has it (the sm_90a cubin), a layout
+    /// wgmma reads (every layout for 16-bit inputs, f32 or 16-bit output;
+    /// NT alone for tf32, which wgmma reads K-major only), operands 16-byte
+    /// aligned (TMA's rule).
     fn wgmma_fits<I: GemmInput, O: GemmOutput<I>>(
         &self,
         shape: &GemmShape,
@@ -456,16 +477,9 @@ impl GemmExt for Gpu {
         shape: &GemmShape,
         aligned: bool,
     ) -> std::result::Result<(), String> {
-        let kernel = I::WGMMA.kernel_name();
+        let kernel = wgmma_kernel::<I, O>(shape)?.name();
         if self.is_simulated() {
             Err("the simulator does not model wgmma or TMA".into())
-        } else if O::NAME != "f32" {
-            Err(format!("{kernel} writes f32 only, not {}", O::NAME))
-        } else if (shape.op_a, shape.op_b) != (Op::N, Op::T) {
-            Err(format!(
-                "{kernel} reads A stored m × k and B stored n × k (NT) only, not {:?}{:?}",
-                shape.op_a, shape.op_b
-            ))
         } else if !aligned {
             Err("operands not 16-byte aligned (TMA's rule)".into())
         } else if !self.has_kernel(kernel) {
@@ -500,25 +514,11 @@ impl GemmExt for Gpu {
             .all(|p| p.is_multiple_of(16))
             && [shape.lda, shape.ldb, shape.stride_a, shape.stride_b]
                 .iter()
-                .all(|ld| (ld * size).is_multiple_of(16));
+                .all(|ld| ld.checked_mul(size).is_some_and(|b| b.is_multiple_of(16)));
         let path = self.gemm_path::<I, O>(shape, aligned)?;
         if path == GemmPath::Wgmma {
-            let c = f32_slice(c).ok_or_else(|| Error::invalid(name, "wgmma writes f32 only"))?;
-            let s = shape;
-            let wgmma_shape = WgmmaShape {
-                m: s.m,
-                n: s.n,
-                k: s.k,
-                batches: s.batches,
-                lda: s.lda,
-                ldb: s.ldb,
-                ldc: s.ldc,
-                a_batch_stride: s.stride_a,
-                b_batch_stride: s.stride_b,
-                c_batch_stride: s.stride_c,
-            };
-            self.gemm_wgmma_plan(I::WGMMA, a, b, c, &wgmma_shape, alpha, beta)?
-                .launch(self)?;
+            self.gemm_wgmma_plan::<I, O>(shape, alpha, a, b, beta, c)?
+                .launch()?;
             return Ok(path);
         }
         let (kernel, cfg) = match path {
@@ -656,16 +656,6 @@ trait GemmExtSteps {
 impl GemmExtSteps for Gpu {
     fn has_kernel(&self, name: &str) -> bool {
         self.is_simulated() || self.function(name).is_ok()
-    }
-}
-
-/// `c` as f32 elements, when `T` is f32 (the wgmma path's output).
-fn f32_slice<T: DeviceCopy + 'static>(c: &mut DeviceSlice<T>) -> Option<&mut DeviceSlice<f32>> {
-    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<f32>() {
-        // SAFETY: T is f32: the same type, so the same layout.
-        Some(unsafe { &mut *(c as *mut DeviceSlice<T> as *mut DeviceSlice<f32>) })
-    } else {
-        None
     }
 }
 

@@ -310,33 +310,66 @@ pub(super) fn gemm_many_operand_pairs_in_flight(gpu: &Gpu) -> Result<(), Failed>
     Ok(())
 }
 
-/// A tensor map the driver refuses (A's row stride 2^40 bytes, past TMA's
-/// limit, for one row: every check before the driver's passes) is
-/// `Error::Cuda` naming the kernel, `cuTensorMapEncodeTiled` and A's box.
-pub(super) fn gemm_wgmma_refused_tensor_map(gpu: &Gpu) -> Result<(), Failed> {
-    use cuda_kernels::gemm_wgmma::{WgmmaInput, WgmmaShape};
-    let kernel = WgmmaInput::Bf16.kernel_name();
-    ensure(gpu.function(kernel).is_ok(), || {
-        format!("the loaded image ({}) has no {kernel}", gpu.image())
-    })?;
-    let (m, n, k) = (1, 8, 64);
-    let a = gpu.zeroed::<u16>(k).map_err(fail)?;
-    let b = gpu.zeroed::<u16>(n * k).map_err(fail)?;
+/// The wgmma plan refuses, with a typed error naming its kernel and the
+/// argument, before the driver sees a tensor map: a leading dimension past
+/// the 32-bit limit (A's row stride 2^40 bytes, which TMA could not take
+/// either), a leading dimension of `usize::MAX` (whose extent overflows),
+/// more batches than the grid holds, and a layout wgmma does not read
+/// (tf32 NN).
+pub(super) fn gemm_wgmma_refusals(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::gemm_wgmma::WgmmaGemmExt;
+    let (m, n, k) = (2, 256, 64);
+    let a = gpu
+        .zeroed::<<bf16 as GemmInput>::Dev>(m * k)
+        .map_err(fail)?;
+    let b = gpu
+        .zeroed::<<bf16 as GemmInput>::Dev>(n * k)
+        .map_err(fail)?;
     let mut c = gpu.zeroed::<f32>(m * n).map_err(fail)?;
-    let shape = WgmmaShape {
-        lda: 1 << 39,
-        ..WgmmaShape::dense(m, n, k)
-    };
+    let nt = GemmShape::with_ops(m, n, k, Op::N, Op::T);
+    for (what, shape, names) in [
+        ("lda 2^39", GemmShape { lda: 1 << 39, ..nt }, "lda"),
+        (
+            "ldc usize::MAX",
+            GemmShape {
+                ldc: usize::MAX,
+                ..nt
+            },
+            "ldc",
+        ),
+        (
+            "batches 65,536",
+            GemmShape {
+                batches: 65_536,
+                stride_a: 0,
+                stride_b: 0,
+                stride_c: 0,
+                ..nt
+            },
+            "batches",
+        ),
+    ] {
+        let e = gpu
+            .gemm_wgmma_plan::<bf16, f32>(&shape, 1.0, &a, &b, 0.0, &mut c)
+            .err()
+            .ok_or_else(|| format!("{what} accepted"))?;
+        let text = e.to_string();
+        ensure(
+            matches!(e, cuda_kernels::Error::InvalidInput { .. })
+                && text.contains("gemm_wgmma_bf16_f32_nt")
+                && text.contains(names),
+            || format!("{what}: not a typed refusal naming the kernel and {names}: {text}"),
+        )?;
+    }
+    let af = gpu.zeroed::<f32>(m * k).map_err(fail)?;
+    let bf = gpu.zeroed::<f32>(n * k).map_err(fail)?;
     let e = gpu
-        .gemm_wgmma(WgmmaInput::Bf16, &a, &b, &mut c, &shape, 1.0, 0.0)
+        .gemm_wgmma_plan::<f32, f32>(&GemmShape::dense(m, n, k), 1.0, &af, &bf, 0.0, &mut c)
         .err()
-        .ok_or("a 2^40-byte row stride accepted")?;
-    let text = e.to_string();
+        .ok_or("tf32 NN accepted by the wgmma plan")?;
     ensure(
-        matches!(e, cuda_kernels::Error::Cuda { .. })
-            && text.contains(kernel)
-            && text.contains("cuTensorMapEncodeTiled (A, box 64 × 128 × 1 16-bit)"),
-        || format!("not the driver's refusal naming the call and the box: {text}"),
+        matches!(e, cuda_kernels::Error::InvalidInput { .. }) && e.to_string().contains("K-major"),
+        || format!("tf32 NN: {e}"),
     )
 }
 

@@ -39,7 +39,7 @@ pub fn trials() -> Vec<Trial> {
         kernel!(gemm_misaligned_and_batched),
         kernel!(gemm_reused_and_reallocated_buffers),
         kernel!(gemm_many_operand_pairs_in_flight),
-        hardware!("the sm_90a wgmma kernel", gemm_wgmma_refused_tensor_map),
+        hardware!("the sm_90a wgmma kernel", gemm_wgmma_refusals),
         kernel!(gemm_nan_and_infinity),
         hardware!("cuBLAS", gemm_agrees_with_cublas),
         cpu!(gemm_bound_catches_a_dropped_k_slab),
