@@ -126,11 +126,8 @@ fn shapes(op_a: Op, op_b: Op) -> Vec<(GemmShape, f32, f32)> {
     padded.ldb = padded.b_stored().1.next_multiple_of(8) + 16;
     padded.ldc = 280;
     padded.batches = 3;
-    let (ar, ac) = padded.a_stored();
-    let (br, bc) = padded.b_stored();
-    let _ = (ac, bc);
-    padded.stride_a = ar * padded.lda + 8;
-    padded.stride_b = br * padded.ldb + 16;
+    padded.stride_a = padded.a_stored().0 * padded.lda + 8;
+    padded.stride_b = padded.b_stored().0 * padded.ldb + 16;
     padded.stride_c = 130 * 280 + 5;
     let mut shapes = vec![
         (with(128, 256, 64), 1.0, 0.0),
