@@ -214,7 +214,7 @@ fn gemm_paths(gpu: &Gpu) -> Result<String, Error> {
         (Op::T, Op::T),
     ] {
         let shape = GemmShape::with_ops(256, 256, 256, op_a, op_b);
-        let path = gpu.gemm_path::<half::bf16, f32>(&shape, true)?;
+        let path = gpu.gemm_path::<half::bf16, f32>(&shape)?;
         parts.push(format!("{op_a:?}{op_b:?} {}", path.name()));
     }
     Ok(format!(

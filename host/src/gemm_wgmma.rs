@@ -23,7 +23,7 @@
 //! TMA needs each operand's start, leading dimension and batch stride
 //! 16-byte aligned: the plan refuses other operands ([`Error::InvalidInput`]),
 //! and the dispatcher ([`Gpu::gemm_on_device`](crate::matrices::gemm::GemmExt::gemm_on_device))
-//! sends them to another path.
+//! stages them into aligned rows first.
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
@@ -31,6 +31,7 @@ use std::sync::{Mutex, OnceLock};
 
 pub use cuda_kernels_gpu::device::hopper::TensorMap;
 use cuda_kernels_gpu::device::kernel::Kernel;
+use cuda_kernels_gpu::gemm::{REDUCE_THREADS, SplitReduceParams};
 use cuda_kernels_gpu::gemm_wgmma::{
     BLOCK_M, BLOCK_N, KERNELS, MN_BOX, ROW_BYTES, SHARED_BYTES, TENSOR_MAP_SLOTS,
     TENSOR_MAPS_SYMBOL, THREADS, WgmmaParams,
@@ -43,8 +44,8 @@ use crate::error::{Error, Result, check_driver};
 use crate::gpu::Gpu;
 use crate::kernel::launch_function;
 use crate::launch::LaunchConfig;
-use crate::matrices::gemm::{GemmInput, GemmOutput, GemmShape, Op};
-use crate::memory::DeviceSlice;
+use crate::matrices::gemm::{GemmInput, GemmOutput, GemmShape, Op, operand_aligned};
+use crate::memory::{DeviceBuffer, DeviceSlice};
 
 /// The operands' element type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -378,6 +379,17 @@ impl TensorMapSlots {
 pub struct WgmmaGemm<'a, O: cust::memory::DeviceCopy> {
     gpu: &'a Gpu,
     kernel: Kernel<WgmmaParams<O>>,
+    /// The f32-output entry of the same input and layout, which writes the
+    /// split-k partial products, and the reduction into C.
+    split_kernels: (
+        Option<Kernel<WgmmaParams<f32>>>,
+        Kernel<SplitReduceParams<O>>,
+    ),
+    /// Splits of k (1: none), each `k_chunk` elements of k (the last fewer).
+    splits: u32,
+    k_chunk: u32,
+    /// The k of one stage of the kernel's ring (64 16-bit or 32 tf32).
+    k_stage: u32,
     /// What the tensor maps are made from.
     key: MapsKey,
     /// A's then B's map, when the plan made them (the `Gpu` held none of
@@ -400,6 +412,8 @@ impl<O: cust::memory::DeviceCopy> std::fmt::Debug for WgmmaGemm<'_, O> {
             .field("shape", &self.shape)
             .field("tiles", &self.tiles)
             .field("group_m", &self.group_m)
+            .field("splits", &self.splits)
+            .field("k_chunk", &self.k_chunk)
             .finish()
     }
 }
@@ -480,12 +494,8 @@ impl WgmmaGemmExt for Gpu {
         let input = I::WGMMA;
         let bytes = input.bytes();
         let (a_ptr, b_ptr) = (a.as_device_ptr().as_raw(), b.as_device_ptr().as_raw());
-        let aligned16 = |v: usize| v.checked_mul(bytes).is_some_and(|v| v.is_multiple_of(16));
-        let aligned = a_ptr.is_multiple_of(16)
-            && b_ptr.is_multiple_of(16)
-            && aligned16(shape.lda)
-            && aligned16(shape.ldb)
-            && (shape.batches == 1 || aligned16(shape.stride_a) && aligned16(shape.stride_b));
+        let aligned = operand_aligned(a, shape.lda, shape.stride_a, shape.batches)
+            && operand_aligned(b, shape.ldb, shape.stride_b, shape.batches);
         if !aligned {
             return Err(Error::invalid(
                 name,
@@ -507,9 +517,20 @@ impl WgmmaGemmExt for Gpu {
         // New operands: the maps are made here, so that the driver's refusal
         // is the plan's error.
         let maps = if held { None } else { Some(key.encode(name)?) };
-        Ok(WgmmaGemm {
+        let k_stage = ROW_BYTES / bytes as u32;
+        let blocks = (tiles as usize).saturating_mul(shape.batches);
+        let k_tiles = shape.k.div_ceil(k_stage as usize);
+        let splits = split_k(blocks, k_tiles, self.multiprocessors(name)? as usize);
+        let mut plan = WgmmaGemm {
             gpu: self,
             kernel,
+            split_kernels: (
+                I::WGMMA_F32[layout_index(shape.op_a, shape.op_b)],
+                O::SPLIT_REDUCE,
+            ),
+            splits: 1,
+            k_chunk: 0,
+            k_stage,
             key,
             maps,
             c: c.as_device_ptr(),
@@ -519,9 +540,35 @@ impl WgmmaGemmExt for Gpu {
             beta,
             group_m: DEFAULT_GROUP_M,
             _operands: PhantomData,
-        })
+        };
+        plan.set_splits(splits as u32);
+        Ok(plan)
     }
 }
+
+/// The fewest k-tiles (stages of the kernel's ring) a split of k is given:
+/// below that, the fixed cost of a tile (its prologue, epilogue and the
+/// partial product's write and read) outweighs the SMs it fills.
+pub const MIN_SPLIT_K_TILES: usize = 8;
+
+/// Splits of k for a GEMM of `blocks` tiles (all batches) of `k_tiles`
+/// k-tiles each on `sms` multiprocessors: 1 when the tiles fill the SMs
+/// (one block an SM: the kernel's shared memory), else as many as fill them
+/// without a split shorter than [`MIN_SPLIT_K_TILES`]. A deep-k or skinny
+/// product (1024 × 1024 × 16384 is 32 tiles) otherwise leaves most SMs idle.
+pub fn split_k(blocks: usize, k_tiles: usize, sms: usize) -> usize {
+    if blocks == 0 || blocks >= sms {
+        1
+    } else {
+        (sms / blocks).min(k_tiles / MIN_SPLIT_K_TILES).max(1)
+    }
+}
+
+/// A [`Gpu`]'s f32 workspace for split-k partial products
+/// ([`Gpu::launcher_state`]): every split launch queues its two kernels on
+/// the `Gpu`'s stream while holding the lock, so the stream orders each use
+/// after the last.
+struct SplitWorkspace(Mutex<Option<DeviceBuffer<f32>>>);
 
 /// The address of the module's global that the kernel `name` (`function`)
 /// reads its tensor maps from ([`TENSOR_MAPS_SYMBOL`]); its absence, or
@@ -562,6 +609,28 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
         self.group_m = group_m.max(1);
     }
 
+    /// Sets the splits of k (for tuning; the plan chooses with [`split_k`]):
+    /// clamped to what k's stages allow, each split a whole number of
+    /// stages. More than one computes f32 partial products in a workspace
+    /// the `Gpu` keeps and sums them into C with alpha and beta
+    /// (`gemm_split_reduce_*`).
+    pub fn set_splits(&mut self, splits: u32) {
+        let k = self.shape.k as u32;
+        let k_tiles = k.div_ceil(self.k_stage);
+        let wanted = if self.split_kernels.0.is_some() {
+            splits.clamp(1, k_tiles)
+        } else {
+            1
+        };
+        self.k_chunk = k_tiles.div_ceil(wanted) * self.k_stage;
+        self.splits = k.div_ceil(self.k_chunk);
+    }
+
+    /// The splits of k the launch runs (see [`set_splits`](Self::set_splits)).
+    pub fn splits(&self) -> u32 {
+        self.splits
+    }
+
     /// The kernel's entry point.
     pub fn kernel_name(&self) -> &'static str {
         self.kernel.name()
@@ -572,11 +641,116 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
     /// the `Gpu` holds none of these operands (see the module docs); nothing
     /// is allocated and nothing waited for.
     pub fn launch(&self) -> Result<()> {
+        if self.splits > 1 {
+            return self.launch_split();
+        }
+        let s = &self.shape;
+        // The plan checked every dimension and leading dimension below 2^31
+        // and the batches within the grid (GemmShape::check): the casts keep
+        // their values.
+        let dims = (s.m as u32, s.n as u32, s.k as u32);
+        self.launch_tiles(
+            self.kernel,
+            1,
+            (self.c, s.ldc as u32, s.stride_c as u64),
+            dims,
+            (self.alpha, self.beta),
+            0,
+        )
+    }
+
+    /// Queues the split-k GEMM: the partial products into the workspace,
+    /// then their sum into C.
+    fn launch_split(&self) -> Result<()> {
         let gpu = self.gpu;
+        let s = &self.shape;
         let name = self.kernel.name();
+        let Some(partials) = self.split_kernels.0 else {
+            return Err(Error::invalid(
+                name,
+                "no f32-output entry for the split-k partial products",
+            ));
+        };
+        let per_batch = s.m.checked_mul(s.n);
+        let split_stride = per_batch.and_then(|p| p.checked_mul(s.batches));
+        let Some((per_batch, split_stride, len)) = per_batch
+            .zip(split_stride)
+            .and_then(|(p, st)| Some((p, st, st.checked_mul(self.splits as usize)?)))
+        else {
+            return Err(Error::invalid(
+                name,
+                "the split-k workspace's size overflows",
+            ));
+        };
+        let workspace = gpu.launcher_state(name, || Ok(SplitWorkspace(Mutex::new(None))))?;
+        let mut held = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
+        if held.as_ref().is_none_or(|w| w.len() < len) {
+            if held.is_some() {
+                // Earlier launches queued on the stream may still use it.
+                gpu.synchronize(name)?;
+                *held = None;
+            }
+            // SAFETY: every element the reduction reads is written by the
+            // partial products' kernel first (queued before it on the stream).
+            *held = Some(unsafe { gpu.uninitialized::<f32>(len) }?);
+        }
+        let Some(w) = held.as_mut() else {
+            return Err(Error::invalid(name, "the split-k workspace is missing"));
+        };
+        let dims = (s.m as u32, s.n as u32, s.k as u32);
+        self.launch_tiles(
+            partials,
+            self.splits,
+            (w.as_device_ptr(), s.n as u32, per_batch as u64),
+            dims,
+            (1.0, 0.0),
+            split_stride as u64,
+        )?;
+        let reduce = self.split_kernels.1;
+        let cfg = LaunchConfig {
+            grid: (
+                per_batch.div_ceil(REDUCE_THREADS as usize).clamp(1, 4096) as u32,
+                1,
+                s.batches as u32,
+            ),
+            block: (REDUCE_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let args = (
+            &**w,
+            self.c,
+            dims.0,
+            dims.1,
+            s.ldc as u32,
+            self.splits,
+            split_stride as u64,
+            s.stride_c as u64,
+            self.alpha,
+            self.beta,
+        );
+        // SAFETY: the workspace holds `splits` blocks of `split_stride` f32
+        // (batches · m · n each), written by the kernel queued just before on
+        // the same stream; C holds the checked shape (the plan's borrow keeps
+        // it alive and unaliased); the grid's z is the batches.
+        unsafe { gpu.launch(reduce, cfg, gpu.stream(), args) }
+    }
+
+    /// Queues `kernel` over the tiles, `splits` of k on grid y, writing
+    /// `c` (its pointer, ldc and batch stride) with `alpha` and `beta`.
+    fn launch_tiles<T: cust::memory::DeviceCopy>(
+        &self,
+        kernel: Kernel<WgmmaParams<T>>,
+        splits: u32,
+        (c, ldc, c_batch_stride): (DevicePointer<T>, u32, u64),
+        (m, n, k): (u32, u32, u32),
+        (alpha, beta): (f32, f32),
+        split_stride: u64,
+    ) -> Result<()> {
+        let gpu = self.gpu;
+        let name = kernel.name();
         let s = &self.shape;
         let cfg = LaunchConfig {
-            grid: (self.tiles, 1, s.batches as u32),
+            grid: (self.tiles, splits, s.batches as u32),
             block: (THREADS, 1, 1),
             shared_mem_bytes: SHARED_BYTES,
         };
@@ -589,28 +763,33 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
         let mut table = slots.table.lock().unwrap_or_else(|e| e.into_inner());
         let a_map = slots.slot(&mut table, &self.key, self.maps.as_ref(), name, stream)?;
         let b_map = a_map + size_of::<TensorMap>() as u64;
-        // The plan checked every dimension and leading dimension below 2^31
-        // and the batches within the grid (GemmShape::check): the casts keep
-        // their values.
         let args = (
             DevicePointer::<u64>::from_raw(a_map),
             DevicePointer::<u64>::from_raw(b_map),
-            self.c,
-            s.m as u32,
-            s.n as u32,
-            s.k as u32,
-            s.ldc as u32,
-            s.stride_c as u64,
-            self.alpha,
-            self.beta,
+            c,
+            m,
+            n,
+            k,
+            ldc,
+            c_batch_stride,
+            alpha,
+            beta,
             self.group_m,
+            if splits > 1 {
+                self.k_chunk
+            } else {
+                k.div_ceil(self.k_stage) * self.k_stage
+            },
+            split_stride,
         );
         // SAFETY: the kernel's contract: 384 threads, SHARED_BYTES (opted in
-        // when the slots were made), the grid covering C; the slot holds the
-        // maps of this plan's key (written, if it was not, by a copy queued
-        // just before on this stream), which describe A and B inside their
-        // buffers, and C holds the shape (checked by the plan, whose borrows
-        // keep the buffers and the `Gpu` alive).
-        unsafe { launch_function(function, self.kernel, cfg, stream, args) }
+        // when the slots were made), the grid covering C's tiles and the
+        // splits ((splits - 1) · k_chunk < k, k_chunk whole stages: set_splits);
+        // the slot holds the maps of this plan's key (written, if it was not,
+        // by a copy queued just before on this stream), which describe A and B
+        // inside their buffers, and `c` holds the shape for every split (C
+        // checked by the plan, whose borrows keep the buffers and the `Gpu`
+        // alive; the workspace sized by launch_split).
+        unsafe { launch_function(function, kernel, cfg, stream, args) }
     }
 }

@@ -194,6 +194,10 @@ pub unsafe fn gemm_simt<T: GemmInput, O: GemmOutput>(
     unsafe { store_c(c.wrapping_add(row * ldc as usize + col), acc, alpha, beta) };
 }
 
+/// The parameters of the split-k reductions: `(w, c, m, n, ldc, splits,
+/// split_stride, c_batch_stride, alpha, beta)`.
+pub type SplitReduceParams<O> = (*const f32, *mut O, u32, u32, u32, u32, u64, u64, f32, f32);
+
 /// The parameters of every GEMM entry point: `(a, b, c, m, n, k, lda, ldb,
 /// ldc, batch_a, batch_b, batch_c, alpha, beta, flags)`.
 pub type GemmParams<T, O> = (
@@ -558,6 +562,170 @@ pub mod mma {
                 });
             });
         });
+    }
+}
+
+/// Bytes of one chunk of a staged row ([`gemm_stage`]): the alignment TMA
+/// and `cp.async` need of an operand's start, leading dimension and batch
+/// stride.
+pub const STAGE_CHUNK_BYTES: usize = 16;
+/// Threads per block of the staging copy.
+pub const STAGE_THREADS: u32 = 256;
+
+/// The staging copy's body: one operand as stored (`rows × cols` per batch,
+/// `ld_src` elements between rows, `batch_src` between batches, any start
+/// and any leading dimension) copied into rows of `ld_dst` elements (a
+/// multiple of the [`STAGE_CHUNK_BYTES`] chunk), batch `z` at
+/// `z · rows · ld_dst`, so that the tensor-core paths can read it; the
+/// columns from `cols` to `ld_dst` are written as zeros. Each thread writes
+/// whole 16-byte chunks (`st.global.v4`) from `PER` element loads, in a
+/// grid-stride loop over the batch's chunks; batches on grid z.
+///
+/// # Safety
+/// `src` holds every element the shape reaches; `dst` holds
+/// `batches · rows · ld_dst` elements, starts 16-byte aligned, overlaps
+/// nothing the launch reads, and `ld_dst` is a multiple of `PER`; the grid's
+/// z is at most the batches.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn gemm_stage<W: Copy + Default, const PER: usize>(
+    src: *const W,
+    dst: *mut W,
+    rows: u32,
+    cols: u32,
+    ld_src: u32,
+    ld_dst: u32,
+    batch_src: u64,
+) {
+    const { assert!(size_of::<[W; PER]>() == STAGE_CHUNK_BYTES) };
+    let z = thread::block_idx_z() as usize;
+    let (rows, cols) = (rows as usize, cols as usize);
+    let (ld_src, ld_dst) = (ld_src as usize, ld_dst as usize);
+    let chunks = ld_dst / PER;
+    let src = src.wrapping_add(z * batch_src as usize);
+    let dst = dst.wrapping_add(z * rows * ld_dst);
+    for i in thread::grid_stride(rows * chunks) {
+        let (row, col) = (i / chunks, i % chunks * PER);
+        let mut chunk = [W::default(); PER];
+        for (j, word) in chunk.iter_mut().enumerate() {
+            if col + j < cols {
+                // SAFETY: row < rows, col + j < cols: inside the operand.
+                *word = unsafe { *src.add(row * ld_src + col + j) };
+            }
+        }
+        // SAFETY: 16 bytes of the same size as the chunk (asserted above).
+        let words: [u32; 4] = unsafe { core::mem::transmute_copy(&chunk) };
+        // SAFETY: row < rows, col + PER <= ld_dst: inside the staged buffer,
+        // 16-byte aligned (its start and ld_dst are), written by this thread
+        // alone.
+        unsafe { crate::device::load::store_v4(dst.add(row * ld_dst + col).cast(), words) };
+    }
+}
+
+crate::device::kernels! {
+    list STAGE_KERNELS;
+    /// Stages a 16-bit GEMM operand into 16-byte aligned rows ([`gemm_stage`]).
+    ///
+    /// # Safety
+    /// See [`gemm_stage`]; launched with [`STAGE_THREADS`] threads a block
+    /// and the batches on grid z.
+    pub fn gemm_stage_b16(
+        src: *const u16, dst: *mut u16, rows: u32, cols: u32, ld_src: u32, ld_dst: u32,
+        batch_src: u64,
+    ) as GEMM_STAGE_B16 {
+        // SAFETY: forwarded from this kernel's contract.
+        unsafe { gemm_stage::<u16, 8>(src, dst, rows, cols, ld_src, ld_dst, batch_src) }
+    }
+
+    /// Stages an f32 GEMM operand into 16-byte aligned rows ([`gemm_stage`]).
+    ///
+    /// # Safety
+    /// See [`gemm_stage`]; launched with [`STAGE_THREADS`] threads a block
+    /// and the batches on grid z.
+    pub fn gemm_stage_b32(
+        src: *const u32, dst: *mut u32, rows: u32, cols: u32, ld_src: u32, ld_dst: u32,
+        batch_src: u64,
+    ) as GEMM_STAGE_B32 {
+        // SAFETY: forwarded from this kernel's contract.
+        unsafe { gemm_stage::<u32, 4>(src, dst, rows, cols, ld_src, ld_dst, batch_src) }
+    }
+}
+
+/// Declares the split-k reductions ([`gemm_split_reduce`]), one per output
+/// type, in the list `SPLIT_REDUCE_KERNELS`.
+macro_rules! split_reduce_kernels {
+    ($($name:ident as $handle:ident: $o:ty;)*) => {
+        crate::device::kernels! {
+            list SPLIT_REDUCE_KERNELS;
+            $(
+                #[doc = concat!("Sums the split-k partial products into a ", stringify!($o),
+                    " C with alpha and beta ([`gemm_split_reduce`]).")]
+                ///
+                /// # Safety
+                /// See [`gemm_split_reduce`]; [`REDUCE_THREADS`] threads a
+                /// block, the batches on grid z.
+                pub fn $name(
+                    w: *const f32, c: *mut $o, m: u32, n: u32, ldc: u32, splits: u32,
+                    split_stride: u64, c_batch_stride: u64, alpha: f32, beta: f32,
+                ) as $handle {
+                    // SAFETY: forwarded from this kernel's contract.
+                    unsafe {
+                        gemm_split_reduce(w, c, m, n, ldc, splits, split_stride, c_batch_stride, alpha, beta)
+                    }
+                }
+            )*
+        }
+    };
+}
+
+split_reduce_kernels! {
+    gemm_split_reduce_f32 as GEMM_SPLIT_REDUCE_F32: f32;
+    gemm_split_reduce_bf16 as GEMM_SPLIT_REDUCE_BF16: bf16;
+    gemm_split_reduce_f16 as GEMM_SPLIT_REDUCE_F16: f16;
+}
+
+/// Threads per block of the split-k reduction.
+pub const REDUCE_THREADS: u32 = 256;
+
+/// The split-k reduction's body: `C = alpha · Σ_s W_s + beta · C` for
+/// batch `z` (grid z), where the `splits` partial products `W_s` are f32,
+/// row-major `m × n` per batch (batch `z` at `z · m · n`), `split_stride`
+/// elements apart; the sum in split order, so the result does not depend
+/// on the launch; one thread per element of C in a grid-stride loop.
+///
+/// # Safety
+/// `w` holds `splits · split_stride` f32 with `split_stride ≥ batches · m ·
+/// n`; `c` holds every batch's `m` rows of `ldc ≥ n` (batch `z` at `z ·
+/// c_batch_stride`), overlapping nothing the launch reads; grid z at most
+/// the batches.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn gemm_split_reduce<O: GemmOutput>(
+    w: *const f32,
+    c: *mut O,
+    m: u32,
+    n: u32,
+    ldc: u32,
+    splits: u32,
+    split_stride: u64,
+    c_batch_stride: u64,
+    alpha: f32,
+    beta: f32,
+) {
+    let z = thread::block_idx_z() as usize;
+    let (n, ldc) = (n as usize, ldc as usize);
+    let per_batch = m as usize * n;
+    let w = w.wrapping_add(z * per_batch);
+    let c = c.wrapping_add(z * c_batch_stride as usize);
+    for i in thread::grid_stride(per_batch) {
+        let mut sum = 0f32;
+        for s in 0..splits as usize {
+            // SAFETY: i < m · n, s < splits: inside the split's batch block.
+            sum += unsafe { *w.add(s * split_stride as usize + i) };
+        }
+        // SAFETY: row i / n < m, column i % n < n ≤ ldc: inside the batch's
+        // C, one thread per element.
+        unsafe { store_c(c.add(i / n * ldc + i % n), sum, alpha, beta) };
     }
 }
 

@@ -96,16 +96,23 @@ pub static mut GEMM_WGMMA_TENSOR_MAPS: [[hopper::TensorMap; 2]; TENSOR_MAP_SLOTS
 /// The block's tile of `C = alpha · op(A) · op(B) + beta · C`, A MN-major
 /// (stored `k × m`) when `A_MN`, B MN-major (stored `k × n`) when `B_MN`.
 ///
+/// Split k: block `(x, y, z)` multiplies the `k_chunk` k-elements from
+/// `y · k_chunk` (the last split fewer) and stores its tile to
+/// `c + y · c_split_stride`; with one split (`k_chunk ≥ k`) that is the
+/// whole product. (The host reduces the splits' f32 partial products.)
+///
 /// # Safety
 /// Launched with [`THREADS`] threads a block, [`SHARED_BYTES`] of dynamic
-/// shared memory, a grid of `(ceil(m / 128) · ceil(n / 256), 1, batches)`,
-/// `group_m ≥ 1`;
+/// shared memory, a grid of `(ceil(m / 128) · ceil(n / 256), splits,
+/// batches)` with `(splits - 1) · k_chunk < k`, `k_chunk` a multiple of
+/// the k of a stage, `group_m ≥ 1`;
 /// `a_map` and `b_map` point to tensor maps (`CUtensorMap`, 16 words, 64-byte
 /// aligned, in global memory), 128-byte swizzle, zero fill, of A and B:
 /// K-major `k × rows × batches` with box `ROW_BYTES / T::BYTES × rows × 1`
 /// (rows 128 for A, 256 for B), or MN-major `rows × k × batches` with box
-/// `64 × 64 × 1`; `c` holds `batches` blocks of `c_batch_stride` elements,
-/// each `m` rows of `ldc ≥ n`.
+/// `64 × 64 × 1`; `c` holds, for each split, `batches` blocks of
+/// `c_batch_stride` elements, each `m` rows of `ldc ≥ n`, the splits
+/// `c_split_stride` elements apart and not overlapping.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>(
@@ -120,6 +127,8 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
     alpha: f32,
     beta: f32,
     group_m: u32,
+    k_chunk: u32,
+    c_split_stride: u64,
 ) {
     kernel::max_registers::<MAX_REGISTERS>();
     let ring = (shared::dynamic_shared_address() + 1023) & !1023;
@@ -146,7 +155,9 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
     sync::sync_threads();
 
     let k_per_stage = ROW_BYTES / T::BYTES;
-    let k_tiles = k.div_ceil(k_per_stage);
+    let split = thread::block_idx_y();
+    let k_first = split * k_chunk;
+    let k_tiles = (k - k_first).min(k_chunk).div_ceil(k_per_stage);
     // The block's tile, in a grouped order: the blocks that run together
     // cover `group_m` tile rows and as many columns, not whole rows of C, so
     // that their slabs of A and B stay in L2.
@@ -181,7 +192,7 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
                     empty(s).wait((round - 1) & 1);
                 }
                 full(s).arrive_expect_tx(STAGE_BYTES);
-                let kc = (kt * k_per_stage) as i32;
+                let kc = (k_first + kt * k_per_stage) as i32;
                 // SAFETY: tensor maps (the launch's contract); the stage is
                 // free (its empty phase completed), 1024-byte aligned.
                 unsafe {
@@ -257,8 +268,10 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
     let (warp, lane) = (t / 32, t % 32);
     let row = row0 + consumer * 64 + warp * 16 + lane / 4;
     let col = col0 + 2 * (lane % 4);
-    // SAFETY: the batch's block of C (the launch's contract).
-    let c = unsafe { c.add(batch as usize * c_batch_stride as usize) };
+    // SAFETY: the split's and the batch's block of C (the launch's contract).
+    let c = unsafe {
+        c.add(split as usize * c_split_stride as usize + batch as usize * c_batch_stride as usize)
+    };
     let store = |i: u32, v: f32| {
         // Accumulator i: slab i / 4, the row 8 below for i % 4 ≥ 2, the
         // odd column for odd i.
@@ -312,11 +325,14 @@ macro_rules! gemm_wgmma_entries {
                     alpha: f32,
                     beta: f32,
                     group_m: u32,
+                    k_chunk: u32,
+                    c_split_stride: u64,
                 ) as $handle {
                     // SAFETY: the entry's contract.
                     unsafe {
                         gemm::<$t, $o, $a_mn, $b_mn>(
                             a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m,
+                            k_chunk, c_split_stride,
                         )
                     }
                 }
@@ -346,8 +362,9 @@ gemm_wgmma_entries! {
 }
 
 /// The parameters every entry takes, `O` its output element: the two tensor
-/// maps' addresses, C, m, n, k, ldc, C's batch stride, alpha, beta and the
-/// tile rows of a group of the grouped tile order.
+/// maps' addresses, C, m, n, k, ldc, C's batch stride, alpha, beta, the
+/// tile rows of a group of the grouped tile order, the k of a split and the
+/// elements between the splits' outputs.
 pub type WgmmaParams<O> = (
     *const u64,
     *const u64,
@@ -360,4 +377,6 @@ pub type WgmmaParams<O> = (
     f32,
     f32,
     u32,
+    u32,
+    u64,
 );

@@ -122,6 +122,8 @@ kernel_lists!(
     matmul::KERNELS,
     matmul::SGEMM_KERNELS,
     gemm::GEMM_KERNELS,
+    gemm::STAGE_KERNELS,
+    gemm::SPLIT_REDUCE_KERNELS,
     float16_checks::KERNELS,
     reduce::built_in::REDUCE_KERNELS,
     reduce::primitive_tests::KERNELS,

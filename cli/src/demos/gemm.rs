@@ -1,127 +1,271 @@
-//! The GEMM family's benchmark (`cuda-kernels bench`, part `gemm`): bf16 and
-//! f16 (f32 output) and tf32 at 2048³, 4096³ and 8192³, NT (B stored
-//! `n × k`), on the path the
-//! device takes (named in the row: `CUDA_KERNELS_GEMM_PATH` forces one),
-//! each against `cublasGemmEx` (`CUBLAS_COMPUTE_32F`, `…_FAST_TF32`) on the
-//! same buffers and stream. Both results are checked against the f64
-//! reference's bound on 512 sampled elements (a full f64 product at 8192³
-//! would take the CPU minutes).
-use ndarray::{Array2, ArrayView2};
+//! The GEMM family's benchmark (`cuda-kernels bench`, part `gemm`): a table
+//! of cases ([`GEMM_CASES`]) over every layout (NN, NT, TN, TT), input type
+//! (bf16, f16, tf32) and output type (f32 or the 16-bit input type), square
+//! sizes from 2048³ to 8192³, operands that are not 16-byte aligned (tight
+//! leading dimensions of 4097, an A stored 8192 × 257), and a shape table
+//! across deep k, skinny and non-square products and sizes just past a tile
+//! multiple. Each case runs on the path the device takes (named in the row:
+//! `CUDA_KERNELS_GEMM_PATH` forces one) and against `cublasGemmEx`
+//! (`CUBLAS_COMPUTE_32F`, `…_FAST_TF32`) in the same layout and types, on
+//! the same buffers and stream. Both results are checked against the f64
+//! reference's bound on 512 sampled elements.
+use ndarray::Array2;
 
 use super::{BenchRecord, Check, median_gpu_ms};
 use crate::cublas::Cublas;
 use crate::matrices::{GemmInput, GemmOutput, GemmShape, Op, gemm_check, gemm_reference};
 use crate::util::Rng;
-use crate::{DeviceBuffer, Gpu, Result};
+use crate::{Gpu, Result};
 use cuda_kernels::prelude::*;
 
-/// The sizes timed.
-pub const GEMM_SIZES: [usize; 3] = [2048, 4096, 8192];
+/// The element types of a case: inputs and output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GemmTypes {
+    /// bf16 inputs, f32 output.
+    Bf16F32,
+    /// f16 inputs, f32 output.
+    F16F32,
+    /// f32 inputs multiplied as tf32, f32 output.
+    Tf32F32,
+    /// bf16 inputs and output.
+    Bf16Bf16,
+    /// f16 inputs and output.
+    F16F16,
+}
+
+/// One timed GEMM of the table.
+#[derive(Debug, Clone, Copy)]
+pub struct GemmCase {
+    /// The group the row belongs to (the README's table heading).
+    pub group: &'static str,
+    /// Element types.
+    pub types: GemmTypes,
+    /// How A and B are stored.
+    pub ops: (Op, Op),
+    /// `(m, n, k)`.
+    pub mnk: (usize, usize, usize),
+    /// Elements added to each stored row of A and B (0: tight).
+    pub pad: usize,
+}
+
+const fn case(
+    group: &'static str,
+    types: GemmTypes,
+    ops: (Op, Op),
+    mnk: (usize, usize, usize),
+) -> GemmCase {
+    GemmCase {
+        group,
+        types,
+        ops,
+        mnk,
+        pad: 0,
+    }
+}
+
+use GemmTypes::*;
+use Op::{N, T};
+
+/// Every case the bench times, in order.
+pub const GEMM_CASES: &[GemmCase] = &[
+    case("square NT", Bf16F32, (N, T), (2048, 2048, 2048)),
+    case("square NT", Bf16F32, (N, T), (4096, 4096, 4096)),
+    case("square NT", Bf16F32, (N, T), (8192, 8192, 8192)),
+    case("square NT", F16F32, (N, T), (2048, 2048, 2048)),
+    case("square NT", F16F32, (N, T), (4096, 4096, 4096)),
+    case("square NT", F16F32, (N, T), (8192, 8192, 8192)),
+    case("square NT", Tf32F32, (N, T), (2048, 2048, 2048)),
+    case("square NT", Tf32F32, (N, T), (4096, 4096, 4096)),
+    case("square NT", Tf32F32, (N, T), (8192, 8192, 8192)),
+    case("layouts", Bf16F32, (N, N), (4096, 4096, 4096)),
+    case("layouts", Bf16F32, (N, N), (8192, 8192, 8192)),
+    case("layouts", Bf16F32, (T, N), (4096, 4096, 4096)),
+    case("layouts", Bf16F32, (T, N), (8192, 8192, 8192)),
+    case("layouts", Bf16F32, (T, T), (4096, 4096, 4096)),
+    case("layouts", Bf16F32, (T, T), (8192, 8192, 8192)),
+    case("layouts", F16F32, (N, N), (4096, 4096, 4096)),
+    case("layouts", F16F32, (N, N), (8192, 8192, 8192)),
+    case("layouts", F16F32, (T, N), (4096, 4096, 4096)),
+    case("layouts", F16F32, (T, N), (8192, 8192, 8192)),
+    case("layouts", F16F32, (T, T), (4096, 4096, 4096)),
+    case("layouts", F16F32, (T, T), (8192, 8192, 8192)),
+    case("layouts", Tf32F32, (N, N), (4096, 4096, 4096)),
+    case("layouts", Tf32F32, (T, N), (4096, 4096, 4096)),
+    case("layouts", Tf32F32, (T, T), (4096, 4096, 4096)),
+    case("16-bit output", Bf16Bf16, (N, T), (4096, 4096, 4096)),
+    case("16-bit output", Bf16Bf16, (N, T), (8192, 8192, 8192)),
+    case("16-bit output", Bf16Bf16, (N, N), (4096, 4096, 4096)),
+    case("16-bit output", Bf16Bf16, (N, N), (8192, 8192, 8192)),
+    case("16-bit output", F16F16, (N, T), (4096, 4096, 4096)),
+    case("16-bit output", F16F16, (N, T), (8192, 8192, 8192)),
+    case("16-bit output", F16F16, (N, N), (4096, 4096, 4096)),
+    case("16-bit output", F16F16, (N, N), (8192, 8192, 8192)),
+    case("alignment", Bf16F32, (N, N), (4097, 4097, 4097)),
+    GemmCase {
+        pad: 7,
+        ..case("alignment", Bf16F32, (N, N), (4097, 4097, 4097))
+    },
+    case("alignment", Bf16F32, (T, N), (257, 8192, 8192)),
+    case("alignment", Bf16F32, (T, T), (257, 8192, 8192)),
+    case("shapes", Bf16F32, (N, N), (1024, 1024, 16384)),
+    case("shapes", Bf16F32, (N, N), (512, 512, 16384)),
+    case("shapes", Bf16F32, (N, N), (2048, 2048, 16384)),
+    case("shapes", Bf16F32, (N, N), (256, 4096, 32768)),
+    case("shapes", Bf16F32, (N, N), (256, 8192, 8192)),
+    case("shapes", Bf16F32, (N, N), (8192, 256, 8192)),
+    case("shapes", Bf16F32, (N, N), (512, 4096, 4096)),
+    case("shapes", Bf16F32, (N, N), (8192, 8192, 512)),
+    case("shapes", Bf16F32, (N, N), (8192, 2048, 4096)),
+    case("shapes", Bf16F32, (N, N), (3072, 8192, 1024)),
+    case("shapes", Bf16F32, (N, N), (2049, 2056, 2048)),
+    case("shapes", Bf16F32, (N, N), (4160, 4160, 4160)),
+];
 
 /// Samples of C checked per result.
 const SAMPLES: usize = 512;
 
-/// The `SAMPLES` elements `(i, j)` checked, and for each its row of A and
-/// column of B.
-fn sample_check<I: GemmInput>(
-    a: &[I],
-    b: &[I],
-    n: usize,
-    k: usize,
-    got: &[f32],
+impl GemmCase {
+    /// The shape: tight leading dimensions plus [`GemmCase::pad`].
+    pub fn shape(&self) -> GemmShape {
+        let (m, n, k) = self.mnk;
+        let mut shape = GemmShape::with_ops(m, n, k, self.ops.0, self.ops.1);
+        shape.lda += self.pad;
+        shape.ldb += self.pad;
+        shape.stride_a = shape.a_stored().0 * shape.lda;
+        shape.stride_b = shape.b_stored().0 * shape.ldb;
+        shape
+    }
+
+    /// The row's size column: `m×n×k NT bf16 → f32` (and the padding).
+    pub fn label(&self, input: &str, output: &str) -> String {
+        let (m, n, k) = self.mnk;
+        let size = if m == n && n == k {
+            format!("{m}³")
+        } else {
+            format!("{m}×{n}×{k}")
+        };
+        let pad = if self.pad > 0 {
+            format!(", ld +{}", self.pad)
+        } else {
+            String::new()
+        };
+        format!(
+            "{size} {:?}{:?} {input} → {output}{pad}",
+            self.ops.0, self.ops.1
+        )
+    }
+}
+
+/// Element `(row, col)` of `op(X)` stored in `x` with leading dimension
+/// `ld`.
+fn element<I: Copy>(x: &[I], op: Op, ld: usize, row: usize, col: usize) -> I {
+    match op {
+        Op::N => x[row * ld + col],
+        Op::T => x[col * ld + row],
+    }
+}
+
+/// The sampled elements `picks` of `got` (C, row-major `m × n`) against the
+/// f64 reference's bound, each from its row of `op(A)` and column of
+/// `op(B)`.
+fn sample_check<I: GemmInput, O: GemmOutput<I>>(
+    shape: &GemmShape,
+    (a, b): (&[I], &[I]),
+    got: &[O::Dev],
     picks: &[(usize, usize)],
-) -> Check
-where
-    f32: GemmOutput<I>,
-{
+) -> Check {
+    let k = shape.k;
     for &(i, j) in picks {
-        let row = ArrayView2::from_shape((1, k), &a[i * k..(i + 1) * k]).ok();
-        // B is stored n × k (the shape's op_b is T).
-        let col: Vec<I> = (0..k).map(|kk| b[j * k + kk]).collect();
-        let col = Array2::from_shape_vec((k, 1), col).ok();
-        let (Some(row), Some(col)) = (row, col) else {
+        let row: Vec<I> = (0..k)
+            .map(|kk| element(a, shape.op_a, shape.lda, i, kk))
+            .collect();
+        let col: Vec<I> = (0..k)
+            .map(|kk| element(b, shape.op_b, shape.ldb, kk, j))
+            .collect();
+        let (Ok(row), Ok(col)) = (
+            Array2::from_shape_vec((1, k), row),
+            Array2::from_shape_vec((k, 1), col),
+        ) else {
             return Check::Fail("sample shape".into());
         };
-        let zero = Array2::<f32>::zeros((1, 1));
-        let reference = gemm_reference::<I, f32>(1.0, row, col.view(), 0.0, zero.view());
-        let g = Array2::from_elem((1, 1), got[i * n + j]);
-        if let Some(bad) = gemm_check(g.view(), &reference, |v| v as f64) {
+        let zero = Array2::<O>::from_elem((1, 1), O::from_dev(got[0]));
+        let reference = gemm_reference::<I, O>(1.0, row.view(), col.view(), 0.0, zero.view());
+        let g = Array2::from_elem((1, 1), O::from_dev(got[i * shape.ldc + j]));
+        if let Some(bad) = gemm_check(g.view(), &reference, |v: O| v.to_f64()) {
             return Check::Fail(format!("C[{i}][{j}]: {bad:?}"));
         }
     }
     Check::Pass(format!("{SAMPLES} samples within the f64 bound"))
 }
 
-fn bench_type<I: GemmInput>(
+/// Times one case of `I` inputs and `O` output, ours and cuBLAS's, each
+/// result checked; pushes a record for each.
+fn bench_case<I: GemmInput, O: GemmOutput<I>>(
     gpu: &Gpu,
     cublas: Option<&Cublas>,
+    case: &GemmCase,
     from: impl Fn(f32) -> I,
     records: &mut Vec<BenchRecord>,
     rng: &mut Rng,
-) -> Result<()>
-where
-    f32: GemmOutput<I, Dev = f32>,
-{
-    for size in GEMM_SIZES {
-        let (m, n, k) = (size, size, size);
-        let a: Vec<I> = (0..m * k)
-            .map(|_| from(rng.uniform() as f32 * 2.0 - 1.0))
-            .collect();
-        let b: Vec<I> = (0..k * n)
-            .map(|_| from(rng.uniform() as f32 * 2.0 - 1.0))
-            .collect();
-        let da = gpu.to_device(&a.iter().map(|v| v.to_dev()).collect::<Vec<_>>())?;
-        let db = gpu.to_device(&b.iter().map(|v| v.to_dev()).collect::<Vec<_>>())?;
-        let mut dc: DeviceBuffer<f32> = gpu.zeroed(m * n)?;
-        // NT (A m × k, B stored n × k): the layout the wgmma kernel reads
-        // (the device's path on an H100); cuBLAS gets the same.
-        let shape = GemmShape::with_ops(m, n, k, Op::N, Op::T);
-        let picks: Vec<(usize, usize)> = (0..SAMPLES)
-            .map(|_| (rng.below(m as u64) as usize, rng.below(n as u64) as usize))
-            .collect();
-        let tflops = |ms: f64| 2.0 * (m * n * k) as f64 / (ms * 1e9);
-        let reps = if size >= 8192 { 5 } else { 20 };
-        let label = format!("{size}³ {} → f32", I::NAME);
-        let checked = |dc: &mut DeviceBuffer<f32>| -> Result<Check> {
-            let mut c = vec![0f32; m * n];
-            dc.copy_to(&mut c[..])?;
-            dc.set_32(0)?;
-            Ok(sample_check(&a, &b, n, k, &c, &picks))
-        };
-        let reference = match cublas {
-            Some(cb) => {
-                let ms = median_gpu_ms(gpu, 2, reps, || {
-                    cb.gemm_ex::<I, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc)
-                })? as f64;
-                let check = checked(&mut dc)?;
-                let name = format!("cuBLAS GemmEx {}", I::NAME);
-                let record = BenchRecord::new(&name, &label, ms, "TFLOP/s", tflops(ms), check);
-                let ok = !record.failed();
-                records.push(record);
-                ok.then_some((name, tflops(ms)))
-            }
-            None => None,
-        };
-        let mut path = None;
-        let ms = median_gpu_ms(gpu, 2, reps, || {
-            path = Some(gpu.gemm_on_device::<I, f32>(&shape, 1.0, &da, &db, 0.0, &mut dc)?);
-            Ok(())
-        })? as f64;
-        let check = checked(&mut dc)?;
-        let kernel = format!(
-            "gemm {} ({})",
-            I::NAME,
-            path.map_or("no path", |p| p.name())
-        );
-        let record = BenchRecord::new(&kernel, &label, ms, "TFLOP/s", tflops(ms), check);
-        records.push(match reference {
-            Some((name, r)) => record.against(&name, tflops(ms) / r),
-            None => BenchRecord {
-                reference: Some("cuBLAS missing or wrong".into()),
-                ..record
-            },
-        });
-    }
+) -> Result<()> {
+    let shape = case.shape();
+    let (m, n, k) = case.mnk;
+    let Some((ea, eb, ec)) = shape.extents() else {
+        return Ok(());
+    };
+    let a: Vec<I> = (0..ea)
+        .map(|_| from(rng.uniform() as f32 * 2.0 - 1.0))
+        .collect();
+    let b: Vec<I> = (0..eb)
+        .map(|_| from(rng.uniform() as f32 * 2.0 - 1.0))
+        .collect();
+    let da = gpu.to_device(&a.iter().map(|v| v.to_dev()).collect::<Vec<_>>())?;
+    let db = gpu.to_device(&b.iter().map(|v| v.to_dev()).collect::<Vec<_>>())?;
+    let mut dc = gpu.zeroed::<O::Dev>(ec)?;
+    let picks: Vec<(usize, usize)> = (0..SAMPLES)
+        .map(|_| (rng.below(m as u64) as usize, rng.below(n as u64) as usize))
+        .collect();
+    let tflops = |ms: f64| 2.0 * (m * n * k) as f64 / (ms * 1e9);
+    let reps = if m * n * k >= 1 << 39 { 5 } else { 20 };
+    let label = case.label(I::NAME, O::NAME);
+    let mut checked = |dc: &mut crate::DeviceBuffer<O::Dev>| -> Result<Check> {
+        let c = dc.to_vec()?;
+        dc.set_zero()?;
+        Ok(sample_check::<I, O>(&shape, (&a, &b), &c, &picks))
+    };
+    let reference = match cublas {
+        Some(cb) => {
+            let ms = median_gpu_ms(gpu, 2, reps, || {
+                cb.gemm_ex::<I, O>(&shape, 1.0, &da, &db, 0.0, &mut dc)
+            })? as f64;
+            let check = checked(&mut dc)?;
+            let name = format!("cuBLAS GemmEx {}", I::NAME);
+            let record = BenchRecord::new(&name, &label, ms, "TFLOP/s", tflops(ms), check);
+            let ok = !record.failed();
+            records.push(record);
+            ok.then_some((name, tflops(ms)))
+        }
+        None => None,
+    };
+    let mut path = None;
+    let ms = median_gpu_ms(gpu, 2, reps, || {
+        path = Some(gpu.gemm_on_device::<I, O>(&shape, 1.0, &da, &db, 0.0, &mut dc)?);
+        Ok(())
+    })? as f64;
+    let check = checked(&mut dc)?;
+    let kernel = format!(
+        "gemm {} ({})",
+        I::NAME,
+        path.map_or("no path", |p| p.name())
+    );
+    let record = BenchRecord::new(&kernel, &label, ms, "TFLOP/s", tflops(ms), check);
+    records.push(match reference {
+        Some((name, r)) => record.against(&name, tflops(ms) / r),
+        None => BenchRecord {
+            reference: Some("cuBLAS missing or wrong".into()),
+            ..record
+        },
+    });
     Ok(())
 }
 
@@ -135,14 +279,24 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
             None
         }
     };
+    let cublas = cublas.as_ref();
     let mut rng = Rng::new(21);
-    bench_type(
-        gpu,
-        cublas.as_ref(),
-        half::bf16::from_f32,
-        records,
-        &mut rng,
-    )?;
-    bench_type(gpu, cublas.as_ref(), half::f16::from_f32, records, &mut rng)?;
-    bench_type(gpu, cublas.as_ref(), |x| x, records, &mut rng)
+    let rng = &mut rng;
+    for (i, case) in GEMM_CASES.iter().enumerate() {
+        eprintln!(
+            "[gemm {}/{}] {}",
+            i + 1,
+            GEMM_CASES.len(),
+            case.label("", "")
+        );
+        let (bf, hf) = (half::bf16::from_f32, half::f16::from_f32);
+        match case.types {
+            Bf16F32 => bench_case::<half::bf16, f32>(gpu, cublas, case, bf, records, rng),
+            F16F32 => bench_case::<half::f16, f32>(gpu, cublas, case, hf, records, rng),
+            Tf32F32 => bench_case::<f32, f32>(gpu, cublas, case, |x| x, records, rng),
+            Bf16Bf16 => bench_case::<half::bf16, half::bf16>(gpu, cublas, case, bf, records, rng),
+            F16F16 => bench_case::<half::f16, half::f16>(gpu, cublas, case, hf, records, rng),
+        }?;
+    }
+    Ok(())
 }

@@ -13,11 +13,13 @@ use cuda_kernels_device::float16 as dev;
 use cuda_kernels_gpu::gemm::{
     BLOCK_M, BLOCK_N, GEMM_MMA_BF16_BF16, GEMM_MMA_BF16_F32, GEMM_MMA_F16_F16, GEMM_MMA_F16_F32,
     GEMM_MMA_TF32_F32, GEMM_SIMT_BF16_BF16, GEMM_SIMT_BF16_F32, GEMM_SIMT_F16_F16,
-    GEMM_SIMT_F16_F32, GEMM_SIMT_F32_F32, GemmParams, MMA_SMEM_BYTES, MMA_THREADS, SIMT_BLOCK,
-    TRANS_A, TRANS_B,
+    GEMM_SIMT_F16_F32, GEMM_SIMT_F32_F32, GEMM_SPLIT_REDUCE_BF16, GEMM_SPLIT_REDUCE_F16,
+    GEMM_SPLIT_REDUCE_F32, GEMM_STAGE_B16, GEMM_STAGE_B32, GemmParams, MMA_SMEM_BYTES, MMA_THREADS,
+    SIMT_BLOCK, STAGE_CHUNK_BYTES, STAGE_THREADS, SplitReduceParams, TRANS_A, TRANS_B,
 };
 use cust::memory::DeviceCopy;
-use cust::memory::bytemuck::Pod;
+use cust::memory::DevicePointer;
+use cust::memory::bytemuck::{Pod, Zeroable};
 use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 
 use crate::Gpu;
@@ -25,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::gemm_wgmma::{WgmmaGemmExt, WgmmaInput, wgmma_kernel};
 use crate::kernel::Kernel;
 use crate::launch::{LaunchConfig, MAX_GRID_YZ};
-use crate::memory::DeviceSlice;
+use crate::memory::{DeviceBuffer, DeviceSlice};
 use cuda_kernels_gpu::gemm_wgmma::{
     GEMM_WGMMA_BF16_BF16_NN, GEMM_WGMMA_BF16_BF16_NT, GEMM_WGMMA_BF16_BF16_TN,
     GEMM_WGMMA_BF16_BF16_TT, GEMM_WGMMA_BF16_F32_NN, GEMM_WGMMA_BF16_F32_NT,
@@ -33,6 +35,7 @@ use cuda_kernels_gpu::gemm_wgmma::{
     GEMM_WGMMA_F16_F16_TN, GEMM_WGMMA_F16_F16_TT, GEMM_WGMMA_F16_F32_NN, GEMM_WGMMA_F16_F32_NT,
     GEMM_WGMMA_F16_F32_TN, GEMM_WGMMA_F16_F32_TT, GEMM_WGMMA_TF32_F32_NT, WgmmaParams,
 };
+use std::sync::Mutex;
 
 /// The environment variable that forces a [`GemmPath`]: `wgmma`,
 /// `mma_sync` or `cuda_core`.
@@ -244,13 +247,17 @@ impl GemmShape {
 /// tf32), with its device twin.
 pub trait GemmInput: Copy + 'static {
     /// The device crate's type of the same bits.
-    type Dev: DeviceCopy + Pod + Copy + 'static;
+    type Dev: DeviceCopy + Pod + Copy + Send + Sync + 'static;
     /// The name in kernel names and reports (`bf16`, `f16`, `tf32`).
     const NAME: &'static str;
     /// Significand bits the product sees (8, 11, and 11 for tf32).
     const PRECISION: i32;
     /// Its element type for the wgmma kernel.
     const WGMMA: WgmmaInput;
+    /// The wgmma kernels (sm_90a) with f32 output by layout (NN, NT, TN,
+    /// TT; `None` where wgmma cannot read the layout): the f32 output's
+    /// [`GemmOutput::WGMMA`], and every output's split-k partial products.
+    const WGMMA_F32: [Option<Kernel<WgmmaParams<f32>>>; 4];
     /// The device twin.
     fn to_dev(self) -> Self::Dev;
     /// The exact value.
@@ -275,6 +282,8 @@ pub trait GemmOutput<I: GemmInput>: Copy + 'static {
     /// ([`layout_index`](crate::gemm_wgmma::layout_index)); `None` where
     /// wgmma cannot read the layout (tf32 is K-major only: NT).
     const WGMMA: [Option<Kernel<WgmmaParams<Self::Dev>>>; 4];
+    /// The split-k reduction into this output type.
+    const SPLIT_REDUCE: Kernel<SplitReduceParams<Self::Dev>>;
     /// The device twin.
     fn to_dev(self) -> Self::Dev;
     /// From the device twin.
@@ -284,12 +293,13 @@ pub trait GemmOutput<I: GemmInput>: Copy + 'static {
 }
 
 macro_rules! gemm_types {
-    ($($host:ty => $dev:ty, $name:literal, $p:literal, $wgmma:ident, $to_dev:expr, $to_f64:expr;)*) => {$(
+    ($($host:ty => $dev:ty, $name:literal, $p:literal, $wgmma:ident, $f32:expr, $to_dev:expr, $to_f64:expr;)*) => {$(
         impl GemmInput for $host {
             type Dev = $dev;
             const NAME: &'static str = $name;
             const PRECISION: i32 = $p;
             const WGMMA: WgmmaInput = WgmmaInput::$wgmma;
+            const WGMMA_F32: [Option<Kernel<WgmmaParams<f32>>>; 4] = $f32;
             fn to_dev(self) -> $dev {
                 $to_dev(self)
             }
@@ -300,13 +310,18 @@ macro_rules! gemm_types {
     )*};
 }
 gemm_types! {
-    half::bf16 => dev::bf16, "bf16", 8, Bf16, dev::bf16::from, |x: half::bf16| x.to_f64();
-    half::f16 => dev::f16, "f16", 11, F16, dev::f16::from, |x: half::f16| x.to_f64();
-    f32 => f32, "tf32", 11, Tf32, |x| x, |x: f32| x as f64;
+    half::bf16 => dev::bf16, "bf16", 8, Bf16,
+        [Some(GEMM_WGMMA_BF16_F32_NN), Some(GEMM_WGMMA_BF16_F32_NT), Some(GEMM_WGMMA_BF16_F32_TN), Some(GEMM_WGMMA_BF16_F32_TT)],
+        dev::bf16::from, |x: half::bf16| x.to_f64();
+    half::f16 => dev::f16, "f16", 11, F16,
+        [Some(GEMM_WGMMA_F16_F32_NN), Some(GEMM_WGMMA_F16_F32_NT), Some(GEMM_WGMMA_F16_F32_TN), Some(GEMM_WGMMA_F16_F32_TT)],
+        dev::f16::from, |x: half::f16| x.to_f64();
+    f32 => f32, "tf32", 11, Tf32, [None, Some(GEMM_WGMMA_TF32_F32_NT), None, None],
+        |x| x, |x: f32| x as f64;
 }
 
 macro_rules! gemm_outputs {
-    ($($in:ty => $out:ty, $dev:ty, $name:literal, $p:literal, $simt:ident, $mma:ident, $wgmma:expr, $from:expr;)*) => {$(
+    ($($in:ty => $out:ty, $dev:ty, $name:literal, $p:literal, $simt:ident, $mma:ident, $wgmma:expr, $reduce:ident, $from:expr;)*) => {$(
         impl GemmOutput<$in> for $out {
             type Dev = $dev;
             const NAME: &'static str = $name;
@@ -314,6 +329,7 @@ macro_rules! gemm_outputs {
             const SIMT: Kernel<GemmParams<<$in as GemmInput>::Dev, $dev>> = $simt;
             const MMA: Kernel<GemmParams<<$in as GemmInput>::Dev, $dev>> = $mma;
             const WGMMA: [Option<Kernel<WgmmaParams<$dev>>>; 4] = $wgmma;
+            const SPLIT_REDUCE: Kernel<SplitReduceParams<$dev>> = $reduce;
             fn to_dev(self) -> $dev {
                 <$dev>::from(self)
             }
@@ -328,20 +344,17 @@ macro_rules! gemm_outputs {
 }
 gemm_outputs! {
     half::bf16 => f32, f32, "f32", 24, GEMM_SIMT_BF16_F32, GEMM_MMA_BF16_F32,
-        [Some(GEMM_WGMMA_BF16_F32_NN), Some(GEMM_WGMMA_BF16_F32_NT), Some(GEMM_WGMMA_BF16_F32_TN), Some(GEMM_WGMMA_BF16_F32_TT)],
-        |d| d;
+        <half::bf16 as GemmInput>::WGMMA_F32, GEMM_SPLIT_REDUCE_F32, |d| d;
     half::bf16 => half::bf16, dev::bf16, "bf16", 8, GEMM_SIMT_BF16_BF16, GEMM_MMA_BF16_BF16,
         [Some(GEMM_WGMMA_BF16_BF16_NN), Some(GEMM_WGMMA_BF16_BF16_NT), Some(GEMM_WGMMA_BF16_BF16_TN), Some(GEMM_WGMMA_BF16_BF16_TT)],
-        half::bf16::from;
+        GEMM_SPLIT_REDUCE_BF16, half::bf16::from;
     half::f16 => f32, f32, "f32", 24, GEMM_SIMT_F16_F32, GEMM_MMA_F16_F32,
-        [Some(GEMM_WGMMA_F16_F32_NN), Some(GEMM_WGMMA_F16_F32_NT), Some(GEMM_WGMMA_F16_F32_TN), Some(GEMM_WGMMA_F16_F32_TT)],
-        |d| d;
+        <half::f16 as GemmInput>::WGMMA_F32, GEMM_SPLIT_REDUCE_F32, |d| d;
     half::f16 => half::f16, dev::f16, "f16", 11, GEMM_SIMT_F16_F16, GEMM_MMA_F16_F16,
         [Some(GEMM_WGMMA_F16_F16_NN), Some(GEMM_WGMMA_F16_F16_NT), Some(GEMM_WGMMA_F16_F16_TN), Some(GEMM_WGMMA_F16_F16_TT)],
-        half::f16::from;
+        GEMM_SPLIT_REDUCE_F16, half::f16::from;
     f32 => f32, f32, "f32", 24, GEMM_SIMT_F32_F32, GEMM_MMA_TF32_F32,
-        [None, Some(GEMM_WGMMA_TF32_F32_NT), None, None],
-        |d| d;
+        <f32 as GemmInput>::WGMMA_F32, GEMM_SPLIT_REDUCE_F32, |d| d;
 }
 
 /// A host operand as the kernels read it: its elements as stored, and how.
@@ -353,21 +366,26 @@ struct Operand<D> {
 
 /// `x` (the operand `op(X)`, `rows × cols`) as stored: a transposed view of
 /// a row-major array (column-major) is T without reordering, anything else
-/// is copied row-major as N.
+/// is copied row-major as N. The stored rows are padded with zeros to whole
+/// 16-byte chunks, so that the copy the device gets is aligned for the
+/// tensor cores at any size (no staging on the device).
 fn operand<I: GemmInput>(x: ArrayView2<I>) -> Operand<I::Dev> {
-    let (rows, cols) = x.dim();
-    if !x.is_standard_layout() && x.t().is_standard_layout() {
-        Operand {
-            data: x.t().iter().map(|v| v.to_dev()).collect(),
-            op: Op::T,
-            ld: rows.max(1),
-        }
-    } else {
-        Operand {
-            data: x.iter().map(|v| v.to_dev()).collect(),
-            op: Op::N,
-            ld: cols.max(1),
-        }
+    let transposed = !x.is_standard_layout() && x.t().is_standard_layout();
+    let stored = if transposed { x.reversed_axes() } else { x };
+    let cols = stored.ncols();
+    let ld = cols
+        .next_multiple_of(STAGE_CHUNK_BYTES / size_of::<I::Dev>())
+        .max(1);
+    let zero = I::Dev::zeroed();
+    let mut data = Vec::with_capacity(stored.nrows() * ld);
+    for row in stored.rows() {
+        data.extend(row.iter().map(|v| v.to_dev()));
+        data.resize(data.len() + ld - cols, zero);
+    }
+    Operand {
+        data,
+        op: if transposed { Op::T } else { Op::N },
+        ld,
     }
 }
 
@@ -376,31 +394,32 @@ pub trait GemmExt {
     /// The path a GEMM of `shape` takes on this device: the forced one
     /// ([`GEMM_PATH_ENV`]) if set, else wgmma on sm_90 when the wgmma kernel
     /// fits it ([`Gpu::wgmma_fits`](crate::matrices::gemm::GemmExt::wgmma_fits)), mma.sync on sm_80 and later (and on
-    /// the simulator), the CUDA cores elsewhere or when `aligned` is false
-    /// (an operand's start or leading dimension not a multiple of 16 bytes).
-    fn gemm_path<I: GemmInput, O: GemmOutput<I>>(
-        &self,
-        shape: &GemmShape,
-        aligned: bool,
-    ) -> Result<GemmPath>;
+    /// the simulator), the CUDA cores elsewhere. At any alignment: an
+    /// operand whose start, leading dimension or batch stride is not a
+    /// multiple of 16 bytes is first staged into aligned rows (see
+    /// [`Gpu::gemm_on_device`](crate::matrices::gemm::GemmExt::gemm_on_device)).
+    fn gemm_path<I: GemmInput, O: GemmOutput<I>>(&self, shape: &GemmShape) -> Result<GemmPath>;
 
     /// Whether the wgmma kernel (`gemm_wgmma_*`, sm_90a) computes a GEMM of
     /// `shape`, or why not: a GPU (not the simulator, which does not model
     /// wgmma and TMA) whose loaded image has it (the sm_90a cubin), a layout
     /// wgmma reads (every layout for 16-bit inputs, f32 or 16-bit output;
-    /// NT alone for tf32, which wgmma reads K-major only), operands 16-byte
-    /// aligned (TMA's rule).
+    /// NT alone for tf32, which wgmma reads K-major only). (Operands that
+    /// are not 16-byte aligned, TMA's rule, are staged first.)
     fn wgmma_fits<I: GemmInput, O: GemmOutput<I>>(
         &self,
         shape: &GemmShape,
-        aligned: bool,
     ) -> std::result::Result<(), String>;
 
     /// `C = alpha · op(A) · op(B) + beta · C` over device buffers, queued on
     /// [`Gpu::stream`]; the path taken is returned. Every size, leading
     /// dimension, batch stride and buffer length is checked first
-    /// ([`GemmShape::check`]). Operands whose start or leading dimension is
-    /// not a multiple of 16 bytes take the CUDA-core path.
+    /// ([`GemmShape::check`]). On the tensor-core paths, an operand whose
+    /// start, leading dimension or batch stride is not a multiple of 16
+    /// bytes is first copied by `gemm_stage_*` into rows padded to 16 bytes
+    /// (one read and one write of the operand, queued on the same stream)
+    /// in a scratch buffer the `Gpu` keeps for the next such call (grown,
+    /// after a wait, when an operand is larger than any before).
     /// Safe under the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
     #[allow(clippy::too_many_arguments)]
     fn gemm_on_device<I: GemmInput, O: GemmOutput<I>>(
@@ -437,19 +456,11 @@ pub trait GemmExt {
 }
 
 impl GemmExt for Gpu {
-    fn gemm_path<I: GemmInput, O: GemmOutput<I>>(
-        &self,
-        shape: &GemmShape,
-        aligned: bool,
-    ) -> Result<GemmPath> {
+    fn gemm_path<I: GemmInput, O: GemmOutput<I>>(&self, shape: &GemmShape) -> Result<GemmPath> {
         let name = O::MMA.name();
-        let wgmma = self.wgmma_fits::<I, O>(shape, aligned);
+        let wgmma = self.wgmma_fits::<I, O>(shape);
         if let Some(forced) = GemmPath::forced(name)? {
             return match forced {
-                GemmPath::MmaSync if !aligned => Err(Error::invalid(
-                    name,
-                    format!("{GEMM_PATH_ENV}=mma_sync with operands not 16-byte aligned"),
-                )),
                 GemmPath::Wgmma => wgmma
                     .map(|()| GemmPath::Wgmma)
                     .map_err(|why| Error::invalid(name, format!("{GEMM_PATH_ENV}=wgmma: {why}"))),
@@ -465,7 +476,7 @@ impl GemmExt for Gpu {
         }
         Ok(if wgmma.is_ok() {
             GemmPath::Wgmma
-        } else if aligned && self.has_kernel(O::MMA.name()) {
+        } else if self.has_kernel(O::MMA.name()) {
             GemmPath::MmaSync
         } else {
             GemmPath::CudaCore
@@ -475,13 +486,10 @@ impl GemmExt for Gpu {
     fn wgmma_fits<I: GemmInput, O: GemmOutput<I>>(
         &self,
         shape: &GemmShape,
-        aligned: bool,
     ) -> std::result::Result<(), String> {
         let kernel = wgmma_kernel::<I, O>(shape)?.name();
         if self.is_simulated() {
             Err("the simulator does not model wgmma or TMA".into())
-        } else if !aligned {
-            Err("operands not 16-byte aligned (TMA's rule)".into())
         } else if !self.has_kernel(kernel) {
             Err(format!(
                 "the loaded image ({}) has no {kernel} (the sm_90a cubin only)",
@@ -508,20 +516,195 @@ impl GemmExt for Gpu {
             self.check_device(name, slice)?;
         }
         self.check_device(name, c)?;
-        let size = size_of::<I::Dev>();
-        let aligned = [a.as_device_ptr().as_raw(), b.as_device_ptr().as_raw()]
-            .iter()
-            .all(|p| p.is_multiple_of(16))
-            && [shape.lda, shape.ldb, shape.stride_a, shape.stride_b]
-                .iter()
-                .all(|ld| ld.checked_mul(size).is_some_and(|b| b.is_multiple_of(16)));
-        let path = self.gemm_path::<I, O>(shape, aligned)?;
-        if path == GemmPath::Wgmma {
-            self.gemm_wgmma_plan::<I, O>(shape, alpha, a, b, beta, c)?
-                .launch()?;
-            return Ok(path);
+        let path = self.gemm_path::<I, O>(shape)?;
+        let aligned = [
+            operand_aligned(a, shape.lda, shape.stride_a, shape.batches),
+            operand_aligned(b, shape.ldb, shape.stride_b, shape.batches),
+        ];
+        if path == GemmPath::CudaCore || aligned == [true, true] {
+            self.gemm_aligned::<I, O>(path, shape, alpha, a, b, beta, c)?;
+        } else {
+            self.gemm_staged::<I, O>(path, shape, alpha, [a, b], aligned, beta, c)?;
         }
+        Ok(path)
+    }
+
+    fn gemm<I: GemmInput, O: GemmOutput<I>>(
+        &self,
+        alpha: f32,
+        a: ArrayView2<I>,
+        b: ArrayView2<I>,
+        beta: f32,
+        mut c: ArrayViewMut2<O>,
+    ) -> Result<GemmPath> {
+        let name = O::MMA.name();
+        let ((m, ka), (kb, n)) = (a.dim(), b.dim());
+        if ka != kb {
+            return Err(Error::invalid(
+                name,
+                format!("inner dimensions differ: A is {m} × {ka}, B is {kb} × {n}"),
+            ));
+        }
+        if c.dim() != (m, n) {
+            return Err(Error::invalid(
+                name,
+                format!("C is {:?}, the product is {m} × {n}", c.dim()),
+            ));
+        }
+        let (oa, ob) = (operand(a), operand(b));
+        let mut shape = GemmShape::with_ops(m, n, ka, oa.op, ob.op);
+        (shape.lda, shape.ldb) = (oa.ld, ob.ld);
+        shape.check(name, (oa.data.len(), ob.data.len(), m * n))?;
+        self.bind()?;
+        let da = self.to_device(&oa.data)?;
+        let db = self.to_device(&ob.data)?;
+        let host_c: Vec<O::Dev> = c.iter().map(|v| v.to_dev()).collect();
+        let mut dc = self.to_device(&host_c)?;
+        let path = self.gemm_on_device::<I, O>(&shape, alpha, &da, &db, beta, &mut dc)?;
+        self.synchronize(name)?;
+        let mut out = host_c;
+        dc.copy_to(&mut out[..])?;
+        for (dst, src) in c.iter_mut().zip(out) {
+            *dst = O::from_dev(src);
+        }
+        Ok(path)
+    }
+
+    fn gemm_product<I: GemmInput, O: GemmOutput<I> + Default>(
+        &self,
+        a: ArrayView2<I>,
+        b: ArrayView2<I>,
+    ) -> Result<(Array2<O>, GemmPath)> {
+        let mut c = Array2::from_elem((a.nrows(), b.ncols()), O::default());
+        let path = self.gemm(1.0, a, b, 0.0, c.view_mut())?;
+        Ok((c, path))
+    }
+}
+
+/// Whether an operand at `x` with leading dimension `ld` and batch stride
+/// `stride` (read only when `batches > 1`) is 16-byte aligned everywhere
+/// the tensor-core paths need it (TMA's and `cp.async`'s rule): its start,
+/// every row and every batch. The one test the dispatcher and the wgmma
+/// plan share.
+pub(crate) fn operand_aligned<T: DeviceCopy>(
+    x: &DeviceSlice<T>,
+    ld: usize,
+    stride: usize,
+    batches: usize,
+) -> bool {
+    let bytes16 = |v: usize| {
+        v.checked_mul(size_of::<T>())
+            .is_some_and(|b| b.is_multiple_of(16))
+    };
+    x.as_device_ptr().as_raw().is_multiple_of(16)
+        && bytes16(ld)
+        && (batches == 1 || bytes16(stride))
+}
+
+/// A [`Gpu`]'s scratch for staged operands of element type `T` (A's and
+/// B's), kept between calls ([`Gpu::launcher_state`]): every staged GEMM
+/// queues its copies and its kernel on the `Gpu`'s stream while holding the
+/// lock, so the stream orders each use of a buffer after the last.
+struct StagingBuffers<T: DeviceCopy>(Mutex<[Option<DeviceBuffer<T>>; 2]>);
+
+/// How one operand is staged: rows and columns as stored, the padded
+/// leading dimension and batch stride, the elements of the staged copy.
+#[derive(Debug, Clone, Copy)]
+struct Staged {
+    rows: usize,
+    cols: usize,
+    ld: usize,
+    stride: usize,
+    len: usize,
+}
+
+impl Staged {
+    /// Rows of `cols` `size`-byte elements padded to whole 16-byte chunks,
+    /// `batches` of `rows`; `None` past the kernels' 32-bit limits.
+    fn new((rows, cols): (usize, usize), batches: usize, size: usize) -> Option<Self> {
+        let per = STAGE_CHUNK_BYTES / size;
+        let ld = cols.checked_next_multiple_of(per)?;
+        let stride = rows.checked_mul(ld)?;
+        let len = stride.checked_mul(batches)?;
+        (ld <= i32::MAX as usize).then_some(Self {
+            rows,
+            cols,
+            ld,
+            stride,
+            len,
+        })
+    }
+}
+
+/// The steps the launchers above share.
+trait GemmExtSteps {
+    /// Whether the loaded module has the entry point `name` (the simulator
+    /// has every kernel).
+    fn has_kernel(&self, name: &str) -> bool;
+
+    /// Queues the GEMM on `path` (a checked shape on this device's buffers,
+    /// operands aligned unless the path is the CUDA cores').
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_aligned<I: GemmInput, O: GemmOutput<I>>(
+        &self,
+        path: GemmPath,
+        shape: &GemmShape,
+        alpha: f32,
+        a: &DeviceSlice<I::Dev>,
+        b: &DeviceSlice<I::Dev>,
+        beta: f32,
+        c: &mut DeviceSlice<O::Dev>,
+    ) -> Result<()>;
+
+    /// Stages the operands that are not `aligned` into the scratch
+    /// ([`StagingBuffers`]; fresh buffers on the simulator), then queues the
+    /// GEMM on `path` over the staged copies.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_staged<I: GemmInput, O: GemmOutput<I>>(
+        &self,
+        path: GemmPath,
+        shape: &GemmShape,
+        alpha: f32,
+        operands: [&DeviceSlice<I::Dev>; 2],
+        aligned: [bool; 2],
+        beta: f32,
+        c: &mut DeviceSlice<O::Dev>,
+    ) -> Result<()>;
+
+    /// Queues `gemm_stage_*` copying `src` (ld `ld`, batch stride `stride`)
+    /// into `dst` as `staged` describes.
+    fn stage_operand<T: DeviceCopy>(
+        &self,
+        src: &DeviceSlice<T>,
+        ld_stride: (usize, usize),
+        staged: &Staged,
+        batches: usize,
+        dst: &mut DeviceBuffer<T>,
+    ) -> Result<()>;
+}
+
+impl GemmExtSteps for Gpu {
+    fn has_kernel(&self, name: &str) -> bool {
+        self.is_simulated() || self.function(name).is_ok()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_aligned<I: GemmInput, O: GemmOutput<I>>(
+        &self,
+        path: GemmPath,
+        shape: &GemmShape,
+        alpha: f32,
+        a: &DeviceSlice<I::Dev>,
+        b: &DeviceSlice<I::Dev>,
+        beta: f32,
+        c: &mut DeviceSlice<O::Dev>,
+    ) -> Result<()> {
         let (kernel, cfg) = match path {
+            GemmPath::Wgmma => {
+                return self
+                    .gemm_wgmma_plan::<I, O>(shape, alpha, a, b, beta, c)?
+                    .launch();
+            }
             GemmPath::MmaSync => (
                 O::MMA,
                 LaunchConfig {
@@ -590,72 +773,167 @@ impl GemmExt for Gpu {
                     s.flags(),
                 ),
             )
-        }?;
-        Ok(path)
+        }
     }
-
-    fn gemm<I: GemmInput, O: GemmOutput<I>>(
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_staged<I: GemmInput, O: GemmOutput<I>>(
         &self,
+        path: GemmPath,
+        shape: &GemmShape,
         alpha: f32,
-        a: ArrayView2<I>,
-        b: ArrayView2<I>,
+        [a, b]: [&DeviceSlice<I::Dev>; 2],
+        aligned: [bool; 2],
         beta: f32,
-        mut c: ArrayViewMut2<O>,
-    ) -> Result<GemmPath> {
-        let name = O::MMA.name();
-        let ((m, ka), (kb, n)) = (a.dim(), b.dim());
-        if ka != kb {
-            return Err(Error::invalid(
-                name,
-                format!("inner dimensions differ: A is {m} × {ka}, B is {kb} × {n}"),
-            ));
+        c: &mut DeviceSlice<O::Dev>,
+    ) -> Result<()> {
+        let name = stage_kernel_name::<I::Dev>();
+        let size = size_of::<I::Dev>();
+        let plan = |stored: (usize, usize), what: &str| {
+            Staged::new(stored, shape.batches, size).ok_or_else(|| {
+                Error::invalid(
+                    name,
+                    format!(
+                        "{what} ({stored:?} as stored, {} batches) staged in 16-byte rows is past the 32-bit limits",
+                        shape.batches
+                    ),
+                )
+            })
+        };
+        let (sa, sb) = (plan(shape.a_stored(), "A")?, plan(shape.b_stored(), "B")?);
+        let mut staged_shape = *shape;
+        if !aligned[0] {
+            (staged_shape.lda, staged_shape.stride_a) = (sa.ld, sa.stride);
         }
-        if c.dim() != (m, n) {
-            return Err(Error::invalid(
-                name,
-                format!("C is {:?}, the product is {m} × {n}", c.dim()),
-            ));
+        if !aligned[1] {
+            (staged_shape.ldb, staged_shape.stride_b) = (sb.ld, sb.stride);
         }
-        let (oa, ob) = (operand(a), operand(b));
-        let mut shape = GemmShape::with_ops(m, n, ka, oa.op, ob.op);
-        (shape.lda, shape.ldb) = (oa.ld, ob.ld);
-        shape.check(name, (oa.data.len(), ob.data.len(), m * n))?;
-        self.bind()?;
-        let da = self.to_device(&oa.data)?;
-        let db = self.to_device(&ob.data)?;
-        let host_c: Vec<O::Dev> = c.iter().map(|v| v.to_dev()).collect();
-        let mut dc = self.to_device(&host_c)?;
-        let path = self.gemm_on_device::<I, O>(&shape, alpha, &da, &db, beta, &mut dc)?;
-        self.synchronize(name)?;
-        let mut out = host_c;
-        dc.copy_to(&mut out[..])?;
-        for (dst, src) in c.iter_mut().zip(out) {
-            *dst = O::from_dev(src);
+        let mut local: [Option<DeviceBuffer<I::Dev>>; 2] = [None, None];
+        let shared;
+        let mut guard;
+        let buffers: &mut [Option<DeviceBuffer<I::Dev>>; 2] = if self.is_simulated() {
+            &mut local
+        } else {
+            shared = self.launcher_state(name, || {
+                Ok(StagingBuffers::<I::Dev>(Mutex::new([None, None])))
+            })?;
+            guard = shared.0.lock().unwrap_or_else(|e| e.into_inner());
+            &mut guard
+        };
+        for (i, st) in [sa, sb].iter().enumerate() {
+            if !aligned[i] && buffers[i].as_ref().is_none_or(|buf| buf.len() < st.len) {
+                if buffers[i].is_some() {
+                    // Earlier GEMMs queued on the stream may still read the
+                    // old buffer.
+                    self.synchronize(name)?;
+                    buffers[i] = None;
+                }
+                // SAFETY: every element the GEMM reads is written by the
+                // staging copy first (queued before it on the same stream).
+                buffers[i] = Some(unsafe { self.uninitialized::<I::Dev>(st.len) }?);
+            }
         }
-        Ok(path)
+        let [buf_a, buf_b] = buffers;
+        let a = match (aligned[0], buf_a.as_mut()) {
+            (false, Some(dst)) => {
+                self.stage_operand(a, (shape.lda, shape.stride_a), &sa, shape.batches, dst)?;
+                &**dst
+            }
+            _ => a,
+        };
+        let b = match (aligned[1], buf_b.as_mut()) {
+            (false, Some(dst)) => {
+                self.stage_operand(b, (shape.ldb, shape.stride_b), &sb, shape.batches, dst)?;
+                &**dst
+            }
+            _ => b,
+        };
+        self.gemm_aligned::<I, O>(path, &staged_shape, alpha, a, b, beta, c)
     }
 
-    fn gemm_product<I: GemmInput, O: GemmOutput<I> + Default>(
+    fn stage_operand<T: DeviceCopy>(
         &self,
-        a: ArrayView2<I>,
-        b: ArrayView2<I>,
-    ) -> Result<(Array2<O>, GemmPath)> {
-        let mut c = Array2::from_elem((a.nrows(), b.ncols()), O::default());
-        let path = self.gemm(1.0, a, b, 0.0, c.view_mut())?;
-        Ok((c, path))
+        src: &DeviceSlice<T>,
+        (ld, stride): (usize, usize),
+        staged: &Staged,
+        batches: usize,
+        dst: &mut DeviceBuffer<T>,
+    ) -> Result<()> {
+        let chunks = staged.stride / (STAGE_CHUNK_BYTES / size_of::<T>());
+        let cfg = LaunchConfig {
+            grid: (
+                chunks
+                    .div_ceil(STAGE_THREADS as usize)
+                    .clamp(1, STAGE_MAX_BLOCKS) as u32,
+                1,
+                batches as u32,
+            ),
+            block: (STAGE_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let (s, d) = (src.as_device_ptr().as_raw(), dst.as_device_ptr().as_raw());
+        let dims = (
+            staged.rows as u32,
+            staged.cols as u32,
+            ld as u32,
+            staged.ld as u32,
+            stride as u64,
+        );
+        self.bind()?;
+        let stream = self.stream();
+        // SAFETY: the shape was checked against `src`'s length (every element
+        // the copy reads is inside it, dimensions and leading dimensions below
+        // 2^31, batches within grid z); `dst` is this device's scratch of at
+        // least `staged.len` elements, 16-byte aligned (an allocation's start)
+        // with rows of `staged.ld`, a whole number of chunks; nothing else
+        // uses it until the GEMM queued after this copy on the same stream.
+        unsafe {
+            match size_of::<T>() {
+                2 => self.launch(
+                    GEMM_STAGE_B16,
+                    cfg,
+                    stream,
+                    (
+                        DevicePointer::<u16>::from_raw(s),
+                        DevicePointer::<u16>::from_raw(d),
+                        dims.0,
+                        dims.1,
+                        dims.2,
+                        dims.3,
+                        dims.4,
+                    ),
+                ),
+                4 => self.launch(
+                    GEMM_STAGE_B32,
+                    cfg,
+                    stream,
+                    (
+                        DevicePointer::<u32>::from_raw(s),
+                        DevicePointer::<u32>::from_raw(d),
+                        dims.0,
+                        dims.1,
+                        dims.2,
+                        dims.3,
+                        dims.4,
+                    ),
+                ),
+                other => Err(Error::invalid(
+                    stage_kernel_name::<T>(),
+                    format!("no staging copy for {other}-byte elements"),
+                )),
+            }
+        }
     }
 }
 
-/// The steps the launchers above share.
-trait GemmExtSteps {
-    /// Whether the loaded module has the entry point `name` (the simulator
-    /// has every kernel).
-    fn has_kernel(&self, name: &str) -> bool;
-}
+/// Blocks of the staging copy at most (a grid-stride loop covers the rest).
+const STAGE_MAX_BLOCKS: usize = 4096;
 
-impl GemmExtSteps for Gpu {
-    fn has_kernel(&self, name: &str) -> bool {
-        self.is_simulated() || self.function(name).is_ok()
+/// The staging entry point for `T`'s size (the name errors carry).
+fn stage_kernel_name<T>() -> &'static str {
+    if size_of::<T>() == 2 {
+        GEMM_STAGE_B16.name()
+    } else {
+        GEMM_STAGE_B32.name()
     }
 }
 

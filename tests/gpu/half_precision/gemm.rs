@@ -45,7 +45,7 @@ fn expected_path(gpu: &Gpu) -> GemmPath {
     if simulated(gpu) {
         GemmPath::MmaSync
     } else {
-        gpu.gemm_path::<bf16, f32>(&GemmShape::dense(256, 256, 256), true)
+        gpu.gemm_path::<bf16, f32>(&GemmShape::dense(256, 256, 256))
             .unwrap_or(GemmPath::CudaCore)
     }
 }
@@ -122,9 +122,9 @@ pub(super) fn gemm_layouts_types_and_edges(gpu: &Gpu) -> Result<(), Failed> {
     Ok(())
 }
 
-/// The on-device API: an operand starting one element into its buffer and
-/// a leading dimension of an odd count take the CUDA-core path and are
-/// right; a strided batch of 3 is right, batch by batch.
+/// The on-device API: an operand starting one element into its buffer is
+/// staged and stays on the tensor-core path, and is right; a strided batch
+/// of 3 is right, batch by batch.
 pub(super) fn gemm_misaligned_and_batched(gpu: &Gpu) -> Result<(), Failed> {
     let (m, n, k, batches) = (40, 24, 56, 3);
     let a = random(batches * m + 1, k, 30, bf16::from_f32);
@@ -153,7 +153,8 @@ pub(super) fn gemm_misaligned_and_batched(gpu: &Gpu) -> Result<(), Failed> {
         }
         Ok(())
     };
-    for (a_off, want) in [(0, expected_path(gpu)), (1, GemmPath::CudaCore)] {
+    // An operand one element in is staged into aligned rows: the same path.
+    for (a_off, want) in [(0, expected_path(gpu)), (1, expected_path(gpu))] {
         let mut dc = gpu.zeroed::<f32>(batches * m * n).map_err(fail)?;
         let path = gpu
             .gemm_on_device::<bf16, f32>(&shape, 1.0, &da.index(a_off..), &db, 0.0, &mut dc)
@@ -165,6 +166,278 @@ pub(super) fn gemm_misaligned_and_batched(gpu: &Gpu) -> Result<(), Failed> {
         let mut got = vec![0f32; batches * m * n];
         dc.copy_to(&mut got[..]).map_err(fail)?;
         check(&got, a_off, &format!("A at +{a_off}"))?;
+    }
+    Ok(())
+}
+
+/// One on-device GEMM of `m × n × k` in the layout `ops`, `C = alpha ·
+/// op(A) · op(B) + beta · C` over `batches`: with `pad > 0` its operands
+/// are nowhere 16-byte aligned (A starts `a_off` elements into its buffer,
+/// both leading dimensions are a row plus `pad` and `pad + 2` elements, the
+/// batch strides are odd). The path must be a tensor-core one (unaligned
+/// operands staged into aligned rows) and every element of every batch
+/// within the f64 bound.
+#[allow(clippy::too_many_arguments)]
+fn device_case<I: GemmInput, O: GemmOutput<I> + Default>(
+    gpu: &Gpu,
+    (m, n, k): (usize, usize, usize),
+    (op_a, op_b): (Op, Op),
+    pad: usize,
+    a_off: usize,
+    batches: usize,
+    (alpha, beta): (f32, f32),
+    seed: u64,
+    (from, to_out): (impl Fn(f32) -> I + Copy, impl Fn(f32) -> O + Copy),
+) -> Result<(), Failed> {
+    let mut shape = GemmShape::with_ops(m, n, k, op_a, op_b);
+    let ((ra, ca), (rb, cb)) = (shape.a_stored(), shape.b_stored());
+    shape.batches = batches;
+    if pad > 0 {
+        (shape.lda, shape.ldb) = (ca + pad, cb + pad + 2);
+        (shape.stride_a, shape.stride_b) = (ra * shape.lda + 1, rb * shape.ldb + 3);
+    }
+    let (ea, eb, ec) = shape.extents().ok_or("extents")?;
+    let a = random(1, a_off + ea, seed, from)
+        .into_raw_vec_and_offset()
+        .0;
+    let b = random(1, eb, seed + 1, from).into_raw_vec_and_offset().0;
+    let dev = |x: &[I]| x.iter().map(|&v| v.to_dev()).collect::<Vec<_>>();
+    let da = gpu.to_device(&dev(&a)).map_err(fail)?;
+    let db = gpu.to_device(&dev(&b)).map_err(fail)?;
+    let c0: Vec<O> = {
+        let mut rng = Rng::new(seed + 2);
+        (0..ec)
+            .map(|_| to_out(rng.uniform() as f32 * 2.0 - 1.0))
+            .collect()
+    };
+    let mut dc = gpu
+        .to_device(&c0.iter().map(|&v| v.to_dev()).collect::<Vec<_>>())
+        .map_err(fail)?;
+    let what = format!(
+        "{} -> {} {m}x{n}x{k} {op_a:?}{op_b:?}, lda {} ldb {}, A at +{a_off}, {batches} batches",
+        I::NAME,
+        O::NAME,
+        shape.lda,
+        shape.ldb
+    );
+    let path = gpu
+        .gemm_on_device::<I, O>(&shape, alpha, &da.index(a_off..), &db, beta, &mut dc)
+        .map_err(|e| format!("{what}: {e}"))?;
+    ensure(path != GemmPath::CudaCore, || {
+        format!("{what}: the CUDA cores")
+    })?;
+    ensure(!simulated(gpu) || path == GemmPath::MmaSync, || {
+        format!("{what}: {path:?} on the simulator")
+    })?;
+    let got: Vec<O> = dc
+        .to_vec()
+        .map_err(fail)?
+        .into_iter()
+        .map(O::from_dev)
+        .collect();
+    fn stored<I>(
+        x: &[I],
+        start: usize,
+        (rows, cols): (usize, usize),
+        ld: usize,
+        op: Op,
+    ) -> Result<ArrayView2<'_, I>, cuda_kernels::ndarray::ShapeError> {
+        ArrayView2::from_shape((rows, cols).strides((ld, 1)), &x[start..]).map(|v| match op {
+            Op::N => v,
+            Op::T => v.reversed_axes(),
+        })
+    }
+    for z in 0..batches {
+        let az = stored(&a, a_off + z * shape.stride_a, (ra, ca), shape.lda, op_a).map_err(fail)?;
+        let bz = stored(&b, z * shape.stride_b, (rb, cb), shape.ldb, op_b).map_err(fail)?;
+        let cz = ArrayView2::from_shape((m, n), &c0[z * m * n..(z + 1) * m * n]).map_err(fail)?;
+        let reference = gemm_reference(alpha, az, bz, beta, cz);
+        let gz = ArrayView2::from_shape((m, n), &got[z * m * n..(z + 1) * m * n]).map_err(fail)?;
+        if let Some(bad) = gemm_check(gz, &reference, |v| v.to_f64()) {
+            return Err(Failed::from(format!(
+                "{what} ({path:?}), batch {z}: {bad:?}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Every layout, input and output type with operands that are nowhere
+/// 16-byte aligned (a start one or three elements in, odd leading
+/// dimensions, odd batch strides) stays on the tensor cores, the operands
+/// staged into aligned rows, and is right batch by batch; shapes grow and
+/// shrink between calls, so the staging buffers are regrown and reused.
+pub(super) fn gemm_any_alignment(gpu: &Gpu) -> Result<(), Failed> {
+    let cases = [
+        ((37, 45, 29), 3, 1, 2),
+        ((33, 17, 9), 1, 1, 1),
+        ((130, 70, 67), 1, 0, 1),
+        ((9, 200, 150), 5, 3, 2),
+    ];
+    // The simulator's budget: the two small cases.
+    let cases = &cases[..if simulated(gpu) { 2 } else { cases.len() }];
+    for (i, &(mnk, pad, a_off, batches)) in cases.iter().enumerate() {
+        for (j, ops) in [
+            (Op::N, Op::N),
+            (Op::N, Op::T),
+            (Op::T, Op::N),
+            (Op::T, Op::T),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let seed = 100 + 10 * (4 * i + j) as u64;
+            let ab = (1.5, 0.0);
+            device_case::<bf16, f32>(
+                gpu,
+                mnk,
+                ops,
+                pad,
+                a_off,
+                batches,
+                ab,
+                seed,
+                (bf16::from_f32, |x| x),
+            )?;
+            device_case::<f16, f16>(
+                gpu,
+                mnk,
+                ops,
+                pad,
+                a_off,
+                batches,
+                ab,
+                seed + 3,
+                (f16::from_f32, f16::from_f32),
+            )?;
+            device_case::<f32, f32>(
+                gpu,
+                mnk,
+                ops,
+                pad,
+                a_off,
+                batches,
+                ab,
+                seed + 6,
+                (|x| x, |x| x),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Deep-k and skinny products (few tiles of C, long k), where the wgmma
+/// plan splits k across the SMs (f32 partial products in a workspace,
+/// summed with alpha and beta by `gemm_split_reduce_*`), in every layout and
+/// output type, with batches and one unaligned case; each within the f64
+/// bound. (On the simulator the same calls run on mma.sync, smaller.)
+pub(super) fn gemm_deep_k(gpu: &Gpu) -> Result<(), Failed> {
+    let cases: &[((usize, usize, usize), usize, usize)] = if simulated(gpu) {
+        &[((40, 24, 320), 0, 2), ((17, 9, 400), 1, 1)]
+    } else {
+        &[
+            ((200, 300, 3000), 0, 1),
+            ((64, 520, 1500), 0, 2),
+            ((129, 17, 4100), 0, 1),
+            ((1000, 100, 9000), 1, 1),
+        ]
+    };
+    for (i, &(mnk, pad, batches)) in cases.iter().enumerate() {
+        for (j, ops) in [
+            (Op::N, Op::N),
+            (Op::N, Op::T),
+            (Op::T, Op::N),
+            (Op::T, Op::T),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let seed = 500 + 10 * (4 * i + j) as u64;
+            let ab = (-1.0, 0.5);
+            device_case::<bf16, f32>(
+                gpu,
+                mnk,
+                ops,
+                pad,
+                0,
+                batches,
+                ab,
+                seed,
+                (bf16::from_f32, |x| x),
+            )?;
+            device_case::<f16, f16>(
+                gpu,
+                mnk,
+                ops,
+                pad,
+                0,
+                batches,
+                ab,
+                seed + 3,
+                (f16::from_f32, f16::from_f32),
+            )?;
+            device_case::<bf16, bf16>(
+                gpu,
+                mnk,
+                ops,
+                pad,
+                0,
+                batches,
+                ab,
+                seed + 5,
+                (bf16::from_f32, bf16::from_f32),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// The wgmma plan's split-k choice on the GPU: a deep-k product is split
+/// (more than one split on any GPU of fewer than 4 tiles a multiprocessor),
+/// and every forced split count (1, 2, 7, and more than k has stages) gives
+/// the same product within the bound, with beta, in a batch of 2.
+pub(super) fn gemm_wgmma_split_counts(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::gemm_wgmma::WgmmaGemmExt;
+    let (m, n, k, batches) = (130, 260, 2000, 2);
+    let mut shape = GemmShape::with_ops(m, n, k, Op::N, Op::N);
+    shape.batches = batches;
+    let (a, b) = (
+        random(batches * m, k, 70, bf16::from_f32),
+        random(batches * k, n, 71, bf16::from_f32),
+    );
+    let c0 = random(batches * m, n, 72, |x| x);
+    let flat = |x: &Array2<bf16>| x.iter().map(|&v| GemmInput::to_dev(v)).collect::<Vec<_>>();
+    let da = gpu.to_device(&flat(&a)).map_err(fail)?;
+    let db = gpu.to_device(&flat(&b)).map_err(fail)?;
+    for forced in [None, Some(1), Some(2), Some(7), Some(1000)] {
+        let mut dc = gpu
+            .to_device(c0.as_slice().ok_or("layout")?)
+            .map_err(fail)?;
+        let mut plan = gpu
+            .gemm_wgmma_plan::<bf16, f32>(&shape, 0.75, &da, &db, -2.0, &mut dc)
+            .map_err(fail)?;
+        match forced {
+            None => ensure(plan.splits() > 1, || format!("not split: {plan:?}"))?,
+            Some(s) => plan.set_splits(s),
+        }
+        let what = format!("{forced:?}: {plan:?}");
+        plan.launch().map_err(fail)?;
+        drop(plan);
+        let got = dc.to_vec().map_err(fail)?;
+        for z in 0..batches {
+            let reference = gemm_reference(
+                0.75,
+                a.slice(s![z * m..(z + 1) * m, ..]),
+                b.slice(s![z * k..(z + 1) * k, ..]),
+                -2.0,
+                c0.slice(s![z * m..(z + 1) * m, ..]),
+            );
+            let gz =
+                ArrayView2::from_shape((m, n), &got[z * m * n..(z + 1) * m * n]).map_err(fail)?;
+            if let Some(bad) = gemm_check(gz, &reference, |v| v as f64) {
+                return Err(Failed::from(format!("{what}, batch {z}: {bad:?}")));
+            }
+        }
     }
     Ok(())
 }
@@ -195,7 +468,7 @@ pub(super) fn gemm_reused_and_reallocated_buffers(gpu: &Gpu) -> Result<(), Faile
             let want = if simulated(gpu) {
                 GemmPath::MmaSync
             } else {
-                gpu.gemm_path::<bf16, f32>(&shape, true).map_err(fail)?
+                gpu.gemm_path::<bf16, f32>(&shape).map_err(fail)?
             };
             ensure(path == want, || {
                 format!("{m}x{n}x{k}: path {path:?}, want {want:?}")

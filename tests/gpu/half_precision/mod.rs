@@ -12,7 +12,7 @@ use cuda_kernels::float16_checks::Float16Op;
 use cuda_kernels::matrices::{
     GemmInput, GemmOutput, GemmPath, GemmReference, GemmShape, Op, gemm_check, gemm_reference,
 };
-use cuda_kernels::ndarray::{Array2, ArrayView2, s};
+use cuda_kernels::ndarray::{Array2, ArrayView2, ShapeBuilder, s};
 use cuda_kernels::util::Rng;
 use half::{bf16, f16};
 use libtest_mimic::{Failed, Trial};
@@ -37,6 +37,9 @@ pub fn trials() -> Vec<Trial> {
         kernel!(gemm_bf16_256_cubed),
         kernel!(gemm_layouts_types_and_edges),
         kernel!(gemm_misaligned_and_batched),
+        kernel!(gemm_any_alignment),
+        kernel!(gemm_deep_k),
+        hardware!("the sm_90a wgmma kernel", gemm_wgmma_split_counts),
         kernel!(gemm_reused_and_reallocated_buffers),
         kernel!(gemm_many_operand_pairs_in_flight),
         hardware!("the sm_90a wgmma kernel", gemm_wgmma_refusals),
