@@ -28,7 +28,7 @@ use cuda_kernels_device::kernel::Kernel;
 use cust::memory::DeviceCopy;
 use cust::memory::bytemuck::Zeroable;
 
-use crate::memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
+use crate::memory::{DeviceBuffer, DeviceContext, DeviceId, DeviceSlice, Stream};
 use crate::simulator;
 
 /// Initialises the CUDA driver and returns device 0.
@@ -236,13 +236,13 @@ enum Backend {
 }
 
 /// The CUDA side of a [`Gpu`]. Fields drop in order: the module first, the
-/// context last.
+/// device's context (shared with every other resource of the device) last.
 struct CudaDevice {
     module: Module,
     fault: Option<FaultBuffer>,
     image: LoadedImage,
     device: Device,
-    context: Context,
+    context: Arc<DeviceContext>,
     /// The functions [`Gpu::launch`] has looked up, by the address and
     /// length of the entry name (the `CUfunction` as an address, so that
     /// `Gpu` stays `Send` and `Sync`).
@@ -442,17 +442,13 @@ impl Gpu {
     /// of the device) and loads `images` there: the one constructor behind
     /// [`Gpu::from_images`] and [`Gpu::on_device`].
     pub(crate) fn open(device: Device, images: &Images<'_>) -> Result<Self> {
-        let context = Context::new(device).during("context", "cuDevicePrimaryCtxRetain")?;
+        let context = DeviceContext::retain(device)?;
+        context.make_current()?;
         let (module, image) = images.load(device)?;
-        let stream = cust::stream::Stream::new(StreamFlags::DEFAULT, None)
-            .during("context", "cuStreamCreate")?;
         let fault = FaultBuffer::attach(&module)?;
-        let id = DeviceId::Cuda {
-            ordinal: device.as_raw().max(0) as u32,
-            context: context.as_raw() as usize,
-        };
+        let id = context.id();
         Ok(Self {
-            stream: Stream::new(id, Some(stream)),
+            stream: Stream::ordering(&context),
             id,
             image_crate: images.crate_name().map(str::to_string),
             backend: Backend::Cuda(Box::new(CudaDevice {
@@ -538,7 +534,7 @@ impl Gpu {
     fn simulating(ordinal: u32, image: &str) -> Self {
         let id = DeviceId::Simulator { ordinal };
         Self {
-            stream: Stream::new(id, None),
+            stream: Stream::simulated(id),
             id,
             image_crate: Some(image.to_string()),
             backend: Backend::Simulator,
@@ -648,9 +644,7 @@ impl Gpu {
     /// on the simulator.
     pub fn bind(&self) -> Result<()> {
         match &self.backend {
-            Backend::Cuda(c) => {
-                CurrentContext::set_current(&c.context).during("context", "cuCtxSetCurrent")
-            }
+            Backend::Cuda(c) => c.context.make_current(),
             Backend::Simulator => Ok(()),
         }
     }
@@ -685,7 +679,7 @@ impl Gpu {
 
     fn stream_with_priority(&self, greatest: bool) -> Result<Stream> {
         match &self.backend {
-            Backend::Cuda(_) => {
+            Backend::Cuda(cuda) => {
                 self.bind()?;
                 let priority = if greatest {
                     Some(
@@ -698,9 +692,9 @@ impl Gpu {
                 };
                 let s = cust::stream::Stream::new(StreamFlags::DEFAULT, priority)
                     .during("context", "cuStreamCreate")?;
-                Ok(Stream::new(self.id, Some(s)))
+                Ok(Stream::own(&cuda.context, s))
             }
-            Backend::Simulator => Ok(Stream::new(self.id, None)),
+            Backend::Simulator => Ok(Stream::simulated(self.id)),
         }
     }
 
@@ -711,7 +705,23 @@ impl Gpu {
 
     /// The primary context ([`Error::NotOnSimulator`] on the simulator).
     pub fn context(&self) -> Result<&Context> {
+        Ok(self.cuda("a CUDA context")?.context.context())
+    }
+
+    /// The device's [`DeviceContext`] (its primary context and ordering
+    /// stream), which every buffer and stream made here holds;
+    /// [`Error::NotOnSimulator`] on the simulator.
+    pub fn device_context(&self) -> Result<&Arc<DeviceContext>> {
         Ok(&self.cuda("a CUDA context")?.context)
+    }
+
+    /// The device's context when this is a CUDA GPU, `None` on the
+    /// simulator: what resources made here hold.
+    pub(crate) fn context_handle(&self) -> Option<&Arc<DeviceContext>> {
+        match &self.backend {
+            Backend::Cuda(c) => Some(&c.context),
+            Backend::Simulator => None,
+        }
     }
 
     /// The device's name; on the simulator, a name that says so
@@ -958,13 +968,13 @@ impl Gpu {
     /// Nothing may read an element before it is written (by a copy or a
     /// kernel).
     pub unsafe fn uninitialized<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        DeviceBuffer::allocate(self.device_id(), len)
+        DeviceBuffer::allocate(self.device_id(), self.context_handle(), len)
     }
 
     /// A buffer of `len` zeroed elements on this device, waiting for the
     /// memset.
     pub fn zeroed<T: DeviceCopy + Zeroable>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        let mut buf = DeviceBuffer::allocate(self.device_id(), len)?;
+        let mut buf = DeviceBuffer::allocate(self.device_id(), self.context_handle(), len)?;
         buf.set_zero()?;
         Ok(buf)
     }
@@ -972,7 +982,7 @@ impl Gpu {
     /// A buffer on this device holding a copy of `host` (`cust`'s
     /// `DeviceBuffer::from_slice`), waiting for the copy.
     pub fn to_device<T: DeviceCopy>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
-        let mut buf = DeviceBuffer::allocate(self.device_id(), host.len())?;
+        let mut buf = DeviceBuffer::allocate(self.device_id(), self.context_handle(), host.len())?;
         buf.copy_from(host)?;
         Ok(buf)
     }
