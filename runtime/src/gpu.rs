@@ -162,7 +162,8 @@ pub fn sim_requested() -> bool {
 ///
 /// `Gpu` is `Send + Sync`; every method makes the context current on the
 /// calling thread first, so one `Gpu` can serve several threads. Fields drop
-/// in order: stream first, then the module, the context last.
+/// in order: the handle of the ordering stream first, then the module, the
+/// device's [`DeviceContext`] last (released when nothing else holds it).
 ///
 /// # Launchers that leave work in flight: the `_on_device` rule
 /// Most launchers copy in, launch, synchronize and copy out. The
@@ -175,28 +176,48 @@ pub fn sim_requested() -> bool {
 /// (on the simulator the kernel has run to completion when they return, so
 /// the rule below holds there trivially).
 ///
-/// **The rule: every `_on_device` launcher is a safe function.** The work it
-/// leaves in flight touches only the device memory it was lent, never host
-/// memory, and the two ways safe code can reach that memory afterwards both
-/// wait for the kernel:
-/// - *access*: the safe copies and memsets of
-///   [`DeviceSlice`] (`copy_from`, `copy_to`,
-///   `copy_from_device`, `set_zero`, [`Gpu::to_device`], [`Gpu::zeroed`])
-///   are `cust` calls on the legacy default stream (those with host memory
-///   synchronous), and [`Gpu::stream`] is a *blocking* stream, ordered with
-///   it: they start after the kernel ends;
+/// **The rule: one ordering stream per device, which every other stream
+/// joins.** [`Gpu::stream`] is not the `Gpu`'s own: it is its device's
+/// ordering stream ([`DeviceContext::ordering`]), one blocking stream shared
+/// by every `Gpu` of the device (two `Gpu`s of one device have equal
+/// [`DeviceId`]s, so either accepts the other's buffers). Safe code reaches
+/// device memory in four ways, and each is ordered with that stream:
+/// - *launches*: every `_on_device` launcher (and every launcher that
+///   synchronizes) queues on the ordering stream, so the `_on_device` work
+///   of two `Gpu`s of one device runs in the order it was queued;
+/// - *access*: the safe copies and memsets of [`DeviceSlice`] (`copy_from`,
+///   `copy_to`, `to_vec`, `copy_from_device`, `set_zero`, `set_32`,
+///   [`Gpu::to_device`], [`Gpu::zeroed`]) are `cust` calls on the legacy
+///   default stream (those with host memory synchronous), and the ordering
+///   stream is a *blocking* stream, ordered with it both ways: they start
+///   after every kernel queued there before them, and the kernels queued
+///   after them start after them;
+/// - *other streams*: work that safe code queues over memory it lends on a
+///   stream that is not the ordering stream (an NCCL collective on a
+///   [`Gpu::new_stream`] stream or on a [`Lane`]'s non-blocking stream)
+///   first makes that stream wait for the ordering stream
+///   ([`Stream::wait_for_ordering`]) and afterwards makes the ordering
+///   stream wait for it ([`Stream::join_ordering`]): events, so that the
+///   work starts after the launches and copies queued before it, and the
+///   launches and copies queued after it (`to_vec` included) see its
+///   results;
 /// - *freeing*: a CUDA buffer's `Drop` calls `cuMemFree`, which waits for
 ///   the device's outstanding work (the driver documents it as synchronous;
 ///   the stream-ordered `cuMemFreeAsync`, the exception, is not in `cust`
-///   0.3.2's safe API).
+///   0.3.2's safe API). The memory of a buffer is freed by its own `Drop`
+///   alone: each buffer, stream and event holds its device's
+///   [`DeviceContext`], whose primary context is released only after the
+///   last of them drops, so a buffer outlives the `Gpu` it came from with
+///   its memory and values intact.
 ///
-/// Queueing other work over that memory on another stream takes `unsafe`
-/// code (the asynchronous copies and [`Gpu::launch`] are `unsafe`), whose
-/// author takes on the ordering. So a launcher must be `unsafe` only if the
-/// work it leaves in flight touches memory that safe code can reach without
-/// waiting: host memory (an asynchronous copy from or into a caller's
-/// buffer), or device memory on a stream that the synchronous copies do not
-/// wait for. None of the `_on_device` launchers does; the [`Lane`] launchers
+/// Queueing other work over that memory on another stream by hand takes
+/// `unsafe` code (the asynchronous copies and [`Gpu::launch`] are `unsafe`),
+/// whose author takes on the ordering (with the same two calls, or events of
+/// their own). So a launcher must be `unsafe` only if the work it leaves in
+/// flight touches memory that safe code can reach without waiting: host
+/// memory (an asynchronous copy from or into a caller's buffer), or device
+/// memory on a stream that is neither the ordering stream nor joined to it.
+/// None of the `_on_device` launchers does; the [`Lane`] launchers
 /// (`Lane::mult_ker`, `Lane::conway_step`) run on non-blocking streams and are
 /// safe for a different reason: the lane owns every buffer its stream touches
 /// (see [`crate::async_mem`]).
@@ -654,15 +675,18 @@ impl Gpu {
         Ok(&self.cuda("a PTX module")?.module)
     }
 
-    /// The stream the launchers use (on a GPU, created with default flags,
-    /// so it is ordered with the synchronous copies of the legacy default
-    /// stream; on the simulator, an empty stream).
+    /// The stream the launchers use: on a GPU, the device's ordering stream
+    /// ([`DeviceContext::ordering`], shared by every `Gpu` of the device,
+    /// created with default flags, so it is ordered with the synchronous
+    /// copies of the legacy default stream); on the simulator, an empty
+    /// stream. See the rule above.
     pub fn stream(&self) -> &Stream {
         &self.stream
     }
 
     /// A new stream of this device: on a GPU created with default flags
-    /// (blocking, like [`Gpu::stream`]); on the simulator, an empty one.
+    /// (blocking, like [`Gpu::stream`], but not the ordering stream: see
+    /// [`Stream::wait_for_ordering`]); on the simulator, an empty one.
     pub fn new_stream(&self) -> Result<Stream> {
         self.stream_with_priority(false)
     }
