@@ -893,10 +893,44 @@ mod tests {
         fn send_sync<T: Send + Sync + ?Sized>() {}
         send_sync::<Gpu>();
         send_sync::<Stream>();
+        send_sync::<DeviceContext>();
         send_sync::<DeviceBuffer<f32>>();
         send_sync::<DeviceSlice<f64>>();
         send_sync::<DeviceView<'static, f64>>();
         send_sync::<DeviceViewMut<'static, f64>>();
+    }
+
+    #[test]
+    fn a_buffer_outlives_its_gpu_on_the_simulator() {
+        // The issue's sequence (issue 40, item 1) on the simulator: the write
+        // through the buffer of a dropped Gpu lands in its own memory.
+        let mut stale = {
+            let g = simulator().unwrap();
+            g.to_device(&[1f32; 64]).unwrap()
+        };
+        let g2 = simulator().unwrap();
+        let fresh = g2.to_device(&[2f32; 64]).unwrap();
+        stale.copy_from(&[3f32; 64]).unwrap();
+        assert_eq!(fresh.to_vec().unwrap(), [2f32; 64]);
+        assert_eq!(stale.to_vec().unwrap(), [3f32; 64]);
+        assert_eq!(stale.device(), fresh.device());
+        drop(stale);
+        let next = g2.to_device(&[4f32; 64]).unwrap();
+        assert_eq!(fresh.to_vec().unwrap(), [2f32; 64]);
+        assert_eq!(next.to_vec().unwrap(), [4f32; 64]);
+        assert!(fresh.device_context().is_none(), "no CUDA context here");
+    }
+
+    #[test]
+    fn simulated_streams_are_all_ordered() {
+        // Every simulated launch finishes before it returns: every stream
+        // counts as the ordering stream, and joining it does nothing.
+        let gpu = simulator().unwrap();
+        let s = gpu.new_stream().unwrap();
+        assert!(gpu.stream().is_ordering() && s.is_ordering());
+        s.wait_for_ordering("test").unwrap();
+        s.join_ordering("test").unwrap();
+        assert!(s.device_context().is_err() && gpu.device_context().is_err());
     }
 
     #[test]
