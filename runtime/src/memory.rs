@@ -165,7 +165,7 @@ impl Stream {
     /// [`Error::NotOnSimulator`] on the simulator.
     pub fn as_cust(&self) -> Result<&cust::stream::Stream> {
         match &self.cuda {
-            Some(c) => Ok(c.own.as_ref().unwrap_or(&c.context.ordering())),
+            Some(c) => Ok(c.own.as_ref().unwrap_or(c.context.ordering())),
             None => Err(Error::NotOnSimulator {
                 what: "a CUDA stream",
             }),

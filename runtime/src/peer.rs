@@ -129,7 +129,8 @@ pub fn require_peer(a: &Gpu, b: &Gpu) -> Result<()> {
 /// device, waited on by any stream. (`cust`'s `Event` hides its handle, and
 /// its `Stream::wait_event` consumes the event.) On the simulator, where
 /// every operation has finished when it returns, there is nothing to order:
-/// the event is empty and recording and waiting do nothing.
+/// the event is empty and recording and waiting do nothing. A CUDA event
+/// holds its device's [`DeviceContext`] until it is destroyed.
 pub struct SyncEvent(Option<cu::CUevent>, Option<Arc<DeviceContext>>);
 
 // SAFETY: a CUevent handle may be used from any thread (the driver API is
