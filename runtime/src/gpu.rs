@@ -826,7 +826,8 @@ impl Gpu {
         Ok(state)
     }
 
-    /// Waits for everything queued on [`Gpu::stream`]. A kernel fault shows
+    /// Waits for everything queued on [`Gpu::stream`] (the device's ordering
+    /// stream: the work of every `Gpu` of the device). A kernel fault shows
     /// up here, attributed to `kernel`: as [`Error::DeviceFault`] (file, line,
     /// block, thread) when the device layer recorded it, else as
     /// [`Error::Cuda`]. Nothing to wait for on the simulator (a launch there
