@@ -38,7 +38,8 @@ use crate::error::{CudaResultExt, Result, check_driver};
 const K: &str = "context";
 
 /// A CUDA device's retained primary context and its ordering stream: one per
-/// device while anything of the device lives ([`DeviceContext::retain`]).
+/// device while anything of the device lives (every [`Gpu`](crate::Gpu)
+/// opened on the device shares it).
 /// Fields drop in order: the stream first, then the context (released by
 /// `cust`'s `Drop`, `cuDevicePrimaryCtxRelease`).
 pub struct DeviceContext {

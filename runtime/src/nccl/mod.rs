@@ -1199,6 +1199,16 @@ impl<'a> Group<'a> {
     /// say `ncclInProgress`, up to the deadline), or to the simulator. An
     /// empty group does nothing. All the operations' communicators must be
     /// of one kind.
+    ///
+    /// Ordering (the rule in [`Gpu`]'s docs): each stream of the group that
+    /// is not its device's ordering stream ([`Gpu::stream`]) first waits for
+    /// the work queued on the ordering stream so far
+    /// ([`Stream::wait_for_ordering`]), and once the group's work is queued,
+    /// the ordering stream waits for it ([`Stream::join_ordering`]): the
+    /// collectives read what the `_on_device` launchers wrote before them,
+    /// and the launchers and copies after them (`to_vec` included) see
+    /// their results. A single collective ([`Communicator::all_reduce`], …)
+    /// is a group of one.
     pub fn end(self) -> Result<()> {
         let Some((first, _)) = self.calls.first() else {
             return Ok(());
