@@ -179,12 +179,12 @@ impl<'g, T: DeviceCopy + Default + Zeroable, const D: usize> Lane<'g, T, D> {
         gpu.bind()?;
         let (stream, host) = if gpu.is_simulated() {
             let host = HostBuffer::Plain(vec![T::default(); len]);
-            (Stream::new(gpu.device_id(), None), host)
+            (Stream::simulated(gpu.device_id()), host)
         } else {
             let stream = non_blocking_stream().during(K, "cuStreamCreate")?;
             let host = LockedBuffer::new(&T::default(), len).during(K, "cuMemAllocHost")?;
             (
-                Stream::new(gpu.device_id(), Some(stream)),
+                Stream::own(gpu.device_context()?, stream),
                 HostBuffer::Locked(host),
             )
         };

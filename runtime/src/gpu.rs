@@ -28,7 +28,7 @@ use cuda_kernels_device::kernel::Kernel;
 use cust::memory::DeviceCopy;
 use cust::memory::bytemuck::Zeroable;
 
-use crate::memory::{DeviceBuffer, DeviceId, DeviceSlice, Stream};
+use crate::memory::{DeviceBuffer, DeviceContext, DeviceId, DeviceSlice, Stream};
 use crate::simulator;
 
 /// Initialises the CUDA driver and returns device 0.
@@ -162,7 +162,8 @@ pub fn sim_requested() -> bool {
 ///
 /// `Gpu` is `Send + Sync`; every method makes the context current on the
 /// calling thread first, so one `Gpu` can serve several threads. Fields drop
-/// in order: stream first, then the module, the context last.
+/// in order: the handle of the ordering stream first, then the module, the
+/// device's [`DeviceContext`] last (released when nothing else holds it).
 ///
 /// # Launchers that leave work in flight: the `_on_device` rule
 /// Most launchers copy in, launch, synchronize and copy out. The
@@ -175,28 +176,48 @@ pub fn sim_requested() -> bool {
 /// (on the simulator the kernel has run to completion when they return, so
 /// the rule below holds there trivially).
 ///
-/// **The rule: every `_on_device` launcher is a safe function.** The work it
-/// leaves in flight touches only the device memory it was lent, never host
-/// memory, and the two ways safe code can reach that memory afterwards both
-/// wait for the kernel:
-/// - *access*: the safe copies and memsets of
-///   [`DeviceSlice`] (`copy_from`, `copy_to`,
-///   `copy_from_device`, `set_zero`, [`Gpu::to_device`], [`Gpu::zeroed`])
-///   are `cust` calls on the legacy default stream (those with host memory
-///   synchronous), and [`Gpu::stream`] is a *blocking* stream, ordered with
-///   it: they start after the kernel ends;
+/// **The rule: one ordering stream per device, which every other stream
+/// joins.** [`Gpu::stream`] is not the `Gpu`'s own: it is its device's
+/// ordering stream ([`DeviceContext::ordering`]), one blocking stream shared
+/// by every `Gpu` of the device (two `Gpu`s of one device have equal
+/// [`DeviceId`]s, so either accepts the other's buffers). Safe code reaches
+/// device memory in four ways, and each is ordered with that stream:
+/// - *launches*: every `_on_device` launcher (and every launcher that
+///   synchronizes) queues on the ordering stream, so the `_on_device` work
+///   of two `Gpu`s of one device runs in the order it was queued;
+/// - *access*: the safe copies and memsets of [`DeviceSlice`] (`copy_from`,
+///   `copy_to`, `to_vec`, `copy_from_device`, `set_zero`, `set_32`,
+///   [`Gpu::to_device`], [`Gpu::zeroed`]) are `cust` calls on the legacy
+///   default stream (those with host memory synchronous), and the ordering
+///   stream is a *blocking* stream, ordered with it both ways: they start
+///   after every kernel queued there before them, and the kernels queued
+///   after them start after them;
+/// - *other streams*: work that safe code queues over memory it lends on a
+///   stream that is not the ordering stream (an NCCL collective on a
+///   [`Gpu::new_stream`] stream or on a [`Lane`]'s non-blocking stream)
+///   first makes that stream wait for the ordering stream
+///   ([`Stream::wait_for_ordering`]) and afterwards makes the ordering
+///   stream wait for it ([`Stream::join_ordering`]): events, so that the
+///   work starts after the launches and copies queued before it, and the
+///   launches and copies queued after it (`to_vec` included) see its
+///   results;
 /// - *freeing*: a CUDA buffer's `Drop` calls `cuMemFree`, which waits for
 ///   the device's outstanding work (the driver documents it as synchronous;
 ///   the stream-ordered `cuMemFreeAsync`, the exception, is not in `cust`
-///   0.3.2's safe API).
+///   0.3.2's safe API). The memory of a buffer is freed by its own `Drop`
+///   alone: each buffer, stream and event holds its device's
+///   [`DeviceContext`], whose primary context is released only after the
+///   last of them drops, so a buffer outlives the `Gpu` it came from with
+///   its memory and values intact.
 ///
-/// Queueing other work over that memory on another stream takes `unsafe`
-/// code (the asynchronous copies and [`Gpu::launch`] are `unsafe`), whose
-/// author takes on the ordering. So a launcher must be `unsafe` only if the
-/// work it leaves in flight touches memory that safe code can reach without
-/// waiting: host memory (an asynchronous copy from or into a caller's
-/// buffer), or device memory on a stream that the synchronous copies do not
-/// wait for. None of the `_on_device` launchers does; the [`Lane`] launchers
+/// Queueing other work over that memory on another stream by hand takes
+/// `unsafe` code (the asynchronous copies and [`Gpu::launch`] are `unsafe`),
+/// whose author takes on the ordering (with the same two calls, or events of
+/// their own). So a launcher must be `unsafe` only if the work it leaves in
+/// flight touches memory that safe code can reach without waiting: host
+/// memory (an asynchronous copy from or into a caller's buffer), or device
+/// memory on a stream that is neither the ordering stream nor joined to it.
+/// None of the `_on_device` launchers does; the [`Lane`] launchers
 /// (`Lane::mult_ker`, `Lane::conway_step`) run on non-blocking streams and are
 /// safe for a different reason: the lane owns every buffer its stream touches
 /// (see [`crate::async_mem`]).
@@ -236,13 +257,13 @@ enum Backend {
 }
 
 /// The CUDA side of a [`Gpu`]. Fields drop in order: the module first, the
-/// context last.
+/// device's context (shared with every other resource of the device) last.
 struct CudaDevice {
     module: Module,
     fault: Option<FaultBuffer>,
     image: LoadedImage,
     device: Device,
-    context: Context,
+    context: Arc<DeviceContext>,
     /// The functions [`Gpu::launch`] has looked up, by the address and
     /// length of the entry name (the `CUfunction` as an address, so that
     /// `Gpu` stays `Send` and `Sync`).
@@ -442,17 +463,13 @@ impl Gpu {
     /// of the device) and loads `images` there: the one constructor behind
     /// [`Gpu::from_images`] and [`Gpu::on_device`].
     pub(crate) fn open(device: Device, images: &Images<'_>) -> Result<Self> {
-        let context = Context::new(device).during("context", "cuDevicePrimaryCtxRetain")?;
+        let context = DeviceContext::retain(device)?;
+        context.make_current()?;
         let (module, image) = images.load(device)?;
-        let stream = cust::stream::Stream::new(StreamFlags::DEFAULT, None)
-            .during("context", "cuStreamCreate")?;
         let fault = FaultBuffer::attach(&module)?;
-        let id = DeviceId::Cuda {
-            ordinal: device.as_raw().max(0) as u32,
-            context: context.as_raw() as usize,
-        };
+        let id = context.id();
         Ok(Self {
-            stream: Stream::new(id, Some(stream)),
+            stream: Stream::ordering(&context),
             id,
             image_crate: images.crate_name().map(str::to_string),
             backend: Backend::Cuda(Box::new(CudaDevice {
@@ -538,7 +555,7 @@ impl Gpu {
     fn simulating(ordinal: u32, image: &str) -> Self {
         let id = DeviceId::Simulator { ordinal };
         Self {
-            stream: Stream::new(id, None),
+            stream: Stream::simulated(id),
             id,
             image_crate: Some(image.to_string()),
             backend: Backend::Simulator,
@@ -648,9 +665,7 @@ impl Gpu {
     /// on the simulator.
     pub fn bind(&self) -> Result<()> {
         match &self.backend {
-            Backend::Cuda(c) => {
-                CurrentContext::set_current(&c.context).during("context", "cuCtxSetCurrent")
-            }
+            Backend::Cuda(c) => c.context.make_current(),
             Backend::Simulator => Ok(()),
         }
     }
@@ -660,15 +675,18 @@ impl Gpu {
         Ok(&self.cuda("a PTX module")?.module)
     }
 
-    /// The stream the launchers use (on a GPU, created with default flags,
-    /// so it is ordered with the synchronous copies of the legacy default
-    /// stream; on the simulator, an empty stream).
+    /// The stream the launchers use: on a GPU, the device's ordering stream
+    /// ([`DeviceContext::ordering`], shared by every `Gpu` of the device,
+    /// created with default flags, so it is ordered with the synchronous
+    /// copies of the legacy default stream); on the simulator, an empty
+    /// stream. See the rule above.
     pub fn stream(&self) -> &Stream {
         &self.stream
     }
 
     /// A new stream of this device: on a GPU created with default flags
-    /// (blocking, like [`Gpu::stream`]); on the simulator, an empty one.
+    /// (blocking, like [`Gpu::stream`], but not the ordering stream: see
+    /// [`Stream::wait_for_ordering`]); on the simulator, an empty one.
     pub fn new_stream(&self) -> Result<Stream> {
         self.stream_with_priority(false)
     }
@@ -685,7 +703,7 @@ impl Gpu {
 
     fn stream_with_priority(&self, greatest: bool) -> Result<Stream> {
         match &self.backend {
-            Backend::Cuda(_) => {
+            Backend::Cuda(cuda) => {
                 self.bind()?;
                 let priority = if greatest {
                     Some(
@@ -698,9 +716,9 @@ impl Gpu {
                 };
                 let s = cust::stream::Stream::new(StreamFlags::DEFAULT, priority)
                     .during("context", "cuStreamCreate")?;
-                Ok(Stream::new(self.id, Some(s)))
+                Ok(Stream::own(&cuda.context, s))
             }
-            Backend::Simulator => Ok(Stream::new(self.id, None)),
+            Backend::Simulator => Ok(Stream::simulated(self.id)),
         }
     }
 
@@ -711,7 +729,23 @@ impl Gpu {
 
     /// The primary context ([`Error::NotOnSimulator`] on the simulator).
     pub fn context(&self) -> Result<&Context> {
+        Ok(self.cuda("a CUDA context")?.context.context())
+    }
+
+    /// The device's [`DeviceContext`] (its primary context and ordering
+    /// stream), which every buffer and stream made here holds;
+    /// [`Error::NotOnSimulator`] on the simulator.
+    pub fn device_context(&self) -> Result<&Arc<DeviceContext>> {
         Ok(&self.cuda("a CUDA context")?.context)
+    }
+
+    /// The device's context when this is a CUDA GPU, `None` on the
+    /// simulator: what resources made here hold.
+    pub(crate) fn context_handle(&self) -> Option<&Arc<DeviceContext>> {
+        match &self.backend {
+            Backend::Cuda(c) => Some(&c.context),
+            Backend::Simulator => None,
+        }
     }
 
     /// The device's name; on the simulator, a name that says so
@@ -792,7 +826,8 @@ impl Gpu {
         Ok(state)
     }
 
-    /// Waits for everything queued on [`Gpu::stream`]. A kernel fault shows
+    /// Waits for everything queued on [`Gpu::stream`] (the device's ordering
+    /// stream: the work of every `Gpu` of the device). A kernel fault shows
     /// up here, attributed to `kernel`: as [`Error::DeviceFault`] (file, line,
     /// block, thread) when the device layer recorded it, else as
     /// [`Error::Cuda`]. Nothing to wait for on the simulator (a launch there
@@ -958,13 +993,13 @@ impl Gpu {
     /// Nothing may read an element before it is written (by a copy or a
     /// kernel).
     pub unsafe fn uninitialized<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        DeviceBuffer::allocate(self.device_id(), len)
+        DeviceBuffer::allocate(self.device_id(), self.context_handle(), len)
     }
 
     /// A buffer of `len` zeroed elements on this device, waiting for the
     /// memset.
     pub fn zeroed<T: DeviceCopy + Zeroable>(&self, len: usize) -> Result<DeviceBuffer<T>> {
-        let mut buf = DeviceBuffer::allocate(self.device_id(), len)?;
+        let mut buf = DeviceBuffer::allocate(self.device_id(), self.context_handle(), len)?;
         buf.set_zero()?;
         Ok(buf)
     }
@@ -972,7 +1007,7 @@ impl Gpu {
     /// A buffer on this device holding a copy of `host` (`cust`'s
     /// `DeviceBuffer::from_slice`), waiting for the copy.
     pub fn to_device<T: DeviceCopy>(&self, host: &[T]) -> Result<DeviceBuffer<T>> {
-        let mut buf = DeviceBuffer::allocate(self.device_id(), host.len())?;
+        let mut buf = DeviceBuffer::allocate(self.device_id(), self.context_handle(), host.len())?;
         buf.copy_from(host)?;
         Ok(buf)
     }

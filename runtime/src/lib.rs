@@ -6,6 +6,8 @@
 //!   default stream, launch limits, multiprocessors) or the CPU simulator
 //!   ([`Gpu::simulator_of`]);
 //! - [`device_id`]: which device memory and streams belong to;
+//!   [`device_context`]: the one context and ordering stream of each CUDA
+//!   device, which every resource made there holds;
 //! - [`memory`]: device buffers and slices and streams, on either backend;
 //!   [`async_mem`]: page-locked host memory and non-blocking streams;
 //! - [`kernel`]: the typed launch ([`Gpu::launch`]) of a [`Kernel`] handle;
@@ -73,6 +75,7 @@ macro_rules! for_each_arity {
 }
 
 pub mod async_mem;
+pub mod device_context;
 pub mod device_id;
 pub mod device_info;
 pub mod devices;
@@ -95,7 +98,9 @@ pub use host_launch::{In, InOut};
 pub use image::{Cubin, Images, KernelResources, LoadedImage};
 pub use kernel::{Kernel, KernelArgs, KernelParam};
 pub use launch::LaunchConfig;
-pub use memory::{DeviceBuffer, DeviceId, DeviceSlice, DeviceView, DeviceViewMut, Stream};
+pub use memory::{
+    DeviceBuffer, DeviceContext, DeviceId, DeviceSlice, DeviceView, DeviceViewMut, Stream,
+};
 
 /// Re-export of `cust`, for users who go beyond the launchers.
 pub use cust;

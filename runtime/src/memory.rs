@@ -51,10 +51,12 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::ops::{Bound, Deref, DerefMut, RangeBounds};
+use std::sync::Arc;
 
 use cust::memory::bytemuck::{Pod, Zeroable};
 use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceCopy, DevicePointer};
 
+pub use crate::device_context::DeviceContext;
 pub use crate::device_id::DeviceId;
 use crate::error::{CudaResultExt, Error, Result};
 use crate::simulator;
@@ -71,10 +73,10 @@ impl DeviceId {
         let DeviceId::Cuda { context, .. } = *self else {
             return Ok(());
         };
-        // SAFETY: `context` is the primary context a live `Gpu` of this
-        // device retained when it made this memory; setting it current only
-        // changes the calling thread's driver state (a released context is
-        // an error, returned, not undefined behaviour).
+        // SAFETY: `context` is the primary context held by the
+        // `DeviceContext` of the buffer, stream or communicator that carries
+        // this identity (alive while it is); setting it current only changes
+        // the calling thread's driver state.
         let r = unsafe { cust::sys::cuCtxSetCurrent(context as cust::sys::CUcontext) };
         crate::error::check_driver(r, MEMORY, "cuCtxSetCurrent")
     }
@@ -83,16 +85,53 @@ impl DeviceId {
 /// A stream of work on one device: a `cust` stream on a CUDA GPU; on the
 /// simulator, nothing (every launch there runs to completion before it
 /// returns, so work is always in order and always finished).
+///
+/// A CUDA stream holds its device's [`DeviceContext`], so the context (and
+/// the memory the stream's work uses) outlives it. It is either the
+/// device's ordering stream ([`Gpu::stream`](crate::Gpu::stream), shared by
+/// every `Gpu` of the device) or a stream of its own
+/// ([`Gpu::new_stream`](crate::Gpu::new_stream), a
+/// [`Lane`](crate::async_mem::Lane)'s), which work over memory that safe
+/// code reaches orders with the ordering stream by
+/// [`Stream::wait_for_ordering`] and [`Stream::join_ordering`].
 pub struct Stream {
     device: DeviceId,
-    cuda: Option<cust::stream::Stream>,
+    cuda: Option<CudaStream>,
+}
+
+/// A CUDA stream: its own (`own`), or the ordering stream of `context`
+/// (`own` is `None`). Fields drop in order: the stream, then the context.
+struct CudaStream {
+    own: Option<cust::stream::Stream>,
+    context: Arc<DeviceContext>,
 }
 
 impl Stream {
-    /// A stream of `device`'s (`cuda` for a CUDA device, `None` on the
-    /// simulator).
-    pub(crate) fn new(device: DeviceId, cuda: Option<cust::stream::Stream>) -> Self {
-        Self { device, cuda }
+    /// The simulator's (empty) stream of simulated device `device`.
+    pub(crate) fn simulated(device: DeviceId) -> Self {
+        Self { device, cuda: None }
+    }
+
+    /// The ordering stream of `context`.
+    pub(crate) fn ordering(context: &Arc<DeviceContext>) -> Self {
+        Self {
+            device: context.id(),
+            cuda: Some(CudaStream {
+                own: None,
+                context: Arc::clone(context),
+            }),
+        }
+    }
+
+    /// `stream`, a stream made in `context`, owned.
+    pub(crate) fn own(context: &Arc<DeviceContext>, stream: cust::stream::Stream) -> Self {
+        Self {
+            device: context.id(),
+            cuda: Some(CudaStream {
+                own: Some(stream),
+                context: Arc::clone(context),
+            }),
+        }
     }
 
     /// The device the stream belongs to.
@@ -105,19 +144,73 @@ impl Stream {
         self.cuda.is_none()
     }
 
+    /// Whether this is its device's ordering stream (always, on the
+    /// simulator, where all work is in order): the stream of
+    /// [`Gpu::stream`](crate::Gpu::stream).
+    pub fn is_ordering(&self) -> bool {
+        self.cuda.as_ref().is_none_or(|c| c.own.is_none())
+    }
+
+    /// The device's context ([`Error::NotOnSimulator`] on the simulator).
+    pub fn device_context(&self) -> Result<&Arc<DeviceContext>> {
+        self.cuda
+            .as_ref()
+            .map(|c| &c.context)
+            .ok_or(Error::NotOnSimulator {
+                what: "a CUDA stream",
+            })
+    }
+
     /// The `cust` stream, for `cust` calls of your own;
     /// [`Error::NotOnSimulator`] on the simulator.
     pub fn as_cust(&self) -> Result<&cust::stream::Stream> {
-        self.cuda.as_ref().ok_or(Error::NotOnSimulator {
-            what: "a CUDA stream",
-        })
+        match &self.cuda {
+            Some(c) => Ok(c.own.as_ref().unwrap_or(c.context.ordering())),
+            None => Err(Error::NotOnSimulator {
+                what: "a CUDA stream",
+            }),
+        }
+    }
+
+    /// Makes this stream's later work wait for everything queued on its
+    /// device's ordering stream so far (an event recorded there): what work
+    /// over memory that safe code reaches does first on a stream that is not
+    /// the ordering stream. Nothing to do on the ordering stream itself or
+    /// on the simulator. `operation` names the caller in errors.
+    pub fn wait_for_ordering(&self, operation: &'static str) -> Result<()> {
+        match &self.cuda {
+            Some(CudaStream {
+                own: Some(own),
+                context,
+            }) => context.order(context.ordering(), own, operation),
+            _ => Ok(()),
+        }
+    }
+
+    /// Makes the device's ordering stream wait for everything queued on this
+    /// stream so far (an event recorded here): what work over memory that
+    /// safe code reaches does last on a stream that is not the ordering
+    /// stream, so that the `_on_device` launchers, the copies and `to_vec`
+    /// see its results. Nothing to do on the ordering stream itself or on
+    /// the simulator.
+    pub fn join_ordering(&self, operation: &'static str) -> Result<()> {
+        match &self.cuda {
+            Some(CudaStream {
+                own: Some(own),
+                context,
+            }) => context.order(own, context.ordering(), operation),
+            _ => Ok(()),
+        }
     }
 
     /// Waits for everything queued on the stream (nothing to wait for on
     /// the simulator).
     pub fn synchronize(&self) -> Result<()> {
         match &self.cuda {
-            Some(s) => s.synchronize().during("stream", "cuStreamSynchronize"),
+            Some(_) => self
+                .as_cust()?
+                .synchronize()
+                .during("stream", "cuStreamSynchronize"),
             None => Ok(()),
         }
     }
@@ -403,7 +496,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// the copy (as `cust`'s `async_copy_from`).
     pub unsafe fn async_copy_from(&mut self, host: &[T], stream: &Stream) -> Result<()> {
         self.same_stream("asynchronous copy to the device", stream)?;
-        match &stream.cuda {
+        match stream.as_cust().ok() {
             None => self.copy_from(host),
             Some(s) => {
                 self.same_len("asynchronous copy to the device", host.len())?;
@@ -422,7 +515,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// stream has finished the copy (as `cust`'s `async_copy_to`).
     pub unsafe fn async_copy_to(&self, host: &mut [T], stream: &Stream) -> Result<()> {
         self.same_stream("asynchronous copy to the host", stream)?;
-        match &stream.cuda {
+        match stream.as_cust().ok() {
             None => self.copy_to(host),
             Some(s) => {
                 self.same_len("asynchronous copy to the host", host.len())?;
@@ -445,7 +538,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
         stream: &Stream,
     ) -> Result<()> {
         self.same_stream("asynchronous device-to-device copy", stream)?;
-        match &stream.cuda {
+        match stream.as_cust().ok() {
             None => self.copy_from_device(src),
             Some(s) => {
                 self.same_len("asynchronous device-to-device copy", src.place.len)?;
@@ -516,7 +609,7 @@ impl<T: DeviceCopy + Zeroable> DeviceSlice<T> {
     /// The memory must stay allocated until the stream has done it.
     pub unsafe fn set_zero_async(&mut self, stream: &Stream) -> Result<()> {
         self.same_stream("asynchronous memset", stream)?;
-        match &stream.cuda {
+        match stream.as_cust().ok() {
             None => self.set_zero(),
             // SAFETY: the caller's contract.
             Some(s) => {
@@ -609,9 +702,16 @@ enum Storage<T: DeviceCopy> {
 /// Device memory of `len` elements of `T`, owned: freed when dropped. Made
 /// on a [`Gpu`](crate::Gpu) ([`Gpu::to_device`](crate::Gpu::to_device), [`Gpu::zeroed`](crate::Gpu::zeroed), [`Gpu::uninitialized`](crate::Gpu::uninitialized));
 /// dereferences to its [`DeviceSlice`].
+///
+/// A CUDA buffer holds its device's [`DeviceContext`]: the context, and so
+/// the memory, stays alive as long as the buffer, even after the last
+/// [`Gpu`](crate::Gpu) of the device has dropped (a `Gpu` opened later on the
+/// device shares the same context, and its allocations are elsewhere).
+/// Fields drop in order: the memory is freed before the context is let go.
 pub struct DeviceBuffer<T: DeviceCopy> {
     place: Place<T>,
     storage: Storage<T>,
+    context: Option<Arc<DeviceContext>>,
 }
 
 /// Frees the memory with its device's context current (`cuMemFree` needs
@@ -625,8 +725,13 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
 }
 
 impl<T: DeviceCopy> DeviceBuffer<T> {
-    /// A buffer over `storage`.
-    fn new(device: DeviceId, storage: Storage<T>, len: usize) -> Self {
+    /// A buffer over `storage`, in `context` (`None` on the simulator).
+    fn new(
+        device: DeviceId,
+        context: Option<Arc<DeviceContext>>,
+        storage: Storage<T>,
+        len: usize,
+    ) -> Self {
         let ptr = match &storage {
             Storage::Cuda(b) => b.as_device_ptr(),
             Storage::Sim(Some(a)) => DevicePointer::from_raw(a.address() as u64),
@@ -636,7 +741,14 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         Self {
             place: Place { ptr, len, device },
             storage,
+            context,
         }
+    }
+
+    /// The context the buffer's memory lives in (held as long as the
+    /// buffer); `None` on the simulator.
+    pub fn device_context(&self) -> Option<&Arc<DeviceContext>> {
+        self.context.as_ref()
     }
 
     /// The `cust` buffer of a CUDA device; `None` on the simulator.
@@ -675,9 +787,16 @@ impl<T: DeviceCopy> fmt::Debug for DeviceBuffer<T> {
 }
 
 impl<T: DeviceCopy> DeviceBuffer<T> {
-    /// Allocates `len` elements on `device`, unwritten: the storage
-    /// behind [`Gpu::uninitialized`](crate::Gpu::uninitialized), [`Gpu::zeroed`](crate::Gpu::zeroed) and [`Gpu::to_device`](crate::Gpu::to_device).
-    pub(crate) fn allocate(device: DeviceId, len: usize) -> Result<Self> {
+    /// Allocates `len` elements on `device` (in `context`, `None` on the
+    /// simulator), unwritten: the storage behind
+    /// [`Gpu::uninitialized`](crate::Gpu::uninitialized),
+    /// [`Gpu::zeroed`](crate::Gpu::zeroed) and
+    /// [`Gpu::to_device`](crate::Gpu::to_device).
+    pub(crate) fn allocate(
+        device: DeviceId,
+        context: Option<&Arc<DeviceContext>>,
+        len: usize,
+    ) -> Result<Self> {
         let storage = if device.is_simulated() {
             let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
                 Error::invalid(MEMORY, format!("{len} elements overflow usize bytes"))
@@ -700,14 +819,20 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
                 .transpose()?;
             Storage::Sim(allocation)
         } else {
-            device.make_current()?;
+            let Some(context) = context else {
+                return Err(Error::invalid(
+                    MEMORY,
+                    format!("{device}: a CUDA allocation needs its device's context"),
+                ));
+            };
+            context.make_current()?;
             // SAFETY: the caller (uninitialized: its own caller; zeroed and
             // to_device: at once) writes the memory before anything reads it.
             let b = unsafe { cust::memory::DeviceBuffer::<T>::uninitialized(len) }
                 .during(MEMORY, "cuMemAlloc")?;
             Storage::Cuda(b)
         };
-        Ok(Self::new(device, storage, len))
+        Ok(Self::new(device, context.cloned(), storage, len))
     }
 }
 
@@ -768,10 +893,44 @@ mod tests {
         fn send_sync<T: Send + Sync + ?Sized>() {}
         send_sync::<Gpu>();
         send_sync::<Stream>();
+        send_sync::<DeviceContext>();
         send_sync::<DeviceBuffer<f32>>();
         send_sync::<DeviceSlice<f64>>();
         send_sync::<DeviceView<'static, f64>>();
         send_sync::<DeviceViewMut<'static, f64>>();
+    }
+
+    #[test]
+    fn a_buffer_outlives_its_gpu_on_the_simulator() {
+        // The issue's sequence (issue 40, item 1) on the simulator: the write
+        // through the buffer of a dropped Gpu lands in its own memory.
+        let mut stale = {
+            let g = simulator().unwrap();
+            g.to_device(&[1f32; 64]).unwrap()
+        };
+        let g2 = simulator().unwrap();
+        let fresh = g2.to_device(&[2f32; 64]).unwrap();
+        stale.copy_from(&[3f32; 64]).unwrap();
+        assert_eq!(fresh.to_vec().unwrap(), [2f32; 64]);
+        assert_eq!(stale.to_vec().unwrap(), [3f32; 64]);
+        assert_eq!(stale.device(), fresh.device());
+        drop(stale);
+        let next = g2.to_device(&[4f32; 64]).unwrap();
+        assert_eq!(fresh.to_vec().unwrap(), [2f32; 64]);
+        assert_eq!(next.to_vec().unwrap(), [4f32; 64]);
+        assert!(fresh.device_context().is_none(), "no CUDA context here");
+    }
+
+    #[test]
+    fn simulated_streams_are_all_ordered() {
+        // Every simulated launch finishes before it returns: every stream
+        // counts as the ordering stream, and joining it does nothing.
+        let gpu = simulator().unwrap();
+        let s = gpu.new_stream().unwrap();
+        assert!(gpu.stream().is_ordering() && s.is_ordering());
+        s.wait_for_ordering("test").unwrap();
+        s.join_ordering("test").unwrap();
+        assert!(s.device_context().is_err() && gpu.device_context().is_err());
     }
 
     #[test]

@@ -17,14 +17,14 @@
 //! CUDA device only the staged path exists.
 use std::collections::HashSet;
 use std::ffi::c_void;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use cust::memory::DeviceCopy;
 use cust::sys::{self as cu, CUresult};
 
 use crate::Gpu;
 use crate::error::{Error, Result, check_driver};
-use crate::memory::{DeviceSlice, Stream};
+use crate::memory::{DeviceContext, DeviceSlice, Stream};
 
 const K: &str = "peer copy";
 
@@ -129,8 +129,9 @@ pub fn require_peer(a: &Gpu, b: &Gpu) -> Result<()> {
 /// device, waited on by any stream. (`cust`'s `Event` hides its handle, and
 /// its `Stream::wait_event` consumes the event.) On the simulator, where
 /// every operation has finished when it returns, there is nothing to order:
-/// the event is empty and recording and waiting do nothing.
-pub struct SyncEvent(Option<cu::CUevent>);
+/// the event is empty and recording and waiting do nothing. A CUDA event
+/// holds its device's [`DeviceContext`] until it is destroyed.
+pub struct SyncEvent(Option<cu::CUevent>, Option<Arc<DeviceContext>>);
 
 // SAFETY: a CUevent handle may be used from any thread (the driver API is
 // thread-safe); this type only records, waits on and destroys it.
@@ -142,6 +143,11 @@ unsafe impl Sync for SyncEvent {}
 impl Drop for SyncEvent {
     fn drop(&mut self) {
         if let Some(event) = self.0 {
+            // The context, held until now, current (a failure leaves the
+            // thread's).
+            if let Some(context) = &self.1 {
+                let _ = context.make_current();
+            }
             // SAFETY: the handle came from cuEventCreate and is destroyed once;
             // the driver releases it when work still recorded on it completes.
             unsafe { cu::cuEventDestroy_v2(event) };
@@ -152,7 +158,7 @@ impl Drop for SyncEvent {
 /// A fresh [`SyncEvent`] of `gpu` (empty on the simulator).
 pub fn sync_event(gpu: &Gpu) -> Result<SyncEvent> {
     if gpu.is_simulated() {
-        return Ok(SyncEvent(None));
+        return Ok(SyncEvent(None, None));
     }
     gpu.bind()?;
     let mut event = std::ptr::null_mut();
@@ -164,7 +170,10 @@ pub fn sync_event(gpu: &Gpu) -> Result<SyncEvent> {
         )
     };
     check_driver(r, K, "cuEventCreate")?;
-    Ok(SyncEvent(Some(event)))
+    Ok(SyncEvent(
+        Some(event),
+        Some(Arc::clone(gpu.device_context()?)),
+    ))
 }
 
 /// Makes `stream` wait for the work recorded by `event` (which may be of
@@ -203,6 +212,9 @@ pub struct PinnedBytes {
     len: usize,
     /// The host buffer of a simulated device (`None`: page-locked memory).
     host: Option<Box<[u8]>>,
+    /// The context that allocated the page-locked memory, held until it is
+    /// freed (`None` on the simulator).
+    context: Option<Arc<DeviceContext>>,
 }
 
 // SAFETY: the allocation is plain host memory owned by this value; the driver
@@ -222,6 +234,7 @@ impl PinnedBytes {
                 ptr: host.as_mut_ptr().cast(),
                 len,
                 host: Some(host),
+                context: None,
             });
         }
         gpu.bind()?;
@@ -233,6 +246,7 @@ impl PinnedBytes {
             ptr,
             len,
             host: None,
+            context: Some(Arc::clone(gpu.device_context()?)),
         })
     }
 
@@ -255,6 +269,11 @@ impl PinnedBytes {
 impl Drop for PinnedBytes {
     fn drop(&mut self) {
         if self.host.is_none() {
+            // The allocating context, held until now, current (a failure
+            // leaves the thread's).
+            if let Some(context) = &self.context {
+                let _ = context.make_current();
+            }
             // SAFETY: `ptr` came from cuMemHostAlloc and is freed once; no copy
             // uses it any more (its owners synchronize before dropping it).
             unsafe { cu::cuMemFreeHost(self.ptr) };

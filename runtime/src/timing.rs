@@ -6,7 +6,8 @@ use cust::event::{Event, EventFlags};
 
 use crate::Gpu;
 use crate::error::{CudaResultExt, Error, Result};
-use crate::memory::{DeviceId, Stream};
+use crate::memory::{DeviceContext, DeviceId, Stream};
+use std::sync::Arc;
 
 /// What a timer on the simulator is refused as.
 const TIMING: &str = "CUDA-event timing";
@@ -18,6 +19,10 @@ pub struct GpuTimer {
     /// The device whose context the events were made in, when known
     /// ([`GpuTimer::on`]): a stream of another device is refused.
     device: Option<DeviceId>,
+    /// The context the events live in, held until they are destroyed (the
+    /// fields drop in order), when it is one of a device's
+    /// [`DeviceContext`]s.
+    _context: Option<Arc<DeviceContext>>,
 }
 
 /// The `cust` stream of `stream`, or [`Error::NotOnSimulator`].
@@ -28,12 +33,14 @@ fn cuda_stream(stream: &Stream) -> Result<&cust::stream::Stream> {
 }
 
 impl GpuTimer {
-    /// Two fresh events (the context must be current).
+    /// Two fresh events (the context must be current; when it is a
+    /// device's [`DeviceContext`], the timer holds it).
     pub fn new() -> Result<Self> {
         Ok(Self {
             start: Event::new(EventFlags::DEFAULT).during("timer", "cuEventCreate")?,
             stop: Event::new(EventFlags::DEFAULT).during("timer", "cuEventCreate")?,
             device: None,
+            _context: DeviceContext::current(),
         })
     }
 
@@ -43,8 +50,10 @@ impl GpuTimer {
         gpu.require_cuda(TIMING)?;
         gpu.bind()?;
         Ok(Self {
+            start: Event::new(EventFlags::DEFAULT).during("timer", "cuEventCreate")?,
+            stop: Event::new(EventFlags::DEFAULT).during("timer", "cuEventCreate")?,
             device: Some(gpu.device_id()),
-            ..Self::new()?
+            _context: Some(Arc::clone(gpu.device_context()?)),
         })
     }
 

@@ -13,6 +13,7 @@
 //! | `stress`     | many host threads × many launches, no leak                     |
 //! | `multi`      | every device, copies between devices, the multi-device launchers |
 //! | `nccl`       | communicators and collectives (NCCL, or simulated), the multi-device launchers on both backends |
+//! | `soundness`  | buffers outlive their `Gpu`; two `Gpu`s, NCCL on other streams and `to_vec` ordered with the device's ordering stream |
 //! | `sort`       | radix_sort_histogram_*, radix_sort_onesweep_* (every key type, both orders, keys, pairs, indices) |
 //! | `histogram`  | histogram_even_* (u32, i32, f32; 1 to 4,096 bins)                |
 //! | `primitives` | shared-memory atomics (and a misaligned one), syncwarp, activemask, match_any/match_all |
@@ -101,6 +102,7 @@ mod nccl;
 mod primitives;
 mod reduce;
 mod sort;
+mod soundness;
 mod streams;
 mod stress;
 
@@ -118,6 +120,9 @@ fn main() -> ExitCode {
     if let Some(code) = nccl::child_process() {
         return code;
     }
+    if let Some(code) = soundness::child_process() {
+        return code;
+    }
     let trials = [
         foundation::trials(),
         handles::trials(),
@@ -132,6 +137,7 @@ fn main() -> ExitCode {
         streams::trials(),
         multi::trials(),
         nccl::trials(),
+        soundness::trials(),
         stress::trials(),
         agreement::trials(),
         fidelity::trials(),

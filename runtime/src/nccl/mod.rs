@@ -65,7 +65,7 @@ use cust::memory::bytemuck::Pod;
 
 use crate::Gpu;
 use crate::error::{Error, Result};
-use crate::memory::{DeviceId, DeviceSlice, Stream};
+use crate::memory::{DeviceContext, DeviceId, DeviceSlice, Stream};
 
 mod ffi;
 mod hub;
@@ -340,6 +340,9 @@ pub struct Communicator {
     /// aborted (finalizing it would wait for that work, which may wait for
     /// a peer that is gone). Also what makes the type not `Sync`.
     unsettled: std::cell::Cell<bool>,
+    /// The device's context, held until the communicator is destroyed (the
+    /// fields drop after `Drop::drop`); `None` on the simulator.
+    context: Option<Arc<DeviceContext>>,
 }
 
 // SAFETY: the raw communicator is only used by the thread that holds the
@@ -417,7 +420,7 @@ impl Communicator {
                     Self::new(
                         rank,
                         ranks,
-                        gpu.device_id(),
+                        gpu,
                         timeout,
                         Backend::Sim(sim::Member::Local(clique.rank(rank))),
                     )
@@ -453,7 +456,7 @@ impl Communicator {
                 Self::new(
                     rank,
                     ranks,
-                    gpu.device_id(),
+                    gpu,
                     timeout,
                     Backend::Nccl {
                         lib: lib.clone(),
@@ -518,13 +521,7 @@ impl Communicator {
                 )?),
                 None => sim::Member::Local(sim::Clique::join(id, rank, ranks, timeout)?),
             };
-            return Ok(Self::new(
-                rank,
-                ranks,
-                gpu.device_id(),
-                timeout,
-                Backend::Sim(member),
-            ));
+            return Ok(Self::new(rank, ranks, gpu, timeout, Backend::Sim(member)));
         }
         let lib = Nccl::get()?;
         gpu.bind()?;
@@ -550,33 +547,22 @@ impl Communicator {
                 "ncclCommInitRankConfig succeeded but gave no communicator",
             ));
         }
-        let comm = Self::new(
-            rank,
-            ranks,
-            gpu.device_id(),
-            timeout,
-            Backend::Nccl { lib, raw },
-        );
+        let comm = Self::new(rank, ranks, gpu, timeout, Backend::Nccl { lib, raw });
         comm.settle("ncclCommInitRankConfig", Instant::now())?;
         comm.check_identity()?;
         Ok(comm)
     }
 
-    fn new(
-        rank: usize,
-        ranks: usize,
-        device: DeviceId,
-        timeout: Duration,
-        backend: Backend,
-    ) -> Self {
+    fn new(rank: usize, ranks: usize, gpu: &Gpu, timeout: Duration, backend: Backend) -> Self {
         Self {
             rank,
             ranks,
-            device,
+            device: gpu.device_id(),
             timeout,
             aborted: Mutex::new(None),
             backend,
             unsettled: std::cell::Cell::new(false),
+            context: gpu.context_handle().cloned(),
         }
     }
 
@@ -1034,6 +1020,10 @@ impl Drop for Communicator {
                 if self.aborted().is_some() {
                     return; // ncclCommAbort freed it.
                 }
+                if let Some(context) = &self.context {
+                    // A failure leaves the thread's context, as before.
+                    let _ = context.make_current();
+                }
                 if self.unsettled.get() {
                     self.abort("dropped with work queued and not waited for");
                     return;
@@ -1072,6 +1062,8 @@ impl Drop for Communicator {
 #[derive(Default)]
 pub struct Group<'a> {
     calls: Vec<(&'a Communicator, Call)>,
+    /// Each call's stream, in order.
+    streams: Vec<&'a Stream>,
     _borrows: PhantomData<&'a mut ()>,
 }
 
@@ -1091,6 +1083,7 @@ impl<'a> Group<'a> {
     ) -> Result<()> {
         let call = comm.call(kind, send, recv, stream)?;
         self.calls.push((comm, call));
+        self.streams.push(stream);
         Ok(())
     }
 
@@ -1206,6 +1199,16 @@ impl<'a> Group<'a> {
     /// say `ncclInProgress`, up to the deadline), or to the simulator. An
     /// empty group does nothing. All the operations' communicators must be
     /// of one kind.
+    ///
+    /// Ordering (the rule in [`Gpu`]'s docs): each stream of the group that
+    /// is not its device's ordering stream ([`Gpu::stream`]) first waits for
+    /// the work queued on the ordering stream so far
+    /// ([`Stream::wait_for_ordering`]), and once the group's work is queued,
+    /// the ordering stream waits for it ([`Stream::join_ordering`]): the
+    /// collectives read what the `_on_device` launchers wrote before them,
+    /// and the launchers and copies after them (`to_vec` included) see
+    /// their results. A single collective ([`Communicator::all_reduce`], …)
+    /// is a group of one.
     pub fn end(self) -> Result<()> {
         let Some((first, _)) = self.calls.first() else {
             return Ok(());
@@ -1223,6 +1226,24 @@ impl<'a> Group<'a> {
         match &first.backend {
             Backend::Sim(_) => sim::run_group(&self.calls),
             Backend::Nccl { lib, .. } => {
+                // The rule of `Gpu`'s docs: a stream other than its device's
+                // ordering stream starts after the work queued there so far,
+                // and the ordering stream waits for its collectives (so the
+                // `_on_device` launchers, the copies and `to_vec` see them).
+                let mut others: Vec<&Stream> = Vec::new();
+                for &stream in &self.streams {
+                    let raw = stream.as_cust()?.as_inner();
+                    if !stream.is_ordering()
+                        && !others
+                            .iter()
+                            .any(|o| o.as_cust().is_ok_and(|o| std::ptr::eq(o.as_inner(), raw)))
+                    {
+                        others.push(stream);
+                    }
+                }
+                for stream in &others {
+                    stream.wait_for_ordering(K)?;
+                }
                 first.device.make_current()?;
                 let since = Instant::now();
                 // SAFETY: no arguments; paired with group_end below.
@@ -1250,6 +1271,13 @@ impl<'a> Group<'a> {
                 }
                 for (comm, _) in &self.calls {
                     comm.settle("ncclGroupEnd", since)?;
+                }
+                // Only after the work is queued (a nonblocking communicator
+                // queues it by the time it settles), and only when it was:
+                // a failed group's streams are not joined (its work may
+                // never finish).
+                for stream in &others {
+                    stream.join_ordering(K)?;
                 }
                 Ok(())
             }
