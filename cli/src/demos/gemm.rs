@@ -33,6 +33,31 @@ pub enum GemmTypes {
     F16F16,
 }
 
+impl GemmTypes {
+    /// The input type's name (`bf16`, `f16`, `tf32`).
+    pub fn input(self) -> &'static str {
+        match self {
+            Bf16F32 | Bf16Bf16 => "bf16",
+            F16F32 | F16F16 => "f16",
+            Tf32F32 => "tf32",
+        }
+    }
+
+    /// The output type's name (`f32`, `bf16`, `f16`).
+    pub fn output(self) -> &'static str {
+        match self {
+            Bf16F32 | F16F32 | Tf32F32 => "f32",
+            Bf16Bf16 => "bf16",
+            F16F16 => "f16",
+        }
+    }
+}
+
+/// The environment variable that picks cases of the table: a
+/// comma-separated list of substrings of the rows' size column (`8192³ NN`,
+/// `bf16 → bf16`); every case when unset.
+pub const GEMM_CASES_ENV: &str = "CUDA_KERNELS_GEMM_CASES";
+
 /// One timed GEMM of the table.
 #[derive(Debug, Clone, Copy)]
 pub struct GemmCase {
@@ -228,7 +253,7 @@ fn bench_case<I: GemmInput, O: GemmOutput<I>>(
     let tflops = |ms: f64| 2.0 * (m * n * k) as f64 / (ms * 1e9);
     let reps = if m * n * k >= 1 << 39 { 5 } else { 20 };
     let label = case.label(I::NAME, O::NAME);
-    let mut checked = |dc: &mut crate::DeviceBuffer<O::Dev>| -> Result<Check> {
+    let checked = |dc: &mut crate::DeviceBuffer<O::Dev>| -> Result<Check> {
         let c = dc.to_vec()?;
         dc.set_zero()?;
         Ok(sample_check::<I, O>(&shape, (&a, &b), &c, &picks))
@@ -282,12 +307,23 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     let cublas = cublas.as_ref();
     let mut rng = Rng::new(21);
     let rng = &mut rng;
-    for (i, case) in GEMM_CASES.iter().enumerate() {
+    let only = std::env::var(GEMM_CASES_ENV).ok();
+    let cases: Vec<&GemmCase> = GEMM_CASES
+        .iter()
+        .filter(|c| {
+            only.as_deref().is_none_or(|only| {
+                let label = c.label(c.types.input(), c.types.output());
+                only.split(',').any(|part| label.contains(part.trim()))
+            })
+        })
+        .collect();
+    for (i, case) in cases.iter().enumerate() {
         eprintln!(
-            "[gemm {}/{}] {}",
+            "[gemm {}/{}] {}: {}",
             i + 1,
-            GEMM_CASES.len(),
-            case.label("", "")
+            cases.len(),
+            case.group,
+            case.label(case.types.input(), case.types.output())
         );
         let (bf, hf) = (half::bf16::from_f32, half::f16::from_f32);
         match case.types {
