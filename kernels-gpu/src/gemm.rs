@@ -622,8 +622,89 @@ pub unsafe fn gemm_stage<W: Copy + Default, const PER: usize>(
     }
 }
 
+/// Rows and columns of the transposing staging copy's tile.
+pub const STAGE_TILE: u32 = 32;
+/// Rows of threads of the transposing staging copy's blocks (32 × 8
+/// threads, four rows of the tile each).
+pub const STAGE_TILE_ROWS: u32 = 8;
+
+/// The transposing staging copy's body (32-bit elements): one operand as
+/// stored (`rows × cols` per batch, any leading dimension `ld_src`, batch
+/// stride `batch_src`) written transposed, `cols` rows of `ld_dst ≥ rows`
+/// elements (a multiple of 4: 16-byte rows), batch `z` at `z · cols ·
+/// ld_dst`, the columns from `rows` to `ld_dst` zeros; so that wgmma, which
+/// reads tf32 K-major only, reads an operand stored MN-major. Through a
+/// 32 × 33-word tile in shared memory, so that both the reads and the
+/// writes of a warp are whole rows; tile rows on grid y in a grid-stride
+/// loop, tile columns on grid x, batches on grid z.
+///
+/// # Safety
+/// `src` holds every element the shape reaches; `dst` holds `batches · cols
+/// · ld_dst` elements and overlaps nothing the launch reads; blocks of
+/// [`STAGE_TILE`] × [`STAGE_TILE_ROWS`] threads; grid x covers `cols` in
+/// tiles, grid z at most the batches.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub unsafe fn gemm_stage_transposed(
+    src: *const u32,
+    dst: *mut u32,
+    rows: u32,
+    cols: u32,
+    ld_src: u32,
+    ld_dst: u32,
+    batch_src: u64,
+) {
+    let tile = crate::device::shared_array!(gemm_stage_tile: [u32; 32 * 33]);
+    let (tx, ty) = (thread::thread_idx_x(), thread::thread_idx_y());
+    let z = thread::block_idx_z() as usize;
+    let src = src.wrapping_add(z * batch_src as usize);
+    let dst = dst.wrapping_add(z * cols as usize * ld_dst as usize);
+    let col0 = thread::block_idx_x() * STAGE_TILE;
+    let mut row0 = thread::block_idx_y() * STAGE_TILE;
+    while row0 < rows {
+        for i in 0..STAGE_TILE / STAGE_TILE_ROWS {
+            let (r, c) = (row0 + ty + STAGE_TILE_ROWS * i, col0 + tx);
+            let value = if r < rows && c < cols {
+                // SAFETY: r < rows, c < cols: inside the operand.
+                unsafe { *src.add(r as usize * ld_src as usize + c as usize) }
+            } else {
+                0
+            };
+            // SAFETY: (ty + 8i) · 33 + tx < 32 · 33.
+            unsafe { tile.store(((ty + STAGE_TILE_ROWS * i) * 33 + tx) as usize, value) };
+        }
+        crate::device::sync::sync_threads();
+        for i in 0..STAGE_TILE / STAGE_TILE_ROWS {
+            let (c, r) = (col0 + ty + STAGE_TILE_ROWS * i, row0 + tx);
+            if c < cols && r < ld_dst {
+                // SAFETY: tx · 33 + ty + 8i < 32 · 33, written before the
+                // barrier.
+                let value = unsafe { tile.load((tx * 33 + ty + STAGE_TILE_ROWS * i) as usize) };
+                // SAFETY: c < cols, r < ld_dst: inside the staged batch; one
+                // thread per element.
+                unsafe { *dst.add(c as usize * ld_dst as usize + r as usize) = value };
+            }
+        }
+        crate::device::sync::sync_threads();
+        row0 += thread::grid_dim_y() * STAGE_TILE;
+    }
+}
+
 crate::device::kernels! {
     list STAGE_KERNELS;
+    /// Stages a 32-bit GEMM operand transposed into 16-byte aligned rows
+    /// ([`gemm_stage_transposed`]).
+    ///
+    /// # Safety
+    /// See [`gemm_stage_transposed`].
+    pub fn gemm_stage_transposed_b32(
+        src: *const u32, dst: *mut u32, rows: u32, cols: u32, ld_src: u32, ld_dst: u32,
+        batch_src: u64,
+    ) as GEMM_STAGE_TRANSPOSED_B32 {
+        // SAFETY: forwarded from this kernel's contract.
+        unsafe { gemm_stage_transposed(src, dst, rows, cols, ld_src, ld_dst, batch_src) }
+    }
+
     /// Stages a 16-bit GEMM operand into 16-byte aligned rows ([`gemm_stage`]).
     ///
     /// # Safety

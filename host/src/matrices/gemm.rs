@@ -14,8 +14,9 @@ use cuda_kernels_gpu::gemm::{
     BLOCK_M, BLOCK_N, GEMM_MMA_BF16_BF16, GEMM_MMA_BF16_F32, GEMM_MMA_F16_F16, GEMM_MMA_F16_F32,
     GEMM_MMA_TF32_F32, GEMM_SIMT_BF16_BF16, GEMM_SIMT_BF16_F32, GEMM_SIMT_F16_F16,
     GEMM_SIMT_F16_F32, GEMM_SIMT_F32_F32, GEMM_SPLIT_REDUCE_BF16, GEMM_SPLIT_REDUCE_F16,
-    GEMM_SPLIT_REDUCE_F32, GEMM_STAGE_B16, GEMM_STAGE_B32, GemmParams, MMA_SMEM_BYTES, MMA_THREADS,
-    SIMT_BLOCK, STAGE_CHUNK_BYTES, STAGE_THREADS, SplitReduceParams, TRANS_A, TRANS_B,
+    GEMM_SPLIT_REDUCE_F32, GEMM_STAGE_B16, GEMM_STAGE_B32, GEMM_STAGE_TRANSPOSED_B32, GemmParams,
+    MMA_SMEM_BYTES, MMA_THREADS, SIMT_BLOCK, STAGE_CHUNK_BYTES, STAGE_THREADS, STAGE_TILE,
+    STAGE_TILE_ROWS, SplitReduceParams, TRANS_A, TRANS_B,
 };
 use cust::memory::DeviceCopy;
 use cust::memory::DevicePointer;
@@ -404,8 +405,9 @@ pub trait GemmExt {
     /// `shape`, or why not: a GPU (not the simulator, which does not model
     /// wgmma and TMA) whose loaded image has it (the sm_90a cubin), a layout
     /// wgmma reads (every layout for 16-bit inputs, f32 or 16-bit output;
-    /// NT alone for tf32, which wgmma reads K-major only). (Operands that
-    /// are not 16-byte aligned, TMA's rule, are staged first.)
+    /// tf32 in every layout too: wgmma reads tf32 K-major only, so an
+    /// MN-major tf32 operand is staged transposed first). (Operands that are
+    /// not 16-byte aligned, TMA's rule, are staged first.)
     fn wgmma_fits<I: GemmInput, O: GemmOutput<I>>(
         &self,
         shape: &GemmShape,
@@ -419,7 +421,9 @@ pub trait GemmExt {
     /// bytes is first copied by `gemm_stage_*` into rows padded to 16 bytes
     /// (one read and one write of the operand, queued on the same stream)
     /// in a scratch buffer the `Gpu` keeps for the next such call (grown,
-    /// after a wait, when an operand is larger than any before).
+    /// after a wait, when an operand is larger than any before). On wgmma, a
+    /// tf32 operand stored MN-major (A `k × m`, B `k × n`) is staged
+    /// transposed the same way (`gemm_stage_transposed_b32`).
     /// Safe under the [`_on_device` rule](Gpu#launchers-that-leave-work-in-flight-the-_on_device-rule).
     #[allow(clippy::too_many_arguments)]
     fn gemm_on_device<I: GemmInput, O: GemmOutput<I>>(
@@ -487,7 +491,7 @@ impl GemmExt for Gpu {
         &self,
         shape: &GemmShape,
     ) -> std::result::Result<(), String> {
-        let kernel = wgmma_kernel::<I, O>(shape)?.name();
+        let kernel = wgmma_kernel::<I, O>(&wgmma_layout::<I>(shape))?.name();
         if self.is_simulated() {
             Err("the simulator does not model wgmma or TMA".into())
         } else if !self.has_kernel(kernel) {
@@ -517,14 +521,23 @@ impl GemmExt for Gpu {
         }
         self.check_device(name, c)?;
         let path = self.gemm_path::<I, O>(shape)?;
-        let aligned = [
-            operand_aligned(a, shape.lda, shape.stride_a, shape.batches),
-            operand_aligned(b, shape.ldb, shape.stride_b, shape.batches),
+        // wgmma reads tf32 K-major only: an MN-major tf32 operand is staged
+        // transposed (A stored k × m, B stored k × n).
+        let transpose = path == GemmPath::Wgmma && I::WGMMA == WgmmaInput::Tf32;
+        let staging = [
+            Staging::of(
+                transpose && shape.op_a == Op::T,
+                operand_aligned(a, shape.lda, shape.stride_a, shape.batches),
+            ),
+            Staging::of(
+                transpose && shape.op_b == Op::N,
+                operand_aligned(b, shape.ldb, shape.stride_b, shape.batches),
+            ),
         ];
-        if path == GemmPath::CudaCore || aligned == [true, true] {
+        if path == GemmPath::CudaCore || staging == [Staging::Keep; 2] {
             self.gemm_aligned::<I, O>(path, shape, alpha, a, b, beta, c)?;
         } else {
-            self.gemm_staged::<I, O>(path, shape, alpha, [a, b], aligned, beta, c)?;
+            self.gemm_staged::<I, O>(path, shape, alpha, [a, b], staging, beta, c)?;
         }
         Ok(path)
     }
@@ -607,33 +620,79 @@ pub(crate) fn operand_aligned<T: DeviceCopy>(
 /// lock, so the stream orders each use of a buffer after the last.
 struct StagingBuffers<T: DeviceCopy>(Mutex<[Option<DeviceBuffer<T>>; 2]>);
 
-/// How one operand is staged: rows and columns as stored, the padded
-/// leading dimension and batch stride, the elements of the staged copy.
+/// What the dispatcher does with an operand before the kernel reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Staging {
+    /// Read as it is (16-byte aligned, in a layout the kernel reads).
+    Keep,
+    /// Copied into 16-byte rows (`gemm_stage_*`).
+    Copy,
+    /// Copied transposed into 16-byte rows (`gemm_stage_transposed_b32`:
+    /// tf32 for wgmma, which reads it K-major only).
+    Transpose,
+}
+
+impl Staging {
+    fn of(transpose: bool, aligned: bool) -> Self {
+        match (transpose, aligned) {
+            (true, _) => Self::Transpose,
+            (false, false) => Self::Copy,
+            (false, true) => Self::Keep,
+        }
+    }
+}
+
+/// How one operand is staged: rows and columns as stored, whether it is
+/// transposed, the staged copy's leading dimension (padded to 16 bytes) and
+/// batch stride, and its elements.
 #[derive(Debug, Clone, Copy)]
 struct Staged {
     rows: usize,
     cols: usize,
+    transpose: bool,
     ld: usize,
     stride: usize,
     len: usize,
 }
 
 impl Staged {
-    /// Rows of `cols` `size`-byte elements padded to whole 16-byte chunks,
-    /// `batches` of `rows`; `None` past the kernels' 32-bit limits.
-    fn new((rows, cols): (usize, usize), batches: usize, size: usize) -> Option<Self> {
+    /// `batches` of `rows × cols` `size`-byte elements as stored, staged
+    /// (transposed when `transpose`) in rows padded to whole 16-byte
+    /// chunks; `None` past the kernels' 32-bit limits.
+    fn new(
+        (rows, cols): (usize, usize),
+        transpose: bool,
+        batches: usize,
+        size: usize,
+    ) -> Option<Self> {
+        let (out_rows, out_cols) = if transpose {
+            (cols, rows)
+        } else {
+            (rows, cols)
+        };
         let per = STAGE_CHUNK_BYTES / size;
-        let ld = cols.checked_next_multiple_of(per)?;
-        let stride = rows.checked_mul(ld)?;
+        let ld = out_cols.checked_next_multiple_of(per)?;
+        let stride = out_rows.checked_mul(ld)?;
         let len = stride.checked_mul(batches)?;
         (ld <= i32::MAX as usize).then_some(Self {
             rows,
             cols,
+            transpose,
             ld,
             stride,
             len,
         })
     }
+}
+
+/// The layout whose wgmma kernel computes `shape` for `I` inputs: its own,
+/// or NT for tf32 (its MN-major operands staged transposed).
+fn wgmma_layout<I: GemmInput>(shape: &GemmShape) -> GemmShape {
+    let mut layout = *shape;
+    if I::WGMMA == WgmmaInput::Tf32 {
+        (layout.op_a, layout.op_b) = (Op::N, Op::T);
+    }
+    layout
 }
 
 /// The steps the launchers above share.
@@ -656,7 +715,7 @@ trait GemmExtSteps {
         c: &mut DeviceSlice<O::Dev>,
     ) -> Result<()>;
 
-    /// Stages the operands that are not `aligned` into the scratch
+    /// Stages the operands as `staging` says into the scratch
     /// ([`StagingBuffers`]; fresh buffers on the simulator), then queues the
     /// GEMM on `path` over the staged copies.
     #[allow(clippy::too_many_arguments)]
@@ -666,7 +725,7 @@ trait GemmExtSteps {
         shape: &GemmShape,
         alpha: f32,
         operands: [&DeviceSlice<I::Dev>; 2],
-        aligned: [bool; 2],
+        staging: [Staging; 2],
         beta: f32,
         c: &mut DeviceSlice<O::Dev>,
     ) -> Result<()>;
@@ -782,14 +841,14 @@ impl GemmExtSteps for Gpu {
         shape: &GemmShape,
         alpha: f32,
         [a, b]: [&DeviceSlice<I::Dev>; 2],
-        aligned: [bool; 2],
+        staging: [Staging; 2],
         beta: f32,
         c: &mut DeviceSlice<O::Dev>,
     ) -> Result<()> {
         let name = stage_kernel_name::<I::Dev>();
         let size = size_of::<I::Dev>();
-        let plan = |stored: (usize, usize), what: &str| {
-            Staged::new(stored, shape.batches, size).ok_or_else(|| {
+        let plan = |stored: (usize, usize), staging: Staging, what: &str| {
+            Staged::new(stored, staging == Staging::Transpose, shape.batches, size).ok_or_else(|| {
                 Error::invalid(
                     name,
                     format!(
@@ -799,14 +858,22 @@ impl GemmExtSteps for Gpu {
                 )
             })
         };
-        let (sa, sb) = (plan(shape.a_stored(), "A")?, plan(shape.b_stored(), "B")?);
+        let sa = plan(shape.a_stored(), staging[0], "A")?;
+        let sb = plan(shape.b_stored(), staging[1], "B")?;
         let mut staged_shape = *shape;
-        if !aligned[0] {
+        if staging[0] != Staging::Keep {
             (staged_shape.lda, staged_shape.stride_a) = (sa.ld, sa.stride);
         }
-        if !aligned[1] {
+        if staging[0] == Staging::Transpose {
+            staged_shape.op_a = Op::N;
+        }
+        if staging[1] != Staging::Keep {
             (staged_shape.ldb, staged_shape.stride_b) = (sb.ld, sb.stride);
         }
+        if staging[1] == Staging::Transpose {
+            staged_shape.op_b = Op::T;
+        }
+        let aligned = staging.map(|s| s == Staging::Keep);
         let mut local: [Option<DeviceBuffer<I::Dev>>; 2] = [None, None];
         let shared;
         let mut guard;
@@ -858,6 +925,9 @@ impl GemmExtSteps for Gpu {
         batches: usize,
         dst: &mut DeviceBuffer<T>,
     ) -> Result<()> {
+        if staged.transpose {
+            return stage_transposed(self, src, (ld, stride), staged, batches, dst);
+        }
         let chunks = staged.stride / (STAGE_CHUNK_BYTES / size_of::<T>());
         let cfg = LaunchConfig {
             grid: (
@@ -923,6 +993,52 @@ impl GemmExtSteps for Gpu {
             }
         }
     }
+}
+
+/// Queues `gemm_stage_transposed_b32` copying `src` (ld `ld`, batch
+/// stride `stride`) transposed into `dst` as `staged` describes.
+fn stage_transposed<T: DeviceCopy>(
+    gpu: &Gpu,
+    src: &DeviceSlice<T>,
+    (ld, stride): (usize, usize),
+    staged: &Staged,
+    batches: usize,
+    dst: &mut DeviceBuffer<T>,
+) -> Result<()> {
+    let name = GEMM_STAGE_TRANSPOSED_B32.name();
+    if size_of::<T>() != 4 {
+        return Err(Error::invalid(
+            name,
+            format!("a transposed staging of {}-byte elements", size_of::<T>()),
+        ));
+    }
+    let tile = STAGE_TILE as usize;
+    let cfg = LaunchConfig {
+        grid: (
+            staged.cols.div_ceil(tile) as u32,
+            staged.rows.div_ceil(tile).min(MAX_GRID_YZ as usize) as u32,
+            batches as u32,
+        ),
+        block: (STAGE_TILE, STAGE_TILE_ROWS, 1),
+        shared_mem_bytes: 0,
+    };
+    let args = (
+        DevicePointer::<u32>::from_raw(src.as_device_ptr().as_raw()),
+        DevicePointer::<u32>::from_raw(dst.as_device_ptr().as_raw()),
+        staged.rows as u32,
+        staged.cols as u32,
+        ld as u32,
+        staged.ld as u32,
+        stride as u64,
+    );
+    gpu.bind()?;
+    // SAFETY: the shape was checked against `src`'s length (every element
+    // read is inside it, dimensions below 2^31, batches within grid z);
+    // `dst` is this device's scratch of at least `staged.len` 32-bit
+    // elements (`cols` rows of `staged.ld ≥ rows` a batch); grid x covers
+    // the columns in tiles, grid y strides over the rows; nothing else uses
+    // `dst` until the GEMM queued after this copy on the same stream.
+    unsafe { gpu.launch(GEMM_STAGE_TRANSPOSED_B32, cfg, gpu.stream(), args) }
 }
 
 /// Blocks of the staging copy at most (a grid-stride loop covers the rest).

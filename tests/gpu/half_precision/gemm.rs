@@ -398,7 +398,7 @@ pub(super) fn gemm_deep_k(gpu: &Gpu) -> Result<(), Failed> {
 /// the same product within the bound, with beta, in a batch of 2.
 pub(super) fn gemm_wgmma_split_counts(gpu: &Gpu) -> Result<(), Failed> {
     use cuda_kernels::gemm_wgmma::WgmmaGemmExt;
-    let (m, n, k, batches) = (130, 260, 2000, 2);
+    let (m, n, k, batches) = (130, 264, 2000, 2);
     let mut shape = GemmShape::with_ops(m, n, k, Op::N, Op::N);
     shape.batches = batches;
     let (a, b) = (
