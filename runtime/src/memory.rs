@@ -376,6 +376,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
         } else {
             Err(Error::WrongDevice {
                 kernel: operation,
+                argument: "the other slice",
                 expected: self.place.device,
                 found: other.place.device,
             })
@@ -389,6 +390,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
         } else {
             Err(Error::WrongDevice {
                 kernel: operation,
+                argument: "stream",
                 expected: self.place.device,
                 found: stream.device,
             })

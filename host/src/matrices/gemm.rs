@@ -504,10 +504,9 @@ impl GemmExt for Gpu {
     ) -> Result<GemmPath> {
         let name = O::MMA.name();
         shape.check(name, (a.len(), b.len(), c.len()))?;
-        for slice in [a, b] {
-            self.check_device(name, slice)?;
-        }
-        self.check_device(name, c)?;
+        self.check_device(name, "a", a)?;
+        self.check_device(name, "b", b)?;
+        self.check_device(name, "c", c)?;
         let size = size_of::<I::Dev>();
         let aligned = [a.as_device_ptr().as_raw(), b.as_device_ptr().as_raw()]
             .iter()
