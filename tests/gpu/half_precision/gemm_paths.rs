@@ -20,6 +20,8 @@ use GemmPath::{CudaCore as Cc, MmaSync as Mma, Wgmma as Wg};
 enum Device {
     /// The simulator (it models neither wgmma nor TMA).
     Simulator,
+    /// sm_70 to sm_75 (the CUDA cores).
+    Sm70,
     /// sm_80 to sm_89 (mma.sync, no wgmma).
     Sm80,
     /// sm_90 (Hopper, the sm_90a cubin).
@@ -27,14 +29,15 @@ enum Device {
 }
 
 /// A case: the layout (`"NN"`, …), input type, output type, whether the
-/// operands are 16-byte aligned, and the path on the simulator, on sm_80
-/// to sm_89, on sm_90.
+/// operands are 16-byte aligned, and the path on the simulator, on sm_70
+/// to sm_75 (no mma.sync kernels: the CUDA cores), on sm_80 to sm_89, on
+/// sm_90.
 type Row = (
     &'static str,
     &'static str,
     &'static str,
     bool,
-    [GemmPath; 3],
+    [GemmPath; 4],
 );
 
 /// The table, at 128 × 256 × 64 with tight leading dimensions; unaligned:
@@ -42,33 +45,33 @@ type Row = (
 /// path takes.
 #[rustfmt::skip]
 const TABLE: &[Row] = &[
-    // layout, input, output, aligned, [simulator, sm_80, sm_90]
-    ("NN", "bf16", "f32",  true, [Mma, Mma, Wg]),
-    ("NT", "bf16", "f32",  true, [Mma, Mma, Wg]),
-    ("TN", "bf16", "f32",  true, [Mma, Mma, Wg]),
-    ("TT", "bf16", "f32",  true, [Mma, Mma, Wg]),
-    ("NN", "bf16", "bf16", true, [Mma, Mma, Wg]),
-    ("NT", "bf16", "bf16", true, [Mma, Mma, Wg]),
-    ("TN", "bf16", "bf16", true, [Mma, Mma, Wg]),
-    ("TT", "bf16", "bf16", true, [Mma, Mma, Wg]),
-    ("NN", "f16",  "f32",  true, [Mma, Mma, Wg]),
-    ("NT", "f16",  "f32",  true, [Mma, Mma, Wg]),
-    ("TN", "f16",  "f32",  true, [Mma, Mma, Wg]),
-    ("TT", "f16",  "f32",  true, [Mma, Mma, Wg]),
-    ("NN", "f16",  "f16",  true, [Mma, Mma, Wg]),
-    ("NT", "f16",  "f16",  true, [Mma, Mma, Wg]),
-    ("TN", "f16",  "f16",  true, [Mma, Mma, Wg]),
-    ("TT", "f16",  "f16",  true, [Mma, Mma, Wg]),
-    ("NN", "tf32", "f32",  true, [Mma, Mma, Mma]),
-    ("NT", "tf32", "f32",  true, [Mma, Mma, Wg]),
-    ("TN", "tf32", "f32",  true, [Mma, Mma, Mma]),
-    ("TT", "tf32", "f32",  true, [Mma, Mma, Mma]),
-    ("NN", "bf16", "f32",  false, [Cc, Cc, Cc]),
-    ("NT", "bf16", "bf16", false, [Cc, Cc, Cc]),
-    ("TN", "f16",  "f32",  false, [Cc, Cc, Cc]),
-    ("TT", "f16",  "f16",  false, [Cc, Cc, Cc]),
-    ("NT", "tf32", "f32",  false, [Cc, Cc, Cc]),
-    ("NN", "tf32", "f32",  false, [Cc, Cc, Cc]),
+    // layout, input, output, aligned, [simulator, sm_70, sm_80, sm_90]
+    ("NN", "bf16", "f32",  true, [Mma, Cc, Mma, Wg]),
+    ("NT", "bf16", "f32",  true, [Mma, Cc, Mma, Wg]),
+    ("TN", "bf16", "f32",  true, [Mma, Cc, Mma, Wg]),
+    ("TT", "bf16", "f32",  true, [Mma, Cc, Mma, Wg]),
+    ("NN", "bf16", "bf16", true, [Mma, Cc, Mma, Wg]),
+    ("NT", "bf16", "bf16", true, [Mma, Cc, Mma, Wg]),
+    ("TN", "bf16", "bf16", true, [Mma, Cc, Mma, Wg]),
+    ("TT", "bf16", "bf16", true, [Mma, Cc, Mma, Wg]),
+    ("NN", "f16",  "f32",  true, [Mma, Cc, Mma, Wg]),
+    ("NT", "f16",  "f32",  true, [Mma, Cc, Mma, Wg]),
+    ("TN", "f16",  "f32",  true, [Mma, Cc, Mma, Wg]),
+    ("TT", "f16",  "f32",  true, [Mma, Cc, Mma, Wg]),
+    ("NN", "f16",  "f16",  true, [Mma, Cc, Mma, Wg]),
+    ("NT", "f16",  "f16",  true, [Mma, Cc, Mma, Wg]),
+    ("TN", "f16",  "f16",  true, [Mma, Cc, Mma, Wg]),
+    ("TT", "f16",  "f16",  true, [Mma, Cc, Mma, Wg]),
+    ("NN", "tf32", "f32",  true, [Mma, Cc, Mma, Mma]),
+    ("NT", "tf32", "f32",  true, [Mma, Cc, Mma, Wg]),
+    ("TN", "tf32", "f32",  true, [Mma, Cc, Mma, Mma]),
+    ("TT", "tf32", "f32",  true, [Mma, Cc, Mma, Mma]),
+    ("NN", "bf16", "f32",  false, [Cc, Cc, Cc, Cc]),
+    ("NT", "bf16", "bf16", false, [Cc, Cc, Cc, Cc]),
+    ("TN", "f16",  "f32",  false, [Cc, Cc, Cc, Cc]),
+    ("TT", "f16",  "f16",  false, [Cc, Cc, Cc, Cc]),
+    ("NT", "tf32", "f32",  false, [Cc, Cc, Cc, Cc]),
+    ("NN", "tf32", "f32",  false, [Cc, Cc, Cc, Cc]),
 ];
 
 /// The path one case takes on `gpu`.
@@ -103,6 +106,7 @@ pub(super) fn gemm_takes_the_tabled_path(gpu: &Gpu) -> Result<(), Failed> {
     } else {
         match gpu.device_info().map_err(fail)?.compute_capability {
             (9, 0) => Device::Sm90,
+            (7, _) => Device::Sm70,
             (8, _) => Device::Sm80,
             other => {
                 return Err(
@@ -113,8 +117,9 @@ pub(super) fn gemm_takes_the_tabled_path(gpu: &Gpu) -> Result<(), Failed> {
     };
     let column = match device {
         Device::Simulator => 0,
-        Device::Sm80 => 1,
-        Device::Sm90 => 2,
+        Device::Sm70 => 1,
+        Device::Sm80 => 2,
+        Device::Sm90 => 3,
     };
     let mut wrong = Vec::new();
     for &(layout, input, output, aligned, paths) in TABLE {
