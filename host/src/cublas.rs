@@ -270,10 +270,11 @@ impl Cublas {
         };
         let (mi, ki, ni) = (int(m, "m")?, int(k, "k")?, int(n, "n")?);
         check_product_buffers(F, (a.len(), b.len(), c.len()), (m, k, n))?;
-        for found in [a.device(), b.device(), c.device()] {
+        for (argument, found) in [("a", a.device()), ("b", b.device()), ("c", c.device())] {
             if found != self.device {
                 return Err(Error::WrongDevice {
                     kernel: F,
+                    argument,
                     expected: self.device,
                     found,
                 });
@@ -325,10 +326,11 @@ impl Cublas {
     ) -> Result<()> {
         const F: &str = "cublasGemmStridedBatchedEx";
         shape.check(F, (a.len(), b.len(), c.len()))?;
-        for found in [a.device(), b.device(), c.device()] {
+        for (argument, found) in [("a", a.device()), ("b", b.device()), ("c", c.device())] {
             if found != self.device {
                 return Err(Error::WrongDevice {
                     kernel: F,
+                    argument,
                     expected: self.device,
                     found,
                 });

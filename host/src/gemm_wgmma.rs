@@ -474,9 +474,9 @@ impl WgmmaGemmExt for Gpu {
         let name = kernel.name();
         self.require_cuda(name)?;
         shape.check(name, (a.len(), b.len(), c.len()))?;
-        self.check_device(name, a)?;
-        self.check_device(name, b)?;
-        self.check_device(name, c)?;
+        self.check_device(name, "a", a)?;
+        self.check_device(name, "b", b)?;
+        self.check_device(name, "c", c)?;
         let tiles = shape
             .m
             .div_ceil(BLOCK_M as usize)

@@ -122,6 +122,9 @@ pub fn histogram_even_on_device<T: Sample>(
     let n = samples.len();
     let bins = counts.len();
     check(n, bins, lower, upper)?;
+    let name = T::KERNEL.name();
+    gpu.check_device(name, "samples", samples)?;
+    gpu.check_device(name, "counts", counts)?;
     gpu.bind()?;
     let stream = gpu.stream();
     // SAFETY: `counts` is borrowed until the caller synchronizes.
@@ -131,7 +134,6 @@ pub fn histogram_even_on_device<T: Sample>(
     }
     // One wave of resident blocks at most: each block's bins are added to
     // the output once, at its end.
-    let name = T::KERNEL.name();
     let wave = gpu.multiprocessors(name)? * gpu.resident_blocks(name, BLOCK, 0, SHARED_BYTES)?;
     let grid = n.div_ceil(4 * BLOCK as usize).min(wave as usize) as u32;
     // SAFETY: samples holds n 4-byte samples (aligned: a slice of T);

@@ -123,7 +123,7 @@ impl<A: DeviceCopy + Zeroable> TileScratch<A> {
                 format!("{n} elements: the scratch holds {}", self.capacity()),
             ));
         }
-        gpu.check_device(kernel, &self.state)?;
+        gpu.check_device(kernel, "scratch", &self.state)?;
         debug_assert!(tile >= MIN_TILE, "{kernel}: a tile of {tile} elements");
         let tiles = n.div_ceil(tile);
         // SAFETY: the state lives in `self`, borrowed mutably for the launch
@@ -214,8 +214,8 @@ pub fn scan_on_device<Op: ScanKernel<T>, T: Element>(
             format!("output of {} elements for an input of {n}", output.len()),
         ));
     }
-    gpu.check_device(k, input)?;
-    gpu.check_device(k, output)?;
+    gpu.check_device(k, "input", input)?;
+    gpu.check_device(k, "output", output)?;
     if n == 0 {
         return Ok(());
     }

@@ -143,7 +143,7 @@ pub fn select_on_device<Op: SelectKernel<T>, T: Element>(
         ));
     }
     match (Op::BY_FLAGS, flags) {
-        (true, Some(f)) if f.len() == n => gpu.check_device(k, f)?,
+        (true, Some(f)) if f.len() == n => gpu.check_device(k, "flags", f)?,
         (true, Some(f)) => {
             return Err(Error::invalid(
                 k,
@@ -156,9 +156,9 @@ pub fn select_on_device<Op: SelectKernel<T>, T: Element>(
         }
         (false, None) => {}
     }
-    gpu.check_device(k, input)?;
-    gpu.check_device(k, output)?;
-    gpu.check_device(k, &scratch.count)?;
+    gpu.check_device(k, "input", input)?;
+    gpu.check_device(k, "output", output)?;
+    gpu.check_device(k, "scratch", &scratch.count)?;
     if n == 0 {
         return Ok(());
     }

@@ -193,13 +193,28 @@ impl<K: Key> RadixSort<K> {
     ) -> Result<()> {
         let name = K::ONESWEEP.name();
         let n = keys.len();
+        // Every buffer the passes reach, the caller's and this sort's own,
+        // is checked here: the values and the second buffers go to the
+        // kernels as raw pointers, which the launch cannot check.
+        gpu.check_device(name, "keys", keys)?;
+        let argument = match values {
+            Values::Indices(_) => "indices",
+            _ => "values",
+        };
         let user_values = match &mut values {
             Values::None => None,
             Values::Given(v) | Values::Indices(v) => {
+                gpu.check_device(name, argument, v)?;
                 same_len(name, "keys and values", n, v.len())?;
                 Some(v.as_device_ptr())
             }
         };
+        gpu.check_device(name, "the sort's memory (RadixSort)", &self.keys)?;
+        if let Some(v) = &self.values {
+            gpu.check_device(name, "the sort's memory (RadixSort)", v)?;
+        }
+        gpu.check_device(name, "the sort's memory (RadixSort)", &self.histogram)?;
+        gpu.check_device(name, "the sort's memory (RadixSort)", &self.status)?;
         if n > self.capacity {
             return Err(Error::invalid(
                 name,
@@ -219,7 +234,6 @@ impl<K: Key> RadixSort<K> {
         if n == 0 {
             return Ok(());
         }
-        gpu.check_device(name, keys)?;
         gpu.bind()?;
         let stream = gpu.stream();
         let passes = passes::<K>();

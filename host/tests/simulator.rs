@@ -432,18 +432,18 @@ fn another_devices_memory_or_stream_is_a_typed_error() {
     let a = gpu0.to_device(&[1.0f32; 8]).unwrap();
     let b = gpu1.to_device(&[1.0f32; 8]).unwrap();
     let mut c = gpu0.zeroed::<f32>(8).unwrap();
-    let wrong = |e: Error| {
-        matches!(e, Error::WrongDevice { kernel: "multiply", expected, found }
-            if expected == d0 && found == d1)
+    let wrong = |e: Error, arg: &str| {
+        matches!(e, Error::WrongDevice { kernel: "multiply", argument, expected, found }
+            if argument == arg && expected == d0 && found == d1)
     };
     let e = gpu0.multiply_on_device(&a, &b, &mut c).unwrap_err();
-    assert!(wrong(e));
+    assert!(wrong(e, "argument 1"));
     // The launch path itself: a stream of another device.
     let cfg = LaunchConfig::linear(1, 32);
     let k = cuda_kernels_gpu::multiply::MULTIPLY;
     // SAFETY: refused before anything runs.
     let e = unsafe { gpu0.launch(k, cfg, gpu1.stream(), (&a, &a, &mut c, 8usize)) };
-    assert!(wrong(e.unwrap_err()));
+    assert!(wrong(e.unwrap_err(), "stream"));
     // A copy between devices.
     let e = c.copy_from_device(&b).unwrap_err();
     assert!(matches!(e, Error::WrongDevice { .. }), "{e:?}");
@@ -451,7 +451,7 @@ fn another_devices_memory_or_stream_is_a_typed_error() {
     // Same ordinal, same device (as two Gpus on one CUDA device share its context).
     let again = Gpu::simulator().unwrap();
     assert_eq!(again.device_id(), d0);
-    assert!(again.check_device("k", &a).is_ok());
+    assert!(again.check_device("k", "a", &a).is_ok());
 }
 
 #[test]

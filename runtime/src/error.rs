@@ -91,6 +91,8 @@ pub enum Error {
     WrongDevice {
         /// The kernel or operation that refused it.
         kernel: &'static str,
+        /// The argument that holds it (`values`, `stream`, `argument 3`).
+        argument: &'static str,
         /// The device the call runs on.
         expected: DeviceId,
         /// The device the memory or stream belongs to.
@@ -288,11 +290,12 @@ impl std::fmt::Display for Error {
             ),
             Error::WrongDevice {
                 kernel,
+                argument,
                 expected,
                 found,
             } => write!(
                 f,
-                "{kernel}: given memory or a stream of {found}, but this is {expected}"
+                "{kernel}: {argument} is memory or a stream of {found}, but this is {expected}"
             ),
             Error::NotOnSimulator { what } => {
                 write!(f, "{what} needs a CUDA GPU: the simulator does not have it")
@@ -655,12 +658,13 @@ mod tests {
         );
         let e = Error::WrongDevice {
             kernel: "multiply",
+            argument: "b",
             expected: a,
             found: b,
         };
         assert_eq!(
             e.to_string(),
-            "multiply: given memory or a stream of CUDA device 1 (context 0x10), \
+            "multiply: b is memory or a stream of CUDA device 1 (context 0x10), \
              but this is simulated device 0"
         );
         let e = Error::NotOnSimulator { what: "cuBLAS" };

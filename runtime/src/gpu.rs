@@ -1012,24 +1012,32 @@ impl Gpu {
         Ok(buf)
     }
 
-    /// Refuses memory of another device for `kernel`
-    /// ([`Error::WrongDevice`]).
+    /// Refuses memory of another device given to `kernel` as `argument`
+    /// ([`Error::WrongDevice`] naming both).
     pub fn check_device<T: DeviceCopy>(
         &self,
         kernel: &'static str,
+        argument: &'static str,
         slice: &DeviceSlice<T>,
     ) -> Result<()> {
-        self.check_device_id(kernel, slice.device())
+        self.check_device_id(kernel, argument, slice.device())
     }
 
-    /// Refuses a device identity other than this GPU's for `kernel`.
-    pub fn check_device_id(&self, kernel: &'static str, found: DeviceId) -> Result<()> {
+    /// Refuses a device identity other than this GPU's for `kernel`'s
+    /// `argument`.
+    pub fn check_device_id(
+        &self,
+        kernel: &'static str,
+        argument: &'static str,
+        found: DeviceId,
+    ) -> Result<()> {
         let expected = self.device_id();
         if found == expected {
             Ok(())
         } else {
             Err(Error::WrongDevice {
                 kernel,
+                argument,
                 expected,
                 found,
             })

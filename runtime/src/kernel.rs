@@ -234,7 +234,33 @@ pub unsafe trait KernelArgs<P> {
         let _ = expected;
         None
     }
+
+    /// As [`foreign_device`](KernelArgs::foreign_device), with the name of
+    /// the argument (`argument 2`, counted from 0) where the
+    /// implementation knows it.
+    fn foreign_argument(&self, expected: DeviceId) -> Option<(&'static str, DeviceId)> {
+        self.foreign_device(expected).map(|d| ("an argument", d))
+    }
 }
+
+/// The names [`KernelArgs::foreign_argument`] gives arguments by position.
+const ARGUMENT_NAMES: [&str; 15] = [
+    "argument 0",
+    "argument 1",
+    "argument 2",
+    "argument 3",
+    "argument 4",
+    "argument 5",
+    "argument 6",
+    "argument 7",
+    "argument 8",
+    "argument 9",
+    "argument 10",
+    "argument 11",
+    "argument 12",
+    "argument 13",
+    "argument 14",
+];
 
 macro_rules! tuple_args {
     ($($a:ident $p:ident $i:tt),*) => {
@@ -249,7 +275,14 @@ macro_rules! tuple_args {
 
             #[allow(unused_variables)]
             fn foreign_device(&self, expected: DeviceId) -> Option<DeviceId> {
-                None $(.or_else(|| self.$i.device().filter(|&d| d != expected)))*
+                self.foreign_argument(expected).map(|(_, d)| d)
+            }
+
+            #[allow(unused_variables)]
+            fn foreign_argument(&self, expected: DeviceId) -> Option<(&'static str, DeviceId)> {
+                None $(.or_else(|| {
+                    self.$i.device().filter(|&d| d != expected).map(|d| (ARGUMENT_NAMES[$i], d))
+                }))*
             }
         }
     };
@@ -308,10 +341,11 @@ impl Gpu {
     ) -> Result<()> {
         let name = kernel.name();
         self.check_image(&kernel)?;
-        self.check_device_id(name, stream.device())?;
-        if let Some(found) = args.foreign_device(self.device_id()) {
+        self.check_device_id(name, "stream", stream.device())?;
+        if let Some((argument, found)) = args.foreign_argument(self.device_id()) {
             return Err(Error::WrongDevice {
                 kernel: name,
+                argument,
                 expected: self.device_id(),
                 found,
             });

@@ -469,6 +469,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
         } else {
             Err(Error::WrongDevice {
                 kernel: operation,
+                argument: "the other slice",
                 expected: self.place.device,
                 found: other.place.device,
             })
@@ -482,6 +483,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
         } else {
             Err(Error::WrongDevice {
                 kernel: operation,
+                argument: "stream",
                 expected: self.place.device,
                 found: stream.device,
             })

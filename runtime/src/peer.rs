@@ -411,8 +411,8 @@ pub fn copy_between<T: DeviceCopy>(
     dst: &mut DeviceSlice<T>,
     path: Option<CopyPath>,
 ) -> Result<CopyPath> {
-    src_gpu.check_device(K, src)?;
-    dst_gpu.check_device(K, dst)?;
+    src_gpu.check_device(K, "src", src)?;
+    dst_gpu.check_device(K, "dst", dst)?;
     if src.len() != dst.len() {
         return Err(Error::invalid(
             K,

@@ -63,6 +63,7 @@ impl GpuTimer {
         match self.device {
             Some(expected) if stream.device() != expected => Err(Error::WrongDevice {
                 kernel: "timer",
+                argument: "stream",
                 expected,
                 found: stream.device(),
             }),

@@ -41,6 +41,7 @@ pub fn trials() -> Vec<Trial> {
         kernel!(scan_refuses_bad_input),
         kernel!(select_by_predicate_and_flags_matches_cpu),
         kernel!(select_refuses_bad_input),
+        kernel!(scan_and_select_cross_64_tiles_every_type),
         kernel!(look_back_gives_the_left_fold_wherever_it_stops),
     ]
 }
@@ -750,6 +751,67 @@ fn select_by_predicate_and_flags_matches_cpu(gpu: &Gpu) -> Result<(), Failed> {
     select_matches::<u64>(gpu, &mut rng)?;
     select_matches::<f32>(gpu, &mut rng)?;
     select_matches::<f64>(gpu, &mut rng)
+}
+
+/// Inclusive and exclusive sums and both selections of `64 · tile + 5`
+/// elements (65 tiles: the look-back runs a chain of 64 predecessors, the
+/// tile counter past 64) against the CPU reference, element for element.
+fn cross_64_tiles<T: Value + scan::Element>(gpu: &Gpu, rng: &mut Rng) -> Result<(), Failed>
+where
+    Sum: ScanKernel<T>,
+    NonZero: select::SelectKernel<T>,
+    select::ByFlags: select::SelectKernel<T>,
+{
+    let n = 64 * scan::tile::<T>() + 5;
+    // 0, 1 or 2: every prefix sum exact in every type (below 2^24).
+    let input: Vec<T> = (0..n).map(|_| T::from_small(rng.below(3) as i64)).collect();
+    let same = |what: &str, got: &[T], want: &[T]| {
+        ensure(got.len() == want.len(), || {
+            format!(
+                "{what} n = {n}: {} elements, want {}",
+                got.len(),
+                want.len()
+            )
+        })?;
+        match (0..want.len()).find(|&i| !got[i].same(want[i])) {
+            None => Ok(()),
+            Some(i) => Err(Failed::from(format!(
+                "{what} n = {n}: element {i} (tile {}) is {:?}, want {:?}",
+                i / scan::tile::<T>(),
+                got[i],
+                want[i]
+            ))),
+        }
+    };
+    let x = Array1::from_vec(input.clone());
+    for kind in [ScanKind::Inclusive, ScanKind::Exclusive] {
+        let got = scan::scan::<Sum, T>(gpu, x.view(), kind, None).map_err(fail)?;
+        let want = scan::scan_cpu::<Sum, T>(&input, kind, None);
+        same(
+            &format!("{} {kind:?}", <Sum as ScanKernel<T>>::ENTRY),
+            got.as_slice().unwrap_or(&[]),
+            &want,
+        )?;
+    }
+    let zero = T::from_small(0);
+    let got = select::select::<NonZero, T>(gpu, x.view()).map_err(fail)?;
+    let want = select::select_cpu(&input, |_, v| !v.same(zero));
+    same("select_nonzero", got.as_slice().unwrap_or(&[]), &want)?;
+    let flags: Vec<bool> = (0..n).map(|i| (i * 7 + 3) % 5 < 2).collect();
+    let got = select::select_flagged(gpu, x.view(), Array1::from_vec(flags.clone()).view())
+        .map_err(fail)?;
+    let want = select::select_cpu(&input, |i, _| flags[i]);
+    same("select_flagged", got.as_slice().unwrap_or(&[]), &want)
+}
+
+fn scan_and_select_cross_64_tiles_every_type(gpu: &Gpu) -> Result<(), Failed> {
+    let mut rng = Rng::new(64);
+    cross_64_tiles::<i32>(gpu, &mut rng)?;
+    cross_64_tiles::<u32>(gpu, &mut rng)?;
+    cross_64_tiles::<i64>(gpu, &mut rng)?;
+    cross_64_tiles::<u64>(gpu, &mut rng)?;
+    cross_64_tiles::<f32>(gpu, &mut rng)?;
+    cross_64_tiles::<f64>(gpu, &mut rng)
 }
 
 fn select_refuses_bad_input(gpu: &Gpu) -> Result<(), Failed> {

@@ -16,6 +16,7 @@
 //! | `soundness`  | buffers outlive their `Gpu`; two `Gpu`s, NCCL on other streams and `to_vec` ordered with the device's ordering stream |
 //! | `sort`       | radix_sort_histogram_*, radix_sort_onesweep_* (every key type, both orders, keys, pairs, indices) |
 //! | `histogram`  | histogram_even_* (u32, i32, f32; 1 to 4,096 bins)                |
+//! | `launchers`  | every launcher given another device's memory and sizes past its kernel's indices |
 //! | `primitives` | shared-memory atomics (and a misaligned one), syncwarp, activemask, match_any/match_all |
 //! | `agreement`  | every kernel on the GPU and on the simulator: equal results    |
 //! | `handles`    | kernel handles launch only on their own crate's image          |
@@ -95,6 +96,7 @@ mod half_precision;
 mod handles;
 mod harness;
 mod histogram;
+mod launchers;
 mod mandelbrot;
 mod matrices;
 mod multi;
@@ -132,6 +134,7 @@ fn main() -> ExitCode {
         collectives::trials(),
         sort::trials(),
         histogram::trials(),
+        launchers::trials(),
         primitives::trials(),
         mandelbrot::trials(),
         streams::trials(),

@@ -1,14 +1,15 @@
 //! The radix sort family: every key type, ascending and descending, keys
 //! only, with values and with indices, on random, sorted, reverse-sorted,
 //! all-equal, few-distinct (stability) and NaN-containing inputs of odd
-//! lengths across several tiles, against the CPU reference (the standard
+//! lengths across several tiles and across 64 tiles for every key type,
+//! against the CPU reference (the standard
 //! library's stable sort by the documented order); a reused sorter; and the
 //! refusals (different lengths, too many keys, values to a keys-only
 //! sorter), plus the empty input's empty result.
 use cuda_kernels::Error;
 use cuda_kernels::Gpu;
 use cuda_kernels::ndarray::Array1;
-use cuda_kernels::sort::{self, Key, MAX_KEYS, Order, RadixSort, TILE, sort_cpu};
+use cuda_kernels::sort::{self, Key, MAX_KEYS, Order, RadixSort, TILE, sort_cpu, tile};
 use cuda_kernels::util::Rng;
 use libtest_mimic::{Failed, Trial};
 
@@ -26,6 +27,7 @@ pub fn trials() -> Vec<Trial> {
         kernel!(float_order_is_total_cmp_with_nan_last),
         kernel!(a_reused_sorter_sorts_pairs_and_keys),
         kernel!(bad_input_is_refused_naming_the_kernel),
+        kernel!(every_key_type_across_64_tiles),
     ]
 }
 
@@ -281,4 +283,62 @@ fn bad_input_is_refused_naming_the_kernel(gpu: &Gpu) -> Result<(), Failed> {
     ensure(empty.0.is_empty() && empty.1.is_empty(), || {
         "empty input: a non-empty result".into()
     })
+}
+
+/// Each sort kernel of a key type across 65 tiles (`64 · tile + 7` keys,
+/// the tile of that kernel: the look-back chains, the histogram's
+/// grid-stride loop and the tile counter run past 64 tiles): argsort of
+/// random keys ascending and pairs of few distinct keys descending (the
+/// pairs kernel; stability across tiles), keys alone of random keys
+/// descending (the keys kernel); equal to the stable CPU sort. One sort per
+/// case, to keep the simulator's time down.
+fn across_64_tiles<K: TestKey>(gpu: &Gpu, rng: &mut Rng) -> Result<(), Failed> {
+    let size = size_of::<K>();
+    let n = 64 * tile(size, true) + 7;
+    let random: Vec<K> = (0..n).map(|_| K::random(rng)).collect();
+    let what = |case: &str, n: usize, order: Order| format!("{case}, n = {n}, {order:?}");
+    let order = Order::Ascending;
+    let want = sort_cpu(&random, order);
+    let (k, i) = sort::argsort(gpu, Array1::from(random).view(), order).map_err(fail)?;
+    check_same(
+        &what("random, indices", n, order),
+        (k.as_slice().unwrap_or(&[]), i.as_slice().unwrap_or(&[])),
+        (&want.0, &want.1),
+    )?;
+    let few: Vec<K> = (0..n).map(|_| K::few(rng)).collect();
+    let order = Order::Descending;
+    let want = sort_cpu(&few, order);
+    let values: Vec<u32> = (0..n as u32).map(|v| v ^ 0x5bd1_e995).collect();
+    let (k, v) = sort::sort_pairs(
+        gpu,
+        Array1::from(few).view(),
+        Array1::from(values.clone()).view(),
+        order,
+    )
+    .map_err(fail)?;
+    let want_values: Vec<u32> = want.1.iter().map(|&i| values[i as usize]).collect();
+    check_same(
+        &what("few-distinct, pairs", n, order),
+        (k.as_slice().unwrap_or(&[]), v.as_slice().unwrap_or(&[])),
+        (&want.0, &want_values),
+    )?;
+    let n = 64 * tile(size, false) + 7;
+    let random: Vec<K> = (0..n).map(|_| K::random(rng)).collect();
+    let want = sort_cpu(&random, order);
+    let k = sort::sort(gpu, Array1::from(random).view(), order).map_err(fail)?;
+    check_same(
+        &what("random, keys only", n, order),
+        (k.as_slice().unwrap_or(&[]), &[]),
+        (&want.0, &[]),
+    )
+}
+
+fn every_key_type_across_64_tiles(gpu: &Gpu) -> Result<(), Failed> {
+    let mut rng = Rng::new(64);
+    across_64_tiles::<u32>(gpu, &mut rng)?;
+    across_64_tiles::<i32>(gpu, &mut rng)?;
+    across_64_tiles::<f32>(gpu, &mut rng)?;
+    across_64_tiles::<u64>(gpu, &mut rng)?;
+    across_64_tiles::<i64>(gpu, &mut rng)?;
+    across_64_tiles::<f64>(gpu, &mut rng)
 }

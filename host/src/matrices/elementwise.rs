@@ -304,12 +304,11 @@ impl ElementwiseExt for Gpu {
         let out_lens: Vec<usize> = outputs.iter().map(|a| a.len()).collect();
         let n = check_call::<K, T>(&in_lens, &out_lens, scalars.len())?;
         let (grid, block) = self.vectorized_launch(name, n, std::mem::size_of::<T>())?;
-        for slice in inputs
-            .iter()
-            .map(|s| &**s)
-            .chain(outputs.iter().map(|s| &**s))
-        {
-            self.check_device(name, slice)?;
+        for slice in inputs {
+            self.check_device(name, "an input", slice)?;
+        }
+        for slice in outputs.iter() {
+            self.check_device(name, "an output", slice)?;
         }
         self.bind()?;
         let args = ElementwiseArgs {

@@ -516,10 +516,9 @@ impl GemmExt for Gpu {
     ) -> Result<GemmPath> {
         let name = O::MMA.name();
         shape.check(name, (a.len(), b.len(), c.len()))?;
-        for slice in [a, b] {
-            self.check_device(name, slice)?;
-        }
-        self.check_device(name, c)?;
+        self.check_device(name, "a", a)?;
+        self.check_device(name, "b", b)?;
+        self.check_device(name, "c", c)?;
         let path = self.gemm_path::<I, O>(shape)?;
         // wgmma reads tf32 K-major only: an MN-major tf32 operand is staged
         // transposed (A stored k × m, B stored k × n).
@@ -1079,14 +1078,6 @@ pub fn gemm_reference<I: GemmInput, O: GemmOutput<I>>(
     c: ArrayView2<O>,
 ) -> GemmReference {
     let ((m, k), n) = (a.dim(), b.ncols());
-    let u = 2f64.powi(-23);
-    let gamma = (k as f64 * u) / (1.0 - k as f64 * u);
-    let e_in = if I::NAME == "tf32" {
-        2.0 * 2f64.powi(-10) + 2f64.powi(-20)
-    } else {
-        0.0
-    };
-    let u_out = 2f64.powi(-O::PRECISION);
     let (alpha, beta) = (alpha as f64, beta as f64);
     let mut exact = Array2::zeros((m, n));
     let mut bound = Array2::zeros((m, n));
@@ -1103,15 +1094,36 @@ pub fn gemm_reference<I: GemmInput, O: GemmOutput<I>>(
             } else {
                 beta * c[(i, j)].to_f64()
             };
-            let r = alpha * s + cv;
-            exact[(i, j)] = r;
-            let acc_err = (gamma + e_in * (1.0 + gamma)) * abs * alpha.abs();
-            let epi = 2.0 * u * (alpha * s).abs() + 2.0 * u * cv.abs();
-            let tiny = f64::from(f32::MIN_POSITIVE) * (k as f64 + 2.0);
-            bound[(i, j)] = acc_err + epi + u_out * (r.abs() + acc_err + epi) + tiny;
+            exact[(i, j)] = alpha * s + cv;
+            bound[(i, j)] = gemm_element_bound::<I, O>(k, alpha, s, abs, cv);
         }
     }
     GemmReference { exact, bound }
+}
+
+/// The bound of [`GemmReference`] for one element: `s = Σ a·b` and
+/// `abs = Σ |a·b|` over `k` products, `cv = beta · c` (the model is
+/// [`GemmReference`]'s).
+pub fn gemm_element_bound<I: GemmInput, O: GemmOutput<I>>(
+    k: usize,
+    alpha: f64,
+    s: f64,
+    abs: f64,
+    cv: f64,
+) -> f64 {
+    let u = 2f64.powi(-23);
+    let gamma = (k as f64 * u) / (1.0 - k as f64 * u);
+    let e_in = if I::NAME == "tf32" {
+        2.0 * 2f64.powi(-10) + 2f64.powi(-20)
+    } else {
+        0.0
+    };
+    let u_out = 2f64.powi(-O::PRECISION);
+    let r = alpha * s + cv;
+    let acc_err = (gamma + e_in * (1.0 + gamma)) * abs * alpha.abs();
+    let epi = 2.0 * u * (alpha * s).abs() + 2.0 * u * cv.abs();
+    let tiny = f64::from(f32::MIN_POSITIVE) * (k as f64 + 2.0);
+    acc_err + epi + u_out * (r.abs() + acc_err + epi) + tiny
 }
 
 /// The first element of `got` outside the reference's bound, as `(row,

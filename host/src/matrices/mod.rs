@@ -2,7 +2,8 @@
 //! `matrix_mul_naive`, `matrix_mul_tiled` ([`matmul`]), elementwise
 //! kernels declared from an expression and `vector_sum_repeat`
 //! ([`elementwise`]), `gufunc_matmul_i64` ([`gufunc`]), and the GEMM
-//! family on the tensor cores ([`gemm`]).
+//! family on the tensor cores ([`gemm`]; its results checked in full by
+//! [`gemm_verify`]).
 //!
 //! Every launcher is an `impl Gpu` method taking `ndarray` views; each
 //! kernel has its CPU reference next to it. Inputs in any memory layout are
@@ -12,6 +13,7 @@
 //! kernels read row-major contiguous buffers.
 pub mod elementwise;
 pub mod gemm;
+pub mod gemm_verify;
 pub mod gufunc;
 pub mod matmul;
 

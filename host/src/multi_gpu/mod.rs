@@ -339,7 +339,7 @@ pub(crate) fn gather<T: DeviceCopy + Default + Clone + Send + Sync>(
     }
     let items: Vec<_> = gpus.iter().zip(parts).zip(outs).collect();
     run_each(job, &labels(gpus), items, |_, ((gpu, part), out), _| {
-        gpu.check_device(job, part)?;
+        gpu.check_device(job, "a part", part)?;
         part.copy_to(out)
     })?;
     Ok(out)

@@ -248,7 +248,7 @@ impl ReduceExt for Gpu {
                 ),
             ));
         }
-        self.check_device(k, &scratch.result)?;
+        self.check_device(k, "scratch", &scratch.result)?;
         self.bind()?;
         let stream = self.stream();
         let cfg = LaunchConfig::linear(grid, block).with_shared(SHARED_BYTES);

@@ -218,7 +218,7 @@ impl<T: Element> ReduceScratch<T> {
     /// thread: it makes `gpu`'s context current first).
     pub fn result(&self, gpu: &Gpu) -> Result<T> {
         const K: &str = "reduce";
-        gpu.check_device(K, &self.result)?;
+        gpu.check_device(K, "scratch", &self.result)?;
         gpu.bind()?;
         gpu.synchronize(K)?;
         let mut out = [T::default()];

@@ -755,6 +755,7 @@ impl Communicator {
         if stream.device() != self.device {
             return Err(Error::WrongDevice {
                 kernel: operation,
+                argument: "stream",
                 expected: self.device,
                 found: stream.device(),
             });
@@ -771,6 +772,7 @@ impl Communicator {
         if s.device() != self.device {
             return Err(Error::WrongDevice {
                 kernel: operation,
+                argument: "a buffer",
                 expected: self.device,
                 found: s.device(),
             });

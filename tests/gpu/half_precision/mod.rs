@@ -4,7 +4,8 @@
 //! formula, and the GEMM family (mma.sync and CUDA-core paths, every layout,
 //! edges, misaligned operands, batches, NaN and infinity, alpha and beta)
 //! against the f64 reference and its error bound, with the bound shown to
-//! catch one dropped k-slab, and the refusals of bad shapes; the elementwise
+//! catch one dropped k-slab, the path each layout and type takes per
+//! device from a table written by hand, and the refusals of bad shapes; the elementwise
 //! kernels and the reductions on f16 and bf16 against references written
 //! from the formula in f64.
 use cuda_kernels::Gpu;
@@ -23,10 +24,12 @@ use cuda_kernels::prelude::*;
 mod elementwise_and_reduce;
 mod float16;
 mod gemm;
+mod gemm_paths;
 
 use elementwise_and_reduce::*;
 use float16::*;
 use gemm::*;
+use gemm_paths::*;
 
 /// The trials of this family, in the order they are listed.
 pub fn trials() -> Vec<Trial> {
@@ -47,6 +50,7 @@ pub fn trials() -> Vec<Trial> {
         hardware!("cuBLAS", gemm_agrees_with_cublas),
         cpu!(gemm_bound_catches_a_dropped_k_slab),
         kernel!(gemm_refusals),
+        kernel!(gemm_takes_the_tabled_path),
         kernel!(elementwise_f16_bf16),
         kernel!(reduce_f16_bf16),
     ]

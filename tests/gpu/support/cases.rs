@@ -51,6 +51,11 @@ pub enum Want {
     /// `Error::NotOnSimulator`: a hardware-only feature asked of the
     /// simulator.
     NotOnSimulator,
+    /// `Error::WrongDevice` naming this kernel and this argument.
+    Foreign(&'static str, &'static str),
+    /// `Error::InvalidInput` naming this kernel, its reason naming this
+    /// argument (or size).
+    InvalidNaming(&'static str, &'static str),
 }
 
 impl Want {
@@ -62,6 +67,15 @@ impl Want {
             (Want::NotFound(k), Error::KernelNotFound { name, .. }) => name == k,
             (Want::Cuda(k), Error::Cuda { kernel, .. }) => *kernel == k,
             (Want::NotOnSimulator, Error::NotOnSimulator { .. }) => true,
+            (
+                Want::Foreign(k, a),
+                Error::WrongDevice {
+                    kernel, argument, ..
+                },
+            ) => *kernel == k && *argument == a,
+            (Want::InvalidNaming(k, a), Error::InvalidInput { kernel, reason }) => {
+                *kernel == k && reason.contains(a)
+            }
             _ => false,
         }
     }

@@ -448,9 +448,9 @@ impl MatmulExt for Gpu {
         };
         let shape = matmul_launch_for(kernel, (m, k), (k, n), sms, aligned)?;
         check_product_buffers(name, (a.len(), b.len(), c.len()), (m, k, n))?;
-        for slice in [a, b, &*c] {
-            self.check_device(name, slice)?;
-        }
+        self.check_device(name, "a", a)?;
+        self.check_device(name, "b", b)?;
+        self.check_device(name, "c", c)?;
         self.bind()?;
         let stream = self.stream();
         let cfg = shape.config();
