@@ -387,6 +387,9 @@ pub struct WgmmaGemm<'a, O: cust::memory::DeviceCopy> {
     ),
     /// Splits of k (1: none), each `k_chunk` elements of k (the last fewer).
     splits: u32,
+    /// The persistent grid's blocks at most: one an SM (the kernel's shared
+    /// memory and registers allow one).
+    blocks: u32,
     k_chunk: u32,
     /// The k of one stage of the kernel's ring (64 16-bit or 32 tf32).
     k_stage: u32,
@@ -481,13 +484,13 @@ impl WgmmaGemmExt for Gpu {
             .m
             .div_ceil(BLOCK_M as usize)
             .checked_mul(shape.n.div_ceil(BLOCK_N as usize))
-            .filter(|&t| t <= i32::MAX as usize)
+            .filter(|&t| t.checked_mul(shape.batches).is_some_and(|u| u <= u32::MAX as usize))
             .ok_or_else(|| {
                 Error::invalid(
                     name,
                     format!(
-                        "m = {}, n = {}: more tiles of {BLOCK_M} × {BLOCK_N} than the grid's 2^31 - 1",
-                        shape.m, shape.n
+                        "m = {}, n = {}, {} batches: more tiles of {BLOCK_M} × {BLOCK_N} than the kernel's 2^32 - 1 work units",
+                        shape.m, shape.n, shape.batches
                     ),
                 )
             })? as u32;
@@ -520,7 +523,8 @@ impl WgmmaGemmExt for Gpu {
         let k_stage = ROW_BYTES / bytes as u32;
         let blocks = (tiles as usize).saturating_mul(shape.batches);
         let k_tiles = shape.k.div_ceil(k_stage as usize);
-        let splits = split_k(blocks, k_tiles, self.multiprocessors(name)? as usize);
+        let sms = self.multiprocessors(name)?;
+        let splits = split_k(blocks, k_tiles, sms as usize);
         let mut plan = WgmmaGemm {
             gpu: self,
             kernel,
@@ -529,6 +533,7 @@ impl WgmmaGemmExt for Gpu {
                 O::SPLIT_REDUCE,
             ),
             splits: 1,
+            blocks: sms.max(1),
             k_chunk: 0,
             k_stage,
             key,
@@ -617,8 +622,11 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
     pub fn set_splits(&mut self, splits: u32) {
         let k = self.shape.k as u32;
         let k_tiles = k.div_ceil(self.k_stage);
+        // Work units (tiles · splits · batches) stay below 2^32 (the plan
+        // checked tiles · batches).
+        let most = u32::MAX / (self.tiles * self.shape.batches as u32);
         let wanted = if self.split_kernels.0.is_some() {
-            splits.clamp(1, k_tiles)
+            splits.clamp(1, k_tiles.min(most).max(1))
         } else {
             1
         };
@@ -749,8 +757,11 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
         let gpu = self.gpu;
         let name = kernel.name();
         let s = &self.shape;
+        // The work units the persistent blocks walk: every tile of every
+        // split of every batch (below 2^32: the plan's check).
+        let units = self.tiles * splits * s.batches as u32;
         let cfg = LaunchConfig {
-            grid: (self.tiles, splits, s.batches as u32),
+            grid: (units.min(self.blocks), 1, 1),
             block: (THREADS, 1, 1),
             shared_mem_bytes: SHARED_BYTES,
         };
@@ -781,6 +792,7 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
                 k.div_ceil(self.k_stage) * self.k_stage
             },
             split_stride,
+            units,
         );
         // SAFETY: the kernel's contract: 384 threads, SHARED_BYTES (opted in
         // when the slots were made), the grid covering C's tiles and the

@@ -96,16 +96,23 @@ pub static mut GEMM_WGMMA_TENSOR_MAPS: [[hopper::TensorMap; 2]; TENSOR_MAP_SLOTS
 /// The block's tile of `C = alpha · op(A) · op(B) + beta · C`, A MN-major
 /// (stored `k × m`) when `A_MN`, B MN-major (stored `k × n`) when `B_MN`.
 ///
-/// Split k: block `(x, y, z)` multiplies the `k_chunk` k-elements from
-/// `y · k_chunk` (the last split fewer) and stores its tile to
-/// `c + y · c_split_stride`; with one split (`k_chunk ≥ k`) that is the
-/// whole product. (The host reduces the splits' f32 partial products.)
+/// Persistent: the grid's blocks walk the `units` work units (tile of C,
+/// split of k, batch; tiles fastest) in steps of the grid's size, the
+/// producer running on into the next unit's stages while the consumers
+/// store the last one's tile, so a tile's prologue hides under the previous
+/// tile's epilogue.
+///
+/// Split k: unit `(tile, split, batch)` multiplies the `k_chunk`
+/// k-elements from `split · k_chunk` (the last split fewer) and stores its
+/// tile to `c + split · c_split_stride`; with one split (`k_chunk ≥ k`) that
+/// is the whole product. (The host reduces the splits' f32 partial
+/// products.)
 ///
 /// # Safety
 /// Launched with [`THREADS`] threads a block, [`SHARED_BYTES`] of dynamic
-/// shared memory, a grid of `(ceil(m / 128) · ceil(n / 256), splits,
-/// batches)` with `(splits - 1) · k_chunk < k`, `k_chunk` a multiple of
-/// the k of a stage, `group_m ≥ 1`;
+/// shared memory, a 1-D grid, `units = ceil(m / 128) · ceil(n / 256) ·
+/// splits · batches` where `splits = ceil(k / k_chunk)`, `k_chunk` a
+/// multiple of the k of a stage, `group_m ≥ 1`;
 /// `a_map` and `b_map` point to tensor maps (`CUtensorMap`, 16 words, 64-byte
 /// aligned, in global memory), 128-byte swizzle, zero fill, of A and B:
 /// K-major `k × rows × batches` with box `ROW_BYTES / T::BYTES × rows × 1`
@@ -129,6 +136,7 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
     group_m: u32,
     k_chunk: u32,
     c_split_stride: u64,
+    units: u32,
 ) {
     kernel::max_registers::<MAX_REGISTERS>();
     let ring = (shared::dynamic_shared_address() + 1023) & !1023;
@@ -155,22 +163,33 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
     sync::sync_threads();
 
     let k_per_stage = ROW_BYTES / T::BYTES;
-    let split = thread::block_idx_y();
-    let k_first = split * k_chunk;
-    let k_tiles = (k - k_first).min(k_chunk).div_ceil(k_per_stage);
-    // The block's tile, in a grouped order: the blocks that run together
-    // cover `group_m` tile rows and as many columns, not whole rows of C, so
-    // that their slabs of A and B stay in L2.
+    let splits = k.div_ceil(k_chunk);
     let (tiles_m, tiles_n) = (m.div_ceil(BLOCK_M), n.div_ceil(BLOCK_N));
-    let tile = thread::block_idx_x();
-    let group = tile / (group_m * tiles_n);
-    let first_m = group * group_m;
-    let rows_in_group = (tiles_m - first_m).min(group_m);
-    let tile_m = first_m + tile % rows_in_group;
-    let tile_n = (tile % (group_m * tiles_n)) / rows_in_group;
-    let row0 = tile_m * BLOCK_M;
-    let col0 = tile_n * BLOCK_N;
-    let batch = thread::block_idx_z();
+    // A work unit's tile (in a grouped order: the units that run together
+    // cover `group_m` tile rows and as many columns, not whole rows of C, so
+    // that their slabs of A and B stay in L2), its first k and k-tiles, and
+    // its batch.
+    let unit = |u: u32| {
+        let tiles = tiles_m * tiles_n;
+        let (tile, rest) = (u % tiles, u / tiles);
+        let (split, batch) = (rest % splits, rest / splits);
+        let group = tile / (group_m * tiles_n);
+        let first_m = group * group_m;
+        let rows_in_group = (tiles_m - first_m).min(group_m);
+        let tile_m = first_m + tile % rows_in_group;
+        let tile_n = (tile % (group_m * tiles_n)) / rows_in_group;
+        let k_first = split * k_chunk;
+        let k_tiles = (k - k_first).min(k_chunk).div_ceil(k_per_stage);
+        (
+            tile_m * BLOCK_M,
+            tile_n * BLOCK_N,
+            split,
+            batch,
+            k_first,
+            k_tiles,
+        )
+    };
+    let (first_unit, unit_step) = (thread::block_idx_x(), thread::grid_dim_x());
 
     if warpgroup == 0 {
         hopper::setmaxnreg_dec::<40>();
@@ -184,39 +203,47 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
                 hopper::prefetch_tensor_map(a_map);
                 hopper::prefetch_tensor_map(b_map);
             }
-            for kt in 0..k_tiles {
-                let s = kt % STAGES;
-                let round = kt / STAGES;
-                if round > 0 {
-                    // The consumers freed this stage's previous round.
-                    empty(s).wait((round - 1) & 1);
-                }
-                full(s).arrive_expect_tx(STAGE_BYTES);
-                let kc = (k_first + kt * k_per_stage) as i32;
-                // SAFETY: tensor maps (the launch's contract); the stage is
-                // free (its empty phase completed), 1024-byte aligned.
-                unsafe {
-                    if A_MN {
-                        for j in 0..BLOCK_M / MN_BOX {
-                            let r = (row0 + j * MN_BOX) as i32;
-                            let dst = a_tile(s) + j * MN_BOX_BYTES;
-                            hopper::tma_load_3d(dst, a_map, &full(s), r, kc, batch as i32);
-                        }
-                    } else {
-                        let r = row0 as i32;
-                        hopper::tma_load_3d(a_tile(s), a_map, &full(s), kc, r, batch as i32);
+            // One count of stages across the block's units: the ring's
+            // phases run on from unit to unit.
+            let mut it = 0u32;
+            let mut u = first_unit;
+            while u < units {
+                let (row0, col0, _, batch, k_first, k_tiles) = unit(u);
+                for kt in 0..k_tiles {
+                    let s = it % STAGES;
+                    let round = it / STAGES;
+                    if round > 0 {
+                        // The consumers freed this stage's previous round.
+                        empty(s).wait((round - 1) & 1);
                     }
-                    if B_MN {
-                        for j in 0..BLOCK_N / MN_BOX {
-                            let col = (col0 + j * MN_BOX) as i32;
-                            let dst = b_tile(s) + j * MN_BOX_BYTES;
-                            hopper::tma_load_3d(dst, b_map, &full(s), col, kc, batch as i32);
+                    full(s).arrive_expect_tx(STAGE_BYTES);
+                    let kc = (k_first + kt * k_per_stage) as i32;
+                    let z = batch as i32;
+                    // SAFETY: tensor maps (the launch's contract); the stage
+                    // is free (its empty phase completed), 1024-byte aligned.
+                    unsafe {
+                        if A_MN {
+                            for j in 0..BLOCK_M / MN_BOX {
+                                let r = (row0 + j * MN_BOX) as i32;
+                                let dst = a_tile(s) + j * MN_BOX_BYTES;
+                                hopper::tma_load_3d(dst, a_map, &full(s), r, kc, z);
+                            }
+                        } else {
+                            hopper::tma_load_3d(a_tile(s), a_map, &full(s), kc, row0 as i32, z);
                         }
-                    } else {
-                        let col = col0 as i32;
-                        hopper::tma_load_3d(b_tile(s), b_map, &full(s), kc, col, batch as i32);
+                        if B_MN {
+                            for j in 0..BLOCK_N / MN_BOX {
+                                let col = (col0 + j * MN_BOX) as i32;
+                                let dst = b_tile(s) + j * MN_BOX_BYTES;
+                                hopper::tma_load_3d(dst, b_map, &full(s), col, kc, z);
+                            }
+                        } else {
+                            hopper::tma_load_3d(b_tile(s), b_map, &full(s), kc, col0 as i32, z);
+                        }
                     }
+                    it += 1;
                 }
+                u += unit_step;
             }
         }
         return;
@@ -224,76 +251,91 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
 
     hopper::setmaxnreg_inc::<232>();
     let consumer = warpgroup - 1;
-    let mut acc = [0f32; N256_ACCUMULATORS];
-    for kt in 0..k_tiles {
-        let s = kt % STAGES;
-        full(s).wait((kt / STAGES) & 1);
-        hopper::fence_accumulators(&mut acc);
-        hopper::wgmma_fence();
-        // The consumer's 64 rows of A: 64 K-major rows of 128 bytes, or
-        // the consumer's MN-major box; either way 8 KiB into the tile.
-        let a = a_tile(s) + consumer * 64 * ROW_BYTES;
-        for step in 0..K_STEPS {
-            let da = if A_MN {
-                sw128_mn_descriptor(a + 16 * ROW_BYTES * step, MN_BOX_BYTES)
-            } else {
-                sw128_descriptor(a + 32 * step)
-            };
-            let db = if B_MN {
-                sw128_mn_descriptor(b_tile(s) + 16 * ROW_BYTES * step, MN_BOX_BYTES)
-            } else {
-                sw128_descriptor(b_tile(s) + 32 * step)
-            };
-            // SAFETY: the whole warpgroup issues it after the fence; the
-            // stage's tiles landed (full phase) and stay until it is freed,
-            // after the wait below.
-            unsafe { T::mma_m64n256::<A_MN, B_MN>(&mut acc, da, db) };
-        }
-        hopper::wgmma_commit_group();
-        // One group stays in flight: the previous stage's is done, so that
-        // stage goes back to the producer.
-        hopper::wgmma_wait_group::<1>();
-        hopper::fence_accumulators(&mut acc);
-        if kt > 0 && tid.is_multiple_of(128) {
-            empty((kt - 1) % STAGES).arrive();
-        }
-    }
-    hopper::wgmma_wait_group::<0>();
-    hopper::fence_accumulators(&mut acc);
-
-    // The epilogue: each thread's fragment (see `device::hopper`) to C,
-    // element by element with constant indices (straight-line code: the
-    // fragment stays in registers).
     let t = tid % 128;
     let (warp, lane) = (t / 32, t % 32);
-    let row = row0 + consumer * 64 + warp * 16 + lane / 4;
-    let col = col0 + 2 * (lane % 4);
-    // SAFETY: the split's and the batch's block of C (the launch's contract).
-    let c = unsafe {
-        c.add(split as usize * c_split_stride as usize + batch as usize * c_batch_stride as usize)
-    };
-    let store = |i: u32, v: f32| {
-        // Accumulator i: slab i / 4, the row 8 below for i % 4 ≥ 2, the
-        // odd column for odd i.
-        let r = row + 8 * ((i / 2) % 2);
-        let cc = col + 8 * (i / 4) + i % 2;
-        if r < m && cc < n {
-            // SAFETY: r < m, cc < n ≤ ldc: inside the batch's C, which only
-            // this thread writes.
-            unsafe {
-                store_c(
-                    c.add(r as usize * ldc as usize + cc as usize),
-                    v,
-                    alpha,
-                    beta,
-                )
-            };
+    let mut it = 0u32;
+    let mut u = first_unit;
+    while u < units {
+        let (row0, col0, split, batch, _, k_tiles) = unit(u);
+        let mut acc = [0f32; N256_ACCUMULATORS];
+        for kt in 0..k_tiles {
+            let s = it % STAGES;
+            full(s).wait((it / STAGES) & 1);
+            hopper::fence_accumulators(&mut acc);
+            hopper::wgmma_fence();
+            // The consumer's 64 rows of A: 64 K-major rows of 128 bytes, or
+            // the consumer's MN-major box; either way 8 KiB into the tile.
+            let a = a_tile(s) + consumer * 64 * ROW_BYTES;
+            for step in 0..K_STEPS {
+                let da = if A_MN {
+                    sw128_mn_descriptor(a + 16 * ROW_BYTES * step, MN_BOX_BYTES)
+                } else {
+                    sw128_descriptor(a + 32 * step)
+                };
+                let db = if B_MN {
+                    sw128_mn_descriptor(b_tile(s) + 16 * ROW_BYTES * step, MN_BOX_BYTES)
+                } else {
+                    sw128_descriptor(b_tile(s) + 32 * step)
+                };
+                // SAFETY: the whole warpgroup issues it after the fence; the
+                // stage's tiles landed (full phase) and stay until it is
+                // freed, after the wait below.
+                unsafe { T::mma_m64n256::<A_MN, B_MN>(&mut acc, da, db) };
+            }
+            hopper::wgmma_commit_group();
+            // One group stays in flight: the previous stage's is done, so
+            // that stage goes back to the producer.
+            hopper::wgmma_wait_group::<1>();
+            hopper::fence_accumulators(&mut acc);
+            if kt > 0 && t == 0 {
+                empty((it - 1) % STAGES).arrive();
+            }
+            it += 1;
         }
-    };
-    macro_rules! store_all {
-        (; $($i:literal)*) => { $(store($i, acc[$i]);)* };
+        hopper::wgmma_wait_group::<0>();
+        hopper::fence_accumulators(&mut acc);
+        // The unit's last stage goes back too: the producer is already
+        // filling the next unit's stages while this tile is stored.
+        if t == 0 {
+            empty((it - 1) % STAGES).arrive();
+        }
+
+        // The epilogue: each thread's fragment (see `device::hopper`) to C,
+        // element by element with constant indices (straight-line code: the
+        // fragment stays in registers).
+        let row = row0 + consumer * 64 + warp * 16 + lane / 4;
+        let col = col0 + 2 * (lane % 4);
+        // SAFETY: the split's and the batch's block of C (the launch's
+        // contract).
+        let c = unsafe {
+            c.add(
+                split as usize * c_split_stride as usize + batch as usize * c_batch_stride as usize,
+            )
+        };
+        let store = |i: u32, v: f32| {
+            // Accumulator i: slab i / 4, the row 8 below for i % 4 ≥ 2, the
+            // odd column for odd i.
+            let r = row + 8 * ((i / 2) % 2);
+            let cc = col + 8 * (i / 4) + i % 2;
+            if r < m && cc < n {
+                // SAFETY: r < m, cc < n ≤ ldc: inside the batch's C, which
+                // only this thread writes.
+                unsafe {
+                    store_c(
+                        c.add(r as usize * ldc as usize + cc as usize),
+                        v,
+                        alpha,
+                        beta,
+                    )
+                };
+            }
+        };
+        macro_rules! store_all {
+            (; $($i:literal)*) => { $(store($i, acc[$i]);)* };
+        }
+        crate::device::with_n256_indices!(store_all!());
+        u += unit_step;
     }
-    crate::device::with_n256_indices!(store_all!());
 }
 
 /// The entry points, one per input type, output type and layout, each
@@ -327,12 +369,13 @@ macro_rules! gemm_wgmma_entries {
                     group_m: u32,
                     k_chunk: u32,
                     c_split_stride: u64,
+                    units: u32,
                 ) as $handle {
                     // SAFETY: the entry's contract.
                     unsafe {
                         gemm::<$t, $o, $a_mn, $b_mn>(
                             a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m,
-                            k_chunk, c_split_stride,
+                            k_chunk, c_split_stride, units,
                         )
                     }
                 }
@@ -363,8 +406,9 @@ gemm_wgmma_entries! {
 
 /// The parameters every entry takes, `O` its output element: the two tensor
 /// maps' addresses, C, m, n, k, ldc, C's batch stride, alpha, beta, the
-/// tile rows of a group of the grouped tile order, the k of a split and the
-/// elements between the splits' outputs.
+/// tile rows of a group of the grouped tile order, the k of a split, the
+/// elements between the splits' outputs and the work units (tiles · splits
+/// · batches) the grid's blocks walk.
 pub type WgmmaParams<O> = (
     *const u64,
     *const u64,
@@ -379,4 +423,5 @@ pub type WgmmaParams<O> = (
     u32,
     u32,
     u64,
+    u32,
 );
