@@ -96,6 +96,7 @@
 
 mod inner;
 mod linker;
+pub mod ptx;
 mod sysroot;
 mod toolchain;
 mod tools;
@@ -267,6 +268,21 @@ pub enum Error {
         /// The architecture.
         arch: String,
     },
+    /// An aligned barrier (`bar.sync`, `barrier.sync.aligned`) that
+    /// threads of a block can reach at different instructions, which hangs
+    /// the block or worse on the GPU (the rule: [`ptx`]'s documentation).
+    AlignedBarrier {
+        /// The architecture of the PTX.
+        arch: String,
+        /// The PTX file (not written: the path it would have).
+        ptx: PathBuf,
+        /// The function: the kernel's name for an entry point, a mangled
+        /// name for a device function.
+        function: String,
+        /// The barrier instructions reachable from one point: line in the
+        /// PTX and text.
+        barriers: Vec<(usize, String)>,
+    },
     /// A file could not be read or written.
     Io {
         /// The file.
@@ -412,6 +428,26 @@ impl fmt::Display for Error {
                 "{} does not know {arch:?} (asked for by KernelBuild::cubins): leave it out, or \
                  use a ptxas that knows it (`pip install -U nvidia-cuda-nvcc-cu12`, or set {PTXAS_VAR})",
                 ptxas.display()
+            ),
+            Self::AlignedBarrier {
+                arch,
+                ptx,
+                function,
+                barriers,
+            } => write!(
+                f,
+                "`{function}` ({arch} PTX, {}) has aligned barriers that threads of one block \
+                 can reach at different instructions: {}. The PTX ISA requires every thread to \
+                 execute the same aligned barrier instruction; the GPU hangs otherwise (LLVM \
+                 duplicated or moved a barrier into branches). Use \
+                 cuda_kernels_device::sync::sync_threads (the non-aligned `barrier.sync 0` on \
+                 sm_70 and later) instead of `bar.sync` or core::arch::nvptx::_syncthreads",
+                ptx.display(),
+                barriers
+                    .iter()
+                    .map(|(line, text)| format!("line {line} `{text}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             Self::Io { path, reason } => write!(f, "{}: {reason}", path.display()),
         }
@@ -686,7 +722,8 @@ impl KernelBuild {
         let name = self.name.clone().unwrap_or_else(|| lib_name.clone());
         std::fs::create_dir_all(&out_dir).map_err(io(&out_dir))?;
         let ptx = out_dir.join(format!("{name}.ptx"));
-        std::fs::write(&ptx, marked(&text)).map_err(io(&ptx))?;
+        let checked = mended(marked(&text), &self.arch, &ptx)?;
+        std::fs::write(&ptx, checked).map_err(io(&ptx))?;
         // Each architecture's build was in a folder of its own (its flags
         // differ, and cargo writes the PTX under the library name alone).
         let mut arch_ptx = Vec::new();
@@ -694,7 +731,8 @@ impl KernelBuild {
             let (_, text) = built?;
             let text = inner::entry_max_registers(&text);
             let path = out_dir.join(format!("{name}.{arch}.ptx"));
-            std::fs::write(&path, marked(&text)).map_err(io(&path))?;
+            let checked = mended(marked(&text), arch, &path)?;
+            std::fs::write(&path, checked).map_err(io(&path))?;
             arch_ptx.push((arch.to_string(), path));
         }
         let (ptxas, cubins) = if archs.is_empty() {
@@ -715,6 +753,40 @@ impl KernelBuild {
             libdevice,
         })
     }
+}
+
+/// The PTX `text` (for `arch`, to be written to `path`) as it is written:
+/// its aligned barriers checked ([`ptx::check_aligned_barriers`]), and its
+/// narrowing stores of 64-bit registers rewritten
+/// ([`ptx::mend_narrowing_stores`]), with a cargo warning naming the
+/// functions rewritten.
+fn mended(text: String, arch: &str, path: &Path) -> Result<String, Error> {
+    ptx::check_aligned_barriers(&text).map_err(|d| Error::AlignedBarrier {
+        arch: arch.to_string(),
+        ptx: path.to_path_buf(),
+        function: d.function,
+        barriers: d.barriers,
+    })?;
+    let mended = ptx::mend_narrowing_stores(&text);
+    if !mended.functions.is_empty() {
+        const SHOWN: usize = 8;
+        let mut names = mended.functions[..mended.functions.len().min(SHOWN)].join(", ");
+        if mended.functions.len() > SHOWN {
+            names.push_str(&format!(" and {} more", mended.functions.len() - SHOWN));
+        }
+        cargo(
+            "warning",
+            format_args!(
+                "{} ({arch}): {} instruction(s) narrowing a 64-bit register to 32 bits \
+                 rewritten through an explicit cvt.u32.u64 (ptxas and the driver's JIT \
+                 miscompile the original form: docs/known-issues.md) in {names}; in kernel \
+                 code, take an f64's words with cuda_kernels_device::arith::f64_halves",
+                path.display(),
+                mended.instructions
+            ),
+        );
+    }
+    Ok(mended.text)
 }
 
 /// One inner build of the kernel crate for `arch` into `target_dir`: the
