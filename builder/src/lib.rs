@@ -722,7 +722,8 @@ impl KernelBuild {
         let name = self.name.clone().unwrap_or_else(|| lib_name.clone());
         std::fs::create_dir_all(&out_dir).map_err(io(&out_dir))?;
         let ptx = out_dir.join(format!("{name}.ptx"));
-        let checked = mended(marked(&text), &self.arch, &ptx)?;
+        let mut rewritten = Vec::new();
+        let checked = mended(marked(&text), &self.arch, &ptx, &mut rewritten)?;
         std::fs::write(&ptx, checked).map_err(io(&ptx))?;
         // Each architecture's build was in a folder of its own (its flags
         // differ, and cargo writes the PTX under the library name alone).
@@ -731,10 +732,11 @@ impl KernelBuild {
             let (_, text) = built?;
             let text = inner::entry_max_registers(&text);
             let path = out_dir.join(format!("{name}.{arch}.ptx"));
-            let checked = mended(marked(&text), arch, &path)?;
+            let checked = mended(marked(&text), arch, &path, &mut rewritten)?;
             std::fs::write(&path, checked).map_err(io(&path))?;
             arch_ptx.push((arch.to_string(), path));
         }
+        warn_rewritten(&name, &rewritten);
         let (ptxas, cubins) = if archs.is_empty() {
             (None, Vec::new())
         } else {
@@ -758,9 +760,14 @@ impl KernelBuild {
 /// The PTX `text` (for `arch`, to be written to `path`) as it is written:
 /// its aligned barriers checked ([`ptx::check_aligned_barriers`]), and its
 /// narrowing stores of 64-bit registers rewritten
-/// ([`ptx::mend_narrowing_stores`]), with a cargo warning naming the
-/// functions rewritten.
-fn mended(text: String, arch: &str, path: &Path) -> Result<String, Error> {
+/// ([`ptx::mend_narrowing_stores`]); the functions rewritten are added to
+/// `rewritten` (`arch`, name), for one warning of the whole build.
+fn mended(
+    text: String,
+    arch: &str,
+    path: &Path,
+    rewritten: &mut Vec<(String, String)>,
+) -> Result<String, Error> {
     ptx::check_aligned_barriers(&text).map_err(|d| Error::AlignedBarrier {
         arch: arch.to_string(),
         ptx: path.to_path_buf(),
@@ -768,25 +775,42 @@ fn mended(text: String, arch: &str, path: &Path) -> Result<String, Error> {
         barriers: d.barriers,
     })?;
     let mended = ptx::mend_narrowing_stores(&text);
-    if !mended.functions.is_empty() {
-        const SHOWN: usize = 8;
-        let mut names = mended.functions[..mended.functions.len().min(SHOWN)].join(", ");
-        if mended.functions.len() > SHOWN {
-            names.push_str(&format!(" and {} more", mended.functions.len() - SHOWN));
-        }
-        cargo(
-            "warning",
-            format_args!(
-                "{} ({arch}): {} instruction(s) narrowing a 64-bit register to 32 bits \
-                 rewritten through an explicit cvt.u32.u64 (ptxas and the driver's JIT \
-                 miscompile the original form: docs/known-issues.md) in {names}; in kernel \
-                 code, take an f64's words with cuda_kernels_device::arith::f64_halves",
-                path.display(),
-                mended.instructions
-            ),
-        );
-    }
+    rewritten.extend(mended.functions.into_iter().map(|f| (arch.to_string(), f)));
     Ok(mended.text)
+}
+
+/// The cargo warning naming the functions whose narrowing stores were
+/// rewritten (each once, with the architectures of its images).
+fn warn_rewritten(name: &str, rewritten: &[(String, String)]) {
+    let mut functions: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (arch, f) in rewritten {
+        match functions.iter_mut().find(|(g, _)| g == f) {
+            Some((_, archs)) => archs.push(arch),
+            None => functions.push((f, vec![arch])),
+        }
+    }
+    if functions.is_empty() {
+        return;
+    }
+    const SHOWN: usize = 8;
+    let mut names: Vec<String> = functions
+        .iter()
+        .take(SHOWN)
+        .map(|(f, archs)| format!("{f} ({})", archs.join(", ")))
+        .collect();
+    if functions.len() > SHOWN {
+        names.push(format!("and {} more", functions.len() - SHOWN));
+    }
+    cargo(
+        "warning",
+        format_args!(
+            "{name}: stores narrowing a 64-bit register to 32 bits rewritten through an explicit \
+             cvt.u32.u64 (ptxas and the driver's JIT miscompile the original form when the \
+             register holds an f64: docs/known-issues.md) in {}; in kernel code, take an f64's \
+             words with cuda_kernels_device::arith::f64_halves",
+            names.join(", ")
+        ),
+    );
 }
 
 /// One inner build of the kernel crate for `arch` into `target_dir`: the
