@@ -67,6 +67,14 @@
 //!   as `ptxas` reported them (empty, with a cargo warning, without `ptxas`;
 //!   PTX that `ptxas` rejects fails the build with its messages, as the
 //!   driver would reject it at load time);
+//! - checks every PTX image before it is written, for the portable build
+//!   and each architecture's ([`ptx`]): an aligned barrier (`bar.sync`)
+//!   that threads can reach at different instructions fails the build
+//!   ([`Error::AlignedBarrier`]), and each 32-bit store or operation of a
+//!   64-bit register (`st.global.b32 [a], %rd6`, which ptxas and the
+//!   driver's JIT miscompile when the register holds an f64) is rewritten
+//!   through an explicit `cvt.u32.u64`, with one cargo warning naming the
+//!   functions;
 //! - gives each entry point whose body asks for a register limit
 //!   (`cuda_kernels_device::kernel::max_registers`, which writes
 //!   [`MAXNREG_MARK`] there) that `.maxnreg` in its header, and no other;
@@ -1088,6 +1096,38 @@ mod tests {
             text.ends_with("\n  /usr/local/cuda/nvvm/libdevice/libdevice.10.bc (the CUDA toolkit)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn barriers_in_exclusive_branches_fail_the_build_and_narrowing_stores_are_mended() {
+        let two = "// cuda-kernels image: k\n.visible .entry dup()\n{\n\t@%p1 bra \t$L__BB0_2;\n\
+                   \tbar.sync \t0;\n\tret;\n$L__BB0_2:\n\tbar.sync \t0;\n\tret;\n}\n";
+        let path = Path::new("/out/kernels.ptx");
+        let mut rewritten = Vec::new();
+        let e = mended(two.into(), "sm_70", path, &mut rewritten).unwrap_err();
+        assert_eq!(
+            e,
+            Error::AlignedBarrier {
+                arch: "sm_70".into(),
+                ptx: path.into(),
+                function: "dup".into(),
+                barriers: vec![(5, "bar.sync \t0".into()), (8, "bar.sync \t0".into())],
+            }
+        );
+        let text = e.to_string();
+        assert!(
+            text.starts_with("`dup` (sm_70 PTX, /out/kernels.ptx) has aligned barriers")
+                && text.contains("line 5 `bar.sync \t0`, line 8 `bar.sync \t0`")
+                && text.contains("sync_threads"),
+            "{text}"
+        );
+        // The non-aligned barrier passes, and a narrowing store is mended.
+        let ok = two
+            .replace("bar.sync", "barrier.sync")
+            .replace("\tret;\n}", "\tst.global.b32 \t[%rd1], %rd6;\n\tret;\n}");
+        let text = mended(ok, "sm_80", path, &mut rewritten).unwrap();
+        assert!(text.contains("\tcvt.u32.u64 \t%rmis0, %rd6;\n\tst.global.b32 \t[%rd1], %rmis0;"));
+        assert_eq!(rewritten, [("sm_80".to_string(), "dup".to_string())]);
     }
 
     #[test]

@@ -452,10 +452,8 @@ fn body(lines: &[&str], f: &Function) -> Body {
                     }
                     if let Some(list) = s.strip_prefix(".branchtargets") {
                         for (l, _) in labels_here.drain(..) {
-                            tables.insert(
-                                l,
-                                list.split(',').map(|t| t.trim().to_string()).collect(),
-                            );
+                            tables
+                                .insert(l, list.split(',').map(|t| t.trim().to_string()).collect());
                         }
                         continue;
                     }
@@ -498,7 +496,8 @@ fn body(lines: &[&str], f: &Function) -> Body {
         let (guarded, rest) = match s.strip_prefix('@') {
             Some(r) => (
                 true,
-                r.split_once(char::is_whitespace).map_or("", |(_, b)| b.trim_start()),
+                r.split_once(char::is_whitespace)
+                    .map_or("", |(_, b)| b.trim_start()),
             ),
             None => (false, s.as_str()),
         };
@@ -520,10 +519,10 @@ fn body(lines: &[&str], f: &Function) -> Body {
             "exit" | "trap" => Step::Exit { guarded },
             "call" => {
                 let callee = ops.iter().find(|o| !o.starts_with('(')).copied();
-                if let Some(c) = callee.filter(|c| !c.starts_with('%')) {
-                    if let Some(last) = calls.last_mut() {
-                        *last = Some(c.to_string());
-                    }
+                if let Some(c) = callee.filter(|c| !c.starts_with('%'))
+                    && let Some(last) = calls.last_mut()
+                {
+                    *last = Some(c.to_string());
                 }
                 Step::Next
             }
@@ -627,7 +626,9 @@ pub fn check_aligned_barriers(ptx: &str) -> Result<(), DivergentBarrier> {
             .steps
             .iter()
             .zip(&b.calls)
-            .map(|(s, c)| *s == Step::Barrier || c.as_ref().is_some_and(|c| holds.contains(c.as_str())))
+            .map(|(s, c)| {
+                *s == Step::Barrier || c.as_ref().is_some_and(|c| holds.contains(c.as_str()))
+            })
             .collect();
         let starts = std::iter::once(0).chain(
             (0..b.steps.len())
@@ -792,7 +793,10 @@ $L__BB0_3:
         assert_eq!(e.function, "dup");
         assert_eq!(
             e.barriers,
-            [(8, "bar.sync \t0".to_string()), (12, "bar.sync \t0".to_string())]
+            [
+                (8, "bar.sync \t0".to_string()),
+                (12, "bar.sync \t0".to_string())
+            ]
         );
         // The same with the non-aligned barrier.sync passes.
         assert_eq!(
@@ -800,7 +804,11 @@ $L__BB0_3:
             Ok(())
         );
         // barrier.sync.aligned and barrier.cta.sync.aligned are aligned.
-        for form in ["barrier.sync.aligned", "barrier.cta.sync.aligned", "bar.cta.sync"] {
+        for form in [
+            "barrier.sync.aligned",
+            "barrier.cta.sync.aligned",
+            "bar.cta.sync",
+        ] {
             assert!(check_aligned_barriers(&DUPLICATED.replace("bar.sync", form)).is_err());
         }
     }
@@ -840,7 +848,10 @@ $L__BB0_4:
 ";
         assert_eq!(check_aligned_barriers(ok), Ok(()));
         // A barrier in one arm only: the other arm meets the next one.
-        let one_arm = ok.replace("\t@%p1 bra \t$L__BB0_4;", "\t@%p1 bra \t$L__BB0_1;\n\tbar.sync 1;");
+        let one_arm = ok.replace(
+            "\t@%p1 bra \t$L__BB0_4;",
+            "\t@%p1 bra \t$L__BB0_1;\n\tbar.sync 1;",
+        );
         assert!(check_aligned_barriers(&one_arm).is_err());
     }
 
@@ -890,7 +901,10 @@ $L__BB0_2:
 \tret;
 }
 ";
-        assert_eq!(check_aligned_barriers(switch).unwrap_err().barriers.len(), 2);
+        assert_eq!(
+            check_aligned_barriers(switch).unwrap_err().barriers.len(),
+            2
+        );
     }
 
     #[test]

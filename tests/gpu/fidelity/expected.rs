@@ -386,7 +386,10 @@ pub(super) fn f64_halves() -> Vec<u32> {
 pub(super) fn f64_words() -> Vec<u32> {
     (0..32)
         .flat_map(|l| {
-            let (y, t) = (lane_f64_bits(l), (f64::from_bits(lane_f64_bits(l)) * 3.0).to_bits());
+            let (y, t) = (
+                lane_f64_bits(l),
+                (f64::from_bits(lane_f64_bits(l)) * 3.0).to_bits(),
+            );
             [y as u32, (y >> 32) as u32, t as u32, (t >> 32) as u32]
         })
         .collect()
