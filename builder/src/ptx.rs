@@ -42,6 +42,7 @@
 //! are not read: a kernel whose branches are uniform (the same for every
 //! thread) and that has an aligned barrier in each arm is refused too — use
 //! `sync_threads` there. Indirect calls are not followed.
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// What [`mend_narrowing_stores`] made of a PTX text.
@@ -192,8 +193,9 @@ struct Instruction<'a> {
     tail: &'a str,
 }
 
-/// `line` as one instruction (`None` for labels, directives, braces,
-/// comments, and lines with more than one statement).
+/// `line` as one instruction whose type [`narrows`] (`None` for any other,
+/// labels, directives, braces, comments, and lines with more than one
+/// statement).
 fn instruction(line: &str) -> Option<Instruction<'_>> {
     let code = strip_comment(line);
     let semi = code.find(';')?;
@@ -211,7 +213,10 @@ fn instruction(line: &str) -> Option<Instruction<'_>> {
         body = &body[end + after..];
     }
     let (opcode, rest) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
-    if !opcode.starts_with(|c: char| c.is_ascii_lowercase()) || opcode.ends_with(':') {
+    if !opcode.starts_with(|c: char| c.is_ascii_lowercase())
+        || opcode.ends_with(':')
+        || !narrows(opcode)
+    {
         return None;
     }
     Some(Instruction {
@@ -254,6 +259,23 @@ fn narrows(opcode: &str) -> bool {
         && opcode.split('.').next() != Some("ld")
 }
 
+/// Whether `line` is an instruction that [`mend_narrowing_stores`] rewrites.
+fn has_wide_source(line: &str) -> bool {
+    instruction(line).is_some_and(|ins| {
+        let sources = usize::from(!has_no_destination(ins.opcode));
+        ins.operands[sources.min(ins.operands.len())..]
+            .iter()
+            .filter(|op| !op.starts_with('['))
+            .flat_map(
+                |op| match op.strip_prefix('{').and_then(|o| o.strip_suffix('}')) {
+                    Some(inner) => inner.split(',').map(str::trim).collect(),
+                    None => vec![*op],
+                },
+            )
+            .any(|r| wide_register(r).is_some())
+    })
+}
+
 /// Whether every operand of `opcode` is a source (stores and reductions
 /// have no destination register).
 fn has_no_destination(opcode: &str) -> bool {
@@ -278,18 +300,30 @@ fn has_no_destination(opcode: &str) -> bool {
 /// assert!(mended.text.contains("st.global.b32 \t[%rd1], %rmis0;"));
 /// ```
 pub fn mend_narrowing_stores(ptx: &str) -> Mended {
+    // Most images have none: one quick pass to tell.
+    if !ptx
+        .lines()
+        .any(|l| (l.contains("%rd") || l.contains("%fd")) && has_wide_source(l))
+    {
+        return Mended {
+            text: ptx.to_string(),
+            functions: Vec::new(),
+            instructions: 0,
+        };
+    }
     let lines: Vec<&str> = ptx.lines().collect();
-    let mut out: Vec<String> = Vec::with_capacity(lines.len() + 8);
+    let mut out: Vec<Cow<str>> = Vec::with_capacity(lines.len() + 8);
     let mut functions_changed = Vec::new();
     let mut instructions = 0;
     let mut next = 0;
     for f in functions(&lines) {
-        out.extend(lines[next..=f.open].iter().map(|l| l.to_string()));
+        out.extend(lines[next..=f.open].iter().map(|&l| Cow::Borrowed(l)));
         let (mut r32, mut r64) = (0usize, 0usize);
         let mut body = Vec::new();
         for line in &lines[f.open + 1..f.close] {
-            let Some(ins) = instruction(line).filter(|i| narrows(i.opcode)) else {
-                body.push(line.to_string());
+            let wide = line.contains("%rd") || line.contains("%fd");
+            let Some(ins) = wide.then(|| instruction(line)).flatten() else {
+                body.push(Cow::Borrowed(*line));
                 continue;
             };
             let sources = usize::from(!has_no_destination(ins.opcode));
@@ -333,31 +367,35 @@ pub fn mend_narrowing_stores(ptx: &str) -> Mended {
                 }
             }
             if before.is_empty() {
-                body.push(line.to_string());
+                body.push(Cow::Borrowed(*line));
                 continue;
             }
             instructions += 1;
-            body.extend(before);
-            body.push(format!(
+            body.extend(before.into_iter().map(Cow::Owned));
+            body.push(Cow::Owned(format!(
                 "{}{}{} \t{};{}",
                 ins.indent,
                 ins.guard,
                 ins.opcode,
                 operands.join(", "),
                 ins.tail
-            ));
+            )));
         }
         if r32 > 0 {
-            out.push(format!("\t.reg .b32 \t%rmis<{r32}>;"));
+            out.push(Cow::Owned(format!("\t.reg .b32 \t%rmis<{r32}>;")));
             if r64 > 0 {
-                out.push(format!("\t.reg .b64 \t%rdmis<{r64}>;"));
+                out.push(Cow::Owned(format!("\t.reg .b64 \t%rdmis<{r64}>;")));
             }
             functions_changed.push(f.name.clone());
         }
         out.extend(body);
         next = f.close;
     }
-    out.extend(lines[next.min(lines.len())..].iter().map(|l| l.to_string()));
+    out.extend(
+        lines[next.min(lines.len())..]
+            .iter()
+            .map(|&l| Cow::Borrowed(l)),
+    );
     let mut text = out.join("\n");
     if ptx.ends_with('\n') {
         text.push('\n');
@@ -479,16 +517,18 @@ fn body(lines: &[&str], f: &Function) -> Body {
     for (l, at) in labels_here.drain(..) {
         scope_of_label.push((at, l, end));
     }
+    // (scope, name) -> statement: the first definition in a scope.
+    let mut label_at: BTreeMap<(usize, &str), usize> = BTreeMap::new();
+    for (path, l, i) in &scope_of_label {
+        label_at
+            .entry((path.last().copied().unwrap_or(0), l.as_str()))
+            .or_insert(*i);
+    }
     let resolve = |name: &str, at: &[usize]| -> Option<usize> {
         // The innermost enclosing scope that defines the label.
         at.iter()
             .rev()
-            .find_map(|s| {
-                scope_of_label
-                    .iter()
-                    .find(|(path, l, _)| l == name && path.last() == Some(s))
-            })
-            .map(|(_, _, i)| *i)
+            .find_map(|s| label_at.get(&(*s, name)).copied())
     };
     let mut steps = Vec::with_capacity(end);
     let mut calls = Vec::with_capacity(end);
@@ -518,11 +558,8 @@ fn body(lines: &[&str], f: &Function) -> Body {
             "ret" => Step::Return { guarded },
             "exit" | "trap" => Step::Exit { guarded },
             "call" => {
-                let callee = ops.iter().find(|o| !o.starts_with('(')).copied();
-                if let Some(c) = callee.filter(|c| !c.starts_with('%'))
-                    && let Some(last) = calls.last_mut()
-                {
-                    *last = Some(c.to_string());
+                if let Some(last) = calls.last_mut() {
+                    *last = callee(operands).map(str::to_string);
                 }
                 Step::Next
             }
@@ -577,6 +614,38 @@ fn body(lines: &[&str], f: &Function) -> Body {
     }
 }
 
+/// The statements of one line, each without its label, guard and scope
+/// braces: `$L_1: @%p1 bra $L_2;` gives `bra $L_2`.
+fn line_statements(line: &str) -> impl Iterator<Item = &str> {
+    strip_comment(line).split(';').filter_map(|piece| {
+        let mut s = piece
+            .trim()
+            .trim_start_matches(['{', '}', ' ', '\t'])
+            .trim();
+        if let Some((label, rest)) = s.split_once(':')
+            && is_label(label.trim())
+            && !rest.starts_with(':')
+        {
+            s = rest.trim();
+        }
+        if s.starts_with('@') {
+            s = s
+                .split_once(char::is_whitespace)
+                .map_or("", |(_, r)| r.trim_start());
+        }
+        (!s.is_empty()).then_some(s)
+    })
+}
+
+/// The function a direct `call`'s operands name (`(retval0), f, (param0)`
+/// or `f, (param0)`); `None` for an indirect call (a register).
+fn callee(operands: &str) -> Option<&str> {
+    split_operands(operands)
+        .into_iter()
+        .find(|o| !o.starts_with('('))
+        .filter(|c| !c.starts_with('%'))
+}
+
 fn is_label(s: &str) -> bool {
     let mut chars = s.chars();
     chars
@@ -597,20 +666,54 @@ fn is_label(s: &str) -> bool {
 /// assert_eq!(e.barriers, [(5, "bar.sync 0".to_string()), (8, "bar.sync 0".to_string())]);
 /// ```
 pub fn check_aligned_barriers(ptx: &str) -> Result<(), DivergentBarrier> {
+    // Most images hold no aligned barrier: one quick pass to tell.
+    let maybe = |l: &str| {
+        let c = strip_comment(l);
+        // `bar.` as a word (not `membar.`), not `bar.warp`.
+        let bar = c.match_indices("bar.").any(|(i, _)| {
+            (i == 0 || !c.as_bytes()[i - 1].is_ascii_alphanumeric())
+                && !c[i..].starts_with("bar.warp")
+        });
+        bar || (c.contains("barrier") && c.contains(".aligned"))
+    };
+    if !ptx.lines().any(maybe) {
+        return Ok(());
+    }
     let lines: Vec<&str> = ptx.lines().collect();
     let fns = functions(&lines);
-    let bodies: Vec<Body> = fns.iter().map(|f| body(&lines, f)).collect();
+    // A first pass over the lines (most images hold no aligned barrier):
+    // each function's direct barriers and callees.
+    let scanned: Vec<(bool, Vec<&str>)> = fns
+        .iter()
+        .map(|f| {
+            let mut direct = false;
+            let mut callees = Vec::new();
+            for line in &lines[f.open + 1..f.close] {
+                if !line.contains("bar") && !line.contains("call") {
+                    continue;
+                }
+                for stmt in line_statements(line) {
+                    let (opcode, rest) = stmt.split_once(char::is_whitespace).unwrap_or((stmt, ""));
+                    direct |= aligned_barrier(opcode);
+                    if opcode.split('.').next() == Some("call") {
+                        callees.extend(callee(rest));
+                    }
+                }
+            }
+            (direct, callees)
+        })
+        .collect();
     // The functions holding an aligned barrier, directly or through calls.
     let mut holds: BTreeSet<&str> = fns
         .iter()
-        .zip(&bodies)
-        .filter(|(_, b)| b.steps.contains(&Step::Barrier))
+        .zip(&scanned)
+        .filter(|(_, (direct, _))| *direct)
         .map(|(f, _)| f.name.as_str())
         .collect();
     loop {
         let before = holds.len();
-        for (f, b) in fns.iter().zip(&bodies) {
-            if b.calls.iter().flatten().any(|c| holds.contains(c.as_str())) {
+        for (f, (_, callees)) in fns.iter().zip(&scanned) {
+            if callees.iter().any(|c| holds.contains(c)) {
                 holds.insert(f.name.as_str());
             }
         }
@@ -618,10 +721,12 @@ pub fn check_aligned_barriers(ptx: &str) -> Result<(), DivergentBarrier> {
             break;
         }
     }
+    let fns: Vec<&Function> = fns
+        .iter()
+        .filter(|f| holds.contains(f.name.as_str()))
+        .collect();
+    let bodies: Vec<Body> = fns.iter().map(|f| body(&lines, f)).collect();
     for (f, b) in fns.iter().zip(&bodies) {
-        if !holds.contains(f.name.as_str()) {
-            continue;
-        }
         let barrier: Vec<bool> = b
             .steps
             .iter()
