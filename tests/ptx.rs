@@ -29,6 +29,10 @@ fn main() -> ExitCode {
         Trial::test("ptx_targets_the_built_arch", ptx_targets_the_built_arch),
         Trial::ignorable_test("cubins_are_embedded", cubins_are_embedded),
     ];
+    trials.push(Trial::test(
+        "no_aligned_barrier_nor_narrowing_store_in_any_image",
+        no_aligned_barrier_nor_narrowing_store_in_any_image,
+    ));
     trials.push(Trial::ignorable_test(
         "sm_90a_build_holds_the_wgmma_gemm_unserialised",
         sm_90a_build_holds_the_wgmma_gemm_unserialised,
@@ -61,6 +65,55 @@ fn every_entry_point_is_in_the_ptx() -> Result<(), Failed> {
             format!("missing from the PTX: {missing:?}; in the PTX but not declared: {unlisted:?}")
                 .into(),
         )
+    }
+}
+
+/// Every image the build embeds (the portable PTX and each architecture's)
+/// holds no aligned barrier (`sync_threads` is the non-aligned
+/// `barrier.sync 0` from sm_70: a copy LLVM makes of it cannot hang a
+/// block, docs/known-issues.md) and no narrowing store of a 64-bit register
+/// that the builder's rewrite would still change (the builder checks and
+/// mends every image it writes; this holds that it did).
+fn no_aligned_barrier_nor_narrowing_store_in_any_image() -> Result<(), Failed> {
+    use cuda_kernels_builder::ptx;
+    let mut images = vec![(cuda_kernels::PTX_ARCH, cuda_kernels::PTX.to_string())];
+    for (arch, path) in env!("CUDA_KERNELS_ARCH_PTX")
+        .split(';')
+        .filter_map(|entry| entry.split_once('='))
+    {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+        images.push((arch, text));
+    }
+    let mut bad = Vec::new();
+    for (arch, text) in &images {
+        let text = text.as_str();
+        let aligned: Vec<_> = text
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with("bar.") && !l.starts_with("bar.warp"))
+            .collect();
+        if !aligned.is_empty() {
+            bad.push(format!(
+                "{arch}: {} aligned barriers, the first `{}`",
+                aligned.len(),
+                aligned[0]
+            ));
+        }
+        if let Err(d) = ptx::check_aligned_barriers(text) {
+            bad.push(format!("{arch}: {d:?}"));
+        }
+        let again = ptx::mend_narrowing_stores(text);
+        if again.instructions > 0 {
+            bad.push(format!(
+                "{arch}: narrowing stores left in {:?}",
+                again.functions
+            ));
+        }
+    }
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(bad.join("\n").into())
     }
 }
 

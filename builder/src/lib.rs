@@ -67,6 +67,14 @@
 //!   as `ptxas` reported them (empty, with a cargo warning, without `ptxas`;
 //!   PTX that `ptxas` rejects fails the build with its messages, as the
 //!   driver would reject it at load time);
+//! - checks every PTX image before it is written, for the portable build
+//!   and each architecture's ([`ptx`]): an aligned barrier (`bar.sync`)
+//!   that threads can reach at different instructions fails the build
+//!   ([`Error::AlignedBarrier`]), and each 32-bit store or operation of a
+//!   64-bit register (`st.global.b32 [a], %rd6`, which ptxas and the
+//!   driver's JIT miscompile when the register holds an f64) is rewritten
+//!   through an explicit `cvt.u32.u64`, with one cargo warning naming the
+//!   functions;
 //! - gives each entry point whose body asks for a register limit
 //!   (`cuda_kernels_device::kernel::max_registers`, which writes
 //!   [`MAXNREG_MARK`] there) that `.maxnreg` in its header, and no other;
@@ -96,6 +104,7 @@
 
 mod inner;
 mod linker;
+pub mod ptx;
 mod sysroot;
 mod toolchain;
 mod tools;
@@ -267,6 +276,21 @@ pub enum Error {
         /// The architecture.
         arch: String,
     },
+    /// An aligned barrier (`bar.sync`, `barrier.sync.aligned`) that
+    /// threads of a block can reach at different instructions, which hangs
+    /// the block or worse on the GPU (the rule: [`ptx`]'s documentation).
+    AlignedBarrier {
+        /// The architecture of the PTX.
+        arch: String,
+        /// The PTX file (not written: the path it would have).
+        ptx: PathBuf,
+        /// The function: the kernel's name for an entry point, a mangled
+        /// name for a device function.
+        function: String,
+        /// The barrier instructions reachable from one point: line in the
+        /// PTX and text.
+        barriers: Vec<(usize, String)>,
+    },
     /// A file could not be read or written.
     Io {
         /// The file.
@@ -412,6 +436,26 @@ impl fmt::Display for Error {
                 "{} does not know {arch:?} (asked for by KernelBuild::cubins): leave it out, or \
                  use a ptxas that knows it (`pip install -U nvidia-cuda-nvcc-cu12`, or set {PTXAS_VAR})",
                 ptxas.display()
+            ),
+            Self::AlignedBarrier {
+                arch,
+                ptx,
+                function,
+                barriers,
+            } => write!(
+                f,
+                "`{function}` ({arch} PTX, {}) has aligned barriers that threads of one block \
+                 can reach at different instructions: {}. The PTX ISA requires every thread to \
+                 execute the same aligned barrier instruction; the GPU hangs otherwise (LLVM \
+                 duplicated or moved a barrier into branches). Use \
+                 cuda_kernels_device::sync::sync_threads (the non-aligned `barrier.sync 0` on \
+                 sm_70 and later) instead of `bar.sync` or core::arch::nvptx::_syncthreads",
+                ptx.display(),
+                barriers
+                    .iter()
+                    .map(|(line, text)| format!("line {line} `{text}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             Self::Io { path, reason } => write!(f, "{}: {reason}", path.display()),
         }
@@ -686,7 +730,9 @@ impl KernelBuild {
         let name = self.name.clone().unwrap_or_else(|| lib_name.clone());
         std::fs::create_dir_all(&out_dir).map_err(io(&out_dir))?;
         let ptx = out_dir.join(format!("{name}.ptx"));
-        std::fs::write(&ptx, marked(&text)).map_err(io(&ptx))?;
+        let mut rewritten = Vec::new();
+        let checked = mended(marked(&text), &self.arch, &ptx, &mut rewritten)?;
+        std::fs::write(&ptx, checked).map_err(io(&ptx))?;
         // Each architecture's build was in a folder of its own (its flags
         // differ, and cargo writes the PTX under the library name alone).
         let mut arch_ptx = Vec::new();
@@ -694,9 +740,11 @@ impl KernelBuild {
             let (_, text) = built?;
             let text = inner::entry_max_registers(&text);
             let path = out_dir.join(format!("{name}.{arch}.ptx"));
-            std::fs::write(&path, marked(&text)).map_err(io(&path))?;
+            let checked = mended(marked(&text), arch, &path, &mut rewritten)?;
+            std::fs::write(&path, checked).map_err(io(&path))?;
             arch_ptx.push((arch.to_string(), path));
         }
+        warn_rewritten(&name, &rewritten);
         let (ptxas, cubins) = if archs.is_empty() {
             (None, Vec::new())
         } else {
@@ -715,6 +763,68 @@ impl KernelBuild {
             libdevice,
         })
     }
+}
+
+/// The PTX `text` (for `arch`, to be written to `path`) as it is written:
+/// its aligned barriers checked ([`ptx::check_aligned_barriers`]), and its
+/// narrowing stores of 64-bit registers rewritten
+/// ([`ptx::mend_narrowing_stores`]); the functions rewritten are added to
+/// `rewritten` (`arch`, name), for one warning of the whole build.
+fn mended(
+    text: String,
+    arch: &str,
+    path: &Path,
+    rewritten: &mut Vec<(String, String)>,
+) -> Result<String, Error> {
+    ptx::check_aligned_barriers(&text).map_err(|d| Error::AlignedBarrier {
+        arch: arch.to_string(),
+        ptx: path.to_path_buf(),
+        function: d.function,
+        barriers: d.barriers,
+    })?;
+    let mended = ptx::mend_narrowing_stores(&text);
+    rewritten.extend(mended.functions.into_iter().map(|f| (arch.to_string(), f)));
+    Ok(mended.text)
+}
+
+/// The cargo warning naming the functions whose narrowing stores were
+/// rewritten (each once, with the architectures of its images). The device
+/// layer's own functions (`cuda_kernels_device`'s, in every image: its fault
+/// recorder stores a `usize` length as `u32`) are rewritten without a word:
+/// nothing in the user's code to change.
+fn warn_rewritten(name: &str, rewritten: &[(String, String)]) {
+    let mut functions: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (arch, f) in rewritten
+        .iter()
+        .filter(|(_, f)| !f.contains("cuda_kernels_device"))
+    {
+        match functions.iter_mut().find(|(g, _)| g == f) {
+            Some((_, archs)) => archs.push(arch),
+            None => functions.push((f, vec![arch])),
+        }
+    }
+    if functions.is_empty() {
+        return;
+    }
+    const SHOWN: usize = 8;
+    let mut names: Vec<String> = functions
+        .iter()
+        .take(SHOWN)
+        .map(|(f, archs)| format!("{f} ({})", archs.join(", ")))
+        .collect();
+    if functions.len() > SHOWN {
+        names.push(format!("and {} more", functions.len() - SHOWN));
+    }
+    cargo(
+        "warning",
+        format_args!(
+            "{name}: stores narrowing a 64-bit register to 32 bits rewritten through an explicit \
+             cvt.u32.u64 (ptxas and the driver's JIT miscompile the original form when the \
+             register holds an f64: docs/known-issues.md) in {}; in kernel code, take an f64's \
+             words with cuda_kernels_device::arith::f64_halves",
+            names.join(", ")
+        ),
+    );
 }
 
 /// One inner build of the kernel crate for `arch` into `target_dir`: the
@@ -992,6 +1102,38 @@ mod tests {
             text.ends_with("\n  /usr/local/cuda/nvvm/libdevice/libdevice.10.bc (the CUDA toolkit)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn barriers_in_exclusive_branches_fail_the_build_and_narrowing_stores_are_mended() {
+        let two = "// cuda-kernels image: k\n.visible .entry dup()\n{\n\t@%p1 bra \t$L__BB0_2;\n\
+                   \tbar.sync \t0;\n\tret;\n$L__BB0_2:\n\tbar.sync \t0;\n\tret;\n}\n";
+        let path = Path::new("/out/kernels.ptx");
+        let mut rewritten = Vec::new();
+        let e = mended(two.into(), "sm_70", path, &mut rewritten).unwrap_err();
+        assert_eq!(
+            e,
+            Error::AlignedBarrier {
+                arch: "sm_70".into(),
+                ptx: path.into(),
+                function: "dup".into(),
+                barriers: vec![(5, "bar.sync \t0".into()), (8, "bar.sync \t0".into())],
+            }
+        );
+        let text = e.to_string();
+        assert!(
+            text.starts_with("`dup` (sm_70 PTX, /out/kernels.ptx) has aligned barriers")
+                && text.contains("line 5 `bar.sync \t0`, line 8 `bar.sync \t0`")
+                && text.contains("sync_threads"),
+            "{text}"
+        );
+        // The non-aligned barrier passes, and a narrowing store is mended.
+        let ok = two
+            .replace("bar.sync", "barrier.sync")
+            .replace("\tret;\n}", "\tst.global.b32 \t[%rd1], %rd6;\n\tret;\n}");
+        let text = mended(ok, "sm_80", path, &mut rewritten).unwrap();
+        assert!(text.contains("\tcvt.u32.u64 \t%rmis0, %rd6;\n\tst.global.b32 \t[%rd1], %rmis0;"));
+        assert_eq!(rewritten, [("sm_80".to_string(), "dup".to_string())]);
     }
 
     #[test]

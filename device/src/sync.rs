@@ -11,6 +11,15 @@
 ///
 /// Every thread of the block must reach the same barrier (no barrier inside a
 /// branch that only some threads take), or the block deadlocks.
+///
+/// On sm_70 and later it is the non-aligned `barrier.sync 0`: the threads
+/// may arrive at different copies of it, which LLVM makes when it duplicates
+/// the barrier into the arms of a branch (`bar.sync 0`, the aligned form that
+/// `__syncthreads` and `core::arch::nvptx::_syncthreads` are, requires every
+/// thread at the same instruction, and such a copy hung a correct kernel on
+/// an H200: issue 40, `fidelity::fid_barrier_after_partial_stores`). Below
+/// sm_70 it is `bar.sync 0`, which the builder checks
+/// (`cuda_kernels_builder::ptx::check_aligned_barriers`).
 #[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
 pub fn sync_threads() {
@@ -33,13 +42,24 @@ pub fn thread_fence() {
 
 #[cfg(target_arch = "nvptx64")]
 mod imp {
-    use core::arch::{asm, nvptx};
+    use core::arch::asm;
 
+    #[cfg(target_feature = "sm_70")]
+    #[inline(always)]
+    pub fn sync_threads() {
+        // SAFETY: barrier.sync 0 has no memory-safety preconditions; the
+        // uniformity requirement above is a liveness rule, documented for
+        // callers. Not `nomem`: the barrier orders the block's memory
+        // accesses, so the compiler must not move them across it.
+        unsafe { asm!("barrier.sync 0;", options(nostack)) }
+    }
+
+    #[cfg(not(target_feature = "sm_70"))]
     #[inline(always)]
     pub fn sync_threads() {
         // SAFETY: bar.sync 0 has no memory-safety preconditions; the uniformity
         // requirement above is a liveness rule, documented for callers.
-        unsafe { nvptx::_syncthreads() }
+        unsafe { core::arch::nvptx::_syncthreads() }
     }
 
     #[inline(always)]

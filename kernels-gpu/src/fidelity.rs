@@ -51,6 +51,7 @@ pub const FIDELITY_CASES: &[FidelityCase] = &[
     case(FID_BARRIER_AFTER_EXIT, 128, 128),
     case(FID_BARRIER_LOOP_EXITS, 64, 64),
     case(FID_TWO_BARRIERS, 64, 64),
+    case(FID_BARRIER_AFTER_PARTIAL_STORES, 64, 64),
     case(FID_ATOMIC_ADD_F32_EDGES, 1, 16),
     case(FID_ATOMIC_ADD_F64_EDGES, 1, 16),
     case(FID_ATOMIC_INT_EDGES, 64, 8),
@@ -74,6 +75,7 @@ pub const FIDELITY_CASES: &[FidelityCase] = &[
     case(FID_WRAPPING_OVERFLOW, 1, 8),
     case(FID_F64_LOW_WORD, 32, 32),
     case(FID_F64_HALVES, 32, 64),
+    case(FID_F64_WORDS, 32, 128),
     case(FID_LARGE_LOCAL_ARRAY, 32, 32),
     case(FID_PRINTF_FORMATS, 1, 1),
     case(FID_PRINTF_GPU_MISPRINTS, 1, 1),
@@ -394,6 +396,54 @@ crate::device::kernels! {
             unsafe { put(out, n, t, t as u32 + 2) };
             sync_threads();
         }
+    }
+
+    /// Issue 40's kernel that hung an H200: 64 threads; threads `t < 20`
+    /// store `f[t] = 1.5 t` (f32) and `d[t] = 2.5 t` (f64) in shared memory,
+    /// threads `t < 4` also `f[64 + t] = 1000 + t`, `d[64 + t] = 2000 + t`
+    /// and zero `counts[t]`; barrier; every thread adds 1 to `counts[t % 4]`
+    /// (a shared atomic); barrier; with `i = t % 20`, `j = t % 4`: `out[t] =
+    /// (f[i] + f[64 + j]) as u32 + 10^4 (d[i] + d[64 + j]) as u32 + 10^8
+    /// counts[j]`. rustc's PTX had three `bar.sync 0` for the two barriers
+    /// (the first duplicated into the branches), which lanes reached at
+    /// different instructions: the block never finished. `n` is 64; the
+    /// 20 is `5n / 16`, so that no constant decides the branches.
+    pub fn fid_barrier_after_partial_stores(out: *mut u32, n: usize) as FID_BARRIER_AFTER_PARTIAL_STORES {
+        let f = shared_array!(fid_partial_f: [f32; 68]);
+        let d = shared_array!(fid_partial_d: [f64; 68]);
+        let counts = shared_array!(fid_partial_counts: [u32; 4]);
+        let t = thread::thread_idx_x() as usize;
+        let stored = 5 * n / 16;
+        if t < stored && t < 64 {
+            // SAFETY: t < 64; each thread writes its own slots.
+            unsafe {
+                f.store(t, 1.5 * t as f32);
+                d.store(t, 2.5 * t as f64);
+            }
+        }
+        if t < 4 {
+            // SAFETY: t < 4; each thread writes its own slots.
+            unsafe {
+                f.store(64 + t, 1000.0 + t as f32);
+                d.store(64 + t, 2000.0 + t as f64);
+                counts.store(t, 0);
+            }
+        }
+        sync_threads();
+        // SAFETY: t % 4 < 4, zeroed before the barrier; only atomics until
+        // the next one.
+        unsafe { counts.fetch_add(t % 4, 1) };
+        sync_threads();
+        let (i, j) = (t % 20, t % 4);
+        // SAFETY: i < 20 and 64 + j < 68, written before the first barrier;
+        // the counts' last atomic before the second.
+        let v = unsafe {
+            (f.load(i) + f.load(64 + j)) as u32
+                + 10_000 * (d.load(i) + d.load(64 + j)) as u32
+                + 100_000_000 * counts.load(j)
+        };
+        // SAFETY: the case's contract.
+        unsafe { put(out, n, t, v) };
     }
 
     /// `atom.add.f32` on global memory at its edges (one thread): each
@@ -791,6 +841,29 @@ crate::device::kernels! {
         unsafe {
             put(out, n, 2 * lane as usize, lo);
             put(out, n, 2 * lane as usize + 1, hi);
+        }
+    }
+
+    /// An f64's words in plain Rust, the forms that came out as `trunc(x)`
+    /// on an H200 before the builder rewrote narrowing stores of 64-bit
+    /// registers (issue 40): for `x = lane + 0.3` (f32) and `y = x as f64`,
+    /// `out[4 lane ..]` = `y.to_bits() as u32`, `(y.to_bits() >> 32) as
+    /// u32`, `(3y).to_bits() & 0xffff_ffff` (as u32), `((3y).to_bits() >>
+    /// 32) as u32`.
+    pub fn fid_f64_words(out: *mut u32, n: usize) as FID_F64_WORDS {
+        let lane = warp::lane_id();
+        let y = (lane as f32 + 0.3) as f64;
+        let bits = y.to_bits();
+        let triple = (y * 3.0).to_bits();
+        let words = [
+            bits as u32,
+            (bits >> 32) as u32,
+            (triple & 0xffff_ffff) as u32,
+            (triple >> 32) as u32,
+        ];
+        for (k, w) in words.into_iter().enumerate() {
+            // SAFETY: the case's contract.
+            unsafe { put(out, n, 4 * lane as usize + k, w) };
         }
     }
 

@@ -53,6 +53,76 @@ pub(super) fn ptxas_miscompiles_a_narrowing_store(_: &Gpu) -> Result<(), Failed>
     same_words("the narrowing store (known wrong)", &got, &known_wrong)
 }
 
+/// The same PTX through the builder's rewrite
+/// (`cuda_kernels_builder::ptx::mend_narrowing_stores`, which every kernel
+/// build runs): the store reads an explicit `cvt.u32.u64` of the register,
+/// and the GPU gives the low words.
+pub(super) fn the_builders_rewrite_mends_the_narrowing_store(_: &Gpu) -> Result<(), Failed> {
+    let mended = cuda_kernels_builder::ptx::mend_narrowing_stores(F64_LOW_WORD_ST64_PTX);
+    ensure(mended.functions == [k::FID_F64_LOW_WORD.name()], || {
+        format!("rewritten: {:?}", mended.functions)
+    })?;
+    ensure(mended.text.contains("cvt.u32.u64"), || mended.text.clone())?;
+    let module = Gpu::from_ptx(&mended.text).map_err(fail)?;
+    let got = module
+        .fidelity_case(case_of(k::FID_F64_LOW_WORD, None))
+        .map_err(fail)?;
+    same_words("the narrowing store, rewritten", &got, &f64_low_word())
+}
+
+/// How long `fid_barrier_after_partial_stores` may take before the test
+/// calls it hung (it takes microseconds; the child's start and the
+/// context's creation, a second or two).
+const HANG_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Issue 40's kernel whose duplicated aligned barrier hung an H200, run in
+/// a child process with a watchdog (a hang kills the child and fails the
+/// test instead of blocking the run): it finishes with the words of its
+/// formula on both backends.
+pub(super) fn barrier_after_partial_stores_finishes(gpu: &Gpu) -> Result<(), Failed> {
+    use std::io::Read;
+    let name = k::FID_BARRIER_AFTER_PARTIAL_STORES.name();
+    let exe = std::env::current_exe().map_err(fail)?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.env(FAULT_CHILD, name)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    if simulated(gpu) {
+        cmd.env(crate::common::SIM, "1");
+    } else {
+        cmd.env_remove(crate::common::SIM);
+    }
+    let mut child = cmd.spawn().map_err(fail)?;
+    let start = std::time::Instant::now();
+    loop {
+        if child.try_wait().map_err(fail)?.is_some() {
+            break;
+        }
+        if start.elapsed() > HANG_AFTER {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{name} hung: killed after {} s", HANG_AFTER.as_secs()).into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut stdout = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        out.read_to_string(&mut stdout).map_err(fail)?;
+    }
+    let got = ran_words(&stdout).ok_or_else(|| format!("{name}: no result: {stdout}"))?;
+    same_words(name, &got, &barrier_after_partial_stores())
+}
+
+/// The words of a child's `RAN: [1a, 2b, …]` line (`{:x?}` of a `Vec<u32>`).
+fn ran_words(stdout: &str) -> Option<Vec<u32>> {
+    let list = stdout.lines().find_map(|l| l.strip_prefix("RAN: "))?;
+    let inner = list.trim().strip_prefix('[')?.strip_suffix(']')?;
+    inner
+        .split(',')
+        .map(|w| u32::from_str_radix(w.trim(), 16).ok())
+        .collect()
+}
+
 /// The reproduction's PTX (`docs/known-issues.md`): hand-written from
 /// `fid_f64_low_word`'s, its first line the image mark of that kernel's crate
 /// (`cuda_kernels_gpu`), so that the kernel's handle launches on it.

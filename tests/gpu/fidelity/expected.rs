@@ -381,6 +381,34 @@ pub(super) fn f64_halves() -> Vec<u32> {
         .collect()
 }
 
+/// `fid_f64_words`: for `y = (lane + 0.3f32) as f64`, the low and high
+/// words of `y` and of `3y`.
+pub(super) fn f64_words() -> Vec<u32> {
+    (0..32)
+        .flat_map(|l| {
+            let (y, t) = (
+                lane_f64_bits(l),
+                (f64::from_bits(lane_f64_bits(l)) * 3.0).to_bits(),
+            );
+            [y as u32, (y >> 32) as u32, t as u32, (t >> 32) as u32]
+        })
+        .collect()
+}
+
+/// `fid_barrier_after_partial_stores`, from its formula: `i = t % 20`,
+/// `j = t % 4`; `f = 1.5i` and `1000 + j` (f32), `d = 2.5i` and `2000 + j`
+/// (f64), each count 16 (64 threads over 4 slots).
+pub(super) fn barrier_after_partial_stores() -> Vec<u32> {
+    (0..64u32)
+        .map(|t| {
+            let (i, j) = (t % 20, t % 4);
+            let f = 1.5 * i as f32 + (1000.0 + j as f32);
+            let d = 2.5 * i as f64 + (2000.0 + j as f64);
+            f as u32 + 10_000 * d as u32 + 100_000_000 * 16
+        })
+        .collect()
+}
+
 pub(super) fn large_local_array() -> Vec<u32> {
     (0..32u32)
         .map(|t| {

@@ -150,6 +150,10 @@ const CHECKED: &[Checked] = &[
         want: f64_halves,
     },
     Checked {
+        kernel: k::FID_F64_WORDS,
+        want: f64_words,
+    },
+    Checked {
         kernel: k::FID_LARGE_LOCAL_ARRAY,
         want: large_local_array,
     },
@@ -166,8 +170,10 @@ const UNDEFINED: &[(CaseKernel, &str, bool)] = &[
     ),
     (
         k::FID_TWO_BARRIERS,
-        "threads at two different barriers: `bar.sync` is `.aligned`, and the H100 hangs (seen: \
-         the launch never ended); the simulator reports the divergence",
+        "threads at two different barriers: undefined in CUDA (`__syncthreads` in divergent code); \
+         with the aligned `bar.sync` the H100 hung (the launch never ended); sync_threads is now \
+         the non-aligned `barrier.sync 0`, which the GPU may count as one barrier; the simulator \
+         reports the divergence",
         false,
     ),
 ];
@@ -192,9 +198,17 @@ pub fn trials() -> Vec<Trial> {
     }));
     trials.extend([
         kernel!(nan_bits_of_plain_arithmetic),
+        kernel!(
+            k::FID_BARRIER_AFTER_PARTIAL_STORES.name(),
+            barrier_after_partial_stores_finishes
+        ),
         hardware!(
             "ptxas and the driver's JIT",
             ptxas_miscompiles_a_narrowing_store
+        ),
+        hardware!(
+            "ptxas and the driver's JIT",
+            the_builders_rewrite_mends_the_narrowing_store
         ),
         kernel!(register_file_is_a_launch_limit),
         kernel!(printf_formats_as_c),
@@ -227,7 +241,7 @@ pub fn child_process() -> Option<std::process::ExitCode> {
         return Some(ExitCode::FAILURE);
     };
     match gpu.fidelity_case(case) {
-        Ok(words) => println!("RAN: {:x?}", &words[..4.min(words.len())]),
+        Ok(words) => println!("RAN: {words:x?}"),
         Err(e) => println!("FAULT: {e} ({e:?})"),
     }
     Some(ExitCode::SUCCESS)
