@@ -169,6 +169,9 @@ pub(crate) struct BlockState {
     pub out: RefCell<Vec<u8>>,
     /// The launch's printf FIFO.
     pub fifo: std::sync::Arc<super::printf::Fifo>,
+    /// Whether the launch runs under the interleaved schedule (its threads
+    /// yield at global atomics: [`super::global_access`]).
+    pub interleaved: bool,
 }
 
 impl BlockState {
@@ -179,6 +182,7 @@ impl BlockState {
         dynamic: u32,
         budget: u32,
         fifo: std::sync::Arc<super::printf::Fifo>,
+        interleaved: bool,
     ) -> Self {
         let bytes = budget.max(dynamic) as usize + 16;
         let threads = block_dim.iter().map(|&d| d as usize).product::<usize>();
@@ -199,6 +203,7 @@ impl BlockState {
             last_sync: RefCell::new(vec![(0, 0); threads]),
             out: RefCell::new(Vec::new()),
             fifo,
+            interleaved,
         }
     }
 
