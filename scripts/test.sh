@@ -122,7 +122,7 @@ done
 # unpublished tile (in order it never does) and a publication in the wrong
 # order, or a spin nothing ends (SimError::Deadlock), fails here.
 for family in collectives::scan collectives::select collectives::look_back sort::; do
-  CUDA_KERNELS_SIM_SCHEDULE=interleaved cargo test --test gpu "$@" -- "$family"
+  CUDA_KERNELS_SIM=1 CUDA_KERNELS_SIM_SCHEDULE=interleaved cargo test --test gpu "$@" -- "$family"
 done
 # The library crates packaged as crates.io would hold them, and built from the
 # packages (issue 12, "Publishable"; nothing is published): scripts/package.sh.
