@@ -182,7 +182,8 @@ pub enum Schedule {
     /// ([`SimOptions::threads`] is not used), as the GPU keeps several
     /// resident: blocks start in a permuted order (the last first without
     /// a seed, else a permutation drawn from [`SimOptions::seed`]), and run
-    /// in turns of a random number of thread resumes. A turn also ends
+    /// in turns of a random number of thread resumes (half of the turns
+    /// the block started last's, so a later tile runs ahead). A turn also ends
     /// after every atomic store or read-modify-write of global memory (the
     /// other blocks see it before this one goes on: a flag published before
     /// its data is read without the data) and before one atomic load in
@@ -508,9 +509,10 @@ fn run_blocks(
 }
 
 /// [`Schedule::Interleaved`]: `workers` (one per resident block) run the
-/// grid's `blocks` in turns, a new block starting in a worker whose block
-/// ended, in a permuted order (the last first without `order_seed`). The
-/// printf output is written in block order.
+/// grid's `blocks` in turns (half of them the block started last's), a new
+/// block starting in a worker whose block ended, in a permuted order (the
+/// last first without `order_seed`). The printf output is written in block
+/// order.
 fn run_interleaved(
     kernel: &'static str,
     mut workers: Vec<scheduler::Worker>,
@@ -533,8 +535,11 @@ fn run_interleaved(
         |i: u64| ((u128::from(a) * u128::from(i) + u128::from(c)) % u128::from(blocks)) as u64;
     let mut started = 0;
     let mut live: Vec<usize> = Vec::new();
+    // Each worker's block's place in the start order.
+    let mut place = vec![0u64; workers.len()];
     for (k, w) in workers.iter_mut().enumerate() {
         w.start(order(started));
+        place[k] = started;
         started += 1;
         live.push(k);
     }
@@ -544,7 +549,16 @@ fn run_interleaved(
         if live.is_empty() {
             break Ok(());
         }
-        let k = live[rng.below(live.len())];
+        // Half the turns go to the block started last (a later tile runs
+        // ahead and waits for the earlier ones), the others to any.
+        let k = if rng.below(2) == 0 {
+            live.iter()
+                .copied()
+                .max_by_key(|&k| place[k])
+                .unwrap_or(live[0])
+        } else {
+            live[rng.below(live.len())]
+        };
         let w = &mut workers[k];
         let (progress, polls) = (w.progress, w.polls);
         let turn = w.run(1 + rng.below(256) as u32);
@@ -569,6 +583,7 @@ fn run_interleaved(
             Ok(scheduler::Turn::Parked) => {}
             Ok(scheduler::Turn::Done) if started < blocks => {
                 w.start(order(started));
+                place[k] = started;
                 started += 1;
             }
             Ok(scheduler::Turn::Done) => live.retain(|&j| j != k),
