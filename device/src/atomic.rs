@@ -155,12 +155,11 @@ pub unsafe fn compare_exchange_u32(ptr: *mut u32, current: u32, new: u32) -> u32
 #[inline(always)]
 pub unsafe fn load_acquire_u32(ptr: *const u32) -> u32 {
     #[cfg(not(target_arch = "nvptx64"))]
-    {
-        crate::sim::global_access(false);
-        // SAFETY: the caller guarantees a valid, aligned u32 accessed atomically.
-        return unsafe { std::sync::atomic::AtomicU32::from_ptr(ptr.cast_mut()) }
-            .load(std::sync::atomic::Ordering::Acquire);
-    }
+    crate::sim::global_access(false);
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees a valid, aligned u32 accessed atomically.
+    return unsafe { std::sync::atomic::AtomicU32::from_ptr(ptr.cast_mut()) }
+        .load(std::sync::atomic::Ordering::Acquire);
     #[cfg(target_arch = "nvptx64")]
     {
         let v: u32;
@@ -205,12 +204,11 @@ pub unsafe fn store_release_u32(ptr: *mut u32, value: u32) {
 #[inline(always)]
 pub unsafe fn load_relaxed_u64(ptr: *const u64) -> u64 {
     #[cfg(not(target_arch = "nvptx64"))]
-    {
-        crate::sim::global_access(false);
-        // SAFETY: the caller guarantees a valid, aligned u64 accessed atomically.
-        return unsafe { std::sync::atomic::AtomicU64::from_ptr(ptr.cast_mut()) }
-            .load(std::sync::atomic::Ordering::Relaxed);
-    }
+    crate::sim::global_access(false);
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller guarantees a valid, aligned u64 accessed atomically.
+    return unsafe { std::sync::atomic::AtomicU64::from_ptr(ptr.cast_mut()) }
+        .load(std::sync::atomic::Ordering::Relaxed);
     #[cfg(target_arch = "nvptx64")]
     {
         let v: u64;

@@ -524,14 +524,13 @@ pub const LOOKBACK_VALUE: u32 = (1 << 30) - 1;
 #[inline(always)]
 unsafe fn load_relaxed_u32(ptr: *const u32) -> u32 {
     #[cfg(not(target_arch = "nvptx64"))]
-    {
-        // The spin's yield under the simulator's interleaved schedule.
-        crate::sim::global_access(false);
-        // SAFETY: the caller's contract; other threads (other blocks on other
-        // OS threads of the simulator) write it atomically.
-        return unsafe { core::sync::atomic::AtomicU32::from_ptr(ptr.cast_mut()) }
-            .load(core::sync::atomic::Ordering::Relaxed);
-    }
+    // The spin's yield under the simulator's interleaved schedule.
+    crate::sim::global_access(false);
+    #[cfg(not(target_arch = "nvptx64"))]
+    // SAFETY: the caller's contract; other threads (other blocks on other
+    // OS threads of the simulator) write it atomically.
+    return unsafe { core::sync::atomic::AtomicU32::from_ptr(ptr.cast_mut()) }
+        .load(core::sync::atomic::Ordering::Relaxed);
     #[cfg(target_arch = "nvptx64")]
     {
         let v: u32;

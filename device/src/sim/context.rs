@@ -182,7 +182,6 @@ impl BlockState {
         dynamic: u32,
         budget: u32,
         fifo: std::sync::Arc<super::printf::Fifo>,
-        interleaved: bool,
     ) -> Self {
         let bytes = budget.max(dynamic) as usize + 16;
         let threads = block_dim.iter().map(|&d| d as usize).product::<usize>();
@@ -203,7 +202,7 @@ impl BlockState {
             last_sync: RefCell::new(vec![(0, 0); threads]),
             out: RefCell::new(Vec::new()),
             fifo,
-            interleaved,
+            interleaved: false,
         }
     }
 

@@ -210,7 +210,7 @@ pub const DEADLOCK_POLLS: u64 = 1 << 20;
 
 /// The seed of the interleaved schedule's turns without
 /// [`SimOptions::seed`].
-const INTERLEAVE_SEED: u64 = 0x5eed_b10c_0f_f00d;
+const INTERLEAVE_SEED: u64 = 0x5eed_b10c_f00d_cafe;
 
 /// The GPU's default printf FIFO: 1 MiB (`cudaLimitPrintfFifoSize`).
 pub const PRINTF_FIFO_BYTES: usize = 1 << 20;
@@ -430,7 +430,7 @@ fn run_blocks(
         Schedule::InOrder => None,
     };
     let seed = options.seed.unwrap_or(INTERLEAVE_SEED);
-    let worker = |k: u64| {
+    let worker = || {
         scheduler::Worker::new(
             kernel,
             shape,
@@ -439,16 +439,14 @@ fn run_blocks(
             options.seed,
             budget,
             fifo.clone(),
-            interleave.map(|_| seed ^ k.wrapping_mul(0xd1b5_4a32_d192_ed03)),
         )
     };
     if let Some(resident) = interleave {
         let workers = (0..u64::from(resident.max(1)).min(blocks))
-            .map(worker)
+            .map(|k| worker().interleaved(seed ^ k.wrapping_mul(0xd1b5_4a32_d192_ed03)))
             .collect();
         return run_interleaved(kernel, workers, blocks, options.seed);
     }
-    let worker = || worker(0);
     let threads = options.threads.clamp(1, 256).min(blocks as usize);
     if threads <= 1 {
         let mut w = worker();

@@ -199,7 +199,6 @@ impl Worker {
         seed: Option<u64>,
         budget: u32,
         fifo: std::sync::Arc<super::printf::Fifo>,
-        interleave: Option<u64>,
     ) -> Worker {
         trap::install();
         Worker {
@@ -218,7 +217,6 @@ impl Worker {
                 shape.dynamic_shared_bytes,
                 budget,
                 fifo,
-                interleave.is_some(),
             )),
             ctxs: Vec::new(),
             states: Vec::new(),
@@ -228,11 +226,19 @@ impl Worker {
             cos: Vec::new(),
             done: 0,
             rng: None,
-            interleave: interleave.map(|s| (s, Rng(s))),
+            interleave: None,
             linear: 0,
             progress: 0,
             polls: 0,
         }
+    }
+
+    /// The worker for the interleaved schedule, its turns drawn from `seed`:
+    /// its threads yield at global atomics ([`Event::Global`]).
+    pub fn interleaved(mut self, seed: u64) -> Worker {
+        self.interleave = Some((seed, Rng(seed)));
+        self.state.interleaved = true;
+        self
     }
 
     /// The printf output of the blocks run since the last call.
