@@ -116,6 +116,14 @@ for seed in 1 2 3; do
   CUDA_KERNELS_SIM_SEED=$seed CUDA_KERNELS_SIM_THREADS=2 \
     cargo test -p cuda-kernels-gpu --test sim_smoke "$@"
 done
+# The look-back and sort families under the interleaved block schedule
+# (docs/simulator.md, "Interleaved blocks"): four resident blocks, started
+# out of order and run in turns, so that a look-back waits for an
+# unpublished tile (in order it never does) and a publication in the wrong
+# order, or a spin nothing ends (SimError::Deadlock), fails here.
+for family in collectives::scan collectives::select collectives::look_back sort::; do
+  CUDA_KERNELS_SIM=1 CUDA_KERNELS_SIM_SCHEDULE=interleaved cargo test --test gpu "$@" -- "$family"
+done
 # The library crates packaged as crates.io would hold them, and built from the
 # packages (issue 12, "Publishable"; nothing is published): scripts/package.sh.
 bash scripts/package.sh

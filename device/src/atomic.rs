@@ -36,7 +36,9 @@
 //! On the host they are the host's atomics on the same memory
 //! (`AtomicU32::from_ptr`…, relaxed; the float additions a compare-exchange
 //! loop), so they stay correct when the simulator runs blocks on several OS
-//! threads.
+//! threads. Under the simulator's interleaved schedule each is also a point
+//! where another block may run (after a store or read-modify-write, before
+//! a load; `docs/simulator.md`).
 #[cfg(target_arch = "nvptx64")]
 use core::arch::asm;
 
@@ -153,6 +155,8 @@ pub unsafe fn compare_exchange_u32(ptr: *mut u32, current: u32, new: u32) -> u32
 #[inline(always)]
 pub unsafe fn load_acquire_u32(ptr: *const u32) -> u32 {
     #[cfg(not(target_arch = "nvptx64"))]
+    crate::sim::global_access(false);
+    #[cfg(not(target_arch = "nvptx64"))]
     // SAFETY: the caller guarantees a valid, aligned u32 accessed atomically.
     return unsafe { std::sync::atomic::AtomicU32::from_ptr(ptr.cast_mut()) }
         .load(std::sync::atomic::Ordering::Acquire);
@@ -176,9 +180,12 @@ pub unsafe fn load_acquire_u32(ptr: *const u32) -> u32 {
 #[inline(always)]
 pub unsafe fn store_release_u32(ptr: *mut u32, value: u32) {
     #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller guarantees a valid, aligned u32 accessed atomically.
-    unsafe { std::sync::atomic::AtomicU32::from_ptr(ptr) }
-        .store(value, std::sync::atomic::Ordering::Release);
+    {
+        // SAFETY: the caller guarantees a valid, aligned u32 accessed atomically.
+        unsafe { std::sync::atomic::AtomicU32::from_ptr(ptr) }
+            .store(value, std::sync::atomic::Ordering::Release);
+        crate::sim::global_access(true);
+    }
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: the caller guarantees a valid global address.
     unsafe {
@@ -196,6 +203,8 @@ pub unsafe fn store_release_u32(ptr: *mut u32, value: u32) {
 /// concurrent threads access only through atomics or these functions.
 #[inline(always)]
 pub unsafe fn load_relaxed_u64(ptr: *const u64) -> u64 {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::sim::global_access(false);
     #[cfg(not(target_arch = "nvptx64"))]
     // SAFETY: the caller guarantees a valid, aligned u64 accessed atomically.
     return unsafe { std::sync::atomic::AtomicU64::from_ptr(ptr.cast_mut()) }
@@ -220,9 +229,12 @@ pub unsafe fn load_relaxed_u64(ptr: *const u64) -> u64 {
 #[inline(always)]
 pub unsafe fn store_relaxed_u64(ptr: *mut u64, value: u64) {
     #[cfg(not(target_arch = "nvptx64"))]
-    // SAFETY: the caller guarantees a valid, aligned u64 accessed atomically.
-    unsafe { std::sync::atomic::AtomicU64::from_ptr(ptr) }
-        .store(value, std::sync::atomic::Ordering::Relaxed);
+    {
+        // SAFETY: the caller guarantees a valid, aligned u64 accessed atomically.
+        unsafe { std::sync::atomic::AtomicU64::from_ptr(ptr) }
+            .store(value, std::sync::atomic::Ordering::Relaxed);
+        crate::sim::global_access(true);
+    }
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: the caller guarantees a valid global address.
     unsafe {

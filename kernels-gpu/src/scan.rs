@@ -45,8 +45,10 @@
 //! while block 999 has no multiprocessor yet, and if every resident block
 //! waits for 999, none ever ends. The simulator keeps the same rule: it runs
 //! each block to completion on one OS thread (`CUDA_KERNELS_SIM_THREADS`
-//! blocks at a time), and a block's tile was drawn when it started, so the
-//! tiles it waits for are held by blocks that are running or done.
+//! blocks at a time), or several resident blocks in turns, out of order
+//! (`CUDA_KERNELS_SIM_SCHEDULE=interleaved`, where the look-back's wait
+//! runs), and a block's tile was drawn when it started, so the tiles it
+//! waits for are held by blocks that are running or done.
 //!
 //! The window also must not move past tile 0: it moves back when its 32
 //! tiles published aggregates only, so tile 0's flag goes from `EMPTY`

@@ -524,6 +524,9 @@ pub const LOOKBACK_VALUE: u32 = (1 << 30) - 1;
 #[inline(always)]
 unsafe fn load_relaxed_u32(ptr: *const u32) -> u32 {
     #[cfg(not(target_arch = "nvptx64"))]
+    // The spin's yield under the simulator's interleaved schedule.
+    crate::sim::global_access(false);
+    #[cfg(not(target_arch = "nvptx64"))]
     // SAFETY: the caller's contract; other threads (other blocks on other
     // OS threads of the simulator) write it atomically.
     return unsafe { core::sync::atomic::AtomicU32::from_ptr(ptr.cast_mut()) }
@@ -584,8 +587,9 @@ pub unsafe fn digit_publish(status: *mut u32, tile: usize, digit: usize, count: 
 /// a global atomic counter, never `blockIdx`): a block holding a ticket is
 /// running, so every tile waited on is being worked on by a resident block
 /// and gets published. On the simulator, blocks run in ticket order (one OS
-/// thread) or several at once (`CUDA_KERNELS_SIM_THREADS`), either way each
-/// block that took a ticket runs to its end.
+/// thread), several at once (`CUDA_KERNELS_SIM_THREADS`), or interleaved
+/// (`CUDA_KERNELS_SIM_SCHEDULE=interleaved`, where this spin parks its
+/// block); either way each block that took a ticket runs to its end.
 ///
 /// # Safety
 /// As for [`digit_publish`], which this thread called before for the same

@@ -1,5 +1,8 @@
 //! The host side of [`crate::atomic`]: the host's atomics on the same
-//! memory, relaxed (as PTX's `atom` without `.sem`).
+//! memory, relaxed (as PTX's `atom` without `.sem`), each followed by
+//! [`global_access`] (a point where the interleaved schedule lets another
+//! block run).
+use super::global_access;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering::Relaxed};
 
 macro_rules! rmw {
@@ -8,7 +11,9 @@ macro_rules! rmw {
         /// `ptr` is a live, aligned value only accessed atomically meanwhile.
         pub(crate) unsafe fn $name(ptr: *mut $t, value: $t) -> $t {
             // SAFETY: forwarded from the caller.
-            unsafe { <$atomic>::from_ptr(ptr) }.$method(value, Relaxed)
+            let old = unsafe { <$atomic>::from_ptr(ptr) }.$method(value, Relaxed);
+            global_access(true);
+            old
         }
     )*};
 }
@@ -28,9 +33,11 @@ rmw! {
 pub(crate) unsafe fn compare_exchange_u32(ptr: *mut u32, current: u32, new: u32) -> u32 {
     // SAFETY: forwarded from the caller.
     let a = unsafe { AtomicU32::from_ptr(ptr) };
-    match a.compare_exchange(current, new, Relaxed, Relaxed) {
+    let old = match a.compare_exchange(current, new, Relaxed, Relaxed) {
         Ok(v) | Err(v) => v,
-    }
+    };
+    global_access(true);
+    old
 }
 
 /// `atom.add.f32`: subnormal inputs and results flushed to zero of their
@@ -54,6 +61,7 @@ pub(crate) unsafe fn fetch_add_f32(ptr: *mut f32, value: f32) -> f32 {
         let sum = flush(flush(f32::from_bits(bits)) + flush(value));
         Some(super::gpu_nan_f32(sum).to_bits())
     });
+    global_access(true);
     match old {
         Ok(v) | Err(v) => f32::from_bits(v),
     }
@@ -71,6 +79,7 @@ pub(crate) unsafe fn fetch_add_f64(ptr: *mut f64, value: f64) -> f64 {
     let old = a.fetch_update(Relaxed, Relaxed, |bits| {
         Some((f64::from_bits(bits) + value).to_bits())
     });
+    global_access(true);
     match old {
         Ok(v) | Err(v) => f64::from_bits(v),
     }

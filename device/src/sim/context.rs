@@ -169,6 +169,9 @@ pub(crate) struct BlockState {
     pub out: RefCell<Vec<u8>>,
     /// The launch's printf FIFO.
     pub fifo: std::sync::Arc<super::printf::Fifo>,
+    /// Whether the launch runs under the interleaved schedule (its threads
+    /// yield at global atomics: [`super::global_access`]).
+    pub interleaved: bool,
 }
 
 impl BlockState {
@@ -199,6 +202,7 @@ impl BlockState {
             last_sync: RefCell::new(vec![(0, 0); threads]),
             out: RefCell::new(Vec::new()),
             fifo,
+            interleaved: false,
         }
     }
 

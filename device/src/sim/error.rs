@@ -149,6 +149,18 @@ pub enum SimError {
         /// the error stays small).
         site: Option<Box<str>>,
     },
+    /// Under the interleaved schedule, the resident blocks only spin: they
+    /// made `polls` atomic loads of global memory with no thread exiting,
+    /// no barrier released and no atomic store among them, so none can
+    /// publish what another waits for (on the GPU, a hang).
+    Deadlock {
+        /// The kernel.
+        kernel: &'static str,
+        /// `blockIdx` of each resident block.
+        blocks: Vec<[u32; 3]>,
+        /// The atomic loads since the last progress.
+        polls: u64,
+    },
     /// A memory operation of the simulator itself failed (mmap).
     Memory {
         /// What was attempted.
@@ -269,6 +281,18 @@ impl fmt::Display for SimError {
                     ),
                 }
             }
+            SimError::Deadlock {
+                kernel,
+                blocks,
+                polls,
+            } => write!(
+                f,
+                "{kernel}: deadlock under the interleaved schedule: resident blocks {} made \
+                 {polls} atomic loads of global memory with no thread exiting, no barrier \
+                 released and no atomic store among them (a spin-wait on a value no running \
+                 block will write; on the GPU, a hang)",
+                threads(blocks)
+            ),
             SimError::Memory { what, reason } => write!(f, "simulator memory: {what}: {reason}"),
         }
     }

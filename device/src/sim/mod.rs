@@ -157,6 +157,8 @@ pub struct SimOptions {
     pub seed: Option<u64>,
     /// OS threads that run blocks in parallel (0 or 1: one, the caller's).
     pub threads: usize,
+    /// The order in which blocks run.
+    pub schedule: Schedule,
     /// The device's limits.
     pub limits: Limits,
     /// Whether the kernel opted in to more than 48 KiB of shared memory.
@@ -167,6 +169,49 @@ pub struct SimOptions {
     pub printf_fifo_bytes: usize,
 }
 
+/// The order in which the simulator runs a launch's blocks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Schedule {
+    /// Each block to its end before the next starts, in `blockIdx` order
+    /// (or [`SimOptions::threads`] blocks at once on as many OS threads).
+    /// A block that waits for another (a decoupled look-back) always finds
+    /// it done.
+    #[default]
+    InOrder,
+    /// `resident` blocks at a time, on the calling OS thread
+    /// ([`SimOptions::threads`] is not used), as the GPU keeps several
+    /// resident: blocks start in a permuted order (the last first without
+    /// a seed, else a permutation drawn from [`SimOptions::seed`]), and run
+    /// in turns of a random number of thread resumes (half of the turns
+    /// the block started last's, so a later tile runs ahead). A turn also ends
+    /// after every atomic store or read-modify-write of global memory (the
+    /// other blocks see it before this one goes on: a flag published before
+    /// its data is read without the data) and before one atomic load in
+    /// eight (a spin-wait parks, so the block it waits for runs). So a
+    /// look-back's wait runs, and a block parks mid look-back. When the
+    /// resident blocks make more than [`DEADLOCK_POLLS`] atomic loads with
+    /// no thread exiting, no barrier released and no atomic write among
+    /// them, the launch ends with [`SimError::Deadlock`] (on the GPU: a
+    /// hang). Plain stores are seen by the other blocks at once, in program
+    /// order: a missing fence is not found, a missing or misordered
+    /// publication is.
+    Interleaved {
+        /// Blocks resident at once (at least 2 interleave).
+        resident: u32,
+    },
+}
+
+/// The resident blocks of `CUDA_KERNELS_SIM_SCHEDULE=interleaved`.
+pub const INTERLEAVED_RESIDENT: u32 = 4;
+
+/// Atomic loads of global memory with no progress after which the
+/// interleaved schedule reports a deadlock ([`Schedule::Interleaved`]).
+pub const DEADLOCK_POLLS: u64 = 1 << 20;
+
+/// The seed of the interleaved schedule's turns without
+/// [`SimOptions::seed`].
+const INTERLEAVE_SEED: u64 = 0x5eed_b10c_f00d_cafe;
+
 /// The GPU's default printf FIFO: 1 MiB (`cudaLimitPrintfFifoSize`).
 pub const PRINTF_FIFO_BYTES: usize = 1 << 20;
 
@@ -175,6 +220,7 @@ impl Default for SimOptions {
         SimOptions {
             seed: None,
             threads: 0,
+            schedule: Schedule::InOrder,
             limits: Limits::default(),
             shared_opt_in: false,
             printf_fifo_bytes: PRINTF_FIFO_BYTES,
@@ -183,10 +229,12 @@ impl Default for SimOptions {
 }
 
 impl SimOptions {
-    /// The defaults, with `CUDA_KERNELS_SIM_SEED=<u64>` and
-    /// `CUDA_KERNELS_SIM_THREADS=<n>` from the environment when set.
-    /// A value that does not parse is ignored, with a warning on stderr
-    /// (once per process).
+    /// The defaults, with `CUDA_KERNELS_SIM_SEED=<u64>`,
+    /// `CUDA_KERNELS_SIM_THREADS=<n>` and `CUDA_KERNELS_SIM_SCHEDULE`
+    /// (`in-order`, `interleaved` for [`INTERLEAVED_RESIDENT`] resident
+    /// blocks, `interleaved:<n>`) from the environment when set. A value
+    /// that does not parse is ignored, with a warning on stderr (once per
+    /// process).
     pub fn from_env() -> SimOptions {
         fn var(name: &str) -> Option<u64> {
             let v = std::env::var(name).ok()?;
@@ -202,7 +250,35 @@ impl SimOptions {
         SimOptions {
             seed: var("CUDA_KERNELS_SIM_SEED"),
             threads: var("CUDA_KERNELS_SIM_THREADS").map_or(1, |n: u64| n as usize),
+            schedule: std::env::var("CUDA_KERNELS_SIM_SCHEDULE").map_or(Schedule::InOrder, |v| {
+                Schedule::parse(&v).unwrap_or_else(|| {
+                    static WARNED: std::sync::Once = std::sync::Once::new();
+                    WARNED.call_once(|| {
+                        eprintln!(
+                            "cuda-kernels simulator: ignoring CUDA_KERNELS_SIM_SCHEDULE={v:?} \
+                                 (in-order, interleaved or interleaved:<blocks>)"
+                        )
+                    });
+                    Schedule::InOrder
+                })
+            }),
             ..SimOptions::default()
+        }
+    }
+}
+
+impl Schedule {
+    /// `in-order`, `interleaved` or `interleaved:<resident blocks ≥ 1>`.
+    fn parse(v: &str) -> Option<Schedule> {
+        match v.trim() {
+            "in-order" | "" => Some(Schedule::InOrder),
+            "interleaved" => Some(Schedule::Interleaved {
+                resident: INTERLEAVED_RESIDENT,
+            }),
+            v => {
+                let resident = v.strip_prefix("interleaved:")?.parse().ok()?;
+                (resident > 0).then_some(Schedule::Interleaved { resident })
+            }
         }
     }
 }
@@ -349,6 +425,11 @@ fn run_blocks(
 ) -> Result<(), SimError> {
     let [gx, gy, gz] = shape.grid;
     let blocks = gx as u64 * gy as u64 * gz as u64;
+    let interleave = match options.schedule {
+        Schedule::Interleaved { resident } => Some(resident),
+        Schedule::InOrder => None,
+    };
+    let seed = options.seed.unwrap_or(INTERLEAVE_SEED);
     let worker = || {
         scheduler::Worker::new(
             kernel,
@@ -360,6 +441,12 @@ fn run_blocks(
             fifo.clone(),
         )
     };
+    if let Some(resident) = interleave {
+        let workers = (0..u64::from(resident.max(1)).min(blocks))
+            .map(|k| worker().interleaved(seed ^ k.wrapping_mul(0xd1b5_4a32_d192_ed03)))
+            .collect();
+        return run_interleaved(kernel, workers, blocks, options.seed);
+    }
     let threads = options.threads.clamp(1, 256).min(blocks as usize);
     if threads <= 1 {
         let mut w = worker();
@@ -416,6 +503,114 @@ fn run_blocks(
     match errors.into_iter().next() {
         Some((_, e)) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// [`Schedule::Interleaved`]: `workers` (one per resident block) run the
+/// grid's `blocks` in turns (half of them the block started last's), a new
+/// block starting in a worker whose block ended, in a permuted order (the
+/// last first without `order_seed`). The printf output is written in block
+/// order.
+fn run_interleaved(
+    kernel: &'static str,
+    mut workers: Vec<scheduler::Worker>,
+    blocks: u64,
+    order_seed: Option<u64>,
+) -> Result<(), SimError> {
+    let mut rng = scheduler::Rng(order_seed.unwrap_or(INTERLEAVE_SEED) ^ 0x7e57_ab1e);
+    // The start order: i ↦ (a·i + c) mod blocks, a coprime to `blocks`.
+    let (a, c) = match order_seed {
+        None => (blocks - 1, blocks - 1),
+        Some(_) => {
+            let mut a = rng.next() % blocks;
+            while gcd(a, blocks) != 1 {
+                a = (a + 1) % blocks;
+            }
+            (a, rng.next() % blocks)
+        }
+    };
+    let order =
+        |i: u64| ((u128::from(a) * u128::from(i) + u128::from(c)) % u128::from(blocks)) as u64;
+    let mut started = 0;
+    let mut live: Vec<usize> = Vec::new();
+    // Each worker's block's place in the start order.
+    let mut place = vec![0u64; workers.len()];
+    for (k, w) in workers.iter_mut().enumerate() {
+        w.start(order(started));
+        place[k] = started;
+        started += 1;
+        live.push(k);
+    }
+    let mut outputs: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut idle_polls = 0u64;
+    let result = loop {
+        if live.is_empty() {
+            break Ok(());
+        }
+        // Half the turns go to the block started last (a later tile runs
+        // ahead and waits for the earlier ones), the others to any.
+        let k = if rng.below(2) == 0 {
+            live.iter()
+                .copied()
+                .max_by_key(|&k| place[k])
+                .unwrap_or(live[0])
+        } else {
+            live[rng.below(live.len())]
+        };
+        let w = &mut workers[k];
+        let (progress, polls) = (w.progress, w.polls);
+        let turn = w.run(1 + rng.below(256) as u32);
+        if w.progress != progress {
+            idle_polls = 0;
+        } else {
+            idle_polls += w.polls - polls;
+        }
+        let out = w.take_output();
+        if !out.is_empty() {
+            outputs.push((w.linear, out));
+        }
+        match turn {
+            Err(e) => break Err(e),
+            Ok(scheduler::Turn::Parked) if idle_polls > DEADLOCK_POLLS => {
+                break Err(SimError::Deadlock {
+                    kernel,
+                    blocks: live.iter().map(|&k| workers[k].block()).collect(),
+                    polls: idle_polls,
+                });
+            }
+            Ok(scheduler::Turn::Parked) => {}
+            Ok(scheduler::Turn::Done) if started < blocks => {
+                w.start(order(started));
+                place[k] = started;
+                started += 1;
+            }
+            Ok(scheduler::Turn::Done) => live.retain(|&j| j != k),
+        }
+    };
+    outputs.sort_by_key(|(b, _)| *b);
+    for (_, out) in &outputs {
+        printf::emit(out);
+    }
+    result
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// Interleaved schedule ([`Schedule::Interleaved`]): the current thread
+/// touched global memory atomically, a store or read-modify-write
+/// (`wrote`, after it) or a load (before it): it yields, and another block
+/// may run. Elsewhere, nothing.
+pub(crate) fn global_access(wrote: bool) {
+    if context::in_simulated_thread() {
+        let ctx = current();
+        if ctx.block_state().interleaved {
+            ctx.suspend(scheduler::Event::Global { wrote });
+        }
     }
 }
 

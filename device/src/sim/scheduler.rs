@@ -33,6 +33,10 @@ pub(crate) enum Event {
     Barrier(Site),
     /// It joined a warp collective.
     Warp(Pending),
+    /// Interleaved schedule only: it touched global memory atomically, a
+    /// store or read-modify-write (`wrote`, just done) or a load (about to
+    /// be done); another block may run first (see [`Worker::run`]).
+    Global { wrote: bool },
 }
 
 /// A lane's part in a warp collective.
@@ -115,10 +119,10 @@ pub(crate) fn release_stacks() {
 }
 
 /// A small, seedable generator (SplitMix64) for shuffled schedules.
-struct Rng(u64);
+pub(crate) struct Rng(pub u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -126,7 +130,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 }
@@ -141,7 +145,20 @@ unsafe impl Send for Params {}
 // SAFETY: as above; the array is only read.
 unsafe impl Sync for Params {}
 
-/// Runs blocks of one launch on the calling OS thread.
+/// What [`Worker::run`] did with its turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Turn {
+    /// The block ran to its end.
+    Done,
+    /// The block parked: its turn's resumes were used up, or a thread
+    /// yielded at global memory.
+    Parked,
+}
+
+/// Runs blocks of one launch on the calling OS thread: one block at a time
+/// ([`run_block`](Self::run_block)), or, for the interleaved schedule, one
+/// resident block that runs in turns ([`start`](Self::start), then
+/// [`run`](Self::run) until it is done).
 pub(crate) struct Worker {
     shape: LaunchShape,
     shared: Box<Shared>,
@@ -155,6 +172,22 @@ pub(crate) struct Worker {
     ready: VecDeque<(usize, u32)>,
     /// Each waiting thread's runner (none between blocks).
     cos: Vec<Option<Co>>,
+    /// The block's threads that have exited.
+    done: usize,
+    /// The block's thread order (with a seed).
+    rng: Option<Rng>,
+    /// Interleaved schedule: the seed of the worker's turns, and the
+    /// block's draws of where it parks.
+    interleave: Option<(u64, Rng)>,
+    /// The block's linear index.
+    pub linear: u64,
+    /// Interleaved schedule: events that let another block go on (a thread
+    /// exited, a barrier released, an atomic store or read-modify-write of
+    /// global memory), since the worker was made.
+    pub progress: u64,
+    /// Interleaved schedule: atomic loads of global memory since the
+    /// worker was made (what a spin-wait does).
+    pub polls: u64,
 }
 
 impl Worker {
@@ -191,7 +224,21 @@ impl Worker {
             waiting: Vec::new(),
             ready: VecDeque::new(),
             cos: Vec::new(),
+            done: 0,
+            rng: None,
+            interleave: None,
+            linear: 0,
+            progress: 0,
+            polls: 0,
         }
+    }
+
+    /// The worker for the interleaved schedule, its turns drawn from `seed`:
+    /// its threads yield at global atomics ([`Event::Global`]).
+    pub fn interleaved(mut self, seed: u64) -> Worker {
+        self.interleave = Some((seed, Rng(seed)));
+        self.state.interleaved = true;
+        self
     }
 
     /// The printf output of the blocks run since the last call.
@@ -201,6 +248,15 @@ impl Worker {
 
     /// Runs block `linear` (x fastest) to completion.
     pub fn run_block(&mut self, linear: u64) -> Result<(), SimError> {
+        self.start(linear);
+        while self.run(u32::MAX)? == Turn::Parked {}
+        Ok(())
+    }
+
+    /// Makes block `linear` (x fastest) this worker's, none of its threads
+    /// started yet.
+    pub fn start(&mut self, linear: u64) {
+        self.linear = linear;
         let [gx, gy, _] = self.shape.grid;
         let (gx, gy) = (gx as u64, gy as u64);
         let block = [
@@ -246,7 +302,11 @@ impl Worker {
         self.waiting.clear();
         self.waiting.resize(n.div_ceil(32), 0);
         self.ready.clear();
-        let mut rng = self
+        self.done = 0;
+        if let Some((seed, r)) = &mut self.interleave {
+            *r = Rng(*seed ^ linear.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        }
+        self.rng = self
             .seed
             .map(|s| Rng(s ^ linear.wrapping_mul(0x2545_f491_4f6c_dd1d)));
         self.shared.ctxs.set(self.ctxs.as_ptr());
@@ -254,28 +314,51 @@ impl Worker {
         let mut fresh = self.shared.fresh.borrow_mut();
         fresh.clear();
         fresh.extend(0..n);
-        if let Some(r) = &mut rng {
+        if let Some(r) = &mut self.rng {
             // A random permutation (Fisher-Yates) of the start order.
             for k in (1..n).rev() {
                 fresh.swap(k, r.below(k + 1));
             }
         }
         drop(fresh);
+        self.cos.resize_with(n, || None);
+    }
+
+    /// Runs the block's threads until it ends ([`Turn::Done`]), or parks
+    /// ([`Turn::Parked`]) after `resumes` resumes or where a thread yields
+    /// at global memory ([`Event::Global`], interleaved schedule only):
+    /// after every store or read-modify-write (another block sees it before
+    /// this one goes on), and before one load in eight (drawn by the
+    /// block's seed: a spin-wait lets the others run, and a load that does
+    /// not park reads what was there when it parked last). A fault or
+    /// finding ends the block.
+    pub fn run(&mut self, resumes: u32) -> Result<Turn, SimError> {
         let mut cos = std::mem::take(&mut self.cos);
-        cos.resize_with(n, || None);
-        let result = self.schedule(&mut cos, &mut rng);
-        // Suspended coroutines (after a finding) are unwound before the
-        // contexts they point to change.
-        for co in &mut cos {
-            *co = None;
+        let mut rng = self.rng.take();
+        let result = self.schedule(&mut cos, &mut rng, resumes);
+        if !matches!(result, Ok(Turn::Parked)) {
+            // Suspended coroutines (after a finding) are unwound before the
+            // contexts they point to change.
+            for co in &mut cos {
+                *co = None;
+            }
         }
         self.cos = cos;
+        self.rng = rng;
         result
     }
 
-    fn schedule(&mut self, cos: &mut [Option<Co>], rng: &mut Option<Rng>) -> Result<(), SimError> {
-        let mut done = 0;
+    fn schedule(
+        &mut self,
+        cos: &mut [Option<Co>],
+        rng: &mut Option<Rng>,
+        mut resumes: u32,
+    ) -> Result<Turn, SimError> {
         loop {
+            if resumes == 0 {
+                return Ok(Turn::Parked);
+            }
+            resumes -= 1;
             // Unstarted threads first (the GPU's order, roughly: every thread
             // runs up to its first wait), then the ready ones; with a seed,
             // any of them at random.
@@ -292,7 +375,7 @@ impl Worker {
                 _ if fresh > 0 => None,
                 _ => match self.ready.pop_front() {
                     Some(x) => Some(x),
-                    None if done == self.states.len() => return Ok(()),
+                    None if self.done == self.states.len() => return Ok(Turn::Done),
                     None => {
                         if !self.resolve_active_masks() {
                             self.release_barrier()?;
@@ -317,7 +400,8 @@ impl Worker {
             let mut finished = std::mem::take(&mut *self.shared.finished.borrow_mut());
             for &t in &finished {
                 self.states[t] = State::Done;
-                done += 1;
+                self.done += 1;
+                self.progress += 1;
                 self.check_exit(t)?;
             }
             // The list's allocation goes back for the next runs.
@@ -327,6 +411,23 @@ impl Worker {
                 CoroutineResult::Yield((t, Event::Barrier(site))) => {
                     self.states[t] = State::Barrier(site);
                     cos[t] = Some(co);
+                }
+                CoroutineResult::Yield((t, Event::Global { wrote })) => {
+                    // Ready again, the first of the ready threads.
+                    cos[t] = Some(co);
+                    self.ready.push_front((t, 0));
+                    if wrote {
+                        self.progress += 1;
+                        return Ok(Turn::Parked);
+                    }
+                    self.polls += 1;
+                    if self
+                        .interleave
+                        .as_mut()
+                        .is_none_or(|(_, r)| r.below(8) == 0)
+                    {
+                        return Ok(Turn::Parked);
+                    }
                 }
                 CoroutineResult::Yield((t, Event::Warp(p))) => {
                     self.states[t] = State::Warp;
@@ -383,6 +484,11 @@ impl Worker {
                 }
             }
         })
+    }
+
+    /// `blockIdx` of the worker's block.
+    pub fn block(&self) -> [u32; 3] {
+        self.state.block.get()
     }
 
     /// The lanes of thread `i`'s warp that exist in the block, as a mask.
@@ -565,6 +671,7 @@ impl Worker {
                 .all(|s| *s == State::Done || matches!(s, State::Barrier(t) if *t == site))
         {
             self.state.barrier_passed();
+            self.progress += 1;
             for (i, s) in self.states.iter_mut().enumerate() {
                 if *s != State::Done {
                     *s = State::Ready;
@@ -610,6 +717,16 @@ impl Worker {
             block: self.state.block.get(),
             stuck,
         })
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // A parked block's coroutines are unwound while the contexts they
+        // point to are still there.
+        for co in &mut self.cos {
+            *co = None;
+        }
     }
 }
 
