@@ -246,7 +246,7 @@ impl GemmShape {
 
 /// A GEMM input element on the host (`half::bf16`, `half::f16`, or f32 for
 /// tf32), with its device twin.
-pub trait GemmInput: Copy + 'static {
+pub trait GemmInput: Copy + Send + Sync + 'static {
     /// The device crate's type of the same bits.
     type Dev: DeviceCopy + Pod + Copy + Send + Sync + 'static;
     /// The name in kernel names and reports (`bf16`, `f16`, `tf32`).

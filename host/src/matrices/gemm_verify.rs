@@ -335,14 +335,30 @@ impl<'a, I: GemmInput> GemmVerifier<'a, I> {
         } else {
             &[Rounding::Exact]
         };
-        let abxs = candidates
-            .iter()
-            .map(|&round| {
-                xs.iter()
-                    .map(|x| av.times(&bv.times(x, round), round))
-                    .collect()
-            })
-            .collect();
+        // Each projection of each candidate on a thread of its own (the
+        // products are the verifier's whole cost: 8192³ takes seconds each).
+        let abxs = std::thread::scope(|scope| {
+            let (av, bv) = (&av, &bv);
+            let handles: Vec<Vec<_>> = candidates
+                .iter()
+                .map(|&round| {
+                    xs.iter()
+                        .map(|x| scope.spawn(move || av.times(&bv.times(x, round), round)))
+                        .collect()
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|row| {
+                    row.into_iter()
+                        .map(|h| h.join().ok())
+                        .collect::<Option<Vec<Vec<f64>>>>()
+                })
+                .collect::<Option<Vec<_>>>()
+        });
+        let Some(abxs) = abxs else {
+            return unchecked("a projection's thread panicked".into());
+        };
         // ‖B‖_F² is the sum of the squared norms of op(B)'s rows.
         let b_frob = bv.row_norms2().iter().sum::<f64>().sqrt();
         let norms = av
