@@ -422,7 +422,6 @@ pub(super) fn gemm_wgmma_split_counts(gpu: &Gpu) -> Result<(), Failed> {
         }
         let what = format!("{forced:?}: {plan:?}");
         plan.launch().map_err(fail)?;
-        drop(plan);
         let got = dc.to_vec().map_err(fail)?;
         for z in 0..batches {
             let reference = gemm_reference(
