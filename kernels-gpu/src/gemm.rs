@@ -690,6 +690,10 @@ pub unsafe fn gemm_stage_transposed(
     }
 }
 
+/// The parameters of the staging entries, over words `W` of the operand's
+/// bits: `(src, dst, rows, cols, ld_src, ld_dst, batch_src)`.
+pub type StageParams<W> = (*const W, *mut W, u32, u32, u32, u32, u64);
+
 crate::device::kernels! {
     list STAGE_KERNELS;
     /// Stages a 32-bit GEMM operand transposed into 16-byte aligned rows

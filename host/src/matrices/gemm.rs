@@ -16,7 +16,7 @@ use cuda_kernels_gpu::gemm::{
     GEMM_SIMT_F16_F32, GEMM_SIMT_F32_F32, GEMM_SPLIT_REDUCE_BF16, GEMM_SPLIT_REDUCE_F16,
     GEMM_SPLIT_REDUCE_F32, GEMM_STAGE_B16, GEMM_STAGE_B32, GEMM_STAGE_TRANSPOSED_B32, GemmParams,
     MMA_SMEM_BYTES, MMA_THREADS, SIMT_BLOCK, STAGE_CHUNK_BYTES, STAGE_THREADS, STAGE_TILE,
-    STAGE_TILE_ROWS, SplitReduceParams, TRANS_A, TRANS_B,
+    STAGE_TILE_ROWS, SplitReduceParams, StageParams, TRANS_A, TRANS_B,
 };
 use cust::memory::DeviceCopy;
 use cust::memory::DevicePointer;
@@ -939,7 +939,7 @@ impl GemmExtSteps for Gpu {
             block: (STAGE_THREADS, 1, 1),
             shared_mem_bytes: 0,
         };
-        let (s, d) = (src.as_device_ptr().as_raw(), dst.as_device_ptr().as_raw());
+        let words = (src.as_device_ptr().as_raw(), dst.as_device_ptr().as_raw());
         let dims = (
             staged.rows as u32,
             staged.cols as u32,
@@ -947,8 +947,6 @@ impl GemmExtSteps for Gpu {
             staged.ld as u32,
             stride as u64,
         );
-        self.bind()?;
-        let stream = self.stream();
         // SAFETY: the shape was checked against `src`'s length (every element
         // the copy reads is inside it, dimensions and leading dimensions below
         // 2^31, batches within grid z); `dst` is this device's scratch of at
@@ -957,34 +955,8 @@ impl GemmExtSteps for Gpu {
         // uses it until the GEMM queued after this copy on the same stream.
         unsafe {
             match size_of::<T>() {
-                2 => self.launch(
-                    GEMM_STAGE_B16,
-                    cfg,
-                    stream,
-                    (
-                        DevicePointer::<u16>::from_raw(s),
-                        DevicePointer::<u16>::from_raw(d),
-                        dims.0,
-                        dims.1,
-                        dims.2,
-                        dims.3,
-                        dims.4,
-                    ),
-                ),
-                4 => self.launch(
-                    GEMM_STAGE_B32,
-                    cfg,
-                    stream,
-                    (
-                        DevicePointer::<u32>::from_raw(s),
-                        DevicePointer::<u32>::from_raw(d),
-                        dims.0,
-                        dims.1,
-                        dims.2,
-                        dims.3,
-                        dims.4,
-                    ),
-                ),
+                2 => launch_stage::<u16>(self, GEMM_STAGE_B16, cfg, words, dims),
+                4 => launch_stage::<u32>(self, GEMM_STAGE_B32, cfg, words, dims),
                 other => Err(Error::invalid(
                     stage_kernel_name::<T>(),
                     format!("no staging copy for {other}-byte elements"),
@@ -992,6 +964,34 @@ impl GemmExtSteps for Gpu {
             }
         }
     }
+}
+
+/// Queues the staging entry `kernel` on `gpu`'s stream over the operand's
+/// bits as words `W`: `(src, dst)` addresses, `(rows, cols, ld_src, ld_dst,
+/// batch_src)`.
+///
+/// # Safety
+/// The entry's contract (see `gemm_stage` and `gemm_stage_transposed`) for
+/// these addresses, sizes and `cfg`.
+unsafe fn launch_stage<W: DeviceCopy>(
+    gpu: &Gpu,
+    kernel: Kernel<StageParams<W>>,
+    cfg: LaunchConfig,
+    (src, dst): (u64, u64),
+    (rows, cols, ld_src, ld_dst, batch_src): (u32, u32, u32, u32, u64),
+) -> Result<()> {
+    gpu.bind()?;
+    let args = (
+        DevicePointer::<W>::from_raw(src),
+        DevicePointer::<W>::from_raw(dst),
+        rows,
+        cols,
+        ld_src,
+        ld_dst,
+        batch_src,
+    );
+    // SAFETY: the caller's contract.
+    unsafe { gpu.launch(kernel, cfg, gpu.stream(), args) }
 }
 
 /// Queues `gemm_stage_transposed_b32` copying `src` (ld `ld`, batch
@@ -1021,23 +1021,21 @@ fn stage_transposed<T: DeviceCopy>(
         block: (STAGE_TILE, STAGE_TILE_ROWS, 1),
         shared_mem_bytes: 0,
     };
-    let args = (
-        DevicePointer::<u32>::from_raw(src.as_device_ptr().as_raw()),
-        DevicePointer::<u32>::from_raw(dst.as_device_ptr().as_raw()),
+    let words = (src.as_device_ptr().as_raw(), dst.as_device_ptr().as_raw());
+    let dims = (
         staged.rows as u32,
         staged.cols as u32,
         ld as u32,
         staged.ld as u32,
         stride as u64,
     );
-    gpu.bind()?;
     // SAFETY: the shape was checked against `src`'s length (every element
     // read is inside it, dimensions below 2^31, batches within grid z);
     // `dst` is this device's scratch of at least `staged.len` 32-bit
     // elements (`cols` rows of `staged.ld ≥ rows` a batch); grid x covers
     // the columns in tiles, grid y strides over the rows; nothing else uses
     // `dst` until the GEMM queued after this copy on the same stream.
-    unsafe { gpu.launch(GEMM_STAGE_TRANSPOSED_B32, cfg, gpu.stream(), args) }
+    unsafe { launch_stage::<u32>(gpu, GEMM_STAGE_TRANSPOSED_B32, cfg, words, dims) }
 }
 
 /// Blocks of the staging copy at most (a grid-stride loop covers the rest).
