@@ -43,9 +43,9 @@ use std::sync::Mutex;
 pub const GEMM_PATH_ENV: &str = "CUDA_KERNELS_GEMM_PATH";
 
 /// Which kernel computes a GEMM. Chosen by device ([`Gpu::gemm_path`](crate::matrices::gemm::GemmExt::gemm_path)):
-/// wgmma on sm_90, mma.sync on sm_80 and later, the CUDA cores elsewhere
-/// and for operands that are not 16-byte aligned; [`GEMM_PATH_ENV`] forces
-/// one.
+/// wgmma on sm_90, mma.sync on sm_80 and later, the CUDA cores on GPUs
+/// without tensor cores (operands that are not 16-byte aligned are staged
+/// for the tensor cores); [`GEMM_PATH_ENV`] forces one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GemmPath {
     /// Hopper's `wgmma.mma_async` (sm_90a).
