@@ -19,12 +19,14 @@ use cuda_kernels_gpu::{
 };
 
 mod elementwise_checks;
+mod gemm_staging;
 mod launched_elsewhere;
 mod launching;
 mod matmul_checks;
 mod reduce_checks;
 
 use elementwise_checks::*;
+use gemm_staging::*;
 use launched_elsewhere::*;
 use launching::*;
 use matmul_checks::*;
@@ -624,7 +626,7 @@ fn sgemm_timing() {
 /// test of the tier launches it.
 #[test]
 fn the_tier_launches_every_kernel() {
-    let tier: [(&str, fn()); 14] = [
+    let tier: [(&str, fn()); 15] = [
         ("multiply_and_vector_sum", multiply_and_vector_sum),
         ("elementwise_kernels", elementwise_kernels),
         ("matrix_kernels", matrix_kernels),
@@ -639,6 +641,10 @@ fn the_tier_launches_every_kernel() {
         ("printf_and_faults", printf_and_faults),
         ("multiply_timing", multiply_timing),
         ("sgemm_timing", sgemm_timing),
+        (
+            "gemm_staging_and_split_reduce",
+            gemm_staging_and_split_reduce,
+        ),
     ];
     for (name, test) in tier {
         eprintln!("sim_smoke: {name}");
