@@ -7,7 +7,7 @@ use cuda_kernels_gpu::device::float16::{bf16, f16};
 use cuda_kernels_gpu::gemm::{
     GEMM_SPLIT_REDUCE_BF16, GEMM_SPLIT_REDUCE_F16, GEMM_SPLIT_REDUCE_F32, GEMM_STAGE_B16,
     GEMM_STAGE_B32, GEMM_STAGE_TRANSPOSED_B32, REDUCE_THREADS, STAGE_THREADS, STAGE_TILE,
-    STAGE_TILE_ROWS,
+    STAGE_TILE_ROWS, StageParams,
 };
 
 /// Distinct words: `seed`'s index pattern, never zero.
@@ -28,26 +28,22 @@ fn f16_value(bits: u16) -> f32 {
     }
 }
 
-#[test]
-pub(super) fn gemm_staging_and_split_reduce() {
-    // The plain staging copy, 16-bit words: 5 × 13 per batch, ld 17, an odd
-    // batch stride, into rows of 16 (zeros past column 13).
-    let (rows, cols, ld_src, batches) = (5usize, 13usize, 17usize, 2usize);
-    let batch_src = rows * ld_src + 3;
-    let src16: Vec<u16> = words(batch_src * batches, 7)
-        .iter()
-        .map(|&w| w as u16 | 1)
-        .collect();
-    let ld_dst = 16;
-    let (ds, dd) = (
-        Buf::from(&src16),
-        Buf::<u16>::zeroed(batches * rows * ld_dst),
-    );
-    // SAFETY: src holds every element of both batches; dst batches · rows ·
-    // ld_dst, 16-byte aligned (an allocation), ld_dst a multiple of 8.
+/// Launches the plain staging entry `kernel` over `src` (`rows` rows of
+/// `ld_src` a batch, `batch_src` apart, `batches` of them) for `cols`
+/// columns into rows of `ld_dst`, and checks every staged element and the
+/// zeros after the columns.
+fn check_plain_stage<W: Copy + PartialEq + std::fmt::Debug + From<u8>>(
+    kernel: Kernel<StageParams<W>>,
+    src: &[W],
+    (rows, ld_src, batch_src, batches): (usize, usize, usize, usize),
+    (cols, ld_dst): (usize, usize),
+) {
+    let (ds, dd) = (Buf::from(src), Buf::<W>::zeroed(batches * rows * ld_dst));
+    // SAFETY: src holds every element of every batch; dst batches · rows ·
+    // ld_dst, 16-byte aligned (an allocation), ld_dst whole 16-byte chunks.
     unsafe {
         launch(
-            GEMM_STAGE_B16,
+            kernel,
             shape([2, 1, batches as u32], [STAGE_THREADS, 1, 1], 0),
             (
                 ds.ptr().cast_const(),
@@ -66,57 +62,40 @@ pub(super) fn gemm_staging_and_split_reduce() {
         for r in 0..rows {
             for c in 0..ld_dst {
                 let want = if c < cols {
-                    src16[z * batch_src + r * ld_src + c]
+                    src[z * batch_src + r * ld_src + c]
                 } else {
-                    0
+                    W::from(0)
                 };
+                let name = kernel.name();
                 assert_eq!(
                     got[(z * rows + r) * ld_dst + c],
                     want,
-                    "stage_b16 [{z}][{r}][{c}]"
+                    "{name} [{z}][{r}][{c}]"
                 );
             }
         }
     }
+}
 
-    // 32-bit words: 7 columns into rows of 8.
-    let (cols32, ld32) = (7usize, 8usize);
-    let src32 = words(batch_src * batches, 9);
-    let (ds, dd) = (Buf::from(&src32), Buf::<u32>::zeroed(batches * rows * ld32));
-    // SAFETY: as above, ld_dst a multiple of 4.
-    unsafe {
-        launch(
-            GEMM_STAGE_B32,
-            shape([1, 1, batches as u32], [STAGE_THREADS, 1, 1], 0),
-            (
-                ds.ptr().cast_const(),
-                dd.ptr(),
-                rows as u32,
-                cols32 as u32,
-                ld_src as u32,
-                ld32 as u32,
-                batch_src as u64,
-            ),
-        )
-    }
-    .unwrap();
-    let got = dd.to_vec();
-    for z in 0..batches {
-        for r in 0..rows {
-            for c in 0..ld32 {
-                let want = if c < cols32 {
-                    src32[z * batch_src + r * ld_src + c]
-                } else {
-                    0
-                };
-                assert_eq!(
-                    got[(z * rows + r) * ld32 + c],
-                    want,
-                    "stage_b32 [{z}][{r}][{c}]"
-                );
-            }
-        }
-    }
+#[test]
+pub(super) fn gemm_staging_and_split_reduce() {
+    // The plain staging copies: 5 rows per batch, ld 17, an odd batch
+    // stride; 13 16-bit columns into rows of 16, 7 32-bit ones into rows of
+    // 8 (zeros past the columns).
+    let (rows, ld_src, batches) = (5usize, 17usize, 2usize);
+    let batch_src = rows * ld_src + 3;
+    let src16: Vec<u16> = words(batch_src * batches, 7)
+        .iter()
+        .map(|&w| w as u16 | 1)
+        .collect();
+    let plain = (rows, ld_src, batch_src, batches);
+    check_plain_stage(GEMM_STAGE_B16, &src16, plain, (13, 16));
+    check_plain_stage(
+        GEMM_STAGE_B32,
+        &words(batch_src * batches, 9),
+        plain,
+        (7, 8),
+    );
 
     // The transposing copy: 37 × 45 per batch, ld 50, into 45 rows of 40.
     let (rows, cols, ld_src, ld_dst) = (37usize, 45usize, 50usize, 40usize);

@@ -39,6 +39,14 @@ fn gemm_case<I: GemmInput, O: GemmOutput<I>>(
     Ok(path)
 }
 
+/// The four layouts, `(op_a, op_b)`: NN, NT, TN, TT.
+const LAYOUTS: [(Op, Op); 4] = [
+    (Op::N, Op::N),
+    (Op::N, Op::T),
+    (Op::T, Op::N),
+    (Op::T, Op::T),
+];
+
 fn expected_path(gpu: &Gpu) -> GemmPath {
     // The simulator runs the production mma.sync kernel; a GPU without the
     // sm_80 build's kernel takes the CUDA cores.
@@ -76,14 +84,8 @@ pub(super) fn gemm_layouts_types_and_edges(gpu: &Gpu) -> Result<(), Failed> {
             (1000, 1000, 1000),
         ]
     };
-    let ops = [
-        (Op::N, Op::N),
-        (Op::N, Op::T),
-        (Op::T, Op::N),
-        (Op::T, Op::T),
-    ];
     for (idx, &(m, n, k)) in shapes.iter().enumerate() {
-        for (oi, &(oa, ob)) in ops.iter().enumerate() {
+        for (oi, &(oa, ob)) in LAYOUTS.iter().enumerate() {
             let seed = (idx * 4 + oi) as u64 * 10;
             // A stored transposed: a k × m array viewed as m × k.
             fn view<I: GemmInput>(x: &Array2<I>, op: Op) -> ArrayView2<'_, I> {
@@ -170,6 +172,21 @@ pub(super) fn gemm_misaligned_and_batched(gpu: &Gpu) -> Result<(), Failed> {
     Ok(())
 }
 
+/// One on-device case of [`device_case`].
+#[derive(Clone, Copy)]
+struct DeviceCase {
+    mnk: (usize, usize, usize),
+    ops: (Op, Op),
+    /// Elements added to each stored row (0: tight and aligned).
+    pad: usize,
+    /// Elements A starts into its buffer.
+    a_off: usize,
+    batches: usize,
+    /// `(alpha, beta)`.
+    ab: (f32, f32),
+    seed: u64,
+}
+
 /// One on-device GEMM of `m × n × k` in the layout `ops`, `C = alpha ·
 /// op(A) · op(B) + beta · C` over `batches`: with `pad > 0` its operands
 /// are nowhere 16-byte aligned (A starts `a_off` elements into its buffer,
@@ -177,18 +194,20 @@ pub(super) fn gemm_misaligned_and_batched(gpu: &Gpu) -> Result<(), Failed> {
 /// batch strides are odd). The path must be a tensor-core one (unaligned
 /// operands staged into aligned rows) and every element of every batch
 /// within the f64 bound.
-#[allow(clippy::too_many_arguments)]
 fn device_case<I: GemmInput, O: GemmOutput<I> + Default>(
     gpu: &Gpu,
-    (m, n, k): (usize, usize, usize),
-    (op_a, op_b): (Op, Op),
-    pad: usize,
-    a_off: usize,
-    batches: usize,
-    (alpha, beta): (f32, f32),
-    seed: u64,
+    case: &DeviceCase,
     (from, to_out): (impl Fn(f32) -> I + Copy, impl Fn(f32) -> O + Copy),
 ) -> Result<(), Failed> {
+    let DeviceCase {
+        mnk: (m, n, k),
+        ops: (op_a, op_b),
+        pad,
+        a_off,
+        batches,
+        ab: (alpha, beta),
+        seed,
+    } = *case;
     let mut shape = GemmShape::with_ops(m, n, k, op_a, op_b);
     let ((ra, ca), (rb, cb)) = (shape.a_stored(), shape.b_stored());
     shape.batches = batches;
@@ -277,50 +296,23 @@ pub(super) fn gemm_any_alignment(gpu: &Gpu) -> Result<(), Failed> {
     // The simulator's budget: the two small cases.
     let cases = &cases[..if simulated(gpu) { 2 } else { cases.len() }];
     for (i, &(mnk, pad, a_off, batches)) in cases.iter().enumerate() {
-        for (j, ops) in [
-            (Op::N, Op::N),
-            (Op::N, Op::T),
-            (Op::T, Op::N),
-            (Op::T, Op::T),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let seed = 100 + 10 * (4 * i + j) as u64;
-            let ab = (1.5, 0.0);
-            device_case::<bf16, f32>(
-                gpu,
+        for (j, &ops) in LAYOUTS.iter().enumerate() {
+            let case = DeviceCase {
                 mnk,
                 ops,
                 pad,
                 a_off,
                 batches,
-                ab,
-                seed,
-                (bf16::from_f32, |x| x),
-            )?;
-            device_case::<f16, f16>(
-                gpu,
-                mnk,
-                ops,
-                pad,
-                a_off,
-                batches,
-                ab,
-                seed + 3,
-                (f16::from_f32, f16::from_f32),
-            )?;
-            device_case::<f32, f32>(
-                gpu,
-                mnk,
-                ops,
-                pad,
-                a_off,
-                batches,
-                ab,
-                seed + 6,
-                (|x| x, |x| x),
-            )?;
+                ab: (1.5, 0.0),
+                seed: 100 + 10 * (4 * i + j) as u64,
+            };
+            let seeded = |d| DeviceCase {
+                seed: case.seed + d,
+                ..case
+            };
+            device_case::<bf16, f32>(gpu, &case, (bf16::from_f32, |x| x))?;
+            device_case::<f16, f16>(gpu, &seeded(3), (f16::from_f32, f16::from_f32))?;
+            device_case::<f32, f32>(gpu, &seeded(6), (|x| x, |x| x))?;
         }
     }
     Ok(())
@@ -343,50 +335,23 @@ pub(super) fn gemm_deep_k(gpu: &Gpu) -> Result<(), Failed> {
         ]
     };
     for (i, &(mnk, pad, batches)) in cases.iter().enumerate() {
-        for (j, ops) in [
-            (Op::N, Op::N),
-            (Op::N, Op::T),
-            (Op::T, Op::N),
-            (Op::T, Op::T),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let seed = 500 + 10 * (4 * i + j) as u64;
-            let ab = (-1.0, 0.5);
-            device_case::<bf16, f32>(
-                gpu,
+        for (j, &ops) in LAYOUTS.iter().enumerate() {
+            let case = DeviceCase {
                 mnk,
                 ops,
                 pad,
-                0,
+                a_off: 0,
                 batches,
-                ab,
-                seed,
-                (bf16::from_f32, |x| x),
-            )?;
-            device_case::<f16, f16>(
-                gpu,
-                mnk,
-                ops,
-                pad,
-                0,
-                batches,
-                ab,
-                seed + 3,
-                (f16::from_f32, f16::from_f32),
-            )?;
-            device_case::<bf16, bf16>(
-                gpu,
-                mnk,
-                ops,
-                pad,
-                0,
-                batches,
-                ab,
-                seed + 5,
-                (bf16::from_f32, bf16::from_f32),
-            )?;
+                ab: (-1.0, 0.5),
+                seed: 500 + 10 * (4 * i + j) as u64,
+            };
+            let seeded = |d| DeviceCase {
+                seed: case.seed + d,
+                ..case
+            };
+            device_case::<bf16, f32>(gpu, &case, (bf16::from_f32, |x| x))?;
+            device_case::<f16, f16>(gpu, &seeded(3), (f16::from_f32, f16::from_f32))?;
+            device_case::<bf16, bf16>(gpu, &seeded(5), (bf16::from_f32, bf16::from_f32))?;
         }
     }
     Ok(())
