@@ -44,7 +44,7 @@ use crate::error::{Error, Result, check_driver};
 use crate::gpu::Gpu;
 use crate::kernel::launch_function;
 use crate::launch::LaunchConfig;
-use crate::matrices::gemm::{GemmInput, GemmOutput, GemmShape, Op, operand_aligned};
+use crate::matrices::gemm::{GemmInput, GemmOutput, GemmShape, Op, operand_aligned, scratch};
 use crate::memory::{DeviceBuffer, DeviceSlice};
 
 /// The operands' element type.
@@ -521,10 +521,10 @@ impl WgmmaGemmExt for Gpu {
         // is the plan's error.
         let maps = if held { None } else { Some(key.encode(name)?) };
         let k_stage = ROW_BYTES / bytes as u32;
-        let blocks = (tiles as usize).saturating_mul(shape.batches);
+        let units = tiles as usize * shape.batches;
         let k_tiles = shape.k.div_ceil(k_stage as usize);
         let sms = self.multiprocessors(name)?;
-        let splits = split_k(blocks, k_tiles, sms as usize);
+        let splits = split_k(units, k_tiles, sms as usize);
         let mut plan = WgmmaGemm {
             gpu: self,
             kernel,
@@ -653,18 +653,8 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
             return self.launch_split();
         }
         let s = &self.shape;
-        // The plan checked every dimension and leading dimension below 2^31
-        // and the batches within the grid (GemmShape::check): the casts keep
-        // their values.
-        let dims = (s.m as u32, s.n as u32, s.k as u32);
-        self.launch_tiles(
-            self.kernel,
-            1,
-            (self.c, s.ldc as u32, s.stride_c as u64),
-            dims,
-            (self.alpha, self.beta),
-            0,
-        )
+        let c = (self.c, s.ldc as u32, s.stride_c as u64);
+        self.launch_tiles(self.kernel, c, (self.alpha, self.beta), 0)
     }
 
     /// Queues the split-k GEMM: the partial products into the workspace,
@@ -679,12 +669,18 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
                 "no f32-output entry for the split-k partial products",
             ));
         };
-        let per_batch = s.m.checked_mul(s.n);
-        let split_stride = per_batch.and_then(|p| p.checked_mul(s.batches));
-        let Some((per_batch, split_stride, len)) = per_batch
-            .zip(split_stride)
-            .and_then(|(p, st)| Some((p, st, st.checked_mul(self.splits as usize)?)))
-        else {
+        // Checked, though the plan's bounds (m and n below 2^31, the units
+        // below 2^32) keep them far below usize's limit.
+        let sizes = || {
+            let per_batch = s.m.checked_mul(s.n)?;
+            let split_stride = per_batch.checked_mul(s.batches)?;
+            Some((
+                per_batch,
+                split_stride,
+                split_stride.checked_mul(self.splits as usize)?,
+            ))
+        };
+        let Some((per_batch, split_stride, len)) = sizes() else {
             return Err(Error::invalid(
                 name,
                 "the split-k workspace's size overflows",
@@ -692,28 +688,11 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
         };
         let workspace = gpu.launcher_state(name, || Ok(SplitWorkspace(Mutex::new(None))))?;
         let mut held = workspace.0.lock().unwrap_or_else(|e| e.into_inner());
-        if held.as_ref().is_none_or(|w| w.len() < len) {
-            if held.is_some() {
-                // Earlier launches queued on the stream may still use it.
-                gpu.synchronize(name)?;
-                *held = None;
-            }
-            // SAFETY: every element the reduction reads is written by the
-            // partial products' kernel first (queued before it on the stream).
-            *held = Some(unsafe { gpu.uninitialized::<f32>(len) }?);
-        }
-        let Some(w) = held.as_mut() else {
-            return Err(Error::invalid(name, "the split-k workspace is missing"));
-        };
-        let dims = (s.m as u32, s.n as u32, s.k as u32);
-        self.launch_tiles(
-            partials,
-            self.splits,
-            (w.as_device_ptr(), s.n as u32, per_batch as u64),
-            dims,
-            (1.0, 0.0),
-            split_stride as u64,
-        )?;
+        // SAFETY: every element the reduction reads is written by the partial
+        // products' kernel first (queued before it on the stream).
+        let w = unsafe { scratch(gpu, name, &mut held, len) }?;
+        let c = (w.as_device_ptr(), s.n as u32, per_batch as u64);
+        self.launch_tiles(partials, c, (1.0, 0.0), split_stride as u64)?;
         let reduce = self.split_kernels.1;
         let cfg = LaunchConfig {
             grid: (
@@ -727,8 +706,8 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
         let args = (
             &**w,
             self.c,
-            dims.0,
-            dims.1,
+            s.m as u32,
+            s.n as u32,
             s.ldc as u32,
             self.splits,
             split_stride as u64,
@@ -743,20 +722,24 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
         unsafe { gpu.launch(reduce, cfg, gpu.stream(), args) }
     }
 
-    /// Queues `kernel` over the tiles, `splits` of k on grid y, writing
-    /// `c` (its pointer, ldc and batch stride) with `alpha` and `beta`.
+    /// Queues `kernel` over the work units (the plan's tiles, splits and
+    /// batches), writing `c` (its pointer, ldc and batch stride; the splits
+    /// `split_stride` apart) with `alpha` and `beta`.
     fn launch_tiles<T: cust::memory::DeviceCopy>(
         &self,
         kernel: Kernel<WgmmaParams<T>>,
-        splits: u32,
         (c, ldc, c_batch_stride): (DevicePointer<T>, u32, u64),
-        (m, n, k): (u32, u32, u32),
         (alpha, beta): (f32, f32),
         split_stride: u64,
     ) -> Result<()> {
         let gpu = self.gpu;
         let name = kernel.name();
         let s = &self.shape;
+        let splits = self.splits;
+        // The plan checked every dimension and leading dimension below 2^31
+        // and the batches within the grid (GemmShape::check): the casts keep
+        // their values.
+        let (m, n, k) = (s.m as u32, s.n as u32, s.k as u32);
         // The work units the persistent blocks walk: every tile of every
         // split of every batch (below 2^32: the plan's check).
         let units = self.tiles * splits * s.batches as u32;
@@ -786,11 +769,7 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
             alpha,
             beta,
             self.group_m,
-            if splits > 1 {
-                self.k_chunk
-            } else {
-                k.div_ceil(self.k_stage) * self.k_stage
-            },
+            self.k_chunk,
             split_stride,
             units,
         );

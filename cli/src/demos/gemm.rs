@@ -170,7 +170,8 @@ impl GemmCase {
     }
 
     /// The row's size column: `m×n×k NT bf16 → f32` (and the padding).
-    pub fn label(&self, input: &str, output: &str) -> String {
+    pub fn label(&self) -> String {
+        let (input, output) = (self.types.input(), self.types.output());
         let (m, n, k) = self.mnk;
         let size = if m == n && n == k {
             format!("{m}³")
@@ -228,7 +229,7 @@ fn bench_case<I: GemmInput, O: GemmOutput<I>>(
         .map_err(|e| crate::Error::invalid("gemm bench", e.to_string()))?;
     let tflops = |ms: f64| 2.0 * (m * n * k) as f64 / (ms * 1e9);
     let reps = if m * n * k >= 1 << 39 { 5 } else { 20 };
-    let label = case.label(I::NAME, O::NAME);
+    let label = case.label();
     let checked = |dc: &mut crate::DeviceBuffer<O::Dev>| -> Result<Check> {
         let c: Vec<O> = dc.to_vec()?.into_iter().map(O::from_dev).collect();
         dc.set_zero()?;
@@ -288,7 +289,7 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         .iter()
         .filter(|c| {
             only.as_deref().is_none_or(|only| {
-                let label = c.label(c.types.input(), c.types.output());
+                let label = c.label();
                 only.split(',').any(|part| label.contains(part.trim()))
             })
         })
@@ -299,7 +300,7 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
             i + 1,
             cases.len(),
             case.group,
-            case.label(case.types.input(), case.types.output())
+            case.label()
         );
         let (bf, hf) = (half::bf16::from_f32, half::f16::from_f32);
         match case.types {

@@ -374,9 +374,8 @@ fn operand<I: GemmInput>(x: ArrayView2<I>) -> Operand<I::Dev> {
     let transposed = !x.is_standard_layout() && x.t().is_standard_layout();
     let stored = if transposed { x.reversed_axes() } else { x };
     let cols = stored.ncols();
-    let ld = cols
-        .next_multiple_of(STAGE_CHUNK_BYTES / size_of::<I::Dev>())
-        .max(1);
+    // A row of usize::MAX elements is not an array's.
+    let ld = padded_row::<I::Dev>(cols).unwrap_or(cols).max(1);
     let zero = I::Dev::zeroed();
     let mut data = Vec::with_capacity(stored.nrows() * ld);
     for row in stored.rows() {
@@ -655,22 +654,16 @@ struct Staged {
 }
 
 impl Staged {
-    /// `batches` of `rows × cols` `size`-byte elements as stored, staged
-    /// (transposed when `transpose`) in rows padded to whole 16-byte
-    /// chunks; `None` past the kernels' 32-bit limits.
-    fn new(
-        (rows, cols): (usize, usize),
-        transpose: bool,
-        batches: usize,
-        size: usize,
-    ) -> Option<Self> {
+    /// `batches` of `rows × cols` `T`s as stored, staged (transposed when
+    /// `transpose`) in rows padded to whole 16-byte chunks; `None` past the
+    /// kernels' 32-bit limits.
+    fn new<T>((rows, cols): (usize, usize), transpose: bool, batches: usize) -> Option<Self> {
         let (out_rows, out_cols) = if transpose {
             (cols, rows)
         } else {
             (rows, cols)
         };
-        let per = STAGE_CHUNK_BYTES / size;
-        let ld = out_cols.checked_next_multiple_of(per)?;
+        let ld = padded_row::<T>(out_cols)?;
         let stride = out_rows.checked_mul(ld)?;
         let len = stride.checked_mul(batches)?;
         (ld <= i32::MAX as usize).then_some(Self {
@@ -682,6 +675,53 @@ impl Staged {
             len,
         })
     }
+
+    /// The staged copy's leading dimension, batch stride and storage order
+    /// for an operand stored `op` (a transposed copy is stored the other
+    /// way).
+    fn layout(&self, op: Op) -> (usize, usize, Op) {
+        let op = match (self.transpose, op) {
+            (false, op) => op,
+            (true, Op::N) => Op::T,
+            (true, Op::T) => Op::N,
+        };
+        (self.ld, self.stride, op)
+    }
+}
+
+/// Elements of a row of `cols` `T`s padded to whole 16-byte chunks (the
+/// tensor-core paths' alignment): the one rule of the staged copies and the
+/// ndarray API's uploads. `None` when it overflows.
+fn padded_row<T>(cols: usize) -> Option<usize> {
+    cols.checked_next_multiple_of(STAGE_CHUNK_BYTES / size_of::<T>())
+}
+
+/// `slot`'s scratch buffer, at least `len` elements: kept for the next
+/// launch and replaced only when shorter, after waiting for `gpu`'s stream
+/// (launches queued there earlier may still use the old one). The staged
+/// operands' buffers and the split-k workspace.
+///
+/// # Safety
+/// A new buffer's contents are undefined: every element the caller's
+/// launches read, they write first (queued before on the same stream).
+pub(crate) unsafe fn scratch<'s, T: DeviceCopy>(
+    gpu: &Gpu,
+    name: &'static str,
+    slot: &'s mut Option<DeviceBuffer<T>>,
+    len: usize,
+) -> Result<&'s mut DeviceBuffer<T>> {
+    let buf = match slot.take() {
+        Some(buf) if buf.len() >= len => buf,
+        old => {
+            if old.is_some() {
+                gpu.synchronize(name)?;
+            }
+            drop(old);
+            // SAFETY: the caller's contract.
+            unsafe { gpu.uninitialized::<T>(len) }?
+        }
+    };
+    Ok(slot.insert(buf))
 }
 
 /// The layout whose wgmma kernel computes `shape` for `I` inputs: its own,
@@ -728,6 +768,18 @@ trait GemmExtSteps {
         beta: f32,
         c: &mut DeviceSlice<O::Dev>,
     ) -> Result<()>;
+
+    /// `src` (ld and batch stride `ld_stride`) as the kernel reads it:
+    /// itself when `staged` is `None`, else its copy in `slot`'s scratch
+    /// (grown to fit), queued by [`stage_operand`](Self::stage_operand).
+    fn staged_operand<'r, T: DeviceCopy>(
+        &self,
+        src: &'r DeviceSlice<T>,
+        ld_stride: (usize, usize),
+        staged: Option<&Staged>,
+        batches: usize,
+        slot: &'r mut Option<DeviceBuffer<T>>,
+    ) -> Result<&'r DeviceSlice<T>>;
 
     /// Queues `gemm_stage_*` copying `src` (ld `ld`, batch stride `stride`)
     /// into `dst` as `staged` describes.
@@ -845,38 +897,37 @@ impl GemmExtSteps for Gpu {
         c: &mut DeviceSlice<O::Dev>,
     ) -> Result<()> {
         let name = stage_kernel_name::<I::Dev>();
-        let size = size_of::<I::Dev>();
+        // How each operand is staged (none: read as it is).
         let plan = |stored: (usize, usize), staging: Staging, what: &str| {
-            Staged::new(stored, staging == Staging::Transpose, shape.batches, size).ok_or_else(|| {
-                Error::invalid(
-                    name,
-                    format!(
-                        "{what} ({stored:?} as stored, {} batches) staged in 16-byte rows is past the 32-bit limits",
-                        shape.batches
-                    ),
-                )
-            })
+            if staging == Staging::Keep {
+                return Ok(None);
+            }
+            Staged::new::<I::Dev>(stored, staging == Staging::Transpose, shape.batches)
+                .map(Some)
+                .ok_or_else(|| {
+                    Error::invalid(
+                        name,
+                        format!(
+                            "{what} ({stored:?} as stored, {} batches) staged in 16-byte rows is past the 32-bit limits",
+                            shape.batches
+                        ),
+                    )
+                })
         };
         let sa = plan(shape.a_stored(), staging[0], "A")?;
         let sb = plan(shape.b_stored(), staging[1], "B")?;
         let mut staged_shape = *shape;
-        if staging[0] != Staging::Keep {
-            (staged_shape.lda, staged_shape.stride_a) = (sa.ld, sa.stride);
+        let s = &mut staged_shape;
+        if let Some(st) = &sa {
+            (s.lda, s.stride_a, s.op_a) = st.layout(shape.op_a);
         }
-        if staging[0] == Staging::Transpose {
-            staged_shape.op_a = Op::N;
+        if let Some(st) = &sb {
+            (s.ldb, s.stride_b, s.op_b) = st.layout(shape.op_b);
         }
-        if staging[1] != Staging::Keep {
-            (staged_shape.ldb, staged_shape.stride_b) = (sb.ld, sb.stride);
-        }
-        if staging[1] == Staging::Transpose {
-            staged_shape.op_b = Op::T;
-        }
-        let aligned = staging.map(|s| s == Staging::Keep);
         let mut local: [Option<DeviceBuffer<I::Dev>>; 2] = [None, None];
         let shared;
         let mut guard;
-        let buffers: &mut [Option<DeviceBuffer<I::Dev>>; 2] = if self.is_simulated() {
+        let [buf_a, buf_b]: &mut [Option<DeviceBuffer<I::Dev>>; 2] = if self.is_simulated() {
             &mut local
         } else {
             shared = self.launcher_state(name, || {
@@ -885,35 +936,40 @@ impl GemmExtSteps for Gpu {
             guard = shared.0.lock().unwrap_or_else(|e| e.into_inner());
             &mut guard
         };
-        for (i, st) in [sa, sb].iter().enumerate() {
-            if !aligned[i] && buffers[i].as_ref().is_none_or(|buf| buf.len() < st.len) {
-                if buffers[i].is_some() {
-                    // Earlier GEMMs queued on the stream may still read the
-                    // old buffer.
-                    self.synchronize(name)?;
-                    buffers[i] = None;
-                }
-                // SAFETY: every element the GEMM reads is written by the
-                // staging copy first (queued before it on the same stream).
-                buffers[i] = Some(unsafe { self.uninitialized::<I::Dev>(st.len) }?);
-            }
-        }
-        let [buf_a, buf_b] = buffers;
-        let a = match (aligned[0], buf_a.as_mut()) {
-            (false, Some(dst)) => {
-                self.stage_operand(a, (shape.lda, shape.stride_a), &sa, shape.batches, dst)?;
-                &**dst
-            }
-            _ => a,
-        };
-        let b = match (aligned[1], buf_b.as_mut()) {
-            (false, Some(dst)) => {
-                self.stage_operand(b, (shape.ldb, shape.stride_b), &sb, shape.batches, dst)?;
-                &**dst
-            }
-            _ => b,
-        };
+        let a = self.staged_operand(
+            a,
+            (shape.lda, shape.stride_a),
+            sa.as_ref(),
+            shape.batches,
+            buf_a,
+        )?;
+        let b = self.staged_operand(
+            b,
+            (shape.ldb, shape.stride_b),
+            sb.as_ref(),
+            shape.batches,
+            buf_b,
+        )?;
         self.gemm_aligned::<I, O>(path, &staged_shape, alpha, a, b, beta, c)
+    }
+
+    fn staged_operand<'r, T: DeviceCopy>(
+        &self,
+        src: &'r DeviceSlice<T>,
+        ld_stride: (usize, usize),
+        staged: Option<&Staged>,
+        batches: usize,
+        slot: &'r mut Option<DeviceBuffer<T>>,
+    ) -> Result<&'r DeviceSlice<T>> {
+        let Some(staged) = staged else {
+            return Ok(src);
+        };
+        let name = stage_kernel_name::<T>();
+        // SAFETY: the staging copy queued next writes every element the GEMM
+        // reads (queued after it on the same stream).
+        let dst = unsafe { scratch(self, name, slot, staged.len) }?;
+        self.stage_operand(src, ld_stride, staged, batches, dst)?;
+        Ok(dst)
     }
 
     fn stage_operand<T: DeviceCopy>(
