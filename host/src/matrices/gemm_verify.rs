@@ -149,25 +149,22 @@ impl<I: GemmInput> View<'_, I> {
         round.apply::<I>(self.data[i])
     }
 
-    /// `op(X) · v` in f64 (the loop order follows the storage).
-    fn times(&self, v: &[f64], round: Rounding) -> Vec<f64> {
+    /// `Σ_c f(X_rc) · v_c` for every row `r` of `op(X)`, in f64 (the loop
+    /// order follows the storage): the products, bounds and norms below.
+    fn weighted_rows(&self, v: &[f64], f: impl Fn(I) -> f64) -> Vec<f64> {
         let mut out = vec![0.0; self.rows];
         match self.op {
             Op::N => {
                 for (r, o) in out.iter_mut().enumerate() {
                     let row = &self.data[r * self.ld..r * self.ld + self.cols];
-                    *o = row
-                        .iter()
-                        .zip(v)
-                        .map(|(&x, &y)| round.apply::<I>(x) * y)
-                        .sum();
+                    *o = row.iter().zip(v).map(|(&x, &y)| f(x) * y).sum();
                 }
             }
             Op::T => {
                 for (c, &y) in v.iter().enumerate() {
                     let col = &self.data[c * self.ld..c * self.ld + self.rows];
                     for (o, &x) in out.iter_mut().zip(col) {
-                        *o += round.apply::<I>(x) * y;
+                        *o += f(x) * y;
                     }
                 }
             }
@@ -175,53 +172,20 @@ impl<I: GemmInput> View<'_, I> {
         out
     }
 
-    /// `|op(X)| · v` for `v ≥ 0` (unrounded: used only in bounds).
+    /// `op(X) · v` in f64, the inputs under the rounding `round`.
+    fn times(&self, v: &[f64], round: Rounding) -> Vec<f64> {
+        self.weighted_rows(v, |x| round.apply::<I>(x))
+    }
+
+    /// `|op(X)| · |v|` (unrounded: used only in bounds).
     fn abs_times(&self, v: &[f64]) -> Vec<f64> {
         let abs: Vec<f64> = v.iter().map(|x| x.abs()).collect();
-        let mut out = vec![0.0; self.rows];
-        match self.op {
-            Op::N => {
-                for (r, o) in out.iter_mut().enumerate() {
-                    let row = &self.data[r * self.ld..r * self.ld + self.cols];
-                    *o = row
-                        .iter()
-                        .zip(&abs)
-                        .map(|(&x, &y)| x.to_f64().abs() * y)
-                        .sum();
-                }
-            }
-            Op::T => {
-                for (c, &y) in abs.iter().enumerate() {
-                    let col = &self.data[c * self.ld..c * self.ld + self.rows];
-                    for (o, &x) in out.iter_mut().zip(col) {
-                        *o += x.to_f64().abs() * y;
-                    }
-                }
-            }
-        }
-        out
+        self.weighted_rows(&abs, |x| x.to_f64().abs())
     }
 
     /// The squared Euclidean norm of every row of `op(X)`.
     fn row_norms2(&self) -> Vec<f64> {
-        let mut out = vec![0.0; self.rows];
-        match self.op {
-            Op::N => {
-                for (r, o) in out.iter_mut().enumerate() {
-                    let row = &self.data[r * self.ld..r * self.ld + self.cols];
-                    *o = row.iter().map(|&x| x.to_f64().powi(2)).sum();
-                }
-            }
-            Op::T => {
-                for c in 0..self.cols {
-                    let col = &self.data[c * self.ld..c * self.ld + self.rows];
-                    for (o, &x) in out.iter_mut().zip(col) {
-                        *o += x.to_f64().powi(2);
-                    }
-                }
-            }
-        }
-        out
+        self.weighted_rows(&vec![1.0; self.cols], |x| x.to_f64().powi(2))
     }
 }
 
