@@ -35,8 +35,17 @@ pub(crate) struct PanicRecord {
     pub message: String,
 }
 
-/// Sets (or clears) the trap handler of the coroutine about to run.
+/// Sets (or clears) the trap handler of the coroutine about to run. Setting
+/// one also gives this OS thread a signal stack large enough for the
+/// handler (see `signals::ensure_alt_stack`).
 pub(crate) fn set_handler(h: Option<CoroutineTrapHandler<RunnerEnd>>) {
+    #[cfg(all(
+        target_os = "linux",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ))]
+    if h.is_some() {
+        signals::ensure_alt_stack();
+    }
     HANDLER.with(|c| c.set(h));
 }
 
@@ -96,6 +105,95 @@ mod signals {
     use crate::sim::scheduler::ThreadEnd;
 
     static PREVIOUS: OnceLock<[libc::sigaction; 2]> = OnceLock::new();
+
+    /// The signal stack the handler needs: the kernel's signal frame (with
+    /// the vector registers' state, several KiB with AVX-512) plus the
+    /// stack walk of [`std::backtrace::Backtrace::force_capture`]. Rust's
+    /// own per-thread signal stack (`SIGSTKSZ`, 8 KiB or the kernel's
+    /// minimum) is too small for both on some machines: the handler then
+    /// overflowed it and the process died of `SIGSEGV` instead of
+    /// reporting the fault.
+    const ALT_STACK_BYTES: usize = 256 << 10;
+
+    /// A signal stack of [`ALT_STACK_BYTES`] (a guard page below it) this
+    /// OS thread installed, and the one it replaced, put back on drop.
+    struct AltStack {
+        map: *mut libc::c_void,
+        map_len: usize,
+        previous: libc::stack_t,
+    }
+
+    impl Drop for AltStack {
+        fn drop(&mut self) {
+            // SAFETY: the previous stack (or its disabled state) goes back
+            // before the mapping is released; the handler does not run on
+            // this thread any more (its simulated threads are done).
+            unsafe {
+                libc::sigaltstack(&self.previous, std::ptr::null_mut());
+                libc::munmap(self.map, self.map_len);
+            }
+        }
+    }
+
+    thread_local! {
+        /// This OS thread's own signal stack, once it needed one.
+        static ALT_STACK: std::cell::RefCell<Option<AltStack>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    /// Gives this OS thread a signal stack of at least [`ALT_STACK_BYTES`]
+    /// unless it has one already (once per thread; a failed `mmap` keeps
+    /// the stack there was).
+    pub(super) fn ensure_alt_stack() {
+        let _ = ALT_STACK.try_with(|slot| {
+            let mut slot = slot.borrow_mut();
+            if slot.is_some() {
+                return;
+            }
+            // SAFETY: sigaltstack queries and sets this thread's signal
+            // stack; the new one is a fresh private mapping that lives in
+            // `slot` until the thread ends.
+            unsafe {
+                let mut previous: libc::stack_t = std::mem::zeroed();
+                if libc::sigaltstack(std::ptr::null(), &mut previous) != 0 {
+                    return;
+                }
+                if previous.ss_flags & libc::SS_DISABLE == 0 && previous.ss_size >= ALT_STACK_BYTES {
+                    return;
+                }
+                let page = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)).unwrap_or(4096);
+                let map_len = ALT_STACK_BYTES + page;
+                let map = libc::mmap(
+                    std::ptr::null_mut(),
+                    map_len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                if map == libc::MAP_FAILED {
+                    return;
+                }
+                // The lowest page is the guard: an overflow of the signal
+                // stack faults instead of writing past it.
+                libc::mprotect(map, page, libc::PROT_NONE);
+                let stack = libc::stack_t {
+                    ss_sp: map.cast::<u8>().add(page).cast(),
+                    ss_flags: 0,
+                    ss_size: ALT_STACK_BYTES,
+                };
+                if libc::sigaltstack(&stack, std::ptr::null_mut()) != 0 {
+                    libc::munmap(map, map_len);
+                    return;
+                }
+                *slot = Some(AltStack {
+                    map,
+                    map_len,
+                    previous,
+                });
+            }
+        });
+    }
 
     /// Installs the handler for both signals, keeping the previous actions.
     pub(super) fn install() {
@@ -191,8 +289,13 @@ mod signals {
                 // (a walk of the stack; symbols are looked up later, if at
                 // all). It allocates: safe here, where the interrupted code
                 // is a kernel's load or store of a simulated device buffer,
-                // never the allocator.
-                let trace = std::backtrace::Backtrace::force_capture();
+                // never the allocator. An overflow of the simulated thread's
+                // own stack is reported without a source line: no walk.
+                let trace = if h.stack_ptr_in_bounds(addr) {
+                    std::backtrace::Backtrace::disabled()
+                } else {
+                    std::backtrace::Backtrace::force_capture()
+                };
                 // The simulated thread's coroutine returns `Trap` once the handler
                 // returns: its stack is discarded, nothing of it runs again.
                 let regs =
