@@ -94,3 +94,51 @@ pub unsafe fn store_shared_f32(addr: u32, v: f32) {
         }
     }
 }
+
+/// Stores one 32-bit word to shared memory (`st.shared.b32`) at a
+/// shared-window address (two 16-bit elements packed, for instance).
+///
+/// # Safety
+/// `addr` is a shared-window address, 4-byte aligned, of a live 4-byte
+/// slot that no other thread reads or writes concurrently.
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
+pub unsafe fn store_shared_b32(addr: u32, v: u32) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::sim::shared_store(addr, v);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // SAFETY: the caller guarantees an aligned, valid shared address.
+        unsafe {
+            asm!(
+                "st.shared.b32 [{a}], {v};",
+                a = in(reg32) addr, v = in(reg32) v,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+/// Stores one 64-bit word to shared memory (`st.shared.b64`) at a
+/// shared-window address (two `f32` packed, for instance).
+///
+/// # Safety
+/// `addr` is a shared-window address, 8-byte aligned, of a live 8-byte
+/// slot that no other thread reads or writes concurrently.
+#[cfg_attr(target_arch = "nvptx64", inline(always))]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]
+pub unsafe fn store_shared_b64(addr: u32, v: u64) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    return crate::sim::shared_store(addr, v);
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // SAFETY: the caller guarantees an aligned, valid shared address.
+        unsafe {
+            asm!(
+                "st.shared.b64 [{a}], {v};",
+                a = in(reg32) addr, v = in(reg64) v,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+}

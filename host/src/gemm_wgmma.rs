@@ -5,7 +5,8 @@
 //! A launch costs no allocation, no wait and, for operands seen before, no
 //! copy: a tensor map depends on the operands' addresses, shapes and strides
 //! alone (never on their data), so each [`Gpu`] keeps the maps of the last
-//! [`TENSOR_MAP_SLOTS`] operand pairs in slots of its module's global
+//! [`TENSOR_MAP_SLOTS`] operand triples (A, B and, when the TMA epilogue
+//! stores it, C) in slots of its module's global
 //! `GEMM_WGMMA_TENSOR_MAPS`, with a table of what each slot holds
 //! ([`Gpu::launcher_state`], made once with the kernels' shared-memory
 //! attribute and the global's address). A launch of known operands passes
@@ -20,6 +21,10 @@
 //! `C = alpha · op(A) · op(B) + beta · C` per batch in the four layouts of
 //! the GEMM family ([`GemmShape`]: NN, NT, TN, TT; tf32 NT only, as wgmma
 //! reads tf32 K-major alone), C row-major in f32 or the 16-bit input type.
+//! C is stored straight from registers, or (opted in:
+//! [`WgmmaEpilogue::Tma`]) through TMA from shared memory, with its own
+//! tensor map, when `beta = 0` and C's start, leading dimension and batch
+//! stride are 16-byte aligned.
 //! TMA needs each operand's start, leading dimension and batch stride
 //! 16-byte aligned: the plan refuses other operands ([`Error::InvalidInput`]),
 //! and the dispatcher ([`Gpu::gemm_on_device`](crate::matrices::gemm::GemmExt::gemm_on_device))
@@ -33,8 +38,8 @@ pub use cuda_kernels_gpu::device::hopper::TensorMap;
 use cuda_kernels_gpu::device::kernel::Kernel;
 use cuda_kernels_gpu::gemm::{REDUCE_THREADS, SplitReduceParams};
 use cuda_kernels_gpu::gemm_wgmma::{
-    BLOCK_M, BLOCK_N, KERNELS, MN_BOX, ROW_BYTES, SHARED_BYTES, TENSOR_MAP_SLOTS,
-    TENSOR_MAPS_SYMBOL, THREADS, WgmmaParams,
+    BLOCK_M, BLOCK_N, C_BOX_ROW_BYTES, C_BOX_ROWS, KERNELS, MAPS_PER_SLOT, MN_BOX, ROW_BYTES,
+    SHARED_BYTES, TENSOR_MAP_SLOTS, TENSOR_MAPS_SYMBOL, THREADS, WgmmaParams,
 };
 use cust::memory::DevicePointer;
 use cust::sys as cu;
@@ -74,6 +79,54 @@ impl WgmmaInput {
             Self::F16 => 6,
             Self::Tf32 => 7,
         }
+    }
+}
+
+/// The environment variable that picks the wgmma kernel's epilogue
+/// ([`WgmmaEpilogue`]): `registers` (the default) or `tma`. Read once per
+/// process, when the first plan is made.
+pub const GEMM_EPILOGUE_ENV: &str = "CUDA_KERNELS_GEMM_EPILOGUE";
+
+/// How the wgmma kernel stores C (see `kernels::gemm_wgmma`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum WgmmaEpilogue {
+    /// Each thread stores its fragment from registers (pairs of adjacent
+    /// columns where aligned), reading C when `beta ≠ 0`.
+    #[default]
+    Registers,
+    /// Each consumer stages boxes of C in shared memory and stores them
+    /// with TMA, asynchronously, where C allows it (`beta = 0`, one split,
+    /// C's start, leading dimension and batch stride 16-byte aligned);
+    /// [`Registers`](Self::Registers) elsewhere. Not yet measured on a GPU:
+    /// opt in with [`GEMM_EPILOGUE_ENV`]`=tma` or
+    /// [`WgmmaGemm::set_epilogue`].
+    Tma,
+}
+
+impl WgmmaEpilogue {
+    /// Its name, as [`GEMM_EPILOGUE_ENV`] takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Registers => "registers",
+            Self::Tma => "tma",
+        }
+    }
+
+    /// The epilogue [`GEMM_EPILOGUE_ENV`] picks (the default when unset);
+    /// another value is an error naming `kernel`.
+    pub fn from_env(kernel: &'static str) -> Result<Self> {
+        static PICKED: OnceLock<std::result::Result<WgmmaEpilogue, String>> = OnceLock::new();
+        let picked = PICKED.get_or_init(|| {
+            let Some(value) = std::env::var_os(GEMM_EPILOGUE_ENV) else {
+                return Ok(Self::default());
+            };
+            let value = value.to_string_lossy();
+            [Self::Registers, Self::Tma]
+                .into_iter()
+                .find(|e| e.name() == value)
+                .ok_or_else(|| format!("{GEMM_EPILOGUE_ENV}={value}: expected registers or tma"))
+        });
+        picked.clone().map_err(|why| Error::invalid(kernel, why))
     }
 }
 
@@ -181,8 +234,38 @@ fn tensor_map(
     (outer, inner, batches): (usize, usize, usize),
     (ld, batch_stride): (usize, usize),
 ) -> Result<TensorMap> {
+    let bytes = input.bytes();
+    let boxes = if mn {
+        [MN_BOX, ROW_BYTES / bytes as u32, 1]
+    } else {
+        [ROW_BYTES / bytes as u32, operand.tile_rows(), 1]
+    };
+    encode_map(
+        kernel,
+        operand.encode_operation(mn, input),
+        (input.tensor_map_type(), bytes),
+        base,
+        (outer, inner, batches),
+        (ld, batch_stride),
+        boxes,
+    )
+}
+
+/// A 3-D tensor map of `outer × inner × batches` elements of `bytes` bytes
+/// (`map_type`, a `CUtensorMapDataType`) at `base`, rows `ld` and batches
+/// `batch_stride` elements apart, box `boxes`, 128-byte swizzle, zeros out of
+/// bounds; `operation` is named when the driver refuses it.
+fn encode_map(
+    kernel: &'static str,
+    operation: &'static str,
+    (map_type, bytes): (c_int, usize),
+    base: u64,
+    (outer, inner, batches): (usize, usize, usize),
+    (ld, batch_stride): (usize, usize),
+    boxes: [u32; 3],
+) -> Result<TensorMap> {
     let encode = encode_tiled().map_err(|e| Error::invalid(kernel, e))?;
-    let bytes = input.bytes() as u64;
+    let bytes = bytes as u64;
     let dims = [inner as u64, outer as u64, batches as u64];
     // One batch: its stride is never stepped (and may be anything, 0
     // included, which the driver refuses); the batch's own size stands in.
@@ -192,11 +275,6 @@ fn tensor_map(
         batch_stride as u64
     };
     let strides = [ld as u64 * bytes, batch_stride * bytes];
-    let boxes = if mn {
-        [MN_BOX, ROW_BYTES / bytes as u32, 1]
-    } else {
-        [ROW_BYTES / bytes as u32, operand.tile_rows(), 1]
-    };
     let element_strides = [1u32; 3];
     let mut map = TensorMap([0; 16]);
     // SAFETY: every array has the rank's length (3, strides 2); `map` is a
@@ -205,7 +283,7 @@ fn tensor_map(
     let r = unsafe {
         encode(
             &mut map,
-            input.tensor_map_type(),
+            map_type,
             3,
             base as *mut c_void,
             dims.as_ptr(),
@@ -218,25 +296,77 @@ fn tensor_map(
             0,
         )
     };
-    check_driver(r, kernel, operand.encode_operation(mn, input))?;
+    check_driver(r, kernel, operation)?;
     Ok(map)
 }
 
-/// What a GEMM's two tensor maps are made from, and all they depend on:
-/// the key of the slots' table.
+/// C as the TMA epilogue stores it (see `kernels::gemm_wgmma`): its
+/// address, element (`CUtensorMapDataType` and bytes), leading dimension
+/// and batch stride in elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct TmaC {
+    address: u64,
+    map_type: c_int,
+    bytes: usize,
+    ldc: usize,
+    stride_c: usize,
+}
+
+impl TmaC {
+    /// C of `shape` at `address` with elements named `name` (`f32`, `bf16`,
+    /// `f16`), when the TMA epilogue can store it: `beta = 0` (C is not
+    /// read) and C's start, leading dimension and (with several batches)
+    /// batch stride 16-byte aligned, as TMA needs.
+    fn new(name: &str, address: u64, shape: &GemmShape, beta: f32) -> Option<Self> {
+        let (map_type, bytes) = match name {
+            "f32" => (7, 4),
+            "bf16" => (9, 2),
+            "f16" => (6, 2),
+            _ => return None,
+        };
+        let aligned = address.is_multiple_of(16)
+            && (shape.ldc * bytes).is_multiple_of(16)
+            && (shape.batches == 1 || (shape.stride_c * bytes).is_multiple_of(16));
+        (beta == 0.0 && aligned).then_some(Self {
+            address,
+            map_type,
+            bytes,
+            ldc: shape.ldc,
+            stride_c: shape.stride_c,
+        })
+    }
+
+    /// C's tensor map: `n × m × batches`, box one epilogue box (128-byte
+    /// rows of [`C_BOX_ROWS`] rows).
+    fn encode(&self, kernel: &'static str, shape: &GemmShape) -> Result<TensorMap> {
+        encode_map(
+            kernel,
+            "cuTensorMapEncodeTiled (C, box 128 bytes × 64 rows × 1)",
+            (self.map_type, self.bytes),
+            self.address,
+            (shape.m, shape.n, shape.batches),
+            (self.ldc, self.stride_c),
+            [C_BOX_ROW_BYTES / self.bytes as u32, C_BOX_ROWS, 1],
+        )
+    }
+}
+
+/// What a GEMM's tensor maps are made from, and all they depend on: the
+/// key of the slots' table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct MapsKey {
     input: WgmmaInput,
     /// A's and B's device addresses.
     a: u64,
     b: u64,
-    /// The shape, its C fields (`ldc`, `stride_c`) zeroed: the maps
-    /// describe A and B alone.
+    /// The shape, its C fields (`ldc`, `stride_c`) zeroed: those are in `c`.
     shape: GemmShape,
+    /// C, when the TMA epilogue stores it (its map is the slot's third).
+    c: Option<TmaC>,
 }
 
 impl MapsKey {
-    fn new(input: WgmmaInput, a: u64, b: u64, shape: &GemmShape) -> Self {
+    fn new(input: WgmmaInput, a: u64, b: u64, shape: &GemmShape, c: Option<TmaC>) -> Self {
         Self {
             input,
             a,
@@ -246,11 +376,13 @@ impl MapsKey {
                 stride_c: 0,
                 ..*shape
             },
+            c,
         }
     }
 
-    /// A's then B's tensor map; `kernel` is named in the driver's refusal.
-    fn encode(&self, kernel: &'static str) -> Result<[TensorMap; 2]> {
+    /// A's, B's and C's tensor map (C's zeros without `c`); `kernel` is
+    /// named in the driver's refusal.
+    fn encode(&self, kernel: &'static str) -> Result<[TensorMap; MAPS_PER_SLOT]> {
         let s = &self.shape;
         let (a_rows, a_cols) = s.a_stored();
         let (b_rows, b_cols) = s.b_stored();
@@ -273,6 +405,10 @@ impl MapsKey {
                 (b_rows, b_cols, s.batches),
                 (s.ldb, s.stride_b),
             )?,
+            match &self.c {
+                Some(c) => c.encode(kernel, s)?,
+                None => TensorMap([0; 16]),
+            },
         ])
     }
 }
@@ -334,11 +470,11 @@ impl TensorMapSlots {
         &self,
         table: &mut SlotTable,
         key: &MapsKey,
-        maps: Option<&[TensorMap; 2]>,
+        maps: Option<&[TensorMap; MAPS_PER_SLOT]>,
         name: &'static str,
         stream: &cust::stream::Stream,
     ) -> Result<u64> {
-        let bytes = size_of::<[TensorMap; 2]>();
+        let bytes = size_of::<[TensorMap; MAPS_PER_SLOT]>();
         if let Some(&slot) = table.slot_of.get(key) {
             return Ok(self.global + (slot * bytes) as u64);
         }
@@ -353,7 +489,7 @@ impl TensorMapSlots {
         }
         let address = self.global + (slot * bytes) as u64;
         // SAFETY: the slot lies inside the module's global (its size
-        // checked), `maps` is 256 readable bytes; the copy is queued on the
+        // checked), `maps` is `bytes` readable bytes; the copy is queued on the
         // stream of every launch that reads the slots, after each earlier
         // one (stream order), and the driver has taken the source bytes
         // when the call returns.
@@ -395,9 +531,13 @@ pub struct WgmmaGemm<'a, O: cust::memory::DeviceCopy> {
     k_stage: u32,
     /// What the tensor maps are made from.
     key: MapsKey,
-    /// A's then B's map, when the plan made them (the `Gpu` held none of
-    /// these operands then).
-    maps: Option<[TensorMap; 2]>,
+    /// C as the TMA epilogue would store it, where it can; `key.c` holds it
+    /// when that epilogue is chosen.
+    tma_c: Option<TmaC>,
+    epilogue: WgmmaEpilogue,
+    /// A's, B's and C's map, when the plan made them (the `Gpu` held none
+    /// of these operands then).
+    maps: Option<[TensorMap; MAPS_PER_SLOT]>,
     c: DevicePointer<O>,
     shape: GemmShape,
     /// The grid's blocks along x: the tiles of one batch's C.
@@ -417,6 +557,7 @@ impl<O: cust::memory::DeviceCopy> std::fmt::Debug for WgmmaGemm<'_, O> {
             .field("group_m", &self.group_m)
             .field("splits", &self.splits)
             .field("k_chunk", &self.k_chunk)
+            .field("epilogue", &self.epilogue_used())
             .finish()
     }
 }
@@ -509,7 +650,15 @@ impl WgmmaGemmExt for Gpu {
                 ),
             ));
         }
-        let key = MapsKey::new(input, a_ptr, b_ptr, shape);
+        let tma_c = TmaC::new(O::NAME, c.as_device_ptr().as_raw(), shape, beta);
+        let epilogue = WgmmaEpilogue::from_env(name)?;
+        let key = MapsKey::new(
+            input,
+            a_ptr,
+            b_ptr,
+            shape,
+            tma_c.filter(|_| epilogue == WgmmaEpilogue::Tma),
+        );
         let slots = self.launcher_state(name, || TensorMapSlots::new(self, name))?;
         let held = slots
             .table
@@ -537,6 +686,8 @@ impl WgmmaGemmExt for Gpu {
             k_chunk: 0,
             k_stage,
             key,
+            tma_c,
+            epilogue,
             maps,
             c: c.as_device_ptr(),
             shape: *shape,
@@ -592,11 +743,12 @@ fn tensor_maps_global(name: &'static str, function: cu::CUfunction) -> Result<u6
     // address and size.
     let r = unsafe { cu::cuModuleGetGlobal_v2(&mut address, &mut bytes, module, symbol.as_ptr()) };
     check_driver(r, name, "cuModuleGetGlobal (GEMM_WGMMA_TENSOR_MAPS)")?;
-    if bytes != size_of::<[[TensorMap; 2]; TENSOR_MAP_SLOTS]>() {
+    if bytes != size_of::<[[TensorMap; MAPS_PER_SLOT]; TENSOR_MAP_SLOTS]>() {
         return Err(Error::invalid(
             name,
             format!(
-                "{TENSOR_MAPS_SYMBOL} holds {bytes} bytes, not {TENSOR_MAP_SLOTS} slots of two tensor maps"
+                "{TENSOR_MAPS_SYMBOL} holds {bytes} bytes, not {TENSOR_MAP_SLOTS} slots of \
+                 {MAPS_PER_SLOT} tensor maps"
             ),
         ));
     }
@@ -634,6 +786,28 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
         self.splits = k.div_ceil(self.k_chunk);
     }
 
+    /// Picks how C is stored (the plan takes [`WgmmaEpilogue::from_env`]);
+    /// the TMA epilogue is used only where C allows it (see
+    /// [`WgmmaEpilogue::Tma`]).
+    pub fn set_epilogue(&mut self, epilogue: WgmmaEpilogue) {
+        if epilogue != self.epilogue {
+            self.epilogue = epilogue;
+            self.key.c = self.tma_c.filter(|_| epilogue == WgmmaEpilogue::Tma);
+            // The slot of the new key is found, or its maps made, at launch.
+            self.maps = None;
+        }
+    }
+
+    /// The epilogue the launch runs: TMA only when chosen, C allows it and
+    /// k is not split.
+    pub fn epilogue_used(&self) -> WgmmaEpilogue {
+        if self.key.c.is_some() && self.splits == 1 {
+            WgmmaEpilogue::Tma
+        } else {
+            WgmmaEpilogue::Registers
+        }
+    }
+
     /// The splits of k the launch runs (see [`set_splits`](Self::set_splits)).
     pub fn splits(&self) -> u32 {
         self.splits
@@ -654,7 +828,8 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
         }
         let s = &self.shape;
         let c = (self.c, s.ldc as u32, s.stride_c as u64);
-        self.launch_tiles(self.kernel, c, (self.alpha, self.beta), 0)
+        let tma_c = self.epilogue_used() == WgmmaEpilogue::Tma;
+        self.launch_tiles(self.kernel, c, (self.alpha, self.beta), 0, tma_c)
     }
 
     /// Queues the split-k GEMM: the partial products into the workspace,
@@ -692,7 +867,7 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
         // products' kernel first (queued before it on the stream).
         let w = unsafe { scratch(gpu, name, &mut held, len) }?;
         let c = (w.as_device_ptr(), s.n as u32, per_batch as u64);
-        self.launch_tiles(partials, c, (1.0, 0.0), split_stride as u64)?;
+        self.launch_tiles(partials, c, (1.0, 0.0), split_stride as u64, false)?;
         let reduce = self.split_kernels.1;
         let cfg = LaunchConfig {
             grid: (
@@ -724,13 +899,15 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
 
     /// Queues `kernel` over the work units (the plan's tiles, splits and
     /// batches), writing `c` (its pointer, ldc and batch stride; the splits
-    /// `split_stride` apart) with `alpha` and `beta`.
+    /// `split_stride` apart) with `alpha` and `beta`; through C's tensor map
+    /// (the slot's third) when `tma_c`.
     fn launch_tiles<T: cust::memory::DeviceCopy>(
         &self,
         kernel: Kernel<WgmmaParams<T>>,
         (c, ldc, c_batch_stride): (DevicePointer<T>, u32, u64),
         (alpha, beta): (f32, f32),
         split_stride: u64,
+        tma_c: bool,
     ) -> Result<()> {
         let gpu = self.gpu;
         let name = kernel.name();
@@ -757,6 +934,11 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
         let mut table = slots.table.lock().unwrap_or_else(|e| e.into_inner());
         let a_map = slots.slot(&mut table, &self.key, self.maps.as_ref(), name, stream)?;
         let b_map = a_map + size_of::<TensorMap>() as u64;
+        let c_map = if tma_c {
+            a_map + 2 * size_of::<TensorMap>() as u64
+        } else {
+            0
+        };
         let args = (
             DevicePointer::<u64>::from_raw(a_map),
             DevicePointer::<u64>::from_raw(b_map),
@@ -772,15 +954,92 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
             self.k_chunk,
             split_stride,
             units,
+            DevicePointer::<u64>::from_raw(c_map),
         );
         // SAFETY: the kernel's contract: 384 threads, SHARED_BYTES (opted in
         // when the slots were made), the grid covering C's tiles and the
         // splits ((splits - 1) · k_chunk < k, k_chunk whole stages: set_splits);
         // the slot holds the maps of this plan's key (written, if it was not,
         // by a copy queued just before on this stream), which describe A and B
-        // inside their buffers, and `c` holds the shape for every split (C
+        // inside their buffers and, when `tma_c` (one split, beta 0: launch),
+        // C as `c` is; `c` holds the shape for every split (C
         // checked by the plan, whose borrows keep the buffers and the `Gpu`
         // alive; the workspace sized by launch_split).
         unsafe { launch_function(function, kernel, cfg, stream, args) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The TMA epilogue takes C only where TMA can store it and C is not
+    /// read: `beta = 0`, a 16-byte aligned start, leading dimension and (with
+    /// several batches) batch stride, an output type it knows.
+    #[test]
+    fn the_tma_epilogue_takes_only_aligned_unread_c() {
+        let shape = GemmShape::with_ops(100, 64, 32, Op::N, Op::N);
+        let c = TmaC::new("f32", 0x1000, &shape, 0.0).expect("aligned f32 C, beta 0");
+        assert_eq!((c.map_type, c.bytes, c.ldc), (7, 4, 64));
+        assert_eq!(
+            TmaC::new("bf16", 0x1000, &shape, 0.0).map(|c| c.map_type),
+            Some(9)
+        );
+        assert_eq!(
+            TmaC::new("f16", 0x1000, &shape, 0.0).map(|c| c.map_type),
+            Some(6)
+        );
+        assert!(
+            TmaC::new("f32", 0x1000, &shape, 1.0).is_none(),
+            "beta ≠ 0 reads C"
+        );
+        assert!(
+            TmaC::new("f32", 0x1004, &shape, 0.0).is_none(),
+            "start not 16-byte aligned"
+        );
+        assert!(
+            TmaC::new("f64", 0x1000, &shape, 0.0).is_none(),
+            "no such output"
+        );
+        let odd = GemmShape { ldc: 65, ..shape };
+        assert!(
+            TmaC::new("f32", 0x1000, &odd, 0.0).is_none(),
+            "ldc · 4 not a multiple of 16"
+        );
+        let sixteen_bit = GemmShape { ldc: 72, ..shape };
+        assert!(TmaC::new("bf16", 0x1000, &sixteen_bit, 0.0).is_some());
+        let batched = GemmShape {
+            batches: 2,
+            stride_c: 100 * 64 + 2,
+            ..shape
+        };
+        assert!(
+            TmaC::new("f32", 0x1000, &batched, 0.0).is_none(),
+            "batch stride unaligned"
+        );
+        let one_batch = GemmShape {
+            stride_c: 3,
+            ..shape
+        };
+        assert!(
+            TmaC::new("f32", 0x1000, &one_batch, 0.0).is_some(),
+            "one batch: stride unused"
+        );
+    }
+
+    /// The key holds C only with the TMA epilogue: the register epilogue's
+    /// slots do not depend on C.
+    #[test]
+    fn only_the_tma_epilogue_keys_the_slot_by_c() {
+        let shape = GemmShape::with_ops(128, 256, 64, Op::N, Op::T);
+        let c = TmaC::new("f32", 0x2000, &shape, 0.0);
+        let with = MapsKey::new(WgmmaInput::Bf16, 0x1000, 0x3000, &shape, c);
+        let without = MapsKey::new(WgmmaInput::Bf16, 0x1000, 0x3000, &shape, None);
+        assert_ne!(with, without);
+        let other_ldc = GemmShape { ldc: 512, ..shape };
+        assert_eq!(
+            without,
+            MapsKey::new(WgmmaInput::Bf16, 0x1000, 0x3000, &other_ldc, None)
+        );
     }
 }

@@ -55,6 +55,20 @@ pub trait GemmOutput: Copy + 'static {
     fn from_f32(x: f32) -> Self;
     /// The value as f32.
     fn to_f32(self) -> f32;
+    /// Two adjacent elements as one aligned word (f32: 8 bytes; 16-bit
+    /// types: 4 bytes), the first in the low half: one store instruction
+    /// for the pair.
+    type Pair: Copy;
+    /// `[lo, hi]` packed as [`GemmOutput::Pair`].
+    fn pack(lo: Self, hi: Self) -> Self::Pair;
+    /// The two elements of a pair, low first.
+    fn unpack(pair: Self::Pair) -> [Self; 2];
+    /// Stores a pair to shared memory at `addr` (one instruction).
+    ///
+    /// # Safety
+    /// `addr` is a shared-window address aligned to the pair's size, of a
+    /// live slot that no other thread reads or writes concurrently.
+    unsafe fn store_shared_pair(addr: u32, pair: Self::Pair);
 }
 
 impl GemmInput for f32 {
@@ -68,6 +82,20 @@ impl GemmOutput for f32 {
     }
     fn to_f32(self) -> f32 {
         self
+    }
+    type Pair = u64;
+    fn pack(lo: f32, hi: f32) -> u64 {
+        u64::from(lo.to_bits()) | (u64::from(hi.to_bits()) << 32)
+    }
+    fn unpack(pair: u64) -> [f32; 2] {
+        [
+            f32::from_bits(pair as u32),
+            f32::from_bits((pair >> 32) as u32),
+        ]
+    }
+    unsafe fn store_shared_pair(addr: u32, pair: u64) {
+        // SAFETY: the caller's contract.
+        unsafe { crate::device::vector::store_shared_b64(addr, pair) }
     }
 }
 
@@ -84,6 +112,17 @@ macro_rules! half_io {
             }
             fn to_f32(self) -> f32 {
                 self.widen()
+            }
+            type Pair = u32;
+            fn pack(lo: $t, hi: $t) -> u32 {
+                u32::from(lo.to_bits()) | (u32::from(hi.to_bits()) << 16)
+            }
+            fn unpack(pair: u32) -> [$t; 2] {
+                [$t::from_bits(pair as u16), $t::from_bits((pair >> 16) as u16)]
+            }
+            unsafe fn store_shared_pair(addr: u32, pair: u32) {
+                // SAFETY: the caller's contract.
+                unsafe { crate::device::vector::store_shared_b32(addr, pair) }
             }
         }
     )*};
@@ -113,6 +152,29 @@ pub unsafe fn store_c<O: GemmOutput>(out: *mut O, acc: f32, alpha: f32, beta: f3
     unsafe {
         let old = if beta == 0.0 { 0.0 } else { (*out).to_f32() };
         *out = O::from_f32(epilogue(acc, alpha, beta, old));
+    }
+}
+
+/// Writes two adjacent elements of C (`out[0]`, `out[1]`) with one store:
+/// [`store_c`] of each, C read (as one load) only when `beta != 0`.
+///
+/// # Safety
+/// `out` points to two elements of C that only this thread writes, aligned
+/// to the size of [`GemmOutput::Pair`].
+#[inline(always)]
+pub unsafe fn store_c_pair<O: GemmOutput>(out: *mut O, acc: [f32; 2], alpha: f32, beta: f32) {
+    let out = out.cast::<O::Pair>();
+    // SAFETY: the caller's contract.
+    unsafe {
+        let old = if beta == 0.0 {
+            [0.0; 2]
+        } else {
+            O::unpack(*out).map(O::to_f32)
+        };
+        *out = O::pack(
+            O::from_f32(epilogue(acc[0], alpha, beta, old[0])),
+            O::from_f32(epilogue(acc[1], alpha, beta, old[1])),
+        );
     }
 }
 

@@ -42,7 +42,7 @@ use crate::device::hopper::{
     sw128_mn_descriptor,
 };
 use crate::device::{kernel, shared, sync, thread, warp};
-use crate::gemm::{GemmOutput, store_c};
+use crate::gemm::{GemmOutput, epilogue, store_c, store_c_pair};
 
 /// Rows of C a block computes.
 pub const BLOCK_M: u32 = 128;
@@ -59,10 +59,21 @@ pub const THREADS: u32 = 384;
 const A_STAGE_BYTES: u32 = BLOCK_M * ROW_BYTES;
 /// Bytes of one stage (A then B).
 const STAGE_BYTES: u32 = A_STAGE_BYTES + BLOCK_N * ROW_BYTES;
+/// Rows of C one epilogue box holds: a consumer's 64 rows.
+pub const C_BOX_ROWS: u32 = 64;
+/// Bytes of one row of an epilogue box (one 128-byte swizzle row: 32 f32
+/// or 64 16-bit columns of C).
+pub const C_BOX_ROW_BYTES: u32 = 128;
+/// Bytes of one epilogue buffer: a box of C.
+const C_BUFFER_BYTES: u32 = C_BOX_ROWS * C_BOX_ROW_BYTES;
+/// Epilogue buffers: two per consumer (one filled while the other's box is
+/// stored).
+const C_BUFFERS: u32 = 4;
 /// Dynamic shared memory a block needs: the ring (1024-byte aligned, for the
-/// swizzle: up to 1024 bytes are skipped to align it) and the 2 barriers of
-/// each stage.
-pub const SHARED_BYTES: u32 = 1024 + STAGES * STAGE_BYTES + 2 * STAGES * 8;
+/// swizzle: up to 1024 bytes are skipped to align it), the epilogue's
+/// buffers and the 2 barriers of each stage.
+pub const SHARED_BYTES: u32 =
+    1024 + STAGES * STAGE_BYTES + C_BUFFERS * C_BUFFER_BYTES + 2 * STAGES * 8;
 /// The k steps of one stage (each reads 32 bytes of every K-major row, or
 /// 16 rows of an MN-major box).
 const K_STEPS: u32 = ROW_BYTES / 32;
@@ -76,8 +87,12 @@ const MN_BOX_BYTES: u32 = MN_BOX * ROW_BYTES;
 /// then moves them from the producer to the consumers.
 pub const MAX_REGISTERS: u32 = (65_536 / THREADS) & !7;
 
+/// Tensor maps a slot of [`TENSOR_MAPS_SYMBOL`] holds: A's, B's and C's.
+pub const MAPS_PER_SLOT: usize = 3;
+
 /// The name of the module's global that holds the tensor maps of the
-/// launches: [`TENSOR_MAP_SLOTS`] slots of two maps (A's, then B's). The
+/// launches: [`TENSOR_MAP_SLOTS`] slots of [`MAPS_PER_SLOT`] maps (A's, B's,
+/// then C's, which only a launch that stores through TMA reads). The
 /// host keeps a table of what each slot holds, writes a slot (a copy on the
 /// launch's stream) only for operands it does not hold yet, and passes the
 /// addresses of the launch's slot.
@@ -90,8 +105,8 @@ pub const TENSOR_MAP_SLOTS: usize = 64;
 /// The host's slots of tensor maps ([`TENSOR_MAPS_SYMBOL`]).
 #[cfg(target_arch = "nvptx64")]
 #[unsafe(no_mangle)]
-pub static mut GEMM_WGMMA_TENSOR_MAPS: [[hopper::TensorMap; 2]; TENSOR_MAP_SLOTS] =
-    [[hopper::TensorMap([0; 16]); 2]; TENSOR_MAP_SLOTS];
+pub static mut GEMM_WGMMA_TENSOR_MAPS: [[hopper::TensorMap; MAPS_PER_SLOT]; TENSOR_MAP_SLOTS] =
+    [[hopper::TensorMap([0; 16]); MAPS_PER_SLOT]; TENSOR_MAP_SLOTS];
 
 /// The block's tile of `C = alpha · op(A) · op(B) + beta · C`, A MN-major
 /// (stored `k × m`) when `A_MN`, B MN-major (stored `k × n`) when `B_MN`.
@@ -108,6 +123,16 @@ pub static mut GEMM_WGMMA_TENSOR_MAPS: [[hopper::TensorMap; 2]; TENSOR_MAP_SLOTS
 /// is the whole product. (The host reduces the splits' f32 partial
 /// products.)
 ///
+/// The epilogue: with a tensor map of C (`c_map` not null: one split,
+/// `beta = 0`), each consumer writes its 64 rows of the tile to shared
+/// memory a box of 128-byte rows at a time (32 f32 or 64 16-bit columns,
+/// swizzled as the map's 128-byte swizzle), and one of its threads stores
+/// the box with TMA, asynchronously: two buffers a consumer, so the stores
+/// drain under the next box's writes and the next tile's products, and TMA
+/// leaves out what lies past m and n. Without one, each thread stores its
+/// fragment straight to C (pairs of adjacent columns where aligned), reading
+/// C when `beta ≠ 0`.
+///
 /// # Safety
 /// Launched with [`THREADS`] threads a block, [`SHARED_BYTES`] of dynamic
 /// shared memory, a 1-D grid, `units = ceil(m / 128) · ceil(n / 256) ·
@@ -119,7 +144,11 @@ pub static mut GEMM_WGMMA_TENSOR_MAPS: [[hopper::TensorMap; 2]; TENSOR_MAP_SLOTS
 /// (rows 128 for A, 256 for B), or MN-major `rows × k × batches` with box
 /// `64 × 64 × 1`; `c` holds, for each split, `batches` blocks of
 /// `c_batch_stride` elements, each `m` rows of `ldc ≥ n`, the splits
-/// `c_split_stride` elements apart and not overlapping.
+/// `c_split_stride` elements apart and not overlapping; `c_map` is null, or
+/// (with one split and `beta = 0`) points to a tensor map of C, `n × m ×
+/// batches` of `O` with row stride `ldc` and batch stride `c_batch_stride`,
+/// box `C_BOX_ROW_BYTES / size_of::<O>() × C_BOX_ROWS × 1`, 128-byte
+/// swizzle, at `c`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>(
@@ -137,12 +166,14 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
     k_chunk: u32,
     c_split_stride: u64,
     units: u32,
+    c_map: *const u64,
 ) {
     kernel::max_registers::<MAX_REGISTERS>();
     let ring = (shared::dynamic_shared_address() + 1023) & !1023;
     let a_tile = |s: u32| ring + s * STAGE_BYTES;
     let b_tile = |s: u32| ring + s * STAGE_BYTES + A_STAGE_BYTES;
-    let barriers = ring + STAGES * STAGE_BYTES;
+    let c_buffers = ring + STAGES * STAGE_BYTES;
+    let barriers = c_buffers + C_BUFFERS * C_BUFFER_BYTES;
     // SAFETY: 2 · STAGES 8-byte barriers after the ring, inside SHARED_BYTES;
     // initialised below before the block barrier, used only after it.
     let full = |s: u32| unsafe { MBarrier::at(barriers + 8 * s) };
@@ -190,6 +221,13 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
         )
     };
     let (first_unit, unit_step) = (thread::block_idx_x(), thread::grid_dim_x());
+    // Adjacent columns of C are stored as one aligned pair when every pair
+    // of the launch is aligned: C's start, ldc and both strides even (in
+    // elements) and C aligned to a pair.
+    let pairs = ldc.is_multiple_of(2)
+        && c_batch_stride.is_multiple_of(2)
+        && c_split_stride.is_multiple_of(2)
+        && (c as usize).is_multiple_of(2 * core::mem::size_of::<O>());
 
     if warpgroup == 0 {
         hopper::setmaxnreg_dec::<40>();
@@ -253,6 +291,11 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
     let consumer = warpgroup - 1;
     let t = tid % 128;
     let (warp, lane) = (t / 32, t % 32);
+    let tma_c = !c_map.is_null();
+    if tma_c && t == 0 {
+        // SAFETY: the launch's contract: a tensor map in global memory.
+        unsafe { hopper::acquire_tensor_map(c_map as u64) };
+    }
     let mut it = 0u32;
     let mut u = first_unit;
     while u < units {
@@ -300,9 +343,25 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
             empty((it - 1) % STAGES).arrive();
         }
 
+        if tma_c {
+            // SAFETY: the launch's contract (a map of C, one split, beta 0);
+            // the buffers lie inside SHARED_BYTES, 1024-byte aligned.
+            unsafe {
+                store_tile_tma::<O>(
+                    &acc,
+                    c_map as u64,
+                    c_buffers + consumer * 2 * C_BUFFER_BYTES,
+                    (col0, row0 + consumer * C_BOX_ROWS, batch),
+                    alpha,
+                    consumer,
+                )
+            };
+            u += unit_step;
+            continue;
+        }
         // The epilogue: each thread's fragment (see `device::hopper`) to C,
-        // element by element with constant indices (straight-line code: the
-        // fragment stays in registers).
+        // pair by pair of adjacent columns with constant indices
+        // (straight-line code: the fragment stays in registers).
         let row = row0 + consumer * 64 + warp * 16 + lane / 4;
         let col = col0 + 2 * (lane % 4);
         // SAFETY: the split's and the batch's block of C (the launch's
@@ -312,30 +371,134 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
                 split as usize * c_split_stride as usize + batch as usize * c_batch_stride as usize,
             )
         };
-        let store = |i: u32, v: f32| {
-            // Accumulator i: slab i / 4, the row 8 below for i % 4 ≥ 2, the
-            // odd column for odd i.
+        let store = |i: u32, v: [f32; 2]| {
+            // Accumulators i and i + 1 (i even): slab i / 4, the row 8
+            // below for i % 4 ≥ 2, two adjacent columns.
             let r = row + 8 * ((i / 2) % 2);
-            let cc = col + 8 * (i / 4) + i % 2;
-            if r < m && cc < n {
-                // SAFETY: r < m, cc < n ≤ ldc: inside the batch's C, which
-                // only this thread writes.
-                unsafe {
-                    store_c(
-                        c.add(r as usize * ldc as usize + cc as usize),
-                        v,
-                        alpha,
-                        beta,
-                    )
-                };
+            let cc = col + 8 * (i / 4);
+            if r >= m {
+                return;
+            }
+            // SAFETY: r < m and each element stored is < n ≤ ldc: inside the
+            // batch's C, which only this thread writes; a pair store only
+            // when the pair is aligned (`pairs`: cc even, C, ldc and the
+            // strides even).
+            unsafe {
+                let at = c.add(r as usize * ldc as usize + cc as usize);
+                if pairs && cc + 1 < n {
+                    store_c_pair(at, v, alpha, beta);
+                } else {
+                    if cc < n {
+                        store_c(at, v[0], alpha, beta);
+                    }
+                    if cc + 1 < n {
+                        store_c(at.add(1), v[1], alpha, beta);
+                    }
+                }
             }
         };
         macro_rules! store_all {
-            (; $($i:literal)*) => { $(store($i, acc[$i]);)* };
+            (; $($i:literal)*) => {
+                $(if ($i as u32).is_multiple_of(2) {
+                    store($i, [acc[$i], acc[($i + 1) % N256_ACCUMULATORS]]);
+                })*
+            };
         }
         crate::device::with_n256_indices!(store_all!());
         u += unit_step;
     }
+    if tma_c && t == 0 {
+        // The last boxes' stores are complete before the block's shared
+        // memory goes.
+        hopper::bulk_wait_group::<0>();
+    }
+}
+
+/// The TMA epilogue of one consumer: its 64 × 256 part of the tile, `acc`
+/// (see `device::hopper` for the fragment), times `alpha`, to C at `(col,
+/// row, batch)` through `c_map`, box by box through the consumer's two
+/// buffers at `buffers` (see [`gemm`]).
+///
+/// # Safety
+/// Called by all 128 threads of consumer `consumer` (named barrier
+/// `1 + consumer`); `c_map` is a tensor map of C as [`gemm`] says;
+/// `buffers` is 2 · `C_BUFFER_BYTES` of shared memory, 1024-byte aligned,
+/// that only this consumer uses.
+#[inline(always)]
+unsafe fn store_tile_tma<O: GemmOutput>(
+    acc: &[f32; N256_ACCUMULATORS],
+    c_map: u64,
+    buffers: u32,
+    (col0, row0, batch): (u32, u32, u32),
+    alpha: f32,
+    consumer: u32,
+) {
+    // Through `black_box`: the addresses below depend on the thread alone,
+    // and the compiler would otherwise compute them before the main loop
+    // and keep them live (spilled) across it.
+    let t = core::hint::black_box(thread::thread_idx_x()) % 128;
+    let (warp, lane) = (t / 32, t % 32);
+    let size = core::mem::size_of::<O>() as u32;
+    // Columns of a box, and the accumulators of a thread in one box (4 for
+    // each 8 columns).
+    let box_cols = C_BOX_ROW_BYTES / size;
+    let per_box = box_cols / 2;
+    let sync = || {
+        // SAFETY: the consumer's 128 threads all reach each call (the
+        // caller's contract); no other warp uses this barrier.
+        unsafe { hopper::named_barrier_sync(1 + consumer, 128) }
+    };
+    let store_pair = |i: u32| {
+        // Accumulators i and i + 1 (i even): row `lane / 4` of the warp's
+        // 16 (8 below for i % 4 ≥ 2), columns 8 · (i / 4) + 2 · (lane % 4)
+        // and the next.
+        let j = i / per_box;
+        let buffer = buffers + (j % 2) * C_BUFFER_BYTES;
+        if i.is_multiple_of(per_box) {
+            // The box stored from this buffer two boxes ago has been read.
+            if t == 0 {
+                hopper::bulk_wait_group_read::<1>();
+            }
+            sync();
+        }
+        let row = warp * 16 + lane / 4 + 8 * ((i / 2) % 2);
+        let byte = ((8 * (i / 4)) % box_cols + 2 * (lane % 4)) * size;
+        // The 128-byte swizzle: 16-byte chunk `c` of row `r` at `c ^ r % 8`.
+        let at = buffer + row * C_BOX_ROW_BYTES + ((byte / 16) ^ (row % 8)) * 16 + byte % 16;
+        let pair = O::pack(
+            O::from_f32(epilogue(acc[i as usize], alpha, 0.0, 0.0)),
+            O::from_f32(epilogue(acc[i as usize + 1], alpha, 0.0, 0.0)),
+        );
+        // SAFETY: inside this consumer's buffer (row < 64, byte < 128),
+        // aligned to the pair; the barrier above ordered the last reader.
+        unsafe { O::store_shared_pair(at, pair) };
+        if (i + 2).is_multiple_of(per_box) {
+            hopper::fence_proxy_async_shared();
+            sync();
+            if t == 0 {
+                // SAFETY: the box is written and fenced (barrier above);
+                // the caller's map of C.
+                unsafe {
+                    hopper::tma_store_3d(
+                        c_map,
+                        buffer,
+                        (col0 + j * box_cols) as i32,
+                        row0 as i32,
+                        batch as i32,
+                    )
+                };
+                hopper::bulk_commit_group();
+            }
+        }
+    };
+    macro_rules! store_pairs {
+        (; $($i:literal)*) => {
+            $(if ($i as u32).is_multiple_of(2) {
+                store_pair($i);
+            })*
+        };
+    }
+    crate::device::with_n256_indices!(store_pairs!());
 }
 
 /// The entry points, one per input type, output type and layout, each
@@ -370,12 +533,13 @@ macro_rules! gemm_wgmma_entries {
                     k_chunk: u32,
                     c_split_stride: u64,
                     units: u32,
+                    c_map: *const u64,
                 ) as $handle {
                     // SAFETY: the entry's contract.
                     unsafe {
                         gemm::<$t, $o, $a_mn, $b_mn>(
                             a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m,
-                            k_chunk, c_split_stride, units,
+                            k_chunk, c_split_stride, units, c_map,
                         )
                     }
                 }
@@ -407,8 +571,8 @@ gemm_wgmma_entries! {
 /// The parameters every entry takes, `O` its output element: the two tensor
 /// maps' addresses, C, m, n, k, ldc, C's batch stride, alpha, beta, the
 /// tile rows of a group of the grouped tile order, the k of a split, the
-/// elements between the splits' outputs and the work units (tiles · splits
-/// · batches) the grid's blocks walk.
+/// elements between the splits' outputs, the work units (tiles · splits
+/// · batches) the grid's blocks walk and C's tensor map (or null).
 pub type WgmmaParams<O> = (
     *const u64,
     *const u64,
@@ -424,4 +588,5 @@ pub type WgmmaParams<O> = (
     u32,
     u64,
     u32,
+    *const u64,
 );

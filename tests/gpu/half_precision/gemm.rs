@@ -406,6 +406,101 @@ pub(super) fn gemm_wgmma_split_counts(gpu: &Gpu) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Both wgmma epilogues (registers, and TMA through shared memory) in the
+/// layouts NN and NT, f32 and bf16 output, two batches, edges past the
+/// tiles (m = 300, n = 520), with a padded leading dimension of C: every
+/// element of each batch's `m × n` against the f64 reference, the padding
+/// columns (poisoned with NaN) untouched, the TMA epilogue taken where C
+/// allows it and the register one otherwise (an odd ldc, or `beta ≠ 0`).
+pub(super) fn gemm_wgmma_epilogues(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::gemm_wgmma::{WgmmaEpilogue, WgmmaGemmExt};
+    fn run<O: GemmOutput<bf16> + Copy>(gpu: &Gpu, from: fn(f32) -> O) -> Result<(), Failed> {
+        let (m, n, k, batches) = (300, 520, 192, 2);
+        let flat = |x: &Array2<bf16>| x.iter().map(|&v| GemmInput::to_dev(v)).collect::<Vec<_>>();
+        for (op_a, op_b) in [(Op::N, Op::N), (Op::N, Op::T)] {
+            for (pad, beta) in [(8, 0.0f32), (1, 0.0), (8, 0.5)] {
+                let mut shape = GemmShape::with_ops(m, n, k, op_a, op_b);
+                shape.batches = batches;
+                shape.ldc = n + pad;
+                shape.stride_c = m * shape.ldc;
+                let (a_rows, a_cols) = shape.a_stored();
+                let (b_rows, b_cols) = shape.b_stored();
+                let a = random(batches * a_rows, a_cols, 80, bf16::from_f32);
+                let b = random(batches * b_rows, b_cols, 81, bf16::from_f32);
+                let c0 = random(batches * m, shape.ldc, 82, |x: f32| x).mapv(from);
+                let da = gpu.to_device(&flat(&a)).map_err(fail)?;
+                let db = gpu.to_device(&flat(&b)).map_err(fail)?;
+                for epilogue in [WgmmaEpilogue::Registers, WgmmaEpilogue::Tma] {
+                    // The padding columns hold NaN: a write there shows.
+                    let mut c = c0.clone();
+                    c.slice_mut(s![.., n..]).fill(from(f32::NAN));
+                    let dev: Vec<O::Dev> = c.iter().map(|&v| v.to_dev()).collect();
+                    let mut dc = gpu.to_device(&dev).map_err(fail)?;
+                    let mut plan = gpu
+                        .gemm_wgmma_plan::<bf16, O>(&shape, 0.5, &da, &db, beta, &mut dc)
+                        .map_err(fail)?;
+                    plan.set_splits(1);
+                    plan.set_epilogue(epilogue);
+                    let tma_allowed = beta == 0.0 && (shape.ldc * size_of::<O::Dev>()) % 16 == 0;
+                    let want = if epilogue == WgmmaEpilogue::Tma && tma_allowed {
+                        WgmmaEpilogue::Tma
+                    } else {
+                        WgmmaEpilogue::Registers
+                    };
+                    let what = format!(
+                        "{op_a:?}{op_b:?} {} ldc {} beta {beta}: {plan:?}",
+                        O::NAME,
+                        shape.ldc
+                    );
+                    ensure(plan.epilogue_used() == want, || {
+                        format!("{what}: not {want:?}")
+                    })?;
+                    plan.launch().map_err(fail)?;
+                    let got: Vec<O> = dc
+                        .to_vec()
+                        .map_err(fail)?
+                        .into_iter()
+                        .map(O::from_dev)
+                        .collect();
+                    let got =
+                        Array2::from_shape_vec((batches * m, shape.ldc), got).map_err(fail)?;
+                    for z in 0..batches {
+                        let rows = z * m..(z + 1) * m;
+                        let az = a.slice(s![z * a_rows..(z + 1) * a_rows, ..]);
+                        let az = if op_a == Op::T {
+                            az.reversed_axes()
+                        } else {
+                            az
+                        };
+                        let bz = b.slice(s![z * b_rows..(z + 1) * b_rows, ..]);
+                        let bz = if op_b == Op::T {
+                            bz.reversed_axes()
+                        } else {
+                            bz
+                        };
+                        let reference =
+                            gemm_reference(0.5, az, bz, beta, c0.slice(s![rows.clone(), ..n]));
+                        let gz = got.slice(s![rows.clone(), ..n]);
+                        if let Some(bad) = gemm_check(gz, &reference, |v| v.to_f64()) {
+                            return Err(Failed::from(format!("{what}, batch {z}: {bad:?}")));
+                        }
+                        let pad_written = got
+                            .slice(s![rows, n..])
+                            .iter()
+                            .any(|v| !v.to_f64().is_nan());
+                        ensure(!pad_written, || {
+                            format!("{what}, batch {z}: a padding column written")
+                        })?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+    run::<f32>(gpu, |x| x)?;
+    run::<bf16>(gpu, bf16::from_f32)
+}
+
 /// The on-device API queued back to back without a wait between (NT, the
 /// wgmma kernel's layout on an H100, whose tensor maps are copied into the
 /// module before each launch): the same buffers with new data, other
