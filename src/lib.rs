@@ -56,6 +56,23 @@ pub fn gpu() -> Result<Gpu> {
     }
 }
 
+/// Opens device 0 with the embedded kernels as [`gpu()`] does, or, on a
+/// machine without a GPU (no NVIDIA driver or no device), the simulator
+/// ([`simulator()`]), saying so on stderr: the constructor the template's
+/// programs use ([`Gpu::from_images_or_simulator`]). A driver that is
+/// there but fails is the error, never the simulator.
+///
+/// ```no_run
+/// # fn main() -> cuda_kernels::Result<()> {
+/// let gpu = cuda_kernels::gpu_or_simulator()?;
+/// println!("{}", if gpu.is_simulated() { "simulator" } else { "GPU" });
+/// # Ok(())
+/// # }
+/// ```
+pub fn gpu_or_simulator() -> Result<Gpu> {
+    Gpu::from_images_or_simulator(&IMAGES)
+}
+
 /// Opens device 0 with the embedded kernels, whatever `CUDA_KERNELS_SIM`
 /// says (for what only a GPU has: the C ABI library uses it).
 pub fn cuda_gpu() -> Result<Gpu> {

@@ -232,6 +232,70 @@ from_fn!(FragB, B_K16N8, 2);
 /// (`mma.sync.aligned.m16n8k16.row.col.f32.<T>.<T>.f32`): each lane gives
 /// its fragments and gets its 4 elements of D ([`C_M16N8`]). A warp
 /// collective (all 32 lanes, converged).
+///
+/// One tile, run here on the simulator (on a GPU the same kernel runs from
+/// an sm_80 or later image):
+/// ```
+/// use std::ffi::c_void;
+/// use cuda_kernels_device::float16::bf16;
+/// use cuda_kernels_device::sim::{self, LaunchShape, SimError, memory::Allocation};
+///
+/// mod k {
+///     use cuda_kernels_device::float16::bf16;
+///     use cuda_kernels_device::mma::{C_M16N8, FragA, FragB, mma_m16n8k16};
+///     use cuda_kernels_device::thread;
+///     cuda_kernels_device::kernels! {
+///         /// `d = a · b`: `a` 16 × 16, `b` 16 × 8, `d` 16 × 8, row-major.
+///         ///
+///         /// # Safety
+///         /// Those sizes; one warp.
+///         pub fn tile(a: *const bf16, b: *const bf16, d: *mut f32) as TILE {
+///             let lane = thread::thread_idx_x();
+///             // SAFETY: (row, col) inside a (16 × 16) and b (16 × 8).
+///             let fa = FragA::from_fn(lane, |r, c| unsafe { *a.add((r * 16 + c) as usize) });
+///             let fb = FragB::from_fn(lane, |r, c| unsafe { *b.add((r * 8 + c) as usize) });
+///             let out = mma_m16n8k16(fa, fb, [0.0; 4]);
+///             for e in 0..4 {
+///                 let (r, c) = C_M16N8.coord(lane, e);
+///                 // SAFETY: inside d (16 × 8); each element one lane's.
+///                 unsafe { *d.add((r * 8 + c) as usize) = out[e as usize] };
+///             }
+///         }
+///     }
+/// }
+///
+/// # fn main() -> Result<(), SimError> {
+/// let a: Vec<bf16> = (0..256).map(|i| bf16::narrow((i % 7) as f32 - 3.0)).collect();
+/// let b: Vec<bf16> = (0..128).map(|i| bf16::narrow((i % 5) as f32 * 0.5)).collect();
+/// let (da, db) = (Allocation::new(512, 2, "a")?, Allocation::new(256, 2, "b")?);
+/// let dd = Allocation::new(512, 4, "d")?;
+/// let (mut pa, mut pb, mut pd) = (
+///     da.ptr().cast::<bf16>(),
+///     db.ptr().cast::<bf16>(),
+///     dd.ptr().cast::<f32>(),
+/// );
+/// // SAFETY: each allocation holds the elements copied.
+/// unsafe {
+///     pa.copy_from(a.as_ptr(), 256);
+///     pb.copy_from(b.as_ptr(), 128);
+/// }
+/// let params = [
+///     (&raw mut pa).cast::<c_void>(),
+///     (&raw mut pb).cast(),
+///     (&raw mut pd).cast(),
+/// ];
+/// let shape = LaunchShape { grid: [1, 1, 1], block: [32, 1, 1], dynamic_shared_bytes: 0 };
+/// let entry = k::TILE.sim_entry().expect("kernels! gives a host entry");
+/// // SAFETY: the kernel's parameters, buffers of its sizes, one warp.
+/// unsafe { sim::launch(k::TILE.name(), shape, entry, &params) }?;
+/// for (i, j) in (0..16).flat_map(|i| (0..8).map(move |j| (i, j))) {
+///     let want: f32 = (0..16).map(|k| a[i * 16 + k].widen() * b[k * 8 + j].widen()).sum();
+///     // SAFETY: inside d.
+///     assert_eq!(unsafe { pd.add(i * 8 + j).read() }, want); // small integers: exact
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[cfg_attr(target_arch = "nvptx64", inline(always))]
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller, inline(never))]

@@ -203,6 +203,44 @@ impl Gpu {
     /// crate's [`Error`](crate::Error) naming the kernel or the copy; the
     /// slices are then left as they were, or partly written back.
     ///
+    /// ```
+    /// use cuda_kernels_runtime::{Gpu, In, InOut, LaunchConfig};
+    ///
+    /// mod k {
+    ///     use cuda_kernels_device::thread;
+    ///     cuda_kernels_device::kernels! {
+    ///         /// `y[i] = a · x[i] + y[i]` for `i < n`.
+    ///         ///
+    ///         /// # Safety
+    ///         /// `x` and `y` hold `n` f32.
+    ///         pub fn axpy(x: *const f32, y: *mut f32, a: f32, n: usize) as AXPY {
+    ///             for i in thread::grid_stride(n) {
+    ///                 // SAFETY: i < n.
+    ///                 unsafe { *y.add(i) += a * *x.add(i) };
+    ///             }
+    ///         }
+    ///     }
+    /// }
+    ///
+    /// # fn main() -> cuda_kernels_runtime::Result<()> {
+    /// // The simulator running this crate's kernels (a program with a GPU
+    /// // opens one with `Gpu::from_images_or_simulator(&IMAGES)`).
+    /// let gpu = Gpu::simulator_of_crate(env!("CARGO_CRATE_NAME"));
+    /// let x = vec![1.0f32; 1000];
+    /// let mut y = vec![2.0f32; 1000];
+    /// // SAFETY: n is the length of both slices.
+    /// unsafe {
+    ///     gpu.launch_host(
+    ///         k::AXPY,
+    ///         LaunchConfig::linear(4, 256),
+    ///         (In(&x), InOut(&mut y), 3.0f32, 1000usize),
+    ///     )?
+    /// };
+    /// assert!(y.iter().all(|&v| v == 5.0));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Safety
     /// The kernel's own `# Safety` contract, for these arguments and `cfg`:
     /// the sizes passed as scalars agree with the slices' lengths, and the

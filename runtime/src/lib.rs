@@ -102,6 +102,12 @@ pub use memory::{
     DeviceBuffer, DeviceContext, DeviceId, DeviceSlice, DeviceView, DeviceViewMut, Stream,
 };
 
+/// The device layer (`cuda-kernels-device`), re-exported so that a host
+/// program names the types it shares with its kernels without a second
+/// dependency: [`f16`] and [`bf16`] (`device::float16`), the mma
+/// fragments (`device::mma`), `kernels!`.
+pub use cuda_kernels_device as device;
+pub use cuda_kernels_device::float16::{bf16, f16};
 /// Re-export of `cust`, for users who go beyond the launchers.
 pub use cust;
 

@@ -158,7 +158,8 @@ mod signals {
                 if libc::sigaltstack(std::ptr::null(), &mut previous) != 0 {
                     return;
                 }
-                if previous.ss_flags & libc::SS_DISABLE == 0 && previous.ss_size >= ALT_STACK_BYTES {
+                if previous.ss_flags & libc::SS_DISABLE == 0 && previous.ss_size >= ALT_STACK_BYTES
+                {
                     return;
                 }
                 let page = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)).unwrap_or(4096);
@@ -394,6 +395,11 @@ pub(crate) fn report(
 /// (relative to the workspace), else relative to the current directory,
 /// else as the debug information has it.
 fn access_site(trace: &std::backtrace::Backtrace) -> Option<Box<str>> {
+    // The simulator's own dependencies, whose frames lie between the trap
+    // and the kernel in a dev build (the coroutine that runs the simulated
+    // thread): never the site (a dev build once named
+    // `corosensei/src/coroutine.rs:243:62`).
+    const SIMULATOR_CRATES: [&str; 3] = ["/corosensei-", "/libc-", "/corosensei/"];
     let own_src = concat!(env!("CARGO_MANIFEST_DIR"), "/src/");
     // `{:#}`: every frame, each file as the debug information names it.
     let text = format!("{trace:#}");
@@ -410,6 +416,7 @@ fn access_site(trace: &std::backtrace::Backtrace) -> Option<Box<str>> {
                 && !at.starts_with("/rustc/")
                 && !at.contains("/lib/rustlib/src/rust/library/")
                 && !at.starts_with(own_src)
+                && !SIMULATOR_CRATES.iter().any(|c| at.contains(c))
         })?;
     Some(relative_path(site).into())
 }
