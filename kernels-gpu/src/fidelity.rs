@@ -88,6 +88,9 @@ pub const FIDELITY_CASES: &[FidelityCase] = &[
     case(FID_MISALIGNED_SHARED_V4, 32, 32),
     case(FID_RUNAWAY_RECURSION, 32, 32),
     case(FID_DEEP_RECURSION, 32, 32),
+    case(FID_ACTIVEMASK_WHILE_LANE_EXITS, 32, 32),
+    case(FID_TF32_ROUNDING, 1, TF32_INPUTS.len()),
+    case(FID_MISALIGNED_LDMATRIX, 32, 32),
     case(FID_REGISTER_HUNGRY, 1024, 1024),
     case(FID_REGISTER_HUNGRY, 64, 1024),
 ];
@@ -153,6 +156,29 @@ fn recurse(depth: u32, seed: u32) -> u32 {
         recurse(depth - 1, seed.wrapping_mul(3)).wrapping_add(1)
     }
 }
+
+/// The f32 bits [`FID_TF32_ROUNDING`] converts with `cvt.rna.tf32.f32`:
+/// NaNs with payloads in the low 13 bits alone, and above them, quiet and
+/// signalling, of both signs; infinities; finite values whose rounding
+/// carries into the exponent, ties, and subnormals.
+pub const TF32_INPUTS: [u32; 16] = [
+    0x7f80_0001,
+    0xff80_0001,
+    0x7f80_0fff,
+    0x7f80_1000,
+    0x7fc0_0000,
+    0x7fff_ffff,
+    0xffff_ffff,
+    0x7f80_2000,
+    0x7f80_0000,
+    0xff80_0000,
+    0x7f7f_ffff,
+    0x3f80_0fff,
+    0x3f80_1000,
+    0x0000_0fff,
+    0x8000_1000,
+    0xbf7f_f000,
+];
 
 /// Words of [`FID_LARGE_LOCAL_ARRAY`]'s per-thread array: 260 KiB.
 pub const LARGE_LOCAL_WORDS: usize = 260 * 1024 / 4;
@@ -981,6 +1007,53 @@ crate::device::kernels! {
         let v = recurse(100_000 * one(), t);
         // SAFETY: the case's contract.
         unsafe { put(out, n, t as usize, v) };
+    }
+
+    /// Lane 31 returns while lanes 0–30 call `activemask` (the simulator
+    /// once failed them with a false "not in its own member mask" error):
+    /// `out[lane]` is the mask they read, 0 for lane 31.
+    pub fn fid_activemask_while_lane_exits(out: *mut u32, n: usize) as FID_ACTIVEMASK_WHILE_LANE_EXITS {
+        let lane = warp::lane_id();
+        if lane == 31 {
+            return;
+        }
+        let mask = warp::activemask();
+        // SAFETY: the case's contract.
+        unsafe { put(out, n, lane as usize, mask) };
+    }
+
+    /// `out[i]` is `cvt.rna.tf32.f32` of [`TF32_INPUTS`]`[i]` (sm_80 and
+    /// later; the portable build writes zeros).
+    pub fn fid_tf32_rounding(out: *mut u32, n: usize) as FID_TF32_ROUNDING {
+        for (i, &x) in TF32_INPUTS.iter().enumerate() {
+            #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
+            let v = crate::device::mma::to_tf32(f32::from_bits(x.wrapping_mul(one())));
+            #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_80")))]
+            let v = x & 0;
+            // SAFETY: the case's contract.
+            unsafe { put(out, n, i, v) };
+        }
+    }
+
+    /// A fault: `ldmatrix.x1` whose row addresses (lanes 0–7) are 8 bytes
+    /// past 16-byte alignment (the GPU's `MisalignedAddress`; sm_80 and
+    /// later, the portable build writes zeros).
+    pub fn fid_misaligned_ldmatrix(out: *mut u32, n: usize) as FID_MISALIGNED_LDMATRIX {
+        let tile = shared_array!(fid_ldmatrix_tile: [u32; 128]);
+        let t = thread::thread_idx_x() as usize;
+        for k in 0..4 {
+            // SAFETY: t < 32: each thread its own four slots.
+            unsafe { tile.store(4 * t + k, (4 * t + k) as u32) };
+        }
+        sync_threads();
+        let row = tile.address() + 16 * (t as u32 % 8) + 8 * one();
+        #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
+        // SAFETY: not safe on purpose: misaligned rows (the fault under test).
+        let v = unsafe { crate::device::mma::ldmatrix_x1(row) }[0];
+        #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_80")))]
+        let v = row & 0;
+        // SAFETY: the case's contract.
+        unsafe { put(out, n, t, v) };
     }
 
     /// 96 values live at once per thread (more registers than a thread of a

@@ -157,6 +157,14 @@ const CHECKED: &[Checked] = &[
         kernel: k::FID_LARGE_LOCAL_ARRAY,
         want: large_local_array,
     },
+    Checked {
+        kernel: k::FID_ACTIVEMASK_WHILE_LANE_EXITS,
+        want: activemask_while_lane_exits,
+    },
+    Checked {
+        kernel: k::FID_TF32_ROUNDING,
+        want: tf32_rounding,
+    },
 ];
 
 /// Cases undefined on the hardware, with what each backend does, and
@@ -215,6 +223,7 @@ pub fn trials() -> Vec<Trial> {
         kernel!(printf_gpu_misprints_are_findings),
         kernel!(printf_fifo_limit_drops_lines),
         kernel!(misaligned_vector_access_faults),
+        kernel!(misaligned_ldmatrix_faults),
         kernel!(runaway_recursion_faults),
         kernel!(exact_math_is_bit_exact),
         cpu!(every_seed_gives_the_same_words),
