@@ -58,6 +58,7 @@ use std::ffi::c_void;
 pub(crate) mod atomic;
 mod context;
 mod error;
+mod hopper;
 pub mod memory;
 pub(crate) mod printf;
 mod scheduler;
@@ -65,7 +66,19 @@ mod trap;
 
 pub(crate) use context::{current, dynamic_shared, fail};
 pub use error::{Access, RaceSource, SimError, SimThread, Stuck};
+pub(crate) use hopper::MmaType;
+pub use hopper::{
+    POISON as WGMMA_POISON, SIM_TENSOR_MAP_MAGIC, TiledMap, decode_tiled, encode_tiled,
+};
 pub use printf::capture_printf;
+
+/// The device layer's Hopper instructions on the simulator ([`crate::hopper`]).
+pub(crate) mod hopper_ops {
+    pub(crate) use super::hopper::{
+        check_tensor_map, mbarrier_arrive, mbarrier_init, mbarrier_try_wait, tma_load, wgmma,
+        wgmma_commit, wgmma_fence, wgmma_wait,
+    };
+}
 
 /// The f32 NaN the GPU gives for a NaN result of its f32 instructions and
 /// libdevice's f32 functions (its canonical NaN; payloads and signs are not

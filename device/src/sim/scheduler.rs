@@ -37,6 +37,12 @@ pub(crate) enum Event {
     /// store or read-modify-write (`wrote`, just done) or a load (about to
     /// be done); another block may run first (see [`Worker::run`]).
     Global { wrote: bool },
+    /// It waits for the phase of `parity` of the mbarrier at shared offset
+    /// `addr` to complete (`mbarrier.try_wait.parity` called at `site`).
+    MBarrier { addr: u32, parity: u32, site: Site },
+    /// It waits at `wgmma.wait_group` (called here) for the other threads
+    /// of its warpgroup (128 consecutive linear indices).
+    WarpGroup(Site),
 }
 
 /// A lane's part in a warp collective.
@@ -96,6 +102,12 @@ enum State {
     Ready,
     Barrier(Site),
     Warp,
+    MBarrier {
+        addr: u32,
+        parity: u32,
+        site: Site,
+    },
+    Group(Site),
     Done,
 }
 
@@ -188,6 +200,9 @@ pub(crate) struct Worker {
     /// Interleaved schedule: atomic loads of global memory since the
     /// worker was made (what a spin-wait does).
     pub polls: u64,
+    /// The block's mbarrier phases completed when its waiters were last
+    /// looked at.
+    completions: u64,
 }
 
 impl Worker {
@@ -230,6 +245,7 @@ impl Worker {
             linear: 0,
             progress: 0,
             polls: 0,
+            completions: 0,
         }
     }
 
@@ -303,6 +319,7 @@ impl Worker {
         self.waiting.resize(n.div_ceil(32), 0);
         self.ready.clear();
         self.done = 0;
+        self.completions = 0;
         if let Some((seed, r)) = &mut self.interleave {
             *r = Rng(*seed ^ linear.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         }
@@ -377,7 +394,7 @@ impl Worker {
                     Some(x) => Some(x),
                     None if self.done == self.states.len() => return Ok(Turn::Done),
                     None => {
-                        if !self.resolve_active_masks() {
+                        if !self.land_for_waiter() && !self.resolve_active_masks() {
                             self.release_barrier()?;
                         }
                         continue;
@@ -407,10 +424,20 @@ impl Worker {
             // The list's allocation goes back for the next runs.
             finished.clear();
             *self.shared.finished.borrow_mut() = finished;
+            self.wake_mbarrier_waiters();
             match r {
                 CoroutineResult::Yield((t, Event::Barrier(site))) => {
                     self.states[t] = State::Barrier(site);
                     cos[t] = Some(co);
+                }
+                CoroutineResult::Yield((t, Event::MBarrier { addr, parity, site })) => {
+                    self.states[t] = State::MBarrier { addr, parity, site };
+                    cos[t] = Some(co);
+                }
+                CoroutineResult::Yield((t, Event::WarpGroup(site))) => {
+                    self.states[t] = State::Group(site);
+                    cos[t] = Some(co);
+                    self.try_release_group(t);
                 }
                 CoroutineResult::Yield((t, Event::Global { wrote })) => {
                     // Ready again, the first of the ready threads.
@@ -641,15 +668,79 @@ impl Worker {
         resolved
     }
 
+    /// Threads waiting on an mbarrier phase that completed since the last
+    /// look are ready again.
+    fn wake_mbarrier_waiters(&mut self) {
+        let completions = self.state.hopper.borrow().completions;
+        if completions == self.completions {
+            return;
+        }
+        self.completions = completions;
+        let hopper = self.state.hopper.borrow();
+        for (i, s) in self.states.iter_mut().enumerate() {
+            if let State::MBarrier { addr, parity, .. } = *s
+                && hopper.phase_done(addr, parity) != Some(false)
+            {
+                *s = State::Ready;
+                self.ready.push_back((i, 0));
+            }
+        }
+    }
+
+    /// No thread can run: the first thread waiting on an mbarrier with TMA
+    /// loads in flight is ready again, to land them (the copy engine
+    /// catches up). Returns whether there was one.
+    fn land_for_waiter(&mut self) -> bool {
+        let hopper = self.state.hopper.borrow();
+        let found = self
+            .states
+            .iter()
+            .position(|s| matches!(*s, State::MBarrier { addr, .. } if hopper.has_inflight(addr)));
+        drop(hopper);
+        if let Some(i) = found {
+            self.states[i] = State::Ready;
+            self.ready.push_back((i, 0));
+        }
+        found.is_some()
+    }
+
+    /// Thread `i` waits at `wgmma.wait_group` (or exited): when every thread
+    /// of its warpgroup that has not exited waits there, they all go on.
+    fn try_release_group(&mut self, i: usize) {
+        let first = i / 128 * 128;
+        let end = (first + 128).min(self.states.len());
+        let group = first..end;
+        let waiting = self.states[group.clone()]
+            .iter()
+            .any(|s| matches!(s, State::Group(_)));
+        if !waiting
+            || !self.states[group.clone()]
+                .iter()
+                .all(|s| matches!(s, State::Group(_) | State::Done))
+        {
+            return;
+        }
+        for t in group {
+            if matches!(self.states[t], State::Group(_)) {
+                self.states[t] = State::Ready;
+                self.ready.push_back((t, 0));
+            }
+        }
+    }
+
     /// Thread `i` exited: the collectives of its warp that waited for it
-    /// may now be complete (exited lanes take no part).
+    /// may now be complete (exited lanes take no part). A lane waiting at
+    /// `activemask` is not one of them: it waits for no lane, and gets its
+    /// mask when no thread can run ([`Self::resolve_active_masks`]).
     fn check_exit(&mut self, i: usize) -> Result<(), SimError> {
+        self.try_release_group(i);
         if self.waiting[i / 32] == 0 {
             return Ok(());
         }
         let (first, present) = self.warp_lanes(i);
         for l in 0..32 {
-            if present & (1 << l) != 0 && self.pending[first + l].is_some() {
+            let waits = self.pending[first + l].is_some_and(|p| p.op != WarpOp::ActiveMask);
+            if present & (1 << l) != 0 && waits {
                 self.try_resolve(first + l)?;
             }
         }
@@ -701,6 +792,20 @@ impl Worker {
                         p.site.column()
                     )
                 }
+                State::MBarrier { addr, parity, site } => format!(
+                    "deadlock: wait at mbarrier.try_wait with parity {parity} ({}:{}:{}) on the \
+                     barrier at shared offset {addr}, {}",
+                    site.file(),
+                    site.line(),
+                    site.column(),
+                    self.state.hopper.borrow().describe(*addr)
+                ),
+                State::Group(site) => format!(
+                    "wait at wgmma.wait_group ({}:{}:{}) for the rest of the warpgroup",
+                    site.file(),
+                    site.line(),
+                    site.column()
+                ),
                 State::Ready => unreachable!("no thread is ready"),
             };
             let thread = self.ctxs[i].thread;

@@ -43,6 +43,7 @@ pub fn trials() -> Vec<Trial> {
         kernel!(gemm_any_alignment),
         kernel!(gemm_deep_k),
         hardware!("the sm_90a wgmma kernel", gemm_wgmma_split_counts),
+        kernel!(gemm_wgmma_runs_its_own_code),
         kernel!(gemm_reused_and_reallocated_buffers),
         kernel!(gemm_many_operand_pairs_in_flight),
         hardware!("the sm_90a wgmma kernel", gemm_wgmma_refusals),
