@@ -625,7 +625,7 @@ mod imp {
     pub fn setmaxnreg_inc<const N: u32>() {
         const {
             assert!(
-                N % 8 == 0 && N >= 24 && N <= 256,
+                N.is_multiple_of(8) && N >= 24 && N <= 256,
                 "setmaxnreg: a multiple of 8 in 24..=256"
             )
         };
@@ -635,7 +635,7 @@ mod imp {
     pub fn setmaxnreg_dec<const N: u32>() {
         const {
             assert!(
-                N % 8 == 0 && N >= 24 && N <= 256,
+                N.is_multiple_of(8) && N >= 24 && N <= 256,
                 "setmaxnreg: a multiple of 8 in 24..=256"
             )
         };

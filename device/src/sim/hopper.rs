@@ -309,6 +309,9 @@ pub(crate) struct BlockHopper {
     /// wakes waiters when it changes).
     pub completions: u64,
     inflight: Vec<Inflight>,
+    /// The shared bytes TMA loads landed, with the swizzle each wrote
+    /// (`start..end`, swizzle bytes; 0: none), the latest first.
+    landed: Vec<(u32, u32, u32)>,
     mma: HashMap<u32, ThreadMma>,
 }
 
@@ -464,6 +467,10 @@ fn land(addr: u32) {
         let Some(c) = next else { return };
         copy_box(&c);
         with_state(|s| {
+            let (start, end) = (c.dst, c.dst + c.bytes);
+            s.landed.retain(|&(a, b, _)| b <= start || a >= end);
+            s.landed
+                .insert(0, (start, end, swizzle_bytes(c.map.swizzle)));
             if let Some(b) = s.barriers.get_mut(&addr) {
                 b.tx -= i64::from(c.bytes);
             }
@@ -503,8 +510,8 @@ fn copy_box(c: &Inflight) {
     for _ in 0..total {
         let mut inside = true;
         let mut src = m.global_address;
-        for d in 0..rank {
-            let x = i64::from(c.coords[d]) + (index[d] * u64::from(m.element_strides[d])) as i64;
+        for (d, &i) in index.iter().enumerate().take(rank) {
+            let x = i64::from(c.coords[d]) + i as i64;
             if x < 0 || x as u64 >= m.dims[d] {
                 inside = false;
             } else if d == 0 {
@@ -530,12 +537,12 @@ fn copy_box(c: &Inflight) {
             }
         }
         offset += eb as u32;
-        for d in 0..rank {
-            index[d] += 1;
-            if index[d] < u64::from(m.box_dims[d]) {
+        for (i, &size) in index.iter_mut().zip(&m.box_dims).take(rank) {
+            *i += 1;
+            if *i < u64::from(size) {
                 break;
             }
-            index[d] = 0;
+            *i = 0;
         }
     }
 }
@@ -575,6 +582,12 @@ pub(crate) unsafe fn tma_load(dst: u32, map: u64, barrier: u32, coords: &[i32], 
                 "misaligned address: cp.async.bulk.tensor to shared offset {dst}, not 128-byte \
                  aligned"
             ),
+        );
+    }
+    if m.element_strides[..m.rank as usize].iter().any(|&e| e != 1) {
+        fault(
+            site,
+            "cp.async.bulk.tensor: element strides other than 1 are not modelled by the simulator",
         );
     }
     let span = swizzle_bytes(m.swizzle);
@@ -777,18 +790,24 @@ pub(crate) fn wgmma_wait(n: u32, site: Site) {
     current().suspend(Event::WarpGroup(site));
 }
 
+/// The swizzle of a wgmma shared-memory descriptor, in bytes (bits 62–63:
+/// 1 128 bytes, 2 64, 3 32; 0 none).
+fn descriptor_swizzle(desc: u64) -> u32 {
+    match desc >> 62 {
+        1 => 128,
+        2 => 64,
+        3 => 32,
+        _ => 0,
+    }
+}
+
 /// One element of an operand tile, by its descriptor: row `mn` (M of A, N
 /// of B) and column `k`.
 fn element(desc: u64, mn_major: bool, ty: MmaType, mn: u32, k: u32, site: Site) -> f32 {
     let start = ((desc & 0x3fff) << 4) as u32;
     let lbo = (((desc >> 16) & 0x3fff) << 4) as u32;
     let sbo = (((desc >> 32) & 0x3fff) << 4) as u32;
-    let span = match desc >> 62 {
-        1 => 128,
-        2 => 64,
-        3 => 32,
-        _ => 0,
-    };
+    let span = descriptor_swizzle(desc);
     let eb = ty.bytes();
     let addr = if span != 0 {
         if mn_major {
@@ -845,6 +864,35 @@ fn element(desc: u64, mn_major: bool, ty: MmaType, mn: u32, k: u32, site: Site) 
 /// accumulator `4j + e` at row `16 w + l / 4 + 8 (e / 2)`, column `8 j +
 /// 2 (l % 4) + e % 2` (warp `w`, lane `l` of the warpgroup).
 fn compute(op: &Mma, acc: &mut [f32]) {
+    for (desc, which) in [(op.a, "A"), (op.b, "B")] {
+        let start = ((desc & 0x3fff) << 4) as u32;
+        let span = descriptor_swizzle(desc);
+        let written = current()
+            .block_state()
+            .hopper
+            .borrow()
+            .landed
+            .iter()
+            .find(|&&(a, b, _)| (a..b).contains(&start))
+            .map(|&(_, _, w)| w);
+        if let Some(w) = written
+            && w != span
+        {
+            let name = |b: u32| match b {
+                0 => "no swizzle".to_string(),
+                b => format!("the {b}-byte swizzle"),
+            };
+            fault(
+                op.site,
+                &format!(
+                    "wgmma.mma_async: the descriptor of {which} (shared offset {start}) reads \
+                     with {}, but the TMA load that wrote it used {}",
+                    name(span),
+                    name(w)
+                ),
+            );
+        }
+    }
     let (t, _) = warpgroup_thread();
     let (w, l) = (t / 32, t % 32);
     let k = op.ty.k();

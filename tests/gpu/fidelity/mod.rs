@@ -37,6 +37,7 @@ mod expected;
 mod faults;
 mod math;
 mod printf;
+mod tensor_cores;
 
 use cases::*;
 use codegen::*;
@@ -44,6 +45,7 @@ use expected::*;
 use faults::*;
 use math::*;
 use printf::*;
+use tensor_cores::*;
 
 /// Re-executed by the printf tests to capture the device printf output: the
 /// case's entry name, then `@` and a FIFO size in bytes when one is set.
@@ -228,6 +230,8 @@ pub fn trials() -> Vec<Trial> {
         kernel!(exact_math_is_bit_exact),
         cpu!(every_seed_gives_the_same_words),
         hardware!("simulator–GPU agreement", math_differences_within_the_table),
+        hardware!("simulator–GPU agreement", tensor_core_words_agree),
+        cpu!(rounding_models_compute_their_formulas),
     ]);
     trials
 }

@@ -828,7 +828,6 @@ fn wgmma_case<I: GemmInput, O: GemmOutput<I>>(
         format!("{what}: {kernel}")
     })?;
     plan.launch().map_err(|e| format!("{what}: {e}"))?;
-    drop(plan);
     let got: Vec<O> = dc
         .to_vec()
         .map_err(fail)?
