@@ -866,6 +866,17 @@ fn element(desc: u64, mn_major: bool, ty: MmaType, mn: u32, k: u32, site: Site) 
 fn compute(op: &Mma, acc: &mut [f32]) {
     for (desc, which) in [(op.a, "A"), (op.b, "B")] {
         let start = ((desc & 0x3fff) << 4) as u32;
+        if (desc >> 49) & 7 != 0 {
+            fault(
+                op.site,
+                &format!(
+                    "wgmma.mma_async: the descriptor of {which} has a base offset of {} (a \
+                     swizzle pattern not starting at its alignment), which the simulator does \
+                     not model",
+                    (desc >> 49) & 7
+                ),
+            );
+        }
         let span = descriptor_swizzle(desc);
         let written = current()
             .block_state()

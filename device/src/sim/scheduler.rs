@@ -21,12 +21,6 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use super::context::{self, BlockState, Finding, Site, ThreadCtx};
 use super::{Entry, LaunchShape, SimError, Stuck, WarpOp, trap};
 
-/// Bytes of each simulated thread's stack (address space; only the pages a
-/// thread touches are ever backed by memory): the GPU's 512 KiB of local
-/// memory per thread (compute capability 9.0) and room for the host's own
-/// frames, so that a kernel with a large local array runs as it does there.
-const STACK_BYTES: usize = 1024 * 1024;
-
 /// Why a simulated thread suspended.
 pub(crate) enum Event {
     /// It waits at `sync_threads` called here.
@@ -112,13 +106,14 @@ enum State {
 }
 
 thread_local! {
-    /// Stacks of finished coroutines, reused by the next ones.
-    static POOL: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
+    /// Stacks of finished coroutines, with their sizes, reused by the next
+    /// ones.
+    static POOL: RefCell<Vec<(usize, DefaultStack)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Stacks left by the OS threads of parallel launches (which end with their
 /// launch), for the next launch's threads.
-static SPARE: Mutex<Vec<DefaultStack>> = Mutex::new(Vec::new());
+static SPARE: Mutex<Vec<(usize, DefaultStack)>> = Mutex::new(Vec::new());
 
 /// Gives this OS thread's pooled stacks to [`SPARE`] (a parallel launch's
 /// worker thread, before it ends).
@@ -203,6 +198,8 @@ pub(crate) struct Worker {
     /// The block's mbarrier phases completed when its waiters were last
     /// looked at.
     completions: u64,
+    /// Bytes of each runner's stack ([`super::SimOptions::stack_bytes`]).
+    stack_bytes: usize,
 }
 
 impl Worker {
@@ -211,7 +208,7 @@ impl Worker {
         shape: LaunchShape,
         entry: Entry,
         params: Params,
-        seed: Option<u64>,
+        options: &super::SimOptions,
         budget: u32,
         fifo: std::sync::Arc<super::printf::Fifo>,
     ) -> Worker {
@@ -225,7 +222,7 @@ impl Worker {
                 entry,
                 params,
             }),
-            seed,
+            seed: options.seed,
             state: Box::new(BlockState::new(
                 kernel,
                 shape.block,
@@ -246,6 +243,7 @@ impl Worker {
             progress: 0,
             polls: 0,
             completions: 0,
+            stack_bytes: options.stack_bytes.max(super::MIN_STACK_BYTES),
         }
     }
 
@@ -468,7 +466,7 @@ impl Worker {
                 }
                 CoroutineResult::Return(end) => {
                     let handler = co.trap_handler();
-                    POOL.with(|p| p.borrow_mut().push(co.into_stack()));
+                    POOL.with(|p| p.borrow_mut().push((self.stack_bytes, co.into_stack())));
                     match end {
                         None => {}
                         Some((_, ThreadEnd::Error(e))) => return Err(*e),
@@ -486,10 +484,17 @@ impl Worker {
     /// ones after each that returns, until one waits, ends otherwise, or none
     /// is left.
     fn runner(&self, many: bool) -> Co {
+        // A pooled stack of this launch's size (the others are unmapped:
+        // the size changes only between launches).
+        let bytes = self.stack_bytes;
+        let take = |v: &mut Vec<(usize, DefaultStack)>| {
+            v.retain(|(b, _)| *b == bytes);
+            v.pop().map(|(_, s)| s)
+        };
         let stack = POOL
-            .with(|p| p.borrow_mut().pop())
-            .or_else(|| SPARE.lock().unwrap_or_else(|e| e.into_inner()).pop())
-            .map_or_else(|| DefaultStack::new(STACK_BYTES), Ok)
+            .with(|p| take(&mut p.borrow_mut()))
+            .or_else(|| take(&mut SPARE.lock().unwrap_or_else(|e| e.into_inner())))
+            .map_or_else(|| DefaultStack::new(bytes), Ok)
             .unwrap_or_else(|e| panic!("simulator: cannot map a thread stack: {e}"));
         let shared: *const Shared = &*self.shared;
         Coroutine::with_stack(stack, move |y: &Yielder<u32, Yield>, _: u32| {
