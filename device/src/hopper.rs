@@ -8,7 +8,7 @@
 //! never holds it. On the host the simulator models them (`sim`'s `hopper`
 //! module, described in `docs/simulator.md`): mbarrier phases and
 //! transaction counts, TMA boxes through the simulator's own tensor maps
-//! ([`sim::encode_tiled`](crate::sim::encode_tiled), which the host writes
+//! (`sim::encode_tiled`, on the host, which the host crate writes
 //! where the GPU has the driver's), and wgmma from its descriptors, its
 //! accumulators poisoned until the `wait_group` that retires it.
 //!
@@ -232,6 +232,76 @@ pub fn setmaxnreg_inc<const N: u32>() {
 #[inline(always)]
 pub fn setmaxnreg_dec<const N: u32>() {
     imp::setmaxnreg_dec::<N>()
+}
+
+/// `cp.async.bulk.tensor.3d` to global memory: stores the box of shared
+/// memory at `src` (laid out and swizzled as `map` says) to the tensor `map`
+/// describes at coordinates `(c0, c1, c2)` (innermost first, in elements);
+/// elements of the box outside the tensor are not written. The store joins
+/// this thread's current bulk-async group ([`bulk_commit_group`]); `src`
+/// may be written again once [`bulk_wait_group_read`] says the group was
+/// read, and the global writes are complete after [`bulk_wait_group`].
+///
+/// # Safety
+/// `map` is the generic address of a tensor map made by the driver (in
+/// global memory, 64-byte aligned) whose tensor only this store writes
+/// there; `src` is the shared address of the box's bytes (1024-byte
+/// aligned for the 128-byte swizzle), written before by this block and
+/// made visible to the async proxy ([`fence_proxy_async_shared`]), not
+/// written again until the group's read completes.
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[inline(always)]
+pub unsafe fn tma_store_3d(map: u64, src: u32, c0: i32, c1: i32, c2: i32) {
+    // SAFETY: the caller's promise.
+    unsafe { imp::tma_store_3d(map, src, c0, c1, c2) }
+}
+
+/// `cp.async.bulk.commit_group`: closes this thread's group of the bulk
+/// stores issued since the last commit.
+#[inline(always)]
+pub fn bulk_commit_group() {
+    imp::bulk_commit_group()
+}
+
+/// `cp.async.bulk.wait_group.read N`: waits until at most `N` of this
+/// thread's committed bulk groups still read their shared memory (the
+/// others' sources may be written again).
+#[inline(always)]
+pub fn bulk_wait_group_read<const N: u32>() {
+    imp::bulk_wait_group_read::<N>()
+}
+
+/// `cp.async.bulk.wait_group N`: waits until at most `N` of this thread's
+/// committed bulk groups are incomplete (the others' global writes done).
+#[inline(always)]
+pub fn bulk_wait_group<const N: u32>() {
+    imp::bulk_wait_group::<N>()
+}
+
+/// `fence.proxy.async.shared::cta`: makes this thread's earlier writes to
+/// shared memory visible to the async proxy (a bulk store that a barrier
+/// orders after them reads them).
+#[inline(always)]
+pub fn fence_proxy_async_shared() {
+    imp::fence_proxy_async_shared()
+}
+
+/// `barrier.sync id, threads`: a barrier of `threads` threads (a multiple
+/// of 32, whole warps) on the block's named barrier `id` (1..=15; 0 is
+/// [`crate::sync::sync_threads`]'s), which the other warps of the block do
+/// not take part in. The non-aligned form, as `sync_threads`: LLVM may
+/// duplicate it into the arms of a branch (see the builder's barrier
+/// check).
+///
+/// # Safety
+/// Every warp that uses barrier `id` passes the same `threads`, all of
+/// their threads reach the call, and exactly `threads / 32` warps meet at
+/// each use.
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+#[inline(always)]
+pub unsafe fn named_barrier_sync(id: u32, threads: u32) {
+    // SAFETY: the caller's promise.
+    unsafe { imp::named_barrier_sync(id, threads) }
 }
 
 /// An element type wgmma multiplies, with f32 accumulators: `bf16` and `f16`
@@ -549,6 +619,54 @@ mod imp {
         // SAFETY: as above.
         unsafe { asm!("setmaxnreg.dec.sync.aligned.u32 {n};", n = const N, options(nostack)) }
     }
+
+    #[inline(always)]
+    pub unsafe fn tma_store_3d(map: u64, src: u32, c0: i32, c1: i32, c2: i32) {
+        // SAFETY: the caller's promise: a tensor map, a written box of
+        // shared memory, fenced for the async proxy.
+        unsafe {
+            asm!(
+                "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group \
+                 [{m}, {{{c0}, {c1}, {c2}}}], [{s}];",
+                m = in(reg64) map, s = in(reg32) src,
+                c0 = in(reg32) c0, c1 = in(reg32) c1, c2 = in(reg32) c2,
+                options(nostack),
+            )
+        }
+    }
+
+    #[inline(always)]
+    pub fn bulk_commit_group() {
+        // SAFETY: closes this thread's bulk group; no operands.
+        unsafe { asm!("cp.async.bulk.commit_group;", options(nostack)) }
+    }
+
+    #[inline(always)]
+    pub fn bulk_wait_group_read<const N: u32>() {
+        // SAFETY: waits only.
+        unsafe { asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack)) }
+    }
+
+    #[inline(always)]
+    pub fn bulk_wait_group<const N: u32>() {
+        // SAFETY: waits only.
+        unsafe { asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack)) }
+    }
+
+    #[inline(always)]
+    pub fn fence_proxy_async_shared() {
+        // SAFETY: a fence; no operands.
+        unsafe { asm!("fence.proxy.async.shared::cta;", options(nostack)) }
+    }
+
+    #[inline(always)]
+    pub unsafe fn named_barrier_sync(id: u32, threads: u32) {
+        // SAFETY: the caller's promise (whole warps, one count per id).
+        unsafe {
+            asm!("barrier.sync {i}, {t};", i = in(reg32) id, t = in(reg32) threads,
+                 options(nostack))
+        }
+    }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -619,6 +737,33 @@ mod imp {
     #[inline(never)]
     pub fn wgmma_wait_group<const N: u32>() {
         sim::wgmma_wait(N, Location::caller())
+    }
+
+    #[track_caller]
+    #[inline(never)]
+    pub unsafe fn tma_store_3d(map: u64, src: u32, c0: i32, c1: i32, c2: i32) {
+        // SAFETY: the caller's promise: a tensor map at `map`, its tensor
+        // writable.
+        unsafe { sim::tma_store(map, src, &[c0, c1, c2], Location::caller()) }
+    }
+
+    /// The simulator's bulk stores are made at their issue: the groups
+    /// are complete when committed.
+    pub fn bulk_commit_group() {}
+
+    /// As [`bulk_commit_group`].
+    pub fn bulk_wait_group_read<const N: u32>() {}
+
+    /// As [`bulk_commit_group`].
+    pub fn bulk_wait_group<const N: u32>() {}
+
+    /// The simulator's shared memory is one proxy: a no-op.
+    pub fn fence_proxy_async_shared() {}
+
+    #[track_caller]
+    #[inline(never)]
+    pub unsafe fn named_barrier_sync(id: u32, threads: u32) {
+        sim::named_barrier(id, threads, Location::caller())
     }
 
     /// Registers are not modelled: a no-op.

@@ -51,6 +51,42 @@ mod k {
     }
 
     cuda_kernels_device::kernels! {
+        /// One warpgroup: thread 0 loads the box at (0, 0, 0) of `in_map`
+        /// into shared memory (TMA), all wait on its barrier and meet at
+        /// named barrier 1, and thread 0 stores the box to `out_map` at
+        /// (0, 0, 0) (a TMA store; the box's elements outside the tensor are
+        /// not written).
+        ///
+        /// # Safety
+        /// Both maps describe bf16 tensors with the same box; 128 threads,
+        /// 48 KiB of dynamic shared memory.
+        pub fn round_trip(in_map: *const u64, out_map: *const u64, box_bytes: u32) as ROUND_TRIP {
+            let tile = (shared::dynamic_shared_address() + 1023) & !1023;
+            // SAFETY: 8 bytes after the box, initialised before the barrier.
+            let bar = unsafe { MBarrier::at(tile + box_bytes) };
+            let t = thread::thread_idx_x();
+            if t == 0 {
+                bar.init(1);
+                hopper::fence_barrier_init();
+            }
+            sync::sync_threads();
+            if t == 0 {
+                bar.arrive_expect_tx(box_bytes);
+                // SAFETY: the launch's map; the tile is free.
+                unsafe { hopper::tma_load_3d(tile, in_map as u64, &bar, 0, 0, 0) };
+            }
+            bar.wait(0);
+            // SAFETY: all 128 threads of the block meet here.
+            unsafe { hopper::named_barrier_sync(1, 128) };
+            if t == 0 {
+                hopper::fence_proxy_async_shared();
+                // SAFETY: the launch's map; the tile holds the box.
+                unsafe { hopper::tma_store_3d(out_map as u64, tile, 0, 0, 0) };
+                hopper::bulk_commit_group();
+                hopper::bulk_wait_group::<0>();
+            }
+        }
+
         /// One warpgroup: `out[m][n] = Σ_k A[m][k] B[n][k]`, A 64 × K and B
         /// 256 × K bf16 loaded by TMA with a `swizzle`-byte swizzle (K =
         /// swizzle / 2 elements: one box row), K-major, or MN-major (`mn`:
@@ -327,4 +363,51 @@ fn a_wait_with_the_wrong_parity_is_a_deadlock_reported() {
         Mode::WrongParity,
         "deadlock: wait at mbarrier.try_wait with parity 1",
     );
+}
+
+#[test]
+fn a_tma_store_writes_back_what_a_tma_load_read_inside_the_tensor() {
+    // 50 rows of 64 bf16: the 64-row box reads zeros past row 50 and
+    // writes rows 0..50 alone (the output buffer ends there: a guard page
+    // after it).
+    for rows in [64u64, 50] {
+        let data = random(rows as usize * 64, 11);
+        let input = buffer(&data, "in");
+        let output = Allocation::new(data.len() * 2, 2, "out").expect("mmap");
+        let in_map = map(&input, 64, rows, [64, 64], 128);
+        let out_map = map(&output, 64, rows, [64, 64], 128);
+        let (mut pi, mut po, mut bytes) = (
+            in_map.ptr().cast::<u64>(),
+            out_map.ptr().cast::<u64>(),
+            64 * 64 * 2u32,
+        );
+        let params: [*mut c_void; 3] = [
+            (&raw mut pi).cast(),
+            (&raw mut po).cast(),
+            (&raw mut bytes).cast(),
+        ];
+        let shape = LaunchShape {
+            grid: [1, 1, 1],
+            block: [128, 1, 1],
+            dynamic_shared_bytes: 48 * 1024,
+        };
+        let entry = k::ROUND_TRIP.sim_entry().expect("a host entry");
+        // SAFETY: the kernel's parameters: maps of bf16 tensors with one box.
+        unsafe {
+            sim::launch_with(
+                k::ROUND_TRIP.name(),
+                shape,
+                entry,
+                &params,
+                &SimOptions::default(),
+            )
+        }
+        .unwrap_or_else(|e| panic!("{rows} rows: {e}"));
+        // SAFETY: the output holds the tensor's elements.
+        let got = unsafe { std::slice::from_raw_parts(output.ptr().cast::<bf16>(), data.len()) };
+        assert!(
+            got == &data[..],
+            "{rows} rows: the round trip changed the data"
+        );
+    }
 }

@@ -632,6 +632,98 @@ pub(crate) unsafe fn tma_load(dst: u32, map: u64, barrier: u32, coords: &[i32], 
     }
 }
 
+/// `cp.async.bulk.tensor` to global memory (a TMA store): the box of
+/// shared memory at `src`, swizzled as the map says, to the tensor at
+/// `coords`; elements outside the tensor are not written. Made at once (a
+/// bulk group completes, and its source may be reused, no earlier than on
+/// the GPU).
+///
+/// # Safety
+/// `map` is the address of 128 readable bytes; the tensor the map
+/// describes is writable where the box lies inside it.
+pub(crate) unsafe fn tma_store(map: u64, src: u32, coords: &[i32], site: Site) {
+    // SAFETY: the caller's promise.
+    let raw = unsafe { (map as *const TensorMap).read_unaligned() };
+    let Some(m) = decode_tiled(&raw) else {
+        fault(
+            site,
+            &format!(
+                "cp.async.bulk.tensor (store): the tensor map at {map:#x} is not one the \
+                 simulator reads"
+            ),
+        )
+    };
+    if m.rank as usize != coords.len() || !src.is_multiple_of(128) {
+        fault(
+            site,
+            &format!(
+                "cp.async.bulk.tensor.{}d (store) with a map of rank {} from shared offset {src} \
+                 (128-byte aligned)",
+                coords.len(),
+                m.rank
+            ),
+        );
+    }
+    let (bytes, eb) = box_bytes(&m);
+    let Ok(bytes) = u32::try_from(bytes) else {
+        fault(site, "cp.async.bulk.tensor (store): a box of 4 GiB or more")
+    };
+    let from = shared_bytes(src, bytes, site, "cp.async.bulk.tensor (store) box");
+    let span = swizzle_bytes(m.swizzle);
+    let rank = m.rank as usize;
+    let mut index = [0u64; 5];
+    for e in 0..u64::from(bytes) / eb {
+        let mut dst = Some(m.global_address);
+        for (d, &i) in index.iter().enumerate().take(rank) {
+            let x = i64::from(coords[d]) + i as i64;
+            if x < 0 || x as u64 >= m.dims[d] {
+                dst = None;
+            } else if let Some(a) = dst.as_mut() {
+                *a += if d == 0 {
+                    x as u64 * eb
+                } else {
+                    x as u64 * m.strides[d - 1]
+                };
+            }
+        }
+        if let Some(dst) = dst {
+            let at = swizzle(src + (e * eb) as u32, span) - src;
+            // SAFETY: `at + eb ≤ bytes` inside the checked shared bytes; the
+            // destination inside the tensor (the caller's promise).
+            unsafe {
+                std::ptr::copy_nonoverlapping(from.add(at as usize), dst as *mut u8, eb as usize)
+            };
+        }
+        for (i, &size) in index.iter_mut().zip(&m.box_dims).take(rank) {
+            *i += 1;
+            if *i < u64::from(size) {
+                break;
+            }
+            *i = 0;
+        }
+    }
+}
+
+/// `barrier.sync id, threads` (a named barrier): waits until `threads`
+/// threads of the block wait at barrier `id`.
+pub(crate) fn named_barrier(id: u32, threads: u32, site: Site) {
+    let block = current().block_state().block_dim.iter().product::<u32>();
+    if id >= 16
+        || threads == 0
+        || !threads.is_multiple_of(32)
+        || threads > block.next_multiple_of(32)
+    {
+        fault(
+            site,
+            &format!(
+                "barrier.sync {id}, {threads}: the id is 0 to 15, the count a nonzero multiple of \
+                 32 no larger than the block"
+            ),
+        );
+    }
+    current().suspend(Event::Named { id, threads, site });
+}
+
 /// `fence.proxy.tensormap` / `prefetch.tensormap`: a fault unless `map`
 /// holds a map the simulator reads.
 ///

@@ -75,8 +75,8 @@ pub use printf::capture_printf;
 /// The device layer's Hopper instructions on the simulator ([`crate::hopper`]).
 pub(crate) mod hopper_ops {
     pub(crate) use super::hopper::{
-        check_tensor_map, mbarrier_arrive, mbarrier_init, mbarrier_try_wait, tma_load, wgmma,
-        wgmma_commit, wgmma_fence, wgmma_wait,
+        check_tensor_map, mbarrier_arrive, mbarrier_init, mbarrier_try_wait, named_barrier,
+        tma_load, tma_store, wgmma, wgmma_commit, wgmma_fence, wgmma_wait,
     };
 }
 

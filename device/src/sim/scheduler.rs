@@ -37,6 +37,9 @@ pub(crate) enum Event {
     /// It waits at `wgmma.wait_group` (called here) for the other threads
     /// of its warpgroup (128 consecutive linear indices).
     WarpGroup(Site),
+    /// It waits at named barrier `id` for `threads` threads (`barrier.sync
+    /// id, threads` called at `site`).
+    Named { id: u32, threads: u32, site: Site },
 }
 
 /// A lane's part in a warp collective.
@@ -102,6 +105,11 @@ enum State {
         site: Site,
     },
     Group(Site),
+    Named {
+        id: u32,
+        threads: u32,
+        site: Site,
+    },
     Done,
 }
 
@@ -432,6 +440,11 @@ impl Worker {
                     self.states[t] = State::MBarrier { addr, parity, site };
                     cos[t] = Some(co);
                 }
+                CoroutineResult::Yield((t, Event::Named { id, threads, site })) => {
+                    self.states[t] = State::Named { id, threads, site };
+                    cos[t] = Some(co);
+                    self.try_release_named(id, threads);
+                }
                 CoroutineResult::Yield((t, Event::WarpGroup(site))) => {
                     self.states[t] = State::Group(site);
                     cos[t] = Some(co);
@@ -709,6 +722,25 @@ impl Worker {
         found.is_some()
     }
 
+    /// A thread waits at named barrier `id`: when `threads` do, they go on
+    /// (a new barrier interval for the race detector, block-wide: the
+    /// accesses it orders are not reported, nor those of the threads that
+    /// did not take part).
+    fn try_release_named(&mut self, id: u32, threads: u32) {
+        let waiting = |s: &State| matches!(*s, State::Named { id: i, .. } if i == id);
+        if self.states.iter().filter(|s| waiting(s)).count() < threads as usize {
+            return;
+        }
+        self.state.barrier_passed();
+        self.progress += 1;
+        for (t, s) in self.states.iter_mut().enumerate() {
+            if waiting(s) {
+                *s = State::Ready;
+                self.ready.push_back((t, 0));
+            }
+        }
+    }
+
     /// Thread `i` waits at `wgmma.wait_group` (or exited): when every thread
     /// of its warpgroup that has not exited waits there, they all go on.
     fn try_release_group(&mut self, i: usize) {
@@ -804,6 +836,12 @@ impl Worker {
                     site.line(),
                     site.column(),
                     self.state.hopper.borrow().describe(*addr)
+                ),
+                State::Named { id, threads, site } => format!(
+                    "wait at named barrier {id} for {threads} threads ({}:{}:{})",
+                    site.file(),
+                    site.line(),
+                    site.column()
                 ),
                 State::Group(site) => format!(
                     "wait at wgmma.wait_group ({}:{}:{}) for the rest of the warpgroup",
