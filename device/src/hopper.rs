@@ -5,10 +5,12 @@
 //! These instructions exist on sm_90a alone: a kernel that uses them is
 //! compiled under `#[cfg(target_feature = "sm_90a")]`, which the builder's
 //! sm_90a build sets (`KernelBuild::cubins(&["sm_90a"])`); the portable PTX
-//! never holds it. On the host every function here ends the simulated thread
-//! with a fault saying the simulator does not model it (the host launcher
-//! refuses such a kernel on the simulator beforehand, with
-//! `Error::NotOnSimulator`).
+//! never holds it. On the host the simulator models them (`sim`'s `hopper`
+//! module, described in `docs/simulator.md`): mbarrier phases and
+//! transaction counts, TMA boxes through the simulator's own tensor maps
+//! (`sim::encode_tiled`, on the host, which the host crate writes
+//! where the GPU has the driver's), and wgmma from its descriptors, its
+//! accumulators poisoned until the `wait_group` that retires it.
 //!
 //! Shared memory is named by its 32-bit shared-window address, as in
 //! [`shared`](crate::shared).
@@ -99,12 +101,14 @@ impl MBarrier {
     }
 
     /// `mbarrier.init`: the phase completes after `count` arrivals.
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[inline(always)]
     pub fn init(&self, count: u32) {
         imp::mbarrier_init(self.addr, count)
     }
 
     /// `mbarrier.arrive`: this thread's arrival on the current phase.
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[inline(always)]
     pub fn arrive(&self) {
         imp::mbarrier_arrive(self.addr)
@@ -113,6 +117,7 @@ impl MBarrier {
     /// `mbarrier.arrive.expect_tx`: this thread's arrival, announcing `bytes`
     /// that asynchronous copies (TMA loads naming this barrier) will bring in
     /// the current phase.
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[inline(always)]
     pub fn arrive_expect_tx(&self, bytes: u32) {
         imp::mbarrier_arrive_expect_tx(self.addr, bytes)
@@ -120,6 +125,7 @@ impl MBarrier {
 
     /// `mbarrier.try_wait.parity`: whether the phase of parity `parity` has
     /// completed (waits a while in hardware before saying no).
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[inline(always)]
     pub fn try_wait(&self, parity: u32) -> bool {
         imp::mbarrier_try_wait(self.addr, parity)
@@ -127,6 +133,7 @@ impl MBarrier {
 
     /// Waits until the phase of parity `parity` has completed; then the
     /// shared memory the phase's TMA loads wrote is visible to this thread.
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     #[inline(always)]
     pub fn wait(&self, parity: u32) {
         while !self.try_wait(parity) {}
@@ -151,6 +158,7 @@ pub fn fence_barrier_init() {
 /// # Safety
 /// `map` is the generic address of a 64-byte aligned, 128-byte tensor map in
 /// global memory.
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[inline(always)]
 pub unsafe fn acquire_tensor_map(map: u64) {
     // SAFETY: the caller's promise.
@@ -163,6 +171,7 @@ pub unsafe fn acquire_tensor_map(map: u64) {
 /// # Safety
 /// `map` is the generic address of a 64-byte aligned, 128-byte tensor map
 /// made by the driver (`cuTensorMapEncodeTiled`).
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[inline(always)]
 pub unsafe fn prefetch_tensor_map(map: u64) {
     // SAFETY: the caller's promise.
@@ -180,6 +189,7 @@ pub unsafe fn prefetch_tensor_map(map: u64) {
 /// global memory, 64-byte aligned); `dst` is the shared address of the box's
 /// bytes (1024-byte aligned for the 128-byte swizzle), which nothing else
 /// reads or writes until `barrier`'s phase completes.
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[inline(always)]
 pub unsafe fn tma_load_3d(dst: u32, map: u64, barrier: &MBarrier, c0: i32, c1: i32, c2: i32) {
     // SAFETY: the caller's promise.
@@ -204,6 +214,7 @@ pub fn wgmma_commit_group() {
 /// `wgmma.wait_group N`: waits until at most `N` committed groups are still
 /// running; the accumulators of the others may then be read, and the shared
 /// memory they read be overwritten.
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[inline(always)]
 pub fn wgmma_wait_group<const N: u32>() {
     imp::wgmma_wait_group::<N>()
@@ -238,6 +249,7 @@ pub fn setmaxnreg_dec<const N: u32>() {
 /// aligned for the 128-byte swizzle), written before by this block and
 /// made visible to the async proxy ([`fence_proxy_async_shared`]), not
 /// written again until the group's read completes.
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[inline(always)]
 pub unsafe fn tma_store_3d(map: u64, src: u32, c0: i32, c1: i32, c2: i32) {
     // SAFETY: the caller's promise.
@@ -285,6 +297,7 @@ pub fn fence_proxy_async_shared() {
 /// Every warp that uses barrier `id` passes the same `threads`, all of
 /// their threads reach the call, and exactly `threads / 32` warps meet at
 /// each use.
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
 #[inline(always)]
 pub unsafe fn named_barrier_sync(id: u32, threads: u32) {
     // SAFETY: the caller's promise.
@@ -445,18 +458,37 @@ macro_rules! wgmma_input {
 }
 #[cfg(not(target_arch = "nvptx64"))]
 macro_rules! wgmma_input {
-    ($t:ty, $bytes:literal, $shape:literal, $types:literal, $major:ident) => {
+    ($t:ident, $bytes:literal, $shape:literal, $types:literal, $major:ident) => {
         impl WgmmaInput for $t {
             const BYTES: u32 = $bytes;
             const TRANSPOSABLE: bool = wgmma_input!(@transposable $major);
             #[track_caller]
-            #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
+            #[inline(never)]
             unsafe fn mma_m64n256<const A_MN: bool, const B_MN: bool>(
-                _: &mut [f32; N256_ACCUMULATORS],
-                _: u64,
-                _: u64,
+                acc: &mut [f32; N256_ACCUMULATORS],
+                a: u64,
+                b: u64,
             ) {
-                imp::not_simulated("wgmma.mma_async")
+                const {
+                    assert!(
+                        Self::TRANSPOSABLE || (!A_MN && !B_MN),
+                        "this wgmma type reads K-major tiles only"
+                    )
+                };
+                // SAFETY: the caller's promise: the accumulators stay
+                // unread and unwritten until a wait_group retires this.
+                unsafe {
+                    crate::sim::hopper_ops::wgmma(
+                        acc.as_mut_ptr(),
+                        256,
+                        a,
+                        b,
+                        A_MN,
+                        B_MN,
+                        crate::sim::MmaType::$t,
+                        std::panic::Location::caller(),
+                    )
+                }
             }
         }
     };
@@ -639,132 +671,119 @@ mod imp {
 
 #[cfg(not(target_arch = "nvptx64"))]
 mod imp {
-    /// Ends the simulated thread: the simulator does not model `what`.
+    //! The simulator's Hopper (`sim`'s `hopper` module): each call names
+    //! its caller's line in what it reports.
+    use std::panic::Location;
+
+    use crate::sim::hopper_ops as sim;
+
     #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    #[cold]
-    pub fn not_simulated(what: &str) -> ! {
-        let at = std::panic::Location::caller();
-        crate::fault::fail(
-            at.file(),
-            at.line(),
-            at.column(),
-            &format!("{what} (Hopper, sm_90a) is not modelled by the simulator"),
-        )
+    #[inline(never)]
+    pub fn mbarrier_init(addr: u32, count: u32) {
+        sim::mbarrier_init(addr, count, Location::caller())
     }
 
     #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    pub fn mbarrier_init(_: u32, _: u32) {
-        not_simulated("mbarrier.init")
+    #[inline(never)]
+    pub fn mbarrier_arrive(addr: u32) {
+        sim::mbarrier_arrive(addr, 0, Location::caller())
     }
 
     #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    pub fn mbarrier_arrive(_: u32) {
-        not_simulated("mbarrier.arrive")
+    #[inline(never)]
+    pub fn mbarrier_arrive_expect_tx(addr: u32, bytes: u32) {
+        sim::mbarrier_arrive(addr, bytes, Location::caller())
     }
 
     #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    pub fn mbarrier_arrive_expect_tx(_: u32, _: u32) {
-        not_simulated("mbarrier.arrive.expect_tx")
+    #[inline(never)]
+    pub fn mbarrier_try_wait(addr: u32, parity: u32) -> bool {
+        sim::mbarrier_try_wait(addr, parity, Location::caller())
+    }
+
+    /// The simulator's barriers are visible to its TMA at once.
+    pub fn fence_barrier_init() {}
+
+    #[track_caller]
+    #[inline(never)]
+    pub unsafe fn acquire_tensor_map(map: u64) {
+        // SAFETY: the caller's promise: 128 readable bytes at `map`.
+        unsafe { sim::check_tensor_map(map, "fence.proxy.tensormap", Location::caller()) }
     }
 
     #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    pub fn mbarrier_try_wait(_: u32, _: u32) -> bool {
-        not_simulated("mbarrier.try_wait")
+    #[inline(never)]
+    pub unsafe fn prefetch_tensor_map(map: u64) {
+        // SAFETY: as above.
+        unsafe { sim::check_tensor_map(map, "prefetch.tensormap", Location::caller()) }
     }
 
     #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    pub fn fence_barrier_init() {
-        not_simulated("fence.mbarrier_init")
+    #[inline(never)]
+    pub unsafe fn tma_load_3d(dst: u32, map: u64, barrier: u32, c0: i32, c1: i32, c2: i32) {
+        // SAFETY: the caller's promise: a tensor map at `map`.
+        unsafe { sim::tma_load(dst, map, barrier, &[c0, c1, c2], Location::caller()) }
     }
 
-    #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    pub unsafe fn acquire_tensor_map(_: u64) {
-        not_simulated("fence.proxy.tensormap")
-    }
-
-    #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    pub unsafe fn prefetch_tensor_map(_: u64) {
-        not_simulated("prefetch.tensormap")
-    }
-
-    #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    pub unsafe fn tma_load_3d(_: u32, _: u64, _: u32, _: i32, _: i32, _: i32) {
-        not_simulated("cp.async.bulk.tensor")
-    }
-
-    #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn wgmma_fence() {
-        not_simulated("wgmma.fence")
+        sim::wgmma_fence()
     }
 
-    #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub fn wgmma_commit_group() {
-        not_simulated("wgmma.commit_group")
+        sim::wgmma_commit()
     }
 
     #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
+    #[inline(never)]
     pub fn wgmma_wait_group<const N: u32>() {
-        not_simulated("wgmma.wait_group")
+        sim::wgmma_wait(N, Location::caller())
     }
 
     #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
+    #[inline(never)]
+    pub unsafe fn tma_store_3d(map: u64, src: u32, c0: i32, c1: i32, c2: i32) {
+        // SAFETY: the caller's promise: a tensor map at `map`, its tensor
+        // writable.
+        unsafe { sim::tma_store(map, src, &[c0, c1, c2], Location::caller()) }
+    }
+
+    /// The simulator's bulk stores are made at their issue: the groups
+    /// are complete when committed.
+    pub fn bulk_commit_group() {}
+
+    /// As [`bulk_commit_group`].
+    pub fn bulk_wait_group_read<const N: u32>() {}
+
+    /// As [`bulk_commit_group`].
+    pub fn bulk_wait_group<const N: u32>() {}
+
+    /// The simulator's shared memory is one proxy: a no-op.
+    pub fn fence_proxy_async_shared() {}
+
+    #[track_caller]
+    #[inline(never)]
+    pub unsafe fn named_barrier_sync(id: u32, threads: u32) {
+        sim::named_barrier(id, threads, Location::caller())
+    }
+
+    /// Registers are not modelled: a no-op.
     pub fn setmaxnreg_inc<const N: u32>() {
-        not_simulated("setmaxnreg")
+        const {
+            assert!(
+                N.is_multiple_of(8) && N >= 24 && N <= 256,
+                "setmaxnreg: a multiple of 8 in 24..=256"
+            )
+        };
     }
 
-    #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
+    /// As [`setmaxnreg_inc`].
     pub fn setmaxnreg_dec<const N: u32>() {
-        not_simulated("setmaxnreg")
-    }
-
-    #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    pub unsafe fn tma_store_3d(_: u64, _: u32, _: i32, _: i32, _: i32) {
-        not_simulated("cp.async.bulk.tensor (store)")
-    }
-
-    #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    pub fn bulk_commit_group() {
-        not_simulated("cp.async.bulk.commit_group")
-    }
-
-    #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    pub fn bulk_wait_group_read<const N: u32>() {
-        not_simulated("cp.async.bulk.wait_group.read")
-    }
-
-    #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    pub fn bulk_wait_group<const N: u32>() {
-        not_simulated("cp.async.bulk.wait_group")
-    }
-
-    #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    pub fn fence_proxy_async_shared() {
-        not_simulated("fence.proxy.async")
-    }
-
-    #[track_caller]
-    #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
-    pub unsafe fn named_barrier_sync(_: u32, _: u32) {
-        not_simulated("barrier.sync with a named barrier")
+        const {
+            assert!(
+                N.is_multiple_of(8) && N >= 24 && N <= 256,
+                "setmaxnreg: a multiple of 8 in 24..=256"
+            )
+        };
     }
 }
 

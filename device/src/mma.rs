@@ -383,7 +383,13 @@ pub fn mma_m16n8k8_tf32(a: FragATf32, b: FragBTf32, c: [f32; 4]) -> [f32; 4] {
 }
 
 /// f32 → tf32 bits, nearest with ties away from zero
-/// (`cvt.rna.tf32.f32`), the low 13 bits zero; NaN and infinity kept.
+/// (`cvt.rna.tf32.f32`), the low 13 bits zero. As the GPU computes it (the
+/// SASS of `cvt.rna.tf32.f32` is an integer add of `0x1000` to a finite
+/// input's bits, skipped for an infinite or NaN one, then a mask): a finite
+/// value rounds by adding half of the dropped unit to its bits (the carry
+/// may reach the exponent: ∞ past the largest tf32), and ∞ and NaN are
+/// truncated, so a NaN whose payload lies in the low 13 bits alone becomes
+/// ∞ of its sign, and a signalling NaN stays signalling.
 #[inline(always)]
 pub fn to_tf32(x: f32) -> u32 {
     #[cfg(all(target_arch = "nvptx64", target_feature = "sm_80"))]
@@ -399,8 +405,8 @@ pub fn to_tf32(x: f32) -> u32 {
     #[cfg(not(all(target_arch = "nvptx64", target_feature = "sm_80")))]
     {
         let bits = x.to_bits();
-        if x.is_nan() || x.is_infinite() {
-            return bits & 0xffff_e000 | u32::from(x.is_nan()) << 22;
+        if !x.is_finite() {
+            return bits & 0xffff_e000;
         }
         // Ties away: add half of the dropped unit to the magnitude.
         (bits + 0x1000) & 0xffff_e000
@@ -645,6 +651,20 @@ mod sim {
     #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub(super) fn ldmatrix<const N: usize>(row_addr: u32, trans: bool) -> [u32; N] {
         let lane = crate::warp::lane_id();
+        if lane < 8 * N as u32 && !row_addr.is_multiple_of(16) {
+            // The GPU faults (`CUDA_ERROR_MISALIGNED_ADDRESS`): each row is
+            // one 16-byte access.
+            let at = std::panic::Location::caller();
+            crate::sim::fail(
+                at.file(),
+                at.line(),
+                at.column(),
+                &format!(
+                    "misaligned address: ldmatrix row address {row_addr} (lane {lane}) is not \
+                     16-byte aligned"
+                ),
+            );
+        }
         let mut d = [0u32; N];
         for (i, reg) in d.iter_mut().enumerate() {
             for e in 0..LDMATRIX_8X8.elems {

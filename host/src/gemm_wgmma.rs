@@ -52,6 +52,8 @@ use crate::launch::LaunchConfig;
 use crate::matrices::gemm::{GemmInput, GemmOutput, GemmShape, Op, operand_aligned, scratch};
 use crate::memory::{DeviceBuffer, DeviceSlice};
 
+mod simulated;
+
 /// The operands' element type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WgmmaInput {
@@ -223,9 +225,11 @@ fn encode_tiled() -> std::result::Result<EncodeTiled, String> {
 /// (`inner` contiguous), `ld` and `batch_stride` in elements; box
 /// `ROW_BYTES / bytes × tile rows × 1` for a K-major operand (inner = k), or
 /// `64 × 64 × 1` for an MN-major one (inner = m or n, outer = k); 128-byte
-/// swizzle, zeros out of bounds.
+/// swizzle, zeros out of bounds. On the simulator (`simulated`), the same
+/// arguments in the simulator's format.
 #[allow(clippy::too_many_arguments)]
 fn tensor_map(
+    simulated: bool,
     kernel: &'static str,
     input: WgmmaInput,
     operand: Operand,
@@ -241,6 +245,7 @@ fn tensor_map(
         [ROW_BYTES / bytes as u32, operand.tile_rows(), 1]
     };
     encode_map(
+        simulated,
         kernel,
         operand.encode_operation(mn, input),
         (input.tensor_map_type(), bytes),
@@ -254,8 +259,11 @@ fn tensor_map(
 /// A 3-D tensor map of `outer × inner × batches` elements of `bytes` bytes
 /// (`map_type`, a `CUtensorMapDataType`) at `base`, rows `ld` and batches
 /// `batch_stride` elements apart, box `boxes`, 128-byte swizzle, zeros out of
-/// bounds; `operation` is named when the driver refuses it.
+/// bounds; `operation` is named when the driver refuses it. On the simulator
+/// (`simulated`), the same arguments in the simulator's format.
+#[allow(clippy::too_many_arguments)]
 fn encode_map(
+    simulated: bool,
     kernel: &'static str,
     operation: &'static str,
     (map_type, bytes): (c_int, usize),
@@ -264,7 +272,11 @@ fn encode_map(
     (ld, batch_stride): (usize, usize),
     boxes: [u32; 3],
 ) -> Result<TensorMap> {
-    let encode = encode_tiled().map_err(|e| Error::invalid(kernel, e))?;
+    let encode = if simulated {
+        simulated::ENCODE_TILED
+    } else {
+        encode_tiled().map_err(|e| Error::invalid(kernel, e))?
+    };
     let bytes = bytes as u64;
     let dims = [inner as u64, outer as u64, batches as u64];
     // One batch: its stride is never stepped (and may be anything, 0
@@ -338,8 +350,14 @@ impl TmaC {
 
     /// C's tensor map: `n × m × batches`, box one epilogue box (128-byte
     /// rows of [`C_BOX_ROWS`] rows).
-    fn encode(&self, kernel: &'static str, shape: &GemmShape) -> Result<TensorMap> {
+    fn encode(
+        &self,
+        kernel: &'static str,
+        shape: &GemmShape,
+        simulated: bool,
+    ) -> Result<TensorMap> {
         encode_map(
+            simulated,
             kernel,
             "cuTensorMapEncodeTiled (C, box 128 bytes × 64 rows × 1)",
             (self.map_type, self.bytes),
@@ -380,14 +398,16 @@ impl MapsKey {
         }
     }
 
-    /// A's, B's and C's tensor map (C's zeros without `c`); `kernel` is
-    /// named in the driver's refusal.
-    fn encode(&self, kernel: &'static str) -> Result<[TensorMap; MAPS_PER_SLOT]> {
+    /// A's, B's and C's tensor map (C's zeros without `c`; in the
+    /// simulator's format when `simulated`); `kernel` is named in the
+    /// driver's refusal.
+    fn encode(&self, kernel: &'static str, simulated: bool) -> Result<[TensorMap; MAPS_PER_SLOT]> {
         let s = &self.shape;
         let (a_rows, a_cols) = s.a_stored();
         let (b_rows, b_cols) = s.b_stored();
         Ok([
             tensor_map(
+                simulated,
                 kernel,
                 self.input,
                 Operand::A,
@@ -397,6 +417,7 @@ impl MapsKey {
                 (s.lda, s.stride_a),
             )?,
             tensor_map(
+                simulated,
                 kernel,
                 self.input,
                 Operand::B,
@@ -406,7 +427,7 @@ impl MapsKey {
                 (s.ldb, s.stride_b),
             )?,
             match &self.c {
-                Some(c) => c.encode(kernel, s)?,
+                Some(c) => c.encode(kernel, s, simulated)?,
                 None => TensorMap([0; 16]),
             },
         ])
@@ -480,7 +501,7 @@ impl TensorMapSlots {
         }
         let maps = match maps {
             Some(maps) => *maps,
-            None => key.encode(name)?,
+            None => key.encode(name, false)?,
         };
         let slot = table.next;
         table.next = (slot + 1) % TENSOR_MAP_SLOTS;
@@ -565,8 +586,9 @@ impl<O: cust::memory::DeviceCopy> std::fmt::Debug for WgmmaGemm<'_, O> {
 /// The Hopper wgmma GEMM's planner on a [`Gpu`].
 pub trait WgmmaGemmExt {
     /// Checks `C = alpha · op(A) · op(B) + beta · C` of `shape` for the
-    /// wgmma kernel and makes its tensor maps. Refuses, before anything is
-    /// queued: the simulator ([`Error::NotOnSimulator`]); an image without
+    /// wgmma kernel and makes its tensor maps (on the simulator, which runs
+    /// the kernel's own code, in its format). Refuses, before anything is
+    /// queued: an image without
     /// the kernel, or a layout it does not read (tf32 is NT only)
     /// ([`Error::InvalidInput`]); buffers of another device
     /// ([`Error::WrongDevice`]); every refusal of [`GemmShape::check`]
@@ -616,7 +638,6 @@ impl WgmmaGemmExt for Gpu {
         let kernel =
             wgmma_kernel::<I, O>(shape).map_err(|why| Error::invalid(O::MMA.name(), why))?;
         let name = kernel.name();
-        self.require_cuda(name)?;
         shape.check(name, (a.len(), b.len(), c.len()))?;
         self.check_device(name, "a", a)?;
         self.check_device(name, "b", b)?;
@@ -659,16 +680,19 @@ impl WgmmaGemmExt for Gpu {
             shape,
             tma_c.filter(|_| epilogue == WgmmaEpilogue::Tma),
         );
-        let slots = self.launcher_state(name, || TensorMapSlots::new(self, name))?;
-        let held = slots
-            .table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .slot_of
-            .contains_key(&key);
+        let simulated = self.is_simulated();
+        let held = !simulated && {
+            let slots = self.launcher_state(name, || TensorMapSlots::new(self, name))?;
+            let table = slots.table.lock().unwrap_or_else(|e| e.into_inner());
+            table.slot_of.contains_key(&key)
+        };
         // New operands: the maps are made here, so that the driver's refusal
         // is the plan's error.
-        let maps = if held { None } else { Some(key.encode(name)?) };
+        let maps = if held {
+            None
+        } else {
+            Some(key.encode(name, simulated)?)
+        };
         let k_stage = ROW_BYTES / bytes as u32;
         let units = tiles as usize * shape.batches;
         let k_tiles = shape.k.div_ceil(k_stage as usize);
@@ -925,6 +949,38 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
             block: (THREADS, 1, 1),
             shared_mem_bytes: SHARED_BYTES,
         };
+        let args = |a_map: u64| {
+            (
+                DevicePointer::<u64>::from_raw(a_map),
+                DevicePointer::<u64>::from_raw(a_map + size_of::<TensorMap>() as u64),
+                c,
+                m,
+                n,
+                k,
+                ldc,
+                c_batch_stride,
+                alpha,
+                beta,
+                self.group_m,
+                self.k_chunk,
+                split_stride,
+                units,
+                DevicePointer::<u64>::from_raw(if tma_c {
+                    a_map + 2 * size_of::<TensorMap>() as u64
+                } else {
+                    0
+                }),
+            )
+        };
+        if gpu.is_simulated() {
+            // SAFETY: as below; the plan made the maps (the simulator holds
+            // no slots).
+            let maps = match self.maps {
+                Some(maps) => maps,
+                None => self.key.encode(name, true)?,
+            };
+            return unsafe { simulated::launch(gpu, kernel, cfg, &maps, args) };
+        }
         gpu.bind()?;
         let function = gpu.raw_function(name)?;
         let stream = gpu.stream().as_cust()?;
@@ -933,29 +989,6 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
         // copy into the slot between them would give this launch other maps.
         let mut table = slots.table.lock().unwrap_or_else(|e| e.into_inner());
         let a_map = slots.slot(&mut table, &self.key, self.maps.as_ref(), name, stream)?;
-        let b_map = a_map + size_of::<TensorMap>() as u64;
-        let c_map = if tma_c {
-            a_map + 2 * size_of::<TensorMap>() as u64
-        } else {
-            0
-        };
-        let args = (
-            DevicePointer::<u64>::from_raw(a_map),
-            DevicePointer::<u64>::from_raw(b_map),
-            c,
-            m,
-            n,
-            k,
-            ldc,
-            c_batch_stride,
-            alpha,
-            beta,
-            self.group_m,
-            self.k_chunk,
-            split_stride,
-            units,
-            DevicePointer::<u64>::from_raw(c_map),
-        );
         // SAFETY: the kernel's contract: 384 threads, SHARED_BYTES (opted in
         // when the slots were made), the grid covering C's tiles and the
         // splits ((splits - 1) · k_chunk < k, k_chunk whole stages: set_splits);
@@ -965,7 +998,7 @@ impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
         // C as `c` is; `c` holds the shape for every split (C
         // checked by the plan, whose borrows keep the buffers and the `Gpu`
         // alive; the workspace sized by launch_split).
-        unsafe { launch_function(function, kernel, cfg, stream, args) }
+        unsafe { launch_function(function, kernel, cfg, stream, args(a_map)) }
     }
 }
 

@@ -88,6 +88,15 @@ pub const FIDELITY_CASES: &[FidelityCase] = &[
     case(FID_MISALIGNED_SHARED_V4, 32, 32),
     case(FID_RUNAWAY_RECURSION, 32, 32),
     case(FID_DEEP_RECURSION, 32, 32),
+    case(FID_ACTIVEMASK_WHILE_LANE_EXITS, 32, 32),
+    case(FID_TF32_ROUNDING, 1, TF32_INPUTS.len()),
+    case(FID_MISALIGNED_LDMATRIX, 32, 32),
+    FidelityCase {
+        kernel: FID_MMA_WORDS,
+        grid: [MMA_BLOCKS, 1, 1],
+        block: [32, 1, 1],
+        out_words: MMA_BLOCKS as usize * 128,
+    },
     case(FID_REGISTER_HUNGRY, 1024, 1024),
     case(FID_REGISTER_HUNGRY, 64, 1024),
 ];
@@ -152,6 +161,119 @@ fn recurse(depth: u32, seed: u32) -> u32 {
     } else {
         recurse(depth - 1, seed.wrapping_mul(3)).wrapping_add(1)
     }
+}
+
+/// The f32 bits [`FID_TF32_ROUNDING`] converts with `cvt.rna.tf32.f32`:
+/// NaNs with payloads in the low 13 bits alone, and above them, quiet and
+/// signalling, of both signs; infinities; finite values whose rounding
+/// carries into the exponent, ties, and subnormals.
+pub const TF32_INPUTS: [u32; 16] = [
+    0x7f80_0001,
+    0xff80_0001,
+    0x7f80_0fff,
+    0x7f80_1000,
+    0x7fc0_0000,
+    0x7fff_ffff,
+    0xffff_ffff,
+    0x7f80_2000,
+    0x7f80_0000,
+    0xff80_0000,
+    0x7f7f_ffff,
+    0x3f80_0fff,
+    0x3f80_1000,
+    0x0000_0fff,
+    0x8000_1000,
+    0xbf7f_f000,
+];
+
+/// Blocks (warps) of [`FID_MMA_WORDS`]: each one `mma.sync` of the type
+/// [`mma_type`] and inputs of the class [`mma_class`] names.
+pub const MMA_BLOCKS: u32 = 192;
+
+/// The input type of block `block` of [`FID_MMA_WORDS`]: 0 bf16
+/// (m16n8k16), 1 f16 (m16n8k16), 2 tf32 (m16n8k8).
+pub const fn mma_type(block: u32) -> u32 {
+    block % 3
+}
+
+/// The input class of block `block` of [`FID_MMA_WORDS`]: 0 values in
+/// [0.5, 2) of both signs; 1 exponents spread over ±10 binades; 2 products
+/// near 1 of both signs with C near 2⁸ (cancellation, alignment to C); 3
+/// class 0 with rare specials (NaNs quiet and signalling, ±∞, ±0,
+/// subnormals, the largest finite).
+pub const fn mma_class(block: u32) -> u32 {
+    (block / 3) % 4
+}
+
+/// A 32-bit mix (the murmur3 finaliser).
+const fn mix(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x85eb_ca6b);
+    x ^= x >> 13;
+    x = x.wrapping_mul(0xc2b2_ae35);
+    x ^ (x >> 16)
+}
+
+/// The bits of element `index` of operand `operand` (0 A row-major 16 ×
+/// K, 1 B row-major K × 8, 2 C row-major 16 × 8, f32) of block `block` of
+/// [`FID_MMA_WORDS`]: 16-bit patterns (in the low half) for bf16 and f16
+/// A and B, f32 patterns for tf32 and C. The one generator of the kernel
+/// and of the host's check.
+pub const fn mma_input(block: u32, operand: u32, index: u32) -> u32 {
+    let h = mix(block.wrapping_mul(0x9e37_79b9) ^ mix(operand * 4096 + index + 1));
+    let h2 = mix(h ^ 0x5bd1_e995);
+    let ty = mma_type(block);
+    let (ebits, mbits) = if operand == 2 || ty == 2 {
+        (8, 23)
+    } else if ty == 0 {
+        (8, 7)
+    } else {
+        (5, 10)
+    };
+    let bias = (1u32 << (ebits - 1)) - 1;
+    let top = (1u32 << ebits) - 1;
+    let sign = h >> 31;
+    let mut mant = h2 & ((1u32 << mbits) - 1);
+    let near_one = bias - 1 + (h >> 8) % 2;
+    let exp = match mma_class(block) {
+        0 => near_one,
+        1 => bias - 10 + (h >> 8) % 21,
+        2 => {
+            if operand == 2 {
+                bias + 8
+            } else {
+                near_one
+            }
+        }
+        _ => match (h >> 9) % 256 {
+            0 => {
+                mant |= 1 << (mbits - 1);
+                top
+            }
+            1 => {
+                mant = (mant & ((1 << (mbits - 1)) - 1)) | 1;
+                top
+            }
+            2 => {
+                mant = 0;
+                top
+            }
+            3 => {
+                mant = 0;
+                0
+            }
+            4 => {
+                mant |= 1;
+                0
+            }
+            5 => {
+                mant = (1 << mbits) - 1;
+                top - 1
+            }
+            _ => near_one,
+        },
+    };
+    sign << (ebits + mbits) | exp << mbits | mant
 }
 
 /// Words of [`FID_LARGE_LOCAL_ARRAY`]'s per-thread array: 260 KiB.
@@ -981,6 +1103,108 @@ crate::device::kernels! {
         let v = recurse(100_000 * one(), t);
         // SAFETY: the case's contract.
         unsafe { put(out, n, t as usize, v) };
+    }
+
+    /// Lane 31 returns while lanes 0–30 call `activemask` (the simulator
+    /// once failed them with a false "not in its own member mask" error):
+    /// `out[lane]` is the mask they read, 0 for lane 31.
+    pub fn fid_activemask_while_lane_exits(out: *mut u32, n: usize) as FID_ACTIVEMASK_WHILE_LANE_EXITS {
+        let lane = warp::lane_id();
+        if lane == 31 {
+            return;
+        }
+        let mask = warp::activemask();
+        // SAFETY: the case's contract.
+        unsafe { put(out, n, lane as usize, mask) };
+    }
+
+    /// `out[i]` is `cvt.rna.tf32.f32` of [`TF32_INPUTS`]`[i]` (sm_80 and
+    /// later; the portable build writes zeros).
+    pub fn fid_tf32_rounding(out: *mut u32, n: usize) as FID_TF32_ROUNDING {
+        for (i, &x) in TF32_INPUTS.iter().enumerate() {
+            #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
+            let v = crate::device::mma::to_tf32(f32::from_bits(x.wrapping_mul(one())));
+            #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_80")))]
+            let v = x & 0;
+            // SAFETY: the case's contract.
+            unsafe { put(out, n, i, v) };
+        }
+    }
+
+    /// A fault: `ldmatrix.x1` whose row addresses (lanes 0–7) are 8 bytes
+    /// past 16-byte alignment (the GPU's `MisalignedAddress`; sm_80 and
+    /// later, the portable build writes zeros).
+    pub fn fid_misaligned_ldmatrix(out: *mut u32, n: usize) as FID_MISALIGNED_LDMATRIX {
+        let tile = shared_array!(fid_ldmatrix_tile: [u32; 128]);
+        let t = thread::thread_idx_x() as usize;
+        for k in 0..4 {
+            // SAFETY: t < 32: each thread its own four slots.
+            unsafe { tile.store(4 * t + k, (4 * t + k) as u32) };
+        }
+        sync_threads();
+        let row = tile.address() + 16 * (t as u32 % 8) + 8 * one();
+        #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
+        // SAFETY: not safe on purpose: misaligned rows (the fault under test).
+        let v = unsafe { crate::device::mma::ldmatrix_x1(row) }[0];
+        #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_80")))]
+        let v = row & 0;
+        // SAFETY: the case's contract.
+        unsafe { put(out, n, t, v) };
+    }
+
+    /// One `mma.sync` per block (a warp) on the inputs of [`mma_input`]:
+    /// `D = A · B + C` of the block's [`mma_type`], lane `l`'s four words
+    /// of D (the `C_M16N8` layout) at `out[(block · 32 + l) · 4 ..]` (sm_80
+    /// and later; the portable build writes zeros). The tensor cores'
+    /// rounding, bit for bit, NaN and ∞ included.
+    pub fn fid_mma_words(out: *mut u32, n: usize) as FID_MMA_WORDS {
+        let b = thread::block_idx_x();
+        let lane = warp::lane_id();
+        #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
+        let d = {
+            use crate::device::float16::{bf16, f16};
+            use crate::device::mma::{
+                self as tc, A_M16K8_TF32, B_K8N8_TF32, C_M16N8, FragA, FragATf32, FragB,
+                FragBTf32,
+            };
+            let c: [f32; 4] = core::array::from_fn(|e| {
+                let (r, col) = C_M16N8.coord(lane, e as u32);
+                f32::from_bits(mma_input(b, 2, r * 8 + col))
+            });
+            match mma_type(b) {
+                0 => tc::mma_m16n8k16(
+                    FragA::from_fn(lane, |r, k| bf16::from_bits(mma_input(b, 0, r * 16 + k) as u16)),
+                    FragB::from_fn(lane, |k, col| bf16::from_bits(mma_input(b, 1, k * 8 + col) as u16)),
+                    c,
+                ),
+                1 => tc::mma_m16n8k16(
+                    FragA::from_fn(lane, |r, k| f16::from_bits(mma_input(b, 0, r * 16 + k) as u16)),
+                    FragB::from_fn(lane, |k, col| f16::from_bits(mma_input(b, 1, k * 8 + col) as u16)),
+                    c,
+                ),
+                _ => tc::mma_m16n8k8_tf32(
+                    FragATf32 {
+                        regs: core::array::from_fn(|e| {
+                            let (r, k) = A_M16K8_TF32.coord(lane, e as u32);
+                            mma_input(b, 0, r * 8 + k)
+                        }),
+                    },
+                    FragBTf32 {
+                        regs: core::array::from_fn(|e| {
+                            let (k, col) = B_K8N8_TF32.coord(lane, e as u32);
+                            mma_input(b, 1, k * 8 + col)
+                        }),
+                    },
+                    c,
+                ),
+            }
+        };
+        #[cfg(all(target_arch = "nvptx64", not(target_feature = "sm_80")))]
+        let d = [0f32; 4];
+        for (e, v) in d.iter().enumerate() {
+            // SAFETY: the case's contract.
+            unsafe { put(out, n, ((b * 32 + lane) * 4) as usize + e, v.to_bits()) };
+        }
     }
 
     /// 96 values live at once per thread (more registers than a thread of a

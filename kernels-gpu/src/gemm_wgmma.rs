@@ -34,8 +34,8 @@
 //!
 //! Entry points exist in the sm_90a build only (`lib.rs` gates this module
 //! on `target_feature = "sm_90a"` for nvptx64); on the host the bodies are
-//! compiled for the simulator, which does not model wgmma or TMA (the host
-//! launcher refuses them there).
+//! compiled for the simulator, which models wgmma, TMA and mbarrier
+//! (`device::sim`), so the same code runs there.
 use crate::device::float16::{bf16, f16};
 use crate::device::hopper::{
     self, Bf16, F16, MBarrier, N256_ACCUMULATORS, Tf32, WgmmaInput, sw128_descriptor,

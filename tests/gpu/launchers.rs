@@ -49,16 +49,6 @@ fn other_device(gpu: &Gpu) -> Result<Gpu, Failed> {
     Ok(other)
 }
 
-/// `Want::Foreign` on `gpu`, or where the launcher exists on the GPU
-/// alone, `Want::NotOnSimulator` on the simulator.
-fn foreign_on_gpu(gpu: &Gpu, kernel: &'static str, argument: &'static str) -> Want {
-    if gpu.is_simulated() {
-        Want::NotOnSimulator
-    } else {
-        Want::Foreign(kernel, argument)
-    }
-}
-
 fn foreign_memory_and_overflowing_sizes_are_refused(gpu: &Gpu) -> Result<(), Failed> {
     let other = other_device(gpu)?;
     let mut t = Cases::new("launchers");
@@ -276,7 +266,7 @@ fn gemm(gpu: &Gpu, other: &Gpu, t: &mut Cases) -> cuda_kernels::Result<()> {
             || on(&a, &a, &mut c, &s),
         );
     }
-    // The wgmma plan (a GPU's alone; NT, the layout every input type has).
+    // The wgmma plan (NT, the layout every input type has).
     let nt = GemmShape::with_ops(64, 64, 64, Op::N, Op::T);
     let wk: &'static str = "gemm_wgmma_bf16_f32_nt";
     let a4 = gpu.zeroed::<Bf16Dev>(64 * 64)?;
@@ -287,30 +277,20 @@ fn gemm(gpu: &Gpu, other: &Gpu, t: &mut Cases) -> cuda_kernels::Result<()> {
         gpu.gemm_wgmma_plan::<bf16, f32>(s, 1.0, a, b, 0.0, c)
             .map(|_| ())
     };
-    t.refuse(
-        "gemm_wgmma plan: a foreign",
-        foreign_on_gpu(gpu, wk, "a"),
-        || plan(&x4, &a4, &mut c4, &nt),
-    );
-    t.refuse(
-        "gemm_wgmma plan: b foreign",
-        foreign_on_gpu(gpu, wk, "b"),
-        || plan(&a4, &x4, &mut c4, &nt),
-    );
-    t.refuse(
-        "gemm_wgmma plan: c foreign",
-        foreign_on_gpu(gpu, wk, "c"),
-        || plan(&a4, &a4, &mut xc4, &nt),
-    );
+    t.refuse("gemm_wgmma plan: a foreign", Want::Foreign(wk, "a"), || {
+        plan(&x4, &a4, &mut c4, &nt)
+    });
+    t.refuse("gemm_wgmma plan: b foreign", Want::Foreign(wk, "b"), || {
+        plan(&a4, &x4, &mut c4, &nt)
+    });
+    t.refuse("gemm_wgmma plan: c foreign", Want::Foreign(wk, "c"), || {
+        plan(&a4, &a4, &mut xc4, &nt)
+    });
     let wide = GemmShape {
         ldc: usize::MAX,
         ..nt
     };
-    let want = if gpu.is_simulated() {
-        Want::NotOnSimulator
-    } else {
-        Want::InvalidNaming(wk, "ldc")
-    };
+    let want = Want::InvalidNaming(wk, "ldc");
     t.refuse("gemm_wgmma plan: ldc = usize::MAX", want, || {
         plan(&a4, &a4, &mut c4, &wide)
     });

@@ -172,6 +172,8 @@ pub(crate) struct BlockState {
     /// Whether the launch runs under the interleaved schedule (its threads
     /// yield at global atomics: [`super::global_access`]).
     pub interleaved: bool,
+    /// The block's mbarriers, TMA loads in flight and wgmma (Hopper).
+    pub hopper: RefCell<super::hopper::BlockHopper>,
 }
 
 impl BlockState {
@@ -203,12 +205,14 @@ impl BlockState {
             out: RefCell::new(Vec::new()),
             fifo,
             interleaved: false,
+            hopper: RefCell::default(),
         }
     }
 
     /// A new block starts: a new barrier interval.
     pub fn start_block(&self, block: [u32; 3]) {
         self.block.set(block);
+        *self.hopper.borrow_mut() = Default::default();
         self.epoch.set(self.epoch.get() + 1);
         self.first_epoch.set(self.epoch.get());
     }
@@ -240,6 +244,23 @@ impl BlockState {
     fn ordered(&self, other: u32, other_seq: u32, me: u32) -> bool {
         let (seq, mask) = self.last_sync.borrow()[me as usize];
         other / 32 == me / 32 && seq > other_seq && mask & (1 << (other % 32)) != 0
+    }
+
+    /// The address of `len` bytes of shared memory at `offset`, with no
+    /// race check (the asynchronous proxy's accesses: TMA, wgmma);
+    /// `Err(bytes in use)` past them.
+    pub fn raw_shared(&self, offset: u32, len: u32) -> Result<*mut u8, u32> {
+        let end = self.shared_len.get();
+        if offset as u64 + len as u64 > end as u64 {
+            return Err(end);
+        }
+        // SAFETY: offset + len ≤ shared_len ≤ the buffer's bytes.
+        Ok(unsafe {
+            (*self.shared.get())
+                .as_mut_ptr()
+                .cast::<u8>()
+                .add(offset as usize)
+        })
     }
 
     /// Keeps the launch's pointer parameters (once per launch and worker).

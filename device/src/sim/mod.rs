@@ -58,6 +58,7 @@ use std::ffi::c_void;
 pub(crate) mod atomic;
 mod context;
 mod error;
+mod hopper;
 pub mod memory;
 pub(crate) mod printf;
 mod scheduler;
@@ -65,7 +66,19 @@ mod trap;
 
 pub(crate) use context::{current, dynamic_shared, fail};
 pub use error::{Access, RaceSource, SimError, SimThread, Stuck};
+pub(crate) use hopper::MmaType;
+pub use hopper::{
+    POISON as WGMMA_POISON, SIM_TENSOR_MAP_MAGIC, TiledMap, decode_tiled, encode_tiled,
+};
 pub use printf::capture_printf;
+
+/// The device layer's Hopper instructions on the simulator ([`crate::hopper`]).
+pub(crate) mod hopper_ops {
+    pub(crate) use super::hopper::{
+        check_tensor_map, mbarrier_arrive, mbarrier_init, mbarrier_try_wait, named_barrier,
+        tma_load, tma_store, wgmma, wgmma_commit, wgmma_fence, wgmma_wait,
+    };
+}
 
 /// The f32 NaN the GPU gives for a NaN result of its f32 instructions and
 /// libdevice's f32 functions (its canonical NaN; payloads and signs are not
@@ -167,7 +180,25 @@ pub struct SimOptions {
     /// kernel prints past it is dropped, as on the GPU, and the count
     /// reported on stderr.
     pub printf_fifo_bytes: usize,
+    /// Bytes of each simulated thread's stack, the simulator's counterpart
+    /// of `cudaLimitStackSize`: a thread that needs more ends with a
+    /// stack-overflow fault. Host frames are not the GPU's (the kernel's
+    /// code compiled for the host, and the simulator's own frames under
+    /// it), so the same recursion faults at other depths on each; at least
+    /// [`MIN_STACK_BYTES`] ([`STACK_BYTES`] by default,
+    /// `CUDA_KERNELS_SIM_STACK_BYTES`).
+    pub stack_bytes: usize,
 }
+
+/// The default of [`SimOptions::stack_bytes`]: 1 MiB of address space per
+/// simulated thread (only the pages a thread touches are backed), the
+/// GPU's 512 KiB of local memory per thread and room for the host's own
+/// frames.
+pub const STACK_BYTES: usize = 1 << 20;
+
+/// The least [`SimOptions::stack_bytes`]: the simulator's own frames under
+/// a kernel's.
+pub const MIN_STACK_BYTES: usize = 64 << 10;
 
 /// The order in which the simulator runs a launch's blocks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -224,13 +255,15 @@ impl Default for SimOptions {
             limits: Limits::default(),
             shared_opt_in: false,
             printf_fifo_bytes: PRINTF_FIFO_BYTES,
+            stack_bytes: STACK_BYTES,
         }
     }
 }
 
 impl SimOptions {
     /// The defaults, with `CUDA_KERNELS_SIM_SEED=<u64>`,
-    /// `CUDA_KERNELS_SIM_THREADS=<n>` and `CUDA_KERNELS_SIM_SCHEDULE`
+    /// `CUDA_KERNELS_SIM_THREADS=<n>`, `CUDA_KERNELS_SIM_STACK_BYTES=<n>`
+    /// and `CUDA_KERNELS_SIM_SCHEDULE`
     /// (`in-order`, `interleaved` for [`INTERLEAVED_RESIDENT`] resident
     /// blocks, `interleaved:<n>`) from the environment when set. A value
     /// that does not parse is ignored, with a warning on stderr (once per
@@ -250,6 +283,7 @@ impl SimOptions {
         SimOptions {
             seed: var("CUDA_KERNELS_SIM_SEED"),
             threads: var("CUDA_KERNELS_SIM_THREADS").map_or(1, |n: u64| n as usize),
+            stack_bytes: var("CUDA_KERNELS_SIM_STACK_BYTES").map_or(STACK_BYTES, |n| n as usize),
             schedule: std::env::var("CUDA_KERNELS_SIM_SCHEDULE").map_or(Schedule::InOrder, |v| {
                 Schedule::parse(&v).unwrap_or_else(|| {
                     static WARNED: std::sync::Once = std::sync::Once::new();
@@ -430,17 +464,8 @@ fn run_blocks(
         Schedule::InOrder => None,
     };
     let seed = options.seed.unwrap_or(INTERLEAVE_SEED);
-    let worker = || {
-        scheduler::Worker::new(
-            kernel,
-            shape,
-            entry,
-            params,
-            options.seed,
-            budget,
-            fifo.clone(),
-        )
-    };
+    let worker =
+        || scheduler::Worker::new(kernel, shape, entry, params, options, budget, fifo.clone());
     if let Some(resident) = interleave {
         let workers = (0..u64::from(resident.max(1)).min(blocks))
             .map(|k| worker().interleaved(seed ^ k.wrapping_mul(0xd1b5_4a32_d192_ed03)))

@@ -21,12 +21,6 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use super::context::{self, BlockState, Finding, Site, ThreadCtx};
 use super::{Entry, LaunchShape, SimError, Stuck, WarpOp, trap};
 
-/// Bytes of each simulated thread's stack (address space; only the pages a
-/// thread touches are ever backed by memory): the GPU's 512 KiB of local
-/// memory per thread (compute capability 9.0) and room for the host's own
-/// frames, so that a kernel with a large local array runs as it does there.
-const STACK_BYTES: usize = 1024 * 1024;
-
 /// Why a simulated thread suspended.
 pub(crate) enum Event {
     /// It waits at `sync_threads` called here.
@@ -37,6 +31,15 @@ pub(crate) enum Event {
     /// store or read-modify-write (`wrote`, just done) or a load (about to
     /// be done); another block may run first (see [`Worker::run`]).
     Global { wrote: bool },
+    /// It waits for the phase of `parity` of the mbarrier at shared offset
+    /// `addr` to complete (`mbarrier.try_wait.parity` called at `site`).
+    MBarrier { addr: u32, parity: u32, site: Site },
+    /// It waits at `wgmma.wait_group` (called here) for the other threads
+    /// of its warpgroup (128 consecutive linear indices).
+    WarpGroup(Site),
+    /// It waits at named barrier `id` for `threads` threads (`barrier.sync
+    /// id, threads` called at `site`).
+    Named { id: u32, threads: u32, site: Site },
 }
 
 /// A lane's part in a warp collective.
@@ -96,17 +99,29 @@ enum State {
     Ready,
     Barrier(Site),
     Warp,
+    MBarrier {
+        addr: u32,
+        parity: u32,
+        site: Site,
+    },
+    Group(Site),
+    Named {
+        id: u32,
+        threads: u32,
+        site: Site,
+    },
     Done,
 }
 
 thread_local! {
-    /// Stacks of finished coroutines, reused by the next ones.
-    static POOL: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
+    /// Stacks of finished coroutines, with their sizes, reused by the next
+    /// ones.
+    static POOL: RefCell<Vec<(usize, DefaultStack)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Stacks left by the OS threads of parallel launches (which end with their
 /// launch), for the next launch's threads.
-static SPARE: Mutex<Vec<DefaultStack>> = Mutex::new(Vec::new());
+static SPARE: Mutex<Vec<(usize, DefaultStack)>> = Mutex::new(Vec::new());
 
 /// Gives this OS thread's pooled stacks to [`SPARE`] (a parallel launch's
 /// worker thread, before it ends).
@@ -188,6 +203,11 @@ pub(crate) struct Worker {
     /// Interleaved schedule: atomic loads of global memory since the
     /// worker was made (what a spin-wait does).
     pub polls: u64,
+    /// The block's mbarrier phases completed when its waiters were last
+    /// looked at.
+    completions: u64,
+    /// Bytes of each runner's stack ([`super::SimOptions::stack_bytes`]).
+    stack_bytes: usize,
 }
 
 impl Worker {
@@ -196,7 +216,7 @@ impl Worker {
         shape: LaunchShape,
         entry: Entry,
         params: Params,
-        seed: Option<u64>,
+        options: &super::SimOptions,
         budget: u32,
         fifo: std::sync::Arc<super::printf::Fifo>,
     ) -> Worker {
@@ -210,7 +230,7 @@ impl Worker {
                 entry,
                 params,
             }),
-            seed,
+            seed: options.seed,
             state: Box::new(BlockState::new(
                 kernel,
                 shape.block,
@@ -230,6 +250,8 @@ impl Worker {
             linear: 0,
             progress: 0,
             polls: 0,
+            completions: 0,
+            stack_bytes: options.stack_bytes.max(super::MIN_STACK_BYTES),
         }
     }
 
@@ -303,6 +325,7 @@ impl Worker {
         self.waiting.resize(n.div_ceil(32), 0);
         self.ready.clear();
         self.done = 0;
+        self.completions = 0;
         if let Some((seed, r)) = &mut self.interleave {
             *r = Rng(*seed ^ linear.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         }
@@ -377,7 +400,7 @@ impl Worker {
                     Some(x) => Some(x),
                     None if self.done == self.states.len() => return Ok(Turn::Done),
                     None => {
-                        if !self.resolve_active_masks() {
+                        if !self.land_for_waiter() && !self.resolve_active_masks() {
                             self.release_barrier()?;
                         }
                         continue;
@@ -407,10 +430,25 @@ impl Worker {
             // The list's allocation goes back for the next runs.
             finished.clear();
             *self.shared.finished.borrow_mut() = finished;
+            self.wake_mbarrier_waiters();
             match r {
                 CoroutineResult::Yield((t, Event::Barrier(site))) => {
                     self.states[t] = State::Barrier(site);
                     cos[t] = Some(co);
+                }
+                CoroutineResult::Yield((t, Event::MBarrier { addr, parity, site })) => {
+                    self.states[t] = State::MBarrier { addr, parity, site };
+                    cos[t] = Some(co);
+                }
+                CoroutineResult::Yield((t, Event::Named { id, threads, site })) => {
+                    self.states[t] = State::Named { id, threads, site };
+                    cos[t] = Some(co);
+                    self.try_release_named(id, threads);
+                }
+                CoroutineResult::Yield((t, Event::WarpGroup(site))) => {
+                    self.states[t] = State::Group(site);
+                    cos[t] = Some(co);
+                    self.try_release_group(t);
                 }
                 CoroutineResult::Yield((t, Event::Global { wrote })) => {
                     // Ready again, the first of the ready threads.
@@ -441,7 +479,7 @@ impl Worker {
                 }
                 CoroutineResult::Return(end) => {
                     let handler = co.trap_handler();
-                    POOL.with(|p| p.borrow_mut().push(co.into_stack()));
+                    POOL.with(|p| p.borrow_mut().push((self.stack_bytes, co.into_stack())));
                     match end {
                         None => {}
                         Some((_, ThreadEnd::Error(e))) => return Err(*e),
@@ -459,10 +497,17 @@ impl Worker {
     /// ones after each that returns, until one waits, ends otherwise, or none
     /// is left.
     fn runner(&self, many: bool) -> Co {
+        // A pooled stack of this launch's size (the others are unmapped:
+        // the size changes only between launches).
+        let bytes = self.stack_bytes;
+        let take = |v: &mut Vec<(usize, DefaultStack)>| {
+            v.retain(|(b, _)| *b == bytes);
+            v.pop().map(|(_, s)| s)
+        };
         let stack = POOL
-            .with(|p| p.borrow_mut().pop())
-            .or_else(|| SPARE.lock().unwrap_or_else(|e| e.into_inner()).pop())
-            .map_or_else(|| DefaultStack::new(STACK_BYTES), Ok)
+            .with(|p| take(&mut p.borrow_mut()))
+            .or_else(|| take(&mut SPARE.lock().unwrap_or_else(|e| e.into_inner())))
+            .map_or_else(|| DefaultStack::new(bytes), Ok)
             .unwrap_or_else(|e| panic!("simulator: cannot map a thread stack: {e}"));
         let shared: *const Shared = &*self.shared;
         Coroutine::with_stack(stack, move |y: &Yielder<u32, Yield>, _: u32| {
@@ -641,15 +686,98 @@ impl Worker {
         resolved
     }
 
+    /// Threads waiting on an mbarrier phase that completed since the last
+    /// look are ready again.
+    fn wake_mbarrier_waiters(&mut self) {
+        let completions = self.state.hopper.borrow().completions;
+        if completions == self.completions {
+            return;
+        }
+        self.completions = completions;
+        let hopper = self.state.hopper.borrow();
+        for (i, s) in self.states.iter_mut().enumerate() {
+            if let State::MBarrier { addr, parity, .. } = *s
+                && hopper.phase_done(addr, parity) != Some(false)
+            {
+                *s = State::Ready;
+                self.ready.push_back((i, 0));
+            }
+        }
+    }
+
+    /// No thread can run: the first thread waiting on an mbarrier with TMA
+    /// loads in flight is ready again, to land them (the copy engine
+    /// catches up). Returns whether there was one.
+    fn land_for_waiter(&mut self) -> bool {
+        let hopper = self.state.hopper.borrow();
+        let found = self
+            .states
+            .iter()
+            .position(|s| matches!(*s, State::MBarrier { addr, .. } if hopper.has_inflight(addr)));
+        drop(hopper);
+        if let Some(i) = found {
+            self.states[i] = State::Ready;
+            self.ready.push_back((i, 0));
+        }
+        found.is_some()
+    }
+
+    /// A thread waits at named barrier `id`: when `threads` do, they go on
+    /// (a new barrier interval for the race detector, block-wide: the
+    /// accesses it orders are not reported, nor those of the threads that
+    /// did not take part).
+    fn try_release_named(&mut self, id: u32, threads: u32) {
+        let waiting = |s: &State| matches!(*s, State::Named { id: i, .. } if i == id);
+        if self.states.iter().filter(|s| waiting(s)).count() < threads as usize {
+            return;
+        }
+        self.state.barrier_passed();
+        self.progress += 1;
+        for (t, s) in self.states.iter_mut().enumerate() {
+            if waiting(s) {
+                *s = State::Ready;
+                self.ready.push_back((t, 0));
+            }
+        }
+    }
+
+    /// Thread `i` waits at `wgmma.wait_group` (or exited): when every thread
+    /// of its warpgroup that has not exited waits there, they all go on.
+    fn try_release_group(&mut self, i: usize) {
+        let first = i / 128 * 128;
+        let end = (first + 128).min(self.states.len());
+        let group = first..end;
+        let waiting = self.states[group.clone()]
+            .iter()
+            .any(|s| matches!(s, State::Group(_)));
+        if !waiting
+            || !self.states[group.clone()]
+                .iter()
+                .all(|s| matches!(s, State::Group(_) | State::Done))
+        {
+            return;
+        }
+        for t in group {
+            if matches!(self.states[t], State::Group(_)) {
+                self.states[t] = State::Ready;
+                self.ready.push_back((t, 0));
+            }
+        }
+    }
+
     /// Thread `i` exited: the collectives of its warp that waited for it
-    /// may now be complete (exited lanes take no part).
+    /// may now be complete (exited lanes take no part). A lane waiting at
+    /// `activemask` is not one of them: it waits for no lane, and gets its
+    /// mask when no thread can run ([`Self::resolve_active_masks`]).
     fn check_exit(&mut self, i: usize) -> Result<(), SimError> {
+        self.try_release_group(i);
         if self.waiting[i / 32] == 0 {
             return Ok(());
         }
         let (first, present) = self.warp_lanes(i);
         for l in 0..32 {
-            if present & (1 << l) != 0 && self.pending[first + l].is_some() {
+            let waits = self.pending[first + l].is_some_and(|p| p.op != WarpOp::ActiveMask);
+            if present & (1 << l) != 0 && waits {
                 self.try_resolve(first + l)?;
             }
         }
@@ -701,6 +829,26 @@ impl Worker {
                         p.site.column()
                     )
                 }
+                State::MBarrier { addr, parity, site } => format!(
+                    "deadlock: wait at mbarrier.try_wait with parity {parity} ({}:{}:{}) on the \
+                     barrier at shared offset {addr}, {}",
+                    site.file(),
+                    site.line(),
+                    site.column(),
+                    self.state.hopper.borrow().describe(*addr)
+                ),
+                State::Named { id, threads, site } => format!(
+                    "wait at named barrier {id} for {threads} threads ({}:{}:{})",
+                    site.file(),
+                    site.line(),
+                    site.column()
+                ),
+                State::Group(site) => format!(
+                    "wait at wgmma.wait_group ({}:{}:{}) for the rest of the warpgroup",
+                    site.file(),
+                    site.line(),
+                    site.column()
+                ),
                 State::Ready => unreachable!("no thread is ready"),
             };
             let thread = self.ctxs[i].thread;

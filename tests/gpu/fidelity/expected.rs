@@ -418,3 +418,39 @@ pub(super) fn large_local_array() -> Vec<u32> {
         })
         .collect()
 }
+
+/// `fid_activemask_while_lane_exits`: lanes 0–30 reach `activemask`
+/// together (CUDA Programming Guide, `__activemask`: the lanes currently
+/// active), lane 31 has exited and writes nothing.
+pub(super) fn activemask_while_lane_exits() -> Vec<u32> {
+    (0..32u32)
+        .map(|l| if l == 31 { 0 } else { lanes(|k| k != 31) })
+        .collect()
+}
+
+/// `fid_tf32_rounding`, by hand from the GPU's rule (the SASS of
+/// `cvt.rna.tf32.f32` on sm_80 and later: `FSETP.GEU |x|, +INF`, then for
+/// a finite `x` an integer add of `0x1000`, then a mask of `0xffffe000`):
+/// ∞ and NaN truncated (so a NaN whose payload is in the low 13 bits alone
+/// is ∞, a signalling NaN stays signalling), finite values rounded half away
+/// from zero on their bits (the carry reaching the exponent: ∞).
+pub(super) fn tf32_rounding() -> Vec<u32> {
+    vec![
+        0x7f80_0000, // 0x7f80_0001: payload below bit 13 → +∞
+        0xff80_0000, // 0xff80_0001 → −∞
+        0x7f80_0000, // 0x7f80_0fff → +∞
+        0x7f80_0000, // 0x7f80_1000: truncated, not rounded → +∞
+        0x7fc0_0000, // the quiet NaN
+        0x7fff_e000, // 0x7fff_ffff: truncated
+        0xffff_e000, // 0xffff_ffff: truncated
+        0x7f80_2000, // a signalling NaN stays one
+        0x7f80_0000, // +∞
+        0xff80_0000, // −∞
+        0x7f80_0000, // the largest f32 rounds up to ∞
+        0x3f80_0000, // 1 + below half of a tf32 unit → 1
+        0x3f80_2000, // a tie rounds away from zero
+        0x0000_0000, // a subnormal below half a unit → 0
+        0x8000_2000, // a negative subnormal tie → away
+        0xbf80_0000, // −(1 − 2⁻¹¹) rounds to −1 (carry into the exponent)
+    ]
+}

@@ -30,6 +30,25 @@ pub(super) fn misaligned_vector_access_faults(gpu: &Gpu) -> Result<(), Failed> {
     }
 }
 
+/// `ldmatrix` whose row addresses are 8 bytes past 16-byte alignment: a
+/// fault on both (the GPU's `MisalignedAddress`; the simulator's located
+/// "misaligned address", naming the kernel's line).
+pub(super) fn misaligned_ldmatrix_faults(gpu: &Gpu) -> Result<(), Failed> {
+    let line = fault_in_child(gpu, k::FID_MISALIGNED_LDMATRIX)?;
+    eprintln!("{line}");
+    ensure(line.starts_with("FAULT: "), || {
+        format!("expected a fault: {line}")
+    })?;
+    if simulated(gpu) {
+        ensure(
+            line.contains("fidelity.rs:") && line.contains("misaligned"),
+            || format!("expected a located misaligned-address fault: {line}"),
+        )
+    } else {
+        Ok(())
+    }
+}
+
 /// Runaway recursion is a fault on both: 100,000 levels of a 256-byte
 /// frame overflow the GPU's stack (`cudaLimitStackSize`) and the
 /// simulator's 1 MiB thread stack. 200 levels overflow only the GPU's

@@ -37,6 +37,7 @@ mod expected;
 mod faults;
 mod math;
 mod printf;
+mod tensor_cores;
 
 use cases::*;
 use codegen::*;
@@ -44,6 +45,7 @@ use expected::*;
 use faults::*;
 use math::*;
 use printf::*;
+use tensor_cores::*;
 
 /// Re-executed by the printf tests to capture the device printf output: the
 /// case's entry name, then `@` and a FIFO size in bytes when one is set.
@@ -157,6 +159,14 @@ const CHECKED: &[Checked] = &[
         kernel: k::FID_LARGE_LOCAL_ARRAY,
         want: large_local_array,
     },
+    Checked {
+        kernel: k::FID_ACTIVEMASK_WHILE_LANE_EXITS,
+        want: activemask_while_lane_exits,
+    },
+    Checked {
+        kernel: k::FID_TF32_ROUNDING,
+        want: tf32_rounding,
+    },
 ];
 
 /// Cases undefined on the hardware, with what each backend does, and
@@ -215,10 +225,13 @@ pub fn trials() -> Vec<Trial> {
         kernel!(printf_gpu_misprints_are_findings),
         kernel!(printf_fifo_limit_drops_lines),
         kernel!(misaligned_vector_access_faults),
+        kernel!(misaligned_ldmatrix_faults),
         kernel!(runaway_recursion_faults),
         kernel!(exact_math_is_bit_exact),
         cpu!(every_seed_gives_the_same_words),
         hardware!("simulator–GPU agreement", math_differences_within_the_table),
+        hardware!("simulator–GPU agreement", tensor_core_words_agree),
+        cpu!(rounding_models_compute_their_formulas),
     ]);
     trials
 }
