@@ -89,6 +89,44 @@
 //! assert_eq!(exec.buffer(x)?.to_vec()?, [3.0; 4]);
 //! # Ok(()) }
 //! ```
+//!
+//! A buffer a graph reads by borrow cannot be freed while the graph lives:
+//! ```compile_fail,E0505
+//! # mod k { cuda_kernels_device::kernels! {
+//! #     /// `y[i] = x[i]` for `i < n`.
+//! #     ///
+//! #     /// # Safety
+//! #     /// `x` and `y` hold `n` f32.
+//! #     pub fn copy(x: *const f32, y: *mut f32, n: usize) as COPY {
+//! #         for i in cuda_kernels_device::thread::grid_stride(n) {
+//! #             // SAFETY: i < n.
+//! #             unsafe { *y.add(i) = *x.add(i) };
+//! #         }
+//! #     }
+//! # } }
+//! # use cuda_kernels_runtime::{Gpu, LaunchConfig};
+//! # fn main() -> cuda_kernels_runtime::Result<()> {
+//! let gpu = Gpu::simulated_device_of_crate(0, env!("CARGO_CRATE_NAME"));
+//! let (x, y) = (gpu.to_device(&[1.0f32; 4])?, gpu.zeroed::<f32>(4)?);
+//! let mut capture = gpu.begin_capture()?;
+//! let y = capture.hold(y)?;
+//! // SAFETY: x and y hold 4 f32.
+//! unsafe { capture.launch(k::COPY, LaunchConfig::linear(1, 32), (&x, y, 4usize)) }?;
+//! let mut exec = capture.end()?.instantiate()?;
+//! drop(x); // refused: the graph borrows x
+//! exec.launch(gpu.stream())?;
+//! # Ok(()) }
+//! ```
+//! and a capture stays on the thread that began it:
+//! ```compile_fail,E0277
+//! # fn main() -> cuda_kernels_runtime::Result<()> {
+//! let gpu = cuda_kernels_runtime::Gpu::simulated_device_of_crate(0, "kernels");
+//! let capture = gpu.begin_capture()?;
+//! std::thread::scope(|s| {
+//!     s.spawn(move || drop(capture)); // refused: a Capture is not Send
+//! });
+//! # Ok(()) }
+//! ```
 use std::any::Any;
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -350,9 +388,16 @@ struct KernelOp {
 enum Op {
     Kernel(KernelOp),
     /// `bytes` from device address `src` to `dst`.
-    Copy { dst: u64, src: u64, bytes: usize },
+    Copy {
+        dst: u64,
+        src: u64,
+        bytes: usize,
+    },
     /// `bytes` zeroed at `dst`.
-    Zero { dst: u64, bytes: usize },
+    Zero {
+        dst: u64,
+        bytes: usize,
+    },
 }
 
 impl Op {
@@ -1116,7 +1161,8 @@ impl<'a> GraphExec<'a> {
             // `p` names its function and shape with `params` pointing at one
             // value per parameter, alive for the calls (the driver copies
             // them); the pointers' validity is the caller's contract.
-            let graph_set = unsafe { cu::cuGraphKernelNodeSetParams(op.node as cu::CUgraphNode, &p) };
+            let graph_set =
+                unsafe { cu::cuGraphKernelNodeSetParams(op.node as cu::CUgraphNode, &p) };
             check_driver(graph_set, name, "cuGraphKernelNodeSetParams")?;
             // SAFETY: as above, on the executable this value owns.
             let exec_set = unsafe {

@@ -435,7 +435,9 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// Copies `host` (of the same length) into the slice, waiting for the
     /// copy.
     pub fn copy_from(&mut self, host: &[T]) -> Result<()> {
-        crate::graph::refuse_in_capture("DeviceSlice::copy_from (a synchronous copy from the host)")?;
+        crate::graph::refuse_in_capture(
+            "DeviceSlice::copy_from (a synchronous copy from the host)",
+        )?;
         self.same_len("copy to the device", host.len())?;
         if self.place.device.is_simulated() {
             let dst = self.sim_ptr();
@@ -451,7 +453,9 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// Copies `src` (of the same length and device) into the slice, on the
     /// device, waiting for the copy.
     pub fn copy_from_device(&mut self, src: &DeviceSlice<T>) -> Result<()> {
-        crate::graph::refuse_in_capture("DeviceSlice::copy_from_device (a synchronous copy: use Capture::copy)")?;
+        crate::graph::refuse_in_capture(
+            "DeviceSlice::copy_from_device (a synchronous copy: use Capture::copy)",
+        )?;
         self.same_len("device-to-device copy", src.place.len)?;
         self.same_device("device-to-device copy", src)?;
         if self.place.device.is_simulated() {
@@ -501,7 +505,9 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// `host` must stay alive and unwritten until the stream has finished
     /// the copy (as `cust`'s `async_copy_from`).
     pub unsafe fn async_copy_from(&mut self, host: &[T], stream: &Stream) -> Result<()> {
-        crate::graph::refuse_in_capture("DeviceSlice::async_copy_from (a copy outside the capture)")?;
+        crate::graph::refuse_in_capture(
+            "DeviceSlice::async_copy_from (a copy outside the capture)",
+        )?;
         self.same_stream("asynchronous copy to the device", stream)?;
         match stream.as_cust().ok() {
             None => self.copy_from(host),
@@ -545,7 +551,9 @@ impl<T: DeviceCopy> DeviceSlice<T> {
         src: &DeviceSlice<T>,
         stream: &Stream,
     ) -> Result<()> {
-        crate::graph::refuse_in_capture("DeviceSlice::async_copy_from_device (a copy outside the capture: use Capture::copy)")?;
+        crate::graph::refuse_in_capture(
+            "DeviceSlice::async_copy_from_device (a copy outside the capture: use Capture::copy)",
+        )?;
         self.same_stream("asynchronous device-to-device copy", stream)?;
         match stream.as_cust().ok() {
             None => self.copy_from_device(src),
@@ -602,7 +610,9 @@ impl<T: DeviceCopy + Zeroable> DeviceSlice<T> {
 
     /// Sets every byte of the slice to 0, waiting for it.
     pub fn set_zero(&mut self) -> Result<()> {
-        crate::graph::refuse_in_capture("DeviceSlice::set_zero (a synchronous memset: use Capture::set_zero)")?;
+        crate::graph::refuse_in_capture(
+            "DeviceSlice::set_zero (a synchronous memset: use Capture::set_zero)",
+        )?;
         if self.place.device.is_simulated() {
             let dst = self.sim_ptr();
             // SAFETY: `dst` is the start of len elements of a live simulator
@@ -619,7 +629,9 @@ impl<T: DeviceCopy + Zeroable> DeviceSlice<T> {
     /// # Safety
     /// The memory must stay allocated until the stream has done it.
     pub unsafe fn set_zero_async(&mut self, stream: &Stream) -> Result<()> {
-        crate::graph::refuse_in_capture("DeviceSlice::set_zero_async (a memset outside the capture: use Capture::set_zero)")?;
+        crate::graph::refuse_in_capture(
+            "DeviceSlice::set_zero_async (a memset outside the capture: use Capture::set_zero)",
+        )?;
         self.same_stream("asynchronous memset", stream)?;
         match stream.as_cust().ok() {
             None => self.set_zero(),
