@@ -23,6 +23,7 @@ pub mod fidelity;
 #[cfg(feature = "checks")]
 pub mod float16_checks;
 pub mod gemm_wgmma;
+pub mod graphs;
 pub mod hello;
 pub mod histogram;
 pub mod life;
