@@ -1,11 +1,16 @@
 //! The CUDA graphs' bench part (`CUDA_KERNELS_BENCH_ONLY=graphs`, issue
 //! 46): 1,000 dependent small launches queued one by one against one
 //! replayed graph, and Life 256² for 1,000 steps one launch a step against
-//! ten replays of a graph of 100 steps; each result checked against the
-//! CPU, exactly, for both ways; the host cost of capturing and
-//! instantiating each graph reported.
+//! ten replays of a graph of 100 steps, 50 conjugate-gradient iterations
+//! on the 512² Laplacian queued one launch at a time against one replayed
+//! graph; each result checked against the CPU (exactly for the first two,
+//! the CG solution within 10⁻³ of the f64 solve's and the two ways' bits
+//! equal), and the host cost of capturing and instantiating each graph.
 use super::{BenchRecord, Check, exact_check};
-use crate::graphs::{GraphRun, GraphTimes, dependent_launches, dependent_sums_cpu, life_steps};
+use crate::graphs::{
+    CG_TOLERANCE, CgState, GraphRun, GraphTimes, conjugate_gradient, conjugate_gradient_cpu,
+    dependent_launches, dependent_sums_cpu, life_steps,
+};
 use crate::life::{life_cpu, random_lattice};
 use crate::util::Rng;
 use crate::{Gpu, Result};
@@ -21,6 +26,9 @@ const CHAIN_LEN: usize = 256;
 
 /// The Life lattice's side, its steps and the steps per graph.
 const LIFE: (usize, usize, usize) = (256, 1000, 100);
+
+/// The conjugate-gradient solve's grid side and iterations.
+const CG: (usize, usize) = (512, 50);
 
 /// The graphs part of `cuda-kernels bench`.
 pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
@@ -48,12 +56,53 @@ pub fn bench(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         &format!("{n}² × {steps} steps ({per_graph} a graph)"),
         &run,
         steps,
-        (exact_check(&run.streamed, &want), exact_check(&run.replayed, &want)),
+        (
+            exact_check(&run.streamed, &want),
+            exact_check(&run.replayed, &want),
+        ),
         2.0,
+    );
+    let (m, iterations) = CG;
+    let mut rng = Rng::new(4646);
+    let b: Vec<f32> = (0..m * m).map(|_| rng.uniform() as f32).collect();
+    let run = conjugate_gradient(gpu, &b, m, iterations, REPS)?;
+    let (want, want_rr) = conjugate_gradient_cpu(&b, m, iterations);
+    let check = |got: &CgState| cg_check(got, &want, want_rr);
+    let streamed = check(&run.streamed);
+    let replayed = match check(&run.replayed) {
+        Check::Pass(how) if run.streamed.same_bits(&run.replayed) => {
+            Check::Pass(format!("{how}; the same bits as one launch at a time"))
+        }
+        Check::Pass(_) => Check::Fail("the graph's result differs from the stream's".into()),
+        other => other,
+    };
+    push(
+        records,
+        "conjugate gradient, 2-D Laplacian",
+        &format!("{m}² × {iterations} iterations (7 launches each)"),
+        &run,
+        7 * iterations + 2,
+        (streamed, replayed),
+        1.5,
     );
     Ok(())
 }
 
+/// The f32 solve `got` against the f64 reference: the iterate's relative
+/// 2-norm error and `r·r`'s relative error, both within [`CG_TOLERANCE`].
+fn cg_check(got: &CgState, want: &[f64], want_rr: f64) -> Check {
+    let (x_err, rr_err) = got.errors(want, want_rr);
+    if x_err <= CG_TOLERANCE && rr_err <= CG_TOLERANCE {
+        Check::Pass(format!(
+            "x within {x_err:.1e} (2-norm, relative) and r·r within {rr_err:.1e} of the f64 solve"
+        ))
+    } else {
+        Check::Fail(format!(
+            "x off by {x_err:.1e} (2-norm, relative), r·r by {rr_err:.1e}, of the f64 solve \
+             (tolerance {CG_TOLERANCE:.0e})"
+        ))
+    }
+}
 /// The rows of one comparison: one launch at a time, the graph replays
 /// (against the first, with the issue's target), and the host cost of
 /// capture and instantiation.
