@@ -567,6 +567,7 @@ impl<'a> Capture<'a> {
                 (Some(entry), 0, 0, values)
             }
             Some(stream) => {
+                gpu.bind()?;
                 let function = gpu.raw_function(name)?;
                 let raw = stream.as_cust()?.as_inner();
                 let LaunchConfig {
@@ -705,22 +706,23 @@ impl<'a> Capture<'a> {
         self.ended = true;
         let refused = stop_capturing();
         let raw = match &self.stream {
-            None => 0,
-            Some(stream) => end_capture(stream)?,
+            None => Ok(0),
+            Some(stream) => end_capture(stream),
         };
-        let context = self.gpu.context_handle().cloned();
         let graph = Graph {
             id: self.pool.id,
             device: self.gpu.device_id(),
-            context,
-            raw,
+            context: self.gpu.context_handle().cloned(),
+            raw: *raw.as_ref().unwrap_or(&0),
             ops: std::mem::take(&mut self.ops),
             pool: std::mem::replace(&mut self.pool, Pool::new(0)),
             _borrows: PhantomData,
         };
-        match refused {
-            Some(call) => Err(Error::NotCapturable { call }),
-            None => Ok(graph),
+        // A refused call first: the driver's own failure may follow from it.
+        match (refused, raw) {
+            (Some(call), _) => Err(Error::NotCapturable { call }),
+            (None, Err(e)) => Err(e),
+            (None, Ok(_)) => Ok(graph),
         }
     }
 }

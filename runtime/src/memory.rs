@@ -743,6 +743,10 @@ pub struct DeviceBuffer<T: DeviceCopy> {
 /// leak), then the storage drops.
 impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
+        // A free during a capture fails the capture (the driver refuses
+        // cuMemFree then, and the capture's end says so by name).
+        let _ =
+            crate::graph::refuse_in_capture("cuMemFree (a device buffer dropped during a capture)");
         // A failure leaves the free to the context the thread has, as before.
         let _ = self.place.device.make_current();
     }

@@ -451,6 +451,15 @@ fn uncapturable_calls_are_refused(gpu: &Gpu) -> Result<(), Failed> {
             &vec![3.0; n],
         )?;
     }
+    // A buffer freed during a capture (the driver refuses cuMemFree then).
+    let doomed = gpu.zeroed::<f32>(n).map_err(fail)?;
+    let cap = gpu.begin_capture().map_err(fail)?;
+    drop(doomed);
+    let ended = cap.end();
+    ensure(
+        matches!(&ended, Err(Error::NotCapturable { call }) if call.contains("cuMemFree")),
+        || format!("end after a buffer dropped during the capture: {ended:?}"),
+    )?;
     // Abandoned by its drop: nothing is refused afterwards.
     let a = gpu.to_device(&vec![2.0f32; n]).map_err(fail)?;
     {
