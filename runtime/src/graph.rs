@@ -624,42 +624,71 @@ impl<'a> Capture<'a> {
     }
 
     /// Records a copy of the held buffer `src` into the held buffer `dst`
-    /// (of the same length: [`Error::InvalidInput`] otherwise), on the
-    /// device.
+    /// (another buffer of the same length: [`Error::InvalidInput`]
+    /// otherwise), on the device.
     pub fn copy<T: DeviceCopy>(&mut self, dst: Held<T>, src: Held<T>) -> Result<()> {
-        self.check_held("the copy's destination", Some(dst.pool))?;
         self.check_held("the copy's source", Some(src.pool))?;
-        if dst.len != src.len {
+        self.copy_raw(dst, src.ptr, src.len, src.device)
+    }
+
+    /// Records a copy of `src`, memory the graph reads by borrow for its
+    /// lifetime (an input, such as a right-hand side to start a solve
+    /// from), into the held buffer `dst` of the same length, on the device.
+    pub fn copy_from_borrowed<T: DeviceCopy>(
+        &mut self,
+        dst: Held<T>,
+        src: &'a DeviceSlice<T>,
+    ) -> Result<()> {
+        self.copy_raw(dst, src.as_device_ptr(), src.len(), src.device())
+    }
+
+    /// The copy into `dst` of `len` elements at `src` on `device`: checked
+    /// (this graph's `dst`, the device, the length, not `dst` itself) and
+    /// recorded.
+    fn copy_raw<T: DeviceCopy>(
+        &mut self,
+        dst: Held<T>,
+        src: DevicePointer<T>,
+        len: usize,
+        device: DeviceId,
+    ) -> Result<()> {
+        self.check_held("the copy's destination", Some(dst.pool))?;
+        self.gpu.check_device_id(K, "the copy's source", device)?;
+        if dst.len != len {
             return Err(Error::invalid(
                 K,
                 format!(
-                    "copy: the destination holds {} elements, the source {}",
-                    dst.len, src.len
+                    "copy: the destination holds {} elements, the source {len}",
+                    dst.len
                 ),
             ));
         }
-        let bytes = dst.len * size_of::<T>();
+        if dst.ptr.as_raw() == src.as_raw() && len > 0 {
+            return Err(Error::invalid(K, "copy: the source is the destination"));
+        }
+        let bytes = len * size_of::<T>();
         if bytes == 0 {
             return Ok(());
         }
         if let Some(stream) = &self.stream {
-            // SAFETY: both are buffers of this capture's pool (checked), alive
-            // as long as the graph; a captured copy runs only in replays.
-            let (d, s) = unsafe {
+            // SAFETY: `dst` is a buffer of this capture's pool (checked) and
+            // `src` one held or borrowed for the graph's lifetime, both of
+            // `len` elements, distinct buffers; a captured copy runs only in
+            // replays.
+            let (mut d, s) = unsafe {
                 (
-                    cust::memory::DeviceSlice::from_raw_parts_mut(dst.ptr, dst.len),
-                    cust::memory::DeviceSlice::from_raw_parts(src.ptr, src.len),
+                    cust::memory::DeviceSlice::from_raw_parts_mut(dst.ptr, len),
+                    cust::memory::DeviceSlice::from_raw_parts(src, len),
                 )
             };
             self.gpu.bind()?;
-            let mut d = d;
             // SAFETY: as above; lengths are equal.
             unsafe { d.async_copy_from(&s, stream.as_cust()?) }
                 .during(K, "cuMemcpyDtoDAsync (captured)")?;
         }
         self.ops.push(Op::Copy {
             dst: dst.ptr.as_raw(),
-            src: src.ptr.as_raw(),
+            src: src.as_raw(),
             bytes,
         });
         Ok(())

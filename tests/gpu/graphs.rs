@@ -146,7 +146,8 @@ fn replay_equals_stream_launches(gpu: &Gpu) -> Result<(), Failed> {
 }
 
 /// A graph of a memset, copies and a launch replays them in order: `b = 0;
-/// b = a; c = a · b; a = c`, twice, gives `a = c = a₀⁴`.
+/// b = a; c = a · b; a = c; e = input`, twice, gives `a = c = a₀⁴` and
+/// `e = a₀`; a copy onto itself or of another length is refused.
 fn copies_and_memsets_replay_in_order(gpu: &Gpu) -> Result<(), Failed> {
     let n = sized(gpu, 4099, 515);
     let a0: Vec<f32> = (0..n).map(|i| [0.5, 1.5, 2.0, -1.0][i % 4]).collect();
@@ -155,19 +156,37 @@ fn copies_and_memsets_replay_in_order(gpu: &Gpu) -> Result<(), Failed> {
         gpu.to_device(&vec![7.0f32; n]).map_err(fail)?,
         gpu.zeroed::<f32>(n).map_err(fail)?,
     );
+    let input = gpu.to_device(&a0).map_err(fail)?;
+    let (e, short) = (
+        gpu.zeroed::<f32>(n).map_err(fail)?,
+        gpu.zeroed::<f32>(n - 1).map_err(fail)?,
+    );
     let mut cap = gpu.begin_capture().map_err(fail)?;
     let (a, b, c) = (
         cap.hold(a).map_err(fail)?,
         cap.hold(b).map_err(fail)?,
         cap.hold(c).map_err(fail)?,
     );
+    let (e, d_short) = (cap.hold(e).map_err(fail)?, cap.hold(short).map_err(fail)?);
     cap.set_zero(b).map_err(fail)?;
     cap.copy(b, a).map_err(fail)?;
+    let refused = cap.copy(b, b);
+    ensure(
+        matches!(&refused, Err(Error::InvalidInput { reason, .. }) if reason.contains("the source is the destination")),
+        || format!("a copy onto itself: {refused:?}"),
+    )?;
+    let refused = cap.copy(c, d_short);
+    ensure(matches!(refused, Err(Error::InvalidInput { .. })), || {
+        format!("a copy of another length: {refused:?}")
+    })?;
     // SAFETY: a, b and c hold n f32; c overlaps neither input.
     unsafe { cap.launch(MULTIPLY, linear(n), (a, b, c, n)) }.map_err(fail)?;
     cap.copy(a, c).map_err(fail)?;
+    // A copy from a borrowed input (read-only, for the graph's lifetime) into
+    // a held buffer: `e = a₀` at every replay's end.
+    cap.copy_from_borrowed(e, &input).map_err(fail)?;
     let mut exec = cap.end().map_err(fail)?.instantiate().map_err(fail)?;
-    ensure(exec.graph().len() == 4, || format!("{:?}", exec.graph()))?;
+    ensure(exec.graph().len() == 5, || format!("{:?}", exec.graph()))?;
     exec.launch(gpu.stream()).map_err(fail)?;
     let once: Vec<f32> = a0.iter().map(|v| v * v).collect();
     same(
@@ -191,6 +210,11 @@ fn copies_and_memsets_replay_in_order(gpu: &Gpu) -> Result<(), Failed> {
         "b after two",
         &exec.buffer(b).map_err(fail)?.to_vec().map_err(fail)?,
         &once,
+    )?;
+    same(
+        "e, from the borrowed input",
+        &exec.buffer(e).map_err(fail)?.to_vec().map_err(fail)?,
+        &a0,
     )
 }
 
