@@ -49,7 +49,7 @@ pub use cuda_kernels_runtime::{
 
 pub use error::{CudaResultExt, Error, Result};
 pub use gpu::{Gpu, SIM_ENV, init, sim_requested};
-pub use graph::{Capture, Graph, GraphExec, Held, KernelNode, Update};
+pub use graph::{Branch, Capture, Graph, GraphExec, Held, KernelNode, Update};
 pub use image::{Cubin, Images, KernelResources, LoadedImage};
 pub use kernel::{Kernel, KernelArgs, KernelParam};
 pub use launch::LaunchConfig;

@@ -462,6 +462,10 @@ pub struct Capture<'a> {
     pool: Pool,
     /// The private stream being captured, on a CUDA GPU.
     stream: Option<Stream>,
+    /// The branches forked from it ([`Capture::fork`]), by index.
+    branches: Vec<BranchState>,
+    /// Where work goes now: the main stream or a branch.
+    current: Branch,
     /// Whether `end` ran (the capture state is then the thread's no more).
     ended: bool,
     /// Not `Send`: the capture state belongs to the calling thread.
@@ -502,6 +506,8 @@ impl Gpu {
             ops: Vec::new(),
             pool: Pool::new(next_id()),
             stream,
+            branches: Vec::new(),
+            current: Branch::MAIN,
             ended: false,
             _thread: PhantomData,
         })
@@ -558,7 +564,7 @@ impl<'a> Capture<'a> {
             self.check_held(&format!("{name}: argument {i}"), pool)?;
         }
         let extents = args.extents();
-        let (entry, function, node, values) = match &self.stream {
+        let (entry, function, node, values) = match self.current_stream()? {
             None => {
                 let entry = gpu.sim_entry(&kernel, cfg)?;
                 // SAFETY: `with_params` hands out one pointer per parameter
@@ -670,6 +676,7 @@ impl<'a> Capture<'a> {
         if bytes == 0 {
             return Ok(());
         }
+        self.no_open_branch("copy")?;
         if let Some(stream) = &self.stream {
             // SAFETY: `dst` is a buffer of this capture's pool (checked) and
             // `src` one held or borrowed for the graph's lifetime, both of
@@ -697,6 +704,7 @@ impl<'a> Capture<'a> {
     /// Records the zeroing of the held buffer `dst`.
     pub fn set_zero<T: DeviceCopy + Zeroable>(&mut self, dst: Held<T>) -> Result<()> {
         self.check_held("the memset's destination", Some(dst.pool))?;
+        self.no_open_branch("set_zero")?;
         let bytes = dst.len * size_of::<T>();
         if bytes == 0 {
             return Ok(());
@@ -727,16 +735,124 @@ impl<'a> Capture<'a> {
         self.ops.is_empty()
     }
 
+    /// Forks a branch: a second chain of work that starts after everything
+    /// recorded on the main chain so far and runs beside what the main
+    /// chain records next, until [`Capture::join`] (on a GPU, a second
+    /// private stream that waits for an event of the main one; the
+    /// simulator replays the work in the order it was recorded, one valid
+    /// order of the graph). Launches go to it after [`Capture::switch_to`].
+    /// Work on two branches runs concurrently on a GPU: that the kernels of
+    /// one do not touch what the other's write is part of
+    /// [`Capture::launch`]'s contract, and the safe copies and memsets are
+    /// refused while a branch is open.
+    pub fn fork(&mut self) -> Result<Branch> {
+        let stream = match &self.stream {
+            None => None,
+            Some(main) => {
+                let context = main.device_context()?;
+                context.make_current()?;
+                let side = Stream::own(context, non_blocking_stream().during(K, "cuStreamCreate")?);
+                context.order(main.as_cust()?, side.as_cust()?, K)?;
+                Some(side)
+            }
+        };
+        self.branches.push(BranchState { stream, open: true });
+        Ok(Branch(self.branches.len()))
+    }
+
+    /// Sends the launches recorded next to `branch` ([`Branch::MAIN`]: the
+    /// main chain). A branch already joined, or of another capture, is
+    /// [`Error::InvalidInput`].
+    pub fn switch_to(&mut self, branch: Branch) -> Result<()> {
+        self.branch_stream(branch)?;
+        self.current = branch;
+        Ok(())
+    }
+
+    /// Joins `branch` into the main chain: what the main chain records next
+    /// starts after everything recorded on the branch (an event of the
+    /// branch's stream the main one waits for). The main chain is current
+    /// afterwards; the branch takes no more work.
+    pub fn join(&mut self, branch: Branch) -> Result<()> {
+        if branch == Branch::MAIN {
+            return Err(Error::invalid(K, "join: the main chain is not a branch"));
+        }
+        let side = self.branch_stream(branch)?;
+        if let (Some(main), Some(side)) = (&self.stream, side) {
+            main.device_context()?
+                .order(side.as_cust()?, main.as_cust()?, K)?;
+        }
+        self.branches[branch.0 - 1].open = false;
+        self.current = Branch::MAIN;
+        Ok(())
+    }
+
+    /// Joins every open branch (what `end` and the capture's drop do first:
+    /// the driver ends a capture only with every stream joined).
+    fn join_all(&mut self) -> Result<()> {
+        let open: Vec<Branch> = (0..self.branches.len())
+            .filter(|&i| self.branches[i].open)
+            .map(|i| Branch(i + 1))
+            .collect();
+        open.into_iter().try_for_each(|b| self.join(b))
+    }
+
+    /// The stream of `branch` (`None` on the simulator), or
+    /// [`Error::InvalidInput`] for a branch joined or unknown.
+    fn branch_stream(&self, branch: Branch) -> Result<Option<&Stream>> {
+        if branch == Branch::MAIN {
+            return Ok(self.stream.as_ref());
+        }
+        match self.branches.get(branch.0 - 1) {
+            Some(b) if b.open => Ok(b.stream.as_ref()),
+            Some(_) => Err(Error::invalid(
+                K,
+                format!("{branch:?} was joined: it takes no more work"),
+            )),
+            None => Err(Error::invalid(
+                K,
+                format!("{branch:?} is not a branch of this capture"),
+            )),
+        }
+    }
+
+    /// The stream work goes to now (`None` on the simulator).
+    fn current_stream(&self) -> Result<Option<&Stream>> {
+        self.branch_stream(self.current)
+    }
+
+    /// Refuses a safe copy or memset (`what`) while a branch is open: it
+    /// could run beside a branch's work over the same buffer.
+    fn no_open_branch(&self, what: &str) -> Result<()> {
+        if self.branches.iter().any(|b| b.open) {
+            return Err(Error::invalid(
+                K,
+                format!("{what}: a branch is open; join every branch before copies and memsets"),
+            ));
+        }
+        Ok(())
+    }
+
     /// Ends the capture: the graph of what was recorded, or, when a call
     /// that cannot be captured was made on this thread during it,
     /// [`Error::NotCapturable`] naming the first one (the capture is then
     /// abandoned; the device and its streams stay usable).
     pub fn end(mut self) -> Result<Graph<'a>> {
         self.ended = true;
+        let joined = self.join_all();
         let refused = stop_capturing();
-        let raw = match &self.stream {
-            None => Ok(0),
-            Some(stream) => end_capture(stream),
+        let raw = match (&self.stream, joined) {
+            (None, _) => Ok(0),
+            (Some(stream), Ok(())) => end_capture(stream),
+            (Some(stream), Err(e)) => {
+                if let Ok(raw) = end_capture(stream)
+                    && raw != 0
+                {
+                    // SAFETY: a graph the driver just returned, used by nothing.
+                    unsafe { cu::cuGraphDestroy(raw as cu::CUgraph) };
+                }
+                Err(e)
+            }
         };
         let graph = Graph {
             id: self.pool.id,
@@ -763,6 +879,7 @@ impl Drop for Capture<'_> {
         if self.ended {
             return;
         }
+        let _ = self.join_all();
         stop_capturing();
         if let Some(stream) = &self.stream
             && let Ok(raw) = end_capture(stream)
@@ -772,6 +889,22 @@ impl Drop for Capture<'_> {
             unsafe { cu::cuGraphDestroy(raw as cu::CUgraph) };
         }
     }
+}
+
+/// A chain of work in a capture: the main one ([`Branch::MAIN`]) or one
+/// forked from it ([`Capture::fork`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Branch(usize);
+
+impl Branch {
+    /// The main chain, where a capture begins.
+    pub const MAIN: Branch = Branch(0);
+}
+
+/// A forked branch: its stream on a GPU, and whether it still takes work.
+struct BranchState {
+    stream: Option<Stream>,
+    open: bool,
 }
 
 /// The node the last captured operation on `stream` added (the capture's

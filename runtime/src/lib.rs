@@ -98,7 +98,7 @@ pub mod timing;
 
 pub use error::{CudaResultExt, Error, Result};
 pub use gpu::{Gpu, SIM_ENV, init, sim_requested};
-pub use graph::{Capture, Graph, GraphExec, Held, KernelNode, Update};
+pub use graph::{Branch, Capture, Graph, GraphExec, Held, KernelNode, Update};
 pub use host_launch::{In, InOut};
 pub use image::{Cubin, Images, KernelResources, LoadedImage};
 pub use kernel::{Kernel, KernelArgs, KernelParam};

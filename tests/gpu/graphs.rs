@@ -8,7 +8,7 @@
 //! buffers it writes alive by itself. On the simulator the replay runs
 //! through the simulator's launch, with its checks (an access past a
 //! buffer inside a replay is caught there).
-use cuda_kernels::graph::{Held, Update};
+use cuda_kernels::graph::{Branch, Held, Update};
 use cuda_kernels::graphs::{CG_TOLERANCE, conjugate_gradient, conjugate_gradient_cpu};
 use cuda_kernels::kernels::life::CONWAY_FAST;
 use cuda_kernels::kernels::multiply::{MULTIPLY, VECTOR_SUM_I32};
@@ -25,6 +25,7 @@ pub fn trials() -> Vec<Trial> {
     vec![
         kernel!(replay_equals_stream_launches),
         kernel!(copies_and_memsets_replay_in_order),
+        kernel!(forked_branches_join),
         kernel!(life_graph_equals_per_step_launches),
         kernel!(set_args_takes_new_scalars_and_buffers),
         kernel!(update_takes_a_new_graph),
@@ -646,4 +647,68 @@ fn conjugate_gradient_graph_equals_stream_launches(gpu: &Gpu) -> Result<(), Fail
     // And the residual fell: the solve is not a no-op.
     let rr0: f64 = b.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
     ensure(want_rr < rr0 * 0.5, || format!("r·r {want_rr} from {rr0}"))
+}
+
+/// A branch forked from the main chain runs beside it and is joined back:
+/// `y = x + d` on a branch and `z = x + x` on the main chain, then
+/// `w = y + z` after the join, replayed twice. Copies and memsets while a
+/// branch is open, and work on a joined branch, are refused; `end` joins a
+/// branch left open.
+fn forked_branches_join(gpu: &Gpu) -> Result<(), Failed> {
+    let n = sized(gpu, 1 << 15, 700);
+    let (x, d) = chain_inputs(n);
+    let x_dev = gpu.to_device(&x).map_err(fail)?;
+    let d_dev = gpu.to_device(&d).map_err(fail)?;
+    let (y, z, w) = (
+        gpu.zeroed::<i32>(n).map_err(fail)?,
+        gpu.zeroed::<i32>(n).map_err(fail)?,
+        gpu.zeroed::<i32>(n).map_err(fail)?,
+    );
+    let mut cap = gpu.begin_capture().map_err(fail)?;
+    let (y, z, w) = (
+        cap.hold(y).map_err(fail)?,
+        cap.hold(z).map_err(fail)?,
+        cap.hold(w).map_err(fail)?,
+    );
+    let side = cap.fork().map_err(fail)?;
+    cap.switch_to(side).map_err(fail)?;
+    // SAFETY: x, d and y hold n i32; y is written by this branch alone.
+    unsafe { cap.launch(VECTOR_SUM_I32, linear(n), (&x_dev, &d_dev, y, n)) }.map_err(fail)?;
+    let refused = cap.set_zero(w);
+    ensure(
+        matches!(&refused, Err(Error::InvalidInput { reason, .. }) if reason.contains("branch is open")),
+        || format!("a memset with a branch open: {refused:?}"),
+    )?;
+    cap.switch_to(Branch::MAIN).map_err(fail)?;
+    // SAFETY: x and z hold n i32; z is written by the main chain alone.
+    unsafe { cap.launch(VECTOR_SUM_I32, linear(n), (&x_dev, &x_dev, z, n)) }.map_err(fail)?;
+    cap.join(side).map_err(fail)?;
+    let refused = cap.switch_to(side);
+    ensure(matches!(refused, Err(Error::InvalidInput { .. })), || {
+        format!("a joined branch: {refused:?}")
+    })?;
+    // SAFETY: y, z and w hold n i32; w overlaps neither input.
+    unsafe { cap.launch(VECTOR_SUM_I32, linear(n), (y, z, w, n)) }.map_err(fail)?;
+    // A branch left open with work on it: `end` joins it.
+    let tail = cap.fork().map_err(fail)?;
+    cap.switch_to(tail).map_err(fail)?;
+    // SAFETY: y and d hold n i32; y is written again only here, after the
+    // join that ordered its readers before.
+    unsafe { cap.launch(VECTOR_SUM_I32, linear(n), (&d_dev, &d_dev, y, n)) }.map_err(fail)?;
+    let mut exec = cap.end().map_err(fail)?.instantiate().map_err(fail)?;
+    for _ in 0..2 {
+        exec.launch(gpu.stream()).map_err(fail)?;
+    }
+    let want: Vec<i32> = x.iter().zip(&d).map(|(&x, &d)| (x + d) + (x + x)).collect();
+    same(
+        "w = (x + d) + (x + x)",
+        &exec.buffer(w).map_err(fail)?.to_vec().map_err(fail)?,
+        &want,
+    )?;
+    let twice_d: Vec<i32> = d.iter().map(|&d| d + d).collect();
+    same(
+        "y after the open branch",
+        &exec.buffer(y).map_err(fail)?.to_vec().map_err(fail)?,
+        &twice_d,
+    )
 }
