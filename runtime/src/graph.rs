@@ -29,6 +29,13 @@
 //! refused ([`Error::InvalidInput`]); passed to the `unsafe`
 //! [`Gpu::launch`], it is a raw address under that call's contract.
 //!
+//! # Branches
+//! A capture records one chain of work, and branches beside it:
+//! [`Capture::fork`] starts a second chain after the main chain's work so
+//! far, [`Capture::switch_to`] sends the next launches to it (or back to
+//! [`Branch::MAIN`]), [`Capture::join`] makes the main chain's next work wait
+//! for it (on a GPU: a second private stream, forked and joined by events).
+//!
 //! # Ordering
 //! A replay follows the rule of every launch of this crate (see [`Gpu`]):
 //! on the device's ordering stream ([`Gpu::stream`]) it is ordered with
