@@ -521,6 +521,50 @@ impl Gpu {
     }
 }
 
+impl Gpu {
+    /// [`Gpu::begin_capture`], `body` on the capture, [`Capture::end`]: the
+    /// graph and what `body` returned (its nodes and held buffers, say). An
+    /// error of `body` abandons the capture and is returned.
+    ///
+    /// ```
+    /// # mod k { cuda_kernels_device::kernels! {
+    /// #     /// `x[i] += 1` for `i < n`.
+    /// #     ///
+    /// #     /// # Safety
+    /// #     /// `x` holds `n` u32.
+    /// #     pub fn bump(x: *mut u32, n: usize) as BUMP {
+    /// #         for i in cuda_kernels_device::thread::grid_stride(n) {
+    /// #             // SAFETY: i < n.
+    /// #             unsafe { *x.add(i) += 1 };
+    /// #         }
+    /// #     }
+    /// # } }
+    /// # fn main() -> cuda_kernels_runtime::Result<()> {
+    /// let gpu = cuda_kernels_runtime::Gpu::simulated_device_of_crate(0, env!("CARGO_CRATE_NAME"));
+    /// let x = gpu.zeroed::<u32>(8)?;
+    /// let (graph, x) = gpu.capture(|c| {
+    ///     let x = c.hold(x)?;
+    ///     for _ in 0..3 {
+    ///         // SAFETY: x holds 8 u32.
+    ///         unsafe { c.launch(k::BUMP, cuda_kernels_runtime::LaunchConfig::linear(1, 32), (x, 8usize)) }?;
+    ///     }
+    ///     Ok(x)
+    /// })?;
+    /// let mut exec = graph.instantiate()?;
+    /// exec.launch(gpu.stream())?;
+    /// assert_eq!(exec.buffer(x)?.to_vec()?, [3; 8]);
+    /// # Ok(()) }
+    /// ```
+    pub fn capture<'a, R>(
+        &'a self,
+        body: impl FnOnce(&mut Capture<'a>) -> Result<R>,
+    ) -> Result<(Graph<'a>, R)> {
+        let mut capture = self.begin_capture()?;
+        let made = body(&mut capture)?;
+        Ok((capture.end()?, made))
+    }
+}
+
 impl<'a> Capture<'a> {
     /// Moves `buf` into the graph, which holds it as long as it lives, and
     /// returns its handle: what launches, copies and memsets of this capture

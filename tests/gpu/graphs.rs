@@ -254,14 +254,19 @@ fn life_graph_equals_per_step_launches(gpu: &Gpu) -> Result<(), Failed> {
         gpu.to_device(&cells).map_err(fail)?,
         gpu.zeroed::<i32>(n * n).map_err(fail)?,
     );
-    let mut cap = gpu.begin_capture().map_err(fail)?;
-    let (x, y) = (cap.hold(x).map_err(fail)?, cap.hold(y).map_err(fail)?);
-    for step in 0..steps {
-        let (src, dst) = if step % 2 == 0 { (x, y) } else { (y, x) };
-        // SAFETY: as above.
-        unsafe { cap.launch(CONWAY_FAST, cfg, (src, dst, n, rows)) }.map_err(fail)?;
-    }
-    let mut exec = cap.end().map_err(fail)?.instantiate().map_err(fail)?;
+    // Through the closure form of a capture.
+    let (graph, x) = gpu
+        .capture(|cap| {
+            let (x, y) = (cap.hold(x)?, cap.hold(y)?);
+            for step in 0..steps {
+                let (src, dst) = if step % 2 == 0 { (x, y) } else { (y, x) };
+                // SAFETY: as above.
+                unsafe { cap.launch(CONWAY_FAST, cfg, (src, dst, n, rows)) }?;
+            }
+            Ok(x)
+        })
+        .map_err(fail)?;
+    let mut exec = graph.instantiate().map_err(fail)?;
     for _ in 0..r {
         exec.launch(gpu.stream()).map_err(fail)?;
     }
