@@ -26,7 +26,7 @@ logs="$(mktemp -d)"
 
 # The GPU tests are one binary, `gpu`, with a module per family; each family
 # runs separately (so that runs stay under the limit and go in parallel).
-families=(foundation matrices reduce mandelbrot streams multi)
+families=(foundation matrices reduce mandelbrot streams multi graphs)
 # Tests that provoke driver errors on purpose (refused PTX, missing kernels,
 # foreign contexts): their own runs, with the API error report off.
 on_purpose_api="refusals bad_ptx_is_a_typed_error"

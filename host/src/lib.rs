@@ -23,6 +23,7 @@ pub mod fidelity;
 #[cfg(feature = "checks")]
 pub mod float16_checks;
 pub mod gemm_wgmma;
+pub mod graphs;
 pub mod hello;
 pub mod histogram;
 pub mod life;
@@ -42,12 +43,13 @@ pub mod vectorized;
 
 // The runtime's modules, under the paths they had when they lived here.
 pub use cuda_kernels_runtime::{
-    async_mem, device_id, device_info, devices, dynlib, embedded_images, error, gpu, image, kernel,
-    launch, memory, nccl, peer, ptx_entry_points, simulator, timing,
+    async_mem, device_id, device_info, devices, dynlib, embedded_images, error, gpu, graph, image,
+    kernel, launch, memory, nccl, peer, ptx_entry_points, simulator, timing,
 };
 
 pub use error::{CudaResultExt, Error, Result};
 pub use gpu::{Gpu, SIM_ENV, init, sim_requested};
+pub use graph::{Branch, Capture, Graph, GraphExec, Held, KernelNode, Update};
 pub use image::{Cubin, Images, KernelResources, LoadedImage};
 pub use kernel::{Kernel, KernelArgs, KernelParam};
 pub use launch::LaunchConfig;

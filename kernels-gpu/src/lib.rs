@@ -49,6 +49,8 @@ pub use cuda_kernels_device::{gpu_assert, gpu_printf, shared_array};
 
 pub mod bandwidth;
 #[cfg(feature = "builtin-kernels")]
+pub mod cg;
+#[cfg(feature = "builtin-kernels")]
 pub mod collective_checks;
 #[cfg(feature = "builtin-kernels")]
 pub mod device_checks;
@@ -139,4 +141,5 @@ kernel_lists!(
     fidelity::FIDELITY_KERNELS,
     sort::SORT_KERNELS,
     histogram::HISTOGRAM_KERNELS,
+    cg::KERNELS,
 );

@@ -251,6 +251,16 @@ pub enum Error {
         /// image's.
         reason: String,
     },
+    /// A call that cannot be recorded into a CUDA graph was made on the
+    /// thread of a capture in progress ([`Gpu::begin_capture`](crate::Gpu::begin_capture)):
+    /// a synchronous copy or memset, an allocation, a synchronization, a
+    /// launch outside the capture. It was refused before it reached the
+    /// driver; the capture is abandoned when it ends (its `end` returns this
+    /// error too), and the device and every stream stay usable.
+    NotCapturable {
+        /// The refused call (`cuMemAlloc (Gpu::zeroed, Gpu::to_device)`, …).
+        call: &'static str,
+    },
 }
 
 impl std::fmt::Display for Error {
@@ -300,6 +310,12 @@ impl std::fmt::Display for Error {
             Error::NotOnSimulator { what } => {
                 write!(f, "{what} needs a CUDA GPU: the simulator does not have it")
             }
+            Error::NotCapturable { call } => write!(
+                f,
+                "{call} cannot be captured into a CUDA graph: refused during a capture, \
+                 which is abandoned (the device and its streams stay usable); make the call \
+                 before the capture or after it ends"
+            ),
             Error::NoSimEntry { kernel } => write!(
                 f,
                 "{kernel}: this kernel handle has no host entry (made from a bare name with \

@@ -833,6 +833,7 @@ impl Gpu {
     /// [`Error::Cuda`]. Nothing to wait for on the simulator (a launch there
     /// reports its fault itself).
     pub fn synchronize(&self, kernel: &'static str) -> Result<()> {
+        crate::graph::refuse_in_capture("Gpu::synchronize (cuStreamSynchronize)")?;
         match self.stream.as_cust() {
             Ok(s) => s
                 .synchronize()
@@ -844,6 +845,7 @@ impl Gpu {
     /// Waits for all work of the context (`cuCtxSynchronize`); nothing to
     /// wait for on the simulator.
     pub fn synchronize_context(&self, kernel: &'static str) -> Result<()> {
+        crate::graph::refuse_in_capture("Gpu::synchronize_context (cuCtxSynchronize)")?;
         match &self.backend {
             Backend::Cuda(_) => {
                 self.bind()?;

@@ -141,6 +141,19 @@ pub trait KernelParam<P>: sealed::Param<P> {
     fn device(&self) -> Option<DeviceId> {
         None
     }
+
+    /// The number of elements of the value's memory, when it says (device
+    /// slices and buffers): what a graph's argument update compares
+    /// ([`GraphExec::set_args`](crate::graph::GraphExec::set_args)).
+    fn extent(&self) -> Option<usize> {
+        None
+    }
+
+    /// The graph whose buffer the value is, when it is one
+    /// ([`Held`](crate::graph::Held)): the id a capture checks.
+    fn holder(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// The seal of [`KernelParam`]: implemented for exactly its implementers.
@@ -160,6 +173,10 @@ macro_rules! slice_params {
             fn device(&self) -> Option<DeviceId> {
                 Some(DeviceSlice::device(self))
             }
+
+            fn extent(&self) -> Option<usize> {
+                Some(DeviceSlice::len(self))
+            }
         }
     )+)*};
 }
@@ -172,6 +189,33 @@ slice_params! {
     &DeviceViewMut<'_, T> => *const T;
     &mut DeviceViewMut<'_, T> => *const T, *mut T;
 }
+
+/// A graph's buffer ([`Held`](crate::graph::Held)) passes for a `*const T`
+/// or a `*mut T` of a launch captured into that graph (the capture checks
+/// it is the graph's own).
+macro_rules! held_params {
+    ($($p:ty),*) => {$(
+        impl<T: DeviceCopy> sealed::Param<$p> for crate::graph::Held<T> {}
+        impl<T: DeviceCopy> KernelParam<$p> for crate::graph::Held<T> {
+            fn param(self) -> $p {
+                self.ptr.as_raw() as $p
+            }
+
+            fn device(&self) -> Option<DeviceId> {
+                Some(self.device)
+            }
+
+            fn extent(&self) -> Option<usize> {
+                Some(self.len)
+            }
+
+            fn holder(&self) -> Option<u64> {
+                Some(self.pool)
+            }
+        }
+    )*};
+}
+held_params!(*const T, *mut T);
 
 impl<T: DeviceCopy> sealed::Param<*const T> for DevicePointer<T> {}
 impl<T: DeviceCopy> KernelParam<*const T> for DevicePointer<T> {
@@ -241,6 +285,20 @@ pub unsafe trait KernelArgs<P> {
     fn foreign_argument(&self, expected: DeviceId) -> Option<(&'static str, DeviceId)> {
         self.foreign_device(expected).map(|d| ("an argument", d))
     }
+
+    /// The number of elements of each argument's memory, in order (`None`
+    /// for a scalar or a raw pointer), where the implementation knows them;
+    /// empty where it does not.
+    fn extents(&self) -> Vec<Option<usize>> {
+        Vec::new()
+    }
+
+    /// The graph of each argument that is a graph's buffer
+    /// ([`Held`](crate::graph::Held)), in order (`None` for the others);
+    /// empty where the implementation does not say.
+    fn holders(&self) -> Vec<Option<u64>> {
+        Vec::new()
+    }
 }
 
 /// The names [`KernelArgs::foreign_argument`] gives arguments by position.
@@ -283,6 +341,14 @@ macro_rules! tuple_args {
                 None $(.or_else(|| {
                     self.$i.device().filter(|&d| d != expected).map(|d| (ARGUMENT_NAMES[$i], d))
                 }))*
+            }
+
+            fn extents(&self) -> Vec<Option<usize>> {
+                vec![$(self.$i.extent()),*]
+            }
+
+            fn holders(&self) -> Vec<Option<u64>> {
+                vec![$(self.$i.holder()),*]
             }
         }
     };
@@ -339,29 +405,13 @@ impl Gpu {
         stream: &Stream,
         args: A,
     ) -> Result<()> {
+        crate::graph::refuse_in_capture(
+            "Gpu::launch (a launch outside the capture: use Capture::launch)",
+        )?;
         let name = kernel.name();
-        self.check_image(&kernel)?;
-        self.check_device_id(name, "stream", stream.device())?;
-        if let Some((argument, found)) = args.foreign_argument(self.device_id()) {
-            return Err(Error::WrongDevice {
-                kernel: name,
-                argument,
-                expected: self.device_id(),
-                found,
-            });
-        }
-        let limits = self.launch_limits();
-        // The opt-in is looked up only past the 48 KB every kernel has.
-        let shared_opt_in = cfg.shared_mem_bytes > limits.shared_per_block
-            && self.shared_opted_in(name, cfg.shared_mem_bytes);
-        check_launch_shape(name, cfg, limits, shared_opt_in)?;
+        let shared_opt_in = self.check_launch(&kernel, cfg, stream.device(), &args)?;
         if self.is_simulated() {
-            let entry = kernel
-                .sim_entry()
-                .ok_or(Error::NoSimEntry { kernel: name })?;
-            let (bx, by, bz) = cfg.block;
-            let threads = bx as u64 * by as u64 * bz as u64;
-            crate::image::check_registers(name, self.kernel_resources(name), threads)?;
+            let entry = self.sim_entry(&kernel, cfg)?;
             // SAFETY: `entry` is the kernel's own host entry, which reads the
             // parameters the handle's `P` lists, in order, from the array that
             // `with_params` builds for exactly those types; the pointers'
@@ -378,6 +428,58 @@ impl Gpu {
         // name, `stream` belongs to this GPU (checked above); the rest is the
         // caller's contract.
         unsafe { launch_function(function, kernel, cfg, stream, args) }
+    }
+}
+
+impl Gpu {
+    /// The checks of a launch of `kernel` with `cfg` on a stream of
+    /// `stream_device` over `args`, before anything is queued (the typed
+    /// launch's and a graph capture's): the handle's crate against the
+    /// image's, the device of the stream and of every argument, the shape
+    /// against the device's limits. Returns whether the kernel was opted in
+    /// to its dynamic shared memory past 48 KB.
+    pub(crate) fn check_launch<P, A: KernelArgs<P>>(
+        &self,
+        kernel: &Kernel<P>,
+        cfg: LaunchConfig,
+        stream_device: DeviceId,
+        args: &A,
+    ) -> Result<bool> {
+        let name = kernel.name();
+        self.check_image(kernel)?;
+        self.check_device_id(name, "stream", stream_device)?;
+        if let Some((argument, found)) = args.foreign_argument(self.device_id()) {
+            return Err(Error::WrongDevice {
+                kernel: name,
+                argument,
+                expected: self.device_id(),
+                found,
+            });
+        }
+        let limits = self.launch_limits();
+        // The opt-in is looked up only past the 48 KB every kernel has.
+        let shared_opt_in = cfg.shared_mem_bytes > limits.shared_per_block
+            && self.shared_opted_in(name, cfg.shared_mem_bytes);
+        check_launch_shape(name, cfg, limits, shared_opt_in)?;
+        Ok(shared_opt_in)
+    }
+
+    /// The simulator's host entry of `kernel` ([`Error::NoSimEntry`]
+    /// without one), after checking its registers for a block of `cfg`
+    /// against the register file.
+    pub(crate) fn sim_entry<P>(
+        &self,
+        kernel: &Kernel<P>,
+        cfg: LaunchConfig,
+    ) -> Result<cuda_kernels_device::sim::Entry> {
+        let name = kernel.name();
+        let entry = kernel
+            .sim_entry()
+            .ok_or(Error::NoSimEntry { kernel: name })?;
+        let (bx, by, bz) = cfg.block;
+        let threads = bx as u64 * by as u64 * bz as u64;
+        crate::image::check_registers(name, self.kernel_resources(name), threads)?;
+        Ok(entry)
     }
 }
 

@@ -13,6 +13,9 @@
 //! - [`kernel`]: the typed launch ([`Gpu::launch`]) of a [`Kernel`] handle;
 //!   [`host_launch`]: the same on host slices, copied in and out in one
 //!   call ([`Gpu::launch_host`]);
+//! - [`graph`]: CUDA graphs: a capture of typed launches, copies and
+//!   memsets ([`Gpu::begin_capture`]), replayed many times
+//!   ([`GraphExec::launch`]), their arguments updated;
 //! - [`launch`]: [`LaunchConfig`] and the launch-shape checks done before
 //!   any pointer reaches a kernel;
 //! - [`image`]: PTX and cubins ([`Images`], [`embedded_images!`]);
@@ -82,6 +85,7 @@ pub mod devices;
 pub mod dynlib;
 pub mod error;
 pub mod gpu;
+pub mod graph;
 pub mod host_launch;
 pub mod image;
 pub mod kernel;
@@ -94,6 +98,7 @@ pub mod timing;
 
 pub use error::{CudaResultExt, Error, Result};
 pub use gpu::{Gpu, SIM_ENV, init, sim_requested};
+pub use graph::{Branch, Capture, Graph, GraphExec, Held, KernelNode, Update};
 pub use host_launch::{In, InOut};
 pub use image::{Cubin, Images, KernelResources, LoadedImage};
 pub use kernel::{Kernel, KernelArgs, KernelParam};

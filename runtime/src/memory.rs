@@ -206,6 +206,7 @@ impl Stream {
     /// Waits for everything queued on the stream (nothing to wait for on
     /// the simulator).
     pub fn synchronize(&self) -> Result<()> {
+        crate::graph::refuse_in_capture("Stream::synchronize")?;
         match &self.cuda {
             Some(_) => self
                 .as_cust()?
@@ -383,7 +384,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// The same memory as a `cust` slice (for `cust`'s copies and memsets;
     /// CUDA devices only), with its device's context made current on the
     /// calling thread for them.
-    fn as_cust(&self) -> Result<cust::memory::DeviceSlice<T>> {
+    pub(crate) fn as_cust(&self) -> Result<cust::memory::DeviceSlice<T>> {
         self.place.device.make_current()?;
         // SAFETY: the address and length describe device memory of this
         // slice's buffer (or nothing, for a length of 0); cust's slice, like
@@ -415,6 +416,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// Copies the slice into `host` (of the same length), waiting for the
     /// copy.
     pub fn copy_to(&self, host: &mut [T]) -> Result<()> {
+        crate::graph::refuse_in_capture("DeviceSlice::copy_to (a synchronous copy to the host)")?;
         self.same_len("copy to the host", host.len())?;
         if self.place.device.is_simulated() {
             let src = self.sim_ptr();
@@ -433,6 +435,9 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// Copies `host` (of the same length) into the slice, waiting for the
     /// copy.
     pub fn copy_from(&mut self, host: &[T]) -> Result<()> {
+        crate::graph::refuse_in_capture(
+            "DeviceSlice::copy_from (a synchronous copy from the host)",
+        )?;
         self.same_len("copy to the device", host.len())?;
         if self.place.device.is_simulated() {
             let dst = self.sim_ptr();
@@ -448,6 +453,9 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// Copies `src` (of the same length and device) into the slice, on the
     /// device, waiting for the copy.
     pub fn copy_from_device(&mut self, src: &DeviceSlice<T>) -> Result<()> {
+        crate::graph::refuse_in_capture(
+            "DeviceSlice::copy_from_device (a synchronous copy: use Capture::copy)",
+        )?;
         self.same_len("device-to-device copy", src.place.len)?;
         self.same_device("device-to-device copy", src)?;
         if self.place.device.is_simulated() {
@@ -497,6 +505,9 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// `host` must stay alive and unwritten until the stream has finished
     /// the copy (as `cust`'s `async_copy_from`).
     pub unsafe fn async_copy_from(&mut self, host: &[T], stream: &Stream) -> Result<()> {
+        crate::graph::refuse_in_capture(
+            "DeviceSlice::async_copy_from (a copy outside the capture)",
+        )?;
         self.same_stream("asynchronous copy to the device", stream)?;
         match stream.as_cust().ok() {
             None => self.copy_from(host),
@@ -516,6 +527,7 @@ impl<T: DeviceCopy> DeviceSlice<T> {
     /// `host` must stay alive and be neither read nor written until the
     /// stream has finished the copy (as `cust`'s `async_copy_to`).
     pub unsafe fn async_copy_to(&self, host: &mut [T], stream: &Stream) -> Result<()> {
+        crate::graph::refuse_in_capture("DeviceSlice::async_copy_to (a copy outside the capture)")?;
         self.same_stream("asynchronous copy to the host", stream)?;
         match stream.as_cust().ok() {
             None => self.copy_to(host),
@@ -539,6 +551,9 @@ impl<T: DeviceCopy> DeviceSlice<T> {
         src: &DeviceSlice<T>,
         stream: &Stream,
     ) -> Result<()> {
+        crate::graph::refuse_in_capture(
+            "DeviceSlice::async_copy_from_device (a copy outside the capture: use Capture::copy)",
+        )?;
         self.same_stream("asynchronous device-to-device copy", stream)?;
         match stream.as_cust().ok() {
             None => self.copy_from_device(src),
@@ -559,6 +574,7 @@ impl<T: DeviceCopy + Pod> DeviceSlice<T> {
     /// number of 4-byte words starting on a 4-byte boundary (an error
     /// otherwise).
     pub fn set_32(&mut self, value: u32) -> Result<()> {
+        crate::graph::refuse_in_capture("DeviceSlice::set_32 (a synchronous memset)")?;
         let bytes = self.place.len * size_of::<T>();
         if !bytes.is_multiple_of(4) || !self.place.ptr.as_raw().is_multiple_of(4) {
             return Err(Error::invalid(
@@ -594,6 +610,9 @@ impl<T: DeviceCopy + Zeroable> DeviceSlice<T> {
 
     /// Sets every byte of the slice to 0, waiting for it.
     pub fn set_zero(&mut self) -> Result<()> {
+        crate::graph::refuse_in_capture(
+            "DeviceSlice::set_zero (a synchronous memset: use Capture::set_zero)",
+        )?;
         if self.place.device.is_simulated() {
             let dst = self.sim_ptr();
             // SAFETY: `dst` is the start of len elements of a live simulator
@@ -610,6 +629,9 @@ impl<T: DeviceCopy + Zeroable> DeviceSlice<T> {
     /// # Safety
     /// The memory must stay allocated until the stream has done it.
     pub unsafe fn set_zero_async(&mut self, stream: &Stream) -> Result<()> {
+        crate::graph::refuse_in_capture(
+            "DeviceSlice::set_zero_async (a memset outside the capture: use Capture::set_zero)",
+        )?;
         self.same_stream("asynchronous memset", stream)?;
         match stream.as_cust().ok() {
             None => self.set_zero(),
@@ -721,6 +743,10 @@ pub struct DeviceBuffer<T: DeviceCopy> {
 /// leak), then the storage drops.
 impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
+        // A free during a capture fails the capture (the driver refuses
+        // cuMemFree then, and the capture's end says so by name).
+        let _ =
+            crate::graph::refuse_in_capture("cuMemFree (a device buffer dropped during a capture)");
         // A failure leaves the free to the context the thread has, as before.
         let _ = self.place.device.make_current();
     }
@@ -799,6 +825,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         context: Option<&Arc<DeviceContext>>,
         len: usize,
     ) -> Result<Self> {
+        crate::graph::refuse_in_capture("cuMemAlloc (a device buffer allocated during a capture)")?;
         let storage = if device.is_simulated() {
             let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
                 Error::invalid(MEMORY, format!("{len} elements overflow usize bytes"))

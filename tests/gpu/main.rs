@@ -13,6 +13,7 @@
 //! | `stress`     | many host threads × many launches, no leak                     |
 //! | `multi`      | every device, copies between devices, the multi-device launchers |
 //! | `nccl`       | communicators and collectives (NCCL, or simulated), the multi-device launchers on both backends |
+//! | `graphs`     | CUDA graphs: capture, replay, argument updates, refusals (multiply, vector_sum_i32, conway_fast) |
 //! | `soundness`  | buffers outlive their `Gpu`; two `Gpu`s, NCCL on other streams and `to_vec` ordered with the device's ordering stream |
 //! | `sort`       | radix_sort_histogram_*, radix_sort_onesweep_* (every key type, both orders, keys, pairs, indices) |
 //! | `histogram`  | histogram_even_* (u32, i32, f32; 1 to 4,096 bins)                |
@@ -92,6 +93,7 @@ mod agreement;
 mod collectives;
 mod fidelity;
 mod foundation;
+mod graphs;
 mod half_precision;
 mod handles;
 mod harness;
@@ -141,6 +143,7 @@ fn main() -> ExitCode {
         multi::trials(),
         nccl::trials(),
         soundness::trials(),
+        graphs::trials(),
         stress::trials(),
         agreement::trials(),
         fidelity::trials(),

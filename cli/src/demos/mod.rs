@@ -25,6 +25,7 @@ pub mod bench_table;
 pub mod collectives;
 pub mod foundation;
 pub mod gemm;
+pub mod graphs;
 pub mod histogram;
 pub mod mandelbrot;
 pub mod matrices;
@@ -396,7 +397,7 @@ pub fn run_all(gpu: Option<&Gpu>, out_dir: &Path, report: &mut Report) -> Result
 /// no failed record keeps a ratio.
 pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
     type Family = fn(&Gpu, &mut Vec<BenchRecord>) -> Result<()>;
-    let families: [(&str, Family); 10] = [
+    let families: [(&str, Family); 11] = [
         ("foundation", foundation::bench),
         ("gemm", gemm::bench),
         ("bandwidth", bandwidth::bench),
@@ -407,6 +408,7 @@ pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
         ("histogram", histogram::bench),
         ("mandelbrot", mandelbrot::bench),
         ("streams", streams::bench),
+        ("graphs", graphs::bench),
     ];
     for (name, bench) in families {
         if !(bench_selected(name) || (name == "streams" && bench_selected("life"))) {
@@ -424,7 +426,7 @@ pub fn bench_all(gpu: &Gpu, records: &mut Vec<BenchRecord>) -> Result<()> {
 
 /// The environment variable that limits `bench` to some parts, as a
 /// comma-separated list of `foundation`, `gemm`, `bandwidth`, `matrices`, `reduce`, `collectives`, `sort`,
-/// `histogram`, `mandelbrot`, `streams`, `life` (for tuning runs; unset: all).
+/// `histogram`, `mandelbrot`, `streams`, `life`, `graphs` (for tuning runs; unset: all).
 pub const BENCH_ONLY_ENV: &str = "CUDA_KERNELS_BENCH_ONLY";
 
 /// Whether [`BENCH_ONLY_ENV`] selects the bench part `name`.
