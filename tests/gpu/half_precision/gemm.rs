@@ -449,7 +449,8 @@ pub(super) fn gemm_wgmma_epilogues(gpu: &Gpu) -> Result<(), Failed> {
                         .map_err(fail)?;
                     plan.set_splits(1);
                     plan.set_epilogue(epilogue);
-                    let tma_allowed = beta == 0.0 && (shape.ldc * size_of::<O::Dev>()) % 16 == 0;
+                    let tma_allowed =
+                        beta == 0.0 && (shape.ldc * size_of::<O::Dev>()).is_multiple_of(16);
                     let want = if epilogue == WgmmaEpilogue::Tma && tma_allowed {
                         WgmmaEpilogue::Tma
                     } else {
