@@ -619,6 +619,129 @@ fn sgemm_timing() {
     eprintln!("simulator: matrix_mul_tiled at 256³ in {seconds:.3} s");
 }
 
+/// The conjugate-gradient kernels (`cg`), one launch each on a 7 × 7 grid,
+/// against their formulas: the 5-point Laplacian (zero boundary), the two
+/// passes of a dot product (over 3 blocks), and the two updates with α and
+/// β read on the device.
+#[test]
+fn cg_kernels() {
+    use cuda_kernels_gpu::cg;
+    let m = 7usize;
+    let n = m * m;
+    let (p, r) = (values(n, 31), values(n, 32));
+    let (dp, dr) = (Buf::from(&p), Buf::from(&r));
+    let dap = Buf::<f32>::zeroed(n);
+    // SAFETY: p and ap hold m² f32, apart.
+    unsafe {
+        launch(
+            cg::CG_LAPLACIAN,
+            linear(2, 32),
+            (dp.ptr().cast_const(), dap.ptr(), m),
+        )
+    }
+    .unwrap();
+    let at = |i: isize, j: isize| {
+        if (0..m as isize).contains(&i) && (0..m as isize).contains(&j) {
+            p[i as usize * m + j as usize]
+        } else {
+            0.0
+        }
+    };
+    let want: Vec<f32> = (0..n as isize)
+        .map(|k| {
+            let (i, j) = (k / m as isize, k % m as isize);
+            4.0 * at(i, j) - at(i - 1, j) - at(i + 1, j) - at(i, j - 1) - at(i, j + 1)
+        })
+        .collect();
+    let ap = dap.to_vec();
+    for (k, (&g, &w)) in ap.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-5 * (1.0 + w.abs()),
+            "cg_laplacian [{k}]: {g} vs {w}"
+        );
+    }
+    // r·r in two passes: 3 partial sums, then one block.
+    let blocks = 3;
+    let partial = Buf::<f32>::zeroed(blocks);
+    let rr = Buf::<f32>::zeroed(1);
+    let block = cg::CG_BLOCK as u32;
+    // SAFETY: r holds n f32, partial one per block, CG_BLOCK threads.
+    unsafe {
+        launch(
+            cg::CG_DOT_PARTIAL,
+            linear(blocks as u32, block),
+            (
+                dr.ptr().cast_const(),
+                dr.ptr().cast_const(),
+                partial.ptr(),
+                n,
+            ),
+        )
+    }
+    .unwrap();
+    // SAFETY: partial holds `blocks` f32, rr one; one block of CG_BLOCK.
+    unsafe {
+        launch(
+            cg::CG_DOT_FINAL,
+            linear(1, block),
+            (partial.ptr().cast_const(), rr.ptr(), blocks),
+        )
+    }
+    .unwrap();
+    let rr_want: f64 = r.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+    let rr_got = rr.to_vec()[0];
+    assert!(
+        (f64::from(rr_got) - rr_want).abs() <= 1e-5 * rr_want,
+        "r·r: {rr_got} vs {rr_want}"
+    );
+    // x += α p, r −= α ap with α = rr / pap (here pap = 2 · rr: α = 0.5).
+    let pap = Buf::from(&[2.0 * rr_got]);
+    let dx = Buf::<f32>::zeroed(n);
+    // SAFETY: x, r, p, ap hold n f32, rr and pap one; x and r apart from all.
+    unsafe {
+        launch(
+            cg::CG_UPDATE_XR,
+            linear(2, 32),
+            (
+                dx.ptr(),
+                dr.ptr(),
+                dp.ptr().cast_const(),
+                dap.ptr().cast_const(),
+                rr.ptr().cast_const(),
+                pap.ptr().cast_const(),
+                n,
+            ),
+        )
+    }
+    .unwrap();
+    let (x, r1) = (dx.to_vec(), dr.to_vec());
+    for k in 0..n {
+        assert_eq!(x[k], 0.5 * p[k], "cg_update_xr x[{k}]");
+        assert_eq!(r1[k], r[k] - 0.5 * ap[k], "cg_update_xr r[{k}]");
+    }
+    // p = r + β p with β = rr_new / rr_old (here 0.25).
+    let (new, old) = (Buf::from(&[1.0f32]), Buf::from(&[4.0f32]));
+    // SAFETY: p and r hold n f32, the scalars one each; p apart from all.
+    unsafe {
+        launch(
+            cg::CG_UPDATE_P,
+            linear(2, 32),
+            (
+                dp.ptr(),
+                dr.ptr().cast_const(),
+                new.ptr().cast_const(),
+                old.ptr().cast_const(),
+                n,
+            ),
+        )
+    }
+    .unwrap();
+    let p1 = dp.to_vec();
+    for k in 0..n {
+        assert_eq!(p1[k], r1[k] + 0.25 * p[k], "cg_update_p [{k}]");
+    }
+}
+
 /// This tier launches every entry point of the crate's list: each test of
 /// the tier runs (again) here, in this order, and every name of `KERNELS`
 /// must then have been launched at least once, but for the families of
@@ -626,7 +749,7 @@ fn sgemm_timing() {
 /// test of the tier launches it.
 #[test]
 fn the_tier_launches_every_kernel() {
-    let tier: [(&str, fn()); 15] = [
+    let tier: [(&str, fn()); 16] = [
         ("multiply_and_vector_sum", multiply_and_vector_sum),
         ("elementwise_kernels", elementwise_kernels),
         ("matrix_kernels", matrix_kernels),
@@ -645,6 +768,7 @@ fn the_tier_launches_every_kernel() {
             "gemm_staging_and_split_reduce",
             gemm_staging_and_split_reduce,
         ),
+        ("cg_kernels", cg_kernels),
     ];
     for (name, test) in tier {
         eprintln!("sim_smoke: {name}");
