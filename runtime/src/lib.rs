@@ -109,7 +109,7 @@ pub use memory::{
 
 /// The device layer (`cuda-kernels-device`), re-exported so that a host
 /// program names the types it shares with its kernels without a second
-/// dependency: [`f16`] and [`bf16`] (`device::float16`), the mma
+/// dependency: [`f16`](struct@f16) and [`bf16`] (`device::float16`), the mma
 /// fragments (`device::mma`), `kernels!`.
 pub use cuda_kernels_device as device;
 pub use cuda_kernels_device::float16::{bf16, f16};
