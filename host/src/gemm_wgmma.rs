@@ -119,14 +119,8 @@ impl WgmmaEpilogue {
     pub fn from_env(kernel: &'static str) -> Result<Self> {
         static PICKED: OnceLock<std::result::Result<WgmmaEpilogue, String>> = OnceLock::new();
         let picked = PICKED.get_or_init(|| {
-            let Some(value) = std::env::var_os(GEMM_EPILOGUE_ENV) else {
-                return Ok(Self::default());
-            };
-            let value = value.to_string_lossy();
-            [Self::Registers, Self::Tma]
-                .into_iter()
-                .find(|e| e.name() == value)
-                .ok_or_else(|| format!("{GEMM_EPILOGUE_ENV}={value}: expected registers or tma"))
+            let epilogues = [Self::Registers, Self::Tma].map(|e| (e.name(), e));
+            crate::util::env_choice(GEMM_EPILOGUE_ENV, &epilogues).map(Option::unwrap_or_default)
         });
         picked.clone().map_err(|why| Error::invalid(kernel, why))
     }

@@ -13,6 +13,29 @@ pub fn contiguous<'a, T: Clone>(view: &'a ArrayView1<'_, T>) -> Cow<'a, [T]> {
     }
 }
 
+/// The choice the environment variable `var` names among `choices` (each a
+/// name and its value): `None` when unset; another value is an error
+/// `{var}={value}: expected a, b or c` (the names, in order).
+pub fn env_choice<T: Copy>(
+    var: &str,
+    choices: &[(&str, T)],
+) -> std::result::Result<Option<T>, String> {
+    let Some(value) = std::env::var_os(var) else {
+        return Ok(None);
+    };
+    let value = value.to_string_lossy();
+    if let Some(&(_, chosen)) = choices.iter().find(|(name, _)| *name == value) {
+        return Ok(Some(chosen));
+    }
+    let names: Vec<&str> = choices.iter().map(|(name, _)| *name).collect();
+    let expected = match names.split_last() {
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    Err(format!("{var}={value}: expected {expected}"))
+}
+
 /// A small deterministic random generator (SplitMix64) for demo and test
 /// inputs: reproducible from a seed, no dependency.
 #[derive(Debug, Clone)]

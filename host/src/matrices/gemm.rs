@@ -69,20 +69,8 @@ impl GemmPath {
     /// The path [`GEMM_PATH_ENV`] forces, if set (an unknown name is an
     /// error naming the kernel).
     pub fn forced(kernel: &'static str) -> Result<Option<Self>> {
-        let Some(value) = std::env::var_os(GEMM_PATH_ENV) else {
-            return Ok(None);
-        };
-        let value = value.to_string_lossy();
-        [Self::Wgmma, Self::MmaSync, Self::CudaCore]
-            .into_iter()
-            .find(|p| p.name() == value)
-            .map(Some)
-            .ok_or_else(|| {
-                Error::invalid(
-                    kernel,
-                    format!("{GEMM_PATH_ENV}={value}: expected wgmma, mma_sync or cuda_core"),
-                )
-            })
+        let paths = [Self::Wgmma, Self::MmaSync, Self::CudaCore].map(|p| (p.name(), p));
+        crate::util::env_choice(GEMM_PATH_ENV, &paths).map_err(|why| Error::invalid(kernel, why))
     }
 }
 
