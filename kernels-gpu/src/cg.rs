@@ -17,9 +17,33 @@
 /// Threads per block of the dot products (both kernels need exactly this).
 pub const CG_BLOCK: usize = 256;
 
+use crate::device::shared::SharedArray;
 use crate::device::sync::sync_threads;
 use crate::device::thread;
 use crate::shared_array;
+
+/// The sum of every thread's `s` in the block, in a fixed tree over `tile`
+/// (slot `t` pairs with `t + half`, half = 128, 64, …, 1): the same bits on
+/// every run. Every thread of the block calls it; thread 0's result is the
+/// sum (the others' are partial).
+#[inline(always)]
+fn block_tree_sum(tile: &SharedArray<f32, CG_BLOCK>, t: usize, s: f32) -> f32 {
+    // SAFETY: t < CG_BLOCK (the block's size), the tile's length.
+    unsafe { tile.store(t, s) };
+    sync_threads();
+    let mut half = CG_BLOCK / 2;
+    while half > 0 {
+        if t < half {
+            // SAFETY: t + half < CG_BLOCK; slots t and t + half were written
+            // before the last barrier and only thread t writes t.
+            unsafe { tile.store(t, tile.load(t) + tile.load(t + half)) };
+        }
+        sync_threads();
+        half /= 2;
+    }
+    // SAFETY: slot 0, written before the last barrier.
+    unsafe { tile.load(0) }
+}
 
 crate::device::kernels! {
     /// `ap = A p` for the 5-point Laplacian of the `m`×`m` grid (zero
@@ -66,22 +90,10 @@ crate::device::kernels! {
             // SAFETY: i < n, the length of x and y.
             s += unsafe { *x.add(i) * *y.add(i) };
         }
-        // SAFETY: t < CG_BLOCK (the block's size), the tile's length.
-        unsafe { tile.store(t, s) };
-        sync_threads();
-        let mut half = CG_BLOCK / 2;
-        while half > 0 {
-            if t < half {
-                // SAFETY: t + half < CG_BLOCK; slots t and t + half were
-                // written before the last barrier and only thread t writes t.
-                unsafe { tile.store(t, tile.load(t) + tile.load(t + half)) };
-            }
-            sync_threads();
-            half /= 2;
-        }
+        let sum = block_tree_sum(&tile, t, s);
         if t == 0 {
             // SAFETY: the block's index is below gridDim.x, partial's length.
-            unsafe { *partial.add(thread::block_idx_x() as usize) = tile.load(0) };
+            unsafe { *partial.add(thread::block_idx_x() as usize) = sum };
         }
     }
 
@@ -101,21 +113,10 @@ crate::device::kernels! {
             s += unsafe { *partial.add(i) };
             i += CG_BLOCK;
         }
-        // SAFETY: t < CG_BLOCK.
-        unsafe { tile.store(t, s) };
-        sync_threads();
-        let mut half = CG_BLOCK / 2;
-        while half > 0 {
-            if t < half {
-                // SAFETY: as in cg_dot_partial.
-                unsafe { tile.store(t, tile.load(t) + tile.load(t + half)) };
-            }
-            sync_threads();
-            half /= 2;
-        }
+        let sum = block_tree_sum(&tile, t, s);
         if t == 0 {
             // SAFETY: out holds one f32.
-            unsafe { *out = tile.load(0) };
+            unsafe { *out = sum };
         }
     }
 
