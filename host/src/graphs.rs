@@ -35,7 +35,7 @@ use cuda_kernels_gpu::life::CONWAY_FAST;
 use cuda_kernels_gpu::multiply::VECTOR_SUM_I32;
 use ndarray::{Array2, ArrayView2};
 
-use crate::graph::{Capture, Held, ParamTuple};
+use crate::graph::{Capture, GraphExec, Held, ParamTuple};
 use crate::kernel::{Kernel, KernelArgs, KernelParam};
 use crate::life::{LifeKernel, check_lattice, fast_shape, life_launch};
 use crate::timing::{GpuTimer, median};
@@ -64,6 +64,45 @@ impl GraphTimes {
     pub fn speedup(&self) -> Option<f64> {
         Some(f64::from(self.stream_ms?) / f64::from(self.graph_ms?))
     }
+}
+
+/// What building a graph cost: [`GraphTimes`]' fields beside the medians.
+struct Built {
+    capture_ms: f64,
+    instantiate_ms: f64,
+    nodes: usize,
+}
+
+impl Built {
+    /// The comparison's times, with the medians of both ways.
+    fn times(self, stream_ms: Option<f32>, graph_ms: Option<f32>) -> GraphTimes {
+        GraphTimes {
+            stream_ms,
+            graph_ms,
+            capture_ms: self.capture_ms,
+            instantiate_ms: self.instantiate_ms,
+            nodes: self.nodes,
+        }
+    }
+}
+
+/// Ends `capture` (begun at `started`) and instantiates its graph, timing
+/// both on the host.
+fn end_and_instantiate(capture: Capture<'_>, started: Instant) -> Result<(GraphExec<'_>, Built)> {
+    let graph = capture.end()?;
+    let capture_ms = started.elapsed().as_secs_f64() * 1e3;
+    let nodes = graph.len();
+    let started = Instant::now();
+    let exec = graph.instantiate()?;
+    let instantiate_ms = started.elapsed().as_secs_f64() * 1e3;
+    Ok((
+        exec,
+        Built {
+            capture_ms,
+            instantiate_ms,
+            nodes,
+        },
+    ))
 }
 
 /// Both results of a comparison, and its times.
@@ -182,25 +221,14 @@ pub fn dependent_launches(
         // SAFETY: as above.
         unsafe { capture.launch(VECTOR_SUM_I32, cfg, (src, &d, dst, n))? };
     }
-    let graph = capture.end()?;
-    let capture_ms = started.elapsed().as_secs_f64() * 1e3;
-    let nodes = graph.len();
-    let started = Instant::now();
-    let mut exec = graph.instantiate()?;
-    let instantiate_ms = started.elapsed().as_secs_f64() * 1e3;
+    let (mut exec, built) = end_and_instantiate(capture, started)?;
     let graph_ms = timed(gpu, reps, |phase| match phase {
         Phase::Reset => exec.buffer_mut(a)?.copy_from(x),
         Phase::Queue => exec.launch(gpu.stream()),
     })?;
     let replayed = exec.buffer(a)?.to_vec()?;
     Ok(GraphRun {
-        times: GraphTimes {
-            stream_ms,
-            graph_ms,
-            capture_ms,
-            instantiate_ms,
-            nodes,
-        },
+        times: built.times(stream_ms, graph_ms),
         streamed,
         replayed,
     })
@@ -267,12 +295,7 @@ pub fn life_steps(
         // SAFETY: as above.
         unsafe { capture.launch(CONWAY_FAST, cfg, (src, dst, n, rows))? };
     }
-    let graph = capture.end()?;
-    let capture_ms = started.elapsed().as_secs_f64() * 1e3;
-    let nodes = graph.len();
-    let started = Instant::now();
-    let mut exec = graph.instantiate()?;
-    let instantiate_ms = started.elapsed().as_secs_f64() * 1e3;
+    let (mut exec, built) = end_and_instantiate(capture, started)?;
     let graph_ms = timed(gpu, reps, |phase| match phase {
         Phase::Reset => exec.buffer_mut(x)?.copy_from(&cells),
         Phase::Queue => {
@@ -284,13 +307,7 @@ pub fn life_steps(
     })?;
     let replayed = to_lattice(exec.buffer(x)?.to_vec()?)?;
     Ok(GraphRun {
-        times: GraphTimes {
-            stream_ms,
-            graph_ms,
-            capture_ms,
-            instantiate_ms,
-            nodes,
-        },
+        times: built.times(stream_ms, graph_ms),
         streamed,
         replayed,
     })
@@ -522,12 +539,7 @@ pub fn conjugate_gradient(
     };
     // SAFETY: the graph holds every buffer, of the sizes queue_cg needs.
     unsafe { queue_cg(&mut capture, held, m, iterations)? };
-    let graph = capture.end()?;
-    let capture_ms = started.elapsed().as_secs_f64() * 1e3;
-    let nodes = graph.len();
-    let started = Instant::now();
-    let mut exec = graph.instantiate()?;
-    let instantiate_ms = started.elapsed().as_secs_f64() * 1e3;
+    let (mut exec, built) = end_and_instantiate(capture, started)?;
     let graph_ms = timed(gpu, reps, |phase| match phase {
         Phase::Reset => {
             exec.buffer_mut(held.x)?.set_zero()?;
@@ -541,13 +553,7 @@ pub fn conjugate_gradient(
         rr: exec.buffer(held.rr[rr_at])?.to_vec()?[0],
     };
     Ok(GraphRun {
-        times: GraphTimes {
-            stream_ms,
-            graph_ms,
-            capture_ms,
-            instantiate_ms,
-            nodes,
-        },
+        times: built.times(stream_ms, graph_ms),
         streamed,
         replayed,
     })
