@@ -256,9 +256,22 @@ pub unsafe fn gemm_simt<T: GemmInput, O: GemmOutput>(
     unsafe { store_c(c.wrapping_add(row * ldc as usize + col), acc, alpha, beta) };
 }
 
-/// The parameters of the split-k reductions: `(w, c, m, n, ldc, splits,
-/// split_stride, c_batch_stride, alpha, beta)`.
-pub type SplitReduceParams<O> = (*const f32, *mut O, u32, u32, u32, u32, u64, u64, f32, f32);
+/// The parameters of the split-k reductions: `(w, c, m, n, ldw, ldc,
+/// splits, split_stride, w_batch_stride, c_batch_stride, alpha, beta)`.
+pub type SplitReduceParams<O> = (
+    *const f32,
+    *mut O,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u64,
+    u64,
+    u64,
+    f32,
+    f32,
+);
 
 /// The parameters of every GEMM entry point: `(a, b, c, m, n, k, lda, ldb,
 /// ldc, batch_a, batch_b, batch_c, alpha, beta, flags)`.
@@ -809,15 +822,20 @@ macro_rules! split_reduce_kernels {
                     " C with alpha and beta ([`gemm_split_reduce`]).")]
                 ///
                 /// # Safety
-                /// See [`gemm_split_reduce`]; [`REDUCE_THREADS`] threads a
-                /// block, the batches on grid z.
+                /// See [`gemm_split_reduce`]: [`REDUCE_THREADS`] threads a
+                /// block, the columns on grid x, rows on grid y, batches on
+                /// grid z.
                 pub fn $name(
-                    w: *const f32, c: *mut $o, m: u32, n: u32, ldc: u32, splits: u32,
-                    split_stride: u64, c_batch_stride: u64, alpha: f32, beta: f32,
+                    w: *const f32, c: *mut $o, m: u32, n: u32, ldw: u32, ldc: u32, splits: u32,
+                    split_stride: u64, w_batch_stride: u64, c_batch_stride: u64, alpha: f32,
+                    beta: f32,
                 ) as $handle {
                     // SAFETY: forwarded from this kernel's contract.
                     unsafe {
-                        gemm_split_reduce(w, c, m, n, ldc, splits, split_stride, c_batch_stride, alpha, beta)
+                        gemm_split_reduce(
+                            w, c, (m, n), (ldw, ldc), splits, split_stride,
+                            (w_batch_stride, c_batch_stride), alpha, beta,
+                        )
                     }
                 }
             )*
@@ -836,43 +854,50 @@ pub const REDUCE_THREADS: u32 = 256;
 
 /// The split-k reduction's body: `C = alpha · Σ_s W_s + beta · C` for
 /// batch `z` (grid z), where the `splits` partial products `W_s` are f32,
-/// row-major `m × n` per batch (batch `z` at `z · m · n`), `split_stride`
-/// elements apart; the sum in split order, so the result does not depend
-/// on the launch; one thread per element of C in a grid-stride loop.
+/// `m` rows of `ldw` per batch (batch `z` at `z · w_batch_stride`),
+/// `split_stride` elements apart; the sum in split order, so the result
+/// does not depend on the launch. A thread sums one column (grid x, block
+/// x) of the rows `blockIdx.y, blockIdx.y + gridDim.y, …`: coalesced reads
+/// and writes, no division. With one split it is the copy of an f32
+/// product into any C (`ldc` odd, another output type) with alpha and beta.
 ///
 /// # Safety
-/// `w` holds `splits · split_stride` f32 with `split_stride ≥ batches · m ·
-/// n`; `c` holds every batch's `m` rows of `ldc ≥ n` (batch `z` at `z ·
-/// c_batch_stride`), overlapping nothing the launch reads; grid z at most
-/// the batches.
+/// `w` holds `splits · split_stride` f32 with every batch's `m` rows of
+/// `ldw ≥ n` inside each split's block; `c` holds every batch's `m` rows of
+/// `ldc ≥ n` (batch `z` at `z · c_batch_stride`), overlapping nothing the
+/// launch reads; grid z at most the batches.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub unsafe fn gemm_split_reduce<O: GemmOutput>(
     w: *const f32,
     c: *mut O,
-    m: u32,
-    n: u32,
-    ldc: u32,
+    (m, n): (u32, u32),
+    (ldw, ldc): (u32, u32),
     splits: u32,
     split_stride: u64,
-    c_batch_stride: u64,
+    (w_batch_stride, c_batch_stride): (u64, u64),
     alpha: f32,
     beta: f32,
 ) {
     let z = thread::block_idx_z() as usize;
-    let (n, ldc) = (n as usize, ldc as usize);
-    let per_batch = m as usize * n;
-    let w = w.wrapping_add(z * per_batch);
-    let c = c.wrapping_add(z * c_batch_stride as usize);
-    for i in thread::grid_stride(per_batch) {
+    let col = thread::block_idx_x() * thread::block_dim_x() + thread::thread_idx_x();
+    if col >= n {
+        return;
+    }
+    let w = w.wrapping_add(z * w_batch_stride as usize + col as usize);
+    let c = c.wrapping_add(z * c_batch_stride as usize + col as usize);
+    let mut row = thread::block_idx_y();
+    while row < m {
         let mut sum = 0f32;
         for s in 0..splits as usize {
-            // SAFETY: i < m · n, s < splits: inside the split's batch block.
-            sum += unsafe { *w.add(s * split_stride as usize + i) };
+            // SAFETY: row < m, col < n ≤ ldw, s < splits: inside the split's
+            // batch block.
+            sum += unsafe { *w.add(s * split_stride as usize + row as usize * ldw as usize) };
         }
-        // SAFETY: row i / n < m, column i % n < n ≤ ldc: inside the batch's
-        // C, one thread per element.
-        unsafe { store_c(c.add(i / n * ldc + i % n), sum, alpha, beta) };
+        // SAFETY: row < m, col < n ≤ ldc: inside the batch's C, one thread
+        // per element.
+        unsafe { store_c(c.add(row as usize * ldc as usize), sum, alpha, beta) };
+        row += thread::grid_dim_y();
     }
 }
 

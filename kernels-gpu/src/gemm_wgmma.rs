@@ -123,8 +123,8 @@ pub static mut GEMM_WGMMA_TENSOR_MAPS: [[hopper::TensorMap; MAPS_PER_SLOT]; TENS
 /// is the whole product. (The host reduces the splits' f32 partial
 /// products.)
 ///
-/// The epilogue: with a tensor map of C (`c_map` not null: one split,
-/// `beta = 0`), each consumer writes its 64 rows of the tile to shared
+/// The epilogue: with a tensor map of C (`c_map` not null: `beta = 0`),
+/// each consumer writes its 64 rows of the tile to shared
 /// memory a box of 128-byte rows at a time (32 f32 or 64 16-bit columns,
 /// swizzled as the map's 128-byte swizzle), and one of its threads stores
 /// the box with TMA, asynchronously: two buffers a consumer, so the stores
@@ -145,8 +145,10 @@ pub static mut GEMM_WGMMA_TENSOR_MAPS: [[hopper::TensorMap; MAPS_PER_SLOT]; TENS
 /// `64 × 64 × 1`; `c` holds, for each split, `batches` blocks of
 /// `c_batch_stride` elements, each `m` rows of `ldc ≥ n`, the splits
 /// `c_split_stride` elements apart and not overlapping; `c_map` is null, or
-/// (with one split and `beta = 0`) points to a tensor map of C, `n × m ×
-/// batches` of `O` with row stride `ldc` and batch stride `c_batch_stride`,
+/// (with `beta = 0`) points to a tensor map of C, `n × m × (splits ·
+/// batches)` of `O` with row stride `ldc` and third-dimension stride
+/// `c_batch_stride` (so with several splits `c_split_stride = batches ·
+/// c_batch_stride`: split `s` of batch `b` is its plane `s · batches + b`),
 /// box `C_BOX_ROW_BYTES / size_of::<O>() × C_BOX_ROWS × 1`, 128-byte
 /// swizzle, at `c`.
 #[allow(clippy::too_many_arguments)]
@@ -221,6 +223,9 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
         )
     };
     let (first_unit, unit_step) = (thread::block_idx_x(), thread::grid_dim_x());
+    // The batches (C's map holds the splits' planes after one another, each
+    // `batches` deep).
+    let batches = units / (tiles_m * tiles_n * splits);
     // Adjacent columns of C are stored as one aligned pair when every pair
     // of the launch is aligned: C's start, ldc and both strides even (in
     // elements) and C aligned to a pair.
@@ -344,14 +349,14 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
         }
 
         if tma_c {
-            // SAFETY: the launch's contract (a map of C, one split, beta 0);
+            // SAFETY: the launch's contract (a map of C's planes, beta 0);
             // the buffers lie inside SHARED_BYTES, 1024-byte aligned.
             unsafe {
                 store_tile_tma::<O>(
                     &acc,
                     c_map as u64,
                     c_buffers + consumer * 2 * C_BUFFER_BYTES,
-                    (col0, row0 + consumer * C_BOX_ROWS, batch),
+                    (col0, row0 + consumer * C_BOX_ROWS, split * batches + batch),
                     alpha,
                     consumer,
                 )

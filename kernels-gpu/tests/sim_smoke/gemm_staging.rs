@@ -145,9 +145,12 @@ pub(super) fn gemm_staging_and_split_reduce() {
     }
 
     // The split-k reductions: C = alpha · Σ_s W_s + beta · C over 3 splits,
-    // 5 × 7 per batch, C with ldc 9 and an odd batch stride.
-    let (splits, m, n, ldc) = (3usize, 5usize, 7usize, 9usize);
-    let split_stride = batches * m * n;
+    // 5 × 7 per batch in rows of 8 (the workspace's padded rows), C with
+    // ldc 9 and an odd batch stride; 2 blocks along y for the 5 rows (the
+    // row loop runs).
+    let (splits, m, n, ldw, ldc) = (3usize, 5usize, 7usize, 8usize, 9usize);
+    let w_batch = m * ldw;
+    let split_stride = batches * w_batch;
     let c_batch = m * ldc + 1;
     let (alpha, beta) = (0.5f32, -1.0f32);
     let w = values(splits * split_stride, 31);
@@ -155,14 +158,15 @@ pub(super) fn gemm_staging_and_split_reduce() {
     let want = |z: usize, r: usize, col: usize| {
         let mut sum = 0f32;
         for s in 0..splits {
-            sum += w[s * split_stride + z * m * n + r * n + col];
+            sum += w[s * split_stride + z * w_batch + r * ldw + col];
         }
         beta.mul_add(c0[z * c_batch + r * ldc + col], alpha * sum)
     };
-    let cfg = shape([1, 1, batches as u32], [REDUCE_THREADS, 1, 1], 0);
+    let cfg = shape([1, 2, batches as u32], [REDUCE_THREADS, 1, 1], 0);
     let dw = Buf::from(&w);
     let (wp, m32, n32, ldc32) = (dw.ptr().cast_const(), m as u32, n as u32, ldc as u32);
-    let (s32, ss, cb) = (splits as u32, split_stride as u64, c_batch as u64);
+    let (ldw32, s32, ss) = (ldw as u32, splits as u32, split_stride as u64);
+    let (wb, cb) = (w_batch as u64, c_batch as u64);
     let dc = Buf::from(&c0);
     // SAFETY: w holds splits · split_stride f32; C every batch's m rows of
     // ldc; grid z the batches.
@@ -170,7 +174,20 @@ pub(super) fn gemm_staging_and_split_reduce() {
         launch(
             GEMM_SPLIT_REDUCE_F32,
             cfg,
-            (wp, dc.ptr(), m32, n32, ldc32, s32, ss, cb, alpha, beta),
+            (
+                wp,
+                dc.ptr(),
+                m32,
+                n32,
+                ldw32,
+                ldc32,
+                s32,
+                ss,
+                wb,
+                cb,
+                alpha,
+                beta,
+            ),
         )
     }
     .unwrap();
@@ -185,7 +202,20 @@ pub(super) fn gemm_staging_and_split_reduce() {
         launch(
             GEMM_SPLIT_REDUCE_BF16,
             cfg,
-            (wp, dbf.ptr(), m32, n32, ldc32, s32, ss, cb, alpha, 0.0),
+            (
+                wp,
+                dbf.ptr(),
+                m32,
+                n32,
+                ldw32,
+                ldc32,
+                s32,
+                ss,
+                wb,
+                cb,
+                alpha,
+                0.0,
+            ),
         )
     }
     .unwrap();
@@ -194,7 +224,20 @@ pub(super) fn gemm_staging_and_split_reduce() {
         launch(
             GEMM_SPLIT_REDUCE_F16,
             cfg,
-            (wp, dhf.ptr(), m32, n32, ldc32, s32, ss, cb, alpha, 0.0),
+            (
+                wp,
+                dhf.ptr(),
+                m32,
+                n32,
+                ldw32,
+                ldc32,
+                s32,
+                ss,
+                wb,
+                cb,
+                alpha,
+                0.0,
+            ),
         )
     }
     .unwrap();

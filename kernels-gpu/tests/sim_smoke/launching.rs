@@ -67,6 +67,7 @@ tuple_args!(A0 0, A1 1, A2 2, A3 3, A4 4, A5 5);
 tuple_args!(A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6);
 tuple_args!(A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8);
 tuple_args!(A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8, A9 9);
+tuple_args!(A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7, A8 8, A9 9, A10 10, A11 11);
 
 /// A grid of `grid` blocks of `block` threads with `shared` bytes of dynamic
 /// shared memory.

@@ -409,10 +409,13 @@ pub(super) fn gemm_wgmma_split_counts(gpu: &Gpu) -> Result<(), Failed> {
 /// Both wgmma epilogues (registers, and TMA through shared memory) in the
 /// layouts NN and NT, f32 and bf16 output, two batches, edges past the
 /// tiles (m = 300, n = 520; 136 × 264 on the simulator), with a padded
-/// leading dimension of C: every
-/// element of each batch's `m × n` against the f64 reference, the padding
-/// columns (poisoned with NaN) untouched, the TMA epilogue taken where C
-/// allows it and the register one otherwise (an odd ldc, or `beta ≠ 0`).
+/// leading dimension of C, one split of k or two: every element of each
+/// batch's `m × n` against the f64 reference, the padding columns
+/// (poisoned with NaN) untouched, and the route asserted: C through the f32
+/// workspace and the reduction with two splits or an odd ldc (the
+/// workspace stored by the chosen epilogue), else the TMA epilogue where C
+/// allows it (`beta = 0`, ldc 16-byte aligned) and the register one
+/// otherwise.
 pub(super) fn gemm_wgmma_epilogues(gpu: &Gpu) -> Result<(), Failed> {
     use cuda_kernels::gemm_wgmma::{WgmmaEpilogue, WgmmaGemmExt};
     fn run<O: GemmOutput<bf16> + Copy>(gpu: &Gpu, from: fn(f32) -> O) -> Result<(), Failed> {
@@ -420,13 +423,22 @@ pub(super) fn gemm_wgmma_epilogues(gpu: &Gpu) -> Result<(), Failed> {
         // shape with the same edges: a partial second tile row, whose
         // second consumer's rows all lie past m, and a partial column tile.
         let (m, n, k, batches) = if simulated(gpu) {
-            (136, 264, 64, 2)
+            (136, 264, 128, 2)
         } else {
             (300, 520, 192, 2)
         };
         let flat = |x: &Array2<bf16>| x.iter().map(|&v| GemmInput::to_dev(v)).collect::<Vec<_>>();
         for (op_a, op_b) in [(Op::N, Op::N), (Op::N, Op::T)] {
-            for (pad, beta) in [(8, 0.0f32), (1, 0.0), (8, 0.5)] {
+            let cases = [
+                (8, 0.0f32, 1),
+                (1, 0.0, 1),
+                (8, 0.5, 1),
+                (2, 0.0, 1),
+                (1, 0.5, 1),
+                (8, 0.0, 2),
+                (8, 0.5, 2),
+            ];
+            for (pad, beta, splits) in cases {
                 let mut shape = GemmShape::with_ops(m, n, k, op_a, op_b);
                 shape.batches = batches;
                 shape.ldc = n + pad;
@@ -447,23 +459,32 @@ pub(super) fn gemm_wgmma_epilogues(gpu: &Gpu) -> Result<(), Failed> {
                     let mut plan = gpu
                         .gemm_wgmma_plan::<bf16, O>(&shape, 0.5, &da, &db, beta, &mut dc)
                         .map_err(fail)?;
-                    plan.set_splits(1);
+                    plan.set_splits(splits);
                     plan.set_epilogue(epilogue);
+                    let through_workspace = splits > 1 || !shape.ldc.is_multiple_of(2);
                     let tma_allowed =
                         beta == 0.0 && (shape.ldc * size_of::<O::Dev>()).is_multiple_of(16);
-                    let want = if epilogue == WgmmaEpilogue::Tma && tma_allowed {
-                        WgmmaEpilogue::Tma
-                    } else {
-                        WgmmaEpilogue::Registers
-                    };
+                    let want =
+                        if through_workspace || (epilogue == WgmmaEpilogue::Tma && tma_allowed) {
+                            epilogue
+                        } else {
+                            WgmmaEpilogue::Registers
+                        };
                     let what = format!(
-                        "{op_a:?}{op_b:?} {} ldc {} beta {beta}: {plan:?}",
+                        "{op_a:?}{op_b:?} {} ldc {} beta {beta} splits {splits}: {plan:?}",
                         O::NAME,
                         shape.ldc
                     );
-                    ensure(plan.epilogue_used() == want, || {
-                        format!("{what}: not {want:?}")
-                    })?;
+                    ensure(
+                        plan.splits() == splits
+                            && plan.c_through_workspace() == through_workspace
+                            && plan.epilogue_used() == want,
+                        || {
+                            format!(
+                                "{what}: not {splits} splits, through the workspace {through_workspace}, {want:?}"
+                            )
+                        },
+                    )?;
                     plan.launch().map_err(fail)?;
                     let got: Vec<O> = dc
                         .to_vec()
