@@ -119,7 +119,18 @@ fn check<I: GemmInput, O: GemmOutput<I>>(
 /// dimension, a large square, and padded leading dimensions with 3 strided
 /// batches.
 fn shapes(op_a: Op, op_b: Op) -> Vec<(GemmShape, f32, f32)> {
-    let with = |m, n, k| GemmShape::with_ops(m, n, k, op_a, op_b);
+    // The plan reads its operands through TMA, which needs 16-byte rows: the
+    // stored rows are rounded up to 8 elements (A stored k × m for m = 300
+    // in TN would otherwise be refused; `gemm_on_device` stages such
+    // operands instead).
+    let with = |m, n, k| {
+        let mut s = GemmShape::with_ops(m, n, k, op_a, op_b);
+        s.lda = s.a_stored().1.next_multiple_of(8);
+        s.ldb = s.b_stored().1.next_multiple_of(8);
+        s.stride_a = s.a_stored().0 * s.lda;
+        s.stride_b = s.b_stored().0 * s.ldb;
+        s
+    };
     let mut padded = with(130, 270, 96);
     // Padded past the row, still whole 16-byte rows (TMA's rule).
     padded.lda = padded.a_stored().1.next_multiple_of(8) + 8;
