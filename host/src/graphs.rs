@@ -37,7 +37,7 @@ use ndarray::{Array2, ArrayView2};
 
 use crate::graph::{Capture, GraphExec, Held, ParamTuple};
 use crate::kernel::{Kernel, KernelArgs, KernelParam};
-use crate::life::{LifeKernel, check_lattice, fast_shape, life_launch};
+use crate::life::{LifeKernel, check_lattice, fast_shape_for, life_launch};
 use crate::timing::{GpuTimer, median};
 use crate::{DeviceBuffer, Error, Gpu, LaunchConfig, Result};
 
@@ -255,7 +255,8 @@ pub fn life_steps(
             format!("graphs of {per_graph} steps (even) must make up {steps} steps"),
         ));
     }
-    let launch = life_launch(LifeKernel::Fast, n, fast_shape())?;
+    let sms = gpu.multiprocessors(name)?;
+    let launch = life_launch(LifeKernel::Fast, n, fast_shape_for(n, sms))?;
     let (cfg, rows) = (launch.config(), launch.rows);
     let cells = lattice
         .as_standard_layout()

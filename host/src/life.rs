@@ -132,6 +132,27 @@ pub fn life_launch(kernel: LifeKernel, n: usize, (rows, by): (usize, u32)) -> Re
     }
 }
 
+/// The `conway_fast` shape for an `n`×`n` lattice on `sms` multiprocessors:
+/// [`fast_shape`], with fewer rows per thread (then fewer threads along y)
+/// while its grid has fewer blocks than `sms`. A small lattice is
+/// latency-bound: 256² in the 4 × 8 shape is 16 blocks whose threads each
+/// step 16 cells one after another, where 4 cells a thread over 128 blocks
+/// keep every multiprocessor busy for a quarter of the time.
+pub fn fast_shape_for(n: usize, sms: u32) -> (usize, u32) {
+    let (mut rows, mut by) = fast_shape();
+    let blocks = |rows: usize, by: u32| {
+        life_launch(LifeKernel::Fast, n, (rows, by))
+            .map_or(u64::MAX, |l| u64::from(l.grid.0) * u64::from(l.grid.1))
+    };
+    while blocks(rows, by) < u64::from(sms) && rows > 1 {
+        rows /= 2;
+    }
+    while blocks(rows, by) < u64::from(sms) && by > 1 {
+        by /= 2;
+    }
+    (rows, by)
+}
+
 /// The grid of 32×32 blocks that covers an `n`×`n` lattice:
 /// `(ceil(n/32), ceil(n/32))`, or an error past the hardware's limits.
 pub fn life_grid(n: usize) -> Result<(u32, u32)> {
@@ -402,6 +423,19 @@ mod tests {
         assert_eq!(life_grid(33).unwrap(), (2, 2));
         assert_eq!(life_grid(32).unwrap(), (1, 1));
         assert!(life_grid(usize::MAX).is_err());
+    }
+
+    /// A small lattice gets fewer rows per thread, then fewer threads along
+    /// y, until its grid fills the multiprocessors; a large one keeps the
+    /// tuned shape.
+    #[test]
+    fn a_small_lattice_fills_the_multiprocessors() {
+        assert_eq!(fast_shape_for(256, 132), (1, 2));
+        assert_eq!(fast_shape_for(4096, 132), fast_shape());
+        let (rows, by) = fast_shape_for(8, 132);
+        assert_eq!((rows, by), (1, 1), "as small as the shape goes");
+        let l = life_launch(LifeKernel::Fast, 256, fast_shape_for(256, 132)).unwrap();
+        assert!(l.grid.0 * l.grid.1 >= 132, "{l:?}");
     }
 
     #[test]
