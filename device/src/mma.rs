@@ -413,6 +413,112 @@ pub fn to_tf32(x: f32) -> u32 {
     }
 }
 
+/// `c + Σ a[k]·b[k]` as the tensor cores compute one element of `D` of
+/// `mma.sync` m16n8k16 (bf16, f16) and m16n8k8 (tf32), measured bit for bit
+/// on an H200 (sm_90; `tests/gpu/fidelity/tensor_cores.rs`, issue 44): the
+/// simulator's `mma.sync` and `wgmma` compute every element with it. `a`
+/// and `b` hold the operands' exact values (bf16, f16, or tf32 widened), at
+/// most 16 of each.
+///
+/// - The products are exact, and all of them and `c` are added in one step
+///   (k = 16 is one group, not two of 8).
+/// - Alignment: the step's exponent `e` is the largest of `c`'s exponent
+///   and each nonzero product's *operand* exponents summed
+///   (`⌊log₂|a|⌋ + ⌊log₂|b|⌋`, so a product in `[2, 4)` of that power is
+///   not renormalised first); every term is truncated toward zero (its
+///   magnitude, not its two's complement) to a multiple of `2^(e − 25)`.
+/// - The truncated terms are summed exactly and the sum rounded toward zero
+///   to f32; a sum of magnitude `2¹²⁸` or more is ∞ of its sign (the
+///   largest finite below that, as round-toward-zero gives).
+/// - A NaN operand, ∞ · 0, or ∞ − ∞ gives the canonical NaN `0x7fffffff`
+///   (no payload kept); otherwise an ∞ operand gives ∞ of its product's
+///   sign.
+///
+/// Not pinned down by the measurement (no such word among the GPU's): the
+/// alignment exponent of a subnormal operand (taken here as its value's,
+/// `⌊log₂|a|⌋`), subnormal results (rounded toward zero as above), and the
+/// sign of a zero sum (IEEE's: −0 only when every term is a −0).
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn tensor_core_dot(c: f32, a: &[f32], b: &[f32]) -> f32 {
+    /// `⌊log₂|x|⌋` of a finite nonzero f64.
+    fn exponent(x: f64) -> i32 {
+        let biased = ((x.to_bits() >> 52) & 0x7ff) as i32;
+        if biased == 0 {
+            // Subnormal f64 (not reached from f32 operands' products, kept
+            // for completeness).
+            -1023 - ((x.to_bits() << 12).leading_zeros() as i32)
+        } else {
+            biased - 1023
+        }
+    }
+    /// 2^n as f64 (n within the normal range).
+    fn pow2(n: i32) -> f64 {
+        f64::from_bits(((n + 1023) as u64) << 52)
+    }
+    debug_assert!(a.len() == b.len() && a.len() <= 16);
+    // Specials first.
+    let mut nan = c.is_nan();
+    let (mut pos_inf, mut neg_inf) = (c == f32::INFINITY, c == f32::NEG_INFINITY);
+    for (&x, &y) in a.iter().zip(b) {
+        let p = x * y;
+        if p.is_nan() {
+            nan = true;
+        } else if p.is_infinite() && (x.is_infinite() || y.is_infinite()) {
+            if p > 0.0 {
+                pos_inf = true;
+            } else {
+                neg_inf = true;
+            }
+        }
+    }
+    if nan || (pos_inf && neg_inf) {
+        return f32::from_bits(0x7fff_ffff);
+    }
+    if pos_inf {
+        return f32::INFINITY;
+    }
+    if neg_inf {
+        return f32::NEG_INFINITY;
+    }
+    // Finite: products exact in f64 (at most 11 × 11 significand bits).
+    let c = f64::from(c);
+    let mut e_max = (c != 0.0).then(|| exponent(c));
+    for (&x, &y) in a.iter().zip(b) {
+        if x != 0.0 && y != 0.0 {
+            let e = exponent(f64::from(x)) + exponent(f64::from(y));
+            e_max = Some(e_max.map_or(e, |m| m.max(e)));
+        }
+    }
+    let Some(e_max) = e_max else {
+        // Every term zero: −0 only if all of them are.
+        let all_negative =
+            c.is_sign_negative() && a.iter().zip(b).all(|(&x, &y)| (x * y).is_sign_negative());
+        return if all_negative { -0.0 } else { 0.0 };
+    };
+    // Each term truncated toward zero to a multiple of `unit`; the sum of
+    // 17 of them, each below 2^(e_max + 2), is exact in f64.
+    let unit = pow2(e_max - 25);
+    let truncate = |t: f64| (t / unit).trunc() * unit;
+    let mut sum = truncate(c);
+    for (&x, &y) in a.iter().zip(b) {
+        sum += truncate(f64::from(x) * f64::from(y));
+    }
+    if sum.abs() >= pow2(128) {
+        return if sum > 0.0 {
+            f32::INFINITY
+        } else {
+            f32::NEG_INFINITY
+        };
+    }
+    // Toward zero: the nearest f32, one step back if it is the larger.
+    let near = sum as f32;
+    if f64::from(near).abs() > sum.abs() {
+        f32::from_bits(near.to_bits() - 1)
+    } else {
+        near
+    }
+}
+
 macro_rules! ldmatrix {
     ($(#[$doc:meta])* $name:ident, $n:tt, $ptx:literal, $trans:literal) => {
         $(#[$doc])*
@@ -585,9 +691,8 @@ mod sim {
 
     /// `d = a · b + c` of one tile: each lane gathers, by shuffles, the
     /// registers of the lanes that hold a row of A or a column of B that
-    /// its outputs need (from the layouts), then sums its products in f64
-    /// and rounds once (the tensor core's order is not IEEE's; the GEMM
-    /// tests bound the difference).
+    /// its outputs need (from the layouts), then computes each of its
+    /// elements as the tensor cores do ([`super::tensor_core_dot`]).
     #[track_caller]
     #[cfg_attr(not(target_arch = "nvptx64"), inline(never))]
     pub(super) fn mma<const NA: usize, const NB: usize>(
@@ -634,12 +739,12 @@ mod sim {
         }
         let mut d = [0f32; 4];
         for (e, &(row, col)) in outs.iter().enumerate() {
-            let mut acc = c[e] as f64;
+            let (mut ar, mut bc) = ([0f32; 16], [0f32; 16]);
             for kk in 0..k {
-                acc += am[(row * la.cols + kk) as usize] as f64
-                    * bm[(kk * lb.cols + col) as usize] as f64;
+                ar[kk as usize] = am[(row * la.cols + kk) as usize];
+                bc[kk as usize] = bm[(kk * lb.cols + col) as usize];
             }
-            d[e] = acc as f32;
+            d[e] = super::tensor_core_dot(c[e], &ar[..k as usize], &bc[..k as usize]);
         }
         d
     }

@@ -222,3 +222,114 @@ fn a_read_before_cp_async_wait_reads_nan() {
         assert_eq!(got[2 * t + 1], srcv[4 * t], "thread {t} after the wait");
     }
 }
+
+/// `tensor_core_dot` on words an H200 computed (`fid_mma_words`, words 533,
+/// 1963, 642 and 2726 of the run of 2026-12-02): each of the first three is
+/// missed by the exact sum rounded either way, and by the model with 24 or
+/// 26 kept bits, with alignment to the products' normalised exponents, or
+/// with two's-complement (floor) truncation; the fourth overflows to ∞.
+#[test]
+fn tensor_core_dot_gives_the_h200s_words() {
+    use cuda_kernels_device::float16::f16;
+    use cuda_kernels_device::mma::tensor_core_dot;
+    let bf = |v: &[u16]| -> Vec<f32> { v.iter().map(|&b| bf16::from_bits(b).widen()).collect() };
+    let hf = |v: &[u16]| -> Vec<f32> { v.iter().map(|&b| f16::from_bits(b).widen()).collect() };
+    let tf =
+        |v: &[u32]| -> Vec<f32> { v.iter().map(|&b| f32::from_bits(b & 0xffff_e000)).collect() };
+    let cases: [(u32, Vec<f32>, Vec<f32>, u32); 4] = [
+        (
+            0xc208_be72,
+            hf(&[
+                0x414a, 0xd38c, 0xdf9a, 0x46da, 0xc923, 0x253f, 0x450c, 0x66bb, 0xa4a9, 0x32e5,
+                0x36d7, 0xe2d1, 0x2f70, 0xd4a3, 0x2818, 0x5bc4,
+            ]),
+            hf(&[
+                0xafbc, 0x2cbf, 0xb8a4, 0x5268, 0xa398, 0x4678, 0x6768, 0xbaed, 0x61ea, 0xc484,
+                0x9a5c, 0xa804, 0xc5bb, 0xb656, 0xda96, 0xcf4a,
+            ]),
+            0x44b6_a4c5,
+        ),
+        (
+            0x44c5_eae6,
+            bf(&[
+                0xc4df, 0xbae3, 0xc1c3, 0xbd8b, 0x4160, 0x42d3, 0x426f, 0xbe4b, 0x3ee9, 0x3dcc,
+                0x4056, 0xbc28, 0x3d6b, 0xbe2e, 0xc2e0, 0xc23f,
+            ]),
+            bf(&[
+                0xc21a, 0x3edf, 0xbdbd, 0xbd9b, 0x41db, 0x3ceb, 0xc4a3, 0xc2a8, 0x4166, 0xbe2c,
+                0x3ba8, 0x42b8, 0x3d70, 0xc2b8, 0xbf85, 0xc252,
+            ]),
+            0xc58f_a7f4,
+        ),
+        (
+            0x3e5f_25f6,
+            tf(&[
+                0xc4c1_8079,
+                0xc1c2_0155,
+                0x41c6_f689,
+                0xc1c3_4846,
+                0x3ff7_a55d,
+                0xbbc4_3e50,
+                0x419e_bf37,
+                0xc26f_5fbe,
+            ]),
+            tf(&[
+                0x4036_0500,
+                0x3d6e_eace,
+                0xc265_9467,
+                0x3fc8_4061,
+                0x3f6e_f0ea,
+                0xbf67_f69d,
+                0x3fde_c49b,
+                0xc2b4_bc88,
+            ]),
+            0xc3d6_d6c6,
+        ),
+        (
+            0xbfc1_01c5,
+            bf(&[
+                0x3ffb, 0x3fb3, 0x3f61, 0x3ffd, 0x7f7f, 0xbff6, 0xbff9, 0x3f99, 0xbf41, 0x3fe5,
+                0x3fff, 0xbfc3, 0x3f5b, 0x3f89, 0x3f79, 0x3ffe,
+            ]),
+            bf(&[
+                0x3feb, 0x3f31, 0x3fa6, 0x3fb9, 0x3ffe, 0x3f40, 0x3f77, 0x3fef, 0xbf8f, 0xbf91,
+                0xbf8e, 0x3fc3, 0xbfa7, 0x3f09, 0x3f51, 0xbf0b,
+            ]),
+            0x7f80_0000,
+        ),
+    ];
+    for (i, (c, a, b, want)) in cases.iter().enumerate() {
+        let got = tensor_core_dot(f32::from_bits(*c), a, b).to_bits();
+        assert_eq!(got, *want, "case {i}: {got:#010x} want {want:#010x}");
+        let exact: f64 = f64::from(f32::from_bits(*c))
+            + a.iter()
+                .zip(b)
+                .map(|(&x, &y)| f64::from(x) * f64::from(y))
+                .sum::<f64>();
+        if want & 0x7f80_0000 != 0x7f80_0000 {
+            assert_ne!(
+                (exact as f32).to_bits(),
+                *want,
+                "case {i}: not distinguishing"
+            );
+        }
+    }
+    // Specials: canonical NaN for a NaN operand, ∞ · 0 and ∞ − ∞.
+    let one = [1.0f32; 2];
+    for (c, a) in [
+        (0.0, [f32::from_bits(0x7fc0_1234), 1.0]),
+        (0.0, [f32::INFINITY, 0.0]),
+        (f32::NEG_INFINITY, [f32::INFINITY, 1.0]),
+    ] {
+        let b = if a[1] == 0.0 { [0.0, 1.0] } else { one };
+        assert_eq!(
+            tensor_core_dot(c, &a, &b).to_bits(),
+            0x7fff_ffff,
+            "{c} {a:?}"
+        );
+    }
+    assert_eq!(
+        tensor_core_dot(1.0, &[f32::INFINITY, -1.0], &one),
+        f32::INFINITY
+    );
+}

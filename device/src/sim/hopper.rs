@@ -33,8 +33,11 @@
 //!   no longer read by any of them. A wgmma issued with no `wgmma.fence`
 //!   since the thread's last `wait_group` is reported.
 //!
-//! Products are summed in f64 and rounded once to f32, as the simulator's
-//! `mma.sync`.
+//! Each accumulator element is computed as the simulator's `mma.sync`
+//! computes one ([`crate::mma::tensor_core_dot`]: the tensor cores'
+//! arithmetic as measured on an H200 for `mma.sync`, the same k of 16
+//! (bf16, f16) or 8 (tf32) per instruction; wgmma's words themselves were
+//! not measured).
 use std::collections::{HashMap, VecDeque};
 
 use super::context::{Site, at, current};
@@ -1000,27 +1003,24 @@ fn compute(op: &Mma, acc: &mut [f32]) {
     let (w, l) = (t / 32, t % 32);
     let k = op.ty.k();
     let rows = [16 * w + l / 4, 16 * w + l / 4 + 8];
-    let mut a = [[0f64; 16]; 2];
+    let mut a = [[0f32; 16]; 2];
     for (i, &r) in rows.iter().enumerate() {
         for kk in 0..k {
-            a[i][kk as usize] = f64::from(element(op.a, op.a_mn, op.ty, r, kk, op.site));
+            a[i][kk as usize] = element(op.a, op.a_mn, op.ty, r, kk, op.site);
         }
     }
     let cols = op.n / 8;
+    let k = k as usize;
     for j in 0..cols {
         for e in 0..2u32 {
             let col = 8 * j + 2 * (l % 4) + e;
-            let mut b = [0f64; 16];
-            for kk in 0..k {
-                b[kk as usize] = f64::from(element(op.b, op.b_mn, op.ty, col, kk, op.site));
+            let mut b = [0f32; 16];
+            for (kk, v) in b.iter_mut().enumerate().take(k) {
+                *v = element(op.b, op.b_mn, op.ty, col, kk as u32, op.site);
             }
             for (i, ar) in a.iter().enumerate() {
                 let idx = (4 * j + 2 * i as u32 + e) as usize;
-                let mut sum = f64::from(acc[idx]);
-                for kk in 0..k as usize {
-                    sum += ar[kk] * b[kk];
-                }
-                acc[idx] = sum as f32;
+                acc[idx] = crate::mma::tensor_core_dot(acc[idx], &ar[..k], &b[..k]);
             }
         }
     }
