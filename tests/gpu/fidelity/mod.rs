@@ -232,6 +232,7 @@ pub fn trials() -> Vec<Trial> {
         hardware!("simulator–GPU agreement", math_differences_within_the_table),
         hardware!("simulator–GPU agreement", tensor_core_words_agree),
         cpu!(rounding_models_compute_their_formulas),
+        cpu!(measured_model_gives_the_h200s_words),
     ]);
     trials
 }
