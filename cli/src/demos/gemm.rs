@@ -73,7 +73,8 @@ pub struct GemmCase {
     pub ops: (Op, Op),
     /// `(m, n, k)`.
     pub mnk: (usize, usize, usize),
-    /// Elements added to each stored row of A and B (0: tight).
+    /// Elements added to each stored row of A, B and C (0: tight): the
+    /// padded twin of a tight case, whose speed the tight one is held to.
     pub pad: usize,
 }
 
@@ -164,8 +165,10 @@ impl GemmCase {
         let mut shape = GemmShape::with_ops(m, n, k, self.ops.0, self.ops.1);
         shape.lda += self.pad;
         shape.ldb += self.pad;
+        shape.ldc += self.pad;
         shape.stride_a = shape.a_stored().0 * shape.lda;
         shape.stride_b = shape.b_stored().0 * shape.ldb;
+        shape.stride_c = m * shape.ldc;
         shape
     }
 
