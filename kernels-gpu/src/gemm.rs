@@ -789,6 +789,29 @@ pub mod mma {
         }
     }
 
+    /// m-tiles per group of [`block_tile`]'s order.
+    const GROUP_M: u32 = 8;
+
+    /// The `(m, n)` tile of C of this block: in launch order (x fastest),
+    /// the blocks walk groups of [`GROUP_M`] m-tiles column by column
+    /// rather than whole rows of n-tiles, so that the blocks resident at
+    /// once share fewer and more reused panels of A and B in L2. A
+    /// bijection of the grid's `(x, y)` onto its tiles (the last group
+    /// may be shorter).
+    #[inline(always)]
+    fn block_tile() -> (usize, usize) {
+        let (gx, gy) = (thread::grid_dim_x(), thread::grid_dim_y());
+        // gx · gy < 2^32: C holds more elements than that.
+        let id = thread::block_idx_y() * gx + thread::block_idx_x();
+        // `max(1)` and `clamp(1, ..)` tell LLVM the divisors are not zero
+        // (no panic path); on a launch of the kernel's grid they are not.
+        let per_group = (GROUP_M * gx).max(1);
+        let first = id / per_group * GROUP_M;
+        let rows = gy.saturating_sub(first).clamp(1, GROUP_M);
+        let within = id % per_group;
+        ((first + within % rows) as usize, (within / rows) as usize)
+    }
+
     /// [`gemm_mma`]'s arguments less the flags.
     type Args<T, O> = (
         *const T,
@@ -819,8 +842,8 @@ pub mod mma {
         let a = a.wrapping_add(z * batch_strides[0] as usize);
         let b = b.wrapping_add(z * batch_strides[1] as usize);
         let c = c.wrapping_add(z * batch_strides[2] as usize);
-        let bm = thread::block_idx_y() as usize * BLOCK_M;
-        let bn = thread::block_idx_x() as usize * BLOCK_N;
+        let (tm, tn) = block_tile();
+        let (bm, bn) = (tm * BLOCK_M, tn * BLOCK_N);
         let smem = dynamic_shared_address();
         let tile = MMA_TILE_BYTES as u32;
         let stage_bytes = 2 * tile;
@@ -932,20 +955,20 @@ pub mod mma {
             }
         }
         tc::cp_async_wait::<0>();
-        // The epilogue: each lane's elements (g, 2t), (g, 2t + 1) and the
-        // same 8 rows down ([`tc::C_M16N8`]), stored as pairs where C's
-        // rows keep pairs aligned.
-        let lane = warp::lane_id() as usize;
-        let (g, t) = (lane / 4, lane % 4);
+        // The epilogue: each lane's elements 2h and 2h + 1 of a tile are
+        // adjacent in a row ([`tc::C_M16N8`]: (g + 8h, 2t) and the next),
+        // stored as pairs where C's rows keep pairs aligned.
+        let lane = warp::lane_id();
         let ldc = ldc as usize;
         let pairs =
             ldc.is_multiple_of(2) && c.addr().is_multiple_of(core::mem::size_of::<O::Pair>());
         unroll!(mi in 4 => {
             unroll!(h in 2 => {
-                let row = bm + wm + mi * 16 + h * 8 + g;
+                let (r, c0) = tc::C_M16N8.coord(lane, 2 * h as u32);
+                let row = bm + wm + mi * 16 + r as usize;
                 if row < m {
                     unroll!(ni in 8 => {
-                        let col = bn + wn + ni * 8 + 2 * t;
+                        let col = bn + wn + ni * 8 + c0 as usize;
                         let v = [acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]];
                         let out = c.wrapping_add(row * ldc + col);
                         if pairs && col + 1 < n {
