@@ -218,12 +218,12 @@ pub const fn swizzle(row: usize, chunk: usize, row_bytes: usize, permuted: bool)
     row * row_bytes + ((chunk ^ swizzle_phase(row, permuted)) << 4)
 }
 
-/// `swizzle(row + dr, chunk + dc) + within` from `at = swizzle(row, chunk)
-/// + within` (`within < 16`) by one XOR and one add, when `row % 8` and
-/// `dr % 8` share no bit and `chunk` and `dc` share no bit (then the sums
-/// are XORs where the phase and the chunk index see them): the kernels
-/// work out a lane's `at` once and reach each fragment and copy from it by
-/// constants.
+/// `swizzle(row + dr, chunk + dc) + within` from `at`, which is
+/// `swizzle(row, chunk) + within` (`within < 16`), by one XOR and one add,
+/// when `row % 8` and `dr % 8` share no bit and `chunk` and `dc` share no
+/// bit (then the sums are XORs where the phase and the chunk index see
+/// them): the kernels work out a lane's `at` once and reach each fragment
+/// and copy from it by constants.
 #[inline(always)]
 pub const fn swizzle_step(at: u32, dr: usize, dc: usize, row_bytes: usize, permuted: bool) -> u32 {
     (at ^ (((dc ^ swizzle_phase(dr, permuted)) << 4) as u32)) + (dr * row_bytes) as u32
@@ -567,7 +567,7 @@ pub mod mma {
     impl MmaInput for f32 {
         const BK: usize = TILE_ROW_BYTES / 4;
         const PREFETCH: bool = false;
-        /// The k-contiguous operands as [`ldmatrix_lanes`]; the others
+        /// The k-contiguous operands as for `ldmatrix`; the others
         /// element by element: lane `(g, t) = (lane / 4, lane % 4)` reads
         /// row `k = t` (+ `8·kk`, + 4), chunk `(wm + g) / 4` (+ `4·mi`, + 2)
         /// of A and `(wn + g) / 4` (+ `2·ni`) of B, word `g % 4`.
