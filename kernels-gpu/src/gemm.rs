@@ -15,7 +15,8 @@
 //!   by element), double-buffered in registers across the k-steps, 32
 //!   `mma.sync` per warp per k-step; one monomorphic body per layout; each
 //!   thread's copy and fragment addresses worked out once
-//!   ([`swizzle_step`]); the epilogue stores pairs of elements;
+//!   ([`swizzle_step`]); blocks take their tiles in groups of 8 m-tiles
+//!   (L2 reuse); the epilogue stores pairs of elements;
 //! - `gemm_simt_*`: the CUDA cores, one thread per element of C, each a dot
 //!   product in f32 fmas in k order (any GPU; also the path for operands
 //!   that are not 16-byte aligned).
