@@ -5,11 +5,18 @@
 //! Two paths, the host picking by device (`GemmPath` in the host crate):
 //! - `gemm_mma_*`: the tensor cores through `mma.sync` (sm_80 and later;
 //!   these entry points exist only in the sm_80 and later builds): blocks of
-//!   [`BLOCK_M`] × [`BLOCK_N`] of C, 8 warps of 64 × 32, k-tiles of
-//!   `MmaInput::BK` elements in a [`STAGES`]-deep `cp.async` pipeline in shared
-//!   memory (XOR-swizzled 16-byte chunks, [`tile_offset`]), fragments by
-//!   `ldmatrix` (16-bit inputs; `.trans` for the operand stored the other
-//!   way) or by the fragment layouts (tf32);
+//!   [`BLOCK_M`] × [`BLOCK_N`] of C, 4 warps of 64 × 64, k-tiles of 128 bytes
+//!   a row (`MmaInput::BK` = 64 16-bit or 32 f32 elements) in a
+//!   [`STAGES`]-deep `cp.async` ring in shared memory ([`MMA_SMEM_BYTES`] =
+//!   96 KiB, one barrier per k-tile), 16-byte chunks XOR-swizzled per row
+//!   ([`swizzle`]) so that the copies and the `ldmatrix` reads are free of
+//!   bank conflicts; fragments by `ldmatrix_x4` (`.trans` for a 16-bit
+//!   operand stored m- or n-contiguous; tf32 reads such an operand element
+//!   by element), double-buffered in registers across the k-steps, 32
+//!   `mma.sync` per warp per k-step; one monomorphic body per layout; each
+//!   thread's copy and fragment addresses worked out once
+//!   ([`swizzle_step`]); blocks take their tiles in groups of 8 m-tiles
+//!   (L2 reuse); the epilogue stores pairs of elements;
 //! - `gemm_simt_*`: the CUDA cores, one thread per element of C, each a dot
 //!   product in f32 fmas in k order (any GPU; also the path for operands
 //!   that are not 16-byte aligned).
@@ -26,15 +33,22 @@ use crate::device::thread;
 pub const BLOCK_M: usize = 128;
 /// Columns of C per block of the mma.sync kernels.
 pub const BLOCK_N: usize = 128;
-/// Threads per block of the mma.sync kernels (8 warps: 2 along m × 4 along
-/// n, each 64 × 32 of C).
-pub const MMA_THREADS: u32 = 256;
+/// Threads per block of the mma.sync kernels (4 warps: 2 along m × 2 along
+/// n, each 64 × 64 of C).
+pub const MMA_THREADS: u32 = 128;
 /// k-tiles in flight in shared memory.
 pub const STAGES: usize = 3;
+/// Bytes of k per row of a k-tile: 64 16-bit or 32 f32 elements.
+pub const TILE_ROW_BYTES: usize = 128;
+/// Bytes of one operand's tile of one stage: 128 rows (m or n) of
+/// [`TILE_ROW_BYTES`] (or, stored the other way, `BK` rows of k of 128
+/// elements), 16 KiB.
+pub const MMA_TILE_BYTES: usize = BLOCK_M * TILE_ROW_BYTES;
 /// The dynamic shared memory of an mma.sync block: [`STAGES`] × (A tile +
-/// B tile), 16 KiB each stage (128 × 32 16-bit or 128 × 16 f32 elements
-/// per operand).
-pub const MMA_SMEM_BYTES: u32 = (STAGES * 2 * BLOCK_M * 64) as u32;
+/// B tile), 96 KiB: past the 48 KiB a block has without opting in (the
+/// launcher calls `Gpu::allow_dynamic_shared`), within the 99 KiB of sm_86
+/// and sm_89 (and the 163 KiB of sm_80, 227 KiB of sm_90).
+pub const MMA_SMEM_BYTES: u32 = (STAGES * 2 * MMA_TILE_BYTES) as u32;
 /// Threads per block side of the CUDA-core kernels (16 × 16).
 pub const SIMT_BLOCK: u32 = 16;
 
@@ -178,19 +192,42 @@ pub unsafe fn store_c_pair<O: GemmOutput>(out: *mut O, acc: [f32; 2], alpha: f32
     }
 }
 
-/// The byte offset of element `(row, col)` in a shared tile of `chunks`
-/// 16-byte chunks per row, with `size`-byte elements: chunk `c` of row `r`
-/// is stored at chunk `c ^ phase(r)` of its row, `phase` cycling through 8
-/// (or, for 4-chunk rows, 4) values over the rows that share the 32 banks,
-/// so that the 8 rows an `ldmatrix` (or a column of scalar loads) reads hit
-/// 8 different bank groups. The one layout the copy and the fragment loads
-/// both use.
+/// The phase of row `row` of a swizzled tile: `row % 8`, or (`permuted`)
+/// that with its bits rotated, `((row % 4) << 1) | ((row / 4) % 2)`, a
+/// permutation of it. Either is linear over XOR in the row's low 3 bits,
+/// which [`swizzle_step`] uses.
 #[inline(always)]
-pub const fn tile_offset(row: usize, col: usize, chunks: usize, size: usize) -> usize {
-    let chunk = col * size / 16;
-    let within = col * size % 16;
-    let phase = if chunks >= 8 { row & 7 } else { (row >> 1) & 3 };
-    row * chunks * 16 + ((chunk ^ phase) * 16) + within
+pub const fn swizzle_phase(row: usize, permuted: bool) -> usize {
+    let r = row & 7;
+    if permuted {
+        ((r & 3) << 1) | (r >> 2)
+    } else {
+        r
+    }
+}
+
+/// The byte offset of 16-byte chunk `chunk` of row `row` in a shared tile
+/// of `row_bytes`-byte rows (a multiple of 128): the chunk is stored at
+/// chunk `chunk ^ phase(row)` of its row ([`swizzle_phase`]), so that 8
+/// consecutive rows (the 8 rows an `ldmatrix` matrix reads, which without
+/// it would share one group of 4 banks) hit 8 different bank groups, and
+/// so do 4 rows × 2 chunks with `permuted` (the tf32 fragments of an
+/// operand stored m- or n-contiguous). The one layout the copies and the
+/// fragment reads both use.
+#[inline(always)]
+pub const fn swizzle(row: usize, chunk: usize, row_bytes: usize, permuted: bool) -> usize {
+    row * row_bytes + ((chunk ^ swizzle_phase(row, permuted)) << 4)
+}
+
+/// `swizzle(row + dr, chunk + dc) + within` from `at`, which is
+/// `swizzle(row, chunk) + within` (`within < 16`), by one XOR and one add,
+/// when `row % 8` and `dr % 8` share no bit and `chunk` and `dc` share no
+/// bit (then the sums are XORs where the phase and the chunk index see
+/// them): the kernels work out a lane's `at` once and reach each fragment
+/// and copy from it by constants.
+#[inline(always)]
+pub const fn swizzle_step(at: u32, dr: usize, dc: usize, row_bytes: usize, permuted: bool) -> u32 {
+    (at ^ (((dc ^ swizzle_phase(dr, permuted)) << 4) as u32)) + (dr * row_bytes) as u32
 }
 
 /// The CUDA-core kernel's body: one thread per element of C, the dot
@@ -293,98 +330,241 @@ pub type GemmParams<T, O> = (
     u32,
 );
 
-/// An input type of the mma.sync kernels: how a warp turns one k-tile in
-/// shared memory into its 64 × 32 of C.
+/// The mma.sync kernels (see the module docs): [`mma::MmaInput`], how a
+/// warp reads its fragments of one k-step from a stage in shared memory and
+/// multiplies them, and the body, [`mma::gemm_mma`].
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_80"))]
 pub mod mma {
     use super::{
-        BLOCK_M, BLOCK_N, GemmInput, GemmOutput, STAGES, TRANS_A, TRANS_B, store_c, tile_offset,
+        BLOCK_M, BLOCK_N, GemmInput, GemmOutput, MMA_THREADS, MMA_TILE_BYTES, STAGES,
+        TILE_ROW_BYTES, TRANS_A, TRANS_B, store_c, store_c_pair, swizzle, swizzle_step,
     };
     use crate::device::float16::{bf16, f16};
-    use crate::device::mma::{
-        self as tc, A_M16K8_TF32, B_K8N8_TF32, C_M16N8, FragATf32, FragBTf32, MmaHalf,
-    };
+    use crate::device::mma::{self as tc, FragATf32, FragBTf32};
     use crate::device::shared::{SharedScalar, dynamic_shared_address};
     use crate::device::sync::sync_threads;
     use crate::device::{thread, warp};
 
-    /// `body` 4 (or 2) times with `$i` = 0, 1, … as a constant: the
+    /// `body` 2, 4 or 8 times with `$i` = 0, 1, … as a constant: the
     /// accumulators and fragments are arrays indexed by these, which stay in
     /// registers only when every index is a constant (a loop LLVM does not
     /// unroll fully would put them in local memory).
     macro_rules! unroll {
-        ($i:ident in 2 => $body:block) => {{
-            {
-                let $i: usize = 0;
+        ($i:ident in 2 => $body:block) => { unroll!(@each $i [0 1] $body) };
+        ($i:ident in 4 => $body:block) => { unroll!(@each $i [0 1 2 3] $body) };
+        ($i:ident in 8 => $body:block) => { unroll!(@each $i [0 1 2 3 4 5 6 7] $body) };
+        (@each $i:ident [$($n:literal)*] $body:block) => {{
+            $({
+                let $i: usize = $n;
                 $body
-            }
-            {
-                let $i: usize = 1;
-                $body
-            }
-        }};
-        ($i:ident in 4 => $body:block) => {{
-            {
-                let $i: usize = 0;
-                $body
-            }
-            {
-                let $i: usize = 1;
-                $body
-            }
-            {
-                let $i: usize = 2;
-                $body
-            }
-            {
-                let $i: usize = 3;
-                $body
-            }
+            })*
         }};
     }
 
-    /// How an input type computes: its k-tile depth and the per-k-tile work
-    /// of one warp.
+    /// Rows (m) of C per warp: the block's 4 warps are 2 along m × 2 along n.
+    const WARP_M: usize = 64;
+    /// Columns (n) of C per warp.
+    const WARP_N: usize = 64;
+    /// k-steps (one `mma` deep) per k-tile: 4 of k16 (16-bit) or k8 (tf32).
+    const KSTEPS: usize = 4;
+
+    /// A warp's accumulators: `[mi][ni]` is the m16 × n8 tile at rows
+    /// `16·mi`, columns `8·ni` of the warp's 64 × 64 ([`tc::C_M16N8`]).
+    pub type Acc = [[[f32; 4]; 8]; 4];
+    /// A warp's A fragments of one k-step (4 m16 tiles, 4 registers each).
+    pub type FragsA = [[u32; 4]; 4];
+    /// A warp's B fragments of one k-step (8 n8 tiles, 2 registers each).
+    pub type FragsB = [[u32; 2]; 8];
+
+    /// Bytes per row of an operand's shared tile: the operand stored with
+    /// k contiguous (A not transposed, B transposed) is 128 rows of m (n) by
+    /// [`TILE_ROW_BYTES`] of k; stored with m (n) contiguous it is `BK` rows
+    /// of k by 128 elements.
+    const fn row_bytes(k_contiguous: bool, size: usize) -> usize {
+        if k_contiguous {
+            TILE_ROW_BYTES
+        } else {
+            BLOCK_M * size
+        }
+    }
+
+    /// The swizzle's row phase is a permutation of `row % 8` for the f32
+    /// tiles with m (n) contiguous, whose element-wise fragment reads span 4
+    /// rows × 8 columns (see [`swizzle`]).
+    const fn permuted(k_contiguous: bool, size: usize) -> bool {
+        !k_contiguous && size == 4
+    }
+
+    /// This lane's fragment offsets in the A and B tiles (at m, n, k-step
+    /// 0): [`swizzle`] of its row and chunk; each fragment's offset is a
+    /// [`swizzle_step`] from these by constants.
+    #[derive(Clone, Copy)]
+    pub struct Lanes {
+        a: u32,
+        b: u32,
+    }
+
+    /// How an input type computes.
     pub trait MmaInput: GemmInput {
-        /// Elements of k per shared-memory tile (64 bytes of a row).
+        /// Elements of k per k-tile: [`TILE_ROW_BYTES`] of a row.
         const BK: usize;
-        /// One k-tile: `acc[mi][ni]` (4 m16 × 4 n8 tiles of the warp at
-        /// `(wm, wn)` in the block) += A-tile · B-tile.
+        /// Whether the fragments of k-step `kk + 1` are read before the
+        /// mmas of step `kk` (double-buffered in registers); tf32 reads its
+        /// fragments at their step instead: the 32 addresses of its
+        /// element-wise reads, which LLVM keeps in registers across the
+        /// loop, and a second set of fragments do not fit in 255 registers
+        /// together.
+        const PREFETCH: bool = true;
+        /// This lane's [`Lanes`] for the warp at `(wm, wn)` of the block.
+        fn lanes<const TA: bool, const TB: bool>(lane: usize, wm: usize, wn: usize) -> Lanes;
+        /// The warp's fragments of k-step `kk` (`0..KSTEPS`) of the stage
+        /// whose tiles are at `sa`, `sb`.
         ///
         /// # Safety
-        /// `sa`, `sb` address this stage's tiles, filled (waited and
-        /// synchronized).
-        unsafe fn warp_tile(
+        /// `sa`, `sb` address a stage's tiles, filled (waited and
+        /// synchronized); a warp collective (all lanes, converged).
+        unsafe fn fragments<const TA: bool, const TB: bool>(
             sa: u32,
             sb: u32,
-            flags: u32,
-            wm: usize,
-            wn: usize,
-            acc: &mut [[[f32; 4]; 4]; 4],
+            lanes: Lanes,
+            kk: usize,
+            fa: &mut FragsA,
+            fb: &mut FragsB,
         );
+        /// `c += a · b` of one m16 × n8 tile over one k-step.
+        fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4];
     }
 
-    /// Chunks per row of an operand tile: `rows × cols` elements of `size`
-    /// bytes, stored with `cols` contiguous.
-    const fn chunks(cols: usize, size: usize) -> usize {
-        cols * size / 16
+    /// The lane offsets of the `ldmatrix` reads, 16-bit elements and f32
+    /// alike wherever the operand is stored with k contiguous (an 8 × 8
+    /// matrix of 16-bit elements is 8 × 4 f32, which is what the tf32
+    /// fragments hold per register). Matrix `i` of an `.x4` is addressed by
+    /// lanes `8i..8i + 8`.
+    /// - A, k contiguous: row `m = wm + lane % 16`, chunk `lane / 16` (matrices: m 0-7 and
+    ///   8-15 of k chunk 0, then of chunk 1);
+    /// - A, m contiguous (16-bit, `.trans`): row `k = 8·(lane / 16) + lane % 8`, chunk
+    ///   `wm / 8 + (lane / 8) % 2` (m 0-7, m 8-15 of k 0-7, then of k 8-15);
+    /// - B, k contiguous: row `n = wn + 8·(lane / 16) + lane % 8`, chunk `(lane / 8) % 2`
+    ///   (k chunks 0, 1 of n 0-7, then of n 8-15);
+    /// - B, n contiguous (16-bit, `.trans`): row `k = 8·((lane / 8) % 2) + lane % 8`,
+    ///   chunk `wn / 8 + lane / 16`.
+    #[inline(always)]
+    fn ldmatrix_lanes<T, const TA: bool, const TB: bool>(
+        lane: usize,
+        wm: usize,
+        wn: usize,
+    ) -> Lanes {
+        let size = core::mem::size_of::<T>();
+        let (rba, rbb) = (row_bytes(!TA, size), row_bytes(TB, size));
+        let a = if TA {
+            swizzle(
+                8 * (lane / 16) + lane % 8,
+                wm * size / 16 + (lane / 8) % 2,
+                rba,
+                false,
+            )
+        } else {
+            swizzle(wm + lane % 16, lane / 16, rba, false)
+        };
+        let b = if TB {
+            swizzle(wn + 8 * (lane / 16) + lane % 8, (lane / 8) % 2, rbb, false)
+        } else {
+            swizzle(
+                8 * ((lane / 8) % 2) + lane % 8,
+                wn * size / 16 + lane / 16,
+                rbb,
+                false,
+            )
+        };
+        Lanes {
+            a: a as u32,
+            b: b as u32,
+        }
+    }
+
+    /// A's fragment of tile `mi`, k-step `kk` by `ldmatrix` (`.trans` when A
+    /// is stored m-contiguous, 16-bit only).
+    ///
+    /// # Safety
+    /// As [`MmaInput::fragments`].
+    #[inline(always)]
+    unsafe fn ldmatrix_a<const TA: bool>(
+        sa: u32,
+        lane: u32,
+        mi: usize,
+        kk: usize,
+        size: usize,
+    ) -> [u32; 4] {
+        // SAFETY (both arms): rows of this stage's A tile (the caller's).
+        unsafe {
+            if TA {
+                tc::ldmatrix_x4_trans(
+                    sa + swizzle_step(lane, 16 * kk, 2 * mi, row_bytes(false, size), false),
+                )
+            } else {
+                tc::ldmatrix_x4(sa + swizzle_step(lane, 16 * mi, 2 * kk, TILE_ROW_BYTES, false))
+            }
+        }
+    }
+
+    /// B's fragments of tiles `2·pair` and `2·pair + 1`, k-step `kk`, by one
+    /// `ldmatrix` (`.trans` when B is stored n-contiguous, 16-bit only).
+    ///
+    /// # Safety
+    /// As [`MmaInput::fragments`].
+    #[inline(always)]
+    unsafe fn ldmatrix_b<const TB: bool>(
+        sb: u32,
+        lane: u32,
+        pair: usize,
+        kk: usize,
+        size: usize,
+    ) -> [[u32; 2]; 2] {
+        // SAFETY (both arms): rows of this stage's B tile (the caller's).
+        let r = unsafe {
+            if TB {
+                tc::ldmatrix_x4(sb + swizzle_step(lane, 16 * pair, 2 * kk, TILE_ROW_BYTES, false))
+            } else {
+                tc::ldmatrix_x4_trans(
+                    sb + swizzle_step(lane, 16 * kk, 2 * pair, row_bytes(false, size), false),
+                )
+            }
+        };
+        [[r[0], r[1]], [r[2], r[3]]]
     }
 
     macro_rules! half_input {
         ($t:ident) => {
             impl MmaInput for $t {
-                const BK: usize = 32;
+                const BK: usize = TILE_ROW_BYTES / 2;
                 #[inline(always)]
-                unsafe fn warp_tile(
+                fn lanes<const TA: bool, const TB: bool>(lane: usize, wm: usize, wn: usize) -> Lanes {
+                    ldmatrix_lanes::<$t, TA, TB>(lane, wm, wn)
+                }
+                /// One k16 step: 4 + 4 `ldmatrix_x4`.
+                #[inline(always)]
+                unsafe fn fragments<const TA: bool, const TB: bool>(
                     sa: u32,
                     sb: u32,
-                    flags: u32,
-                    wm: usize,
-                    wn: usize,
-                    acc: &mut [[[f32; 4]; 4]; 4],
+                    lanes: Lanes,
+                    kk: usize,
+                    fa: &mut FragsA,
+                    fb: &mut FragsB,
                 ) {
-                    // SAFETY: forwarded.
-                    unsafe { warp_tile_16::<$t>(sa, sb, flags, wm, wn, acc) }
+                    unroll!(mi in 4 => {
+                        // SAFETY: the caller's.
+                        fa[mi] = unsafe { ldmatrix_a::<TA>(sa, lanes.a, mi, kk, 2) };
+                    });
+                    unroll!(pair in 4 => {
+                        // SAFETY: the caller's.
+                        let r = unsafe { ldmatrix_b::<TB>(sb, lanes.b, pair, kk, 2) };
+                        fb[2 * pair] = r[0];
+                        fb[2 * pair + 1] = r[1];
+                    });
+                }
+                #[inline(always)]
+                fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+                    tc::mma_m16n8k16::<$t>(tc::FragA::from_regs(a), tc::FragB::from_regs(b), c)
                 }
             }
         };
@@ -392,162 +572,202 @@ pub mod mma {
     half_input!(bf16);
     half_input!(f16);
 
-    /// [`MmaInput::warp_tile`] of a 16-bit type: two k16 steps, each 4 + 2
-    /// `ldmatrix_x4` and 16 `mma.m16n8k16`.
+    /// f32 → tf32 bits of a fragment register (`cvt.rna.tf32.f32`).
     #[inline(always)]
-    unsafe fn warp_tile_16<T: MmaHalf>(
-        sa: u32,
-        sb: u32,
-        flags: u32,
-        wm: usize,
-        wn: usize,
-        acc: &mut [[[f32; 4]; 4]; 4],
-    ) {
-        let lane = warp::lane_id() as usize;
-        let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
-        unroll!(kk in 2 => {
-            let mut fa = [[0u32; 4]; 4];
-            unroll!(mi in 4 => {
-                let m0 = wm + mi * 16;
-                // SAFETY (both arms): the addresses are rows of this stage's A tile.
-                fa[mi] = if ta {
-                    // Stored k × m (BK rows of BLOCK_M): .trans; matrix i = (m + 8·(i%2), k + 8·(i/2)).
-                    let krow = kk * 16 + (lane / 16) * 8 + lane % 8;
-                    let mcol = m0 + ((lane / 8) % 2) * 8;
-                    unsafe { tc::ldmatrix_x4_trans(sa + tile_offset(krow, mcol, chunks(BLOCK_M, 2), 2) as u32) }
-                } else {
-                    let mrow = m0 + lane % 16;
-                    let kcol = kk * 16 + (lane / 16) * 8;
-                    unsafe { tc::ldmatrix_x4(sa + tile_offset(mrow, kcol, chunks(32, 2), 2) as u32) }
-                };
-            });
-            let mut fb = [[0u32; 2]; 4];
-            unroll!(pair in 2 => {
-                let n0 = wn + pair * 16;
-                // Matrices: 0 = (k 0-7, n 0-7), 1 = (k 8-15, n 0-7), 2, 3 the same for n 8-15.
-                // SAFETY (both arms): rows of this stage's B tile.
-                let r = if tb {
-                    let nrow = n0 + (lane / 16) * 8 + lane % 8;
-                    let kcol = kk * 16 + ((lane / 8) % 2) * 8;
-                    unsafe { tc::ldmatrix_x4(sb + tile_offset(nrow, kcol, chunks(32, 2), 2) as u32) }
-                } else {
-                    let krow = kk * 16 + ((lane / 8) % 2) * 8 + lane % 8;
-                    let ncol = n0 + (lane / 16) * 8;
-                    unsafe { tc::ldmatrix_x4_trans(sb + tile_offset(krow, ncol, chunks(BLOCK_N, 2), 2) as u32) }
-                };
-                fb[2 * pair] = [r[0], r[1]];
-                fb[2 * pair + 1] = [r[2], r[3]];
-            });
-            unroll!(mi in 4 => {
-                unroll!(ni in 4 => {
-                    acc[mi][ni] = tc::mma_m16n8k16::<T>(
-                        tc::FragA::from_regs(fa[mi]),
-                        tc::FragB::from_regs(fb[ni]),
-                        acc[mi][ni],
-                    );
-                });
-            });
-        });
+    fn tf32(bits: u32) -> u32 {
+        tc::to_tf32(f32::from_bits(bits))
     }
 
     impl MmaInput for f32 {
-        const BK: usize = 16;
-        /// Two k8 steps of `mma.m16n8k8.tf32`, the fragments read element
-        /// by element where [`A_M16K8_TF32`] and [`B_K8N8_TF32`] put them,
-        /// rounded to tf32 (`cvt.rna.tf32.f32`).
+        const BK: usize = TILE_ROW_BYTES / 4;
+        const PREFETCH: bool = false;
+        /// The k-contiguous operands as for `ldmatrix`; the others
+        /// element by element: lane `(g, t) = (lane / 4, lane % 4)` reads
+        /// row `k = t` (+ `8·kk`, + 4), chunk `(wm + g) / 4` (+ `4·mi`, + 2)
+        /// of A and `(wn + g) / 4` (+ `2·ni`) of B, word `g % 4`.
         #[inline(always)]
-        unsafe fn warp_tile(
+        fn lanes<const TA: bool, const TB: bool>(lane: usize, wm: usize, wn: usize) -> Lanes {
+            let mut l = ldmatrix_lanes::<f32, TA, TB>(lane, wm, wn);
+            let (g, t) = (lane / 4, lane % 4);
+            let rb = row_bytes(false, 4);
+            if TA {
+                l.a = (swizzle(t, (wm + g) / 4, rb, true) + 4 * (g % 4)) as u32;
+            }
+            if !TB {
+                l.b = (swizzle(t, (wn + g) / 4, rb, true) + 4 * (g % 4)) as u32;
+            }
+            l
+        }
+        /// One k8 step: `ldmatrix_x4` (k-contiguous operand) or 16 scalar
+        /// loads (the other) per operand, each register rounded to tf32
+        /// (`cvt.rna.tf32.f32`), in the layouts [`tc::A_M16K8_TF32`] and
+        /// [`tc::B_K8N8_TF32`].
+        #[inline(always)]
+        unsafe fn fragments<const TA: bool, const TB: bool>(
             sa: u32,
             sb: u32,
-            flags: u32,
-            wm: usize,
-            wn: usize,
-            acc: &mut [[[f32; 4]; 4]; 4],
+            lanes: Lanes,
+            kk: usize,
+            fa: &mut FragsA,
+            fb: &mut FragsB,
         ) {
-            let lane = warp::lane_id();
-            let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
-            // SAFETY: offsets inside this stage's tiles (rows < 128, k < 16).
-            let load = |base: u32, row: usize, col: usize, cols: usize| unsafe {
-                <u32 as SharedScalar>::load_shared(
-                    base + tile_offset(row, col, chunks(cols, 4), 4) as u32,
-                )
-            };
-            unroll!(kk in 2 => {
-                let mut fa = [FragATf32 { regs: [0; 4] }; 4];
-                unroll!(mi in 4 => {
+            let rb = row_bytes(false, 4);
+            // SAFETY: inside this stage's tile (the caller's): the offsets
+            // are the layouts' elements, rows < 32, chunks < 32.
+            let load =
+                |base: u32, off: u32| unsafe { <u32 as SharedScalar>::load_shared(base + off) };
+            unroll!(mi in 4 => {
+                fa[mi] = if TA {
+                    // Element e: m + 8·(e % 2), k + 4·(e / 2) ([`tc::A_M16K8_TF32`]).
+                    let mut r = [0u32; 4];
                     unroll!(e in 4 => {
-                        let (row, col) = A_M16K8_TF32.coord(lane, e as u32);
-                        let (m, k) = (wm + mi * 16 + row as usize, kk * 8 + col as usize);
-                        let x = if ta { load(sa, k, m, BLOCK_M) } else { load(sa, m, k, 16) };
-                        fa[mi].regs[e] = tc::to_tf32(f32::from_bits(x));
+                        let off = swizzle_step(lanes.a, 8 * kk + 4 * (e / 2), 4 * mi + 2 * (e % 2), rb, true);
+                        r[e] = tf32(load(sa, off));
                     });
-                });
-                let mut fb = [FragBTf32 { regs: [0; 2] }; 4];
-                unroll!(ni in 4 => {
-                    unroll!(e in 2 => {
-                        let (row, col) = B_K8N8_TF32.coord(lane, e as u32);
-                        let (k, n) = (kk * 8 + row as usize, wn + ni * 8 + col as usize);
-                        let x = if tb { load(sb, n, k, 16) } else { load(sb, k, n, BLOCK_N) };
-                        fb[ni].regs[e] = tc::to_tf32(f32::from_bits(x));
-                    });
-                });
-                unroll!(mi in 4 => {
-                    unroll!(ni in 4 => {
-                        acc[mi][ni] = tc::mma_m16n8k8_tf32(fa[mi], fb[ni], acc[mi][ni]);
-                    });
-                });
+                    r
+                } else {
+                    // SAFETY: the caller's.
+                    unsafe { ldmatrix_a::<false>(sa, lanes.a, mi, kk, 4) }.map(tf32)
+                };
             });
-        }
-    }
-
-    /// Copies one operand's k-tile `kt` into the shared tile at `dst` with
-    /// 16-byte `cp.async`s (zero-filled past the matrix's edges): the tile is
-    /// `rows × cols` elements of the operand as stored (`cols` contiguous),
-    /// starting at stored `(row0, col0)`, of a `total_rows × total_cols`
-    /// matrix with leading dimension `ld`.
-    ///
-    /// # Safety
-    /// `src` is 16-byte aligned and `ld` a multiple of 16 bytes
-    /// (host-checked); the matrix holds `total_rows` rows of `ld`.
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    unsafe fn load_tile<T>(
-        dst: u32,
-        src: *const T,
-        ld: usize,
-        (row0, col0): (usize, usize),
-        (rows, cols): (usize, usize),
-        (total_rows, total_cols): (usize, usize),
-    ) {
-        let size = core::mem::size_of::<T>();
-        let per_chunk = 16 / size;
-        let chunks = cols / per_chunk;
-        let tid = thread::thread_idx_x() as usize;
-        let mut id = tid;
-        while id < rows * chunks {
-            let (r, ch) = (id / chunks, id % chunks);
-            let (gr, gc) = (row0 + r, col0 + ch * per_chunk);
-            let (from, bytes) = if gr < total_rows && gc < total_cols {
-                let n = (total_cols - gc).min(per_chunk);
-                (src.wrapping_add(gr * ld + gc), (n * size) as u32)
+            if TB {
+                unroll!(pair in 4 => {
+                    // SAFETY: the caller's.
+                    let r = unsafe { ldmatrix_b::<true>(sb, lanes.b, pair, kk, 4) };
+                    fb[2 * pair] = r[0].map(tf32);
+                    fb[2 * pair + 1] = r[1].map(tf32);
+                });
             } else {
-                (src, 0)
-            };
-            // SAFETY: `from` holds `bytes` bytes of the matrix (or none), 16-byte
-            // aligned (host-checked alignment of src and ld); the destination
-            // chunk is this thread's alone until the wait.
-            unsafe {
-                tc::cp_async_16(
-                    dst + tile_offset(r, ch * per_chunk, chunks, size) as u32,
-                    from.cast(),
-                    bytes,
-                )
-            };
-            id += super::MMA_THREADS as usize;
+                unroll!(ni in 8 => {
+                    // Element e: k + 4·e ([`tc::B_K8N8_TF32`]).
+                    unroll!(e in 2 => {
+                        let off = swizzle_step(lanes.b, 8 * kk + 4 * e, 2 * ni, rb, true);
+                        fb[ni][e] = tf32(load(sb, off));
+                    });
+                });
+            }
+        }
+        #[inline(always)]
+        fn mma(a: [u32; 4], b: [u32; 2], c: [f32; 4]) -> [f32; 4] {
+            tc::mma_m16n8k8_tf32(FragATf32 { regs: a }, FragBTf32 { regs: b }, c)
         }
     }
 
-    /// The mma.sync kernel's body (see the module docs).
+    /// One thread's share of copying an operand's k-tiles into shared
+    /// memory: 8 chunks of 16 bytes per k-tile, their addresses worked out
+    /// once. The tile has `C = row_bytes / 16` chunks a row; thread `tid`
+    /// copies chunk `tid % C` of rows `tid / C + (128 / C)·i`, `i < 8`.
+    struct Loader<T> {
+        /// Chunk 0 of the next k-tile (may be past the matrix: only
+        /// dereferenced with a nonzero size).
+        src: *const T,
+        /// The matrix (the address of zero-size copies).
+        base: *const T,
+        /// Elements from chunk `i` to `i + 1` (`128 / C` rows).
+        step_i: usize,
+        /// Elements from one k-tile to the next.
+        step_k: usize,
+        /// [`swizzle`] of chunk 0 in the tile.
+        dst: u32,
+        /// k contiguous: how many of the 8 rows are inside m (n); else the
+        /// bytes of each chunk inside m (n).
+        fixed: usize,
+        /// k contiguous: this chunk's first k in the tile; else its first row.
+        first: usize,
+        /// k from the next k-tile's start to the end (saturating).
+        k_left: usize,
+    }
+
+    impl<T> Loader<T> {
+        const SIZE: usize = core::mem::size_of::<T>();
+        const PER: usize = 16 / Self::SIZE;
+
+        /// The loader of an operand stored `k_contiguous` (rows of m or n,
+        /// `mn` of them, from `mn0` on) or not (rows of k, columns of m or n
+        /// from `mn0`), leading dimension `ld`, depth `k`.
+        #[inline(always)]
+        fn new(
+            k_contiguous: bool,
+            src: *const T,
+            ld: usize,
+            mn0: usize,
+            mn: usize,
+            k: usize,
+        ) -> Self {
+            let chunks = row_bytes(k_contiguous, Self::SIZE) / 16;
+            let rows_per = MMA_THREADS as usize / chunks;
+            let tid = thread::thread_idx_x() as usize;
+            let (r0, ch) = (tid / chunks, tid % chunks);
+            let dst = swizzle(
+                r0,
+                ch,
+                row_bytes(k_contiguous, Self::SIZE),
+                permuted(k_contiguous, Self::SIZE),
+            ) as u32;
+            if k_contiguous {
+                let row = mn0 + r0;
+                Self {
+                    src: src.wrapping_add(row * ld + ch * Self::PER),
+                    base: src,
+                    step_i: rows_per * ld,
+                    step_k: TILE_ROW_BYTES / Self::SIZE,
+                    dst,
+                    fixed: mn.saturating_sub(row).div_ceil(rows_per).min(8),
+                    first: ch * Self::PER,
+                    k_left: k,
+                }
+            } else {
+                let col = mn0 + ch * Self::PER;
+                Self {
+                    src: src.wrapping_add(r0 * ld + col),
+                    base: src,
+                    step_i: rows_per * ld,
+                    step_k: TILE_ROW_BYTES / Self::SIZE * ld,
+                    dst,
+                    fixed: mn.saturating_sub(col).min(Self::PER) * Self::SIZE,
+                    first: r0,
+                    k_left: k,
+                }
+            }
+        }
+
+        /// Issues the next k-tile's copies into the tile at `tile`
+        /// (zero-filled past the matrix) and steps to the one after.
+        ///
+        /// # Safety
+        /// The operand's contract (16-byte aligned start and rows, every
+        /// element of its shape readable); `tile` is a shared tile that
+        /// nothing reads until these copies are waited for.
+        #[inline(always)]
+        unsafe fn issue(&mut self, k_contiguous: bool, tile: u32) {
+            let rb = row_bytes(k_contiguous, Self::SIZE);
+            let rows_per = MMA_THREADS as usize / (rb / 16);
+            let left = self.k_left.saturating_sub(self.first);
+            let (rows, bytes) = if k_contiguous {
+                (self.fixed, left.min(Self::PER) * Self::SIZE)
+            } else {
+                (left.div_ceil(rows_per).min(8), self.fixed)
+            };
+            unroll!(i in 8 => {
+                let (from, n) = if i < rows && bytes != 0 {
+                    (self.src.wrapping_add(i * self.step_i), bytes as u32)
+                } else {
+                    (self.base, 0)
+                };
+                let at = swizzle_step(self.dst, i * rows_per, 0, rb, permuted(k_contiguous, Self::SIZE));
+                // SAFETY: `from` holds `n` bytes of the matrix (or none; rows
+                // and columns checked above), 16-byte aligned (the caller's);
+                // the destination chunk is this thread's alone until the wait.
+                unsafe { tc::cp_async_16(tile + at, from.cast(), n) };
+            });
+            self.src = self.src.wrapping_add(self.step_k);
+            self.k_left = self.k_left.saturating_sub(TILE_ROW_BYTES / Self::SIZE);
+        }
+    }
+
+    /// The mma.sync kernel's body (see the module docs): one of four
+    /// monomorphic bodies by the layout flags, so that the k loop has no
+    /// branch on them.
     ///
     /// # Safety
     /// As [`super::gemm_simt`], plus: A and B 16-byte aligned with leading
@@ -571,70 +791,215 @@ pub mod mma {
         beta: f32,
         flags: u32,
     ) {
+        let args = (a, b, c, m, n, k, lda, ldb, ldc, batch_strides, alpha, beta);
+        // SAFETY: forwarded.
+        unsafe {
+            match (flags & TRANS_A != 0, flags & TRANS_B != 0) {
+                (false, false) => gemm_mma_layout::<T, O, false, false>(args),
+                (false, true) => gemm_mma_layout::<T, O, false, true>(args),
+                (true, false) => gemm_mma_layout::<T, O, true, false>(args),
+                (true, true) => gemm_mma_layout::<T, O, true, true>(args),
+            }
+        }
+    }
+
+    /// m-tiles per group of [`block_tile`]'s order.
+    const GROUP_M: u32 = 8;
+
+    /// The `(m, n)` tile of C of this block: in launch order (x fastest),
+    /// the blocks walk groups of [`GROUP_M`] m-tiles column by column
+    /// rather than whole rows of n-tiles, so that the blocks resident at
+    /// once share fewer and more reused panels of A and B in L2. A
+    /// bijection of the grid's `(x, y)` onto its tiles (the last group
+    /// may be shorter).
+    #[inline(always)]
+    fn block_tile() -> (usize, usize) {
+        let (gx, gy) = (thread::grid_dim_x(), thread::grid_dim_y());
+        // gx · gy < 2^32: C holds more elements than that.
+        let id = thread::block_idx_y() * gx + thread::block_idx_x();
+        // `max(1)` and `clamp(1, ..)` tell LLVM the divisors are not zero
+        // (no panic path); on a launch of the kernel's grid they are not.
+        let per_group = (GROUP_M * gx).max(1);
+        let first = id / per_group * GROUP_M;
+        let rows = gy.saturating_sub(first).clamp(1, GROUP_M);
+        let within = id % per_group;
+        ((first + within % rows) as usize, (within / rows) as usize)
+    }
+
+    /// [`gemm_mma`]'s arguments less the flags.
+    type Args<T, O> = (
+        *const T,
+        *const T,
+        *mut O,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        [u64; 3],
+        f32,
+        f32,
+    );
+
+    /// [`gemm_mma`] of one layout (`TA`: A stored `k × m`; `TB`: B stored
+    /// `n × k`).
+    ///
+    /// # Safety
+    /// As [`gemm_mma`].
+    #[inline(always)]
+    unsafe fn gemm_mma_layout<T: MmaInput, O: GemmOutput, const TA: bool, const TB: bool>(
+        (a, b, c, m, n, k, lda, ldb, ldc, batch_strides, alpha, beta): Args<T, O>,
+    ) {
         let (m, n, k) = (m as usize, n as usize, k as usize);
         let z = thread::block_idx_z() as usize;
         let a = a.wrapping_add(z * batch_strides[0] as usize);
         let b = b.wrapping_add(z * batch_strides[1] as usize);
         let c = c.wrapping_add(z * batch_strides[2] as usize);
-        let bm = thread::block_idx_y() as usize * BLOCK_M;
-        let bn = thread::block_idx_x() as usize * BLOCK_N;
-        let bk = T::BK;
-        let stage_bytes = (BLOCK_M * bk * core::mem::size_of::<T>()) as u32;
+        let (tm, tn) = block_tile();
+        let (bm, bn) = (tm * BLOCK_M, tn * BLOCK_N);
         let smem = dynamic_shared_address();
-        let tile_a = |s: usize| smem + 2 * s as u32 * stage_bytes;
-        let tile_b = |s: usize| tile_a(s) + stage_bytes;
-        let (ta, tb) = (flags & TRANS_A != 0, flags & TRANS_B != 0);
-        let load = |kt: usize, s: usize| {
-            let k0 = kt * bk;
-            // SAFETY: the kernel's contract (alignment, extents).
+        let tile = MMA_TILE_BYTES as u32;
+        let stage_bytes = 2 * tile;
+        let advance = |s: u32| {
+            if s + stage_bytes == STAGES as u32 * stage_bytes {
+                0
+            } else {
+                s + stage_bytes
+            }
+        };
+        let mut load_a = Loader::new(!TA, a, lda as usize, bm, m, k);
+        let mut load_b = Loader::new(TB, b, ldb as usize, bn, n, k);
+        let mut issue = |s: u32| {
+            // SAFETY: the kernel's contract (alignment, extents); stage s is
+            // not read until these copies are waited for (the ring below).
             unsafe {
-                if ta {
-                    load_tile(tile_a(s), a, lda as usize, (k0, bm), (bk, BLOCK_M), (k, m));
-                } else {
-                    load_tile(tile_a(s), a, lda as usize, (bm, k0), (BLOCK_M, bk), (m, k));
-                }
-                if tb {
-                    load_tile(tile_b(s), b, ldb as usize, (bn, k0), (BLOCK_N, bk), (n, k));
-                } else {
-                    load_tile(tile_b(s), b, ldb as usize, (k0, bn), (bk, BLOCK_N), (k, n));
-                }
+                load_a.issue(!TA, smem + s);
+                load_b.issue(TB, smem + s + tile);
             }
         };
         let warp_id = thread::thread_idx_x() as usize / 32;
-        let (wm, wn) = ((warp_id / 4) * 64, (warp_id % 4) * 32);
-        let mut acc = [[[0f32; 4]; 4]; 4];
-        let tiles = k.div_ceil(bk);
+        let (wm, wn) = ((warp_id % 2) * WARP_M, (warp_id / 2) * WARP_N);
+        let lanes = T::lanes::<TA, TB>(warp::lane_id() as usize, wm, wn);
+        let tiles = k.div_ceil(T::BK);
+        // The ring: stage `read` holds k-tile kt while the copies of kt + 1
+        // and kt + 2 are in flight; each k-tile's copies are issued at its
+        // k-step 0 into the stage every thread finished reading before the
+        // barrier at k-step 3 of the k-tile before.
+        let mut write = 0;
         for s in 0..STAGES - 1 {
             if s < tiles {
-                load(s, s);
+                issue(write);
             }
             tc::cp_async_commit();
+            write = advance(write);
         }
-        for kt in 0..tiles {
-            tc::cp_async_wait::<{ STAGES as u32 - 2 }>();
-            sync_threads();
-            let next = kt + STAGES - 1;
-            if next < tiles {
-                load(next, next % STAGES);
+        tc::cp_async_wait::<{ STAGES as u32 - 2 }>();
+        sync_threads();
+        let mut read = 0;
+        let mut acc: Acc = [[[0f32; 4]; 8]; 4];
+        // Fragments double-buffered: step kk + 1's are read before step kk's
+        // mmas are issued.
+        let mut fa: [FragsA; 2] = [[[0; 4]; 4]; 2];
+        let mut fb: [FragsB; 2] = [[[0; 2]; 8]; 2];
+        if T::PREFETCH {
+            if tiles > 0 {
+                // SAFETY: stage 0 holds k-tile 0 (waited, synchronized above).
+                unsafe {
+                    T::fragments::<TA, TB>(smem, smem + tile, lanes, 0, &mut fa[0], &mut fb[0])
+                };
             }
-            tc::cp_async_commit();
-            let s = kt % STAGES;
-            // SAFETY: stage s holds tile kt (waited, synchronized above).
-            unsafe { T::warp_tile(tile_a(s), tile_b(s), flags, wm, wn, &mut acc) };
+            for kt in 0..tiles {
+                unroll!(kk in 4 => {
+                    if kk == KSTEPS - 1 {
+                        // k-tile kt + 1 in: every copy but the newest group done
+                        // (this thread's), and everyone's (the barrier), which
+                        // also ends every read of the stage the next issue fills.
+                        tc::cp_async_wait::<{ STAGES as u32 - 2 }>();
+                        sync_threads();
+                        read = advance(read);
+                    }
+                    if kk + 1 < KSTEPS || kt + 1 < tiles {
+                        let (sa, sb) = (smem + read, smem + read + tile);
+                        // SAFETY: stage `read` holds k-tile kt (kk < 3) or kt + 1
+                        // (kk = 3), waited and synchronized.
+                        unsafe {
+                            T::fragments::<TA, TB>(sa, sb, lanes, (kk + 1) % KSTEPS, &mut fa[(kk + 1) % 2], &mut fb[(kk + 1) % 2])
+                        };
+                    }
+                    if kk == 0 {
+                        if kt + STAGES - 1 < tiles {
+                            issue(write);
+                        }
+                        tc::cp_async_commit();
+                        write = advance(write);
+                    }
+                    unroll!(mi in 4 => {
+                        unroll!(ni in 8 => {
+                            acc[mi][ni] = T::mma(fa[kk % 2][mi], fb[kk % 2][ni], acc[mi][ni]);
+                        });
+                    });
+                });
+            }
+        } else {
+            for kt in 0..tiles {
+                unroll!(kk in 4 => {
+                    if kk == 0 {
+                        // k-tile kt in (this thread's copies, then everyone's);
+                        // every read of the stage the issue fills (kt - 1's) done.
+                        tc::cp_async_wait::<{ STAGES as u32 - 2 }>();
+                        sync_threads();
+                        if kt + STAGES - 1 < tiles {
+                            issue(write);
+                        }
+                        tc::cp_async_commit();
+                        write = advance(write);
+                    }
+                    // SAFETY: stage `read` holds k-tile kt, waited and synchronized.
+                    unsafe {
+                        T::fragments::<TA, TB>(smem + read, smem + read + tile, lanes, kk, &mut fa[0], &mut fb[0])
+                    };
+                    unroll!(mi in 4 => {
+                        unroll!(ni in 8 => {
+                            acc[mi][ni] = T::mma(fa[0][mi], fb[0][ni], acc[mi][ni]);
+                        });
+                    });
+                });
+                read = advance(read);
+            }
         }
         tc::cp_async_wait::<0>();
+        // The epilogue: each lane's elements 2h and 2h + 1 of a tile are
+        // adjacent in a row ([`tc::C_M16N8`]: (g + 8h, 2t) and the next),
+        // stored as pairs where C's rows keep pairs aligned.
         let lane = warp::lane_id();
+        let ldc = ldc as usize;
+        let pairs =
+            ldc.is_multiple_of(2) && c.addr().is_multiple_of(core::mem::size_of::<O::Pair>());
         unroll!(mi in 4 => {
-            unroll!(ni in 4 => {
-                unroll!(e in 4 => {
-                    let (r, col) = C_M16N8.coord(lane, e as u32);
-                    let gr = bm + wm + mi * 16 + r as usize;
-                    let gc = bn + wn + ni * 8 + col as usize;
-                    if gr < m && gc < n {
-                        // SAFETY: gr < m, gc < n: inside C; each element has one owner.
-                        unsafe { store_c(c.wrapping_add(gr * ldc as usize + gc), acc[mi][ni][e], alpha, beta) };
-                    }
-                });
+            unroll!(h in 2 => {
+                let (r, c0) = tc::C_M16N8.coord(lane, 2 * h as u32);
+                let row = bm + wm + mi * 16 + r as usize;
+                if row < m {
+                    unroll!(ni in 8 => {
+                        let col = bn + wn + ni * 8 + c0 as usize;
+                        let v = [acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]];
+                        let out = c.wrapping_add(row * ldc + col);
+                        if pairs && col + 1 < n {
+                            // SAFETY: row < m, col + 1 < n: inside C; aligned to
+                            // the pair (C and ldc are, col is even); each element
+                            // has one owner.
+                            unsafe { store_c_pair(out, v, alpha, beta) };
+                        } else {
+                            unroll!(j in 2 => {
+                                if col + j < n {
+                                    // SAFETY: row < m, col + j < n: inside C; one owner.
+                                    unsafe { store_c(out.wrapping_add(j), v[j], alpha, beta) };
+                                }
+                            });
+                        }
+                    });
+                }
             });
         });
     }

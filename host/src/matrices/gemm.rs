@@ -840,6 +840,10 @@ impl GemmExtSteps for Gpu {
                 )
             }
         };
+        if path == GemmPath::MmaSync {
+            // 96 KiB: past the 48 KiB a block has without opting in.
+            self.allow_dynamic_shared(kernel, MMA_SMEM_BYTES)?;
+        }
         self.bind()?;
         let stream = self.stream();
         let s = shape;

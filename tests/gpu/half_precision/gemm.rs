@@ -59,7 +59,10 @@ fn expected_path(gpu: &Gpu) -> GemmPath {
 }
 
 /// The 256³ bf16 product through the production mma.sync kernel (the
-/// simulator's budget: 30 s on 2 cores).
+/// simulator's budget: 30 s on 2 cores); and a tall one, 1100 × 136 × 16,
+/// whose 9 × 2 tiles of C span two groups of the mma.sync kernel's block
+/// order (8 m-tiles, then 1), so that every tile must still be computed
+/// once.
 pub(super) fn gemm_bf16_256_cubed(gpu: &Gpu) -> Result<(), Failed> {
     let (a, b) = (
         random(256, 256, 1, bf16::from_f32),
@@ -67,7 +70,16 @@ pub(super) fn gemm_bf16_256_cubed(gpu: &Gpu) -> Result<(), Failed> {
     );
     let c = Array2::<f32>::zeros((256, 256));
     let path = gemm_case(gpu, 1.0, a.view(), b.view(), 0.0, &c)?;
-    ensure(path == expected_path(gpu), || format!("path {path:?}"))
+    ensure(path == expected_path(gpu), || format!("path {path:?}"))?;
+    let (a, b) = (
+        random(1100, 16, 3, bf16::from_f32),
+        random(16, 136, 4, bf16::from_f32),
+    );
+    let c = random(1100, 136, 5, bf16::from_f32);
+    let path = gemm_case(gpu, 0.5, a.view(), b.view(), 1.5, &c)?;
+    ensure(path == expected_path(gpu), || {
+        format!("tall: path {path:?}")
+    })
 }
 
 /// NN, NT, TN and TT; bf16 → bf16, f16 → f32, f16 → f16, tf32; alpha and
