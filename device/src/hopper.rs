@@ -40,6 +40,8 @@ pub struct TensorMap(pub [u64; 16]);
 
 /// The number of f32 accumulators a thread holds for one m64n256 wgmma.
 pub const N256_ACCUMULATORS: usize = 128;
+/// The number of f32 accumulators a thread holds for one m64n128 wgmma.
+pub const N128_ACCUMULATORS: usize = 64;
 
 /// The shared-memory descriptor of a K-major operand tile at shared address
 /// `addr` (1024-byte aligned at the tile's start; advanced by 32-byte steps
@@ -328,6 +330,16 @@ pub trait WgmmaInput {
         a: u64,
         b: u64,
     );
+    /// `acc += A · Bᵀ` for one m64n128 k step: as
+    /// [`mma_m64n256`](Self::mma_m64n256), B's tile 128 rows (columns of C).
+    ///
+    /// # Safety
+    /// As [`mma_m64n256`](Self::mma_m64n256).
+    unsafe fn mma_m64n128<const A_MN: bool, const B_MN: bool>(
+        acc: &mut [f32; N128_ACCUMULATORS],
+        a: u64,
+        b: u64,
+    );
 }
 
 /// bf16 inputs, as raw bits (`half::bf16` on the host).
@@ -354,8 +366,24 @@ macro_rules! with_n256_indices {
     };
 }
 
+/// Calls `$m!($args; 0 1 … 63)`: the accumulator indices of an m64n128
+/// fragment (see [`with_n256_indices`]).
+#[macro_export]
+macro_rules! with_n128_indices {
+    ($m:ident!($($args:tt)*)) => {
+        $m!($($args)*;
+            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29
+            30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56
+            57 58 59 60 61 62 63
+        )
+    };
+}
+
+/// One `wgmma.mma_async` of any N: its accumulator operands are the indices
+/// the macro is given (`with_n256_indices!` or `with_n128_indices!`), `$shape`
+/// names the matching `m64nNk*`.
 #[cfg(target_arch = "nvptx64")]
-macro_rules! wgmma_m64n256 {
+macro_rules! wgmma_mma {
     ($acc:ident, $a:ident, $b:ident, $shape:literal, $types:literal, $tail:literal;
      $first:literal $($i:literal)*) => {
         // SAFETY: the caller's promise (all of the warpgroup, fenced, tiles
@@ -382,7 +410,7 @@ macro_rules! wgmma_m64n256 {
 }
 
 #[cfg(target_arch = "nvptx64")]
-macro_rules! fence_n256 {
+macro_rules! fence_indices {
     ($acc:ident; $($i:literal)*) => {
         // SAFETY: an empty template (a PTX comment naming the registers).
         unsafe {
@@ -401,17 +429,34 @@ macro_rules! fence_n256 {
 /// read) and before the wgmma of a k loop (CUTLASS's
 /// `warpgroup_fence_operand`): the wgmma write their registers
 /// asynchronously, which the compiler cannot see.
+///
+/// For the fragment of an m64n256 ([`N256_ACCUMULATORS`]) or an m64n128
+/// ([`N128_ACCUMULATORS`]) wgmma; another `N` does not compile.
 #[inline(always)]
-pub fn fence_accumulators(acc: &mut [f32; N256_ACCUMULATORS]) {
+pub fn fence_accumulators<const N: usize>(acc: &mut [f32; N]) {
+    const {
+        assert!(
+            N == N256_ACCUMULATORS || N == N128_ACCUMULATORS,
+            "a wgmma fragment is 128 (m64n256) or 64 (m64n128) accumulators"
+        )
+    };
     #[cfg(target_arch = "nvptx64")]
-    crate::with_n256_indices!(fence_n256!(acc));
+    {
+        // N is a constant: one arm remains, its conversion folded away.
+        let acc: &mut [f32] = acc;
+        if let Ok(acc) = <&mut [f32; N256_ACCUMULATORS]>::try_from(&mut *acc) {
+            crate::with_n256_indices!(fence_indices!(acc));
+        } else if let Ok(acc) = <&mut [f32; N128_ACCUMULATORS]>::try_from(acc) {
+            crate::with_n128_indices!(fence_indices!(acc));
+        }
+    }
     #[cfg(not(target_arch = "nvptx64"))]
     let _ = acc;
 }
 
 #[cfg(target_arch = "nvptx64")]
 macro_rules! wgmma_input {
-    ($t:ty, $bytes:literal, $shape:literal, $types:literal, transposable) => {
+    ($t:ty, $bytes:literal, $shape:literal, $shape128:literal, $types:literal, transposable) => {
         impl WgmmaInput for $t {
             const BYTES: u32 = $bytes;
             const TRANSPOSABLE: bool = true;
@@ -424,23 +469,44 @@ macro_rules! wgmma_input {
                 // The flags are immediates: one instruction per pair, the
                 // others removed at compile time.
                 match (A_MN, B_MN) {
-                    (false, false) => crate::with_n256_indices!(wgmma_m64n256!(
+                    (false, false) => crate::with_n256_indices!(wgmma_mma!(
                         acc, a, b, $shape, $types, ", 0, 0"
                     )),
-                    (false, true) => crate::with_n256_indices!(wgmma_m64n256!(
+                    (false, true) => crate::with_n256_indices!(wgmma_mma!(
                         acc, a, b, $shape, $types, ", 0, 1"
                     )),
-                    (true, false) => crate::with_n256_indices!(wgmma_m64n256!(
+                    (true, false) => crate::with_n256_indices!(wgmma_mma!(
                         acc, a, b, $shape, $types, ", 1, 0"
                     )),
-                    (true, true) => crate::with_n256_indices!(wgmma_m64n256!(
+                    (true, true) => crate::with_n256_indices!(wgmma_mma!(
                         acc, a, b, $shape, $types, ", 1, 1"
+                    )),
+                }
+            }
+            #[inline(always)]
+            unsafe fn mma_m64n128<const A_MN: bool, const B_MN: bool>(
+                acc: &mut [f32; N128_ACCUMULATORS],
+                a: u64,
+                b: u64,
+            ) {
+                match (A_MN, B_MN) {
+                    (false, false) => crate::with_n128_indices!(wgmma_mma!(
+                        acc, a, b, $shape128, $types, ", 0, 0"
+                    )),
+                    (false, true) => crate::with_n128_indices!(wgmma_mma!(
+                        acc, a, b, $shape128, $types, ", 0, 1"
+                    )),
+                    (true, false) => crate::with_n128_indices!(wgmma_mma!(
+                        acc, a, b, $shape128, $types, ", 1, 0"
+                    )),
+                    (true, true) => crate::with_n128_indices!(wgmma_mma!(
+                        acc, a, b, $shape128, $types, ", 1, 1"
                     )),
                 }
             }
         }
     };
-    ($t:ty, $bytes:literal, $shape:literal, $types:literal, k_major) => {
+    ($t:ty, $bytes:literal, $shape:literal, $shape128:literal, $types:literal, k_major) => {
         impl WgmmaInput for $t {
             const BYTES: u32 = $bytes;
             const TRANSPOSABLE: bool = false;
@@ -451,14 +517,23 @@ macro_rules! wgmma_input {
                 b: u64,
             ) {
                 const { assert!(!A_MN && !B_MN, "this wgmma type reads K-major tiles only") };
-                crate::with_n256_indices!(wgmma_m64n256!(acc, a, b, $shape, $types, ""))
+                crate::with_n256_indices!(wgmma_mma!(acc, a, b, $shape, $types, ""))
+            }
+            #[inline(always)]
+            unsafe fn mma_m64n128<const A_MN: bool, const B_MN: bool>(
+                acc: &mut [f32; N128_ACCUMULATORS],
+                a: u64,
+                b: u64,
+            ) {
+                const { assert!(!A_MN && !B_MN, "this wgmma type reads K-major tiles only") };
+                crate::with_n128_indices!(wgmma_mma!(acc, a, b, $shape128, $types, ""))
             }
         }
     };
 }
 #[cfg(not(target_arch = "nvptx64"))]
 macro_rules! wgmma_input {
-    ($t:ident, $bytes:literal, $shape:literal, $types:literal, $major:ident) => {
+    ($t:ident, $bytes:literal, $shape:literal, $shape128:literal, $types:literal, $major:ident) => {
         impl WgmmaInput for $t {
             const BYTES: u32 = $bytes;
             const TRANSPOSABLE: bool = wgmma_input!(@transposable $major);
@@ -490,6 +565,34 @@ macro_rules! wgmma_input {
                     )
                 }
             }
+            #[track_caller]
+            #[inline(never)]
+            unsafe fn mma_m64n128<const A_MN: bool, const B_MN: bool>(
+                acc: &mut [f32; N128_ACCUMULATORS],
+                a: u64,
+                b: u64,
+            ) {
+                const {
+                    assert!(
+                        Self::TRANSPOSABLE || (!A_MN && !B_MN),
+                        "this wgmma type reads K-major tiles only"
+                    )
+                };
+                // SAFETY: the caller's promise: the accumulators stay
+                // unread and unwritten until a wait_group retires this.
+                unsafe {
+                    crate::sim::hopper_ops::wgmma(
+                        acc.as_mut_ptr(),
+                        128,
+                        a,
+                        b,
+                        A_MN,
+                        B_MN,
+                        crate::sim::MmaType::$t,
+                        std::panic::Location::caller(),
+                    )
+                }
+            }
         }
     };
     (@transposable transposable) => {
@@ -501,9 +604,9 @@ macro_rules! wgmma_input {
 }
 // The operands' transpose flags (imm-trans-a, imm-trans-b: 1 reads an
 // MN-major tile) exist for 16-bit types alone; tf32 is K-major only.
-wgmma_input!(Bf16, 2, "m64n256k16", "bf16.bf16", transposable);
-wgmma_input!(F16, 2, "m64n256k16", "f16.f16", transposable);
-wgmma_input!(Tf32, 4, "m64n256k8", "tf32.tf32", k_major);
+wgmma_input!(Bf16, 2, "m64n256k16", "m64n128k16", "bf16.bf16", transposable);
+wgmma_input!(F16, 2, "m64n256k16", "m64n128k16", "f16.f16", transposable);
+wgmma_input!(Tf32, 4, "m64n256k8", "m64n128k8", "tf32.tf32", k_major);
 
 #[cfg(target_arch = "nvptx64")]
 mod imp {

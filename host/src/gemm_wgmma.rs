@@ -41,7 +41,7 @@ pub use cuda_kernels_gpu::device::hopper::TensorMap;
 use cuda_kernels_gpu::device::kernel::Kernel;
 use cuda_kernels_gpu::gemm::{REDUCE_THREADS, SplitReduceParams};
 use cuda_kernels_gpu::gemm_wgmma::{
-    BLOCK_M, BLOCK_N, C_BOX_ROW_BYTES, C_BOX_ROWS, KERNELS, MAPS_PER_SLOT, MN_BOX, ROW_BYTES,
+    BLOCK_M, BLOCK_N, BLOCK_N_NARROW, C_BOX_ROW_BYTES, C_BOX_ROWS, KERNELS, MAPS_PER_SLOT, MN_BOX, ROW_BYTES,
     SHARED_BYTES, TENSOR_MAP_SLOTS, TENSOR_MAPS_SYMBOL, THREADS, WgmmaParams,
 };
 use cust::memory::DevicePointer;
@@ -150,18 +150,22 @@ enum Operand {
 }
 
 impl Operand {
-    /// Rows (of C's m or n) a block's tile of this operand spans.
-    const fn tile_rows(self) -> u32 {
+    /// Rows (of C's m or n) a block's tile of this operand spans, the
+    /// tiles `tile_n` columns of C wide.
+    const fn tile_rows(self, tile_n: u32) -> u32 {
         match self {
             Self::A => BLOCK_M,
-            Self::B => BLOCK_N,
+            Self::B => tile_n,
         }
     }
 
     /// The operation named when the driver refuses a map: the call, the
     /// operand, its orientation and box.
-    const fn encode_operation(self, mn: bool, input: WgmmaInput) -> &'static str {
+    const fn encode_operation(self, mn: bool, input: WgmmaInput, tile_n: u32) -> &'static str {
         match (self, mn, input) {
+            (Self::B, false, WgmmaInput::Bf16 | WgmmaInput::F16) if tile_n == BLOCK_N_NARROW => {
+                "cuTensorMapEncodeTiled (B stored n × k, box 64 × 128 × 1 16-bit)"
+            }
             (_, true, _) => match self {
                 Self::A => "cuTensorMapEncodeTiled (A stored k × m, box 64 × 64 × 1 16-bit)",
                 Self::B => "cuTensorMapEncodeTiled (B stored k × n, box 64 × 64 × 1 16-bit)",
@@ -222,7 +226,8 @@ fn encode_tiled() -> std::result::Result<EncodeTiled, String> {
 
 /// The tensor map of one operand as stored: `outer × inner` per batch
 /// (`inner` contiguous), `ld` and `batch_stride` in elements; box
-/// `ROW_BYTES / bytes × tile rows × 1` for a K-major operand (inner = k), or
+/// `ROW_BYTES / bytes × tile rows × 1` for a K-major operand (inner = k; B's
+/// tile rows the tile's width, `tile_n`), or
 /// `64 × 64 × 1` for an MN-major one (inner = m or n, outer = k); 128-byte
 /// swizzle, zeros out of bounds. On the simulator (`simulated`), the same
 /// arguments in the simulator's format.
@@ -233,6 +238,7 @@ fn tensor_map(
     input: WgmmaInput,
     operand: Operand,
     mn: bool,
+    tile_n: u32,
     base: u64,
     (outer, inner, batches): (usize, usize, usize),
     (ld, batch_stride): (usize, usize),
@@ -241,12 +247,12 @@ fn tensor_map(
     let boxes = if mn {
         [MN_BOX, ROW_BYTES / bytes as u32, 1]
     } else {
-        [ROW_BYTES / bytes as u32, operand.tile_rows(), 1]
+        [ROW_BYTES / bytes as u32, operand.tile_rows(tile_n), 1]
     };
     encode_map(
         simulated,
         kernel,
-        operand.encode_operation(mn, input),
+        operand.encode_operation(mn, input, tile_n),
         (input.tensor_map_type(), bytes),
         base,
         (outer, inner, batches),
@@ -391,6 +397,8 @@ impl TmaC {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct MapsKey {
     input: WgmmaInput,
+    /// The tile's width (B's K-major box rows follow it).
+    tile_n: u32,
     /// A's and B's device addresses.
     a: u64,
     b: u64,
@@ -401,9 +409,17 @@ struct MapsKey {
 }
 
 impl MapsKey {
-    fn new(input: WgmmaInput, a: u64, b: u64, shape: &GemmShape, c: Option<TmaC>) -> Self {
+    fn new(
+        input: WgmmaInput,
+        tile_n: u32,
+        a: u64,
+        b: u64,
+        shape: &GemmShape,
+        c: Option<TmaC>,
+    ) -> Self {
         Self {
             input,
+            tile_n,
             a,
             b,
             shape: GemmShape {
@@ -429,6 +445,7 @@ impl MapsKey {
                 self.input,
                 Operand::A,
                 mn_major(Operand::A, s.op_a),
+                self.tile_n,
                 self.a,
                 (a_rows, a_cols, s.batches),
                 (s.lda, s.stride_a),
@@ -439,6 +456,7 @@ impl MapsKey {
                 self.input,
                 Operand::B,
                 mn_major(Operand::B, s.op_b),
+                self.tile_n,
                 self.b,
                 (b_rows, b_cols, s.batches),
                 (s.ldb, s.stride_b),
@@ -553,12 +571,19 @@ impl TensorMapSlots {
 pub struct WgmmaGemm<'a, O: cust::memory::DeviceCopy> {
     gpu: &'a Gpu,
     kernel: Kernel<WgmmaParams<O>>,
-    /// The f32-output entry of the same input and layout, which writes the
-    /// split-k partial products, and the reduction into C.
+    /// The f32-output entry of the same input, layout and tile, which
+    /// writes the split-k partial products, and the reduction into C.
     split_kernels: (
         Option<Kernel<WgmmaParams<f32>>>,
         Kernel<SplitReduceParams<O>>,
     ),
+    /// The entries of each tile width (the GEMM's and the split-k
+    /// partials'): 128 × 256, and 128 × 128 where one exists (16-bit inputs,
+    /// f32 C).
+    wide: (Kernel<WgmmaParams<O>>, Option<Kernel<WgmmaParams<f32>>>),
+    narrow: Option<(Kernel<WgmmaParams<O>>, Option<Kernel<WgmmaParams<f32>>>)>,
+    /// The plan's choice of tile width, and why ([`choose_tile_n`]).
+    choice: TileChoice,
     /// Splits of k (1: none), each `k_chunk` elements of k (the last fewer).
     splits: u32,
     /// The persistent grid's blocks at most: one an SM (the kernel's shared
@@ -582,7 +607,7 @@ pub struct WgmmaGemm<'a, O: cust::memory::DeviceCopy> {
     /// else C goes through the workspace (see [`WgmmaGemm::launch`]).
     c_pairs: bool,
     shape: GemmShape,
-    /// The grid's blocks along x: the tiles of one batch's C.
+    /// The tiles of one batch's C (of the chosen width, `key.tile_n`).
     tiles: u32,
     alpha: f32,
     beta: f32,
@@ -595,6 +620,7 @@ impl<O: cust::memory::DeviceCopy> std::fmt::Debug for WgmmaGemm<'_, O> {
         f.debug_struct("WgmmaGemm")
             .field("kernel", &self.kernel.name())
             .field("shape", &self.shape)
+            .field("tile", &format_args!("{}", self.choice))
             .field("tiles", &self.tiles)
             .field("group_m", &self.group_m)
             .field("splits", &self.splits)
@@ -664,20 +690,17 @@ impl WgmmaGemmExt for Gpu {
         self.check_device(name, "a", a)?;
         self.check_device(name, "b", b)?;
         self.check_device(name, "c", c)?;
-        let tiles = shape
-            .m
-            .div_ceil(BLOCK_M as usize)
-            .checked_mul(shape.n.div_ceil(BLOCK_N as usize))
-            .filter(|&t| t.checked_mul(shape.batches).is_some_and(|u| u <= u32::MAX as usize))
-            .ok_or_else(|| {
-                Error::invalid(
-                    name,
-                    format!(
-                        "m = {}, n = {}, {} batches: more tiles of {BLOCK_M} × {BLOCK_N} than the kernel's 2^32 - 1 work units",
-                        shape.m, shape.n, shape.batches
-                    ),
-                )
-            })? as u32;
+        // The wide tiles' count bounds every launch's (the narrow ones are
+        // used only where theirs fits too).
+        tiles_of(shape, BLOCK_N).ok_or_else(|| {
+            Error::invalid(
+                name,
+                format!(
+                    "m = {}, n = {}, {} batches: more tiles of {BLOCK_M} × {BLOCK_N} than the kernel's 2^32 - 1 work units",
+                    shape.m, shape.n, shape.batches
+                ),
+            )
+        })?;
         let input = I::WGMMA;
         let bytes = input.bytes();
         let (a_ptr, b_ptr) = (a.as_device_ptr().as_raw(), b.as_device_ptr().as_raw());
@@ -699,8 +722,25 @@ impl WgmmaGemmExt for Gpu {
             && shape.stride_c.is_multiple_of(2)
             && c_address.is_multiple_of(2 * size_of::<O::Dev>() as u64);
         let epilogue = WgmmaEpilogue::from_env(name)?;
+        let layout = layout_index(shape.op_a, shape.op_b);
+        let wide = (kernel, I::WGMMA_F32[layout]);
+        let narrow = O::WGMMA_N128[layout]
+            .filter(|_| tiles_of(shape, BLOCK_N_NARROW).is_some())
+            .map(|k| (k, I::WGMMA_N128_F32[layout]));
+        let k_stage = ROW_BYTES / bytes as u32;
+        let k_tiles = shape.k.div_ceil(k_stage as usize);
+        let sms = self.multiprocessors(name)?;
+        let choice = choose_tile_n(shape, k_tiles, sms as usize, narrow.is_some());
+        let (kernel, partials) = if choice.tile_n == BLOCK_N_NARROW {
+            narrow.unwrap_or(wide)
+        } else {
+            wide
+        };
+        let name = kernel.name();
+        let tiles = choice.chosen().tiles as u32;
         let key = MapsKey::new(
             input,
+            choice.tile_n,
             a_ptr,
             b_ptr,
             shape,
@@ -719,18 +759,14 @@ impl WgmmaGemmExt for Gpu {
         } else {
             Some(key.encode(name, simulated)?)
         };
-        let k_stage = ROW_BYTES / bytes as u32;
-        let units = tiles as usize * shape.batches;
-        let k_tiles = shape.k.div_ceil(k_stage as usize);
-        let sms = self.multiprocessors(name)?;
-        let splits = split_k(units, k_tiles, sms as usize);
+        let splits = choice.chosen().splits;
         let mut plan = WgmmaGemm {
             gpu: self,
             kernel,
-            split_kernels: (
-                I::WGMMA_F32[layout_index(shape.op_a, shape.op_b)],
-                O::SPLIT_REDUCE,
-            ),
+            split_kernels: (partials, O::SPLIT_REDUCE),
+            wide,
+            narrow,
+            choice,
             splits: 1,
             blocks: sms.max(1),
             k_chunk: 0,
@@ -768,6 +804,140 @@ pub fn split_k(blocks: usize, k_tiles: usize, sms: usize) -> usize {
         1
     } else {
         (sms / blocks).min(k_tiles / MIN_SPLIT_K_TILES).max(1)
+    }
+}
+
+/// The tiles of one batch's C, `tile_n` columns wide (128 rows), when
+/// all batches' tiles stay below the kernel's 2^32 work units.
+fn tiles_of(shape: &GemmShape, tile_n: u32) -> Option<u32> {
+    shape
+        .m
+        .div_ceil(BLOCK_M as usize)
+        .checked_mul(shape.n.div_ceil(tile_n as usize))
+        .filter(|&t| t.checked_mul(shape.batches).is_some_and(|u| u <= u32::MAX as usize))
+        .map(|t| t as u32)
+}
+
+/// How a GEMM runs on tiles of one width: its tiles (one batch), the splits
+/// of k [`split_k`] gives them, the persistent grid's rounds over all work
+/// units, and the time proxy those make ([`choose_tile_n`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TileCost {
+    /// Columns of C a tile spans (its rows are 128).
+    pub tile_n: u32,
+    /// The tiles of one batch's C.
+    pub tiles: usize,
+    /// Splits of k.
+    pub splits: usize,
+    /// `ceil(tiles · batches · splits / sms)`: the waves of work units
+    /// the SMs (one block each) run.
+    pub rounds: usize,
+    /// rounds × tile width × k-tiles of a split: the time the longest SM
+    /// spends in its units, in units of a 128 × 1 × one-stage product (all
+    /// units of a round take the same time; the tile's rows are common).
+    pub proxy: usize,
+}
+
+impl TileCost {
+    /// The cost of `shape` (`k_tiles` stages of k) on `sms` multiprocessors
+    /// with tiles `tile_n` wide, or `None` if they are too many.
+    fn new(shape: &GemmShape, tile_n: u32, k_tiles: usize, sms: usize) -> Option<Self> {
+        let tiles = tiles_of(shape, tile_n)? as usize;
+        let units = tiles * shape.batches;
+        let splits = split_k(units, k_tiles, sms);
+        let rounds = (units * splits).div_ceil(sms.max(1));
+        let chunk = k_tiles.div_ceil(splits).max(1);
+        Some(Self {
+            tile_n,
+            tiles,
+            splits,
+            rounds,
+            proxy: rounds * tile_n as usize * chunk,
+        })
+    }
+}
+
+impl std::fmt::Display for TileCost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{BLOCK_M}x{} ({} tiles", self.tile_n, self.tiles)?;
+        if self.splits > 1 {
+            write!(f, " × {} splits of k", self.splits)?;
+        }
+        let plural = if self.rounds == 1 { "" } else { "s" };
+        write!(f, ", {} round{plural})", self.rounds)
+    }
+}
+
+/// The plan's choice of tile width and the costs it weighed
+/// ([`choose_tile_n`]); its `Display` is the plan's `Debug` field `tile`:
+/// `128x128 (289 tiles, 3 rounds) vs 128x256 (153 tiles, 2 rounds)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TileChoice {
+    /// The width chosen: [`BLOCK_N`] or [`BLOCK_N_NARROW`].
+    pub tile_n: u32,
+    /// The 128 × 256 tiles' cost.
+    pub wide: TileCost,
+    /// The 128 × 128 tiles' cost, where the GEMM has that entry (16-bit
+    /// inputs, f32 C).
+    pub narrow: Option<TileCost>,
+}
+
+impl TileChoice {
+    /// The chosen width's cost.
+    pub fn chosen(&self) -> TileCost {
+        match self.narrow {
+            Some(narrow) if self.tile_n == narrow.tile_n => narrow,
+            _ => self.wide,
+        }
+    }
+}
+
+impl std::fmt::Display for TileChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.chosen())?;
+        match self.narrow {
+            Some(narrow) if self.tile_n == narrow.tile_n => write!(f, " vs {}", self.wide),
+            Some(narrow) => write!(f, " vs {narrow}"),
+            None => write!(f, " (no 128x128 entry)"),
+        }
+    }
+}
+
+/// The tile width for `shape` (`k_tiles` stages of k) on `sms`
+/// multiprocessors, `narrow` whether a 128 × 128 entry exists for it.
+///
+/// The rule: each width's work units (tiles · batches, times the splits of
+/// k [`split_k`] would choose for them) run in `rounds = ceil(units / sms)`
+/// waves, one block an SM; a wave takes as long as one unit, whose time is
+/// proportional to its tile's area times its k (the tiles' rows are
+/// common: width × k-tiles of a split), so the time proxy is rounds × width
+/// × k-tiles a split ([`TileCost::proxy`]). The 128 × 128 tiles are chosen
+/// when their proxy is strictly smaller (a last wave of wide tiles far from
+/// full: 2049 × 2056 × 2048 is 153 wide tiles on 132 SMs, 2 rounds, where
+/// 289 narrow ones are 3 rounds of half the time), or equal with fewer
+/// splits of k (each split costs a workspace round trip and a reduction:
+/// 512 × 4096 × 4096 is 64 wide tiles split in 2, or 128 narrow ones whole).
+/// Otherwise the wide tiles, which read A and B half as often per product
+/// (squares: 8192² is 2048 wide tiles, 16 rounds, or 4096 narrow, 32).
+pub fn choose_tile_n(shape: &GemmShape, k_tiles: usize, sms: usize, narrow: bool) -> TileChoice {
+    // The wide tiles' count was checked by the plan; the fallback never runs.
+    let wide = TileCost::new(shape, BLOCK_N, k_tiles, sms).unwrap_or(TileCost {
+        tile_n: BLOCK_N,
+        tiles: 0,
+        splits: 1,
+        rounds: 0,
+        proxy: 0,
+    });
+    let narrow = narrow
+        .then(|| TileCost::new(shape, BLOCK_N_NARROW, k_tiles, sms))
+        .flatten();
+    let better = narrow.is_some_and(|n| {
+        n.proxy < wide.proxy || (n.proxy == wide.proxy && n.splits < wide.splits)
+    });
+    TileChoice {
+        tile_n: if better { BLOCK_N_NARROW } else { BLOCK_N },
+        wide,
+        narrow,
     }
 }
 
@@ -811,6 +981,54 @@ fn tensor_maps_global(name: &'static str, function: cu::CUfunction) -> Result<u6
 pub const DEFAULT_GROUP_M: u32 = 16;
 
 impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
+    /// Sets the tiles' width (for tuning and tests; the plan chooses with
+    /// [`choose_tile_n`]): 256 ([`BLOCK_N`]) or 128 ([`BLOCK_N_NARROW`],
+    /// which exists for 16-bit inputs with f32 C alone), and with it the
+    /// splits of k [`split_k`] gives that width's tiles. Another width, or
+    /// 128 where there is no such entry, is [`Error::InvalidInput`] and
+    /// leaves the plan as it was.
+    pub fn set_tile_n(&mut self, tile_n: u32) -> Result<()> {
+        let (kernel, partials) = match (tile_n, self.narrow) {
+            (BLOCK_N, _) => self.wide,
+            (BLOCK_N_NARROW, Some(narrow)) => narrow,
+            _ => {
+                return Err(Error::invalid(
+                    self.kernel.name(),
+                    format!(
+                        "no {BLOCK_M} × {tile_n} tiles for this GEMM (256, or 128 for 16-bit \
+                         inputs with f32 C)"
+                    ),
+                ));
+            }
+        };
+        let cost = if tile_n == BLOCK_N {
+            self.choice.wide
+        } else {
+            self.choice.narrow.unwrap_or(self.choice.wide)
+        };
+        self.choice.tile_n = cost.tile_n;
+        self.kernel = kernel;
+        self.split_kernels.0 = partials;
+        self.tiles = cost.tiles as u32;
+        if self.key.tile_n != cost.tile_n {
+            self.key.tile_n = cost.tile_n;
+            // The slot of the new key is found, or its maps made, at launch.
+            self.maps = None;
+        }
+        self.set_splits(cost.splits as u32);
+        Ok(())
+    }
+
+    /// The tiles' width the launch runs (see [`set_tile_n`](Self::set_tile_n)).
+    pub fn tile_n(&self) -> u32 {
+        self.key.tile_n
+    }
+
+    /// The plan's choice of tile width and the costs it weighed.
+    pub fn tile_choice(&self) -> TileChoice {
+        self.choice
+    }
+
     /// Sets the tile rows a group of the grouped tile order spans (1: row
     /// by row), for tuning.
     pub fn set_group_m(&mut self, group_m: u32) {
@@ -1152,13 +1370,71 @@ mod tests {
     fn only_the_tma_epilogue_keys_the_slot_by_c() {
         let shape = GemmShape::with_ops(128, 256, 64, Op::N, Op::T);
         let c = TmaC::new("f32", 0x2000, &shape, 0.0);
-        let with = MapsKey::new(WgmmaInput::Bf16, 0x1000, 0x3000, &shape, c);
-        let without = MapsKey::new(WgmmaInput::Bf16, 0x1000, 0x3000, &shape, None);
+        let with = MapsKey::new(WgmmaInput::Bf16, BLOCK_N, 0x1000, 0x3000, &shape, c);
+        let without = MapsKey::new(WgmmaInput::Bf16, BLOCK_N, 0x1000, 0x3000, &shape, None);
         assert_ne!(with, without);
         let other_ldc = GemmShape { ldc: 512, ..shape };
         assert_eq!(
             without,
-            MapsKey::new(WgmmaInput::Bf16, 0x1000, 0x3000, &other_ldc, None)
+            MapsKey::new(WgmmaInput::Bf16, BLOCK_N, 0x1000, 0x3000, &other_ldc, None)
+        );
+        // B's K-major box follows the tile's width: another slot.
+        assert_ne!(
+            without,
+            MapsKey::new(WgmmaInput::Bf16, BLOCK_N_NARROW, 0x1000, 0x3000, &shape, None)
+        );
+    }
+
+    /// The tile width's rule (see `choose_tile_n`) on an H200's 132 SMs: the
+    /// narrow tiles where the wide ones need a split of k or leave the last
+    /// round far from full, the wide ones otherwise; never narrow where no
+    /// entry exists.
+    #[test]
+    fn the_plan_picks_narrow_tiles_where_they_fill_the_gpu_better() {
+        let choose = |m, n, k| {
+            let shape = GemmShape::with_ops(m, n, k, Op::N, Op::N);
+            choose_tile_n(&shape, k.div_ceil(64), 132, true)
+        };
+        // 64 wide tiles split in 2 against 128 narrow ones whole.
+        let skinny = choose(512, 4096, 4096);
+        assert_eq!(skinny.tile_n, BLOCK_N_NARROW, "{skinny}");
+        assert_eq!((skinny.wide.tiles, skinny.wide.splits), (64, 2));
+        assert_eq!(
+            skinny.chosen(),
+            TileCost {
+                tile_n: 128,
+                tiles: 128,
+                splits: 1,
+                rounds: 1,
+                proxy: 128 * 64
+            }
+        );
+        assert_eq!(
+            skinny.to_string(),
+            "128x128 (128 tiles, 1 round) vs 128x256 (64 tiles × 2 splits of k, 1 round)"
+        );
+        assert_eq!(choose(256, 8192, 8192).tile_n, BLOCK_N_NARROW);
+        // Deep k: fewer splits of the narrow tiles (8 against 16).
+        assert_eq!(choose(512, 512, 16384).tile_n, BLOCK_N_NARROW);
+        // 153 wide tiles on 132 SMs: 2 rounds; 289 narrow: 3 of half the time.
+        let awkward = choose(2049, 2056, 2048);
+        assert_eq!(awkward.tile_n, BLOCK_N_NARROW);
+        assert_eq!(
+            awkward.to_string(),
+            "128x128 (289 tiles, 3 rounds) vs 128x256 (153 tiles, 2 rounds)"
+        );
+        // Squares whose wide tiles fill the rounds: a tie keeps them.
+        for size in [2048, 4096, 8192] {
+            let square = choose(size, size, size);
+            assert_eq!(square.tile_n, BLOCK_N, "{size}: {square}");
+        }
+        // No narrow entry (tf32, 16-bit C): wide.
+        let shape = GemmShape::with_ops(512, 4096, 4096, Op::N, Op::T);
+        let none = choose_tile_n(&shape, 64, 132, false);
+        assert_eq!((none.tile_n, none.narrow), (BLOCK_N, None));
+        assert_eq!(
+            none.to_string(),
+            "128x256 (64 tiles × 2 splits of k, 1 round) (no 128x128 entry)"
         );
     }
 }

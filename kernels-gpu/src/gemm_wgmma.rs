@@ -38,27 +38,36 @@
 //! (`device::sim`), so the same code runs there.
 use crate::device::float16::{bf16, f16};
 use crate::device::hopper::{
-    self, Bf16, F16, MBarrier, N256_ACCUMULATORS, Tf32, WgmmaInput, sw128_descriptor,
-    sw128_mn_descriptor,
+    self, Bf16, F16, MBarrier, N128_ACCUMULATORS, N256_ACCUMULATORS, Tf32, WgmmaInput,
+    sw128_descriptor, sw128_mn_descriptor,
 };
 use crate::device::{kernel, shared, sync, thread, warp};
 use crate::gemm::{GemmOutput, epilogue, store_c, store_c_pair};
 
 /// Rows of C a block computes.
 pub const BLOCK_M: u32 = 128;
-/// Columns of C a block computes.
+/// Columns of C a block of the wide entries (`gemm_wgmma_*`) computes.
 pub const BLOCK_N: u32 = 256;
+/// Columns of C a block of the narrow entries (`gemm_wgmma_n128_*`)
+/// computes: half the tiles' area, twice their count, for problems whose
+/// 128 × 256 tiles fill the GPU badly (the host's plan chooses).
+pub const BLOCK_N_NARROW: u32 = 128;
 /// Bytes of each operand row a stage holds (64 16-bit or 32 f32 elements:
 /// one 128-byte swizzle row).
 pub const ROW_BYTES: u32 = 128;
-/// Stages of the shared-memory ring.
+/// Stages of the shared-memory ring of the wide tile (48 KiB each).
 pub const STAGES: u32 = 4;
+/// Stages of the shared-memory ring of the narrow tile (32 KiB each): as
+/// many as fit in the same shared memory.
+pub const STAGES_NARROW: u32 = 6;
 /// Threads of a block: a producer and two consumer warpgroups.
 pub const THREADS: u32 = 384;
 /// Bytes of A in one stage.
 const A_STAGE_BYTES: u32 = BLOCK_M * ROW_BYTES;
-/// Bytes of one stage (A then B).
-const STAGE_BYTES: u32 = A_STAGE_BYTES + BLOCK_N * ROW_BYTES;
+/// Bytes of one stage (A then B) of a tile `bn` columns wide.
+const fn stage_bytes(bn: u32) -> u32 {
+    A_STAGE_BYTES + bn * ROW_BYTES
+}
 /// Rows of C one epilogue box holds: a consumer's 64 rows.
 pub const C_BOX_ROWS: u32 = 64;
 /// Bytes of one row of an epilogue box (one 128-byte swizzle row: 32 f32
@@ -69,11 +78,24 @@ const C_BUFFER_BYTES: u32 = C_BOX_ROWS * C_BOX_ROW_BYTES;
 /// Epilogue buffers: two per consumer (one filled while the other's box is
 /// stored).
 const C_BUFFERS: u32 = 4;
-/// Dynamic shared memory a block needs: the ring (1024-byte aligned, for the
-/// swizzle: up to 1024 bytes are skipped to align it), the epilogue's
-/// buffers and the 2 barriers of each stage.
-pub const SHARED_BYTES: u32 =
-    1024 + STAGES * STAGE_BYTES + C_BUFFERS * C_BUFFER_BYTES + 2 * STAGES * 8;
+/// Dynamic shared memory a block of a tile `bn` columns wide with `stages`
+/// stages needs: the ring (1024-byte aligned, for the swizzle: up to 1024
+/// bytes are skipped to align it), the epilogue's buffers and the 2
+/// barriers of each stage.
+const fn shared_bytes(bn: u32, stages: u32) -> u32 {
+    1024 + stages * stage_bytes(bn) + C_BUFFERS * C_BUFFER_BYTES + 2 * stages * 8
+}
+/// Dynamic shared memory every entry is launched with: the larger of the
+/// two tiles' needs (the wide 230,464 bytes, the narrow 230,496).
+pub const SHARED_BYTES: u32 = {
+    let (wide, narrow) = (
+        shared_bytes(BLOCK_N, STAGES),
+        shared_bytes(BLOCK_N_NARROW, STAGES_NARROW),
+    );
+    if wide > narrow { wide } else { narrow }
+};
+// An SM's opt-in shared memory on sm_90: 227 KiB.
+const _: () = assert!(SHARED_BYTES <= 227 * 1024);
 /// The k steps of one stage (each reads 32 bytes of every K-major row, or
 /// 16 rows of an MN-major box).
 const K_STEPS: u32 = ROW_BYTES / 32;
@@ -107,6 +129,100 @@ pub const TENSOR_MAP_SLOTS: usize = 64;
 #[unsafe(no_mangle)]
 pub static mut GEMM_WGMMA_TENSOR_MAPS: [[hopper::TensorMap; MAPS_PER_SLOT]; TENSOR_MAP_SLOTS] =
     [[hopper::TensorMap([0; 16]); MAPS_PER_SLOT]; TENSOR_MAP_SLOTS];
+
+/// A block's tile width: [`BLOCK_N`] (`Tile<256>`) or [`BLOCK_N_NARROW`]
+/// (`Tile<128>`), with what depends on it: the ring's stages, the
+/// consumers' accumulators (an m64n256 or m64n128 fragment) and their wgmma.
+pub struct Tile<const BN: u32>;
+
+/// What a tile width fixes (see [`Tile`]).
+pub trait TileWidth {
+    /// Columns of C a block computes.
+    const BN: u32;
+    /// Stages of the shared-memory ring.
+    const STAGES: u32;
+    /// A consumer thread's accumulators.
+    type Acc;
+    /// Zeroed accumulators.
+    fn zero() -> Self::Acc;
+    /// [`hopper::fence_accumulators`] on them.
+    fn fence(acc: &mut Self::Acc);
+    /// One k step of the consumer's wgmma (`m64n{BN}`).
+    ///
+    /// # Safety
+    /// As [`WgmmaInput::mma_m64n256`].
+    unsafe fn mma<T: WgmmaInput, const A_MN: bool, const B_MN: bool>(
+        acc: &mut Self::Acc,
+        a: u64,
+        b: u64,
+    );
+    /// Calls `f(i, [acc[i], acc[i + 1]])` for each even `i`, in order, with
+    /// constant indices (straight-line code once inlined: the fragment
+    /// stays in registers, never indexed at run time).
+    fn for_each_pair(acc: &Self::Acc, f: impl FnMut(u32, [f32; 2]));
+}
+
+macro_rules! pairs_of {
+    ($acc:ident, $f:ident; $($i:literal)*) => {
+        $(if ($i as u32).is_multiple_of(2) {
+            $f($i, [$acc[$i], $acc[($i + 1) % $acc.len()]]);
+        })*
+    };
+}
+
+impl TileWidth for Tile<256> {
+    const BN: u32 = BLOCK_N;
+    const STAGES: u32 = STAGES;
+    type Acc = [f32; N256_ACCUMULATORS];
+    #[inline(always)]
+    fn zero() -> Self::Acc {
+        [0.0; N256_ACCUMULATORS]
+    }
+    #[inline(always)]
+    fn fence(acc: &mut Self::Acc) {
+        hopper::fence_accumulators(acc);
+    }
+    #[inline(always)]
+    unsafe fn mma<T: WgmmaInput, const A_MN: bool, const B_MN: bool>(
+        acc: &mut Self::Acc,
+        a: u64,
+        b: u64,
+    ) {
+        // SAFETY: the caller's promise.
+        unsafe { T::mma_m64n256::<A_MN, B_MN>(acc, a, b) }
+    }
+    #[inline(always)]
+    fn for_each_pair(acc: &Self::Acc, mut f: impl FnMut(u32, [f32; 2])) {
+        crate::device::with_n256_indices!(pairs_of!(acc, f));
+    }
+}
+
+impl TileWidth for Tile<128> {
+    const BN: u32 = BLOCK_N_NARROW;
+    const STAGES: u32 = STAGES_NARROW;
+    type Acc = [f32; N128_ACCUMULATORS];
+    #[inline(always)]
+    fn zero() -> Self::Acc {
+        [0.0; N128_ACCUMULATORS]
+    }
+    #[inline(always)]
+    fn fence(acc: &mut Self::Acc) {
+        hopper::fence_accumulators(acc);
+    }
+    #[inline(always)]
+    unsafe fn mma<T: WgmmaInput, const A_MN: bool, const B_MN: bool>(
+        acc: &mut Self::Acc,
+        a: u64,
+        b: u64,
+    ) {
+        // SAFETY: the caller's promise.
+        unsafe { T::mma_m64n128::<A_MN, B_MN>(acc, a, b) }
+    }
+    #[inline(always)]
+    fn for_each_pair(acc: &Self::Acc, mut f: impl FnMut(u32, [f32; 2])) {
+        crate::device::with_n128_indices!(pairs_of!(acc, f));
+    }
+}
 
 /// The block's tile of `C = alpha · op(A) · op(B) + beta · C`, A MN-major
 /// (stored `k × m`) when `A_MN`, B MN-major (stored `k × n`) when `B_MN`.
@@ -153,7 +269,7 @@ pub static mut GEMM_WGMMA_TENSOR_MAPS: [[hopper::TensorMap; MAPS_PER_SLOT]; TENS
 /// swizzle, at `c`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>(
+unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool, const BN: u32>(
     a_map: *const u64,
     b_map: *const u64,
     c: *mut O,
@@ -169,25 +285,30 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
     c_split_stride: u64,
     units: u32,
     c_map: *const u64,
-) {
+) where
+    Tile<BN>: TileWidth,
+{
     kernel::max_registers::<MAX_REGISTERS>();
+    const { assert!(shared_bytes(BN, Tile::<BN>::STAGES) <= SHARED_BYTES) };
+    let stages = Tile::<BN>::STAGES;
+    let stage_bytes = stage_bytes(BN);
     let ring = (shared::dynamic_shared_address() + 1023) & !1023;
-    let a_tile = |s: u32| ring + s * STAGE_BYTES;
-    let b_tile = |s: u32| ring + s * STAGE_BYTES + A_STAGE_BYTES;
-    let c_buffers = ring + STAGES * STAGE_BYTES;
+    let a_tile = |s: u32| ring + s * stage_bytes;
+    let b_tile = |s: u32| ring + s * stage_bytes + A_STAGE_BYTES;
+    let c_buffers = ring + stages * stage_bytes;
     let barriers = c_buffers + C_BUFFERS * C_BUFFER_BYTES;
-    // SAFETY: 2 · STAGES 8-byte barriers after the ring, inside SHARED_BYTES;
+    // SAFETY: 2 · stages 8-byte barriers after the ring, inside SHARED_BYTES;
     // initialised below before the block barrier, used only after it.
     let full = |s: u32| unsafe { MBarrier::at(barriers + 8 * s) };
     // SAFETY: as above.
-    let empty = |s: u32| unsafe { MBarrier::at(barriers + 8 * (STAGES + s)) };
+    let empty = |s: u32| unsafe { MBarrier::at(barriers + 8 * (stages + s)) };
 
     let tid = thread::thread_idx_x();
     // Broadcast from lane 0 so that the compiler knows it is warp-uniform
     // (else ptxas serialises the wgmma of a branch it thinks divergent).
     let warpgroup = warp::shuffle_idx(tid / 128, 0);
     if tid == 0 {
-        for s in 0..STAGES {
+        for s in 0..stages {
             full(s).init(1);
             empty(s).init(2);
         }
@@ -197,7 +318,7 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
 
     let k_per_stage = ROW_BYTES / T::BYTES;
     let splits = k.div_ceil(k_chunk);
-    let (tiles_m, tiles_n) = (m.div_ceil(BLOCK_M), n.div_ceil(BLOCK_N));
+    let (tiles_m, tiles_n) = (m.div_ceil(BLOCK_M), n.div_ceil(BN));
     // A work unit's tile (in a grouped order: the units that run together
     // cover `group_m` tile rows and as many columns, not whole rows of C, so
     // that their slabs of A and B stay in L2), its first k and k-tiles, and
@@ -215,7 +336,7 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
         let k_tiles = (k - k_first).min(k_chunk).div_ceil(k_per_stage);
         (
             tile_m * BLOCK_M,
-            tile_n * BLOCK_N,
+            tile_n * BN,
             split,
             batch,
             k_first,
@@ -253,13 +374,13 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
             while u < units {
                 let (row0, col0, _, batch, k_first, k_tiles) = unit(u);
                 for kt in 0..k_tiles {
-                    let s = it % STAGES;
-                    let round = it / STAGES;
+                    let s = it % stages;
+                    let round = it / stages;
                     if round > 0 {
                         // The consumers freed this stage's previous round.
                         empty(s).wait((round - 1) & 1);
                     }
-                    full(s).arrive_expect_tx(STAGE_BYTES);
+                    full(s).arrive_expect_tx(stage_bytes);
                     let kc = (k_first + kt * k_per_stage) as i32;
                     let z = batch as i32;
                     // SAFETY: tensor maps (the launch's contract); the stage
@@ -275,7 +396,7 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
                             hopper::tma_load_3d(a_tile(s), a_map, &full(s), kc, row0 as i32, z);
                         }
                         if B_MN {
-                            for j in 0..BLOCK_N / MN_BOX {
+                            for j in 0..BN / MN_BOX {
                                 let col = (col0 + j * MN_BOX) as i32;
                                 let dst = b_tile(s) + j * MN_BOX_BYTES;
                                 hopper::tma_load_3d(dst, b_map, &full(s), col, kc, z);
@@ -305,11 +426,11 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
     let mut u = first_unit;
     while u < units {
         let (row0, col0, split, batch, _, k_tiles) = unit(u);
-        let mut acc = [0f32; N256_ACCUMULATORS];
+        let mut acc = Tile::<BN>::zero();
         for kt in 0..k_tiles {
-            let s = it % STAGES;
-            full(s).wait((it / STAGES) & 1);
-            hopper::fence_accumulators(&mut acc);
+            let s = it % stages;
+            full(s).wait((it / stages) & 1);
+            Tile::<BN>::fence(&mut acc);
             hopper::wgmma_fence();
             // The consumer's 64 rows of A: 64 K-major rows of 128 bytes, or
             // the consumer's MN-major box; either way 8 KiB into the tile.
@@ -328,31 +449,31 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
                 // SAFETY: the whole warpgroup issues it after the fence; the
                 // stage's tiles landed (full phase) and stay until it is
                 // freed, after the wait below.
-                unsafe { T::mma_m64n256::<A_MN, B_MN>(&mut acc, da, db) };
+                unsafe { Tile::<BN>::mma::<T, A_MN, B_MN>(&mut acc, da, db) };
             }
             hopper::wgmma_commit_group();
             // One group stays in flight: the previous stage's is done, so
             // that stage goes back to the producer.
             hopper::wgmma_wait_group::<1>();
-            hopper::fence_accumulators(&mut acc);
+            Tile::<BN>::fence(&mut acc);
             if kt > 0 && t == 0 {
-                empty((it - 1) % STAGES).arrive();
+                empty((it - 1) % stages).arrive();
             }
             it += 1;
         }
         hopper::wgmma_wait_group::<0>();
-        hopper::fence_accumulators(&mut acc);
+        Tile::<BN>::fence(&mut acc);
         // The unit's last stage goes back too: the producer is already
         // filling the next unit's stages while this tile is stored.
         if t == 0 {
-            empty((it - 1) % STAGES).arrive();
+            empty((it - 1) % stages).arrive();
         }
 
         if tma_c {
             // SAFETY: the launch's contract (a map of C's planes, beta 0);
             // the buffers lie inside SHARED_BYTES, 1024-byte aligned.
             unsafe {
-                store_tile_tma::<O>(
+                store_tile_tma::<O, BN>(
                     &acc,
                     c_map as u64,
                     c_buffers + consumer * 2 * C_BUFFER_BYTES,
@@ -402,14 +523,7 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
                 }
             }
         };
-        macro_rules! store_all {
-            (; $($i:literal)*) => {
-                $(if ($i as u32).is_multiple_of(2) {
-                    store($i, [acc[$i], acc[($i + 1) % N256_ACCUMULATORS]]);
-                })*
-            };
-        }
-        crate::device::with_n256_indices!(store_all!());
+        Tile::<BN>::for_each_pair(&acc, store);
         u += unit_step;
     }
     if tma_c && t == 0 {
@@ -430,14 +544,16 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool>
 /// `buffers` is 2 · `C_BUFFER_BYTES` of shared memory, 1024-byte aligned,
 /// that only this consumer uses.
 #[inline(always)]
-unsafe fn store_tile_tma<O: GemmOutput>(
-    acc: &[f32; N256_ACCUMULATORS],
+unsafe fn store_tile_tma<O: GemmOutput, const BN: u32>(
+    acc: &<Tile<BN> as TileWidth>::Acc,
     c_map: u64,
     buffers: u32,
     (col0, row0, batch): (u32, u32, u32),
     alpha: f32,
     consumer: u32,
-) {
+) where
+    Tile<BN>: TileWidth,
+{
     // Through `black_box`: the addresses below depend on the thread alone,
     // and the compiler would otherwise compute them before the main loop
     // and keep them live (spilled) across it.
@@ -453,7 +569,7 @@ unsafe fn store_tile_tma<O: GemmOutput>(
         // caller's contract); no other warp uses this barrier.
         unsafe { hopper::named_barrier_sync(1 + consumer, 128) }
     };
-    let store_pair = |i: u32| {
+    let store_pair = |i: u32, v: [f32; 2]| {
         // Accumulators i and i + 1 (i even): row `lane / 4` of the warp's
         // 16 (8 below for i % 4 ≥ 2), columns 8 · (i / 4) + 2 · (lane % 4)
         // and the next.
@@ -471,8 +587,8 @@ unsafe fn store_tile_tma<O: GemmOutput>(
         // The 128-byte swizzle: 16-byte chunk `c` of row `r` at `c ^ r % 8`.
         let at = buffer + row * C_BOX_ROW_BYTES + ((byte / 16) ^ (row % 8)) * 16 + byte % 16;
         let pair = O::pack(
-            O::from_f32(epilogue(acc[i as usize], alpha, 0.0, 0.0)),
-            O::from_f32(epilogue(acc[i as usize + 1], alpha, 0.0, 0.0)),
+            O::from_f32(epilogue(v[0], alpha, 0.0, 0.0)),
+            O::from_f32(epilogue(v[1], alpha, 0.0, 0.0)),
         );
         // SAFETY: inside this consumer's buffer (row < 64, byte < 128),
         // aligned to the pair; the barrier above ordered the last reader.
@@ -496,14 +612,7 @@ unsafe fn store_tile_tma<O: GemmOutput>(
             }
         }
     };
-    macro_rules! store_pairs {
-        (; $($i:literal)*) => {
-            $(if ($i as u32).is_multiple_of(2) {
-                store_pair($i);
-            })*
-        };
-    }
-    crate::device::with_n256_indices!(store_pairs!());
+    Tile::<BN>::for_each_pair(acc, store_pair);
 }
 
 /// The entry points, one per input type, output type and layout, each
@@ -512,14 +621,14 @@ unsafe fn store_tile_tma<O: GemmOutput>(
 /// them: NT is A stored `m × k` and B stored `n × k` (both K-major), NN has
 /// B stored `k × n`, TN and TT have A stored `k × m`.
 macro_rules! gemm_wgmma_entries {
-    ($($name:ident as $handle:ident: $t:ty => $o:ty, $a_mn:literal, $b_mn:literal;)*) => {
+    ($($name:ident as $handle:ident: $t:ty => $o:ty, $a_mn:literal, $b_mn:literal, $bn:literal;)*) => {
         crate::device::kernels! {
             list KERNELS;
             $(
                 #[doc = concat!("`C = alpha · op(A) · op(B) + beta · C`, ", stringify!($t),
                     " inputs through their tensor maps, f32 accumulation, ", stringify!($o),
                     " C; A MN-major: ", stringify!($a_mn), ", B MN-major: ", stringify!($b_mn),
-                    " (see the module).")]
+                    ", tiles 128 × ", stringify!($bn), " (see the module).")]
                 ///
                 /// # Safety
                 /// As the module's `gemm`: the launch shape, tensor maps and C.
@@ -542,7 +651,7 @@ macro_rules! gemm_wgmma_entries {
                 ) as $handle {
                     // SAFETY: the entry's contract.
                     unsafe {
-                        gemm::<$t, $o, $a_mn, $b_mn>(
+                        gemm::<$t, $o, $a_mn, $b_mn, $bn>(
                             a_map, b_map, c, m, n, k, ldc, c_batch_stride, alpha, beta, group_m,
                             k_chunk, c_split_stride, units, c_map,
                         )
@@ -554,23 +663,32 @@ macro_rules! gemm_wgmma_entries {
 }
 
 gemm_wgmma_entries! {
-    gemm_wgmma_bf16_f32_nn as GEMM_WGMMA_BF16_F32_NN: Bf16 => f32, false, true;
-    gemm_wgmma_bf16_f32_nt as GEMM_WGMMA_BF16_F32_NT: Bf16 => f32, false, false;
-    gemm_wgmma_bf16_f32_tn as GEMM_WGMMA_BF16_F32_TN: Bf16 => f32, true, true;
-    gemm_wgmma_bf16_f32_tt as GEMM_WGMMA_BF16_F32_TT: Bf16 => f32, true, false;
-    gemm_wgmma_bf16_bf16_nn as GEMM_WGMMA_BF16_BF16_NN: Bf16 => bf16, false, true;
-    gemm_wgmma_bf16_bf16_nt as GEMM_WGMMA_BF16_BF16_NT: Bf16 => bf16, false, false;
-    gemm_wgmma_bf16_bf16_tn as GEMM_WGMMA_BF16_BF16_TN: Bf16 => bf16, true, true;
-    gemm_wgmma_bf16_bf16_tt as GEMM_WGMMA_BF16_BF16_TT: Bf16 => bf16, true, false;
-    gemm_wgmma_f16_f32_nn as GEMM_WGMMA_F16_F32_NN: F16 => f32, false, true;
-    gemm_wgmma_f16_f32_nt as GEMM_WGMMA_F16_F32_NT: F16 => f32, false, false;
-    gemm_wgmma_f16_f32_tn as GEMM_WGMMA_F16_F32_TN: F16 => f32, true, true;
-    gemm_wgmma_f16_f32_tt as GEMM_WGMMA_F16_F32_TT: F16 => f32, true, false;
-    gemm_wgmma_f16_f16_nn as GEMM_WGMMA_F16_F16_NN: F16 => f16, false, true;
-    gemm_wgmma_f16_f16_nt as GEMM_WGMMA_F16_F16_NT: F16 => f16, false, false;
-    gemm_wgmma_f16_f16_tn as GEMM_WGMMA_F16_F16_TN: F16 => f16, true, true;
-    gemm_wgmma_f16_f16_tt as GEMM_WGMMA_F16_F16_TT: F16 => f16, true, false;
-    gemm_wgmma_tf32_f32_nt as GEMM_WGMMA_TF32_F32_NT: Tf32 => f32, false, false;
+    gemm_wgmma_bf16_f32_nn as GEMM_WGMMA_BF16_F32_NN: Bf16 => f32, false, true, 256;
+    gemm_wgmma_bf16_f32_nt as GEMM_WGMMA_BF16_F32_NT: Bf16 => f32, false, false, 256;
+    gemm_wgmma_bf16_f32_tn as GEMM_WGMMA_BF16_F32_TN: Bf16 => f32, true, true, 256;
+    gemm_wgmma_bf16_f32_tt as GEMM_WGMMA_BF16_F32_TT: Bf16 => f32, true, false, 256;
+    gemm_wgmma_bf16_bf16_nn as GEMM_WGMMA_BF16_BF16_NN: Bf16 => bf16, false, true, 256;
+    gemm_wgmma_bf16_bf16_nt as GEMM_WGMMA_BF16_BF16_NT: Bf16 => bf16, false, false, 256;
+    gemm_wgmma_bf16_bf16_tn as GEMM_WGMMA_BF16_BF16_TN: Bf16 => bf16, true, true, 256;
+    gemm_wgmma_bf16_bf16_tt as GEMM_WGMMA_BF16_BF16_TT: Bf16 => bf16, true, false, 256;
+    gemm_wgmma_f16_f32_nn as GEMM_WGMMA_F16_F32_NN: F16 => f32, false, true, 256;
+    gemm_wgmma_f16_f32_nt as GEMM_WGMMA_F16_F32_NT: F16 => f32, false, false, 256;
+    gemm_wgmma_f16_f32_tn as GEMM_WGMMA_F16_F32_TN: F16 => f32, true, true, 256;
+    gemm_wgmma_f16_f32_tt as GEMM_WGMMA_F16_F32_TT: F16 => f32, true, false, 256;
+    gemm_wgmma_f16_f16_nn as GEMM_WGMMA_F16_F16_NN: F16 => f16, false, true, 256;
+    gemm_wgmma_f16_f16_nt as GEMM_WGMMA_F16_F16_NT: F16 => f16, false, false, 256;
+    gemm_wgmma_f16_f16_tn as GEMM_WGMMA_F16_F16_TN: F16 => f16, true, true, 256;
+    gemm_wgmma_f16_f16_tt as GEMM_WGMMA_F16_F16_TT: F16 => f16, true, false, 256;
+    gemm_wgmma_tf32_f32_nt as GEMM_WGMMA_TF32_F32_NT: Tf32 => f32, false, false, 256;
+    // The narrow tile (128 × 128): 16-bit inputs, f32 C.
+    gemm_wgmma_n128_bf16_f32_nn as GEMM_WGMMA_N128_BF16_F32_NN: Bf16 => f32, false, true, 128;
+    gemm_wgmma_n128_bf16_f32_nt as GEMM_WGMMA_N128_BF16_F32_NT: Bf16 => f32, false, false, 128;
+    gemm_wgmma_n128_bf16_f32_tn as GEMM_WGMMA_N128_BF16_F32_TN: Bf16 => f32, true, true, 128;
+    gemm_wgmma_n128_bf16_f32_tt as GEMM_WGMMA_N128_BF16_F32_TT: Bf16 => f32, true, false, 128;
+    gemm_wgmma_n128_f16_f32_nn as GEMM_WGMMA_N128_F16_F32_NN: F16 => f32, false, true, 128;
+    gemm_wgmma_n128_f16_f32_nt as GEMM_WGMMA_N128_F16_F32_NT: F16 => f32, false, false, 128;
+    gemm_wgmma_n128_f16_f32_tn as GEMM_WGMMA_N128_F16_F32_TN: F16 => f32, true, true, 128;
+    gemm_wgmma_n128_f16_f32_tt as GEMM_WGMMA_N128_F16_F32_TT: F16 => f32, true, false, 128;
 }
 
 /// The parameters every entry takes, `O` its output element: the two tensor

@@ -34,7 +34,10 @@ use cuda_kernels_gpu::gemm_wgmma::{
     GEMM_WGMMA_BF16_BF16_TT, GEMM_WGMMA_BF16_F32_NN, GEMM_WGMMA_BF16_F32_NT,
     GEMM_WGMMA_BF16_F32_TN, GEMM_WGMMA_BF16_F32_TT, GEMM_WGMMA_F16_F16_NN, GEMM_WGMMA_F16_F16_NT,
     GEMM_WGMMA_F16_F16_TN, GEMM_WGMMA_F16_F16_TT, GEMM_WGMMA_F16_F32_NN, GEMM_WGMMA_F16_F32_NT,
-    GEMM_WGMMA_F16_F32_TN, GEMM_WGMMA_F16_F32_TT, GEMM_WGMMA_TF32_F32_NT, WgmmaParams,
+    GEMM_WGMMA_F16_F32_TN, GEMM_WGMMA_F16_F32_TT, GEMM_WGMMA_N128_BF16_F32_NN,
+    GEMM_WGMMA_N128_BF16_F32_NT, GEMM_WGMMA_N128_BF16_F32_TN, GEMM_WGMMA_N128_BF16_F32_TT,
+    GEMM_WGMMA_N128_F16_F32_NN, GEMM_WGMMA_N128_F16_F32_NT, GEMM_WGMMA_N128_F16_F32_TN,
+    GEMM_WGMMA_N128_F16_F32_TT, GEMM_WGMMA_TF32_F32_NT, WgmmaParams,
 };
 use std::sync::Mutex;
 
@@ -247,6 +250,11 @@ pub trait GemmInput: Copy + Send + Sync + 'static {
     /// TT; `None` where wgmma cannot read the layout): the f32 output's
     /// [`GemmOutput::WGMMA`], and every output's split-k partial products.
     const WGMMA_F32: [Option<Kernel<WgmmaParams<f32>>>; 4];
+    /// The wgmma kernels of 128 × 128 tiles with f32 output by layout
+    /// (`gemm_wgmma_n128_*`: 16-bit inputs; `None` for tf32), which the
+    /// plan picks where they fill the GPU better
+    /// ([`choose_tile_n`](crate::gemm_wgmma::choose_tile_n)).
+    const WGMMA_N128_F32: [Option<Kernel<WgmmaParams<f32>>>; 4];
     /// The device twin.
     fn to_dev(self) -> Self::Dev;
     /// The exact value.
@@ -271,6 +279,9 @@ pub trait GemmOutput<I: GemmInput>: Copy + 'static {
     /// ([`layout_index`](crate::gemm_wgmma::layout_index)); `None` where
     /// wgmma cannot read the layout (tf32 is K-major only: NT).
     const WGMMA: [Option<Kernel<WgmmaParams<Self::Dev>>>; 4];
+    /// The wgmma kernels of 128 × 128 tiles by layout: f32 output of 16-bit
+    /// inputs only ([`GemmInput::WGMMA_N128_F32`]); `None` elsewhere.
+    const WGMMA_N128: [Option<Kernel<WgmmaParams<Self::Dev>>>; 4];
     /// The split-k reduction into this output type.
     const SPLIT_REDUCE: Kernel<SplitReduceParams<Self::Dev>>;
     /// The device twin.
@@ -282,13 +293,14 @@ pub trait GemmOutput<I: GemmInput>: Copy + 'static {
 }
 
 macro_rules! gemm_types {
-    ($($host:ty => $dev:ty, $name:literal, $p:literal, $wgmma:ident, $f32:expr, $to_dev:expr, $to_f64:expr;)*) => {$(
+    ($($host:ty => $dev:ty, $name:literal, $p:literal, $wgmma:ident, $f32:expr, $n128:expr, $to_dev:expr, $to_f64:expr;)*) => {$(
         impl GemmInput for $host {
             type Dev = $dev;
             const NAME: &'static str = $name;
             const PRECISION: i32 = $p;
             const WGMMA: WgmmaInput = WgmmaInput::$wgmma;
             const WGMMA_F32: [Option<Kernel<WgmmaParams<f32>>>; 4] = $f32;
+            const WGMMA_N128_F32: [Option<Kernel<WgmmaParams<f32>>>; 4] = $n128;
             fn to_dev(self) -> $dev {
                 $to_dev(self)
             }
@@ -301,16 +313,18 @@ macro_rules! gemm_types {
 gemm_types! {
     half::bf16 => dev::bf16, "bf16", 8, Bf16,
         [Some(GEMM_WGMMA_BF16_F32_NN), Some(GEMM_WGMMA_BF16_F32_NT), Some(GEMM_WGMMA_BF16_F32_TN), Some(GEMM_WGMMA_BF16_F32_TT)],
+        [Some(GEMM_WGMMA_N128_BF16_F32_NN), Some(GEMM_WGMMA_N128_BF16_F32_NT), Some(GEMM_WGMMA_N128_BF16_F32_TN), Some(GEMM_WGMMA_N128_BF16_F32_TT)],
         dev::bf16::from, |x: half::bf16| x.to_f64();
     half::f16 => dev::f16, "f16", 11, F16,
         [Some(GEMM_WGMMA_F16_F32_NN), Some(GEMM_WGMMA_F16_F32_NT), Some(GEMM_WGMMA_F16_F32_TN), Some(GEMM_WGMMA_F16_F32_TT)],
+        [Some(GEMM_WGMMA_N128_F16_F32_NN), Some(GEMM_WGMMA_N128_F16_F32_NT), Some(GEMM_WGMMA_N128_F16_F32_TN), Some(GEMM_WGMMA_N128_F16_F32_TT)],
         dev::f16::from, |x: half::f16| x.to_f64();
-    f32 => f32, "tf32", 11, Tf32, [None, Some(GEMM_WGMMA_TF32_F32_NT), None, None],
+    f32 => f32, "tf32", 11, Tf32, [None, Some(GEMM_WGMMA_TF32_F32_NT), None, None], [None; 4],
         |x| x, |x: f32| x as f64;
 }
 
 macro_rules! gemm_outputs {
-    ($($in:ty => $out:ty, $dev:ty, $name:literal, $p:literal, $simt:ident, $mma:ident, $wgmma:expr, $reduce:ident, $from:expr;)*) => {$(
+    ($($in:ty => $out:ty, $dev:ty, $name:literal, $p:literal, $simt:ident, $mma:ident, $wgmma:expr, $n128:expr, $reduce:ident, $from:expr;)*) => {$(
         impl GemmOutput<$in> for $out {
             type Dev = $dev;
             const NAME: &'static str = $name;
@@ -318,6 +332,7 @@ macro_rules! gemm_outputs {
             const SIMT: Kernel<GemmParams<<$in as GemmInput>::Dev, $dev>> = $simt;
             const MMA: Kernel<GemmParams<<$in as GemmInput>::Dev, $dev>> = $mma;
             const WGMMA: [Option<Kernel<WgmmaParams<$dev>>>; 4] = $wgmma;
+            const WGMMA_N128: [Option<Kernel<WgmmaParams<$dev>>>; 4] = $n128;
             const SPLIT_REDUCE: Kernel<SplitReduceParams<$dev>> = $reduce;
             fn to_dev(self) -> $dev {
                 <$dev>::from(self)
@@ -333,17 +348,19 @@ macro_rules! gemm_outputs {
 }
 gemm_outputs! {
     half::bf16 => f32, f32, "f32", 24, GEMM_SIMT_BF16_F32, GEMM_MMA_BF16_F32,
-        <half::bf16 as GemmInput>::WGMMA_F32, GEMM_SPLIT_REDUCE_F32, |d| d;
+        <half::bf16 as GemmInput>::WGMMA_F32, <half::bf16 as GemmInput>::WGMMA_N128_F32,
+        GEMM_SPLIT_REDUCE_F32, |d| d;
     half::bf16 => half::bf16, dev::bf16, "bf16", 8, GEMM_SIMT_BF16_BF16, GEMM_MMA_BF16_BF16,
         [Some(GEMM_WGMMA_BF16_BF16_NN), Some(GEMM_WGMMA_BF16_BF16_NT), Some(GEMM_WGMMA_BF16_BF16_TN), Some(GEMM_WGMMA_BF16_BF16_TT)],
-        GEMM_SPLIT_REDUCE_BF16, half::bf16::from;
+        [None; 4], GEMM_SPLIT_REDUCE_BF16, half::bf16::from;
     half::f16 => f32, f32, "f32", 24, GEMM_SIMT_F16_F32, GEMM_MMA_F16_F32,
-        <half::f16 as GemmInput>::WGMMA_F32, GEMM_SPLIT_REDUCE_F32, |d| d;
+        <half::f16 as GemmInput>::WGMMA_F32, <half::f16 as GemmInput>::WGMMA_N128_F32,
+        GEMM_SPLIT_REDUCE_F32, |d| d;
     half::f16 => half::f16, dev::f16, "f16", 11, GEMM_SIMT_F16_F16, GEMM_MMA_F16_F16,
         [Some(GEMM_WGMMA_F16_F16_NN), Some(GEMM_WGMMA_F16_F16_NT), Some(GEMM_WGMMA_F16_F16_TN), Some(GEMM_WGMMA_F16_F16_TT)],
-        GEMM_SPLIT_REDUCE_F16, half::f16::from;
+        [None; 4], GEMM_SPLIT_REDUCE_F16, half::f16::from;
     f32 => f32, f32, "f32", 24, GEMM_SIMT_F32_F32, GEMM_MMA_TF32_F32,
-        <f32 as GemmInput>::WGMMA_F32, GEMM_SPLIT_REDUCE_F32, |d| d;
+        <f32 as GemmInput>::WGMMA_F32, [None; 4], GEMM_SPLIT_REDUCE_F32, |d| d;
 }
 
 /// A host operand as the kernels read it: its elements as stored, and how.
