@@ -935,13 +935,53 @@ pub(super) fn gemm_refusals(gpu: &Gpu) -> Result<(), Failed> {
 
 /// `C = alpha · op(A) · op(B) + beta · C` of one batch through the wgmma
 /// plan, checked against the f64 reference and its bound; the plan's
-/// kernel must be the wgmma entry of the layout.
+/// kernel must be the wgmma entry of the layout. `beta = -0.5`, the tiles
+/// the plan's.
 fn wgmma_case<I: GemmInput, O: GemmOutput<I>>(
+    gpu: &Gpu,
+    dims: (usize, usize, usize),
+    ops: (Op, Op),
+    seed: u64,
+    convert: (impl Fn(f32) -> I + Copy, impl Fn(f32) -> O + Copy),
+) -> Result<(), Failed> {
+    wgmma_case_with(gpu, dims, ops, seed, convert, WgmmaCase::default())
+}
+
+/// What a [`wgmma_case_with`] sets or asserts beyond the product.
+#[derive(Clone, Copy)]
+struct WgmmaCase {
+    beta: f32,
+    /// The tiles' width set on the plan (`set_tile_n`), else the plan's.
+    tile_n: Option<u32>,
+    /// The width the plan must have chosen by itself.
+    plan_tile_n: Option<u32>,
+    /// Splits of k set on the plan.
+    splits: Option<u32>,
+    /// The epilogue the launch must use.
+    epilogue: Option<cuda_kernels::gemm_wgmma::WgmmaEpilogue>,
+}
+
+impl Default for WgmmaCase {
+    fn default() -> Self {
+        Self {
+            beta: -0.5,
+            tile_n: None,
+            plan_tile_n: None,
+            splits: None,
+            epilogue: None,
+        }
+    }
+}
+
+/// [`wgmma_case`] with `case`'s settings and assertions: the kernel the
+/// one of the launch's tile width (`gemm_wgmma_n128_*` for 128).
+fn wgmma_case_with<I: GemmInput, O: GemmOutput<I>>(
     gpu: &Gpu,
     (m, n, k): (usize, usize, usize),
     (op_a, op_b): (Op, Op),
     seed: u64,
     (from, to_out): (impl Fn(f32) -> I + Copy, impl Fn(f32) -> O + Copy),
+    case: WgmmaCase,
 ) -> Result<(), Failed> {
     use cuda_kernels::gemm_wgmma::WgmmaGemmExt;
     let shape = GemmShape::with_ops(m, n, k, op_a, op_b);
@@ -955,15 +995,40 @@ fn wgmma_case<I: GemmInput, O: GemmOutput<I>>(
     let mut dc = gpu
         .to_device(&c0.iter().map(|&v| v.to_dev()).collect::<Vec<_>>())
         .map_err(fail)?;
-    let (alpha, beta) = (0.75, -0.5);
-    let what = format!("{} -> {} {m}x{n}x{k} {op_a:?}{op_b:?}", I::NAME, O::NAME);
-    let plan = gpu
+    let (alpha, beta) = (0.75, case.beta);
+    let what = format!(
+        "{} -> {} {m}x{n}x{k} {op_a:?}{op_b:?} beta {beta}",
+        I::NAME,
+        O::NAME
+    );
+    let mut plan = gpu
         .gemm_wgmma_plan::<I, O>(&shape, alpha, &da, &db, beta, &mut dc)
         .map_err(|e| format!("{what}: {e}"))?;
+    if let Some(want) = case.plan_tile_n {
+        ensure(plan.tile_n() == want, || {
+            format!("{what}: the plan chose {plan:?}, not {want} wide")
+        })?;
+    }
+    if let Some(tile_n) = case.tile_n {
+        plan.set_tile_n(tile_n)
+            .map_err(|e| format!("{what}: {e}"))?;
+    }
+    if let Some(splits) = case.splits {
+        plan.set_splits(splits);
+        ensure(plan.splits() == splits, || format!("{what}: {plan:?}"))?;
+    }
+    let what = format!("{what}: {plan:?}");
     let kernel = plan.kernel_name();
-    ensure(kernel.starts_with("gemm_wgmma_"), || {
-        format!("{what}: {kernel}")
-    })?;
+    let narrow = kernel.starts_with("gemm_wgmma_n128_");
+    ensure(
+        kernel.starts_with("gemm_wgmma_") && narrow == (plan.tile_n() == 128),
+        || format!("{what}: {kernel}"),
+    )?;
+    if let Some(want) = case.epilogue {
+        ensure(plan.epilogue_used() == want, || {
+            format!("{what}: not the {want:?} epilogue")
+        })?;
+    }
     plan.launch().map_err(|e| format!("{what}: {e}"))?;
     let got: Vec<O> = dc
         .to_vec()
@@ -988,28 +1053,85 @@ fn wgmma_case<I: GemmInput, O: GemmOutput<I>>(
 /// The Hopper wgmma kernel through its own code, on the simulator too
 /// (its mbarriers, TMA boxes with the 128-byte swizzle and zero fill, and
 /// wgmma from K- and MN-major descriptors are modelled there): every
-/// layout of bf16 → f32 on one 128 × 256 tile with two k-stages, a shape
-/// past a tile in m and n with a k tail (the boxes' zero fill), f16 → f16
-/// and tf32 (NT), each against the f64 reference and its bound.
+/// layout of bf16 → f32 on one 128 × 256 tile with two k-stages (the wide
+/// tile set: the plan would take two narrow ones), a shape past a tile in
+/// m and n with a k tail (the boxes' zero fill), the 128 × 128 tiles as the
+/// plan chooses them (136 × 200 × 72: 4 narrow tiles, each partial in m, n
+/// and k, against 1 wide) in every layout, bf16 and f16, with both
+/// epilogues, and through two splits of k; f16 → f16 and tf32 (NT), each
+/// against the f64 reference and its bound.
 pub(super) fn gemm_wgmma_runs_its_own_code(gpu: &Gpu) -> Result<(), Failed> {
+    use cuda_kernels::gemm_wgmma::WgmmaEpilogue;
+    let wide = WgmmaCase {
+        tile_n: Some(256),
+        ..WgmmaCase::default()
+    };
     for (i, &ops) in LAYOUTS.iter().enumerate() {
-        wgmma_case::<bf16, f32>(
+        wgmma_case_with::<bf16, f32>(
             gpu,
             (128, 256, 128),
             ops,
             900 + 10 * i as u64,
             (bf16::from_f32, |x| x),
+            wide,
         )?;
     }
     for (i, &ops) in [(Op::N, Op::T), (Op::T, Op::N)].iter().enumerate() {
-        wgmma_case::<bf16, f32>(
+        wgmma_case_with::<bf16, f32>(
             gpu,
             (136, 264, 72),
             ops,
             950 + 10 * i as u64,
             (bf16::from_f32, |x| x),
+            wide,
         )?;
     }
+    // The narrow tiles, chosen by the plan: the register epilogue (beta ≠
+    // 0) and the TMA one (beta = 0, ldc 200 · 4 bytes 16-byte aligned).
+    for (i, &ops) in LAYOUTS.iter().enumerate() {
+        for (beta, epilogue) in [(-0.5, WgmmaEpilogue::Registers), (0.0, WgmmaEpilogue::Tma)] {
+            let case = WgmmaCase {
+                beta,
+                plan_tile_n: Some(128),
+                epilogue: Some(epilogue),
+                ..WgmmaCase::default()
+            };
+            let seed = 1000 + 10 * i as u64;
+            wgmma_case_with::<bf16, f32>(
+                gpu,
+                (136, 200, 72),
+                ops,
+                seed,
+                (bf16::from_f32, |x| x),
+                case,
+            )?;
+            if i % 2 == 1 {
+                wgmma_case_with::<f16, f32>(
+                    gpu,
+                    (136, 200, 72),
+                    ops,
+                    seed + 5,
+                    (f16::from_f32, |x| x),
+                    case,
+                )?;
+            }
+        }
+    }
+    // Two splits of k on the narrow tiles: their f32 partials through the
+    // workspace (stored by TMA) and the reduction.
+    wgmma_case_with::<bf16, f32>(
+        gpu,
+        (136, 200, 128),
+        (Op::N, Op::N),
+        1050,
+        (bf16::from_f32, |x| x),
+        WgmmaCase {
+            plan_tile_n: Some(128),
+            splits: Some(2),
+            epilogue: Some(WgmmaEpilogue::Tma),
+            ..WgmmaCase::default()
+        },
+    )?;
     wgmma_case::<f16, f16>(
         gpu,
         (128, 256, 64),
