@@ -469,18 +469,18 @@ macro_rules! wgmma_input {
                 // The flags are immediates: one instruction per pair, the
                 // others removed at compile time.
                 match (A_MN, B_MN) {
-                    (false, false) => crate::with_n256_indices!(wgmma_mma!(
-                        acc, a, b, $shape, $types, ", 0, 0"
-                    )),
-                    (false, true) => crate::with_n256_indices!(wgmma_mma!(
-                        acc, a, b, $shape, $types, ", 0, 1"
-                    )),
-                    (true, false) => crate::with_n256_indices!(wgmma_mma!(
-                        acc, a, b, $shape, $types, ", 1, 0"
-                    )),
-                    (true, true) => crate::with_n256_indices!(wgmma_mma!(
-                        acc, a, b, $shape, $types, ", 1, 1"
-                    )),
+                    (false, false) => {
+                        crate::with_n256_indices!(wgmma_mma!(acc, a, b, $shape, $types, ", 0, 0"))
+                    }
+                    (false, true) => {
+                        crate::with_n256_indices!(wgmma_mma!(acc, a, b, $shape, $types, ", 0, 1"))
+                    }
+                    (true, false) => {
+                        crate::with_n256_indices!(wgmma_mma!(acc, a, b, $shape, $types, ", 1, 0"))
+                    }
+                    (true, true) => {
+                        crate::with_n256_indices!(wgmma_mma!(acc, a, b, $shape, $types, ", 1, 1"))
+                    }
                 }
             }
             #[inline(always)]
@@ -604,7 +604,14 @@ macro_rules! wgmma_input {
 }
 // The operands' transpose flags (imm-trans-a, imm-trans-b: 1 reads an
 // MN-major tile) exist for 16-bit types alone; tf32 is K-major only.
-wgmma_input!(Bf16, 2, "m64n256k16", "m64n128k16", "bf16.bf16", transposable);
+wgmma_input!(
+    Bf16,
+    2,
+    "m64n256k16",
+    "m64n128k16",
+    "bf16.bf16",
+    transposable
+);
 wgmma_input!(F16, 2, "m64n256k16", "m64n128k16", "f16.f16", transposable);
 wgmma_input!(Tf32, 4, "m64n256k8", "m64n128k8", "tf32.tf32", k_major);
 

@@ -41,8 +41,8 @@ pub use cuda_kernels_gpu::device::hopper::TensorMap;
 use cuda_kernels_gpu::device::kernel::Kernel;
 use cuda_kernels_gpu::gemm::{REDUCE_THREADS, SplitReduceParams};
 use cuda_kernels_gpu::gemm_wgmma::{
-    BLOCK_M, BLOCK_N, BLOCK_N_NARROW, C_BOX_ROW_BYTES, C_BOX_ROWS, KERNELS, MAPS_PER_SLOT, MN_BOX, ROW_BYTES,
-    SHARED_BYTES, TENSOR_MAP_SLOTS, TENSOR_MAPS_SYMBOL, THREADS, WgmmaParams,
+    BLOCK_M, BLOCK_N, BLOCK_N_NARROW, C_BOX_ROW_BYTES, C_BOX_ROWS, KERNELS, MAPS_PER_SLOT, MN_BOX,
+    ROW_BYTES, SHARED_BYTES, TENSOR_MAP_SLOTS, TENSOR_MAPS_SYMBOL, THREADS, WgmmaParams,
 };
 use cust::memory::DevicePointer;
 use cust::sys as cu;
@@ -563,6 +563,10 @@ impl TensorMapSlots {
     }
 }
 
+/// The entries of one tile width: the GEMM's (output `O`) and the f32 one
+/// that writes split-k partial products (where the input has one).
+type TileKernels<O> = (Kernel<WgmmaParams<O>>, Option<Kernel<WgmmaParams<f32>>>);
+
 /// A GEMM ready to launch on the wgmma kernel: its problem checked, its
 /// kernel chosen and its tensor maps made
 /// ([`Gpu::gemm_wgmma_plan`](crate::gemm_wgmma::WgmmaGemmExt::gemm_wgmma_plan));
@@ -580,8 +584,8 @@ pub struct WgmmaGemm<'a, O: cust::memory::DeviceCopy> {
     /// The entries of each tile width (the GEMM's and the split-k
     /// partials'): 128 × 256, and 128 × 128 where one exists (16-bit inputs,
     /// f32 C).
-    wide: (Kernel<WgmmaParams<O>>, Option<Kernel<WgmmaParams<f32>>>),
-    narrow: Option<(Kernel<WgmmaParams<O>>, Option<Kernel<WgmmaParams<f32>>>)>,
+    wide: TileKernels<O>,
+    narrow: Option<TileKernels<O>>,
     /// The plan's choice of tile width, and why ([`choose_tile_n`]).
     choice: TileChoice,
     /// Splits of k (1: none), each `k_chunk` elements of k (the last fewer).
@@ -814,7 +818,10 @@ fn tiles_of(shape: &GemmShape, tile_n: u32) -> Option<u32> {
         .m
         .div_ceil(BLOCK_M as usize)
         .checked_mul(shape.n.div_ceil(tile_n as usize))
-        .filter(|&t| t.checked_mul(shape.batches).is_some_and(|u| u <= u32::MAX as usize))
+        .filter(|&t| {
+            t.checked_mul(shape.batches)
+                .is_some_and(|u| u <= u32::MAX as usize)
+        })
         .map(|t| t as u32)
 }
 
@@ -931,9 +938,8 @@ pub fn choose_tile_n(shape: &GemmShape, k_tiles: usize, sms: usize, narrow: bool
     let narrow = narrow
         .then(|| TileCost::new(shape, BLOCK_N_NARROW, k_tiles, sms))
         .flatten();
-    let better = narrow.is_some_and(|n| {
-        n.proxy < wide.proxy || (n.proxy == wide.proxy && n.splits < wide.splits)
-    });
+    let better = narrow
+        .is_some_and(|n| n.proxy < wide.proxy || (n.proxy == wide.proxy && n.splits < wide.splits));
     TileChoice {
         tile_n: if better { BLOCK_N_NARROW } else { BLOCK_N },
         wide,
@@ -1381,7 +1387,14 @@ mod tests {
         // B's K-major box follows the tile's width: another slot.
         assert_ne!(
             without,
-            MapsKey::new(WgmmaInput::Bf16, BLOCK_N_NARROW, 0x1000, 0x3000, &shape, None)
+            MapsKey::new(
+                WgmmaInput::Bf16,
+                BLOCK_N_NARROW,
+                0x1000,
+                0x3000,
+                &shape,
+                None
+            )
         );
     }
 

@@ -11,7 +11,9 @@
 //! B's 256 columns, which wgmma reads with its transpose flag through
 //! [`sw128_mn_descriptor`]s. The bytes a stage holds are the same either way.
 //!
-//! One block computes a 128 × 256 tile of C with three warpgroups:
+//! One block computes a 128 × 256 tile of C (the `gemm_wgmma_n128_*`
+//! entries a 128 × 128 one, in a ring of [`STAGES_NARROW`] stages: [`Tile`];
+//! the host's plan picks the width) with three warpgroups:
 //! - warpgroup 0, the producer: one thread issues TMA loads of A's 128 × 64
 //!   (tf32: 128 × 32) and B's 256 × 64 slab into a ring of [`STAGES`]
 //!   stages of shared memory, with the 128-byte swizzle, each stage's *full*
@@ -251,13 +253,13 @@ impl TileWidth for Tile<128> {
 ///
 /// # Safety
 /// Launched with [`THREADS`] threads a block, [`SHARED_BYTES`] of dynamic
-/// shared memory, a 1-D grid, `units = ceil(m / 128) · ceil(n / 256) ·
+/// shared memory, a 1-D grid, `units = ceil(m / 128) · ceil(n / BN) ·
 /// splits · batches` where `splits = ceil(k / k_chunk)`, `k_chunk` a
 /// multiple of the k of a stage, `group_m ≥ 1`;
 /// `a_map` and `b_map` point to tensor maps (`CUtensorMap`, 16 words, 64-byte
 /// aligned, in global memory), 128-byte swizzle, zero fill, of A and B:
 /// K-major `k × rows × batches` with box `ROW_BYTES / T::BYTES × rows × 1`
-/// (rows 128 for A, 256 for B), or MN-major `rows × k × batches` with box
+/// (rows 128 for A, `BN` for B), or MN-major `rows × k × batches` with box
 /// `64 × 64 × 1`; `c` holds, for each split, `batches` blocks of
 /// `c_batch_stride` elements, each `m` rows of `ldc ≥ n`, the splits
 /// `c_split_stride` elements apart and not overlapping; `c_map` is null, or
@@ -533,7 +535,7 @@ unsafe fn gemm<T: WgmmaInput, O: GemmOutput, const A_MN: bool, const B_MN: bool,
     }
 }
 
-/// The TMA epilogue of one consumer: its 64 × 256 part of the tile, `acc`
+/// The TMA epilogue of one consumer: its 64 × `BN` part of the tile, `acc`
 /// (see `device::hopper` for the fragment), times `alpha`, to C at `(col,
 /// row, batch)` through `c_map`, box by box through the consumer's two
 /// buffers at `buffers` (see [`gemm`]).

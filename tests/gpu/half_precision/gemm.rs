@@ -1056,8 +1056,8 @@ fn wgmma_case_with<I: GemmInput, O: GemmOutput<I>>(
 /// layout of bf16 → f32 on one 128 × 256 tile with two k-stages (the wide
 /// tile set: the plan would take two narrow ones), a shape past a tile in
 /// m and n with a k tail (the boxes' zero fill), the 128 × 128 tiles as the
-/// plan chooses them (136 × 200 × 72: 4 narrow tiles, each partial in m, n
-/// and k, against 1 wide) in every layout, bf16 and f16, with both
+/// plan chooses them (136 × 200 × 120: 4 narrow tiles, each partial in m,
+/// n and k, against 2 wide; the k tail in the last k step) in every layout, bf16 and f16, with both
 /// epilogues, and through two splits of k; f16 → f16 and tf32 (NT), each
 /// against the f64 reference and its bound.
 pub(super) fn gemm_wgmma_runs_its_own_code(gpu: &Gpu) -> Result<(), Failed> {
@@ -1099,7 +1099,7 @@ pub(super) fn gemm_wgmma_runs_its_own_code(gpu: &Gpu) -> Result<(), Failed> {
             let seed = 1000 + 10 * i as u64;
             wgmma_case_with::<bf16, f32>(
                 gpu,
-                (136, 200, 72),
+                (136, 200, 120),
                 ops,
                 seed,
                 (bf16::from_f32, |x| x),
@@ -1108,7 +1108,7 @@ pub(super) fn gemm_wgmma_runs_its_own_code(gpu: &Gpu) -> Result<(), Failed> {
             if i % 2 == 1 {
                 wgmma_case_with::<f16, f32>(
                     gpu,
-                    (136, 200, 72),
+                    (136, 200, 120),
                     ops,
                     seed + 5,
                     (f16::from_f32, |x| x),
