@@ -764,6 +764,7 @@ impl WgmmaGemmExt for Gpu {
             Some(key.encode(name, simulated)?)
         };
         let splits = choice.chosen().splits;
+        let forced = forced_tile_n(name)?;
         let mut plan = WgmmaGemm {
             gpu: self,
             kernel,
@@ -789,6 +790,10 @@ impl WgmmaGemmExt for Gpu {
             _operands: PhantomData,
         };
         plan.set_splits(splits as u32);
+        // A forced width this GEMM has no entry for keeps the plan's choice.
+        if let Some(tile_n) = forced.filter(|&t| t == BLOCK_N || plan.narrow.is_some()) {
+            plan.set_tile_n(tile_n)?;
+        }
         Ok(plan)
     }
 }
@@ -985,6 +990,25 @@ fn tensor_maps_global(name: &'static str, function: cu::CUfunction) -> Result<u6
 /// Tile rows a group of the kernel's grouped tile order spans (see
 /// `kernels::gemm_wgmma`).
 pub const DEFAULT_GROUP_M: u32 = 16;
+
+/// The environment variable that overrides the plans' tile width, for
+/// tuning runs: `256` or `128` (where a GEMM has 128-wide entries: 16-bit
+/// inputs with f32 C; others keep 256); the plan's choice
+/// ([`choose_tile_n`]) when unset. Read once per process.
+pub const GEMM_TILE_N_ENV: &str = "CUDA_KERNELS_GEMM_TILE_N";
+
+/// The width [`GEMM_TILE_N_ENV`] forces, if any; another value is an error
+/// naming `kernel`.
+fn forced_tile_n(kernel: &'static str) -> Result<Option<u32>> {
+    static PICKED: OnceLock<std::result::Result<Option<u32>, String>> = OnceLock::new();
+    let picked = PICKED.get_or_init(|| {
+        crate::util::env_choice(
+            GEMM_TILE_N_ENV,
+            &[("256", BLOCK_N), ("128", BLOCK_N_NARROW)],
+        )
+    });
+    picked.clone().map_err(|why| Error::invalid(kernel, why))
+}
 
 impl<O: cust::memory::DeviceCopy> WgmmaGemm<'_, O> {
     /// Sets the tiles' width (for tuning and tests; the plan chooses with
