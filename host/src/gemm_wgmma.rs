@@ -924,13 +924,18 @@ impl std::fmt::Display for TileChoice {
 /// proportional to its tile's area times its k (the tiles' rows are
 /// common: width × k-tiles of a split), so the time proxy is rounds × width
 /// × k-tiles a split ([`TileCost::proxy`]). The 128 × 128 tiles are chosen
-/// when their proxy is strictly smaller (a last wave of wide tiles far from
-/// full: 2049 × 2056 × 2048 is 153 wide tiles on 132 SMs, 2 rounds, where
-/// 289 narrow ones are 3 rounds of half the time), or equal with fewer
-/// splits of k (each split costs a workspace round trip and a reduction:
-/// 512 × 4096 × 4096 is 64 wide tiles split in 2, or 128 narrow ones whole).
-/// Otherwise the wide tiles, which read A and B half as often per product
-/// (squares: 8192² is 2048 wide tiles, 16 rounds, or 4096 narrow, 32).
+/// when they need fewer splits of k at no larger a proxy (each split costs
+/// a workspace round trip and a reduction: 512 × 4096 × 4096 is 64 wide
+/// tiles split in 2, or 128 narrow ones whole), or when their proxy is
+/// below 3/4 of the wide tiles' (a small product: both fit one round, the
+/// narrow units take half the time). Otherwise the wide tiles, which read
+/// A and B half as often per product: a narrow proxy a little below the
+/// wide one does not pay for that. Measured on an H200 (2026-12-02, bench
+/// rows against cuBLAS, wide forced against the plan's choice in one run):
+/// 512 × 4096 × 4096 0.80 wide, 1.03 narrow; 256 × 8192 × 8192 0.84, 1.11;
+/// 512 × 512 × 16384 0.86, 1.06; 1024 × 1024 × 16384 0.91, 0.97; but 4160³
+/// (narrow proxy 0.9 of the wide) 0.91 wide, 0.89 narrow, and 2049 × 2056 ×
+/// 2048 (0.75) 0.66 wide, 0.64 narrow.
 pub fn choose_tile_n(shape: &GemmShape, k_tiles: usize, sms: usize, narrow: bool) -> TileChoice {
     // The wide tiles' count was checked by the plan; the fallback never runs.
     let wide = TileCost::new(shape, BLOCK_N, k_tiles, sms).unwrap_or(TileCost {
@@ -943,8 +948,9 @@ pub fn choose_tile_n(shape: &GemmShape, k_tiles: usize, sms: usize, narrow: bool
     let narrow = narrow
         .then(|| TileCost::new(shape, BLOCK_N_NARROW, k_tiles, sms))
         .flatten();
-    let better = narrow
-        .is_some_and(|n| n.proxy < wide.proxy || (n.proxy == wide.proxy && n.splits < wide.splits));
+    let better = narrow.is_some_and(|n| {
+        (n.splits < wide.splits && n.proxy <= wide.proxy) || 4 * n.proxy < 3 * wide.proxy
+    });
     TileChoice {
         tile_n: if better { BLOCK_N_NARROW } else { BLOCK_N },
         wide,
@@ -1453,13 +1459,19 @@ mod tests {
         assert_eq!(choose(256, 8192, 8192).tile_n, BLOCK_N_NARROW);
         // Deep k: fewer splits of the narrow tiles (8 against 16).
         assert_eq!(choose(512, 512, 16384).tile_n, BLOCK_N_NARROW);
-        // 153 wide tiles on 132 SMs: 2 rounds; 289 narrow: 3 of half the time.
+        // 153 wide tiles on 132 SMs: 2 rounds; 289 narrow: 3 of half the
+        // time, a proxy of 3/4 the wide one's: not enough (measured slower).
         let awkward = choose(2049, 2056, 2048);
-        assert_eq!(awkward.tile_n, BLOCK_N_NARROW);
+        assert_eq!(awkward.tile_n, BLOCK_N);
         assert_eq!(
             awkward.to_string(),
-            "128x128 (289 tiles, 3 rounds) vs 128x256 (153 tiles, 2 rounds)"
+            "128x256 (153 tiles, 2 rounds) vs 128x128 (289 tiles, 3 rounds)"
         );
+        // 561 wide tiles, 5 rounds, against 1089 narrow, 9: wide.
+        assert_eq!(choose(4160, 4160, 4160).tile_n, BLOCK_N);
+        assert_eq!(choose(4097, 4097, 4097).tile_n, BLOCK_N);
+        // A small product: one round either way, narrow units half the time.
+        assert_eq!(choose(300, 520, 192).tile_n, BLOCK_N_NARROW);
         // Squares whose wide tiles fill the rounds: a tie keeps them.
         for size in [2048, 4096, 8192] {
             let square = choose(size, size, size);
