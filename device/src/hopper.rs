@@ -531,6 +531,43 @@ macro_rules! wgmma_input {
         }
     };
 }
+/// One wgmma on the simulator: `acc` (the fragment of an m64nN, N its
+/// length times two) `+= A · B` from the descriptors, for `T`'s element
+/// `ty`; K-major only for a type that is not transposable (a compile-time
+/// error otherwise).
+///
+/// # Safety
+/// As [`WgmmaInput::mma_m64n256`]: the accumulators stay unread and
+/// unwritten until a wait_group retires this.
+#[cfg(not(target_arch = "nvptx64"))]
+#[track_caller]
+unsafe fn simulated_wgmma<T: WgmmaInput + ?Sized, const A_MN: bool, const B_MN: bool>(
+    acc: &mut [f32],
+    a: u64,
+    b: u64,
+    ty: crate::sim::MmaType,
+) {
+    const {
+        assert!(
+            T::TRANSPOSABLE || (!A_MN && !B_MN),
+            "this wgmma type reads K-major tiles only"
+        )
+    };
+    // SAFETY: the caller's promise.
+    unsafe {
+        crate::sim::hopper_ops::wgmma(
+            acc.as_mut_ptr(),
+            2 * acc.len() as u32,
+            a,
+            b,
+            A_MN,
+            B_MN,
+            ty,
+            std::panic::Location::caller(),
+        )
+    }
+}
+
 #[cfg(not(target_arch = "nvptx64"))]
 macro_rules! wgmma_input {
     ($t:ident, $bytes:literal, $shape:literal, $shape128:literal, $types:literal, $major:ident) => {
@@ -544,26 +581,8 @@ macro_rules! wgmma_input {
                 a: u64,
                 b: u64,
             ) {
-                const {
-                    assert!(
-                        Self::TRANSPOSABLE || (!A_MN && !B_MN),
-                        "this wgmma type reads K-major tiles only"
-                    )
-                };
-                // SAFETY: the caller's promise: the accumulators stay
-                // unread and unwritten until a wait_group retires this.
-                unsafe {
-                    crate::sim::hopper_ops::wgmma(
-                        acc.as_mut_ptr(),
-                        256,
-                        a,
-                        b,
-                        A_MN,
-                        B_MN,
-                        crate::sim::MmaType::$t,
-                        std::panic::Location::caller(),
-                    )
-                }
+                // SAFETY: the caller's promise.
+                unsafe { simulated_wgmma::<Self, A_MN, B_MN>(acc, a, b, crate::sim::MmaType::$t) }
             }
             #[track_caller]
             #[inline(never)]
@@ -572,26 +591,8 @@ macro_rules! wgmma_input {
                 a: u64,
                 b: u64,
             ) {
-                const {
-                    assert!(
-                        Self::TRANSPOSABLE || (!A_MN && !B_MN),
-                        "this wgmma type reads K-major tiles only"
-                    )
-                };
-                // SAFETY: the caller's promise: the accumulators stay
-                // unread and unwritten until a wait_group retires this.
-                unsafe {
-                    crate::sim::hopper_ops::wgmma(
-                        acc.as_mut_ptr(),
-                        128,
-                        a,
-                        b,
-                        A_MN,
-                        B_MN,
-                        crate::sim::MmaType::$t,
-                        std::panic::Location::caller(),
-                    )
-                }
+                // SAFETY: the caller's promise.
+                unsafe { simulated_wgmma::<Self, A_MN, B_MN>(acc, a, b, crate::sim::MmaType::$t) }
             }
         }
     };

@@ -172,59 +172,40 @@ macro_rules! pairs_of {
     };
 }
 
-impl TileWidth for Tile<256> {
-    const BN: u32 = BLOCK_N;
-    const STAGES: u32 = STAGES;
-    type Acc = [f32; N256_ACCUMULATORS];
-    #[inline(always)]
-    fn zero() -> Self::Acc {
-        [0.0; N256_ACCUMULATORS]
-    }
-    #[inline(always)]
-    fn fence(acc: &mut Self::Acc) {
-        hopper::fence_accumulators(acc);
-    }
-    #[inline(always)]
-    unsafe fn mma<T: WgmmaInput, const A_MN: bool, const B_MN: bool>(
-        acc: &mut Self::Acc,
-        a: u64,
-        b: u64,
-    ) {
-        // SAFETY: the caller's promise.
-        unsafe { T::mma_m64n256::<A_MN, B_MN>(acc, a, b) }
-    }
-    #[inline(always)]
-    fn for_each_pair(acc: &Self::Acc, mut f: impl FnMut(u32, [f32; 2])) {
-        crate::device::with_n256_indices!(pairs_of!(acc, f));
-    }
+/// The [`TileWidth`] of `Tile<$bn>`: its constants, accumulator array,
+/// wgmma and index list (one impl per width, the same body).
+macro_rules! tile_width {
+    ($bn:literal: $width:expr, $stages:expr, $acc:ident, $mma:ident, $indices:ident) => {
+        impl TileWidth for Tile<$bn> {
+            const BN: u32 = $width;
+            const STAGES: u32 = $stages;
+            type Acc = [f32; $acc];
+            #[inline(always)]
+            fn zero() -> Self::Acc {
+                [0.0; $acc]
+            }
+            #[inline(always)]
+            fn fence(acc: &mut Self::Acc) {
+                hopper::fence_accumulators(acc);
+            }
+            #[inline(always)]
+            unsafe fn mma<T: WgmmaInput, const A_MN: bool, const B_MN: bool>(
+                acc: &mut Self::Acc,
+                a: u64,
+                b: u64,
+            ) {
+                // SAFETY: the caller's promise.
+                unsafe { T::$mma::<A_MN, B_MN>(acc, a, b) }
+            }
+            #[inline(always)]
+            fn for_each_pair(acc: &Self::Acc, mut f: impl FnMut(u32, [f32; 2])) {
+                crate::device::$indices!(pairs_of!(acc, f));
+            }
+        }
+    };
 }
-
-impl TileWidth for Tile<128> {
-    const BN: u32 = BLOCK_N_NARROW;
-    const STAGES: u32 = STAGES_NARROW;
-    type Acc = [f32; N128_ACCUMULATORS];
-    #[inline(always)]
-    fn zero() -> Self::Acc {
-        [0.0; N128_ACCUMULATORS]
-    }
-    #[inline(always)]
-    fn fence(acc: &mut Self::Acc) {
-        hopper::fence_accumulators(acc);
-    }
-    #[inline(always)]
-    unsafe fn mma<T: WgmmaInput, const A_MN: bool, const B_MN: bool>(
-        acc: &mut Self::Acc,
-        a: u64,
-        b: u64,
-    ) {
-        // SAFETY: the caller's promise.
-        unsafe { T::mma_m64n128::<A_MN, B_MN>(acc, a, b) }
-    }
-    #[inline(always)]
-    fn for_each_pair(acc: &Self::Acc, mut f: impl FnMut(u32, [f32; 2])) {
-        crate::device::with_n128_indices!(pairs_of!(acc, f));
-    }
-}
+tile_width!(256: BLOCK_N, STAGES, N256_ACCUMULATORS, mma_m64n256, with_n256_indices);
+tile_width!(128: BLOCK_N_NARROW, STAGES_NARROW, N128_ACCUMULATORS, mma_m64n128, with_n128_indices);
 
 /// The block's tile of `C = alpha · op(A) · op(B) + beta · C`, A MN-major
 /// (stored `k × m`) when `A_MN`, B MN-major (stored `k × n`) when `B_MN`.
