@@ -167,30 +167,18 @@ pub(super) fn gemm_staging_and_split_reduce() {
     let (wp, m32, n32, ldc32) = (dw.ptr().cast_const(), m as u32, n as u32, ldc as u32);
     let (ldw32, s32, ss) = (ldw as u32, splits as u32, split_stride as u64);
     let (wb, cb) = (w_batch as u64, c_batch as u64);
+    // The reductions' arguments, one output type and beta apart.
+    macro_rules! args {
+        ($c:expr, $beta:expr) => {
+            (
+                wp, $c, m32, n32, ldw32, ldc32, s32, ss, wb, cb, alpha, $beta,
+            )
+        };
+    }
     let dc = Buf::from(&c0);
     // SAFETY: w holds splits · split_stride f32; C every batch's m rows of
     // ldc; grid z the batches.
-    unsafe {
-        launch(
-            GEMM_SPLIT_REDUCE_F32,
-            cfg,
-            (
-                wp,
-                dc.ptr(),
-                m32,
-                n32,
-                ldw32,
-                ldc32,
-                s32,
-                ss,
-                wb,
-                cb,
-                alpha,
-                beta,
-            ),
-        )
-    }
-    .unwrap();
+    unsafe { launch(GEMM_SPLIT_REDUCE_F32, cfg, args!(dc.ptr(), beta)) }.unwrap();
     let c16: Vec<u16> = vec![0; batches * c_batch];
     let (dbf, dhf) = (
         Buf::<bf16>::zeroed(c16.len()),
@@ -198,49 +186,9 @@ pub(super) fn gemm_staging_and_split_reduce() {
     );
     // Beta 0 for the 16-bit outputs (C not read): alpha · Σ rounded.
     // SAFETY: as above.
-    unsafe {
-        launch(
-            GEMM_SPLIT_REDUCE_BF16,
-            cfg,
-            (
-                wp,
-                dbf.ptr(),
-                m32,
-                n32,
-                ldw32,
-                ldc32,
-                s32,
-                ss,
-                wb,
-                cb,
-                alpha,
-                0.0,
-            ),
-        )
-    }
-    .unwrap();
+    unsafe { launch(GEMM_SPLIT_REDUCE_BF16, cfg, args!(dbf.ptr(), 0.0)) }.unwrap();
     // SAFETY: as above.
-    unsafe {
-        launch(
-            GEMM_SPLIT_REDUCE_F16,
-            cfg,
-            (
-                wp,
-                dhf.ptr(),
-                m32,
-                n32,
-                ldw32,
-                ldc32,
-                s32,
-                ss,
-                wb,
-                cb,
-                alpha,
-                0.0,
-            ),
-        )
-    }
-    .unwrap();
+    unsafe { launch(GEMM_SPLIT_REDUCE_F16, cfg, args!(dhf.ptr(), 0.0)) }.unwrap();
     let (got, got_bf, got_hf) = (dc.to_vec(), dbf.to_vec(), dhf.to_vec());
     for z in 0..batches {
         for r in 0..m {
